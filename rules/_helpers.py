@@ -1,0 +1,48 @@
+"""Small predicates shared by rules. Rules import them as synclint.rules._helpers."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from synclint.context import kwarg, string_value  # noqa: F401 - re-exported for rules
+
+
+def method_call(node: cst.Call, names) -> Optional[str]:
+    """`recv.<name>(...)` with name in `names`: the name, else None.
+
+    A call whose func is itself a call (`f(a)(b)`) is not a method call.
+    """
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value in names:
+        return func.attr.value
+    return None
+
+
+def receiver(node: cst.Call) -> cst.BaseExpression:
+    assert isinstance(node.func, cst.Attribute)
+    return node.func.value
+
+
+def is_python_scalar(e: cst.BaseExpression) -> bool:
+    """A literal number or bool (optionally negated): a value the host holds."""
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+        e = e.expression
+    if isinstance(e, (cst.Integer, cst.Float)):
+        return True
+    return isinstance(e, cst.Name) and e.value in ("True", "False")
+
+
+def positional(node: cst.Call):
+    return [a for a in node.args if a.keyword is None and not a.star]
+
+
+def code(e: cst.CSTNode) -> str:
+    """Source text of a node (for messages)."""
+    return cst.Module(body=[]).code_for_node(e)
+
+
+def short(e: cst.CSTNode, limit: int = 40) -> str:
+    s = " ".join(code(e).split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."

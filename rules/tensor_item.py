@@ -1,0 +1,82 @@
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import method_call, receiver, short
+
+
+class TensorItem(Rule):
+    """
+    ## What it does
+    Flags `.item()` on a tensor that lives on the GPU.
+
+    ## Why is this bad?
+    `.item()` copies one element to the host and blocks until every kernel queued
+    before it has finished (`_local_scalar_dense_cuda` -> `memcpy_and_sync`). In a
+    training loop the CPU can no longer run ahead of the GPU: each iteration pays a
+    round trip and the launch queue drains.
+
+    ## Use instead
+    Keep the value on the GPU: accumulate metrics in a GPU tensor (`total += loss.detach()`)
+    and call `.item()` once per N steps or per epoch, or under a logging guard
+    (`if step % log_every == 0:`).
+
+    ## Known problems
+    Receivers whose type cannot be inferred are assumed to be tensors only in files that
+    import no NumPy-like library (NumPy scalars have `.item()` too).
+    """
+
+    CODE = "SYN101"
+    NAME = "tensor-item"
+    MESSAGE = "`{recv}.item()` copies a GPU value to the host and waits for all queued GPU work"
+    CATALOGUE = ("A1",)
+    VALID = [
+        Valid("import numpy as np\nx = np.float32(3.0)\nv = x.item()\n"),
+        Valid("import torch\nx = torch.zeros(3)\nv = x.sum().item()\n"),
+        Valid("import torch\nd = {}\nfor k, v in d.items():\n    pass\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nf = x.item\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda').cpu()\nv = x[0].item()\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = x.sum().item()\n",
+            line=4,
+            hot=True,
+            message="`x.sum().item()` copies a GPU value to the host and waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\ndef train(model, loader):\n    for x, y in loader:\n        loss = model(x).sum()\n    print(loss.item())\n",
+            line=5,
+            hot=False,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "w = torch.randn(256, 256, device=device)\n"
+            "xs = [torch.randn(64, 256, device=device) for _ in range(steps)]\n"
+        ),
+        flagged=(
+            "def flagged(w, xs):\n"
+            "    total = 0.0\n"
+            "    for x in xs:\n"
+            "        loss = (x @ w).relu().mean()\n"
+            "        total += loss.item()\n"
+            "    return total\n"
+        ),
+        fixed=(
+            "def fixed(w, xs):\n"
+            "    total = torch.zeros((), device=w.device)\n"
+            "    for x in xs:\n"
+            "        loss = (x @ w).relu().mean()\n"
+            "        total += loss.detach()\n"
+            "    return total.item()\n"
+        ),
+        sizes={"steps": 50},
+        compare="close",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if node.args or not method_call(node, ("item",)):
+            return
+        recv = receiver(node)
+        if self.ctx.on_gpu(recv, unknown_ok=True):
+            self.report(node, recv=short(recv))

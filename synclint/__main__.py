@@ -1,0 +1,3 @@
+from synclint.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""GPU verification harness (torch imported lazily)."""

@@ -1,0 +1,146 @@
+"""Lint one source text: prefilter, parse once, one walk, positions, noqa, hot post-pass."""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional, Sequence, Tuple, Type, Union
+
+from synclint.findings import Edit, FileError, Finding, Fix
+from synclint.noqa import noqa_map, suppressed
+
+# A file that mentions none of these cannot hold a tensor we know about: skip the parse.
+PREFILTER = ("torch", "Tensor", "tensor", "cuda", "forward")
+
+
+def might_fire(source: str) -> bool:
+    return any(word in source for word in PREFILTER)
+
+
+def lint_source(
+    source: str,
+    filename: str = "<string>",
+    rules: Optional[Sequence[type]] = None,
+    *,
+    hot_only: bool = False,
+) -> List[Finding]:
+    """Findings for one file's text. Raises SyntaxError-like `LintError` on bad input."""
+    if rules is None:
+        from synclint.registry import default_rules
+
+        rules = default_rules()
+    if not rules or not might_fire(source):
+        return []
+    import libcst as cst
+
+    from synclint.context import FileContext
+    from synclint.positions import PositionIndex
+    from synclint.walker import Walker
+
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as e:
+        raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
+    except (RecursionError, MemoryError):
+        raise LintError("cannot parse: nesting too deep") from None
+    ctx = FileContext(source, filename)
+    instances = [r(ctx) for r in rules]
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        Walker(ctx, instances).walk(module)
+    except RecursionError:
+        raise LintError("cannot analyse: nesting too deep") from None
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if not ctx.findings:
+        return []
+    hot_funcs = ctx.hot_functions()
+    positions = PositionIndex(module, source)
+    noqa = noqa_map(source)
+    out: List[Finding] = []
+    seen = set()
+    for p in ctx.findings:
+        rule = p.rule
+        hot = p.hot or (p.func in hot_funcs and not p.guarded)
+        if (rule.HOT_ONLY or hot_only) and not hot:
+            continue
+        if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
+            continue
+        row, col, end_row, end_col = positions.span(p.node, p.stmt, p.stmt_index)
+        noqa_rows = {row, end_row}
+        if p.stmt is not None and not _is_compound(p.stmt):
+            noqa_rows.update(positions.stmt_rows(p.stmt_index))
+        if suppressed(noqa, noqa_rows, rule.CODE):
+            continue
+        key = (rule.CODE, row, col)
+        if key in seen:
+            continue
+        seen.add(key)
+        fix = None
+        if p.replacement is not None:
+            t = positions.span(p.target, p.stmt, p.stmt_index)
+            content = module.code_for_node(p.replacement)
+            fix = Fix(
+                "safe" if p.safe else "unsafe",
+                p.fix_title or rule.FIX_TITLE or "",
+                (Edit((t[0], t[1] + 1), (t[2], t[3] + 1), content),),
+            )
+        out.append(
+            Finding(
+                code=rule.CODE, name=rule.NAME, message=p.message, filename=filename,
+                row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
+                hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
+            )
+        )
+    out.sort(key=Finding.sort_key)
+    return out
+
+
+def _is_compound(stmt) -> bool:
+    import libcst as cst
+
+    return isinstance(stmt, cst.BaseCompoundStatement)
+
+
+def _one_line(msg: str) -> str:
+    first = msg.strip().splitlines()[0] if msg.strip() else "syntax error"
+    return first.rstrip(".:")
+
+
+class LintError(Exception):
+    """The file cannot be checked; the message is the reason, in one line."""
+
+
+def read_source(path: str) -> Union[str, FileError]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        return FileError(path, f"cannot read: {e.strerror or e}")
+    return decode_source(path, data)
+
+
+def decode_source(path: str, data: bytes) -> Union[str, FileError]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return FileError(path, f"not UTF-8: invalid byte 0x{data[e.start]:02x} at offset {e.start}")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\x00" in text:
+        return FileError(path, "cannot parse: source contains a null byte")
+    return text
+
+
+def lint_file(path: str, rules: Sequence[type], hot_only: bool = False) -> Tuple[List[Finding], Optional[FileError]]:
+    text = read_source(path)
+    if isinstance(text, FileError):
+        return [], text
+    return lint_text(path, text, rules, hot_only)
+
+
+def lint_text(path: str, text: str, rules: Sequence[type], hot_only: bool = False) -> Tuple[List[Finding], Optional[FileError]]:
+    try:
+        return lint_source(text, path, rules, hot_only=hot_only), None
+    except LintError as e:
+        return [], FileError(path, str(e))

@@ -1,0 +1,131 @@
+"""Source positions for the few nodes that have findings.
+
+LibCST's PositionProvider regenerates the whole module and costs more than the parse.
+Findings are rare, so instead: `ast` (cheap, C) gives the line and column of every
+statement; statements are numbered in the same pre-order by the walker, so the k-th
+LibCST statement is the k-th `ast` statement. Only the statement holding a finding is
+regenerated with position tracking, starting from the place `ast` gives for it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import libcst as cst
+from libcst._position import CodeRange
+from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+Span = Tuple[int, int, int, int]  # row, col (0-based), end row, end col (0-based, exclusive)
+
+
+class _Recorder:
+    """Stands in for the provider: LibCST's codegen state writes into `_computed`."""
+
+    def __init__(self) -> None:
+        self._computed: Dict[cst.CSTNode, CodeRange] = {}
+
+
+def ast_statements(tree: ast.AST) -> List[ast.stmt]:
+    out: List[ast.stmt] = []
+
+    def visit_body(stmts: Iterable[ast.stmt]) -> None:
+        for s in stmts:
+            out.append(s)
+            for fname in ("body", "handlers", "orelse", "finalbody", "cases"):
+                sub = getattr(s, fname, None)
+                if not sub:
+                    continue
+                if fname in ("handlers", "cases"):
+                    for h in sub:
+                        visit_body(h.body)
+                else:
+                    visit_body(sub)
+
+    visit_body(tree.body)
+    return out
+
+
+class PositionIndex:
+    def __init__(self, module: cst.Module, source: str) -> None:
+        self.module = module
+        self.source = source
+        self.lines = source.splitlines(True)
+        self._stmts: Optional[List[ast.stmt]] = None
+        self._cache: Dict[int, Dict[cst.CSTNode, CodeRange]] = {}
+        self._full: Optional[Dict[cst.CSTNode, CodeRange]] = None
+
+    def _ast(self) -> Optional[List[ast.stmt]]:
+        if self._stmts is None:
+            try:
+                self._stmts = ast_statements(ast.parse(self.source))
+            except (SyntaxError, ValueError, RecursionError):
+                self._stmts = []
+        return self._stmts
+
+    def _char_col(self, row: int, byte_col: int) -> int:
+        line = self.lines[row - 1] if 0 < row <= len(self.lines) else ""
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def span(self, node: cst.CSTNode, stmt: Optional[cst.CSTNode], stmt_index: int) -> Span:
+        ranges = self._ranges_for(stmt, stmt_index)
+        r = ranges.get(node) if ranges is not None else None
+        if r is None:
+            r = self._full_ranges().get(node)
+        if r is None:  # pragma: no cover - every node reaches codegen
+            return (1, 0, 1, 0)
+        return (r.start.line, r.start.column, r.end.line, r.end.column)
+
+    def stmt_rows(self, stmt_index: int) -> Tuple[int, int]:
+        stmts = self._ast()
+        if 0 <= stmt_index < len(stmts):
+            s = stmts[stmt_index]
+            return s.lineno, getattr(s, "end_lineno", s.lineno) or s.lineno
+        return (0, 0)
+
+    def _ranges_for(self, stmt, stmt_index) -> Optional[Dict[cst.CSTNode, CodeRange]]:
+        if stmt is None:
+            return None
+        cached = self._cache.get(stmt_index)
+        if cached is not None:
+            return cached
+        stmts = self._ast()
+        if not (0 <= stmt_index < len(stmts)):
+            return None
+        a = stmts[stmt_index]
+        rec = _Recorder()
+        state = PositionProvidingCodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            provider=rec,
+        )
+        line = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        state.indent_tokens = [indent] if indent else []
+        if isinstance(stmt, cst.BaseSmallStatement):
+            state.line = a.lineno
+            state.column = self._char_col(a.lineno, a.col_offset)
+        else:
+            first = a.lineno
+            decorators = getattr(stmt, "decorators", ())
+            if decorators and getattr(a, "decorator_list", None):
+                first = a.decorator_list[0].lineno - len(decorators[0].leading_lines)
+            state.line = first - len(stmt.leading_lines)
+            state.column = 0
+        if isinstance(stmt, cst.If) and line.lstrip().startswith("elif"):
+            stmt._codegen(state, is_elif=True)
+        else:
+            stmt._codegen(state)
+        # Sanity check: the statement must start where ast says; otherwise fall back.
+        r = rec._computed.get(stmt)
+        if r is None or r.start.line != a.lineno:
+            return None
+        self._cache[stmt_index] = rec._computed
+        return rec._computed
+
+    def _full_ranges(self) -> Dict[cst.CSTNode, CodeRange]:
+        if self._full is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._full = dict(wrapper.resolve(PositionProvider))
+        return self._full

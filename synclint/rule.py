@@ -1,0 +1,146 @@
+"""The rule contract: one class per file in rules/, carrying its whole story.
+
+A rule is a visitor. The engine walks each file once and calls every enabled rule's
+`visit_<NodeType>` / `leave_<NodeType>` methods in the same pass; `self.ctx` (a
+`synclint.context.FileContext`) answers the contextual questions: is this a tensor,
+on which device, are we in a loop, under `no_grad`, in hot code.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from synclint.context import FileContext
+
+CODE_RE = re.compile(r"^SYN[1-9]\d\d$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+FAMILIES = {
+    "1": "device-to-host read-back",
+    "2": "data-dependent output shape",
+    "3": "blocking host-to-device transfer",
+    "4": "explicit synchronization",
+    "5": "GPU overhead (not a sync)",
+}
+REQUIRED_HEADINGS = ("## What it does", "## Why is this bad?", "## Use instead")
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code on which the rule must stay silent."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code on which the rule must fire; optional checks on what it reports."""
+
+    code: str
+    message: Optional[str] = None
+    line: Optional[int] = None  # 1-based row of the (first) finding
+    hot: Optional[bool] = None
+    fixed: Optional[str] = None  # expected source after applying fixes (unsafe included)
+
+
+@dataclass(frozen=True)
+class BenchPair:
+    """The flagged pattern and its fix as real code, for `synclint bench`.
+
+    `setup` runs once with `torch`, `device` and the names in `sizes` bound, and defines
+    the inputs. `flagged` and `fixed` each define a function of that name whose
+    parameters are names that `setup` defined; both return a result to compare.
+    """
+
+    setup: str
+    flagged: str
+    fixed: str
+    sizes: Dict[str, int] = field(default_factory=dict)
+    expect: str = "time"  # "time" | "memory" | "syncs"
+    condition: Optional[str] = None  # when the fix is equivalent, if not always
+    compare: str = "equal"  # "equal" | "close" | "none"
+    debug_mode_sees: bool = True  # False where set_sync_debug_mode cannot see the sync
+
+
+class Rule:
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    MESSAGE: ClassVar[str]  # str.format template; the hazard in one clause, no period
+    FIX_TITLE: ClassVar[Optional[str]] = None  # imperative: what the user should do
+    FIX: ClassVar[str] = "never"  # never | sometimes | always: is an automatic fix emitted
+    DEFAULT_ON: ClassVar[bool] = True
+    HOT_ONLY: ClassVar[bool] = False  # findings in cold code are dropped
+    CATALOGUE: ClassVar[Sequence[str]] = ()  # rows of reference/sync-catalogue.md
+    VALID: ClassVar[List[Valid]] = []
+    INVALID: ClassVar[List[Invalid]] = []
+    BENCH: ClassVar[Optional[BenchPair]] = None
+
+    # Filled in by __init_subclass__.
+    FAMILY: ClassVar[str]
+    SUMMARY: ClassVar[str]
+    DOC: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("ABSTRACT"):
+            return
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        for attr in ("CODE", "NAME", "MESSAGE"):
+            if not isinstance(getattr(cls, attr, None), str):
+                raise TypeError(f"{where}: missing {attr}")
+        if not CODE_RE.match(cls.CODE):
+            raise TypeError(f"{where}: code {cls.CODE!r} is not SYN + three digits")
+        if not NAME_RE.match(cls.NAME):
+            raise TypeError(f"{where}: name {cls.NAME!r} is not kebab-case")
+        if cls.MESSAGE.endswith("."):
+            raise TypeError(f"{where}: message ends with a period")
+        doc = textwrap.dedent(cls.__doc__ or "").strip()
+        for heading in REQUIRED_HEADINGS:
+            if heading not in doc:
+                raise TypeError(f"{where}: docstring lacks {heading!r}")
+        if cls.FIX not in ("never", "sometimes", "always"):
+            raise TypeError(f"{where}: FIX must be never|sometimes|always")
+        if cls.FIX != "never" and ("## Fix safety" not in doc or not cls.FIX_TITLE):
+            raise TypeError(f"{where}: a fixable rule needs a FIX_TITLE and a '## Fix safety' section")
+        if not cls.VALID or not cls.INVALID:
+            raise TypeError(f"{where}: needs VALID and INVALID examples")
+        cls.FAMILY = FAMILIES[cls.CODE[3]]
+        cls.DOC = doc
+        cls.SUMMARY = _summary(doc)
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: "cst.CSTNode",
+        replacement: "Optional[cst.CSTNode]" = None,
+        *,
+        target: "Optional[cst.CSTNode]" = None,
+        safe: bool = False,
+        fix_title: Optional[str] = None,
+        **fmt: object,
+    ) -> None:
+        """Report `node`. A fix replaces `target` (default: `node`) with `replacement`."""
+        self.ctx.add_finding(
+            self,
+            node,
+            self.MESSAGE.format(**fmt),
+            replacement=replacement,
+            target=target if target is not None else node,
+            safe=safe,
+            fix_title=(fix_title or self.FIX_TITLE or "").format(**fmt) or None,
+        )
+
+
+def _summary(doc: str) -> str:
+    """First sentence under '## What it does'."""
+    body = doc.split("## What it does", 1)[1].split("##", 1)[0].strip()
+    sentence = " ".join(body.split())
+    end = sentence.find(". ")
+    return sentence if end < 0 else sentence[: end + 1]

@@ -1,0 +1,46 @@
+"""Helpers shared by the test-suite: rule examples and fixture expectations."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, List, Optional, Set, Tuple
+
+from synclint.engine import lint_source
+from synclint.fixes import fix_text
+
+# `# error: SYN101` / `# error: SYN101 [cold], SYN105 [hot]`
+EXPECT_RE = re.compile(r"#\s*error:\s*(?P<items>SYN\d{3}(?:\s*\[(?:hot|cold)\])?(?:\s*,\s*SYN\d{3}(?:\s*\[(?:hot|cold)\])?)*)")
+ITEM_RE = re.compile(r"(SYN\d{3})(?:\s*\[(hot|cold)\])?")
+# A line that synchronizes on the GPU but that synclint rightly does not flag.
+UNFLAGGED_SYNC_RE = re.compile(r"#\s*unflagged-sync:")
+
+Expectation = Dict[Tuple[int, str], Optional[bool]]  # (row, code) -> hot (None: either)
+
+
+def expectations(source: str) -> Expectation:
+    out: Expectation = {}
+    for row, line in enumerate(source.splitlines(), start=1):
+        m = EXPECT_RE.search(line)
+        if not m:
+            continue
+        for code, hot in ITEM_RE.findall(m.group("items")):
+            out[(row, code)] = None if not hot else hot == "hot"
+    return out
+
+
+def unflagged_sync_rows(source: str) -> Set[int]:
+    return {row for row, line in enumerate(source.splitlines(), 1) if UNFLAGGED_SYNC_RE.search(line)}
+
+
+def fixture_paths(root: Path) -> List[Path]:
+    return sorted(p for p in root.glob("*.py") if not p.name.endswith(".fixed.py"))
+
+
+def lint_with(rules, source: str):
+    return lint_source(source, "<test>", rules)
+
+
+def fixed_source(rules, source: str, unsafe: bool = True) -> str:
+    text, _, _ = fix_text(source, lambda s: lint_source(s, "<test>", rules), unsafe=unsafe)
+    return text

@@ -1,0 +1,33 @@
+"""fixtures/*.py: every finding is marked inline (`# error: SYN101 [hot]`), every mark is
+found; unmarked lines must stay clean with every rule enabled."""
+
+from pathlib import Path
+
+import pytest
+
+from synclint.registry import all_rules
+from synclint.testing import expectations, fixed_source, fixture_paths, lint_with
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize("path", fixture_paths(FIXTURES), ids=lambda p: p.name)
+def test_fixture(path):
+    source = path.read_text(encoding="utf-8")
+    expected = expectations(source)
+    findings = lint_with(all_rules(), source)
+    got = {(f.row, f.code): f.hot for f in findings}
+    missing = sorted(set(expected) - set(got))
+    extra = sorted(set(got) - set(expected))
+    assert not missing and not extra, f"missing {missing}, unexpected {extra}"
+    wrong_heat = sorted(k for k, hot in expected.items() if hot is not None and got[k] != hot)
+    assert not wrong_heat, f"hot/cold differs at {wrong_heat}"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in fixture_paths(FIXTURES) if p.with_suffix(".fixed.py").exists()], ids=lambda p: p.name
+)
+def test_fixture_fixed_twin(path):
+    source = path.read_text(encoding="utf-8")
+    twin = path.with_suffix(".fixed.py").read_text(encoding="utf-8")
+    assert fixed_source(all_rules(), source, unsafe=False) == twin
