@@ -45,6 +45,12 @@ BOOL_METHODS = {
     "bool", "any", "all", "isclose", "signbit", "greater", "less", "greater_equal",
     "less_equal", "not_equal", "isin",
 }
+# Reshaping/reordering methods: a bool tensor stays a bool tensor.
+MASK_PRESERVING_METHODS = {
+    "view", "view_as", "reshape", "reshape_as", "flatten", "ravel", "squeeze", "unsqueeze",
+    "expand", "expand_as", "t", "transpose", "permute", "movedim", "flip", "roll", "repeat",
+    "narrow", "select", "index_select", "gather", "tril", "triu",
+}
 HOST_METHODS = {  # tensor methods whose result lives on the host (no device work)
     "size", "dim", "ndimension", "numel", "nelement", "stride", "element_size",
     "data_ptr", "is_contiguous", "get_device", "storage_offset", "is_pinned",
@@ -246,7 +252,7 @@ class FileContext:
         if isinstance(e, cst.Subscript):
             base = self._infer(e.value)
             if base.kind == V.TENSOR:
-                return V.tensor(base.device)
+                return V.tensor(base.device, mask=base.mask)  # any index of a bool tensor is bool
             if base.kind == V.TENSORS:
                 return V.tensor(base.device, pinned=base.pinned)
             if base.kind == V.NUMPY:
@@ -381,6 +387,8 @@ class FileContext:
             device = self._infer(call.args[0].value).device
         elif name == "from_numpy":
             device = V.CPU
+        elif name in ("bernoulli", "multinomial", "normal", "poisson") and self._tensor_args(call):
+            device = _device_of(self._tensor_args(call))  # sampled on the input's device
         else:
             device = self.default_device
         pinned = _is_true(_kwarg(call, "pin_memory"))
@@ -494,6 +502,8 @@ class FileContext:
                     if arg is None and call.args and call.args[0].keyword is None:
                         arg = call.args[0].value
                     is_dev, dev = self.device_of_arg(arg)
+                    if any(self.qualname(a.value) == "torch.bool" for a in call.args):
+                        return V.tensor(dev if is_dev else recv.device, ndim=recv.ndim, mask=True)
                     if is_dev:
                         return V.tensor(dev, ndim=recv.ndim, mask=recv.mask)
                     return recv.with_(pinned=None) if _kwarg(call, "dtype") is None else V.tensor(recv.device, ndim=recv.ndim)
@@ -514,6 +524,8 @@ class FileContext:
                      "bfloat16", "requires_grad_", "share_memory_"):
                 keep_mask = m in ("clone", "detach", "contiguous")
                 return V.tensor(recv.device, ndim=recv.ndim, mask=recv.mask and keep_mask, pinned=recv.pinned if keep_mask else None)
+            if recv.mask and m in MASK_PRESERVING_METHODS:
+                return V.tensor(recv.device, mask=True)
             return V.tensor(recv.device)
         if k == V.TENSORS:
             if m in ("to", "cuda", "cpu"):

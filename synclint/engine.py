@@ -29,6 +29,7 @@ def lint_source(
 
         rules = default_rules()
     if not rules or not might_fire(source):
+        _syntax_check(source)  # no rule can fire, but a file that does not parse is still an error
         return []
     import libcst as cst
 
@@ -94,6 +95,17 @@ def lint_source(
         )
     out.sort(key=Finding.sort_key)
     return out
+
+
+def _syntax_check(source: str) -> None:
+    import ast
+
+    try:
+        ast.parse(source)
+    except SyntaxError as e:
+        raise LintError(f"cannot parse: {e.msg} (line {e.lineno}, column {e.offset or 0})") from None
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise LintError(f"cannot parse: {e}") from None
 
 
 def _is_compound(stmt) -> bool:

@@ -1,0 +1,311 @@
+"""The `synclint` command line (click). Exit codes: 0 clean, 1 findings, 2 usage/input errors."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+import click
+
+from synclint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+OUTPUT_FORMATS = ["text", "json"]
+
+
+def _split(values: Sequence[str]) -> List[str]:
+    """`--select SYN1,SYN2 --select SYN401` -> ['SYN1', 'SYN2', 'SYN401']."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _fail(message: str) -> "click.exceptions.Exit":
+    click.echo(f"synclint: error: {message}", err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt, SystemExit):
+            raise
+        except BrokenPipeError:  # `synclint check | head`
+            sys.stderr.close()
+            raise click.exceptions.Exit(EXIT_ERROR)
+        except Exception as e:  # never a traceback for the user
+            click.echo(f"synclint: internal error: {type(e).__name__}: {e} (please report this)", err=True)
+            raise click.exceptions.Exit(EXIT_ERROR)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="synclint")
+def main() -> None:
+    """Find the places where PyTorch code makes the CPU wait for the GPU.
+
+    \b
+    Start here:
+      synclint check src/               check a tree (exit 1 if anything is found)
+      synclint check --hot-only .       only findings in loops, forward(), *_step()
+      synclint explain SYN101           what a rule flags, why it costs, the fix
+      synclint rules                    every rule, its family and default
+      synclint bench --device cuda      time each pattern against its fix on a GPU
+
+    Configure in pyproject.toml under [tool.synclint]; silence a line with
+    `# noqa: SYN101`.
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--select", multiple=True, metavar="RULES",
+              help="Rules to enable instead of the defaults: codes (SYN101), prefixes (SYN1) or names; comma-separated, repeatable. ALL enables every rule.")
+@click.option("--ignore", multiple=True, metavar="RULES", help="Rules to disable (codes, prefixes or names).")
+@click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to enable on top of the defaults, e.g. off-by-default ones.")
+@click.option("--hot-only", is_flag=True, help="Report only findings in hot code (loop bodies, forward, *_step, functions called from loops).")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True, help="How to print findings.")
+@click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply fixes that may change behaviour.")
+@click.option("--diff", is_flag=True, help="Show the fixes as a unified diff; write nothing (exit 1 if there is a diff).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.synclint_cache/).")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: one per CPU).")
+@click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
+@click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
+def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
+          config_file, fix, unsafe_fixes, diff, no_cache, jobs, no_source, baseline, report_file, bench_file):
+    """Check PATHS (files or directories; default: the current directory).
+
+    \b
+    Each finding reads  path:row:col: CODE [hot|cold] message
+    followed by the source line, a caret and the fix hint.
+    Exit status: 0 no findings, 1 findings, 2 usage error or a file
+    that could not be read or parsed (the other files are still checked).
+
+    \b
+    Examples:
+      synclint check src/ --select SYN1,SYN2
+      synclint check train.py --output-format json
+      synclint check . --extend-select SYN115 --ignore tensor-formatting
+      synclint check . --fix --diff
+    """
+    from synclint.config import ConfigError, find_config, load_config, merge_cli
+    from synclint.discovery import discover
+    from synclint.registry import SelectionError, select as select_rules
+
+    paths = list(paths) or ["."]
+    try:
+        cfg_path = config_file if config_file else find_config(Path(paths[0]))
+        if config_file and not config_file.exists():
+            raise ConfigError(f"{config_file}: no such file")
+        cfg = merge_cli(load_config(cfg_path), _split(select), _split(ignore), _split(extend_select), hot_only)
+        rules = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
+        for codes in cfg.per_file_ignores.values():
+            for c in codes:
+                _match(c)  # an unknown code in per-file-ignores is a configuration error
+    except (ConfigError, SelectionError) as e:
+        raise _fail(str(e))
+
+    files, missing = discover(paths, cfg.exclude, cfg.root)
+    for m in missing:
+        click.echo(f"synclint: error: {m}: no such file or directory", err=True)
+
+    from synclint.runner import check_files
+
+    cache_dir = None
+    if not no_cache:
+        cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else cfg.root / ".synclint_cache"
+        if not cache_dir.is_absolute():
+            cache_dir = cfg.root / cache_dir
+    result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir, jobs=jobs)
+    findings = result.findings
+    if cfg.per_file_ignores:
+        from synclint.config import per_file_ignored
+
+        kept = []
+        for f in findings:
+            ignored = per_file_ignored(cfg, f.filename)
+            if ignored and any(f.code.startswith(c.upper()) or f.name == c for c in ignored):
+                continue
+            kept.append(f)
+        findings = kept
+    if baseline is not None:
+        from synclint.baseline import BaselineError, filter_new
+
+        try:
+            findings = filter_new(findings, baseline)
+        except BaselineError as e:
+            raise _fail(str(e))
+
+    errors = list(result.errors)
+    if fix or diff:
+        findings, fix_errors = _apply_fixes(findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
+        errors.extend(fix_errors)
+        if diff:
+            _exit(errors, missing, 0, exit_zero, diff_changed=_DIFF_STATE["changed"])
+
+    findings.sort(key=lambda f: f.sort_key())
+    for e in errors:
+        click.echo(f"synclint: error: {e}", err=True)
+
+    if report_file is not None:
+        from synclint.report import write_report
+
+        write_report(findings, report_file, bench_file)
+
+    if statistics:
+        from synclint.render import statistics as stats
+
+        text = stats(findings, "json" if output_format == "json" else "text")
+        if text:
+            click.echo(text)
+    elif output_format == "text":
+        from synclint.render import summary, text_report
+
+        if findings:
+            click.echo(text_report(findings, show_source=not no_source))
+        click.echo(summary(findings, errors, len(files), unsafe_fixes))
+    else:
+        from synclint.formats import render
+
+        click.echo(render(output_format, findings, errors))
+    _exit(errors, missing, len(findings), exit_zero)
+
+
+def _match(code):
+    from synclint.registry import match
+
+    return match(code)
+
+
+_DIFF_STATE = {"changed": False}
+
+
+def _exit(errors, missing, n_findings, exit_zero, diff_changed=False):
+    if errors or missing:
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if diff_changed and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    if n_findings and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    raise click.exceptions.Exit(EXIT_CLEAN)
+
+
+def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
+    """Fix each file that has fixable findings; returns (remaining findings, errors)."""
+    from synclint.engine import lint_source, read_source
+    from synclint.findings import FileError
+    from synclint.fixes import FixError, fix_text, write_atomic
+
+    by_file = {}
+    for f in findings:
+        by_file.setdefault(f.filename, []).append(f)
+    remaining, errors = [], []
+    fixed_count = 0
+    for path, fs in by_file.items():
+        if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
+            remaining.extend(fs)
+            continue
+        text = read_source(path)
+        if isinstance(text, FileError):
+            errors.append(text)
+            remaining.extend(fs)
+            continue
+        try:
+            new, n, left = fix_text(text, lambda s: lint_source(s, path, rules, hot_only=hot_only), unsafe=unsafe)
+        except FixError as e:
+            errors.append(FileError(path, str(e)))
+            remaining.extend(fs)
+            continue
+        if n and show_diff:
+            _DIFF_STATE["changed"] = True
+            click.echo("".join(difflib.unified_diff(
+                text.splitlines(True), new.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
+        elif n and write:
+            write_atomic(path, new)
+            fixed_count += n
+        remaining.extend(left if write else fs)
+    if write and fixed_count:
+        click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}.", err=True)
+    return remaining, errors
+
+
+@main.command()
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules(output_format):
+    """List every rule: code, name, family, default on/off, fix availability."""
+    from synclint.registry import all_rules
+
+    rows = [_rule_json(r) for r in all_rules()]
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="synclint rules", show_lines=False)
+    for col in ("code", "name", "family", "default", "fix", "summary"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["code"], r["name"], r["family"], "on" if r["default"] else "off",
+                      r["fix"], r["summary"])
+    Console().print(table)
+
+
+def _rule_json(r) -> dict:
+    return {
+        "code": r.CODE,
+        "name": r.NAME,
+        "family": r.FAMILY,
+        "summary": r.SUMMARY,
+        "default": r.DEFAULT_ON,
+        "fix": r.FIX,
+        "hot_only": r.HOT_ONLY,
+        "has_bench": r.BENCH is not None,
+        "url": f"https://synclint.dev/rules/{r.NAME}",
+    }
+
+
+@main.command()
+@click.argument("rule")
+def explain(rule):
+    """Show a rule's page: what it flags, why it costs, the fix, examples, measured cost."""
+    from synclint.docs import rule_markdown
+    from synclint.registry import rule_by_key
+
+    r = rule_by_key(rule)
+    if r is None:
+        raise _fail(f"unknown rule {rule!r}; `synclint rules` lists them")
+    text = rule_markdown(r)
+    if not sys.stdout.isatty():
+        click.echo(text)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    Console().print(Markdown(text))
+
+
+def _add_optional_commands() -> None:
+    """Commands whose modules may not exist in a partial install are added when present."""
+    import importlib
+
+    for mod, name in (("synclint.bench.command", "bench"), ("synclint.lsp", "lsp"), ("synclint.baseline", "baseline_command")):
+        try:
+            m = importlib.import_module(mod)
+        except ImportError:
+            continue
+        cmd = getattr(m, name, None)
+        if isinstance(cmd, click.Command):
+            main.add_command(cmd)
+
+
+_add_optional_commands()

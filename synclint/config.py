@@ -1,0 +1,127 @@
+"""`[tool.synclint]` in the nearest pyproject.toml (or the file given with --config)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir"}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class Config:
+    select: Optional[List[str]] = None
+    ignore: List[str] = field(default_factory=list)
+    extend_select: List[str] = field(default_factory=list)
+    exclude: List[str] = field(default_factory=list)
+    per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
+    hot_only: bool = False
+    cache_dir: Optional[str] = None
+    root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
+    path: Optional[Path] = None  # the file it came from
+
+
+def _load_toml(path: Path) -> dict:
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml with a [tool.synclint] table, walking up from `start`."""
+    d = start if start.is_dir() else start.parent
+    d = d.resolve()
+    for parent in (d, *d.parents):
+        candidate = parent / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "[tool.synclint" in text:
+                return candidate
+    return None
+
+
+def _str_list(value, key: str, path: Path) -> List[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ConfigError(f"{path}: [tool.synclint] {key} must be a list of strings")
+
+
+def load_config(path: Optional[Path]) -> Config:
+    if path is None:
+        return Config()
+    data = _load_toml(path)
+    table = data.get("tool", {}).get("synclint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.synclint] must be a table")
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r} in [tool.synclint] (known: {', '.join(sorted(KEYS))})")
+    cfg = Config(root=path.parent.resolve(), path=path)
+    if "select" in table:
+        cfg.select = _str_list(table["select"], "select", path)
+    cfg.ignore = _str_list(table.get("ignore", []), "ignore", path)
+    cfg.extend_select = _str_list(table.get("extend-select", []), "extend-select", path)
+    cfg.exclude = _str_list(table.get("exclude", []), "exclude", path) + _str_list(
+        table.get("extend-exclude", []), "extend-exclude", path
+    )
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{path}: [tool.synclint] per-file-ignores must be a table of pattern = [codes]")
+    cfg.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", path) for k, v in pfi.items()}
+    hot = table.get("hot-only", False)
+    if not isinstance(hot, bool):
+        raise ConfigError(f"{path}: [tool.synclint] hot-only must be true or false")
+    cfg.hot_only = hot
+    cache_dir = table.get("cache-dir")
+    if cache_dir is not None and not isinstance(cache_dir, str):
+        raise ConfigError(f"{path}: [tool.synclint] cache-dir must be a string")
+    cfg.cache_dir = cache_dir
+    return cfg
+
+
+def per_file_ignored(cfg: Config, filename: str) -> List[str]:
+    """Codes/prefixes/names ignored for `filename` by per-file-ignores."""
+    if not cfg.per_file_ignores:
+        return []
+    import pathspec
+
+    try:
+        rel = os.path.relpath(os.path.abspath(filename), cfg.root)
+    except ValueError:  # another drive on Windows
+        rel = filename
+    rel = rel.replace(os.sep, "/")
+    out: List[str] = []
+    for pattern, codes in cfg.per_file_ignores.items():
+        spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+        if spec.match_file(rel) or spec.match_file(os.path.basename(rel)):
+            out.extend(codes)
+    return out
+
+
+def merge_cli(cfg: Config, select: Sequence[str], ignore: Sequence[str], extend_select: Sequence[str], hot_only: bool) -> Config:
+    """Command-line options win over the file (select replaces; ignore/extend-select add)."""
+    if select:
+        cfg.select = list(select)
+    cfg.ignore = cfg.ignore + list(ignore)
+    cfg.extend_select = cfg.extend_select + list(extend_select)
+    cfg.hot_only = cfg.hot_only or hot_only
+    return cfg

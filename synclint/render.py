@@ -1,0 +1,94 @@
+"""Output formats for `synclint check`: text (compiler style), json, statistics.
+
+Text output uses click's styling (colour only on a terminal, plain in CI logs) so that a
+one-file check does not pay for importing rich; rich renders `explain` and `rules`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Dict, List, Sequence
+
+import click
+
+from synclint.findings import FileError, Finding
+
+
+def _source_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                cache[path] = fh.read().splitlines()
+        except OSError:
+            cache[path] = []
+    return cache[path]
+
+
+def text_report(findings: Sequence[Finding], show_source: bool = True) -> str:
+    out: List[str] = []
+    sources: Dict[str, List[str]] = {}
+    for f in findings:
+        heat = click.style("hot", fg="red", bold=True) if f.hot else click.style("cold", fg="blue")
+        loc = click.style(f"{f.filename}:{f.row}:{f.column}:", bold=True)
+        out.append(f"{loc} {click.style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
+        if show_source:
+            lines = _source_lines(f.filename, sources)
+            if 0 < f.row <= len(lines):
+                line = lines[f.row - 1].expandtabs(4) if "\t" not in lines[f.row - 1] else lines[f.row - 1]
+                gutter = " " * len(str(f.row))
+                width = (f.end_column - f.column) if f.end_row == f.row else len(line) - f.column + 1
+                caret = " " * (f.column - 1) + "^" * max(1, width)
+                out.append(click.style(f"{gutter} |", fg="blue"))
+                out.append(click.style(f"{f.row} |", fg="blue") + f" {line}")
+                out.append(click.style(f"{gutter} |", fg="blue") + " " + click.style(caret, fg="red"))
+            if f.fix_title:
+                tag = " [*]" if f.fix else ""
+                out.append(click.style(f"{gutter} = help{tag}: ", fg="cyan") + f.fix_title)
+            out.append(click.style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
+            out.append("")
+    return "\n".join(out)
+
+
+def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool) -> str:
+    if not findings:
+        msg = click.style("All checks passed!", fg="green", bold=True) + f" ({files} file{'s' if files != 1 else ''} checked)"
+    else:
+        hot = sum(f.hot for f in findings)
+        nfiles = len({f.filename for f in findings})
+        msg = (
+            f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} "
+            f"({hot} hot, {len(findings) - hot} cold) in {nfiles} file{'s' if nfiles != 1 else ''} "
+            f"({files} checked)."
+        )
+        safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
+        risky = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
+        if safe:
+            msg += f"\n[*] {safe} fixable with `synclint check --fix`."
+        if risky and not unsafe:
+            msg += f"\n{risky} more fixable with `--fix --unsafe-fixes` (review the change)."
+    if errors:
+        msg += "\n" + click.style(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be checked.", fg="red")
+    return msg
+
+
+def json_report(findings: Sequence[Finding]) -> str:
+    return json.dumps([f.to_json() for f in findings], indent=2)
+
+
+def statistics(findings: Sequence[Finding], fmt: str) -> str:
+    counts = Counter(f.code for f in findings)
+    hot = Counter(f.code for f in findings if f.hot)
+    fixable = Counter(f.code for f in findings if f.fix)
+    names = {f.code: f.name for f in findings}
+    rows = sorted(counts, key=lambda c: (-counts[c], c))
+    if fmt == "json":
+        return json.dumps(
+            [
+                {"code": c, "name": names[c], "count": counts[c], "hot": hot[c], "fixable": fixable[c]}
+                for c in rows
+            ],
+            indent=2,
+        )
+    lines = [f"{counts[c]:>5}  {c}  {names[c]:<42} {hot[c]:>4} hot{'  [*]' if fixable[c] else ''}" for c in rows]
+    return "\n".join(lines)
