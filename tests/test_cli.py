@@ -1,0 +1,259 @@
+"""The command line as users meet it: exit codes, selection, noqa, config, errors, cache."""
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from synclint.cli import main
+
+HAZARD = textwrap.dedent(
+    """\
+    import torch
+
+    x = torch.ones(3, device="cuda")
+    for _ in range(3):
+        v = x.sum().item()
+    """
+)
+CLEAN = "import torch\nx = torch.ones(3)\nprint(x.shape)\n"
+
+
+def run(args, cwd: Path):
+    runner = CliRunner()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return runner.invoke(main, args, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def write(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def findings_json(result):
+    return json.loads(result.stdout)
+
+
+def test_clean_tree_exits_0(tmp_path):
+    write(tmp_path / "ok.py", CLEAN)
+    r = run(["check", "."], tmp_path)
+    assert r.exit_code == 0
+    assert "All checks passed" in r.stdout
+
+
+def test_findings_exit_1_with_compiler_style_text(tmp_path):
+    write(tmp_path / "train.py", HAZARD)
+    r = run(["check", "train.py", "--select", "SYN101"], tmp_path)
+    assert r.exit_code == 1
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("train.py:5:9: SYN101 [hot]")
+    assert "^" in r.stdout  # caret under the flagged code
+    assert "Found 1 finding (1 hot, 0 cold)" in r.stdout
+
+
+def test_exit_zero(tmp_path):
+    write(tmp_path / "train.py", HAZARD)
+    assert run(["check", "train.py", "--exit-zero"], tmp_path).exit_code == 0
+
+
+def test_json_contract(tmp_path):
+    write(tmp_path / "train.py", HAZARD)
+    r = run(["check", "train.py", "--select", "SYN101", "--output-format", "json"], tmp_path)
+    assert r.exit_code == 1
+    (f,) = findings_json(r)
+    assert set(f) >= {"code", "name", "message", "filename", "location", "end_location", "hot", "fix", "url"}
+    assert f["code"] == "SYN101" and f["name"] == "tensor-item"
+    assert f["location"] == {"row": 5, "column": 9}
+    assert f["end_location"] == {"row": 5, "column": 23}
+    assert f["hot"] is True and f["fix"] is None
+    assert f["filename"] == "train.py"
+
+
+def test_bad_files_report_one_line_each_and_others_are_checked(tmp_path):
+    write(tmp_path / "a_syntax.py", "import torch\ndef f(:\n")
+    (tmp_path / "b_latin1.py").write_bytes(b"import torch\nname = '\xe9'\n")
+    write(tmp_path / "c_train.py", HAZARD)
+    r = run(["check", ".", "--select", "SYN101", "--output-format", "json"], tmp_path)
+    assert r.exit_code == 2
+    errors = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(errors) == 2
+    assert any("a_syntax.py: cannot parse" in e and "line 2" in e for e in errors)
+    assert any("b_latin1.py: not UTF-8" in e for e in errors)
+    assert "Traceback" not in r.output
+    assert [f["filename"] for f in findings_json(r)] == ["./c_train.py"]
+
+
+def test_syntax_error_in_file_without_torch_is_still_reported(tmp_path):
+    write(tmp_path / "util.py", "def f(:\n")
+    r = run(["check", "util.py"], tmp_path)
+    assert r.exit_code == 2
+    assert "util.py: cannot parse" in r.stderr
+
+
+def test_missing_path_is_a_usage_error(tmp_path):
+    r = run(["check", "nope.py"], tmp_path)
+    assert r.exit_code == 2
+    assert "nope.py: no such file or directory" in r.stderr
+
+
+@pytest.mark.parametrize("selector", ["SYN101", "SYN1", "tensor-item", "syn101"])
+def test_select_by_code_prefix_or_name(tmp_path, selector):
+    write(tmp_path / "train.py", HAZARD)
+    r = run(["check", "train.py", "--select", selector, "--output-format", "json"], tmp_path)
+    assert [f["code"] for f in findings_json(r)] == ["SYN101"]
+
+
+def test_ignore_removes_rule(tmp_path):
+    write(tmp_path / "train.py", HAZARD)
+    r = run(["check", "train.py", "--select", "SYN1", "--ignore", "tensor-item"], tmp_path)
+    assert r.exit_code == 0
+
+
+def test_unknown_selector_is_a_clear_usage_error(tmp_path):
+    write(tmp_path / "train.py", HAZARD)
+    r = run(["check", "train.py", "--select", "SYN999"], tmp_path)
+    assert r.exit_code == 2
+    assert "unknown rule selector 'SYN999'" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "comment,suppressed",
+    [("# noqa", True), ("# noqa: SYN101", True), ("# noqa:SYN1", True),
+     ("# noqa: SYN2", False), ("# noqa: E501", False), ("# NOQA: syn101", True)],
+)
+def test_noqa(tmp_path, comment, suppressed):
+    src = HAZARD.replace("v = x.sum().item()", f"v = x.sum().item()  {comment}")
+    write(tmp_path / "train.py", src)
+    r = run(["check", "train.py", "--select", "SYN101"], tmp_path)
+    assert (r.exit_code == 0) is suppressed
+
+
+def test_noqa_on_first_or_last_line_of_multiline_statement(tmp_path):
+    for where in ("first", "last"):
+        src = textwrap.dedent(
+            """\
+            import torch
+            x = torch.ones(3, device="cuda")
+            for _ in range(3):
+                v = max(  {first}
+                    1.0,
+                    x.sum().item(),
+                )  {last}
+            """
+        ).format(first="# noqa: SYN101" if where == "first" else "", last="# noqa: SYN101" if where == "last" else "")
+        write(tmp_path / "m.py", src)
+        r = run(["check", "m.py", "--select", "SYN101"], tmp_path)
+        assert r.exit_code == 0, (where, r.stdout)
+
+
+def test_pyproject_config(tmp_path):
+    write(tmp_path / "pyproject.toml", textwrap.dedent(
+        """\
+        [tool.synclint]
+        select = ["SYN1"]
+        exclude = ["generated/"]
+        per-file-ignores = { "scripts/*.py" = ["SYN101"] }
+        """
+    ))
+    write(tmp_path / "src" / "train.py", HAZARD)
+    write(tmp_path / "generated" / "train.py", HAZARD)
+    write(tmp_path / "scripts" / "one.py", HAZARD)
+    r = run(["check", ".", "--output-format", "json"], tmp_path)
+    assert sorted(f["filename"] for f in findings_json(r)) == ["./src/train.py"]
+
+
+def test_pyproject_hot_only(tmp_path):
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\nhot-only = true\n")
+    write(tmp_path / "t.py", "import torch\nx = torch.ones(3, device='cuda')\nv = x.item()\n")
+    assert run(["check", "."], tmp_path).exit_code == 0
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    assert run(["check", "."], tmp_path).exit_code == 1
+
+
+def test_hot_only_flag(tmp_path):
+    write(tmp_path / "t.py", "import torch\nx = torch.ones(3, device='cuda')\nv = x.item()\n")
+    assert run(["check", "t.py", "--hot-only"], tmp_path).exit_code == 0
+
+
+def test_unknown_config_key_is_an_error(tmp_path):
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\nselekt = ['SYN1']\n")
+    write(tmp_path / "t.py", CLEAN)
+    r = run(["check", "."], tmp_path)
+    assert r.exit_code == 2
+    assert "unknown key 'selekt'" in r.stderr
+
+
+def test_explicit_config_file(tmp_path):
+    write(tmp_path / "cfg.toml", "[tool.synclint]\nignore = ['SYN101']\n")
+    write(tmp_path / "t.py", HAZARD)
+    assert run(["check", "t.py", "--config", "cfg.toml"], tmp_path).exit_code == 0
+
+
+def test_gitignore_is_respected(tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".gitignore", "ignored/\n*_gen.py\n")
+    write(tmp_path / "ignored" / "t.py", HAZARD)
+    write(tmp_path / "x_gen.py", HAZARD)
+    write(tmp_path / "kept.py", HAZARD)
+    r = run(["check", ".", "--select", "SYN101", "--output-format", "json"], tmp_path)
+    assert [f["filename"] for f in findings_json(r)] == ["./kept.py"]
+
+
+def test_cache_gives_same_output_and_sees_changes(tmp_path):
+    p = write(tmp_path / "t.py", HAZARD)
+    first = run(["check", "t.py", "--output-format", "json"], tmp_path)
+    assert (tmp_path / ".synclint_cache").is_dir()
+    second = run(["check", "t.py", "--output-format", "json"], tmp_path)
+    assert first.stdout == second.stdout
+    p.write_text(CLEAN)
+    assert run(["check", "t.py"], tmp_path).exit_code == 0
+
+
+def test_statistics(tmp_path):
+    write(tmp_path / "t.py", HAZARD + "w = x.item()\n")
+    r = run(["check", "t.py", "--select", "SYN101", "--statistics"], tmp_path)
+    assert r.exit_code == 1
+    assert "2  SYN101  tensor-item" in r.stdout
+    assert "1 hot" in r.stdout
+
+
+def test_parallel_run_matches_serial(tmp_path):
+    for i in range(12):
+        write(tmp_path / f"m{i}.py", HAZARD)
+    serial = run(["check", ".", "--no-cache", "-j", "1", "--output-format", "json"], tmp_path)
+    parallel = run(["check", ".", "--no-cache", "-j", "2", "--output-format", "json"], tmp_path)
+    assert serial.stdout == parallel.stdout
+    assert len(findings_json(serial)) >= 12
+
+
+def test_rules_json_lists_every_rule():
+    from synclint.registry import all_rules
+
+    r = CliRunner().invoke(main, ["rules", "--output-format", "json"])
+    rows = json.loads(r.stdout)
+    assert [x["code"] for x in rows] == [r.CODE for r in all_rules()]
+    for row in rows:
+        assert {"code", "name", "family", "summary", "default", "fix"} <= set(row)
+        assert isinstance(row["default"], bool)
+
+
+def test_explain_shows_the_rule_page():
+    r = CliRunner().invoke(main, ["explain", "SYN101"])
+    assert r.exit_code == 0
+    assert "# tensor-item (SYN101)" in r.stdout
+    assert "## Why is this bad?" in r.stdout and "## Example" in r.stdout
+    bad = CliRunner().invoke(main, ["explain", "SYN000"])
+    assert bad.exit_code == 2
+
+
+def test_help_teaches():
+    r = CliRunner().invoke(main, ["check", "--help"])
+    assert "Exit status" in r.stdout and "--select" in r.stdout and "Examples" in r.stdout
