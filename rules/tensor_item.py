@@ -68,7 +68,7 @@ class TensorItem(Rule):
             "    for x in xs:\n"
             "        loss = (x @ w).relu().mean()\n"
             "        total += loss.detach()\n"
-            "    return total.item()\n"
+            "    return total  # read once, after the loop, by the caller\n"
         ),
         sizes={"steps": 50},
         compare="close",

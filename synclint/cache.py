@@ -35,12 +35,17 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
+    """The cache file for one (selection, build); `codes` may also be one selection key."""
+    key = hashlib.blake2b(
+        f"{_build_fingerprint()}|{','.join(codes)}|{hot_only}".encode(), digest_size=8
+    ).hexdigest()
+    return directory / f"v{__version__}-{key}.json"
+
+
 class Cache:
     def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool) -> None:
-        key = hashlib.blake2b(
-            f"{_build_fingerprint()}|{','.join(codes)}|{hot_only}".encode(), digest_size=8
-        ).hexdigest()
-        self.path = directory / f"v{__version__}-{key}.json"
+        self.path = cache_path(directory, codes, hot_only)
         self.directory = directory
         self.entries: Dict[str, List] = {}
         self.dirty = False

@@ -13,7 +13,7 @@ import click
 from synclint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ["text", "json"]
+OUTPUT_FORMATS = ["text", "json", "sarif", "github", "junit"]
 
 
 def _split(values: Sequence[str]) -> List[str]:
@@ -105,10 +105,26 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
         if config_file and not config_file.exists():
             raise ConfigError(f"{config_file}: no such file")
         cfg = merge_cli(load_config(cfg_path), _split(select), _split(ignore), _split(extend_select), hot_only)
-        rules = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
-        for codes in cfg.per_file_ignores.values():
-            for c in codes:
-                _match(c)  # an unknown code in per-file-ignores is a configuration error
+
+        def selected_rules():
+            chosen = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
+            for codes in cfg.per_file_ignores.values():
+                for c in codes:
+                    _match(c)  # an unknown code in per-file-ignores is a configuration error
+            return chosen
+
+        cache_dir = None
+        if not no_cache:
+            cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else cfg.root / ".synclint_cache"
+            if not cache_dir.is_absolute():
+                cache_dir = cfg.root / cache_dir
+        selection_key = _selection_key(cfg)
+        # A selection with a cache file for this build was valid when that file was written,
+        # so importing the rules (and LibCST) can wait until some file is not in the cache.
+        if fix or diff or cache_dir is None or not _cache_path(cache_dir, [selection_key], cfg.hot_only).exists():
+            rules = selected_rules()
+        else:
+            rules = selected_rules
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
 
@@ -118,12 +134,11 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
     from synclint.runner import check_files
 
-    cache_dir = None
-    if not no_cache:
-        cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else cfg.root / ".synclint_cache"
-        if not cache_dir.is_absolute():
-            cache_dir = cfg.root / cache_dir
-    result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir, jobs=jobs)
+    try:
+        result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir, jobs=jobs,
+                             selection_key=selection_key)
+    except SelectionError as e:
+        raise _fail(str(e))
     findings = result.findings
     if cfg.per_file_ignores:
         from synclint.config import per_file_ignored
@@ -176,6 +191,18 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
         click.echo(render(output_format, findings, errors))
     _exit(errors, missing, len(findings), exit_zero)
+
+
+def _selection_key(cfg) -> str:
+    """Everything the rule selection (and its validation) is made from, for the cache key."""
+    pfi = sorted({c for codes in cfg.per_file_ignores.values() for c in codes})
+    return "select=" + repr((sorted(cfg.select or ()), sorted(cfg.ignore), sorted(cfg.extend_select), pfi))
+
+
+def _cache_path(cache_dir, key, hot_only):
+    from synclint.cache import cache_path
+
+    return cache_path(cache_dir, key, hot_only)
 
 
 def _match(code):
@@ -294,18 +321,53 @@ def explain(rule):
     Console().print(Markdown(text))
 
 
+class _LazyCommand(click.Command):
+    """Stands in for a command whose module is imported only when that command runs or
+    `--help` lists it, so that `synclint check` does not pay for importing the others."""
+
+    def __init__(self, name: str, module: str, attr: str) -> None:
+        super().__init__(name)
+        self._where = (module, attr)
+        self._real: Optional[click.Command] = None
+
+    def real(self) -> click.Command:
+        if self._real is None:
+            import importlib
+
+            try:
+                cmd = getattr(importlib.import_module(self._where[0]), self._where[1], None)
+            except ImportError as e:
+                raise _fail(f"the {self.name} command is not available: {e}")
+            if not isinstance(cmd, click.Command):
+                raise _fail(f"the {self.name} command is not available")
+            self._real = cmd
+        return self._real
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx):
+        return self.real().invoke(ctx)
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        try:
+            return self.real().get_short_help_str(limit)
+        except click.exceptions.Exit:
+            return "(not available in this install)"
+
+
 def _add_optional_commands() -> None:
     """Commands whose modules may not exist in a partial install are added when present."""
-    import importlib
+    from importlib.util import find_spec
 
-    for mod, name in (("synclint.bench.command", "bench"), ("synclint.lsp", "lsp"), ("synclint.baseline", "baseline_command")):
+    for mod, name, attr in (("synclint.bench.command", "bench", "bench"), ("synclint.lsp", "lsp", "lsp"),
+                            ("synclint.baseline", "baseline", "baseline_command")):
         try:
-            m = importlib.import_module(mod)
+            present = find_spec(mod) is not None
         except ImportError:
-            continue
-        cmd = getattr(m, name, None)
-        if isinstance(cmd, click.Command):
-            main.add_command(cmd)
+            present = False
+        if present:
+            main.add_command(_LazyCommand(name, mod, attr))
 
 
 _add_optional_commands()

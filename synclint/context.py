@@ -81,6 +81,8 @@ class FuncInfo:
     no_grad: bool = False
     timing: bool = False
     returns: Optional[Val] = None
+    # unannotated `forward` parameters: tensors by assumption only (name -> the assumed Val)
+    assumed: Dict[str, Val] = field(default_factory=dict)
 
 
 @dataclass
@@ -115,6 +117,7 @@ class FileContext:
         self.funcs: List[FuncInfo] = []
         self.classes: List[ClassInfo] = []
         self.module_classes: Set[str] = set()  # in-file nn.Module subclasses
+        self.plain_classes: Set[str] = set()  # other in-file classes: instances are not tensors
         self.func_returns: Dict[str, Val] = {}  # in-file function name -> returned value
         self.loop_depth = 0
         self.no_grad_depth = 0
@@ -210,6 +213,10 @@ class FileContext:
         if isinstance(target, cst.Name):
             self.bind(target.value, val)
         elif isinstance(target, (cst.Tuple, cst.List)):
+            if val.elems is not None and len(val.elems) == len(target.elements):
+                for el, v in zip(target.elements, val.elems):
+                    self.bind_target(el.value, v)
+                return
             elem = _element_of(val)
             for el in target.elements:
                 self.bind_target(el.value, elem)
@@ -240,11 +247,12 @@ class FileContext:
                           cst.DictComp, cst.Set, cst.SetComp, cst.Lambda)):
             return V.PY_VAL
         if isinstance(e, (cst.List, cst.Tuple)):
-            for el in e.elements:
-                v = self._infer(el.value)
-                if v.kind == V.TENSOR:
-                    return Val(V.TENSORS, v.device)
-            return V.PY_VAL
+            elems = [self._infer(el.value) for el in e.elements]
+            tensors = [v for v in elems if v.kind == V.TENSOR]
+            out = Val(V.TENSORS, tensors[0].device) if tensors else Val(V.PY)
+            if not any(isinstance(el, cst.StarredElement) for el in e.elements):
+                out.elems = elems  # `return x, (h, w)`: unpacking keeps each element's kind
+            return out
         if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
             return V.UNKNOWN_VAL
         if isinstance(e, cst.Attribute):
@@ -254,6 +262,12 @@ class FileContext:
             if base.kind == V.TENSOR:
                 return V.tensor(base.device, mask=base.mask)  # any index of a bool tensor is bool
             if base.kind == V.TENSORS:
+                if base.elems is not None and len(e.slice) == 1:
+                    idx = e.slice[0].slice
+                    if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+                        i = int(idx.value.value, 0)
+                        if i < len(base.elems):
+                            return base.elems[i]
                 return V.tensor(base.device, pinned=base.pinned)
             if base.kind == V.NUMPY:
                 return base
@@ -323,6 +337,8 @@ class FileContext:
             return V.UNKNOWN_VAL
         if base.kind == V.NUMPY:
             return base if attr in ("T", "real", "imag", "flat") else V.PY_VAL
+        if base.kind == V.TENSORS and attr in ("indices", "values"):  # topk/sort/max(dim) results
+            return V.tensor(base.device)
         if base.kind == V.MODULE:
             if attr in ("weight", "bias"):
                 return V.tensor(base.device)
@@ -402,6 +418,23 @@ class FileContext:
             elif pos and all(isinstance(a.value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation)) for a in pos):
                 if len(pos) > 1 or not isinstance(pos[0].value, cst.Name) or self._infer(pos[0].value).kind == V.PY:
                     ndim = len(pos)
+            if len(pos) == 1 and isinstance(pos[0].value, cst.Attribute) and pos[0].value.attr.value == "shape":
+                ndim = None  # torch.zeros(x.shape): as many dims as x
+        elif name in ("arange", "linspace", "logspace", "randperm"):
+            ndim = 1
+        elif name == "eye":
+            ndim = 2
+        elif name in ("tensor", "as_tensor", "asarray") and call.args and call.args[0].keyword is None:
+            data = call.args[0].value
+            ndim = _literal_ndim(data)
+            if dev_arg is None:  # no device=: the result stays where a tensor argument is
+                d = self._infer(data)
+                if d.kind == V.TENSOR:
+                    device = d.device
+                    if name != "tensor":  # as_tensor(t) is t itself; tensor(t) is a fresh copy
+                        pinned = d.pinned
+                elif d.kind == V.UNKNOWN and name != "tensor":
+                    pinned = None  # as_tensor(t) may return a pinned t itself
         return V.tensor(device, pinned=pinned, ndim=ndim,
                         mask=_string_value(_kwarg(call, "dtype")) == "bool" or self.qualname(_kwarg(call, "dtype") or cst.Name("_")) == "torch.bool")
 
@@ -424,6 +457,8 @@ class FileContext:
                 return V.tensor(_device_of(t)) if t else V.PY_VAL
             if name in self.module_classes:
                 return Val(V.MODULE)
+            if name in self.plain_classes:
+                return V.PY_VAL
             callee = self.lookup(name)
             if callee.kind == V.MODULE:
                 return V.tensor(callee.device)
@@ -441,9 +476,10 @@ class FileContext:
             if t == "device":
                 is_dev, d = self.device_of_arg(call.args[0].value if call.args else None)
                 return Val(V.DEVICE, d)
-            if t in ("cuda.Event",):
+            if t in ("cuda.Event", "cuda.streams.Event", "Event"):
                 return Val(V.EVENT)
-            if t in ("cuda.Stream", "cuda.current_stream", "cuda.default_stream"):
+            if t in ("cuda.Stream", "cuda.current_stream", "cuda.default_stream", "cuda.streams.Stream",
+                     "cuda.ExternalStream", "Stream", "accelerator.current_stream"):
                 return Val(V.STREAM)
             if t == "utils.data.DataLoader" or t.endswith(".DataLoader"):
                 return Val(V.LOADER, pinned=_is_true(_kwarg(call, "pin_memory")))
@@ -468,6 +504,8 @@ class FileContext:
                 device = self.device_of_arg(dev_arg)[1]
             elif ts:
                 device = _device_of(ts)
+            elif any(self._infer(a.value).kind == V.UNKNOWN for a in call.args if a.keyword is None):
+                device = None  # `torch.tanh(x)` with `x` unknown: x's device, not the default
             else:
                 device = self.default_device
             mask = last in BOOL_METHODS
@@ -510,7 +548,7 @@ class FileContext:
                 return V.tensor(recv.device)
             if m == "numpy":
                 return Val(V.NUMPY)
-            if m in ("item", "tolist") or m in HOST_METHODS:
+            if m in ("item", "tolist", "equal", "allclose", "is_nonzero", "is_same_size") or m in HOST_METHODS:
                 return V.PY_VAL
             if m == "pin_memory":
                 return V.tensor(V.CPU, pinned=True, ndim=recv.ndim)
@@ -589,6 +627,15 @@ class FileContext:
         if unknown_ok and v.kind == V.UNKNOWN and not self.uses_numpy:
             return True
         return False
+
+    def assumed_param(self, e: cst.BaseExpression) -> bool:
+        """`e` is a bare `forward` parameter, unannotated and not rebound: a tensor only by
+        assumption (it may as well be an int or a flag)."""
+        f = self.func
+        if f is None or not isinstance(e, cst.Name):
+            return False
+        v = f.assumed.get(e.value)
+        return v is not None and f.scope.get(e.value) is v
 
     def gpu_tensor_val(self, e: cst.BaseExpression) -> Optional[Val]:
         """The inferred value if `e` is a tensor on (or assumed on) the GPU, else None."""
@@ -677,6 +724,21 @@ def _element_of(val: Val) -> Val:
     if val.kind == V.PY:
         return V.PY_VAL
     return V.UNKNOWN_VAL
+
+
+def _literal_ndim(e: cst.BaseExpression) -> Optional[int]:
+    """Dimensions of `torch.tensor(<literal>)` data: 0 for a number, 1 + inner for a list."""
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+        e = e.expression
+    if isinstance(e, (cst.Integer, cst.Float)):
+        return 0
+    if isinstance(e, (cst.List, cst.Tuple)) and e.elements:
+        first = e.elements[0]
+        if isinstance(first, cst.StarredElement):
+            return None
+        inner = _literal_ndim(first.value)
+        return None if inner is None else inner + 1
+    return None
 
 
 def _kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

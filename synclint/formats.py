@@ -1,10 +1,32 @@
-"""Machine-readable output formats for `synclint check --output-format`."""
+"""Machine-readable output formats for `synclint check --output-format`.
+
+- `json`: the documented list of findings (see DESIGN.md).
+- `sarif`: SARIF 2.1.0 for GitHub code scanning (and any SARIF viewer). Rules carry their
+  help text; results carry a line-independent fingerprint (the baseline's).
+- `github`: GitHub Actions workflow commands (`::warning file=...::message`), one per
+  finding: annotations on the pull request without uploading anything.
+- `junit`: JUnit XML (GitLab, Jenkins, Azure): a test suite per file, a failing test case
+  per finding (the common JUnit schema allows one <failure> per test case).
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+import json
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+from urllib.parse import quote
 
 from synclint.findings import FileError, Finding
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+INFORMATION_URI = "https://synclint.dev"
+FINGERPRINT_KEY = "synclint/v1"
+DESCRIPTION_MAX = 1000  # GitHub code scanning truncates rule descriptions at about this length
+
+
+def _clip(text: str, limit: int = DESCRIPTION_MAX) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def render(fmt: str, findings: Sequence[Finding], errors: Sequence[FileError]) -> str:
@@ -12,4 +34,245 @@ def render(fmt: str, findings: Sequence[Finding], errors: Sequence[FileError]) -
         from synclint.render import json_report
 
         return json_report(findings)
+    if fmt == "sarif":
+        return json.dumps(sarif_log(findings, errors), indent=2, ensure_ascii=False)
+    if fmt == "github":
+        return github_annotations(findings, errors)
+    if fmt == "junit":
+        return junit_xml(findings, errors)
     raise ValueError(f"unknown output format {fmt!r}")
+
+
+# ---------------------------------------------------------------- paths
+
+
+def _relative(filename: str, root: Optional[str] = None) -> Optional[str]:
+    """`filename` relative to `root` (default: the working directory) with forward
+    slashes, or None when it lies outside it."""
+    root = os.path.abspath(root or os.getcwd())
+    absolute = os.path.abspath(filename)
+    try:
+        rel = os.path.relpath(absolute, root)
+    except ValueError:  # another drive
+        return None
+    if rel == ".." or rel.startswith(".." + os.sep):
+        return None
+    return rel.replace(os.sep, "/")
+
+
+def _artifact_location(filename: str) -> dict:
+    rel = _relative(filename)
+    if rel is None:
+        return {"uri": Path(os.path.abspath(filename)).as_uri()}
+    return {"uri": quote(rel, safe="/"), "uriBaseId": "%SRCROOT%"}
+
+
+# ---------------------------------------------------------------- SARIF
+
+
+def _rule_text(rule) -> str:
+    """`What it does` and `Why is this bad?` as plain text, for fullDescription."""
+    doc = rule.DOC
+    parts = []
+    for heading in ("## What it does", "## Why is this bad?"):
+        if heading in doc:
+            body = doc.split(heading, 1)[1].split("\n## ", 1)[0]
+            parts.append(" ".join(body.split()))
+    return " ".join(parts) or rule.SUMMARY
+
+
+def _rule_descriptor(rule) -> dict:
+    from synclint.docs import rule_markdown
+    from synclint.findings import DOCS_URL
+
+    try:
+        markdown = rule_markdown(rule)
+    except Exception:  # a page that cannot render must not cost the whole report
+        markdown = rule.DOC
+    return {
+        "id": rule.CODE,
+        "name": rule.NAME,
+        "shortDescription": {"text": _clip(rule.SUMMARY or rule.NAME)},
+        "fullDescription": {"text": _clip(_rule_text(rule))},
+        "help": {"text": rule.DOC, "markdown": markdown},
+        "helpUri": DOCS_URL.format(name=rule.NAME),
+        "defaultConfiguration": {"level": "warning", "enabled": bool(rule.DEFAULT_ON)},
+        "properties": {
+            "tags": ["performance", "pytorch", "cuda", rule.FAMILY],
+            "precision": "high",
+            "problem.severity": "warning",
+            "fix": rule.FIX,
+        },
+    }
+
+
+def _fingerprints(findings: Sequence[Finding]) -> List[str]:
+    from synclint.baseline import fingerprint_hash, fingerprints
+
+    return [fingerprint_hash(fp) for fp in fingerprints(findings, Path.cwd())]
+
+
+def _sarif_fix(finding: Finding) -> Optional[dict]:
+    fix = finding.fix
+    if fix is None or not fix.edits:
+        return None
+    return {
+        "description": {"text": f"{fix.message or finding.fix_title or 'Apply the fix'} ({fix.applicability} fix)"},
+        "artifactChanges": [{
+            "artifactLocation": _artifact_location(finding.filename),
+            "replacements": [
+                {
+                    "deletedRegion": {
+                        "startLine": e.start[0], "startColumn": e.start[1],
+                        "endLine": e.end[0], "endColumn": e.end[1],
+                    },
+                    "insertedContent": {"text": e.content},
+                }
+                for e in fix.edits
+            ],
+        }],
+    }
+
+
+def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> dict:
+    from synclint import __version__
+    from synclint.registry import all_rules
+
+    rules = list(all_rules())
+    index: Dict[str, int] = {r.CODE: i for i, r in enumerate(rules)}
+    descriptors = [_rule_descriptor(r) for r in rules]
+    for f in findings:  # a code the registry does not know (a stale cache): still valid SARIF
+        if f.code not in index:
+            index[f.code] = len(descriptors)
+            descriptors.append({
+                "id": f.code, "name": f.name, "shortDescription": {"text": f.name},
+                "helpUri": f.url, "defaultConfiguration": {"level": "warning"},
+            })
+    results = []
+    for f, fp in zip(findings, _fingerprints(findings)):
+        result = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": "warning" if f.hot else "note",
+            "message": {"text": f"{f.message} ({'hot' if f.hot else 'cold'} code)"},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": _artifact_location(f.filename),
+                    "region": {
+                        "startLine": f.row, "startColumn": f.column,
+                        "endLine": f.end_row, "endColumn": f.end_column,
+                    },
+                },
+            }],
+            "partialFingerprints": {FINGERPRINT_KEY: fp},
+            "properties": {"hot": f.hot, "name": f.name},
+        }
+        fix = _sarif_fix(f)
+        if fix is not None:
+            result["fixes"] = [fix]
+        results.append(result)
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": f"{e.filename}: {e.reason}"},
+            "locations": [{"physicalLocation": {"artifactLocation": _artifact_location(e.filename)}}],
+        }
+        for e in errors
+    ]
+    run = {
+        "tool": {
+            "driver": {
+                "name": "synclint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": descriptors,
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+        "invocations": [{
+            "executionSuccessful": not errors,
+            "toolExecutionNotifications": notifications,
+        }],
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+# ---------------------------------------------------------------- GitHub Actions
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """Workflow commands: `warning` for hot findings, `notice` for cold ones, `error` for
+    files that could not be checked."""
+    lines = []
+    for f in findings:
+        level = "warning" if f.hot else "notice"
+        path = _relative(f.filename) or os.path.abspath(f.filename)
+        props = [
+            f"file={_escape_property(path)}",
+            f"line={f.row}",
+            f"col={f.column}",
+            f"endLine={f.end_row}",
+            f"endColumn={f.end_column}",
+            f"title={_escape_property(f'{f.code} {f.name}')}",
+        ]
+        heat = "hot" if f.hot else "cold"
+        lines.append(f"::{level} {','.join(props)}::{_escape_data(f'{f.message} [{heat}] ({f.url})')}")
+    for e in errors:
+        path = _relative(e.filename) or os.path.abspath(e.filename)
+        lines.append(f"::error file={_escape_property(path)},title=synclint::{_escape_data(e.reason)}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- JUnit XML
+
+
+def junit_xml(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    import xml.etree.ElementTree as ET
+
+    by_file: Dict[str, List[Finding]] = {}
+    for f in findings:
+        by_file.setdefault(f.filename, []).append(f)
+    errors_by_file: Dict[str, List[FileError]] = {}
+    for e in errors:
+        errors_by_file.setdefault(e.filename, []).append(e)
+
+    root = ET.Element("testsuites", name="synclint")
+    total = fails = errs = 0
+    for filename in sorted(set(by_file) | set(errors_by_file)):
+        path = _relative(filename) or filename
+        fs = sorted(by_file.get(filename, []), key=Finding.sort_key)
+        es = errors_by_file.get(filename, [])
+        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(fs) + len(es)),
+                              failures=str(len(fs)), errors=str(len(es)), skipped="0")
+        for f in fs:
+            heat = "hot" if f.hot else "cold"
+            case = ET.SubElement(suite, "testcase", name=f"{f.code} {f.name} at {f.row}:{f.column}",
+                                 classname=path, file=path, line=str(f.row))
+            failure = ET.SubElement(case, "failure", message=f"{f.code} [{heat}] {f.message}", type=f.code)
+            failure.text = f"{path}:{f.row}:{f.column}: {f.code} [{heat}] {f.message}\n{f.url}\n"
+        for e in es:
+            case = ET.SubElement(suite, "testcase", name="synclint check", classname=path, file=path)
+            error = ET.SubElement(case, "error", message=e.reason, type="FileError")
+            error.text = f"{path}: {e.reason}\n"
+        total += len(fs) + len(es)
+        fails += len(fs)
+        errs += len(es)
+    if total == 0:
+        suite = ET.SubElement(root, "testsuite", name="synclint", tests="1", failures="0", errors="0", skipped="0")
+        ET.SubElement(suite, "testcase", name="no findings", classname="synclint")
+        total = 1
+    root.set("tests", str(total))
+    root.set("failures", str(fails))
+    root.set("errors", str(errs))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")

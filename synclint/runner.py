@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from synclint.findings import FileError, Finding
 
@@ -42,20 +42,31 @@ def _lint_one(job: Tuple[str, str]) -> Tuple[str, list, Optional[str]]:
 
 def check_files(
     files: Sequence[str],
-    rules: Sequence[type],
+    rules: Union[Sequence[type], Callable[[], Sequence[type]]],
     *,
     hot_only: bool = False,
     cache_dir: Optional[Path] = None,
     jobs: Optional[int] = None,
+    selection_key: Optional[str] = None,
 ) -> Result:
+    """`rules` may be a zero-argument callable that selects them: with a cache and the
+    `selection_key` the selection was made from, the rule modules (and LibCST with them)
+    are then imported only when some file is not in the cache."""
     from synclint.engine import decode_source
 
-    codes = [r.CODE for r in rules]
+    selected: List[Sequence[type]] = []
+
+    def get_rules() -> Sequence[type]:
+        if not selected:
+            selected.append(tuple(rules() if callable(rules) else rules))
+        return selected[0]
+
     cache = None
     if cache_dir is not None:
         from synclint.cache import Cache
 
-        cache = Cache(cache_dir, codes, hot_only)
+        key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
+        cache = Cache(cache_dir, key, hot_only)
     result = Result(files_checked=len(files))
     raw: Dict[str, Tuple[list, Optional[str]]] = {}
     todo: List[Tuple[str, str]] = []
@@ -85,6 +96,7 @@ def check_files(
         todo.append((path, text))
 
     if todo:
+        codes = [r.CODE for r in get_rules()]
         for path, found, error in _run(todo, codes, hot_only, jobs):
             raw[path] = (found, error)
             if cache is not None:
@@ -104,8 +116,16 @@ def check_files(
     return result
 
 
+def _usable_cpus() -> int:
+    """CPUs this process may run on (taskset, cpusets), not all the machine has."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _run(todo, codes, hot_only, jobs):
-    n_jobs = jobs or os.cpu_count() or 1
+    n_jobs = jobs or _usable_cpus()
     if n_jobs <= 1 or len(todo) < PARALLEL_THRESHOLD:
         _init_worker(codes, hot_only)
         return [_lint_one(job) for job in todo]

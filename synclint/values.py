@@ -25,7 +25,7 @@ CPU = "cpu"
 class Val:
     """An abstract value. `device` is CUDA, CPU or None (unknown: assumed GPU)."""
 
-    __slots__ = ("kind", "device", "mask", "pinned", "ndim")
+    __slots__ = ("kind", "device", "mask", "pinned", "ndim", "elems")
 
     def __init__(
         self,
@@ -40,6 +40,7 @@ class Val:
         self.mask = mask
         self.pinned = pinned
         self.ndim = ndim
+        self.elems = None  # per-element values of a tuple/list literal, when known
 
     def with_(self, **kw) -> "Val":
         v = Val(self.kind, self.device, self.mask, self.pinned, self.ndim)

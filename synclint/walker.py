@@ -41,6 +41,30 @@ _SKIP_FIELDS = {"leading_lines", "lines_after_decorators", "header", "footer", "
                 "default_indent", "encoding", "has_trailing_newline", "indent", "newline"}
 _fields_cache: Dict[type, Tuple[str, ...]] = {}
 _STMT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
+# Decided once per concrete type: isinstance() against LibCST's abstract base classes goes
+# through ABCMeta.__instancecheck__, which was about a sixth of the whole lint time.
+_SKIP, _NODE, _SEQ = 0, 1, 2
+_kind_cache: Dict[type, int] = {}
+_stmt_cache: Dict[type, bool] = {}
+
+
+def _kind(t: type) -> int:
+    """What walk_field does with a value of type t: skip it, walk it, or walk its items."""
+    k = _kind_cache.get(t)
+    if k is None:
+        if issubclass(t, cst.CSTNode):
+            k = _SKIP if issubclass(t, _SKIP_TYPES) else _NODE
+        else:
+            k = _SEQ if issubclass(t, (tuple, list)) else _SKIP
+        _kind_cache[t] = k
+    return k
+
+
+def _is_stmt(t: type) -> bool:
+    s = _stmt_cache.get(t)
+    if s is None:
+        s = _stmt_cache[t] = issubclass(t, _STMT_TYPES)
+    return s
 
 
 def _fields(t: type) -> Tuple[str, ...]:
@@ -95,7 +119,7 @@ class Walker:
     def walk(self, node: cst.CSTNode) -> None:
         t = type(node)
         ctx = self.ctx
-        is_stmt = isinstance(node, _STMT_TYPES)
+        is_stmt = _is_stmt(t)
         if is_stmt:
             ctx.stmt_index += 1
             ctx.stmt_stack.append(node)
@@ -117,12 +141,12 @@ class Walker:
             self.walk_field(getattr(node, fname))
 
     def walk_field(self, v) -> None:
-        if isinstance(v, cst.CSTNode):
-            if not isinstance(v, _SKIP_TYPES):
-                self.walk(v)
-        elif isinstance(v, (tuple, list)):
+        k = _kind(type(v))
+        if k == _NODE:
+            self.walk(v)
+        elif k == _SEQ:
             for c in v:
-                if isinstance(c, cst.CSTNode) and not isinstance(c, _SKIP_TYPES):
+                if _kind(type(c)) == _NODE:
                     self.walk(c)
 
     # ------------------------------------------------------------- handlers
@@ -174,7 +198,9 @@ class Walker:
             pname = p.name.value
             val = None
             if p.annotation is not None:
-                val = _annotation_val(ctx, p.annotation.annotation)
+                # An annotation we cannot read (Tuple[int, int], a user type) is still not a
+                # tensor by default: trust the author over the forward() heuristic.
+                val = _annotation_val(ctx, p.annotation.annotation) or V.UNKNOWN_VAL
             if val is None:
                 if i == 0 and is_method and pname == "self":
                     val = Val(V.MODULE) if info.cls.is_module else V.UNKNOWN_VAL
@@ -182,6 +208,8 @@ class Walker:
                     val = V.PY_VAL if p.default is not None and not isinstance(p.default, cst.Name) else V.tensor(None)
                     if isinstance(p.default, cst.Name) and p.default.value == "None":
                         val = V.tensor(None)
+                    if val.kind == V.TENSOR:
+                        info.assumed[pname] = val
                 elif step_like and not (i == 0 and is_method):
                     if pname in BATCH_PARAM_NAMES or "batch" in pname and not pname.endswith(("idx", "size")):
                         val = Val(V.TENSORS, None)
@@ -199,6 +227,8 @@ class Walker:
         is_module = any(_is_module_base(ctx, b.value) for b in node.bases)
         if is_module:
             ctx.module_classes.add(node.name.value)
+        else:
+            ctx.plain_classes.add(node.name.value)
         ctx.classes.append(ClassInfo(node.name.value, is_module))
         saved_funcs = ctx.funcs
         ctx.funcs = []  # class bodies do not see enclosing function scopes
@@ -209,7 +239,7 @@ class Walker:
     def _for(self, node: cst.For) -> None:
         ctx = self.ctx
         self.walk(node.iter)
-        ctx.bind_target(node.target, _iter_element(ctx, node.iter))
+        _bind_loop_target(ctx, node.target, node.iter)
         self.walk(node.target)
         ctx.loop_depth += 1
         self.walk_field(node.body)
@@ -236,9 +266,9 @@ class Walker:
             if not first:
                 self.walk(comp.iter)
             first = False
-            ctx.bind_target(comp.target, _iter_element(ctx, comp.iter))
+            _bind_loop_target(ctx, comp.target, comp.iter)
             for cond in comp.ifs:
-                self.walk(cond.test)
+                self.walk(cond)  # dispatches visit_CompIf, then walks its test
             comp = comp.inner_for_in
         if isinstance(node, cst.DictComp):
             self.walk(node.key)
@@ -343,14 +373,19 @@ class Walker:
         ctx = self.ctx
         func = node.func
         f = ctx.func
+        timing = False
         if isinstance(func, cst.Name):
             ctx.calls.append((f.qual if f else None, func.value, ctx.site_hot()))
+            timing = ctx.qualname(func) in TIMING_NAMES  # from time import perf_counter
         elif isinstance(func, cst.Attribute):
             if isinstance(func.value, cst.Name) and func.value.value == "self" and ctx.cls is not None:
                 ctx.calls.append((f.qual if f else None, f"{ctx.cls.name}.{func.attr.value}", ctx.site_hot()))
-            if f is not None and not f.timing:
-                if func.attr.value == "elapsed_time" or ctx.qualname(func) in TIMING_NAMES:
-                    f.timing = True
+            timing = func.attr.value == "elapsed_time" or ctx.qualname(func) in TIMING_NAMES
+        if timing:
+            if f is not None:
+                f.timing = True
+            else:
+                ctx.timing_funcs.add(None)  # a script that times things at module level
         self.children(node)
 
 
@@ -405,6 +440,32 @@ def _annotation_val(ctx: FileContext, ann: cst.BaseExpression):
     if last == "DataLoader":
         return Val(V.LOADER)
     return None
+
+
+def _bind_loop_target(ctx: FileContext, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
+    """Bind a loop target part by part where the iterable says which part is what:
+    `for i, (x, y) in enumerate(loader)`, `for a, b in zip(xs, ys)`, `for k, v in batch.items()`."""
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(it, cst.Call) and not any(
+        isinstance(el, cst.StarredElement) for el in target.elements
+    ):
+        els = [el.value for el in target.elements]
+        pos = [a.value for a in it.args if a.keyword is None and not a.star]
+        fname = it.func.value if isinstance(it.func, cst.Name) else None
+        if fname == "enumerate" and len(els) == 2 and pos and "enumerate" not in ctx.aliases:
+            ctx.bind_target(els[0], V.PY_VAL)
+            _bind_loop_target(ctx, els[1], pos[0])
+            return
+        if fname == "zip" and len(els) == len(pos) == len(it.args) and "zip" not in ctx.aliases:
+            for el, src in zip(els, pos):
+                _bind_loop_target(ctx, el, src)
+            return
+        if isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" and not it.args and len(els) == 2:
+            recv = ctx.infer(it.func.value)
+            if recv.kind == V.TENSORS:
+                ctx.bind_target(els[0], V.PY_VAL)
+                ctx.bind_target(els[1], V.tensor(recv.device, pinned=recv.pinned))
+                return
+    ctx.bind_target(target, _iter_element(ctx, it))
 
 
 def _iter_element(ctx: FileContext, it: cst.BaseExpression) -> Val:

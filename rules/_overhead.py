@@ -1,0 +1,160 @@
+"""Helpers for the SYN5xx rules (GPU overhead that is not a sync).
+
+- `Site` / `site` / `report_at`: findings decided after the walk has moved on (at the end of
+  a function or of the file) keep the position, heat and function of the place they were
+  seen. `ctx.add_finding` reads the walker's *current* statement and function, which at
+  `leave_FunctionDef` / `leave_Module` are the enclosing ones, so the pending finding is
+  patched with the snapshot taken at the site.
+- `CudaEvidence`: does this file put anything on a CUDA device (`.cuda()`, a `"cuda"`
+  string, `.to()`/`device=` that resolves to CUDA)?
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from synclint import values as V
+from synclint.context import kwarg, string_value
+
+CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
+
+
+@dataclass(frozen=True)
+class Site:
+    hot: bool
+    func: Optional[str]
+    stmt_index: int
+    stmt: Optional[cst.CSTNode]
+    guarded: bool
+
+
+def site(ctx) -> Site:
+    f = ctx.func
+    return Site(
+        hot=ctx.site_hot(),
+        func=f.qual if f else None,
+        stmt_index=ctx.stmt_index,
+        stmt=ctx.stmt_stack[-1] if ctx.stmt_stack else None,
+        guarded=ctx.guard_depth > 0,
+    )
+
+
+def report_at(rule, where: Site, node: cst.CSTNode, replacement=None, **kw) -> None:
+    """`rule.report(...)`, but as if it had been called at `where`."""
+    findings = rule.ctx.findings
+    n = len(findings)
+    rule.report(node, replacement, **kw)
+    for p in findings[n:]:
+        p.hot, p.func, p.guarded = where.hot, where.func, where.guarded
+        p.stmt_index, p.stmt = where.stmt_index, where.stmt
+
+
+class CudaEvidence:
+    """Collects, call by call, whether the file moves anything to a CUDA device."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def note_string(self, node: cst.SimpleString) -> None:
+        if not self.found and "cuda" in node.value:
+            s = string_value(node)
+            if s is not None and CUDA_STRING.match(s):
+                self.found = True
+
+    def note_call(self, ctx, node: cst.Call) -> None:
+        if self.found:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            self.found = True
+            return
+        args = [kwarg(node, "device")]
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and node.args and node.args[0].keyword is None:
+            args.append(node.args[0].value)
+        if ctx.torch_name(func) == "device" and node.args:
+            args.append(node.args[0].value)
+        for a in args:
+            if a is not None and ctx.device_of_arg(a) == (True, V.CUDA):
+                self.found = True
+                return
+
+
+def dotted_name(e: cst.BaseExpression) -> Optional[str]:
+    """`self.model` -> 'self.model'; None for anything that is not a plain dotted name."""
+    parts = []
+    while isinstance(e, cst.Attribute):
+        parts.append(e.attr.value)
+        e = e.value
+    if not isinstance(e, cst.Name):
+        return None
+    parts.append(e.value)
+    return ".".join(reversed(parts))
+
+
+class Indentation:
+    """The absolute indentation of the block being walked (rules see every IndentedBlock)."""
+
+    def __init__(self) -> None:
+        self.default = "    "
+        self.stack: list = []
+
+    def enter_module(self, node: cst.Module) -> None:
+        self.default = node.default_indent
+
+    def push(self, node: cst.IndentedBlock) -> None:
+        self.stack.append(node.indent if node.indent is not None else self.default)
+
+    def pop(self) -> None:
+        self.stack.pop()
+
+    @property
+    def current(self) -> str:
+        return "".join(self.stack)
+
+
+class _AbsoluteLayout(cst.CSTTransformer):
+    def __init__(self, indent: str) -> None:
+        self.indent = indent
+
+    def leave_ParenthesizedWhitespace(self, original, updated):
+        if not updated.indent:
+            return updated
+        last = updated.last_line.value if isinstance(updated.last_line, cst.SimpleWhitespace) else ""
+        return updated.with_changes(indent=False, last_line=cst.SimpleWhitespace(self.indent + last))
+
+
+def absolute_layout(node: cst.CSTNode, indent: str) -> cst.CSTNode:
+    """`node` with its continuation lines indented absolutely, so that the text of a
+    multi-line replacement (generated outside its block) lands at the right column."""
+    if not indent:
+        return node
+    return node.visit(_AbsoluteLayout(indent))
+
+
+_FIELDS: dict = {}
+_NOT_CODE = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "header",
+             "footer", "lines_after_decorators", "equal", "colon", "star", "operator", "dot")
+
+
+def code_children(node: cst.CSTNode):
+    """The child nodes of `node` that hold code (no whitespace, brackets or punctuation):
+    much cheaper than `node.children`, which also yields every whitespace node."""
+    t = type(node)
+    names = _FIELDS.get(t)
+    if names is None:
+        import dataclasses
+
+        names = tuple(f.name for f in dataclasses.fields(t) if not f.name.startswith(_NOT_CODE))
+        _FIELDS[t] = names
+    for name in names:
+        v = getattr(node, name)
+        if isinstance(v, cst.CSTNode):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            for c in v:
+                if isinstance(c, cst.CSTNode):
+                    yield c

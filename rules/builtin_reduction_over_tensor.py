@@ -1,0 +1,134 @@
+from typing import Optional
+
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import is_python_scalar, positional, short
+from synclint.rules._host_readback import gpu_tensor, is_builtin, torch_alias
+
+
+class BuiltinReductionOverTensor(Rule):
+    """
+    ## What it does
+    Flags the Python builtins `max`, `min`, `sorted`, `any` and `all` iterating over a GPU
+    tensor (`max(t)`), and `max`/`min` comparing a GPU tensor with another value
+    (`max(a, b)`, `max(loss, 1e-8)`).
+
+    ## Why is this bad?
+    The builtins iterate the tensor from Python and compare elements with `>`/`<` or
+    test their truth: every comparison is a `Tensor.__bool__` -> `.item()` ->
+    `memcpy_and_sync`. `max(t)` over n elements syncs n-1 times and launches a kernel per
+    element; `max(a, b)` syncs once. (Builtin `sum(t)` only adds, so it does not sync.)
+
+    ## Use instead
+    The tensor methods, which reduce on the GPU:
+
+    ```python
+    m = t.max()                        # instead of max(t)
+    s = t.sort().values                # instead of sorted(t)
+    hi = torch.maximum(a, b)           # instead of max(a, b)
+    safe = torch.clamp(loss, min=1e-8) # instead of max(loss, 1e-8)
+    ```
+
+    ## Fix safety
+    The fixes for `max`/`min` are unsafe. `t.max()` propagates NaN where the builtin
+    returns whichever element won the comparisons; for a tensor with more than one
+    dimension the builtin compares rows (or raises) and the method reduces everything.
+    `torch.maximum(a, b)` and `torch.clamp` return a new tensor (the builtin returns one
+    of its arguments, possibly a Python number) and follow type promotion.
+    """
+
+    CODE = "SYN108"
+    NAME = "builtin-reduction-over-tensor"
+    MESSAGE = "Builtin `{call}` compares GPU tensor values one by one on the host, syncing each time"
+    FIX_TITLE = "Use the tensor reduction (`t.max()`, `t.sort()`, `torch.maximum`) instead"
+    FIX = "sometimes"
+    CATALOGUE = ("A4",)
+    VALID = [
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    s = sum(x)\n    m = torch.max(x)\n    n = max(x.shape)\n    k = max(x.size(0), 1)\n"),
+        Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    m = max(x)\n    s = sorted(x)\n"),
+        Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    m = max(a)\n    n = min(1, 2)\n    o = max([1, 2], key=abs)\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    m = max(x.tolist())\n    n = x.max()\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.rand(8, device='cuda')\nfor _ in range(3):\n    m = max(x)\n",
+            line=4,
+            hot=True,
+            message="Builtin `max(x)` compares GPU tensor values one by one on the host, syncing each time",
+            fixed="import torch\nx = torch.rand(8, device='cuda')\nfor _ in range(3):\n    m = x.max()\n",
+        ),
+        Invalid(
+            "import torch\ndef train(model, xs):\n    for x in xs:\n        loss = model(x)\n        a = torch.rand((), device='cuda')\n        b = max(a, loss.new_ones(()))\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\nx = torch.rand((), device='cuda')\nfor _ in range(3):\n    y = min(x, 0.5)\n",
+            line=4,
+            hot=True,
+            fixed="import torch\nx = torch.rand((), device='cuda')\nfor _ in range(3):\n    y = torch.clamp(x, max=0.5)\n",
+        ),
+        Invalid(
+            "import torch\nscores = torch.rand(8, device='cuda')\nranked = sorted(scores)\n",
+            line=3,
+            hot=False,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup="scores = torch.rand(n, device=device)\n",
+        flagged="def flagged(scores: torch.Tensor):\n    return max(scores)\n",
+        fixed="def fixed(scores: torch.Tensor):\n    return scores.max()\n",
+        sizes={"n": 256},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        name = is_builtin(ctx, node.func, ("max", "min", "sorted", "any", "all"))
+        if name is None:
+            return
+        pos = [a.value for a in positional(node)]
+        if any(a.star for a in node.args):
+            return
+        if len(pos) == 1:
+            if not gpu_tensor(ctx, pos[0]):
+                return
+            replacement = None
+            if name in ("max", "min") and len(node.args) == 1:
+                replacement = cst.Call(func=cst.Attribute(_paren(pos[0]), cst.Name(name)))
+            self._report(node, replacement)
+        elif len(pos) >= 2 and name in ("max", "min") and any(gpu_tensor(ctx, p) for p in pos):
+            self._report(node, self._pairwise_fix(node, name, pos))
+
+    def _report(self, node: cst.Call, replacement: Optional[cst.BaseExpression]) -> None:
+        call = short(node)
+        if replacement is None:
+            self.report(node, call=call)
+        else:
+            alt = short(replacement)
+            self.report(node, replacement, safe=False, fix_title=f"Use `{alt}` (NaN and result type may differ)", call=call)
+
+    def _pairwise_fix(self, node: cst.Call, name: str, pos) -> Optional[cst.BaseExpression]:
+        torch = torch_alias(self.ctx)
+        if torch is None or len(pos) != 2 or len(node.args) != 2:
+            return None
+        a, b = pos
+        if gpu_tensor(self.ctx, a) and gpu_tensor(self.ctx, b):
+            fn = "maximum" if name == "max" else "minimum"
+            return cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name(fn)), args=[cst.Arg(a), cst.Arg(b)])
+        t, k = (a, b) if gpu_tensor(self.ctx, a) else (b, a)
+        if not is_python_scalar(k):
+            return None
+        bound = "min" if name == "max" else "max"
+        return cst.Call(
+            func=cst.Attribute(cst.Name(torch), cst.Name("clamp")),
+            args=[cst.Arg(t), cst.Arg(k, keyword=cst.Name(bound), equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))],
+        )
+
+
+def _paren(e: cst.BaseExpression) -> cst.BaseExpression:
+    """Parenthesise a receiver that would bind wrongly before `.max()` (`a + b`)."""
+    if isinstance(e, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or e.lpar:
+        return e
+    return e.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

@@ -1,0 +1,149 @@
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import receiver, short
+from synclint.rules._transfer import (
+    SIZE_FACTORIES, Bindings, factory_under, gpu_move, is_deterministic_factory, is_int_expr, with_kwarg,
+)
+
+# A dtype moved into these gives bit-identical values (0, 1, the identity, or garbage for empty).
+_EXACT_WITH_DTYPE = {"zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like"}
+# Float ranges are computed by a different kernel on each device and may differ in the last bit.
+_FLOAT_RANGES = {"linspace", "logspace"}
+
+
+class CpuFactoryThenMove(Bindings, Rule):
+    """
+    ## What it does
+    Flags a tensor built by a torch factory on the CPU and then moved to the GPU in the same
+    expression: `torch.zeros(n).to(device)`, `torch.ones(k).cuda()`, `torch.arange(n).long().cuda()`.
+
+    ## Why is this bad?
+    The factory allocates and fills the tensor in host memory, then `.to()`/`.cuda()` copies it
+    with a blocking host-to-device transfer (`Copy.cu::copy_kernel_cuda` -> `memcpy_and_sync`),
+    which also waits for all GPU work queued before it. Creating the tensor on the device is one
+    fill kernel and no transfer: on an H200, `torch.zeros(10**7).to("cuda")` took 7003 us against
+    11.1 us for `torch.zeros(10**7, device="cuda")` (catalogue B8; also the profiler's
+    `ExtraCUDACopyPattern`). This is flagged hot or cold because the fix costs nothing.
+
+    ## Use instead
+    ```python
+    mask = torch.zeros(n, device=device)
+    ids = torch.arange(n, device=x.device)
+    ```
+
+    ## Fix safety
+    The fix moves the device (and a dtype given to `.to()`) into the factory call. It is safe for
+    deterministic factories (`zeros`, `ones`, `empty`, `full`, `eye`, integer `arange`,
+    `*_like`): the same values come out. It is unsafe for random factories (`rand`, `randn`,
+    `randint`, `randperm`, `normal`: the CUDA generator draws a different stream, so the values
+    change), for `linspace`/`logspace` and float `arange` (device kernels may round the last
+    bit differently), when a dtype moves into `full`/`arange`, and when the factory has
+    `requires_grad=True` (the result becomes a leaf). No fix is offered when `.to()` also has
+    `non_blocking`, `copy` or `memory_format`, when it takes a tensor (`.to(other)` also
+    changes the dtype), or when the factory has `pin_memory` or `out`.
+
+    ## Known problems
+    `torch.tensor(data).to(device)` is not flagged here: `device=` alone buys nothing when the
+    cost is converting a Python list (measured 13473 us vs 13346 us). SYN302 flags it in hot code.
+    """
+
+    CODE = "SYN301"
+    NAME = "cpu-factory-then-move"
+    MESSAGE = "`{expr}` fills the tensor on the CPU, then copies it to the GPU with a blocking transfer"
+    FIX_TITLE = "Create it on the device: pass `device=` to `torch.{factory}`"
+    FIX = "sometimes"
+    CATALOGUE = ("B8",)
+    VALID = [
+        Valid("import torch\nx = torch.zeros(10, device='cuda')\ny = torch.arange(5, device='cuda')\n"),
+        Valid("import torch\nx = torch.zeros(10).to(torch.float16)\n"),
+        Valid("import torch\nx = torch.zeros(10).to('cpu')\ny = torch.ones(3).cpu()\n"),
+        Valid("import torch\ntorch.set_default_device('cuda')\nx = torch.zeros(10).to('cuda')\n"),
+        Valid("import torch\nx = torch.tensor([1.0, 2.0]).cuda()\n"),
+        Valid("import torch\nimport numpy as np\nx = np.zeros(10)\ny = torch.from_numpy(x).cuda()\n"),
+        Valid("import torch\ndef f(x):\n    return torch.zeros_like(x).cuda()\n"),
+        Valid("import torch\nif not torch.cuda.is_available():\n    x = torch.zeros(3).to('cuda')\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ndevice = 'cuda'\nx = torch.zeros(10).to(device)\n",
+            line=3,
+            hot=False,
+            message="`torch.zeros(10).to(device)` fills the tensor on the CPU, then copies it to the GPU with a blocking transfer",
+            fixed="import torch\ndevice = 'cuda'\nx = torch.zeros(10, device=device)\n",
+        ),
+        Invalid(
+            "import torch\nfor _ in range(3):\n    m = torch.ones(4, 4).cuda()\n",
+            line=3,
+            hot=True,
+            fixed='import torch\nfor _ in range(3):\n    m = torch.ones(4, 4, device="cuda")\n',
+        ),
+        Invalid(
+            "import torch\nids = torch.arange(8).long().cuda(1)\n",
+            fixed='import torch\nids = torch.arange(8, device="cuda:1").long()\n',
+        ),
+        Invalid(
+            "import torch\ndef f(x):\n    return torch.zeros(3, dtype=torch.int64).to(x.device, torch.float16)\n",
+            fixed="import torch\ndef f(x):\n    return torch.zeros(3, dtype=torch.int64).to(x.device, torch.float16)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(dev):\n    return torch.randn(3, 3).to(dev)\n",
+            fixed="import torch\ndef f(dev):\n    return torch.randn(3, 3, device=dev)\n",
+        ),
+    ]
+    BENCH = BenchPair(
+        setup="",
+        flagged="def flagged():\n    return torch.zeros(n).to(device)\n",
+        fixed="def fixed():\n    return torch.zeros(n, device=device)\n",
+        sizes={"n": 10_000_000},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        move = gpu_move(self.ctx, node)
+        if move is None:
+            return
+        found = factory_under(self.ctx, receiver(node))
+        if found is None:
+            return
+        fcall, name, through = found
+        if name not in SIZE_FACTORIES or self.ctx.infer(fcall).device != V.CPU:
+            return
+        if name == "normal" and len([a for a in fcall.args if a.keyword is None]) < 3 and _kw(fcall, "size") is None:
+            return  # normal(mean_tensor, std_tensor) samples on the inputs' device
+        replacement, safe = self._fix(move, fcall, name, through)
+        self.report(node, replacement, safe=safe, expr=short(node), factory=name)
+
+    def _fix(self, move, fcall: cst.Call, name: str, through: bool):
+        if move.extra or move.non_blocking is not False or move.device_is_tensor:
+            return None, False
+        if _kw(fcall, "pin_memory") is not None or _kw(fcall, "out") is not None:
+            return None, False
+        if move.device is None:
+            dev = cst.SimpleString('"cuda"')
+        elif isinstance(move.device, cst.Integer):
+            dev = cst.SimpleString(f'"cuda:{move.device.value}"')
+        else:
+            dev = move.device
+        new = with_kwarg(fcall, "device", dev)
+        safe = is_deterministic_factory(name) and name not in _FLOAT_RANGES
+        if name == "arange" and not all(is_int_expr(self, self.ctx, a.value) for a in fcall.args if a.keyword is None):
+            safe = False  # a float range may round differently on the GPU
+        if move.dtype is not None:
+            if through or _kw(fcall, "dtype") is not None:
+                return None, False
+            new = with_kwarg(new, "dtype", move.dtype)
+            safe = safe and name in _EXACT_WITH_DTYPE
+        rg = _kw(fcall, "requires_grad")
+        if rg is not None and not (isinstance(rg, cst.Name) and rg.value == "False"):
+            safe = False
+        replacement = new if not through else receiver(move.call).deep_replace(fcall, new)
+        return replacement, safe
+
+
+def _kw(call: cst.Call, name: str):
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+

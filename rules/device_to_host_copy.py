@@ -1,0 +1,170 @@
+from typing import Optional
+
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
+from synclint.rules._host_readback import copy_source_is_gpu_tensor
+
+
+class DeviceToHostCopy(Rule):
+    """
+    ## What it does
+    Flags blocking device-to-host copies of GPU tensors: `.cpu()`, `.to("cpu")` (or to a
+    CPU `torch.device`) without `non_blocking=True`, `.numpy(force=True)`, and
+    `torch.save` of a GPU tensor in hot code.
+
+    ## Why is this bad?
+    A device-to-host copy with `non_blocking=False` goes through
+    `Copy.cu::copy_kernel_cuda` -> `memcpy_and_sync`: the CPU waits until every kernel
+    queued before the copy has finished, then copies. `torch.save` of a CUDA tensor copies
+    its storage to the host the same way. In a training or inference loop this drains
+    the launch queue every step.
+
+    ## Use instead
+    Keep per-step results on the GPU and move them once, after the loop or under a
+    logging guard:
+
+    ```python
+    outs = []
+    for x in loader:
+        outs.append(model(x).detach())
+    result = torch.cat(outs).cpu()            # one copy
+    ```
+
+    Or overlap the copy with later work: `y = t.to("cpu", non_blocking=True)`, record an
+    event, and read `y` only after `event.synchronize()` (reading it earlier gives wrong
+    values).
+
+    ## Known problems
+    A receiver whose type cannot be inferred counts as a tensor unless its name reads like
+    a model (`model.cpu()` is a one-time setup step, not a hazard). Plain `.numpy()` is
+    not flagged: on a CUDA tensor it raises, so code that runs calls it on CPU tensors.
+    `torch.save` is flagged only where the call itself is hot (a loop, `forward`,
+    `*_step`), not in helpers called from a loop.
+    """
+
+    CODE = "SYN103"
+    NAME = "device-to-host-copy"
+    MESSAGE = "`{expr}` copies a GPU tensor to the host and waits for all queued GPU work"
+    FIX_TITLE = "Move results to the host once, outside the hot loop, or copy with `non_blocking=True` and synchronize before reading"
+    CATALOGUE = ("B1", "B3")
+    VALID = [
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = x.to('cpu', non_blocking=True)\n"),
+        Valid("import torch\nmodel = torch.nn.Linear(3, 3).cuda()\nmodel.cpu()\nm2 = model.to('cpu')\n"),
+        Valid("import torch\ndef offload(text_encoder, ema_model, self_net):\n    for m in (text_encoder, ema_model, self_net):\n        pass\n    text_encoder.cpu()\n    ema_model.to('cpu')\n    self_net.cpu()\n"),
+        Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    y = x.cpu().numpy()\n    z = x.to('cpu')\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = x.to(torch.float16)\n    z = x.to(x.device)\n"),
+        Valid("import torch\ndef train(model, loader, opt):\n    for x in loader:\n        loss = model(x).sum()\n    model.cpu()\n    self_model = model\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\ntorch.save(x, 'x.pt')\nfor _ in range(2):\n    torch.save({'step': 1}, 'meta.pt')\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nif not torch.cuda.is_available():\n    y = x.cpu()\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = (x * 2).cpu().numpy()\n",
+            line=4,
+            hot=True,
+            message="`(x * 2).cpu()` copies a GPU tensor to the host and waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\ncpu = torch.device('cpu')\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = x.to(cpu)\n",
+            line=5,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\ndef predict(model: torch.nn.Module, x):\n    out = model(x)\n    return out.to('cpu')\n",
+            line=4,
+            hot=False,
+        ),
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        y = x.relu()\n        torch.save(y, 'act.pt')\n        return y\n",
+            line=5,
+            hot=True,
+            message="`torch.save(y, ...)` copies a GPU tensor to the host and waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\ndef collect(model_output):\n    return model_output.cpu()\n",
+            line=3,
+            hot=False,
+        ),
+        Invalid(
+            "import torch\ndef step_outputs(out):\n    return out.detach().numpy(force=True)\n",
+            line=3,
+            hot=False,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "w = torch.randn(512, 512, device=device)\n"
+            "xs = torch.randn(steps, 256, 512, device=device)\n"
+        ),
+        flagged=(
+            "def flagged(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    outs = []\n"
+            "    for x in xs:\n"
+            "        h = torch.tanh(x @ w) @ w\n"
+            "        outs.append(h.sum(1).cpu())\n"
+            "    return torch.cat(outs).tolist()\n"
+        ),
+        fixed=(
+            "def fixed(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    outs = []\n"
+            "    for x in xs:\n"
+            "        h = torch.tanh(x @ w) @ w\n"
+            "        outs.append(h.sum(1))\n"
+            "    return torch.cat(outs).tolist()\n"
+        ),
+        sizes={"steps": 50},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        m = method_call(node, ("cpu", "to", "numpy", "save"))
+        if m is None:
+            return
+        if m == "save":
+            if ctx.qualname(node.func) == "torch.save" and node.args and ctx.site_hot():
+                obj = node.args[0].value
+                if node.args[0].keyword is None and ctx.gpu_tensor_val(obj) is not None:
+                    self.report(node, expr=f"torch.save({short(obj)}, ...)")
+            return
+        if ctx.qualname(node.func) is None:  # `torch.Tensor.cpu(t)` and module functions aside
+            recv = receiver(node)
+            if m == "cpu" and not positional(node):
+                if copy_source_is_gpu_tensor(ctx, recv):
+                    self.report(node, expr=f"{short(recv)}.cpu()")
+            elif m == "to" and self._to_cpu_blocking(node) and copy_source_is_gpu_tensor(ctx, recv):
+                self.report(node, expr=short(node))
+            elif m == "numpy" and _is_true(kwarg(node, "force")) and self._numpy_source(recv):
+                self.report(node, expr=short(node))
+
+    def _to_cpu_blocking(self, node: cst.Call) -> bool:
+        """`.to(<cpu device>, ...)` whose `non_blocking` is absent or literally False."""
+        pos = positional(node)
+        dev_arg: Optional[cst.BaseExpression] = kwarg(node, "device")
+        if dev_arg is None and pos:
+            dev_arg = pos[0].value
+        is_dev, dev = self.ctx.device_of_arg(dev_arg)
+        if not is_dev or dev != V.CPU:
+            return False
+        nb = kwarg(node, "non_blocking")
+        if nb is None and len(pos) >= 3:  # to(device, dtype, non_blocking)
+            nb = pos[2].value
+        return nb is None or _is_false(nb)
+
+    def _numpy_source(self, recv: cst.BaseExpression) -> bool:
+        # Only tensors have `.numpy(force=...)`; an unknown receiver is a tensor whose
+        # device the author did not know either.
+        if self.ctx.cuda_less_depth:
+            return False
+        v = self.ctx.infer(recv)
+        return (v.kind == V.TENSOR and v.device != V.CPU) or v.kind == V.UNKNOWN
+
+
+def _is_true(e) -> bool:
+    return isinstance(e, cst.Name) and e.value == "True"
+
+
+def _is_false(e) -> bool:
+    return isinstance(e, cst.Name) and e.value == "False"

@@ -1,0 +1,224 @@
+from typing import Optional
+
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import short
+from synclint.rules._syn11x import ParamScopes, has_star, literal_bool, one_line
+
+# torch.distributions classes whose constructor checks `arg_constraints` (torch 2.13).
+# Independent, MixtureSameFamily and TransformedDistribution take distributions, not tensors.
+_VALIDATING = {
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli",
+    "Dirichlet", "Exponential", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
+    "Gumbel", "HalfCauchy", "HalfNormal", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace",
+    "LogNormal", "LogisticNormal", "LowRankMultivariateNormal", "Multinomial", "MultivariateNormal",
+    "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "Poisson", "Uniform", "VonMises",
+    "Weibull", "Wishart",
+}
+
+
+class _DefaultOff(cst.CSTVisitor):
+    """Finds `Distribution.set_default_validate_args(False)` anywhere in a module."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> Optional[bool]:
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "set_default_validate_args" and node.args:
+            if literal_bool(node.args[0].value) is False:
+                self.found = True
+        return None
+
+
+class DistributionValidation(ParamScopes, Rule):
+    """
+    ## What it does
+    Flags constructing a `torch.distributions` distribution from GPU tensors in hot code
+    without `validate_args=False`, in a file that does not turn validation off with
+    `Distribution.set_default_validate_args(False)`.
+
+    ## Why is this bad?
+    With validation on (the default: `Distribution._validate_args = __debug__`), the
+    constructor checks every parameter against its constraint and raises if one fails:
+    `torch/distributions/distribution.py` does `if not torch._is_all_true(valid): raise`,
+    which reads a GPU boolean back and waits for all queued GPU work. `log_prob` then checks
+    its argument the same way. Measured on an H200 with torch 2.11: `Normal`, `Categorical`,
+    `Bernoulli`, `Uniform`, `Beta` and `MultivariateNormal` built from CUDA tensors are caught
+    by `torch.cuda.set_sync_debug_mode`; with `validate_args=False` they are not.
+
+    ## Use instead
+    Validate while developing, not in the training loop:
+
+    ```python
+    dist = torch.distributions.Normal(mu, std, validate_args=False)
+    # or once, at start-up:
+    torch.distributions.Distribution.set_default_validate_args(False)
+    ```
+
+    ## Fix safety
+    The fix adds `validate_args=False` and is unsafe: invalid parameters (a negative scale,
+    probabilities that do not sum to one, NaNs) no longer raise; they produce NaN or wrong
+    samples silently.
+
+    ## Known problems
+    Under `python -O`, `__debug__` is False and validation is off by default, so the sync
+    is gone there; the rule does not know how the program is run. `MultivariateNormal` built
+    from `covariance_matrix` or `precision_matrix` also syncs in its Cholesky factorization
+    even with `validate_args=False`.
+    """
+
+    CODE = "SYN113"
+    NAME = "distribution-validation"
+    MESSAGE = "`{call}` validates its parameters on the host, which waits for all queued GPU work"
+    FIX_TITLE = "Pass `validate_args=False`, or call `Distribution.set_default_validate_args(False)` once"
+    FIX = "sometimes"
+    HOT_ONLY = True
+    CATALOGUE = ("E5",)
+    VALID = [
+        Valid(
+            "import torch\nfrom torch.distributions import Normal\nmu = torch.zeros(8, device='cuda')\n"
+            "for _ in range(3):\n    d = Normal(mu, mu.exp(), validate_args=False)\n    s = d.rsample()\n"
+        ),
+        Valid(
+            "import torch\nfrom torch.distributions import Distribution, Normal\n"
+            "mu = torch.zeros(8, device='cuda')\nfor _ in range(3):\n    d = Normal(mu, 1.0)\n"
+            "def main():\n    Distribution.set_default_validate_args(False)\n"
+        ),
+        Valid("import torch\nfor _ in range(3):\n    d = torch.distributions.Normal(0.0, 1.0)\n"),
+        Valid(
+            "import torch\nmu = torch.zeros(8, device='cuda').cpu()\nfor _ in range(3):\n"
+            "    d = torch.distributions.Normal(mu, 1.0)\n"
+        ),
+        Valid(
+            "import torch\nfrom torch.distributions import Independent, Normal\nmu = torch.zeros(8, device='cuda')\n"
+            "base = Normal(mu, 1.0, validate_args=False)\nfor _ in range(3):\n    d = Independent(base, 1)\n"
+        ),
+        Valid(
+            "import torch\nmu = torch.zeros(8, device='cuda')\nd = torch.distributions.Normal(mu, 1.0)\n"
+        ),
+        Valid(
+            "import torch\ndef noise(shape, sigma):\n    return torch.distributions.Normal(0.0, sigma).sample(shape)\n"
+            "for _ in range(3):\n    n = noise((4,), 0.1)\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch.distributions import Normal\nclass Policy(torch.nn.Module):\n"
+            "    def forward(self, x):\n        mu, log_std = self.net(x).chunk(2, -1)\n"
+            "        return Normal(mu, log_std.exp())\n",
+            line=6,
+            hot=True,
+            message="`Normal(mu, log_std.exp())` validates its parameters on the host, which waits for all queued GPU work",
+            fixed="import torch\nfrom torch.distributions import Normal\nclass Policy(torch.nn.Module):\n"
+            "    def forward(self, x):\n        mu, log_std = self.net(x).chunk(2, -1)\n"
+            "        return Normal(mu, log_std.exp(), validate_args=False)\n",
+        ),
+        Invalid(
+            "import torch\nimport torch.distributions as D\nlogits = torch.randn(4, 5, device='cuda')\n"
+            "for _ in range(3):\n    a = D.Categorical(logits=logits).sample()\n",
+            line=5,
+            hot=True,
+            fixed="import torch\nimport torch.distributions as D\nlogits = torch.randn(4, 5, device='cuda')\n"
+            "for _ in range(3):\n    a = D.Categorical(logits=logits, validate_args=False).sample()\n",
+        ),
+        Invalid(
+            "import torch\np = torch.rand(8, device='cuda')\nfor _ in range(3):\n"
+            "    d = torch.distributions.Bernoulli(probs=p, validate_args=True)\n",
+            line=4,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "loc = torch.randn(batch, dim, device=device)\n"
+            "scale = torch.rand(batch, dim, device=device) + 0.1\n"
+            "x = torch.randn(batch, dim, device=device)\n"
+        ),
+        flagged=(
+            "def flagged(loc: torch.Tensor, scale: torch.Tensor, x: torch.Tensor):\n"
+            "    d = torch.distributions.Normal(loc, scale)\n"
+            "    return d.log_prob(x).sum(-1)\n"
+        ),
+        fixed=(
+            "def fixed(loc: torch.Tensor, scale: torch.Tensor, x: torch.Tensor):\n"
+            "    d = torch.distributions.Normal(loc, scale, validate_args=False)\n"
+            "    return d.log_prob(x).sum(-1)\n"
+        ),
+        sizes={"batch": 256, "dim": 64},
+        condition="the parameters and samples are valid",
+        compare="equal",
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._off = False
+        if "set_default_validate_args" in self.ctx.source:
+            v = _DefaultOff()
+            node.visit(v)
+            self._off = v.found
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if getattr(self, "_off", False) or has_star(node):
+            return
+        q = self.ctx.qualname(node.func)
+        if q is None or not q.startswith("torch.distributions.") or q.rsplit(".", 1)[-1] not in _VALIDATING:
+            return
+        validate = None
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "validate_args":
+                validate = a
+        if validate is not None and not _is_none(validate.value) and literal_bool(validate.value) is not True:
+            return  # validate_args=False, or a variable: the author chose
+        params = [a.value for a in node.args if a is not validate]
+        if not any(self._gpu_param(p) for p in params):
+            return
+        replacement = None
+        if one_line(node) and validate is None:
+            replacement = node.with_changes(args=_append_kwarg(node.args, "validate_args", cst.Name("False")))
+        elif one_line(node) and _is_none(validate.value):
+            replacement = node.with_changes(
+                args=[a.with_changes(value=cst.Name("False")) if a is validate else a for a in node.args]
+            )
+        self.report(node, replacement, safe=False, call=short(node))
+
+    def _gpu_param(self, e: cst.BaseExpression) -> bool:
+        """A distribution parameter that is (or, computed, is likely) a GPU tensor."""
+        ctx = self.ctx
+        if ctx.cuda_less_depth:
+            return False
+        v = ctx.infer(e)
+        if v.kind == V.TENSOR:
+            return v.device != V.CPU
+        if v.kind != V.UNKNOWN:
+            return False
+        # Unknown: a computed value (`self.actor(obs)`, `out[0]`) or a local bound to one is a
+        # tensor in practice (NumPy arrays are rejected by distributions); a parameter or a
+        # config attribute (`self.sigma`) is as often a float.
+        if isinstance(e, cst.Name):
+            if e.value in self.weak:
+                return False
+            f = ctx.func
+            return (f is not None and e.value in f.scope) or e.value in ctx.module_scope
+        return isinstance(e, (cst.Call, cst.Subscript))
+
+
+def _is_none(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value == "None"
+
+
+def _append_kwarg(args, name: str, value: cst.BaseExpression):
+    """`args` plus `name=value` at the end, keeping a trailing comma."""
+    args = list(args)
+    new = cst.Arg(value=value, keyword=cst.Name(name),
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
+    if args:
+        last = args[-1]
+        sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument takes it over
+            new = new.with_changes(comma=last.comma)
+        args[-1] = last.with_changes(comma=sep)
+    args.append(new)
+    return args

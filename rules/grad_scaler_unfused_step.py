@@ -1,0 +1,214 @@
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import short, string_value
+from synclint.rules._syn11x import ParamScopes, arg, literal_bool
+
+_SCALERS = {
+    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+}
+# Optimizers whose `fused=True` implementation takes `found_inf` from the scaler as a GPU
+# tensor (`_step_supports_amp_scaling`, torch/optim/{adam,adamw,sgd,adagrad}.py).
+_FUSABLE = {"Adam", "AdamW", "SGD", "Adagrad"}
+
+Key = Tuple[str, ...]
+
+
+class GradScalerUnfusedStep(ParamScopes, Rule):
+    """
+    ## What it does
+    Flags `scaler.step(optimizer)` where `scaler` is a `GradScaler` created in the file and
+    `optimizer` is an `Adam`, `AdamW`, `SGD` or `Adagrad` created in the file without
+    `fused=True`.
+
+    ## Why is this bad?
+    For an optimizer without fused AMP support, `GradScaler.step` decides on the host whether
+    to skip the step: `torch/amp/grad_scaler.py::_maybe_opt_step` runs
+    `sum(v.item() for v in found_inf_per_device.values())`, a read-back that waits for the
+    whole backward pass and unscale on every step. Fused optimizers set
+    `_step_supports_amp_scaling`; the scaler then hands them `found_inf` and `grad_scale` as
+    GPU tensors and the skip happens inside the fused kernel, with no read-back. Measured on
+    an H200 with torch 2.11: `scaler.step` with a foreach `Adam` is caught by
+    `torch.cuda.set_sync_debug_mode`, with `Adam(fused=True)` it is not.
+
+    ## Use instead
+    ```python
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    scaler = torch.amp.GradScaler("cuda")
+    ...
+    scaler.step(optimizer)   # no host round trip
+    ```
+
+    `fused=True` needs every parameter on a supported device with a floating-point dtype,
+    and it rounds slightly differently from the foreach implementation.
+
+    ## Known problems
+    Off by default: the cost is one read-back per step, which the harness did not time.
+    The optimizer and the scaler must be created in the same file (by name, or as
+    `self.<attr>`); an optimizer passed in from elsewhere is never flagged. Optimizers with
+    no fused implementation (RMSprop, ...) also sync in `scaler.step`, but are not flagged:
+    there is no switch to flip.
+    """
+
+    CODE = "SYN115"
+    NAME = "grad-scaler-unfused-step"
+    MESSAGE = "`{call}` reads the inf/NaN check back to the host because `{opt}` is not fused"
+    FIX_TITLE = "Create `{opt}` with `fused=True` so that `GradScaler` skips bad steps on the GPU"
+    DEFAULT_ON = False
+    CATALOGUE = ("F1",)
+    VALID = [
+        Valid(
+            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
+            "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n"
+            "scaler = torch.amp.GradScaler('cuda')\nfor _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4, device='cuda')).sum()).backward()\n"
+            "    scaler.step(opt)\n    scaler.update()\n"
+        ),
+        Valid(
+            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
+            "opt = torch.optim.Adam(model.parameters())\nscaler = torch.amp.GradScaler('cuda')\n"
+            "def train(model, opt, scaler, xs):\n    for x in xs:\n"
+            "        scaler.scale(model(x).sum()).backward()\n        scaler.step(opt)\n        scaler.update()\n"
+        ),
+        Valid(
+            "import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "scaler = torch.amp.GradScaler('cpu')\nfor _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4)).sum()).backward()\n    scaler.step(opt)\n    scaler.update()\n"
+        ),
+        Valid(
+            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.Adam(model.parameters())\n"
+            "scaler = torch.amp.GradScaler('cuda', enabled=False)\nfor _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4, device='cuda')).sum()).backward()\n    scaler.step(opt)\n"
+        ),
+        Valid(
+            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
+            "opt = torch.optim.Adam(model.parameters(), fused=torch.cuda.is_available())\n"
+            "scaler = torch.amp.GradScaler()\nfor _ in range(3):\n    scaler.step(opt)\n"
+        ),
+        Valid(
+            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.RMSprop(model.parameters())\n"
+            "scaler = torch.amp.GradScaler()\nfor _ in range(3):\n    scaler.step(opt)\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+            "scaler = torch.amp.GradScaler('cuda')\nfor _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4, device='cuda')).sum()).backward()\n"
+            "    scaler.step(opt)\n    scaler.update()\n",
+            line=7,
+            hot=True,
+            message="`scaler.step(opt)` reads the inf/NaN check back to the host because `opt` is not fused",
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import GradScaler\nfrom torch.optim import SGD\n"
+            "class Trainer:\n    def __init__(self, model):\n"
+            "        self.opt = SGD(model.parameters(), lr=0.1, foreach=True)\n        self.scaler = GradScaler()\n"
+            "    def train_step(self, loss):\n        self.scaler.scale(loss).backward()\n"
+            "        self.scaler.step(self.opt)\n        self.scaler.update()\n",
+            line=10,
+            hot=True,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(depth)]).to(device)\n"
+            "xs = [torch.randn(32, width, device=device) for _ in range(steps)]\n"
+            "state = {k: v.clone() for k, v in model.state_dict().items()}\n"
+        ),
+        flagged=(
+            "def flagged(model, state, xs):\n"
+            "    model.load_state_dict(state)\n"
+            "    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+            "    scaler = torch.amp.GradScaler(device)\n"
+            "    for x in xs:\n"
+            "        scaler.scale(model(x).square().mean()).backward()\n"
+            "        scaler.step(opt)\n"
+            "        scaler.update()\n"
+            "        opt.zero_grad(set_to_none=True)\n"
+            "    return torch.cat([p.detach().flatten() for p in model.parameters()])\n"
+        ),
+        fixed=(
+            "def fixed(model, state, xs):\n"
+            "    model.load_state_dict(state)\n"
+            "    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n"
+            "    scaler = torch.amp.GradScaler(device)\n"
+            "    for x in xs:\n"
+            "        scaler.scale(model(x).square().mean()).backward()\n"
+            "        scaler.step(opt)\n"
+            "        scaler.update()\n"
+            "        opt.zero_grad(set_to_none=True)\n"
+            "    return torch.cat([p.detach().flatten() for p in model.parameters()])\n"
+        ),
+        sizes={"width": 256, "depth": 8, "steps": 20},
+        condition="every parameter is a floating-point tensor on a device with fused AdamW",
+        compare="close",
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._scalers: Dict[Key, bool] = {}
+        self._optims: Dict[Key, Optional[bool]] = {}  # key -> fused (None: not literal)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        key = self._key(target, binding=True)
+        if key is None:
+            return
+        self._scalers.pop(key, None)
+        self._optims.pop(key, None)
+        if not isinstance(value, cst.Call):
+            return
+        q = self.ctx.qualname(value.func) or ""
+        if q in _SCALERS and self._scaler_on_gpu(value, q):
+            self._scalers[key] = True
+        elif q.startswith("torch.optim.") and q.rsplit(".", 1)[-1] in _FUSABLE:
+            fused = arg(value, 99, "fused")
+            self._optims[key] = False if fused is None else literal_bool(fused)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+            return
+        opt = arg(node, 0, "optimizer")
+        if opt is None:
+            return
+        skey, okey = self._key(func.value), self._key(opt)
+        if skey is None or okey is None or skey not in self._scalers:
+            return
+        if self._optims.get(okey, True) is False:
+            self.report(node, call=short(node), opt=short(opt))
+
+    # ------------------------------------------------------------------ helpers
+    def _scaler_on_gpu(self, call: cst.Call, q: str) -> bool:
+        if literal_bool(arg(call, 99, "enabled")) is False:
+            return False
+        if q.startswith("torch.cuda."):
+            return True
+        device = arg(call, 0, "device")
+        s = string_value(device) if device is not None else None
+        return s is None or not s.startswith(("cpu", "mps", "xpu", "meta"))
+
+    def _key(self, e: cst.BaseExpression, binding: bool = False) -> Optional[Key]:
+        """Where a name lives: `self.<attr>` per class, locals per function, else module."""
+        ctx = self.ctx
+        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
+            return ("self", ctx.cls.name if ctx.cls else "", e.attr.value)
+        if not isinstance(e, cst.Name):
+            return None
+        f = ctx.func
+        if f is None:
+            return ("", e.value)
+        local = (f.qual, e.value)
+        if binding or local in self._scalers or local in self._optims or e.value in self.weak:
+            return local  # a local, or a parameter (which hides a module-level name)
+        return ("", e.value)

@@ -1,0 +1,150 @@
+from typing import Optional
+
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import short
+from synclint.rules._transfer import Bindings, is_numpy_array, resolve
+
+
+class HostIndexIntoGpuTensor(Bindings, Rule):
+    """
+    ## What it does
+    Flags indexing a GPU tensor with an index that lives on the host: a Python list
+    (`x[[0, 2, 5]]`), a `range`, a NumPy array or a CPU tensor (`x[cpu_ids]`), when reading or
+    writing.
+
+    ## Why is this bad?
+    Advanced indexing needs the index on the tensor's device. Torch converts the host index into
+    a CPU tensor and copies it over with a blocking host-to-device transfer, which also waits for
+    all GPU work queued before it (`Copy.cu::copy_kernel_cuda` -> `memcpy_and_sync`), every time
+    the line runs.
+
+    ## Use instead
+    Build the index on the device once, outside the hot path, and reuse it:
+    ```python
+    rows = torch.tensor([0, 2, 5], device=x.device)   # at setup
+    for _ in range(steps):
+        y = x[rows]
+    ```
+    For a CPU index tensor, create it on the device (`torch.randperm(n, device=device)`).
+
+    ## Known problems
+    Not flagged: basic indexing (`x[0]`, `x[1:3]`, `x[..., 0]`, `x[None]`, `x[(0, 1)]`), GPU
+    index tensors, boolean masks (SYN2xx), NumPy values that might be scalars (a NumPy integer
+    indexes like an int; only expressions known to be arrays count), and lists holding values
+    of unknown type.
+    """
+
+    CODE = "SYN305"
+    NAME = "host-index-into-gpu-tensor"
+    MESSAGE = "indexing `{base}` with a host {what} copies the index to the GPU with a blocking transfer"
+    FIX_TITLE = "Build the index on the GPU once, outside the hot path (`torch.tensor([...], device=...)`)"
+    CATALOGUE = ()
+    VALID = [
+        Valid(
+            "import torch\nx = torch.randn(10, 4, device='cuda')\n"
+            "a = x[0]\nb = x[1:3]\nc = x[..., 0]\nd = x[None]\ne = x[(0, 1)]\nf = x[0, 1]\n"
+        ),
+        Valid("import torch\nx = torch.randn(10, device='cuda')\nids = torch.tensor([0, 2], device='cuda')\ny = x[ids]\n"),
+        Valid("import torch\nx = torch.randn(10)\ny = x[[0, 2, 5]]\nz = x[range(3)]\n"),
+        Valid("import torch\nimport numpy as np\na = np.arange(10)\nb = a[[0, 2]]\n"),
+        Valid(
+            "import torch\nimport numpy as np\nx = torch.randn(10, device='cuda')\n"
+            "for i in np.arange(3):\n    y = x[i]\nk = np.argmax(np.ones(3))\nz = x[k]\n"
+        ),
+        Valid("import torch\nx = torch.randn(10, device='cuda')\nm = x > 0\ny = x[m]\nx[m] = 0.0\n"),
+        Valid("import torch\nx = torch.randn(10, device='cuda')\ni = torch.tensor(3)\ny = x[i]\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.randn(10, device='cuda')\nfor _ in range(3):\n    y = x[[0, 2, 5]]\n",
+            line=4,
+            hot=True,
+            message="indexing `x` with a host list copies the index to the GPU with a blocking transfer",
+        ),
+        Invalid("import torch\nx = torch.randn(10, 3, device='cuda')\ny = x[:, range(2)]\n", line=3, hot=False),
+        Invalid(
+            "import torch\nimport numpy as np\nx = torch.randn(10, device='cuda')\n"
+            "perm = np.random.permutation(10)\nfor i in range(2):\n    y = x[perm[i * 5:(i + 1) * 5]]\n",
+            line=6,
+            message="indexing `x` with a host NumPy array copies the index to the GPU with a blocking transfer",
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(10, device='cuda')\nidx = torch.randperm(10)[:4]\nx[idx] = 0.0\n",
+            line=4,
+            message="indexing `x` with a host CPU tensor copies the index to the GPU with a blocking transfer",
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "x = torch.randn(n, 64, device=device)\n"
+            "rows = torch.tensor([0, 3, 7, 11, 19, 42, 77, 123], device=device)\n"
+        ),
+        flagged="def flagged(x: torch.Tensor):\n    return x[[0, 3, 7, 11, 19, 42, 77, 123]]\n",
+        fixed="def fixed(x: torch.Tensor, rows: torch.Tensor):\n    return x[rows]\n",
+        sizes={"n": 100_000},
+    )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if self.ctx.gpu_tensor_val(node.value) is None:
+            return
+        for el in node.slice:
+            if isinstance(el.slice, cst.Index):
+                what = self._host_index(el.slice.value)
+                if what is not None:
+                    self.report(node, base=short(node.value), what=what)
+                    return
+
+    def _host_index(self, e: cst.BaseExpression) -> Optional[str]:
+        ctx = self.ctx
+        if isinstance(e, cst.List):
+            if e.elements and all(_host_scalar(ctx, el) for el in e.elements):
+                return "list"
+            return None
+        if isinstance(e, cst.ListComp):
+            return "list" if ctx.infer(e.elt).kind in (V.PY, V.NUMPY) or _literal(e.elt) else None
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in ("range", "list"):
+            if e.func.value not in ctx.aliases:  # the builtins, not an imported namesake
+                return e.func.value
+        if isinstance(e, cst.Name):
+            r = resolve(self, e)
+            if isinstance(r, (cst.List, cst.ListComp)) or (
+                isinstance(r, cst.Call) and isinstance(r.func, cst.Name) and r.func.value in ("range", "list")
+            ):
+                return self._host_index(r)
+        if is_numpy_array(self, ctx, e):
+            return "NumPy array"
+        v = ctx.infer(e)
+        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(self, e):
+            return "CPU tensor"
+        return None
+
+
+def _literal(e: cst.BaseExpression) -> bool:
+    if isinstance(e, cst.UnaryOperation):
+        e = e.expression
+    return isinstance(e, cst.Integer) or (isinstance(e, cst.Name) and e.value in ("True", "False"))
+
+
+def _host_scalar(ctx, el) -> bool:
+    if isinstance(el, cst.StarredElement):
+        return False
+    return _literal(el.value) or ctx.infer(el.value).kind == V.PY
+
+
+def _zero_dim(rule, e: cst.BaseExpression) -> bool:
+    """torch.tensor(3) / torch.tensor(k): a 0-d CPU index is read on the host, no copy."""
+    r = resolve(rule, e) if isinstance(e, cst.Name) else e
+    if isinstance(r, cst.Call) and r.args:
+        tn = rule.ctx.torch_name(r.func)
+        if tn in ("tensor", "as_tensor", "scalar_tensor"):
+            d = r.args[0].value
+            if isinstance(d, cst.UnaryOperation):
+                d = d.expression
+            if isinstance(d, (cst.Integer, cst.Float)):
+                return True
+            if isinstance(d, cst.Name) and rule.ctx.infer(d).kind == V.PY:
+                return not isinstance(resolve(rule, d), (cst.List, cst.Tuple, cst.ListComp))
+    return False

@@ -1,0 +1,114 @@
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.context import is_true
+from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
+from synclint.rules._transfer import SIZE_FACTORIES, factory_under, gpu_move
+
+
+class PageableNonBlockingCopy(Rule):
+    """
+    ## What it does
+    Flags `.to(device, non_blocking=True)`, `.cuda(non_blocking=True)` and
+    `gpu.copy_(src, non_blocking=True)` in hot code when the source is known to be in pageable
+    host memory: a CPU factory result without `pin_memory=True`, `torch.from_numpy(...)`, or a
+    batch from a `DataLoader` built in the file without `pin_memory=True`.
+
+    ## Why is this bad?
+    An asynchronous copy needs page-locked memory. From pageable memory the CUDA driver stages
+    the data through a pinned buffer and returns only when the source has been consumed, so the
+    host blocks anyway (catalogue B5: the host blocked 50.8 ms behind queued GPU work). The code
+    reads as overlapped but is not, and `torch.cuda.set_sync_debug_mode` does not see it: torch
+    issues a plain `cudaMemcpyAsync`.
+
+    ## Use instead
+    Pin the source once, where the data is produced:
+    ```python
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+    ```
+    For a hand-made staging buffer: `buf = torch.empty(n, pin_memory=True)`, filled each step
+    (only after the previous copy from it has finished).
+
+    ## Known problems
+    Only sources whose provenance is visible in the file are checked; a tensor of unknown
+    origin is left alone. Flagged in hot code only: a one-time copy at setup costs little.
+    """
+
+    CODE = "SYN303"
+    NAME = "pageable-non-blocking-copy"
+    MESSAGE = "`{expr}` copies from pageable memory, so `non_blocking=True` still blocks the host"
+    FIX_TITLE = "Pin the source: `DataLoader(..., pin_memory=True)` or a tensor created with `pin_memory=True`"
+    HOT_ONLY = True
+    CATALOGUE = ("B5",)
+    VALID = [
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(range(8), batch_size=4, pin_memory=True)\n"
+            "for x in loader:\n    x = x.to('cuda', non_blocking=True)\n"
+        ),
+        Valid("import torch\nbuf = torch.empty(8, pin_memory=True)\nfor _ in range(3):\n    y = buf.to('cuda', non_blocking=True)\n"),
+        Valid("import torch\nsrc = torch.randn(8)\nfor _ in range(3):\n    y = src.pin_memory().cuda(non_blocking=True)\n"),
+        Valid("import torch\ndef step(loader):\n    for x in loader:\n        x = x.to('cuda', non_blocking=True)\n"),
+        Valid("import torch\ng = torch.randn(8, device='cuda')\nfor _ in range(3):\n    h = g.to('cpu', non_blocking=True)\n"),
+        Valid("import torch\nt = torch.randn(8)\nh = t.to('cuda', non_blocking=True)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(range(8), batch_size=4)\n"
+            "for i, (x, y) in enumerate(loader):\n    x = x.to('cuda', non_blocking=True)\n",
+            line=5,
+            hot=True,
+            message="`x.to('cuda', non_blocking=True)` copies from pageable memory, so `non_blocking=True` still blocks the host",
+        ),
+        Invalid(
+            "import torch\nimport numpy as np\narrs = [np.ones(4)]\nfor a in arrs:\n    t = torch.from_numpy(a).cuda(non_blocking=True)\n",
+            line=5,
+        ),
+        Invalid(
+            "import torch\ndst = torch.empty(8, device='cuda')\nsrc = torch.randn(8)\nfor _ in range(2):\n    dst.copy_(src, non_blocking=True)\n",
+            line=5,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "raw = bytearray(4 * n)\n"
+            "torch.frombuffer(raw, dtype=torch.float32).copy_(torch.randn(n))\n"
+            "src_pinned = torch.frombuffer(raw, dtype=torch.float32).clone().pin_memory()\n"
+        ),
+        flagged=(
+            "def flagged(raw):\n"
+            "    host = torch.frombuffer(raw, dtype=torch.float32)  # pageable, like torch.from_numpy\n"
+            "    return host.to(device, non_blocking=True)\n"
+        ),
+        fixed=(
+            "def fixed(src_pinned):\n"
+            "    return src_pinned.to(device, non_blocking=True)\n"
+        ),
+        sizes={"n": 4 * 1024 * 1024},
+        debug_mode_sees=False,
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if method_call(node, ("copy_",)):
+            args = positional(node)
+            if not args or not is_true(kwarg(node, "non_blocking")) or ctx.cuda_less_depth:
+                return
+            if ctx.gpu_tensor_val(receiver(node)) is None:
+                return
+            src = args[0].value
+        else:
+            move = gpu_move(ctx, node)
+            if move is None or move.non_blocking is not True:
+                return
+            src = receiver(node)
+            found = factory_under(ctx, src)
+            if found is not None and found[1] in SIZE_FACTORIES:
+                return  # SYN301 reports `torch.zeros(n).to(...)`
+        v = ctx.infer(src)
+        if v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU and v.pinned is False:
+            self.report(node, expr=short(node))

@@ -1,0 +1,66 @@
+import libcst as cst
+
+from synclint.rule import Invalid, Rule, Valid
+from synclint.rules._data_dependent import receiver_on_gpu
+from synclint.rules._helpers import method_call, receiver, short
+
+_NAMES = ("to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc")
+
+
+class SparseConversion(Rule):
+    """
+    ## What it does
+    Flags dense-to-sparse conversions (`x.to_sparse()`, `to_sparse_csr/csc/bsr/bsc`) of
+    GPU tensors in hot code.
+
+    ## Why is this bad?
+    A sparse tensor stores one entry per nonzero element, so the conversion must count
+    them first: it runs `nonzero`, which copies the count to the host and waits for every
+    queued kernel (`Nonzero.cu::nonzero_cuda_out_impl`). `set_sync_debug_mode` sees
+    `to_sparse()`, but its documentation warns that `torch.sparse` is not covered in
+    general.
+
+    ## Use instead
+    There is no sync-free conversion. Build the sparse structure once, outside the loop,
+    when the sparsity pattern is static, and update only its `values()`; or keep the
+    dense tensor when it is small enough.
+
+    ## Known problems
+    Only hot sites are reported: a one-time conversion at setup is the intended use.
+    """
+
+    CODE = "SYN210"
+    NAME = "sparse-conversion"
+    MESSAGE = "`{call}` counts the nonzero elements, so the host waits for the GPU"
+    FIX_TITLE = "Convert once outside the loop when the sparsity pattern is static"
+    HOT_ONLY = True
+    CATALOGUE = ("C10",)
+    VALID = [
+        Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\n"),
+        Valid("import torch\nadj = torch.rand(8, 8)\nfor _ in range(3):\n    sp = adj.to_sparse_csr()\n"),
+        Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\nfor _ in range(3):\n    v = sp.values() * 2\n"),
+        Valid("import scipy.sparse as sps\nimport numpy as np\nfor a in [np.eye(3)]:\n    m = sps.csr_matrix(a).tocsr()\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nadj = torch.rand(8, 8, device='cuda')\nfor _ in range(3):\n    sp = (adj > 0.5).float().to_sparse()\n",
+            line=4,
+            hot=True,
+            message="`(adj > 0.5).float().to_sparse()` counts the nonzero elements, so the host waits for the GPU",
+        ),
+        Invalid(
+            "import torch\nclass M(torch.nn.Module):\n    def forward(self, a, x):\n        return torch.sparse.mm(a.to_sparse_csr(), x)\n",
+            line=4,
+            hot=True,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_call(node, _NAMES) and self.ctx.qualname(node.func) is None:
+            recv = receiver(node)
+            # `x.to_sparse().to_sparse_csr()`: the second conversion starts from a sparse
+            # tensor whose count is known; only the first one counts.
+            if isinstance(recv, cst.Call) and method_call(recv, _NAMES):
+                return
+            if receiver_on_gpu(self.ctx, recv):
+                self.report(node, call=short(node))

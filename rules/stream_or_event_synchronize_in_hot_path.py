@@ -1,0 +1,119 @@
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import method_call, receiver, short
+from synclint.rules._transfer import Bindings, D2HTracker
+
+
+class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
+    """
+    ## What it does
+    Flags `event.synchronize()` on a `torch.cuda.Event` and `stream.synchronize()` on a CUDA
+    stream (including `torch.cuda.current_stream().synchronize()`) in hot code.
+
+    ## Why is this bad?
+    `Event.synchronize()` calls `cudaEventSynchronize` (`c10/cuda/CUDAEvent.h`) and
+    `Stream.synchronize()` calls `cudaStreamSynchronize` (`CUDAStream::synchronize`): the host
+    stops until the GPU reaches that point, and cannot queue the next kernels meanwhile
+    (catalogue G2, G3). `torch.cuda.set_sync_debug_mode` does not see `Event.synchronize()`.
+
+    ## Use instead
+    Make the *device* wait instead of the host, or poll:
+    ```python
+    torch.cuda.current_stream().wait_event(done)   # the GPU waits, the CPU runs on
+    if done.query():                               # non-blocking check
+        ...
+    ```
+
+    ## Known problems
+    Not flagged in functions (or scripts) that time things, nor after a non-blocking
+    device-to-host copy in the same function (the documented way to make its result valid).
+    `event.query()`, `stream.wait_event(e)`, `e.record()` and `elapsed_time` never sync.
+    """
+
+    CODE = "SYN402"
+    NAME = "stream-or-event-synchronize-in-hot-path"
+    MESSAGE = "`{expr}` blocks the host until the GPU reaches this {what}"
+    FIX_TITLE = "Wait on the device instead (`torch.cuda.current_stream().wait_event(event)`), or poll `event.query()`"
+    HOT_ONLY = True
+    TIMING_EXEMPT = True
+    CATALOGUE = ("G2", "G3")
+    VALID = [
+        Valid(
+            "import torch\ndone = torch.cuda.Event()\ns = torch.cuda.Stream()\nfor _ in range(3):\n"
+            "    done.record()\n    s.wait_event(done)\n    ok = done.query()\n"
+        ),
+        Valid(
+            "import torch\nimport time\ndef bench(f):\n    e = torch.cuda.Event()\n    for _ in range(3):\n"
+            "        t0 = time.perf_counter()\n        f()\n        e.record()\n        e.synchronize()\n"
+            "        print(time.perf_counter() - t0)\n"
+        ),
+        Valid("import threading\nimport torch\nev = threading.Event()\nfor _ in range(3):\n    ev.synchronize()\n"),
+        Valid(
+            "import torch\ng = torch.ones(8, device='cuda')\ndone = torch.cuda.Event()\nfor _ in range(3):\n"
+            "    h = g.to('cpu', non_blocking=True)\n    done.record()\n    done.synchronize()\n    print(h.sum())\n"
+        ),
+        Valid("import torch\ndone = torch.cuda.Event()\ndone.record()\ndone.synchronize()\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ndone = torch.cuda.Event()\nfor _ in range(3):\n    done.record()\n    done.synchronize()\n",
+            line=5,
+            hot=True,
+            message="`done.synchronize()` blocks the host until the GPU reaches this event",
+        ),
+        Invalid(
+            "import torch\ndef train_step(x):\n    torch.cuda.current_stream().synchronize()\n",
+            line=3,
+            message="`torch.cuda.current_stream().synchronize()` blocks the host until the GPU reaches this stream's queued work",
+        ),
+        Invalid(
+            "import torch\nclass Prefetcher:\n    def __init__(self):\n        self.stream = torch.cuda.Stream()\n"
+            "    def __call__(self, x):\n        self.stream.synchronize()\n        return x\n",
+            line=6,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "x = torch.randn(512, 512, device=device)\n"
+            "w = torch.randn(512, 512, device=device)\n"
+            "side = torch.cuda.Stream()\n"
+        ),
+        flagged=(
+            "def flagged(x: torch.Tensor, w: torch.Tensor, side):\n"
+            "    done = torch.cuda.Event()\n"
+            "    side.wait_stream(torch.cuda.current_stream())  # the side work depends on queued work\n"
+            "    with torch.cuda.stream(side):\n"
+            "        h = (x @ w).relu()\n"
+            "        done.record()\n"
+            "    done.synchronize()\n"
+            "    if device == 'cuda':\n"
+            "        h.record_stream(torch.cuda.current_stream())\n"
+            "    return h @ w\n"
+        ),
+        fixed=(
+            "def fixed(x: torch.Tensor, w: torch.Tensor, side):\n"
+            "    done = torch.cuda.Event()\n"
+            "    side.wait_stream(torch.cuda.current_stream())  # the side work depends on queued work\n"
+            "    with torch.cuda.stream(side):\n"
+            "        h = (x @ w).relu()\n"
+            "        done.record()\n"
+            "    torch.cuda.current_stream().wait_event(done)\n"
+            "    if device == 'cuda':\n"
+            "        h.record_stream(torch.cuda.current_stream())\n"
+            "    return h @ w\n"
+        ),
+        compare="close",
+        debug_mode_sees=False,
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.note_d2h(node)
+        if node.args or not method_call(node, ("synchronize",)) or self.ctx.cuda_less_depth:
+            return
+        kind = self.ctx.infer(receiver(node)).kind
+        if kind not in (V.EVENT, V.STREAM) or self.after_d2h():
+            return
+        what = "event" if kind == V.EVENT else "stream's queued work"
+        self.report(node, expr=short(node, 60), what=what)

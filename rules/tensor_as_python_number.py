@@ -1,0 +1,267 @@
+from typing import Iterator, Optional, Tuple
+
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import positional, short
+from synclint.rules._syn11x import ParamScopes, gpu_number
+
+# torch factories whose positional arguments are all sizes or bounds (Python ints/numbers).
+_ALL_POSITIONAL = {"zeros", "ones", "empty", "rand", "randn", "arange", "linspace", "logspace", "eye",
+                   "randperm", "randint"}
+_SIZE_KWARGS = {"size", "start", "end", "step", "steps", "n", "m", "low", "high"}
+# Tensor methods whose arguments are sizes (`x.view(k, -1)`, `x.new_zeros(k)`).
+_SIZE_METHODS = {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty"}
+# Tensor methods (and torch functions, tensor first) with one int argument at this index.
+_INT_ARG_METHODS = {"topk": (0, "k"), "split": (0, "split_size"), "narrow": (1, "start")}
+
+_SIZE_HINT = "Pass a Python number (from `.shape`, `len()` or the data pipeline), or read `{arg}` back once outside the hot path"
+_FILL_HINT = "Fill on the GPU instead: `torch.empty(...).fill_({arg})` reads no value back"
+_STACK_HINT = "Build the tensor on the GPU with `torch.stack([...])`"
+
+
+class TensorAsPythonNumber(ParamScopes, Rule):
+    """
+    ## What it does
+    Flags a GPU tensor passed where Python needs an int or a number: `range(k)`, slice
+    bounds `x[:k]`, sizes and bounds of `torch.arange/zeros/empty/full/...`, the fill value
+    of `torch.full`/`full_like`/`new_full`, `x.view(k, -1)`/`reshape`/`expand`/`repeat`
+    sizes, `topk(k)`/`split(k)`/`narrow`, and `torch.tensor([s1, s2])` of GPU scalars.
+
+    ## Why is this bad?
+    PyTorch's argument parser turns a tensor into a Python int or scalar with `.item()`
+    (`__index__`, `_local_scalar_dense_cuda` -> `memcpy_and_sync`): the CPU waits until every
+    kernel queued before it has finished, then copies the value to the host. Measured on an
+    H200 with torch 2.11, every form above is caught by `torch.cuda.set_sync_debug_mode`.
+    The call looks device-only, which makes the stall easy to miss in a training loop.
+
+    ## Use instead
+    Keep sizes as Python ints, taken from shapes (`x.shape[1]`) or carried from the data
+    pipeline, or read the value back once outside the hot path. For values, stay on the GPU:
+
+    ```python
+    pair = torch.stack([s1, s2])                  # not torch.tensor([s1, s2])
+    out = torch.empty_like(x).fill_(k)            # not torch.full_like(x, k)
+    y = torch.where(mask, k, x)                   # not x.masked_fill(mask, k)
+    mask = torch.arange(x.shape[1], device=x.device) < lengths[:, None]
+    ```
+
+    ## Known problems
+    A bare parameter of `forward` is not assumed to be a tensor here (sizes are often ints);
+    `lengths.max()` on such a parameter, or a `Tensor` annotation, is enough. Indexing with a
+    0-d long tensor (`x[k]`) also syncs, but is not flagged: it cannot be told apart from a
+    gather with an index tensor, which does not.
+    """
+
+    CODE = "SYN110"
+    NAME = "tensor-as-python-number"
+    MESSAGE = "`{site}` turns the GPU tensor `{arg}` into a Python number, which waits for all queued GPU work"
+    FIX_TITLE = _SIZE_HINT
+    CATALOGUE = ("A5",)
+    VALID = [
+        Valid(
+            "import torch\nx = torch.randn(8, 4, device='cuda')\nfor _ in range(3):\n"
+            "    n = x.shape[0]\n    a = torch.arange(n, device='cuda')\n    y = x[: x.size(0) // 2]\n"
+            "    z = torch.zeros(len(x), device='cuda')\n    w = x.view(x.size(0), -1)\n"
+        ),
+        Valid(
+            "import torch\nk = torch.tensor(3)\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n"
+            "    y = x[:k]\n    a = torch.arange(k, device='cuda')\n"
+        ),
+        Valid(
+            "import torch\nx = torch.randn(8, device='cuda')\nidx = torch.tensor([1, 2], device='cuda')\n"
+            "s1 = x.sum()\nfor _ in range(3):\n    y = x[idx]\n    z = torch.stack([s1, s1])\n"
+            "    w = x.clone().fill_(s1)\n    v = torch.where(x > 0, s1, x)\n"
+        ),
+        Valid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, seq_len):\n"
+            "        pos = torch.arange(seq_len, device=x.device)\n        return x[:, :seq_len] + pos\n"
+        ),
+        Valid("import numpy as np\nimport torch\na = np.arange(10)\nn = np.int64(3)\nfor i in range(n):\n    b = a[:n]\n"),
+        Valid("import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n    y = x.view(torch.int32)\n    s = 'a b'.split(' ')\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, lengths):\n"
+            "        pos = torch.arange(lengths.max(), device=x.device)\n        return pos[None, :] < lengths[:, None]\n",
+            line=4,
+            hot=True,
+            message="`torch.arange(...)` turns the GPU tensor `lengths.max()` into a Python number, "
+            "which waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n    k = (x > 0).sum()\n    y = x[:k]\n",
+            line=5,
+            hot=True,
+            message="`x[:k]` turns the GPU tensor `k` into a Python number, which waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\ndef pair(a: torch.Tensor, b: torch.Tensor):\n    return torch.tensor([a.sum(), b.sum()])\n",
+            line=3,
+            hot=False,
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n    m = x.max()\n    y = torch.full_like(x, m)\n",
+            line=5,
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(8, 4, device='cuda')\nn = (x[:, 0] > 0).sum()\nfor i in range(n):\n    pass\n",
+            line=4,
+            hot=False,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "x = torch.randn(batch, seq, 64, device=device)\n"
+            "lengths = torch.randint(1, seq + 1, (batch,), device=device)\n"
+            "lengths[0] = seq\n"
+        ),
+        flagged=(
+            "def flagged(x: torch.Tensor, lengths: torch.Tensor):\n"
+            "    pos = torch.arange(lengths.max(), device=x.device)\n"
+            "    mask = pos[None, :] < lengths[:, None]\n"
+            "    return (x * mask[:, :, None]).sum(1)\n"
+        ),
+        fixed=(
+            "def fixed(x: torch.Tensor, lengths: torch.Tensor):\n"
+            "    pos = torch.arange(x.shape[1], device=x.device)\n"
+            "    mask = pos[None, :] < lengths[:, None]\n"
+            "    return (x * mask[:, :, None]).sum(1)\n"
+        ),
+        sizes={"batch": 64, "seq": 128},
+        condition="the batch is padded to its longest sequence",
+        compare="equal",
+    )
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        for value, hint in self._number_args(node):
+            if gpu_number(self.ctx, value, self.weak):
+                self.report(node, site=f"{short(node.func)}(...)", arg=short(value), fix_title=hint)
+                return
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        for el in node.slice:
+            if not isinstance(el.slice, cst.Slice):
+                continue
+            for bound in (el.slice.lower, el.slice.upper, el.slice.step):
+                if bound is not None and gpu_number(self.ctx, bound, self.weak):
+                    self.report(node, site=short(node), arg=short(bound))
+                    return
+
+    # ------------------------------------------------------------------ helpers
+    def _number_args(self, node: cst.Call) -> Iterator[Tuple[cst.BaseExpression, str]]:
+        """The arguments of `node` that Python converts to a number, with the fix hint."""
+        ctx = self.ctx
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "range" and _builtin(ctx, "range"):
+            for a in positional(node):
+                yield a.value, _SIZE_HINT
+            return
+        tn = ctx.torch_name(func)
+        if tn is not None:
+            yield from self._torch_args(tn, node)
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        m = func.attr.value
+        if m not in _SIZE_METHODS and m not in _INT_ARG_METHODS and m != "new_full":
+            return
+        if ctx.infer(func.value).kind not in (V.TENSOR, V.UNKNOWN):
+            return
+        if m in _SIZE_METHODS or m == "new_full":
+            pos = positional(node)
+            sizes = pos[:1] if m == "new_full" else pos
+            for a in sizes:
+                yield from _size_elements(a.value)
+            size_kw = _kw(node, "size")
+            if size_kw is not None:
+                yield from _size_elements(size_kw)
+            if m == "new_full":
+                fill = _arg(node, 1, "fill_value")
+                if fill is not None:
+                    yield fill, _FILL_HINT
+            return
+        index, kw = _INT_ARG_METHODS[m]
+        value = _arg(node, index, kw)
+        if value is not None:
+            yield value, _SIZE_HINT
+        if m == "narrow":
+            length = _arg(node, 2, "length")
+            if length is not None:
+                yield length, _SIZE_HINT
+
+    def _torch_args(self, tn: str, node: cst.Call) -> Iterator[Tuple[cst.BaseExpression, str]]:
+        if tn in _ALL_POSITIONAL:
+            for a in positional(node):
+                yield from _size_elements(a.value)
+            for a in node.args:
+                if a.keyword is not None and a.keyword.value in _SIZE_KWARGS:
+                    yield from _size_elements(a.value)
+        elif tn == "full":
+            size = _arg(node, 0, "size")
+            if size is not None:
+                yield from _size_elements(size)
+            fill = _arg(node, 1, "fill_value")
+            if fill is not None:
+                yield fill, _FILL_HINT
+        elif tn == "full_like":
+            fill = _arg(node, 1, "fill_value")
+            if fill is not None:
+                yield fill, _FILL_HINT
+        elif tn in ("tensor", "as_tensor"):
+            data = _arg(node, 0, "data")
+            if isinstance(data, (cst.List, cst.Tuple)):
+                for el in _flat_elements(data):
+                    yield el, _STACK_HINT
+        elif tn in _INT_ARG_METHODS:  # torch.topk(x, k), torch.split(x, k), torch.narrow(x, d, s, n)
+            index, kw = _INT_ARG_METHODS[tn]
+            value = _arg(node, index + 1, kw)
+            if value is not None:
+                yield value, _SIZE_HINT
+            if tn == "narrow":
+                length = _arg(node, 3, "length")
+                if length is not None:
+                    yield length, _SIZE_HINT
+
+
+def _builtin(ctx, name: str) -> bool:
+    if name in ctx.aliases or name in ctx.module_scope:
+        return False
+    return not (ctx.func is not None and name in ctx.func.scope)
+
+
+def _kw(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def _arg(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
+    kw = _kw(call, name)
+    if kw is not None:
+        return kw
+    pos = positional(call)
+    return pos[index].value if index < len(pos) else None
+
+
+def _size_elements(e: cst.BaseExpression) -> Iterator[Tuple[cst.BaseExpression, str]]:
+    """A size argument: itself, or the elements of a literal tuple/list of sizes."""
+    if isinstance(e, (cst.Tuple, cst.List)):
+        for el in e.elements:
+            if not isinstance(el, cst.StarredElement):
+                yield el.value, _SIZE_HINT
+    else:
+        yield e, _SIZE_HINT
+
+
+def _flat_elements(e: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    for el in e.elements:
+        if isinstance(el, cst.StarredElement):
+            continue
+        if isinstance(el.value, (cst.List, cst.Tuple)):
+            yield from _flat_elements(el.value)
+        else:
+            yield el.value

@@ -1,0 +1,175 @@
+from typing import Iterable
+
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import method_call, positional, receiver, short
+from synclint.rules._host_readback import gpu_tensor, is_builtin, last_identifier, only_on_error_path, string_literal
+
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
+
+
+class TensorFormatting(Rule):
+    """
+    ## What it does
+    Flags printing or formatting a GPU tensor in hot code: `print(t)`, `f"{t}"`,
+    `f"{t:.3f}"`, `"%s" % t`, `"{}".format(t)`, `str(t)`, `repr(t)`, `format(t, spec)` and
+    logging calls such as `logger.info("loss %s", t)`.
+
+    ## Why is this bad?
+    Formatting reads the values back to the host. `Tensor.__format__` of a 0-d tensor
+    calls `.item()`; `str(t)` goes through `torch/_tensor_str.py::_Formatter`, which runs
+    `masked_select`, per-element comparisons and `tolist()`, several blocking copies.
+    Each waits for every kernel queued before it, on every step that formats.
+
+    ## Use instead
+    Print shapes and dtypes (host metadata), or keep the values on the GPU and format
+    them once per N steps under a logging guard:
+
+    ```python
+    losses.append(loss.detach())
+    if step % log_every == 0:
+        print(f"loss {torch.stack(losses).mean().item():.4f}")
+        losses.clear()
+    ```
+
+    Lightning's `self.log("loss", loss)` takes the tensor without formatting it and is
+    not flagged.
+
+    ## Known problems
+    Only values known to be tensors are checked. Messages of `raise` and `assert` are
+    built only when the check fails, so they are not reported. Logging calls are recognised by the
+    `logging` module or a receiver named like a logger (`logger`, `log`, `self.logger`);
+    a call below the logger's level formats nothing and does not sync.
+    """
+
+    CODE = "SYN106"
+    NAME = "tensor-formatting"
+    MESSAGE = "Formatting GPU tensor `{recv}` copies it to the host and waits for all queued GPU work"
+    FIX_TITLE = "Print shapes, or format values once per N steps under a logging guard"
+    HOT_ONLY = True
+    CATALOGUE = ("B2", "A1")
+    VALID = [
+        Valid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n"
+            "    print(x.shape, x.dtype, len(x), x.device)\n    s = f'{x.shape} {x.size(0)} {x.ndim}'\n"
+        ),
+        Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    print(x)\n    s = f'{x.sum():.3f}'\n"),
+        Valid(
+            "import torch\nimport lightning as L\nclass M(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n        loss = batch[0].sum()\n"
+            "        self.log('loss', loss)\n        return loss\n"
+        ),
+        Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    print(a, f'{a.sum():.2f}', '%s' % a)\n"),
+        Valid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor step in range(100):\n    y = x * step\n"
+            "    if step % 10 == 0:\n        print(f'y {y.sum():.3f}')\nprint(x)\n"
+        ),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    print(f'{x.sum().item():.3f}', str(x.dtype), 'x' % ())\n"),
+        Valid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        y = x.relu()\n"
+            "        if y.shape[0] != 3:\n            raise ValueError(f'bad {y}')\n        assert y.ndim == 2, f'got {y}'\n        return y\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    print('x =', x)\n",
+            line=4,
+            hot=True,
+            message="Formatting GPU tensor `x` copies it to the host and waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        y = x.relu()\n        msg = f'mean {y.mean():.3f}'\n        return y\n",
+            line=5,
+            hot=True,
+        ),
+        Invalid(
+            "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef train_step(batch):\n"
+            "    loss = batch[0].sum()\n    logger.info('loss %s', loss)\n    return loss\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    s = 'x: %s' % (x,)\n    t = '{}'.format(x)\n    r = repr(x)\n",
+            line=4,
+            hot=True,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "w = torch.randn(256, 256, device=device)\n"
+            "xs = torch.randn(steps, 64, 256, device=device)\n"
+        ),
+        flagged=(
+            "def flagged(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    logs = []\n"
+            "    for x in xs:\n"
+            "        loss = (x @ w).relu().mean()\n"
+            "        logs.append(f'loss {loss:.4f}')\n"
+            "    return logs\n"
+        ),
+        fixed=(
+            "def fixed(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    losses = []\n"
+            "    for x in xs:\n"
+            "        loss = (x @ w).relu().mean()\n"
+            "        losses.append(loss.detach())\n"
+            "    values = torch.stack(losses).tolist()\n"
+            "    return [f'loss {v:.4f}' for v in values]\n"
+        ),
+        sizes={"steps": 50},
+    )
+
+    def _check(self, exprs: Iterable[cst.BaseExpression]) -> None:
+        if only_on_error_path(self.ctx):
+            return
+        for e in exprs:
+            if gpu_tensor(self.ctx, e):
+                self.report(e, recv=short(e))
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        self._check([node.expression])
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Modulo) or not string_literal(node.left):
+            return
+        right = node.right
+        if isinstance(right, cst.Tuple):
+            self._check(el.value for el in right.elements)
+        elif isinstance(right, cst.Dict):
+            self._check(el.value for el in right.elements if isinstance(el, cst.DictElement))
+        else:
+            self._check([right])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        name = is_builtin(ctx, node.func, ("print", "str", "repr", "format", "ascii"))
+        if name == "print":
+            self._check(a.value for a in positional(node))
+            return
+        if name is not None:
+            pos = positional(node)
+            if pos:
+                self._check([pos[0].value])
+            return
+        m = method_call(node, LOG_METHODS | {"format"})
+        if m == "format":
+            if string_literal(receiver(node)):
+                self._check(a.value for a in node.args if not a.star)
+            return
+        if m is not None and _is_logging_call(ctx, node.func):
+            pos = positional(node)
+            if m == "log":
+                pos = pos[1:]  # logger.log(level, msg, *args)
+            self._check(a.value for a in pos)
+
+
+def _is_logging_call(ctx, func: cst.Attribute) -> bool:
+    q = ctx.qualname(func)
+    if q is not None:
+        return q.startswith(("logging.", "loguru.", "absl.logging."))
+    name = last_identifier(func.value)
+    if name is None or name == "self":
+        return False
+    low = name.lower().lstrip("_")
+    return low in ("log", "logger", "logging", "lg") or low.endswith("logger")

@@ -1,0 +1,134 @@
+import libcst as cst
+
+from synclint import values as V
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import kwarg, method_call, receiver, short
+from synclint.rules._transfer import DATA_FACTORIES, factory_under, gpu_move, host_data
+
+
+class TensorFromHostDataInHotPath(Rule):
+    """
+    ## What it does
+    Flags GPU tensors built from host data in hot code: `torch.tensor(data, device=device)`,
+    `torch.as_tensor(list_or_array, device=device)`, `x.new_tensor(data)` on a GPU `x`, and
+    `torch.tensor(data).cuda()`.
+
+    ## Why is this bad?
+    The data is first converted into a CPU tensor, which is then copied to the device with
+    `non_blocking=False` (`torch/csrc/utils/tensor_new.cpp::internal_new_from_data` ->
+    `tensor.to(device, ..., /*non_blocking=*/false)`): a blocking host-to-device copy that also
+    waits for all queued GPU work (catalogue B7), once per step when it sits in a loop or a
+    `forward`. It happens even for a single number (`torch.tensor(0.5, device="cuda")`).
+
+    ## Use instead
+    Hoist constants out of the hot path, or build the tensor on the device:
+    ```python
+    scale = torch.tensor([0.5, 2.0], device=device)   # once, at setup
+    for x in batches:
+        y = x * scale
+    # values that change: device-side factories do not copy
+    t = torch.full((), step_size, device=device)
+    pos = torch.arange(seq_len, device=device)
+    ```
+    Data that really comes from the host each step: `torch.tensor(data).pin_memory().to(device,
+    non_blocking=True)`, or a DataLoader with `pin_memory=True`.
+
+    ## Known problems
+    `torch.tensor(x, device=...)` of a value whose type is unknown is assumed to be host data
+    (`torch.tensor` of a GPU tensor is discouraged and rare); `torch.as_tensor` is flagged only
+    for data known to live on the host (lists, numbers, NumPy arrays, CPU tensors).
+    """
+
+    CODE = "SYN302"
+    NAME = "tensor-from-host-data-in-hot-path"
+    MESSAGE = "`{expr}` copies host data to the GPU with a blocking transfer on every call"
+    FIX_TITLE = "Hoist the constant out of the hot path, or build it on the device (`torch.full/arange/zeros(..., device=)`)"
+    HOT_ONLY = True
+    CATALOGUE = ("B7",)
+    VALID = [
+        Valid("import torch\nscale = torch.tensor([0.5, 2.0], device='cuda')\nfor x in range(3):\n    y = x * scale\n"),
+        Valid("import torch\nfor i in range(3):\n    t = torch.tensor([1, 2, 3])\n    u = torch.tensor(0.5, device='cpu')\n"),
+        Valid("import torch\ndef forward(self, x):\n    return torch.as_tensor(x, device=x.device)\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = torch.tensor(x, device='cuda')\n    z = x.new_zeros(3)\n"),
+        Valid("import torch\nfor _ in range(3):\n    t = torch.full((), 0.5, device='cuda')\n    p = torch.arange(4, device='cuda')\n"),
+        Valid("import torch\nfor d in [[1, 2]]:\n    t = torch.tensor(d).pin_memory().to('cuda', non_blocking=True)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ndevice = 'cuda'\nfor step in range(10):\n    w = torch.tensor([0.1, 0.9], device=device)\n",
+            line=4,
+            hot=True,
+            message="`torch.tensor([0.1, 0.9], device=device)` copies host data to the GPU with a blocking transfer on every call",
+        ),
+        Invalid(
+            "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x * x.new_tensor([1.0, 2.0])\n",
+            line=4,
+            hot=True,
+        ),
+        Invalid("import torch\nimport numpy as np\ndef train_step(a):\n    return torch.as_tensor(np.ones(3), device='cuda')\n", line=4),
+        Invalid("import torch\nfor lst in [[1, 2]]:\n    t = torch.tensor(lst).cuda()\n", line=3),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "xs = [torch.randn(256, 4, device=device) for _ in range(steps)]\n"
+            "scale = torch.tensor([0.5, 2.0, 1.5, 1.0], device=device)\n"
+        ),
+        flagged=(
+            "def flagged(xs):\n"
+            "    out = []\n"
+            "    for x in xs:\n"
+            "        scale = torch.tensor([0.5, 2.0, 1.5, 1.0], device=device)\n"
+            "        out.append(x * scale)\n"
+            "    return torch.stack(out)\n"
+        ),
+        fixed=(
+            "def fixed(xs, scale):\n"
+            "    out = []\n"
+            "    for x in xs:\n"
+            "        out.append(x * scale)\n"
+            "    return torch.stack(out)\n"
+        ),
+        sizes={"steps": 50},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if ctx.cuda_less_depth:
+            return
+        tn = ctx.torch_name(node.func)
+        if tn in DATA_FACTORIES:
+            if not _data(node) or ctx.infer(node).device == V.CPU:
+                return
+            if kwarg(node, "device") is None and ctx.default_device == V.CPU:
+                return  # on the device of a tensor argument, not a host copy
+            if host_data(ctx, _data(node), strict=tn != "tensor"):
+                self.report(node, expr=short(node))
+            return
+        if method_call(node, ("new_tensor",)):
+            recv = receiver(node)
+            dev = kwarg(node, "device")
+            if dev is not None:
+                is_dev, d = ctx.device_of_arg(dev)
+                if is_dev and d == V.CPU:
+                    return
+            elif ctx.gpu_tensor_val(recv) is None:
+                return
+            if _data(node) is not None and host_data(ctx, _data(node), strict=False):
+                self.report(node, expr=short(node))
+            return
+        move = gpu_move(ctx, node)
+        if move is None or move.non_blocking is not False:
+            return  # a non_blocking copy of pageable data is SYN303's
+        found = factory_under(ctx, receiver(node))
+        if found is None or found[1] not in DATA_FACTORIES or ctx.infer(found[0]).device != V.CPU:
+            return
+        data = _data(found[0])
+        if data is not None and host_data(ctx, data, strict=found[1] != "tensor"):
+            self.report(node, expr=short(node))
+
+
+def _data(call: cst.Call):
+    if call.args and call.args[0].keyword is None and not call.args[0].star:
+        return call.args[0].value
+    d = kwarg(call, "data")
+    return d if d is not None else kwarg(call, "obj")

@@ -1,0 +1,86 @@
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import short
+from synclint.rules._host_readback import gpu_tensor
+
+
+class TensorMembership(Rule):
+    """
+    ## What it does
+    Flags `v in t` and `v not in t` where `t` is a GPU tensor, in hot code.
+
+    ## Why is this bad?
+    `Tensor.__contains__` is `bool((element == self).any().item())` (`torch/_tensor.py`):
+    the answer is read back to the host, and the CPU waits until every kernel queued
+    before it has finished.
+
+    ## Use instead
+    Keep the answer on the GPU and use it as data:
+
+    ```python
+    present = (t == v).any()                  # a GPU bool tensor
+    x = torch.where(present, x_if, x_else)
+    ```
+
+    For many queries at once, `torch.isin(values, t)` answers them all in one kernel.
+
+    ## Known problems
+    Membership tests outside hot code (setup, tests) are not reported.
+    """
+
+    CODE = "SYN109"
+    NAME = "tensor-membership"
+    MESSAGE = "`{expr}` tests membership in a GPU tensor, which waits for all queued GPU work"
+    FIX_TITLE = "Keep `(t == v).any()` on the GPU"
+    HOT_ONLY = True
+    CATALOGUE = ("A3",)
+    VALID = [
+        Valid("import torch\nt = torch.arange(5, device='cuda')\nd = {'a': 1}\nfor _ in range(3):\n    a = 'a' in d\n    b = 3 in [1, 2]\n    c = 5 in t.shape\n"),
+        Valid("import torch\nt = torch.arange(5)\nfor _ in range(3):\n    a = 3 in t\n"),
+        Valid("import torch\nimport numpy as np\na = np.arange(5)\nfor _ in range(3):\n    b = 3 in a\n"),
+        Valid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, keep):\n        if 3 in keep:\n            x = x * 2\n        return x\n"),
+        Valid("import torch\nt = torch.arange(5, device='cuda')\nfor x in t:\n    y = x * 2\nfound = 3 in t\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nt = torch.arange(5, device='cuda')\nfor i in range(3):\n    if i not in t:\n        pass\n",
+            line=4,
+            hot=True,
+            message="`i not in t` tests membership in a GPU tensor, which waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, labels: torch.Tensor):\n        has_pad = 0 in labels\n        return x\n",
+            line=4,
+            hot=True,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "w = torch.randn(512, 512, device=device)\n"
+            "xs = torch.randn(steps, 256, 512, device=device)\n"
+        ),
+        flagged=(
+            "def flagged(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    hits = 0\n"
+            "    for x in xs:\n"
+            "        labels = (x @ w).argmax(1)\n"
+            "        hits += 0 in labels\n"
+            "    return hits\n"
+        ),
+        fixed=(
+            "def fixed(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    hits = torch.zeros((), dtype=torch.long, device=w.device)\n"
+            "    for x in xs:\n"
+            "        labels = (x @ w).argmax(1)\n"
+            "        hits += (labels == 0).any()\n"
+            "    return hits.item()\n"
+        ),
+        sizes={"steps": 50},
+    )
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        for comp in node.comparisons:
+            if isinstance(comp.operator, (cst.In, cst.NotIn)) and gpu_tensor(self.ctx, comp.comparator):
+                self.report(node, expr=short(node))
+                return

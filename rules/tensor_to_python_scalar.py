@@ -1,0 +1,90 @@
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import positional, short
+from synclint.rules._host_readback import gpu_tensor, is_builtin
+
+
+class TensorToPythonScalar(Rule):
+    """
+    ## What it does
+    Flags `float(t)`, `int(t)`, `bool(t)` and `complex(t)` of a tensor that lives on the GPU.
+
+    ## Why is this bad?
+    Converting a tensor to a Python number reads it back like `.item()` does
+    (`Tensor.__float__`/`__int__`/`__bool__` -> `_local_scalar_dense_cuda` ->
+    `memcpy_and_sync`): the CPU waits until every kernel queued before it has finished.
+    In a training loop the CPU can no longer run ahead of the GPU.
+
+    ## Use instead
+    Keep the value on the GPU: accumulate metrics in a GPU tensor
+    (`total += loss.detach()`) and read it back once per N steps or per epoch. Sizes and
+    counts that must be Python ints are better taken from shapes (`t.shape[0]`,
+    `t.numel()`), which live on the host.
+    """
+
+    CODE = "SYN104"
+    NAME = "tensor-to-python-scalar"
+    MESSAGE = "`{call}` converts a GPU tensor to a Python number, which waits for all queued GPU work"
+    FIX_TITLE = "Keep the value on the GPU and read it back once per N steps"
+    CATALOGUE = ("A1", "A2")
+    VALID = [
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    n = int(x.shape[0])\n    m = int(len(x))\n    k = float(x.numel())\n    j = int(x.size(0))\n"),
+        Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    v = float(a.sum())\n"),
+        Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    v = float(x.sum())\n"),
+        Valid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, scale, n):\n        return x[: int(n)] * float(scale)\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = float(x.sum().item())\n    s = int('3')\n"),
+        Valid("import torch\nfrom numpy import float64 as float\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = float(x.sum())\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = float(x.sum())\n",
+            line=4,
+            hot=True,
+            message="`float(x.sum())` converts a GPU tensor to a Python number, which waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, lengths):\n        n = int(lengths.max())\n        return x[:, :n]\n",
+            line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\ndef count(mask: torch.Tensor):\n    return int(mask.sum())\n",
+            line=3,
+            hot=False,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "w = torch.randn(256, 256, device=device)\n"
+            "xs = torch.randn(steps, 64, 256, device=device)\n"
+        ),
+        flagged=(
+            "def flagged(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    total = 0.0\n"
+            "    for x in xs:\n"
+            "        loss = (x @ w).relu().mean()\n"
+            "        total += float(loss)\n"
+            "    return total\n"
+        ),
+        fixed=(
+            "def fixed(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    total = torch.zeros((), device=w.device)\n"
+            "    for x in xs:\n"
+            "        loss = (x @ w).relu().mean()\n"
+            "        total += loss.detach()\n"
+            "    return total.item()\n"
+        ),
+        sizes={"steps": 50},
+        compare="close",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = is_builtin(self.ctx, node.func, ("float", "int", "bool", "complex"))
+        if name is None:
+            return
+        pos = positional(node)
+        if len(pos) != 1 or len(node.args) != 1:  # int(s, base) is a string parse
+            return
+        if gpu_tensor(self.ctx, pos[0].value):
+            self.report(node, call=short(node))

@@ -1,0 +1,87 @@
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import method_call, receiver, short
+
+
+class TensorTolist(Rule):
+    """
+    ## What it does
+    Flags `.tolist()` on a tensor that lives on the GPU.
+
+    ## Why is this bad?
+    `.tolist()` copies the whole tensor to the host with a blocking device-to-host copy
+    (`torch/csrc/utils/tensor_list.cpp` -> `copy_kernel_cuda` -> `memcpy_and_sync`), so
+    the CPU waits until every kernel queued before it has finished. Called once per batch
+    (collecting predictions, logging per-class values) it drains the launch queue each
+    step and the CPU can no longer run ahead of the GPU.
+
+    ## Use instead
+    Keep the per-step results on the GPU and convert once, at the end of the epoch or
+    under a logging guard:
+
+    ```python
+    preds = []
+    for x in loader:
+        preds.append(model(x).argmax(1))      # stays on the GPU
+    labels = torch.cat(preds).tolist()        # one transfer
+    ```
+
+    ## Known problems
+    Receivers whose type cannot be inferred are assumed to be tensors only in files that
+    import no NumPy-like library (NumPy arrays and pandas objects have `.tolist()` too).
+    """
+
+    CODE = "SYN102"
+    NAME = "tensor-tolist"
+    MESSAGE = "`{recv}.tolist()` copies a GPU tensor to the host and waits for all queued GPU work"
+    FIX_TITLE = "Keep per-step results on the GPU and call `.tolist()` once on the concatenated result"
+    CATALOGUE = ("B1",)
+    VALID = [
+        Valid("import numpy as np\nimport torch\na = np.arange(3)\nfor _ in range(3):\n    v = a.tolist()\n"),
+        Valid("import torch\nx = torch.arange(3)\nfor _ in range(3):\n    v = x.tolist()\n"),
+        Valid("import torch\nx = torch.arange(3, device='cuda')\nfor _ in range(3):\n    v = x.cpu().tolist()\n"),
+        Valid("import torch\nx = torch.arange(3, device='cuda')\nfor _ in range(3):\n    v = list(x.shape)\n    s = x.size()\n"),
+        Valid("import torch\nx = torch.arange(3, device='cuda')\nf = x.tolist\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.arange(3, device='cuda')\nfor _ in range(3):\n    v = (x * 2).tolist()\n",
+            line=4,
+            hot=True,
+            message="`(x * 2).tolist()` copies a GPU tensor to the host and waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\ndef evaluate(model, loader):\n    for x in loader:\n        out = model(x)\n    return out.argmax(1).tolist()\n",
+            line=5,
+            hot=False,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "w = torch.randn(256, 10, device=device)\n"
+            "xs = torch.randn(steps, 128, 256, device=device)\n"
+        ),
+        flagged=(
+            "def flagged(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    preds = []\n"
+            "    for x in xs:\n"
+            "        preds.extend((x @ w).argmax(1).tolist())\n"
+            "    return preds\n"
+        ),
+        fixed=(
+            "def fixed(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    preds = []\n"
+            "    for x in xs:\n"
+            "        preds.append((x @ w).argmax(1))\n"
+            "    return torch.cat(preds).cpu().tolist()\n"
+        ),
+        sizes={"steps": 50},
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if node.args or not method_call(node, ("tolist",)):
+            return
+        recv = receiver(node)
+        if self.ctx.on_gpu(recv, unknown_ok=True):
+            self.report(node, recv=short(recv))

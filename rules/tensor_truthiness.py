@@ -1,0 +1,176 @@
+import libcst as cst
+
+from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import short, string_value
+from synclint.rules._host_readback import gpu_tensor, torch_alias
+
+
+class TensorTruthiness(Rule):
+    """
+    ## What it does
+    Flags a GPU tensor used as a Python bool in hot code: the test of `if`, `elif`,
+    `while`, `assert`, a conditional expression or a comprehension filter, an operand of
+    `and`/`or`/`not`. This includes comparisons such as `if loss < best:` and reductions
+    such as `if (x > 0).any():` or `if torch.isnan(x).any():`.
+
+    ## Why is this bad?
+    Python asks the tensor for its truth value: `Tensor.__bool__` -> `is_nonzero` ->
+    `.item()` -> `_local_scalar_dense_cuda` -> `memcpy_and_sync`. The CPU waits until every
+    kernel queued before it has finished, every time the test runs.
+
+    ## Use instead
+    Keep the decision on the GPU, so that both branches become data:
+
+    ```python
+    h = torch.where(torch.isnan(h), 0.0, h)      # instead of: if torch.isnan(h).any(): ...
+    ```
+
+    Check invariants lazily (accumulate a flag on the GPU, read it once per N steps), or
+    assert on the device with `torch._assert_async(cond, "message")`.
+
+    ## Fix safety
+    `assert <gpu tensor>` can be rewritten to `torch._assert_async(<tensor>[, "msg"])`;
+    the fix is unsafe. The check no longer stops the program on that line: a failure
+    surfaces as a device-side assert at a later CUDA call and poisons the CUDA context
+    (the process must restart), and `python -O` no longer removes the check. The
+    message overload needs torch 2.1 or later.
+
+    ## Known problems
+    Only values known to be tensors are checked. Tests outside hot code (setup checks,
+    unit tests) are not reported: one sync there costs nothing worth a finding.
+    """
+
+    CODE = "SYN105"
+    NAME = "tensor-truthiness"
+    MESSAGE = "`{expr}` is a GPU tensor used as a Python bool, which waits for all queued GPU work"
+    FIX_TITLE = "Keep the decision on the GPU (`torch.where`, masking) or check it once per N steps"
+    FIX = "sometimes"
+    HOT_ONLY = True
+    CATALOGUE = ("A2", "E3")
+    VALID = [
+        Valid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n"
+            "    if x is None or x.shape[0] > 2 or len(x) or x.requires_grad or x.is_cuda:\n        pass\n"
+            "    if x.numel() and x.dim() == 1 and x.dtype == torch.float32:\n        pass\n"
+        ),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    m = torch.any(x > 0)\n    y = torch.where(m, x, 0.0)\n"),
+        Valid("import numpy as np\nimport torch\na = np.ones(3)\nfor _ in range(3):\n    if (a > 0).any():\n        pass\n    assert (a > 0).all()\n"),
+        Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    if (x > 0).any():\n        pass\n"),
+        Valid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, use_cache, n_heads):\n"
+            "        if use_cache and n_heads > 1:\n            x = x * 2\n        return x if not use_cache else x + 1\n"
+        ),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nassert (x > 0).all()\nif torch.isnan(x).any():\n    raise ValueError('nan')\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    if x.sum().item() > 0 and not x.is_cuda:\n        pass\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    if (x > 0).any():\n        x = x - 1\n",
+            line=4,
+            hot=True,
+            message="`(x > 0).any()` is a GPU tensor used as a Python bool, which waits for all queued GPU work",
+        ),
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        assert (x >= 0).all(), 'negative input'\n        return x.sqrt()\n",
+            line=4,
+            hot=True,
+            fixed="import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        torch._assert_async((x >= 0).all(), 'negative input')\n        return x.sqrt()\n",
+        ),
+        Invalid(
+            "import torch\nbest = torch.full((), 1e9, device='cuda')\nfor step in range(10):\n    loss = torch.rand((), device='cuda')\n    if loss < best:\n        best = loss\n",
+            line=5,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\ndef training_step(model, batch):\n    loss = batch[0].pow(2).mean()\n    return None if torch.isnan(loss) else loss\n",
+            line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(3, device='cuda')\nwhile x.sum() > 0:\n    x = x - 1\n",
+            line=3,
+            hot=True,
+        ),
+    ]
+    BENCH = BenchPair(
+        setup=(
+            "w = torch.randn(512, 512, device=device)\n"
+            "xs = torch.randn(steps, 256, 512, device=device)\n"
+        ),
+        flagged=(
+            "def flagged(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    outs = []\n"
+            "    for x in xs:\n"
+            "        h = torch.tanh(x @ w)\n"
+            "        if torch.isnan(h).any():\n"
+            "            h = torch.where(torch.isnan(h), 0.0, h)\n"
+            "        outs.append(h.sum(0))\n"
+            "    return torch.stack(outs)\n"
+        ),
+        fixed=(
+            "def fixed(w: torch.Tensor, xs: torch.Tensor):\n"
+            "    outs = []\n"
+            "    for x in xs:\n"
+            "        h = torch.tanh(x @ w)\n"
+            "        h = torch.where(torch.isnan(h), 0.0, h)\n"
+            "        outs.append(h.sum(0))\n"
+            "    return torch.stack(outs)\n"
+        ),
+        sizes={"steps": 50},
+    )
+
+    # ------------------------------------------------------------ bool contexts
+    def _bool_context(self, e: cst.BaseExpression) -> None:
+        """`e` is evaluated as a Python bool: report it if it is a GPU tensor."""
+        if isinstance(e, cst.BooleanOperation):
+            self._bool_context(e.left)
+            self._bool_context(e.right)
+        elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            self._bool_context(e.expression)
+        elif gpu_tensor(self.ctx, e):
+            self.report(e, expr=short(e))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._bool_context(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        # The test runs on every iteration: it is inside the loop.
+        self.ctx.loop_depth += 1
+        try:
+            self._bool_context(node.test)
+        finally:
+            self.ctx.loop_depth -= 1
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._bool_context(node.test)
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        self._bool_context(node.test)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        # `a and b` / `a or b` always asks for bool(a); b only in a bool context.
+        self._bool_context(node.left)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not):
+            self._bool_context(node.expression)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        test = node.test
+        if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)) or not gpu_tensor(self.ctx, test):
+            self._bool_context(test)
+            return
+        torch = torch_alias(self.ctx)
+        msg = node.msg
+        if torch is None or (msg is not None and string_value(msg) is None):
+            self.report(test, expr=short(test))
+            return
+        args = [cst.Arg(test)]
+        if msg is not None:
+            args.append(cst.Arg(msg))
+        call = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name("_assert_async")), args=args)
+        self.report(
+            test, call, target=node, safe=False,
+            fix_title="Replace with `torch._assert_async` (asynchronous: a failure is fatal and surfaces later)",
+            expr=short(test),
+        )

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""On the GPU machine: the full `synclint bench` and the fixture sync record in one go.
+
+Run through scripts/gpu_run.sh (which installs the carried libcst wheel first). Writes
+into --out (default $OUT): bench-h200.json (results), bench-h200.md (the Markdown report),
+gpu-sync-record.json (fixtures' synced lines), progress.log, and prints the results table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ensure_rules_package() -> None:
+    """Make `synclint.rules` importable from a plain checkout (pyproject maps rules/ onto it)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import synclint
+
+    try:
+        import synclint.rules  # noqa: F401
+
+        return
+    except ImportError:
+        pass
+    spec = importlib.util.spec_from_file_location(
+        "synclint.rules", ROOT / "rules" / "__init__.py", submodule_search_locations=[str(ROOT / "rules")]
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["synclint.rules"] = mod
+    spec.loader.exec_module(mod)
+    synclint.rules = mod
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "gpu-out"))
+    ap.add_argument("--select", default="", help="comma-separated rule selectors for the bench")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--skip-record", action="store_true")
+    ap.add_argument("--isolate", action="store_true", help="record each fixture in its own process")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ensure_rules_package()
+    import torch
+
+    print(f"torch {torch.__version__} cuda {torch.version.cuda} gpu {torch.cuda.get_device_name(0)}", flush=True)
+    status = 0
+    if not a.skip_bench:
+        t0 = time.time()
+        try:
+            from synclint.bench import harness
+            from synclint.bench.command import render_text
+            from synclint.bench.pairs import rule_modules, select_pairs
+            from synclint.bench.report import render_markdown
+            from synclint.bench.results import dumps, validate, write_atomic
+
+            for mod, got in rule_modules():
+                if isinstance(got, Exception):
+                    print(f"BROKEN RULE MODULE {mod}: {type(got).__name__}: {got}", flush=True)
+            pairs, _ = select_pairs([s for s in a.select.split(",") if s.strip()])
+            print(f"bench: {len(pairs)} pairs", flush=True)
+            opts = harness.Options(repeat=a.repeat, passes=a.passes)
+            log = open(out / "progress.log", "w", buffering=1)
+            data = harness.run(pairs, "cuda", opts, progress=lambda m: print(m, file=log, flush=True))
+            log.close()
+            write_atomic(str(out / "bench-h200.json"), dumps(data))
+            write_atomic(str(out / "bench-h200.md"), render_markdown(data))
+            print(render_text(data), flush=True)
+            problems = validate(data)
+            for p in problems:
+                print(f"SCHEMA: {p}")
+            if harness.failed(data["results"]) or problems:
+                status = 1
+        except Exception:  # noqa: BLE001 - the record below still runs
+            traceback.print_exc()
+            status = 1
+        print(f"bench took {time.time() - t0:.0f} s", flush=True)
+    if not a.skip_record:
+        t0 = time.time()
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import record_syncs
+
+        paths = record_syncs.fixture_paths(ROOT / "fixtures")
+        if not paths:
+            print("record: no fixtures")
+        else:
+            with open(out / "progress.log", "a", buffering=1) as log:
+                data = record_syncs.record_all(paths, isolate=a.isolate, say=lambda m: print(m, file=log, flush=True))
+            record_syncs.write_atomic(out / "gpu-sync-record.json", json.dumps(data, indent=2) + "\n")
+            errs = [n for n, r in data["fixtures"].items() if r["error"]]
+            for n in errs:
+                print(f"record: {n} raised: {data['fixtures'][n]['error']}")
+            lines = sum(len(r["synced_lines"]) for r in data["fixtures"].values())
+            print(f"record: {len(paths)} fixtures, {lines} synced lines, {len(errs)} raised")
+            if errs:
+                status = status or 1
+        print(f"record took {time.time() - t0:.0f} s", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Baselines: record today's findings so that CI fails only on new ones.
+
+A finding is matched by a fingerprint that does not contain its line number, so that
+code moving up or down (lines inserted or removed above it) keeps it matched:
+
+    (file path relative to the baseline file's folder, rule code,
+     the flagged line's text with whitespace collapsed,
+     occurrence index among the findings of that file with the same code and text)
+
+The occurrence index tells apart identical lines in one file; with it, matching behaves
+like counting: fixing one of two identical findings leaves the other matched, and adding
+a third identical one is new.
+
+    synclint baseline src/ --output .synclint-baseline.json
+    synclint check src/ --baseline .synclint-baseline.json
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import click
+
+from synclint.findings import Finding
+
+FORMAT_VERSION = 1
+DEFAULT_FILE = ".synclint-baseline.json"
+
+Fingerprint = Tuple[str, str, str, int]  # (relative path, code, normalized line, occurrence)
+
+
+class BaselineError(Exception):
+    """The baseline file cannot be read or is not a synclint baseline."""
+
+
+def normalize(line: str) -> str:
+    """The line's text with leading/trailing whitespace dropped and runs collapsed."""
+    return " ".join(line.split())
+
+
+def relative_path(filename: str, root: Path) -> str:
+    """`filename` relative to `root`, with forward slashes (absolute if on another drive)."""
+    absolute = os.path.abspath(filename)
+    try:
+        rel = os.path.relpath(absolute, os.path.abspath(root))
+    except ValueError:
+        rel = absolute
+    return rel.replace(os.sep, "/")
+
+
+def _read_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            text = ""
+        cache[path] = text.lstrip("\ufeff").splitlines()
+    return cache[path]
+
+
+def fingerprints(findings: Sequence[Finding], root: Path) -> List[Fingerprint]:
+    """One fingerprint per finding, in the order given."""
+    cache: Dict[str, List[str]] = {}
+    order = sorted(range(len(findings)), key=lambda i: findings[i].sort_key())
+    seen: Dict[Tuple[str, str, str], int] = {}
+    out: List[Optional[Fingerprint]] = [None] * len(findings)
+    for i in order:
+        f = findings[i]
+        lines = _read_lines(f.filename, cache)
+        text = normalize(lines[f.row - 1]) if 0 < f.row <= len(lines) else ""
+        key = (relative_path(f.filename, root), f.code, text)
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        out[i] = (*key, n)
+    return out  # type: ignore[return-value]
+
+
+def fingerprint_hash(fp: Fingerprint) -> str:
+    """A stable short hash of a fingerprint (used in SARIF partialFingerprints too)."""
+    return hashlib.sha256("\x00".join(map(str, fp)).encode("utf-8")).hexdigest()[:32]
+
+
+def baseline_json(findings: Sequence[Finding], root: Path) -> dict:
+    entries = []
+    for f, (path, code, text, n) in zip(findings, fingerprints(findings, root)):
+        entries.append({
+            "file": path, "code": code, "name": f.name, "line_text": text, "occurrence": n,
+            "row": f.row,  # where it was when recorded; not used for matching
+            "message": f.message,
+        })
+    entries.sort(key=lambda e: (e["file"], e["row"], e["code"], e["occurrence"]))
+    from synclint import __version__
+
+    return {
+        "synclint_baseline": FORMAT_VERSION,
+        "synclint_version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "findings": entries,
+    }
+
+
+def write_baseline(findings: Sequence[Finding], path: Path) -> None:
+    from synclint.atomic import write_text_atomic
+
+    data = baseline_json(findings, path.resolve().parent)
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def load_baseline(path: Path) -> set:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: no such baseline file (record one with `synclint baseline`)") from None
+    except OSError as e:
+        raise BaselineError(f"{path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise BaselineError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(data, dict) or "findings" not in data or "synclint_baseline" not in data:
+        raise BaselineError(f"{path}: not a synclint baseline (record one with `synclint baseline`)")
+    if data["synclint_baseline"] != FORMAT_VERSION:
+        raise BaselineError(f"{path}: baseline format {data['synclint_baseline']!r} is not supported (expected {FORMAT_VERSION})")
+    out = set()
+    try:
+        for e in data["findings"]:
+            out.add((e["file"], e["code"], e["line_text"], int(e["occurrence"])))
+    except (TypeError, KeyError, ValueError) as e:
+        raise BaselineError(f"{path}: malformed entry ({type(e).__name__}: {e})") from None
+    return out
+
+
+def filter_new(findings: Sequence[Finding], path: Path) -> List[Finding]:
+    """The findings that are not in the baseline at `path`."""
+    path = Path(path)
+    known = load_baseline(path)
+    root = path.resolve().parent
+    return [f for f, fp in zip(findings, fingerprints(findings, root)) if fp not in known]
+
+
+@click.command("baseline")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_FILE,
+              show_default=True, help="Where to write the baseline.")
+@click.option("--select", multiple=True, metavar="RULES", help="Rules to record instead of the defaults (as for check).")
+@click.option("--ignore", multiple=True, metavar="RULES", help="Rules to leave out (as for check).")
+@click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to add to the defaults (as for check).")
+@click.option("--hot-only", is_flag=True, help="Record only findings in hot code.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+def baseline_command(paths, output, select, ignore, extend_select, hot_only, config_file, no_cache):
+    """Record today's findings in PATHS so that `check --baseline FILE` reports only new ones.
+
+    \b
+    Findings are matched by file, rule and the text of the flagged line (not its
+    number), so they stay matched when code above them moves.
+    Use the same selection options for `baseline` and `check`.
+
+    \b
+    Example:
+      synclint baseline src/ -o .synclint-baseline.json
+      synclint check src/ --baseline .synclint-baseline.json
+    """
+    from synclint.cli import EXIT_ERROR, _fail, _split
+    from synclint.config import ConfigError, find_config, load_config, merge_cli, per_file_ignored
+    from synclint.discovery import discover
+    from synclint.registry import SelectionError, select as select_rules
+    from synclint.runner import check_files
+
+    paths = list(paths) or ["."]
+    try:
+        if config_file and not config_file.exists():
+            raise ConfigError(f"{config_file}: no such file")
+        cfg_path = config_file if config_file else find_config(Path(paths[0]))
+        cfg = merge_cli(load_config(cfg_path), _split(select), _split(ignore), _split(extend_select), hot_only)
+        rules = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
+    except (ConfigError, SelectionError) as e:
+        raise _fail(str(e))
+    files, missing = discover(paths, cfg.exclude, cfg.root)
+    for m in missing:
+        click.echo(f"synclint: error: {m}: no such file or directory", err=True)
+    cache_dir = None
+    if not no_cache:
+        cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else cfg.root / ".synclint_cache"
+        if not cache_dir.is_absolute():
+            cache_dir = cfg.root / cache_dir
+    result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir)
+    findings = result.findings
+    if cfg.per_file_ignores:
+        kept = []
+        for f in findings:
+            ignored = per_file_ignored(cfg, f.filename)
+            if ignored and any(f.code.startswith(c.upper()) or f.name == c for c in ignored):
+                continue
+            kept.append(f)
+        findings = kept
+    for e in result.errors:
+        click.echo(f"synclint: error: {e}", err=True)
+    write_baseline(findings, output)
+    n = len(findings)
+    click.echo(f"Recorded {n} finding{'s' if n != 1 else ''} from {len(files)} file{'s' if len(files) != 1 else ''} in {output}.", err=True)
+    if result.errors or missing:
+        raise click.exceptions.Exit(EXIT_ERROR)

@@ -1,0 +1,195 @@
+"""`synclint bench`: run the rules' benchmark pairs (wired into the CLI by synclint/cli.py)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import click
+
+TORCH_MISSING = "synclint bench needs PyTorch: pip install 'synclint[bench]'"
+CPU_NOTE = "cpu: correctness only (timings, sync counts and peak memory need a CUDA device)"
+
+
+def _split(values: Sequence[str]) -> List[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _sizes(values: Sequence[str]) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for v in _split(values):
+        name, eq, num = v.partition("=")
+        try:
+            if not eq:
+                raise ValueError
+            out[name.strip()] = int(float(num)) if "e" in num.lower() else int(num)
+        except ValueError:
+            raise click.BadParameter(f"{v!r} is not NAME=INTEGER", param_hint="--size") from None
+    return out
+
+
+@click.command("bench")
+@click.option("--device", default=None, metavar="cuda|cpu", help="Where to run (default: cuda if available, else an error).")
+@click.option("--select", "selectors", multiple=True, metavar="CODES", help="Rule codes, prefixes or names (repeatable, comma-separated).")
+@click.option("--repeat", type=click.IntRange(1, 1000), default=7, show_default=True, help="Timed loops per side and pass.")
+@click.option("--passes", type=click.IntRange(1, 10), default=2, show_default=True, help="Times the whole run is repeated; the spread between passes bounds what counts as a gain.")
+@click.option("--size", "size_overrides", multiple=True, metavar="NAME=N", help="Override a pair size (e.g. n=1000), for quick runs.")
+@click.option("--output-format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--output", "output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the report to FILE (atomically) instead of stdout.")
+@click.option("--progress/--no-progress", default=None, help="Progress lines on stderr (default: when stderr is a terminal).")
+@click.pass_context
+def bench(
+    ctx: click.Context,
+    device: Optional[str],
+    selectors: Tuple[str, ...],
+    repeat: int,
+    passes: int,
+    size_overrides: Tuple[str, ...],
+    fmt: str,
+    output: Optional[str],
+    progress: Optional[bool],
+) -> None:
+    """Check and time each rule's benchmark pair (flagged pattern vs fix).
+
+    On CUDA: same-result check, per-call time in a steady-state loop with GPU work queued,
+    syncs per call (set_sync_debug_mode), peak memory and a verdict per rule. On the CPU:
+    the same-result check only. Exit 0: all pairs agree; 1: a pair's sides differ or a pair
+    could not run; 2: usage error.
+    """
+    from synclint.registry import SelectionError
+
+    sizes = _sizes(size_overrides)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        click.echo(TORCH_MISSING, err=True)
+        ctx.exit(2)
+    import torch
+
+    if device is None:
+        if not torch.cuda.is_available():
+            raise click.UsageError(
+                f"no CUDA device is available (torch {torch.__version__}); "
+                "pass --device cpu to check the pairs' correctness without timing"
+            )
+        device = "cuda"
+    device = device.strip().lower()
+    if not (device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
+        raise click.BadParameter(f"{device!r}: expected cuda, cuda:N or cpu", param_hint="--device")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise click.UsageError(
+            f"--device {device}: CUDA is not available (torch {torch.__version__}); "
+            "use --device cpu for the correctness check only"
+        )
+
+    from synclint.bench import harness
+    from synclint.bench.pairs import select_pairs
+
+    try:
+        pairs, notes = select_pairs(_split(selectors))
+    except SelectionError as e:
+        raise click.UsageError(str(e)) from None
+    except Exception as e:  # noqa: BLE001 - a broken rule module
+        click.echo(f"synclint bench: cannot load the rules: {type(e).__name__}: {e}", err=True)
+        ctx.exit(2)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    if not pairs:
+        raise click.UsageError("no benchmark pair among the selected rules")
+
+    show = sys.stderr.isatty() if progress is None else progress
+    say = (lambda msg: click.echo(msg, err=True)) if show else None
+    if device == "cpu" and (fmt != "text" or output):
+        click.echo(CPU_NOTE, err=True)
+    opts = harness.Options(repeat=repeat, passes=passes)
+    data = harness.run(pairs, device, opts, progress=say, sizes_override=sizes or None)
+
+    text = render(data, fmt, color=output is None and sys.stdout.isatty())
+    if output:
+        from synclint.bench.results import write_atomic
+
+        write_atomic(output, text)
+        bad = len(harness.failed(data["results"]))
+        click.echo(f"wrote {len(data['results'])} result(s) to {output}" + (f"; {bad} failed" if bad else ""))
+    else:
+        click.echo(text, nl=False)
+    bad_results = harness.failed(data["results"])
+    for r in bad_results:
+        what = r.get("error") or f"flagged and fixed give different results: {r.get('compare_note')}"
+        click.echo(f"FAILED {r['code']} {r['name']}: {what}", err=True)
+    ctx.exit(1 if bad_results else 0)
+
+
+def render(data: Dict[str, Any], fmt: str, color: bool = False) -> str:
+    if fmt == "json":
+        from synclint.bench.results import dumps
+
+        return dumps(data)
+    if fmt == "markdown":
+        from synclint.bench.report import render_markdown
+
+        return render_markdown(data, source="synclint bench", chart=None)
+    return render_text(data, color=color)
+
+
+def render_text(data: Dict[str, Any], color: bool = False) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    from synclint.bench.report import fmt_bytes, fmt_spread, fmt_syncs, fmt_us, fmt_x
+
+    meta = data["meta"]
+    buf = io.StringIO()
+    con = Console(file=buf, width=170, force_terminal=color, no_color=not color, highlight=False)
+    timed = bool(meta.get("timed"))
+    if timed:
+        con.print(
+            f"{meta.get('gpu')}  torch {meta.get('torch')}  CUDA {meta.get('cuda')}  {meta.get('date')}  "
+            f"({meta.get('repeats')} loops x {meta.get('passes')} passes, background {meta.get('background_us')} us)"
+        )
+    else:
+        con.print(f"{CPU_NOTE}; torch {meta.get('torch')}  {meta.get('date')}")
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("rule", no_wrap=True)
+    table.add_column("name", no_wrap=True, max_width=34, overflow="ellipsis")
+    if timed:
+        for col in ("flagged us", "fixed us", "speedup", "spread", "syncs", "peak mem"):
+            table.add_column(col, justify="right")
+    table.add_column("same result")
+    table.add_column("verdict")
+    styles = {"faster": "green", "memory": "blue", "failed": "bold red", "error": "bold red", "slower": "red"}
+    for r in data["results"]:
+        same = {True: "yes", False: "NO", None: "not compared"}[r.get("same_result")]
+        if r.get("error"):
+            same = "-"
+        verdict = r.get("verdict") or "?"
+        if r.get("error"):
+            verdict = f"error: {r['error']}"
+        elif r.get("same_result") is False:
+            verdict = f"failed: {r.get('compare_note')}"
+        row = [r["code"], r["name"]]
+        if timed:
+            mem = "-"
+            if r.get("peak_mem_flagged") is not None:
+                mem = f"{fmt_bytes(r['peak_mem_flagged'])} -> {fmt_bytes(r['peak_mem_fixed'])}"
+            row += [
+                fmt_us(r.get("flagged_us")),
+                fmt_us(r.get("fixed_us")),
+                fmt_x(r.get("speedup")),
+                fmt_spread(r.get("spread")),
+                fmt_syncs(r).replace("→", "->"),
+                mem,
+            ]
+        row += [same, f"[{styles.get(r.get('verdict'), '')}]{_esc(verdict)}[/]" if styles.get(r.get("verdict")) else _esc(verdict)]
+        table.add_row(*row)
+    con.print(table)
+    failed = sum(1 for r in data["results"] if r.get("error") or r.get("same_result") is False)
+    con.print(f"{len(data['results'])} pair(s), {failed} failed")
+    return buf.getvalue()
+
+
+def _esc(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)

@@ -1,0 +1,286 @@
+"""`synclint check --report FILE`: a Markdown report that joins each finding with what its
+rule's fix was measured to save by `synclint bench` (the H200 results shipped with the
+package by default, or `--bench FILE`).
+
+What the harness measured is what the report says: a fix that was not faster on the GPU
+at hand is reported as not faster, with the reason the harness gave (memory, fewer syncs,
+inside the noise, slower). The GPU, torch/CUDA versions and the date of the measurement
+head the report.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from synclint.findings import Finding
+
+SHIPPED = "data/bench-h200.json"
+
+
+class ReportError(Exception):
+    """The bench results cannot be used (unreadable, not JSON, wrong shape)."""
+
+
+# ---------------------------------------------------------------- bench data
+
+
+def load_bench(bench_file: Optional[Path]) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(results document or None, where it came from). An explicit file that cannot be
+    used is an error; a missing shipped file is not (the report says so)."""
+    if bench_file is not None:
+        try:
+            with open(bench_file, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except OSError as e:
+            raise ReportError(f"{bench_file}: cannot read: {e.strerror or e}") from None
+        except ValueError as e:
+            raise ReportError(f"{bench_file}: not valid JSON: {e}") from None
+        _check_shape(data, str(bench_file))
+        return data, str(bench_file)
+    try:
+        from importlib.resources import files
+
+        ref = files("synclint").joinpath(SHIPPED)
+        if not ref.is_file():
+            return None, f"synclint/{SHIPPED}"
+        data = json.loads(ref.read_text(encoding="utf-8"))
+    except (OSError, ValueError, ModuleNotFoundError):
+        return None, f"synclint/{SHIPPED}"
+    try:
+        _check_shape(data, f"synclint/{SHIPPED}")
+    except ReportError:
+        return None, f"synclint/{SHIPPED}"
+    return data, f"synclint/{SHIPPED}"
+
+
+def _check_shape(data: Any, where: str) -> None:
+    if not isinstance(data, dict) or not isinstance(data.get("meta"), dict) or not isinstance(data.get("results"), list):
+        raise ReportError(f"{where}: not a `synclint bench` results file (expected 'meta' and 'results')")
+    for i, r in enumerate(data["results"]):
+        if not isinstance(r, dict) or not isinstance(r.get("code"), str):
+            raise ReportError(f"{where}: results[{i}] has no rule code")
+
+
+# ---------------------------------------------------------------- wording
+
+
+def _x(s: Optional[float]) -> str:
+    if s is None:
+        return "?"
+    return f"{s:.0f}x" if s >= 100 else f"{s:.2f}x"
+
+
+def _us(x: Optional[float]) -> str:
+    if x is None:
+        return "-"
+    if x >= 1000:
+        return f"{x:,.0f} µs"
+    if x >= 10:
+        return f"{x:.1f} µs"
+    return f"{x:.2f} µs"
+
+
+def _bytes(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    if abs(n) >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if abs(n) >= 1 << 10:
+        return f"{n / (1 << 10):.0f} KiB"
+    return f"{n} B"
+
+
+def _spread(s: Optional[float]) -> str:
+    return "?" if s is None else f"±{s * 100:.0f}%"
+
+
+def verdict_text(r: Optional[Dict[str, Any]], timed: bool = True) -> str:
+    """The harness's verdict in words; anything but a measured speedup says "not faster"."""
+    if r is None:
+        return "not measured"
+    v = r.get("verdict")
+    s = r.get("speedup")
+    if r.get("error") or v in ("failed", "error"):
+        return f"measurement failed ({r.get('error') or v})"
+    if r.get("same_result") is False:
+        return "not verified: the fix did not compute the same result in the harness"
+    if not timed or v == "not timed" or r.get("flagged_us") is None:
+        return "not timed (the bench ran without a GPU)"
+    if v == "faster":
+        return f"{_x(s)} faster"
+    if v == "memory":
+        return (f"not faster ({_x(s)}); the gain is memory: peak {_bytes(r.get('peak_mem_flagged'))} → "
+                f"{_bytes(r.get('peak_mem_fixed'))}")
+    if v == "fewer syncs":
+        syncs = ""
+        if r.get("syncs_flagged") is not None:
+            syncs = f": {r['syncs_flagged']} → {r['syncs_fixed']} per call"
+        return f"not faster ({_x(s)}); fewer syncs{syncs}"
+    if v == "no measurable gain":
+        return f"not faster: no measurable gain ({_x(s)} is inside the spread {_spread(r.get('spread'))})"
+    if v == "slower":
+        return f"not faster: the fix was slower here ({_x(s)})"
+    return f"not faster ({v})" if v else "not measured"
+
+
+def _measured_detail(r: Dict[str, Any]) -> str:
+    parts = [f"flagged {_us(r.get('flagged_us'))} → fixed {_us(r.get('fixed_us'))} per call"]
+    if r.get("spread") is not None:
+        parts.append(f"spread {_spread(r.get('spread'))}")
+    if r.get("syncs_flagged") is not None:
+        parts.append(f"syncs {r['syncs_flagged']} → {r['syncs_fixed']}")
+    elif r.get("debug_mode_sees") is False:
+        parts.append("syncs not visible to the debug mode")
+    sizes = r.get("sizes")
+    if isinstance(sizes, dict) and sizes:
+        parts.append("sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
+    return "; ".join(parts)
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _anchor(code: str, name: str) -> str:
+    return f"{code}-{name}".lower()
+
+
+def _where(f: Finding) -> str:
+    try:
+        rel = os.path.relpath(os.path.abspath(f.filename))
+    except ValueError:
+        rel = f.filename
+    if rel.startswith(".."):
+        rel = f.filename
+    return f"{rel.replace(os.sep, '/')}:{f.row}:{f.column}"
+
+
+# ---------------------------------------------------------------- the report
+
+
+def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], source: str,
+                  now: Optional[_dt.datetime] = None, shipped: bool = False) -> str:
+    from synclint import __version__
+
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    meta = (bench or {}).get("meta", {})
+    timed = bench is not None and meta.get("timed", True) is not False
+    by_code: Dict[str, Dict[str, Any]] = {}
+    for r in (bench or {}).get("results", []):
+        by_code[r["code"].upper()] = r
+
+    out: List[str] = ["# synclint report: what fixing these findings was measured to save", ""]
+    hot = sum(f.hot for f in findings)
+    files = len({f.filename for f in findings})
+    out.append(
+        f"{len(findings)} finding{'s' if len(findings) != 1 else ''} ({hot} hot, {len(findings) - hot} cold) "
+        f"in {files} file{'s' if files != 1 else ''}; checked {now.strftime('%Y-%m-%d %H:%M UTC')} "
+        f"with synclint {__version__}."
+    )
+    out.append("")
+    if bench is None:
+        out.append(
+            f"**No bench results:** `{source}` was not found, so no speedups are shown. Run "
+            "`synclint bench` on a GPU and pass its JSON with `--bench FILE`."
+        )
+    else:
+        gpu = meta.get("gpu") or "no GPU"
+        cuda = f", CUDA {meta['cuda']}" if meta.get("cuda") else ""
+        date = str(meta.get("date") or "unknown date")[:10]
+        out.append(
+            f"**Measured on {gpu}** (torch {meta.get('torch', '?')}{cuda}) on **{date}** by `synclint bench`; "
+            f"source: `{source}`{' (shipped with synclint)' if shipped else ''}."
+        )
+        if not timed:
+            out.append("")
+            out.append("These bench results were not timed on a GPU (the harness only checked that each "
+                       "pattern and its fix compute the same result), so no speedups are shown.")
+        else:
+            out.append("")
+            out.append(
+                "A speedup is the time per call of the rule's flagged pattern divided by that of its fix, in the "
+                "harness's benchmark (a steady-state loop with GPU work queued). What your code gains depends "
+                "on its sizes and on how often the line runs: a hot finding runs every iteration."
+            )
+    out.append("")
+    if not findings:
+        out.append("No findings.")
+        return "\n".join(out) + "\n"
+
+    groups: Dict[str, List[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.code, []).append(f)
+
+    def speed(code: str) -> float:
+        r = by_code.get(code)
+        if not timed or r is None or r.get("verdict") != "faster" or r.get("speedup") is None:
+            return 0.0
+        return float(r["speedup"])
+
+    order = sorted(groups, key=lambda c: (not any(f.hot for f in groups[c]), -speed(c), c))
+
+    out += ["## Summary", "", "| rule | findings | hot | measured per call (flagged → fixed) | verdict |",
+            "|---|---:|---:|---|---|"]
+    for code in order:
+        fs = groups[code]
+        r = by_code.get(code)
+        name = fs[0].name
+        measured = "-"
+        if timed and r is not None and r.get("flagged_us") is not None:
+            measured = f"{_us(r.get('flagged_us'))} → {_us(r.get('fixed_us'))}"
+        out.append(
+            f"| [{code} {name}](#{_anchor(code, name)}) | {len(fs)} | {sum(f.hot for f in fs)} | {measured} | "
+            f"{_cell(verdict_text(r, timed) if bench is not None else 'no bench data')} |"
+        )
+    out.append("")
+
+    for code in order:
+        fs = sorted(groups[code], key=lambda f: (not f.hot, f.sort_key()))
+        r = by_code.get(code)
+        name = fs[0].name
+        verdict = verdict_text(r, timed) if bench is not None else "no bench data"
+        out.append(f"## {code} {name}")
+        out.append("")
+        if bench is not None and r is not None and timed and r.get("flagged_us") is not None:
+            out.append(f"Fix measured: **{verdict}** ({_measured_detail(r)}).")
+        else:
+            out.append(f"Fix measured: **{verdict}**.")
+        if r is not None and r.get("condition"):
+            out.append(f"The fix is equivalent when: {r['condition']}.")
+        out.append(f"What to do: `synclint explain {code}` or {fs[0].url}.")
+        out.append("")
+        out.append("| where | heat | finding | fix |")
+        out.append("|---|---|---|---|")
+        for f in fs:
+            if f.fix is None:
+                fix = "-"
+            else:
+                fix = "safe (`--fix`)" if f.fix.applicability == "safe" else "unsafe (`--fix --unsafe-fixes`)"
+            heat = "**hot**" if f.hot else "cold"
+            out.append(f"| `{_cell(_where(f))}` | {heat} | {_cell(f.message)} | {fix} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def write_report(findings: Sequence[Finding], report_file: Path, bench_file: Optional[Path] = None) -> None:
+    """Called by `synclint check --report FILE [--bench FILE]`; exits 2 on unusable bench data."""
+    from synclint.atomic import write_text_atomic
+
+    try:
+        bench, source = load_bench(Path(bench_file) if bench_file is not None else None)
+        text = render_report(findings, bench, source, shipped=bench_file is None)
+        write_text_atomic(report_file, text)
+    except (ReportError, OSError) as e:
+        import click
+
+        msg = str(e) if isinstance(e, ReportError) else f"{report_file}: cannot write: {e.strerror or e}"
+        click.echo(f"synclint: error: {msg}", err=True)
+        raise click.exceptions.Exit(2)
+    if bench is None:
+        import click
+
+        click.echo(f"synclint: note: no bench results ({source} not found); the report shows no speedups.", err=True)
