@@ -137,7 +137,8 @@ def absolute_layout(node: cst.CSTNode, indent: str) -> cst.CSTNode:
 
 _FIELDS: dict = {}
 _NOT_CODE = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "header",
-             "footer", "lines_after_decorators", "equal", "colon", "star", "operator", "dot")
+             "footer", "lines_after_decorators", "equal", "colon", "star", "operator", "dot",
+             "keyword")
 
 
 def code_children(node: cst.CSTNode):

@@ -14,6 +14,10 @@ from synclint import values as V
 _GENERIC_METHODS = {"get", "pop", "index", "count", "copy", "keys", "values", "items", "__getitem__"}
 
 
+_OP_NAMESPACES = {"torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.sparse",
+                  "torch.nested"}
+
+
 def _is_tensor_annotation(ann: cst.BaseExpression) -> bool:
     if isinstance(ann, cst.Subscript):  # Optional[Tensor]
         return any(
@@ -50,13 +54,28 @@ def weak_params(fn: cst.FunctionDef) -> Set[str]:
 
 
 class ParamScopes:
-    """Mixin for a Rule: keeps the weak parameters of the enclosing function."""
+    """Mixin for a Rule: keeps the weak names of the enclosing function: its unannotated
+    parameters, and locals assigned from them without a tensor operation in between
+    (`input, batch_sizes = input`, `n = sizes[0]`)."""
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._weak_stack().append(weak_params(node))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._weak_stack().pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        stack = self._weak_stack()
+        if not stack:
+            return
+        weak = stack[-1]
+        derived = not evidence(self.ctx, node.value, weak)
+        for t in node.targets:
+            for name in _target_names(t.target):
+                if derived:
+                    weak.add(name)
+                else:
+                    weak.discard(name)
 
     def _weak_stack(self) -> List[Set[str]]:
         stack = self.__dict__.get("_weak")
@@ -68,6 +87,16 @@ class ParamScopes:
     def weak(self) -> Set[str]:
         stack = self._weak_stack()
         return stack[-1] if stack else set()
+
+
+def _target_names(t: cst.BaseExpression):
+    if isinstance(t, cst.Name):
+        yield t.value
+    elif isinstance(t, (cst.Tuple, cst.List)):
+        for el in t.elements:
+            yield from _target_names(el.value)
+    elif isinstance(t, cst.StarredElement):
+        yield from _target_names(t.value)
 
 
 def evidence(ctx, e: cst.BaseExpression, weak: Set[str]) -> bool:
@@ -89,8 +118,17 @@ def evidence(ctx, e: cst.BaseExpression, weak: Set[str]) -> bool:
             if isinstance(recv, cst.Name) and recv.value in weak:
                 return func.attr.value not in _GENERIC_METHODS  # `lengths.max()`: a tensor method
             return evidence(ctx, recv, weak)
-        return True  # torch.* results, in-file functions returning tensors
+        q = ctx.qualname(func)
+        if q is None:
+            return True  # in-file functions returning tensors
+        # Tensor ops live in these namespaces; other torch modules (torch._prims_common,
+        # torch.ao..., torch._C) hold helpers that return shapes, ints and tuples.
+        return q.count(".") == 1 or q.rsplit(".", 1)[0] in _OP_NAMESPACES
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return any(evidence(ctx, el.value, weak) for el in e.elements if not isinstance(el, cst.StarredElement))
     if isinstance(e, cst.BinaryOperation):
+        if isinstance(e.left, (cst.Tuple, cst.List)) or isinstance(e.right, (cst.Tuple, cst.List)):
+            return False  # `shape + (n, n)`: a shape, not a number
         return any(
             ctx.infer(side).kind == V.TENSOR and evidence(ctx, side, weak) for side in (e.left, e.right)
         )
@@ -101,7 +139,21 @@ def evidence(ctx, e: cst.BaseExpression, weak: Set[str]) -> bool:
 
 def gpu_number(ctx, e: cst.BaseExpression, weak: Set[str]) -> bool:
     """`e` is a tensor on (or assumed on) the GPU, with evidence beyond a parameter's name."""
-    return ctx.gpu_tensor_val(e) is not None and evidence(ctx, e, weak)
+    return ctx.gpu_tensor_val(e) is not None and not _dim_or_shape_name(e) and evidence(ctx, e, weak)
+
+
+_DIM_SUFFIXES = ("shape", "dim", "dims", "axis", "axes")
+
+
+def _dim_or_shape_name(e: cst.BaseExpression) -> bool:
+    """`start_dim`, `end_dim + 1`, `out_shape`: dimension indices and shapes are host values;
+    a name like that inferred as a tensor is an inference miss (a helper's return value)."""
+    if isinstance(e, cst.BinaryOperation):
+        return _dim_or_shape_name(e.left) or _dim_or_shape_name(e.right)
+    if isinstance(e, cst.UnaryOperation):
+        return _dim_or_shape_name(e.expression)
+    name = e.value if isinstance(e, cst.Name) else e.attr.value if isinstance(e, cst.Attribute) else None
+    return name is not None and name.lower().endswith(_DIM_SUFFIXES)
 
 
 def torch_alias(ctx) -> Optional[str]:

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint import values as V
-from synclint.context import DETERMINISTIC_FACTORIES, FileContext, is_true, kwarg, string_value
+from synclint.context import DETERMINISTIC_FACTORIES, FileContext, is_true, kwarg
 from synclint.rules._helpers import method_call, receiver
 
 INT = object()  # a name known to hold a Python int (a range() loop variable, an enumerate counter)
@@ -27,36 +27,60 @@ SIZE_FACTORIES = {
 DATA_FACTORIES = {"tensor", "as_tensor", "asarray"}
 # Methods that keep values and can run on either device: a factory seen through them.
 CAST_OR_VIEW = {"float", "double", "half", "bfloat16", "long", "int", "short", "bool",
-                "view", "reshape", "unsqueeze", "squeeze", "flatten"}
+                "view", "reshape", "unsqueeze", "squeeze", "flatten", "fill_", "zero_"}
+# In-place samplers: `torch.empty(n).uniform_()` moved into the factory draws other numbers.
+RANDOM_INPLACE = {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_",
+                  "cauchy_", "log_normal_"}
+# Legacy typed constructors: `torch.LongTensor([0, 1])` builds from host data like torch.tensor.
+LEGACY_CTORS = {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+                "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor"}
+
+
+class Binding:
+    """What a name was last assigned (an expression, INT or None) and the binding before it."""
+
+    __slots__ = ("value", "prev")
+
+    def __init__(self, value, prev: Optional["Binding"]) -> None:
+        self.value = value
+        self.prev = prev
 
 
 class Bindings:
-    """Mixin: `self.bound(name)` -> the last expression assigned to `name` in scope, INT, or None."""
+    """Mixin: `self.binding(name)` -> the Binding of `name` in scope (function, then module)."""
 
     def _scopes(self) -> List[Optional[int]]:
         stack = self.__dict__.setdefault("_fn_stack", [])
         return [id(f) for f in reversed(stack)] + [None]
 
     def _record(self, target: cst.BaseExpression, value) -> None:
-        table: Dict[Tuple[Optional[int], str], object] = self.__dict__.setdefault("_bound", {})
-        key = self._scopes()[0]
         if isinstance(target, cst.Name):
-            table[(key, target.value)] = value
+            table: Dict[Tuple[Optional[int], str], Binding] = self.__dict__.setdefault("_bound", {})
+            key = (self._scopes()[0], target.value)
+            table[key] = Binding(value, table.get(key))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 self._record(el.value, None)
         elif isinstance(target, cst.StarredElement):
             self._record(target.value, None)
 
-    def bound(self, name: str):
+    def binding(self, name: str) -> Optional[Binding]:
+        for over in reversed(self.__dict__.get("_over", ())):
+            if name in over:
+                return over[name]
         table = self.__dict__.get("_bound", {})
         stack = self.__dict__.get("_fn_stack", [])
         for depth, key in enumerate(self._scopes()):
-            if (key, name) in table:
-                return table[(key, name)]
+            b = table.get((key, name))
+            if b is not None:
+                return b
             if key is not None and name in _param_names(stack[len(stack) - 1 - depth]):
                 return None
         return None
+
+    def bound(self, name: str):
+        b = self.binding(name)
+        return None if b is None else b.value
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.__dict__.setdefault("_fn_stack", []).append(node)
@@ -64,14 +88,15 @@ class Bindings:
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.__dict__["_fn_stack"].pop()
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    # Recorded on leave: while the right-hand side is walked, the old binding still holds.
+    def leave_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             self._record(t.target, node.value if len(node.targets) == 1 else None)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._record(node.target, node.value)
 
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._record(node.target, node.value)
 
     def visit_For(self, node: cst.For) -> None:
@@ -96,6 +121,24 @@ class Bindings:
         self._record(target, None)
 
 
+def follow(rule: Bindings, name: cst.Name, fn, on_int=False, on_unknown=False):
+    """fn(expression assigned to `name`), where `name` itself means its previous binding
+    (`x = x[0]` reads the x before it). INT / unknown bindings give `on_int` / `on_unknown`."""
+    b = rule.binding(name.value)
+    if b is None or b.value is None:
+        return on_unknown
+    if b.value is INT:
+        return on_int
+    over = rule.__dict__.setdefault("_over", [])
+    if len(over) > 12:
+        return on_unknown
+    over.append({name.value: b.prev})
+    try:
+        return fn(b.value)
+    finally:
+        over.pop()
+
+
 def _param_names(fn: cst.FunctionDef) -> set:
     p = fn.params
     names = {x.name.value for x in list(p.posonly_params) + list(p.params) + list(p.kwonly_params)}
@@ -108,7 +151,11 @@ def _param_names(fn: cst.FunctionDef) -> set:
 
 def resolve(rule: Bindings, e: cst.BaseExpression, depth: int = 0):
     """Follow plain names to the expression they were assigned (or INT / None)."""
+    seen = set()
     while isinstance(e, cst.Name) and depth < 8:
+        if e.value in seen:
+            return None
+        seen.add(e.value)
         b = rule.bound(e.value)
         if b is None or b is INT:
             return b
@@ -132,10 +179,7 @@ def is_int_expr(rule: Bindings, ctx: FileContext, e: cst.BaseExpression, depth: 
     if isinstance(e, cst.Name):
         if e.value in ("True", "False", "None"):
             return False
-        r = resolve(rule, e)
-        if r is INT:
-            return True
-        return r is not None and not isinstance(r, cst.Name) and is_int_expr(rule, ctx, r, depth + 1)
+        return follow(rule, e, lambda r: is_int_expr(rule, ctx, r, depth + 1), on_int=True)
     if isinstance(e, cst.BinaryOperation) and isinstance(
         e.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
     ):
@@ -208,8 +252,7 @@ def is_int_index(rule: Bindings, ctx: FileContext, e: cst.BaseExpression, depth:
     if depth > 10:
         return False
     if isinstance(e, cst.Name):
-        r = resolve(rule, e)
-        return r is not None and r is not INT and is_int_index(rule, ctx, r, depth + 1)
+        return follow(rule, e, lambda r: is_int_index(rule, ctx, r, depth + 1))
     if isinstance(e, cst.Subscript):
         base = e.value
         # torch.where(m)[0], m.nonzero(as_tuple=True)[0], x.topk(k)[1]
@@ -278,8 +321,7 @@ def is_numpy_array(rule: Bindings, ctx: FileContext, e: cst.BaseExpression, dept
     if depth > 8:
         return False
     if isinstance(e, cst.Name):
-        r = resolve(rule, e)
-        return r is not None and r is not INT and is_numpy_array(rule, ctx, r, depth + 1)
+        return follow(rule, e, lambda r: is_numpy_array(rule, ctx, r, depth + 1))
     if isinstance(e, cst.Subscript):
         base = e.value
         if all(isinstance(s.slice, cst.Slice) for s in e.slice):
@@ -386,20 +428,76 @@ def _nb(e: Optional[cst.BaseExpression]) -> Optional[bool]:
 
 
 def factory_under(ctx: FileContext, e: cst.BaseExpression) -> Optional[Tuple[cst.Call, str, bool]]:
-    """(factory call, torch name, seen through casts/views) for `torch.zeros(n).long().view(...)`."""
+    """(factory call, torch name, seen through casts/views) for `torch.zeros(n).long().view(...)`.
+
+    The name is "tensor" for a legacy constructor of data (`torch.LongTensor([0])`), and gets a
+    "~random" suffix when an in-place sampler sits in between (`torch.empty(n).normal_()`)."""
     through = False
+    random = False
     while isinstance(e, cst.Call):
         tn = ctx.torch_name(e.func)
         if tn is not None:
-            return (e, tn, through) if tn in SIZE_FACTORIES or tn in DATA_FACTORIES else None
-        m = method_call(e, CAST_OR_VIEW | {"to"})
+            if tn in LEGACY_CTORS and e.args and isinstance(e.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+                tn = "tensor"
+            if tn not in SIZE_FACTORIES and tn not in DATA_FACTORIES:
+                return None
+            return e, tn + ("~random" if random else ""), through
+        m = method_call(e, CAST_OR_VIEW | RANDOM_INPLACE | {"to"})
         if m is None:
             return None
         if m == "to" and not _dtype_only_to(ctx, e):
             return None
+        random = random or m in RANDOM_INPLACE
         e = receiver(e)
         through = True
     return None
+
+
+def cpu_evidence(rule: "Bindings", ctx: FileContext, e: cst.BaseExpression, depth: int = 0) -> bool:
+    """Positive evidence that tensor `e` lives on the CPU, beyond the context's default.
+
+    The context puts a torch call whose tensor arguments it cannot see on the default device
+    (the CPU); this follows names and method chains back to where the tensor was made: a factory
+    without a GPU device, `.cpu()`, `.pin_memory()`, a DataLoader batch, a CPU function argument."""
+    if depth > 10:
+        return False
+    if isinstance(e, cst.Name):
+        b = rule.binding(e.value)
+        if b is None or not isinstance(b.value, cst.BaseExpression):
+            v = ctx.infer(e)  # a loop variable, a parameter: what the context knows
+            return v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU
+        return follow(rule, e, lambda r: cpu_evidence(rule, ctx, r, depth + 1))
+    if isinstance(e, cst.Subscript):
+        return cpu_evidence(rule, ctx, e.value, depth + 1)
+    if isinstance(e, cst.Attribute):
+        if e.attr.value in ("T", "mT", "data", "real", "imag", "indices", "values"):
+            return cpu_evidence(rule, ctx, e.value, depth + 1)
+        v = ctx.infer(e)  # self.buf: what the class saw assigned
+        return v.kind == V.TENSOR and v.device == V.CPU and isinstance(e.value, cst.Name) and e.value.value == "self"
+    if isinstance(e, cst.BinaryOperation):
+        return cpu_evidence(rule, ctx, e.left, depth + 1) or cpu_evidence(rule, ctx, e.right, depth + 1)
+    if not isinstance(e, cst.Call):
+        return False
+    tn = ctx.torch_name(e.func)
+    if tn is not None:
+        if tn in SIZE_FACTORIES or tn in DATA_FACTORIES or tn in LEGACY_CTORS or tn in ("from_numpy", "frombuffer"):
+            return ctx.infer(e).device == V.CPU
+        return any(cpu_evidence(rule, ctx, a.value, depth + 1) for a in e.args if a.keyword is None)
+    if isinstance(e.func, cst.Attribute):
+        m = e.func.attr.value
+        if m in ("cpu", "pin_memory"):
+            return True
+        if m == "cuda":
+            return False
+        if m == "to":
+            pos = [a.value for a in e.args if a.keyword is None]
+            dev = kwarg(e, "device") or (pos[0] if pos else None)
+            is_dev, d = ctx.device_of_arg(dev)
+            if is_dev:
+                return d == V.CPU
+        return cpu_evidence(rule, ctx, e.func.value, depth + 1)
+    v = ctx.infer(e)  # an in-file function: its inferred return
+    return v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU
 
 
 def _dtype_only_to(ctx: FileContext, call: cst.Call) -> bool:
@@ -429,10 +527,6 @@ def host_data(ctx: FileContext, data: cst.BaseExpression, strict: bool) -> bool:
     if v.kind in (V.TENSOR, V.TENSORS):
         return v.device == V.CPU
     return v.kind == V.UNKNOWN and not strict
-
-
-def string_device(s: cst.BaseExpression) -> Optional[str]:
-    return string_value(s)
 
 
 def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:

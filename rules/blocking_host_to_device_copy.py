@@ -3,12 +3,13 @@ import libcst as cst
 from synclint import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
-from synclint.rules._transfer import factory_under, gpu_move, with_kwarg
+from synclint.rules._transfer import Bindings, cpu_evidence, factory_under, gpu_move, with_kwarg
 
 _TRUE = cst.Name("True")
+PINNED_TITLE = "Pass `non_blocking=True`: the source is pinned"
 
 
-class BlockingHostToDeviceCopy(Rule):
+class BlockingHostToDeviceCopy(Bindings, Rule):
     """
     ## What it does
     Flags blocking copies of CPU tensors to the GPU in hot code: `x.to(device)`, `x.cuda()` or
@@ -111,9 +112,9 @@ class BlockingHostToDeviceCopy(Rule):
                 return
             src = args[0].value
             v = ctx.infer(src)
-            if v.kind == V.TENSOR and v.device == V.CPU:
+            if v.kind == V.TENSOR and v.device == V.CPU and cpu_evidence(self, ctx, src):
                 fix = with_kwarg(node, "non_blocking", _TRUE) if v.pinned else None
-                self.report(node, fix, expr=short(node))
+                self.report(node, fix, fix_title=PINNED_TITLE if fix else None, expr=short(node))
             return
         move = gpu_move(ctx, node)
         if move is None or move.non_blocking is not False:
@@ -122,9 +123,9 @@ class BlockingHostToDeviceCopy(Rule):
         if factory_under(ctx, src) is not None:
             return  # SYN301 / SYN302 report `torch.zeros(n).cuda()` / `torch.tensor(data).cuda()`
         v = ctx.infer(src)
-        if v.kind not in (V.TENSOR, V.TENSORS) or v.device != V.CPU:
+        if v.kind not in (V.TENSOR, V.TENSORS) or v.device != V.CPU or not cpu_evidence(self, ctx, src):
             return
         fix = None
         if v.kind == V.TENSOR and v.pinned and not move.nb_given and not move.extra:
             fix = with_kwarg(node, "non_blocking", _TRUE)
-        self.report(node, fix, expr=short(node))
+        self.report(node, fix, fix_title=PINNED_TITLE if fix else None, expr=short(node))

@@ -12,9 +12,10 @@ class EmptyCacheInHotPath(Rule):
     function called from them).
 
     ## Why is this bad?
-    It hands every unused cached block back to the driver. `cudaFree` synchronizes the device,
-    and the allocator first waits for the events of blocks used on other streams, so the host
-    stalls behind queued GPU work (catalogue G5). The next step's allocations then go back to
+    It hands every fully free cached segment back to the driver. `cudaFree` synchronizes the
+    device, and the allocator first waits for the events of blocks used on other streams, so
+    the host stalls behind queued GPU work (catalogue G5; on an H200 the host waited for all
+    50 ms of queued work, and `set_sync_debug_mode` did not report it). The next step's allocations then go back to
     `cudaMalloc`, which the caching allocator exists to avoid. It does not lower the memory
     your tensors use, only what the process reserves.
 
@@ -26,7 +27,7 @@ class EmptyCacheInHotPath(Rule):
 
     CODE = "SYN403"
     NAME = "empty-cache-in-hot-path"
-    MESSAGE = "`torch.cuda.empty_cache()` frees the allocator cache and synchronizes; later allocations pay `cudaMalloc` again"
+    MESSAGE = "`torch.cuda.empty_cache()` synchronizes and discards the allocator cache that later steps reuse"
     FIX_TITLE = "Call it between phases (or under `if step % N == 0:`), not every step"
     HOT_ONLY = True
     CATALOGUE = ("G5",)
@@ -40,7 +41,7 @@ class EmptyCacheInHotPath(Rule):
             "import torch\nfor _ in range(3):\n    y = torch.ones(3, device='cuda')\n    torch.cuda.empty_cache()\n",
             line=4,
             hot=True,
-            message="`torch.cuda.empty_cache()` frees the allocator cache and synchronizes; later allocations pay `cudaMalloc` again",
+            message="`torch.cuda.empty_cache()` synchronizes and discards the allocator cache that later steps reuse",
         ),
         Invalid("from torch.cuda import empty_cache\ndef training_step(batch):\n    empty_cache()\n", line=3),
     ]

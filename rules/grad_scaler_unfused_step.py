@@ -153,6 +153,7 @@ class GradScalerUnfusedStep(ParamScopes, Rule):
         self._optims: Dict[Key, Optional[bool]] = {}  # key -> fused (None: not literal)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
         for t in node.targets:
             self._bind(t.target, node.value)
 

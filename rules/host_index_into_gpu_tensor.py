@@ -5,7 +5,7 @@ import libcst as cst
 from synclint import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._transfer import Bindings, is_numpy_array, resolve
+from synclint.rules._transfer import Bindings, cpu_evidence, is_numpy_array, resolve
 
 
 class HostIndexIntoGpuTensor(Bindings, Rule):
@@ -56,6 +56,7 @@ class HostIndexIntoGpuTensor(Bindings, Rule):
         ),
         Valid("import torch\nx = torch.randn(10, device='cuda')\nm = x > 0\ny = x[m]\nx[m] = 0.0\n"),
         Valid("import torch\nx = torch.randn(10, device='cuda')\ni = torch.tensor(3)\ny = x[i]\n"),
+        Valid("import torch\ndef f(U: torch.Tensor, d):\n    nz = torch.where(abs(d) != 0.0)\n    return U[:, nz[0]]\n"),
     ]
     INVALID = [
         Invalid(
@@ -117,7 +118,8 @@ class HostIndexIntoGpuTensor(Bindings, Rule):
         if is_numpy_array(self, ctx, e):
             return "NumPy array"
         v = ctx.infer(e)
-        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(self, e):
+        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(self, e) \
+                and cpu_evidence(self, ctx, e):
             return "CPU tensor"
         return None
 

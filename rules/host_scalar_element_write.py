@@ -83,7 +83,6 @@ class HostScalarElementWrite(Bindings, Rule):
     )
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        Bindings.visit_Assign(self, node)
         for t in node.targets:
             target = t.target
             if not isinstance(target, cst.Subscript) or not (

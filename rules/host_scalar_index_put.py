@@ -81,7 +81,6 @@ class HostScalarIndexPut(Bindings, Rule):
     )
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        Bindings.visit_Assign(self, node)
         value = node.value
         if not (is_host_number(self.ctx, value) or is_int_expr(self, self.ctx, value)):
             return

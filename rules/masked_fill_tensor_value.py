@@ -129,7 +129,7 @@ class MaskedFillTensorValue(ParamScopes, Rule):
         if x is None or mask is None or value is None or not gpu_number(ctx, value, self.weak):
             return
         replacement = None
-        if isinstance(func, cst.Attribute) and func.attr.value == "masked_fill" or tn == "masked_fill":
+        if tn == "masked_fill" or (isinstance(func, cst.Attribute) and func.attr.value == "masked_fill"):
             replacement = self._where(func, x, mask, value)
         self.report(node, replacement, safe=False, call=short(node), value=short(value))
 

@@ -41,15 +41,21 @@ class PackPaddedUnsorted(Rule):
     ```
 
     ## Known problems
-    `lengths` on the GPU is not flagged: `pack_padded_sequence` rejects it ("'lengths'
-    argument should be a 1D CPU int64 tensor") instead of syncing, and the usual workaround,
-    `lengths.cpu()`, is a read-back that the `.cpu()` rule reports.
+    Only hot code is checked: packing outside a loop or `forward` is usually a `collate_fn`
+    working on CPU tensors, which does not sync. `lengths` on the GPU is not flagged:
+    `pack_padded_sequence` rejects it ("'lengths' argument should be a 1D CPU int64 tensor")
+    instead of syncing, and the usual workaround, `lengths.cpu()`, is a read-back reported by
+    SYN103 (`device-to-host-copy`).
     """
 
     CODE = "SYN116"
     NAME = "pack-padded-unsorted"
-    MESSAGE = "`{func}(..., enforce_sorted=False)` copies the sort order to the GPU with a blocking copy, which waits for all queued GPU work"
+    MESSAGE = (
+        "`{func}(..., enforce_sorted=False)` copies the sort order to the GPU with a blocking copy, "
+        "which waits for all queued GPU work"
+    )
     FIX_TITLE = "Sort the batch by length when collating it and pass `enforce_sorted=True`"
+    HOT_ONLY = True  # packing in cold code is mostly a collate_fn working on the CPU
     CATALOGUE = ("F2",)
     VALID = [
         Valid(

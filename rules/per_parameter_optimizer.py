@@ -42,11 +42,15 @@ def _chain_root(call: cst.Call) -> Tuple[cst.BaseExpression, List[cst.Call]]:
 
 def _collect_grad_sources(n: cst.CSTNode, params: Set[str], derived: Dict[str, Set[str]], out: Set[str]) -> None:
     """Which loop variables' gradients `n` reads: `p.grad`, or a name derived from it."""
-    if isinstance(n, cst.Attribute) and n.attr.value == "grad" and _param_of(n.value, params):
-        out.add(_base_name(n.value))
-    elif isinstance(n, cst.Name):
+    if isinstance(n, cst.Attribute):
+        if n.attr.value == "grad" and _param_of(n.value, params):
+            out.add(_base_name(n.value))
+        _collect_grad_sources(n.value, params, derived, out)  # not the attribute's own name
+        return
+    if isinstance(n, cst.Name):
         out |= derived.get(n.value, set())
-    elif isinstance(n, cst.Lambda):
+        return
+    if isinstance(n, cst.Lambda):
         return
     for c in code_children(n):
         _collect_grad_sources(c, params, derived, out)

@@ -34,7 +34,7 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
 
     CODE = "SYN402"
     NAME = "stream-or-event-synchronize-in-hot-path"
-    MESSAGE = "`{expr}` blocks the host until the GPU reaches this {what}"
+    MESSAGE = "`{expr}` blocks the host until {what}"
     FIX_TITLE = "Wait on the device instead (`torch.cuda.current_stream().wait_event(event)`), or poll `event.query()`"
     HOT_ONLY = True
     TIMING_EXEMPT = True
@@ -61,12 +61,12 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
             "import torch\ndone = torch.cuda.Event()\nfor _ in range(3):\n    done.record()\n    done.synchronize()\n",
             line=5,
             hot=True,
-            message="`done.synchronize()` blocks the host until the GPU reaches this event",
+            message="`done.synchronize()` blocks the host until the GPU reaches the event",
         ),
         Invalid(
             "import torch\ndef train_step(x):\n    torch.cuda.current_stream().synchronize()\n",
             line=3,
-            message="`torch.cuda.current_stream().synchronize()` blocks the host until the GPU reaches this stream's queued work",
+            message="`torch.cuda.current_stream().synchronize()` blocks the host until the stream's queued work is done",
         ),
         Invalid(
             "import torch\nclass Prefetcher:\n    def __init__(self):\n        self.stream = torch.cuda.Stream()\n"
@@ -76,8 +76,8 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
     ]
     BENCH = BenchPair(
         setup=(
-            "x = torch.randn(512, 512, device=device)\n"
-            "w = torch.randn(512, 512, device=device)\n"
+            "x = torch.randn(n, n, device=device)\n"
+            "w = torch.randn(n, n, device=device) / n ** 0.5\n"
             "side = torch.cuda.Stream()\n"
         ),
         flagged=(
@@ -104,6 +104,7 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
             "        h.record_stream(torch.cuda.current_stream())\n"
             "    return h @ w\n"
         ),
+        sizes={"n": 1024},
         compare="close",
         debug_mode_sees=False,
     )
@@ -115,5 +116,5 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
         kind = self.ctx.infer(receiver(node)).kind
         if kind not in (V.EVENT, V.STREAM) or self.after_d2h():
             return
-        what = "event" if kind == V.EVENT else "stream's queued work"
+        what = "the GPU reaches the event" if kind == V.EVENT else "the stream's queued work is done"
         self.report(node, expr=short(node, 60), what=what)

@@ -48,10 +48,12 @@ class TensorAsPythonNumber(ParamScopes, Rule):
     ```
 
     ## Known problems
-    A bare parameter of `forward` is not assumed to be a tensor here (sizes are often ints);
-    `lengths.max()` on such a parameter, or a `Tensor` annotation, is enough. Indexing with a
-    0-d long tensor (`x[k]`) also syncs, but is not flagged: it cannot be told apart from a
-    gather with an index tensor, which does not.
+    A bare parameter of `forward`, or a local copied from one (`n = sizes[0]`), is not
+    assumed to be a tensor here (sizes are often ints); `lengths.max()` on such a parameter,
+    or a `Tensor` annotation, is enough. Names ending in `dim`, `dims`, `shape` or `axis` are
+    taken to be host values. Plain function parameters are of unknown type and not flagged.
+    Indexing with a 0-d long tensor (`x[k]`) also syncs, but is not flagged: it cannot be
+    told apart from a gather with an index tensor, which does not.
     """
 
     CODE = "SYN110"
@@ -79,7 +81,10 @@ class TensorAsPythonNumber(ParamScopes, Rule):
             "        pos = torch.arange(seq_len, device=x.device)\n        return x[:, :seq_len] + pos\n"
         ),
         Valid("import numpy as np\nimport torch\na = np.arange(10)\nn = np.int64(3)\nfor i in range(n):\n    b = a[:n]\n"),
-        Valid("import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n    y = x.view(torch.int32)\n    s = 'a b'.split(' ')\n"),
+        Valid(
+            "import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n"
+            "    y = x.view(torch.int32)\n    s = 'a b'.split(' ')\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -217,7 +222,7 @@ class TensorAsPythonNumber(ParamScopes, Rule):
                     yield el, _STACK_HINT
         elif tn in _INT_ARG_METHODS:  # torch.topk(x, k), torch.split(x, k), torch.narrow(x, d, s, n)
             index, kw = _INT_ARG_METHODS[tn]
-            value = _arg(node, index + 1, kw)
+            value = _arg(node, index + 1, "split_size_or_sections" if tn == "split" else kw)
             if value is not None:
                 yield value, _SIZE_HINT
             if tn == "narrow":

@@ -104,20 +104,25 @@ class TensorFormatting(Rule):
             "def flagged(w: torch.Tensor, xs: torch.Tensor):\n"
             "    logs = []\n"
             "    for x in xs:\n"
-            "        loss = (x @ w).relu().mean()\n"
-            "        logs.append(f'loss {loss:.4f}')\n"
+            "        y = (x @ w).relu()\n"
+            "        logs.append(str(y[0, :4]))\n"
             "    return logs\n"
         ),
         fixed=(
             "def fixed(w: torch.Tensor, xs: torch.Tensor):\n"
-            "    losses = []\n"
+            "    kept = []\n"
             "    for x in xs:\n"
-            "        loss = (x @ w).relu().mean()\n"
-            "        losses.append(loss.detach())\n"
-            "    values = torch.stack(losses).tolist()\n"
-            "    return [f'loss {v:.4f}' for v in values]\n"
+            "        y = (x @ w).relu()\n"
+            "        kept.append(y[0, :4].detach())\n"
+            "    host = torch.stack(kept).cpu()\n"
+            "    return [str(t) for t in host]\n"
         ),
         sizes={"steps": 50},
+        compare="none",
+        condition=(
+            "the log lines are formatted after the loop from one host copy; the text then lacks "
+            "the `device='cuda:0'` suffix, so results are not compared"
+        ),
     )
 
     def _check(self, exprs: Iterable[cst.BaseExpression]) -> None:

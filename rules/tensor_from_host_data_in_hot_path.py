@@ -52,6 +52,10 @@ class TensorFromHostDataInHotPath(Rule):
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = torch.tensor(x, device='cuda')\n    z = x.new_zeros(3)\n"),
         Valid("import torch\nfor _ in range(3):\n    t = torch.full((), 0.5, device='cuda')\n    p = torch.arange(4, device='cuda')\n"),
         Valid("import torch\nfor d in [[1, 2]]:\n    t = torch.tensor(d).pin_memory().to('cuda', non_blocking=True)\n"),
+        Valid(
+            "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if self.scale is None:  # lazy init: runs once\n"
+            "            self.scale = torch.tensor([0.5, 2.0], device=x.device)\n        return x * self.scale\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -67,6 +71,7 @@ class TensorFromHostDataInHotPath(Rule):
         ),
         Invalid("import torch\nimport numpy as np\ndef train_step(a):\n    return torch.as_tensor(np.ones(3), device='cuda')\n", line=4),
         Invalid("import torch\nfor lst in [[1, 2]]:\n    t = torch.tensor(lst).cuda()\n", line=3),
+        Invalid("import torch\ndef train_step(n, device):\n    return torch.LongTensor([n]).to(device)\n", line=3),
     ]
     BENCH = BenchPair(
         setup=(

@@ -36,6 +36,7 @@ class TensorMembership(Rule):
     HOT_ONLY = True
     CATALOGUE = ("A3",)
     VALID = [
+        Valid("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\nm = M()\nfor b in range(2):\n    out = m(torch.ones(2, device='cuda'))\n    if \"loss\" not in out:\n        pass\n"),
         Valid("import torch\nt = torch.arange(5, device='cuda')\nd = {'a': 1}\nfor _ in range(3):\n    a = 'a' in d\n    b = 3 in [1, 2]\n    c = 5 in t.shape\n"),
         Valid("import torch\nt = torch.arange(5)\nfor _ in range(3):\n    a = 3 in t\n"),
         Valid("import torch\nimport numpy as np\na = np.arange(5)\nfor _ in range(3):\n    b = 3 in a\n"),
@@ -80,7 +81,13 @@ class TensorMembership(Rule):
     )
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
         for comp in node.comparisons:
+            # `"loss" in outputs`: a string key means a mapping (a model's output dict), not a tensor
+            is_key = isinstance(left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+            left = comp.comparator
+            if is_key:
+                continue
             if isinstance(comp.operator, (cst.In, cst.NotIn)) and gpu_tensor(self.ctx, comp.comparator):
                 self.report(node, expr=short(node))
                 return

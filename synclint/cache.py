@@ -31,6 +31,9 @@ def _build_fingerprint() -> str:
     return h.hexdigest()
 
 
+KEEP_FILES = 8  # cache files kept per cache directory (one per recent build and selection)
+
+
 def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -79,5 +82,18 @@ class Cache:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(self.entries, fh, separators=(",", ":"))
             os.replace(tmp, self.path)
+            self._prune()
         except OSError:
             pass  # a read-only tree: the cache is an optimisation, never an error
+
+    def _prune(self) -> None:
+        """Each new synclint build or rule selection starts a new file: keep the newest few."""
+        files = [p for p in self.directory.glob("v*.json") if p != self.path]
+        if len(files) < KEEP_FILES:
+            return
+        files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        for p in files[KEEP_FILES - 1:]:
+            try:
+                p.unlink()
+            except OSError:
+                pass

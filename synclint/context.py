@@ -38,6 +38,8 @@ TORCH_NON_TENSOR = {
     "use_deterministic_algorithms", "set_float32_matmul_precision", "get_num_threads",
     "set_num_threads", "typename", "finfo", "iinfo", "result_type", "promote_types",
     "can_cast", "broadcast_shapes", "autocast", "jit", "is_nonzero",
+    "sym_min", "sym_max", "sym_int", "sym_float", "sym_not", "sym_ite", "sym_sum",
+    "get_device_module", "get_default_device", "is_storage",
 }
 BOOL_METHODS = {
     "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "isneginf",
@@ -55,6 +57,7 @@ HOST_METHODS = {  # tensor methods whose result lives on the host (no device wor
     "size", "dim", "ndimension", "numel", "nelement", "stride", "element_size",
     "data_ptr", "is_contiguous", "get_device", "storage_offset", "is_pinned",
     "is_floating_point", "is_complex", "type", "untyped_storage", "dim_order",
+    "sparse_dim", "dense_dim", "_nnz", "is_coalesced", "is_shared", "is_inference", "is_signed",
 }
 HOST_ATTRS = {
     "shape", "dtype", "device", "ndim", "is_cuda", "is_cpu", "requires_grad",

@@ -80,7 +80,7 @@ def lint_source(
         fix = None
         if p.replacement is not None:
             t = positions.span(p.target, p.stmt, p.stmt_index)
-            content = module.code_for_node(p.replacement)
+            content = _code_for(module, p.replacement, _indent_of(source, t[0]))
             fix = Fix(
                 "safe" if p.safe else "unsafe",
                 p.fix_title or rule.FIX_TITLE or "",
@@ -95,6 +95,22 @@ def lint_source(
         )
     out.sort(key=Finding.sort_key)
     return out
+
+
+def _indent_of(source: str, row: int) -> str:
+    lines = source.splitlines()
+    line = lines[row - 1] if 0 < row <= len(lines) else ""
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _code_for(module, node, indent: str) -> str:
+    """Code for a replacement node; continuation lines keep the block's indentation."""
+    from libcst._nodes.internal import CodegenState
+
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens = [indent] if indent else []
+    node._codegen(state)
+    return "".join(state.tokens)
 
 
 def _syntax_check(source: str) -> None:

@@ -302,7 +302,7 @@ class Walker:
             body_flags = (1, 0)
         elif kind == "cpu-else":
             orelse_flags = (1, 0)
-        elif kind == "guard":
+        elif kind == "guard" or _lazy_init(node):
             body_flags = (0, 1)
         self._with_flags(body_flags, node.body)
         if node.orelse is not None:
@@ -487,6 +487,43 @@ def _iter_element(ctx: FileContext, it: cst.BaseExpression) -> Val:
     if v.kind == V.LOADER:
         return Val(V.TENSORS, V.CPU, pinned=v.pinned)
     return element_of(v)
+
+
+def _lazy_init(node: cst.If) -> bool:
+    """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
+    `if not cache: cache = ...`, `if k not in cache: cache[k] = ...`: a body that runs once (cold)."""
+    test = node.test
+    subject = None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        left = test.left
+        if isinstance(c.operator, cst.Is) and isinstance(c.comparator, cst.Name) and c.comparator.value == "None":
+            subject = left
+        elif isinstance(c.operator, cst.NotIn):
+            subject = c.comparator
+        elif (isinstance(c.operator, cst.Equal) and isinstance(c.comparator, cst.Integer) and c.comparator.value == "0"
+              and isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len"
+              and len(left.args) == 1):
+            subject = left.args[0].value
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        subject = test.expression
+    if not isinstance(subject, (cst.Name, cst.Attribute, cst.Subscript)) or not isinstance(node.body, cst.IndentedBlock):
+        return False
+    want = _code(subject)
+    for stmt in node.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                for t in targets:
+                    if _code(t) == want or (isinstance(t, cst.Subscript) and _code(t.value) == want):
+                        return True
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return "".join(cst.Module(body=[]).code_for_node(node).split())
 
 
 def _classify_test(ctx: FileContext, test: cst.BaseExpression) -> str:

@@ -1,0 +1,95 @@
+"""The fast paths of issue 2 point 7, checked by what they import, not by timing them
+(timings live in scripts/bench_speed.py and docs/speed.md)."""
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+from synclint.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print("@@" + json.dumps([code, "libcst" in sys.modules, "rich" in sys.modules]))
+"""
+
+SRC = "import torch\n\ndef train(model, loader):\n    for x in loader:\n        loss = model(x)\n        print(loss.item())\n"
+
+
+def _run(cwd, *args):
+    p = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    out, _, tail = p.stdout.rpartition("@@")
+    assert tail, p.stderr
+    code, libcst, rich = json.loads(tail)
+    return code, libcst, rich, out, p.stderr
+
+
+def _project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    (tmp_path / "train.py").write_text(SRC)
+    return tmp_path
+
+
+def test_second_run_reads_only_the_cache(tmp_path):
+    proj = _project(tmp_path)
+    code1, libcst1, _, out1, _ = _run(proj, "check", "train.py")
+    assert code1 == 1 and libcst1 and "SYN101" in out1
+    code2, libcst2, rich2, out2, _ = _run(proj, "check", "train.py")
+    assert (code2, libcst2, rich2) == (1, False, False)
+    assert out2 == out1
+    # JSON output and --statistics use the same cache entries.
+    code3, libcst3, _, out3, _ = _run(proj, "check", "train.py", "--output-format", "json")
+    assert code3 == 1 and not libcst3 and json.loads(out3)[0]["code"] == "SYN101"
+
+
+def test_changed_file_is_checked_again(tmp_path):
+    proj = _project(tmp_path)
+    _run(proj, "check", "train.py")
+    (proj / "train.py").write_text(SRC.replace("print(loss.item())", "print(loss)"))
+    code, libcst, _, out, _ = _run(proj, "check", "train.py", "--select", "SYN101")
+    assert code == 0 and libcst and "SYN101" not in out
+    code, libcst, _, _, _ = _run(proj, "check", "train.py", "--select", "SYN101")
+    assert code == 0 and not libcst
+
+
+def test_selection_is_still_validated_with_a_warm_cache(tmp_path):
+    proj = _project(tmp_path)
+    _run(proj, "check", "train.py")
+    _run(proj, "check", "train.py")
+    code, _, _, _, err = _run(proj, "check", "train.py", "--select", "NO-SUCH-RULE")
+    assert code == 2 and "unknown rule selector" in err
+
+
+def test_other_selection_or_hot_only_is_not_served_from_the_cache(tmp_path):
+    proj = _project(tmp_path)
+    _run(proj, "check", "train.py")
+    code, libcst, _, out, _ = _run(proj, "check", "train.py", "--ignore", "SYN101")
+    assert libcst and "SYN101" not in out
+    code, libcst, _, out, _ = _run(proj, "check", "train.py", "--hot-only")
+    assert libcst and code == 1
+
+
+def test_no_cache_always_checks(tmp_path):
+    proj = _project(tmp_path)
+    _run(proj, "check", "train.py")
+    code, libcst, _, _, _ = _run(proj, "check", "--no-cache", "train.py")
+    assert code == 1 and libcst
+
+
+def test_cache_directory_keeps_only_recent_files(tmp_path):
+    import os
+
+    from synclint.cache import KEEP_FILES, Cache
+
+    for i in range(KEEP_FILES + 4):
+        p = tmp_path / f"v0.0.0-old{i}.json"
+        p.write_text("{}")
+        os.utime(p, (1000 + i, 1000 + i))
+    c = Cache(tmp_path, ["SYN101"], False)
+    c.put("a.py", "digest", [], None)
+    c.save()
+    left = sorted(p.name for p in tmp_path.glob("v*.json"))
+    assert c.path.name in left and len(left) == KEEP_FILES
+    assert f"v0.0.0-old{KEEP_FILES + 3}.json" in left and "v0.0.0-old0.json" not in left
