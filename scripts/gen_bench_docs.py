@@ -20,6 +20,35 @@ from synclint.bench.report import load, render_markdown, render_svg  # noqa: E40
 from synclint.bench.results import validate, write_atomic  # noqa: E402
 
 
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def readme_with_bench(readme: str, data) -> str:
+    """The README's bench block: the chart and one line per rule, from the results JSON."""
+    from synclint.bench.report import day, fmt_us, verdict_phrase
+
+    if START not in readme or END not in readme:
+        return readme
+    meta = data["meta"]
+    lines = [
+        START,
+        f"Measured by `synclint bench` on **{meta.get('gpu')}**, torch {meta.get('torch')}, "
+        f"{day(meta.get('date'))} (generated from `synclint/data/bench-h200.json`; full table and "
+        "method in [docs/benchmarks.md](docs/benchmarks.md)):",
+        "",
+        "![Speedup of each rule's fix, log scale](docs/speedups.svg)",
+        "",
+        "| rule | flagged → fixed (µs per call) | verdict |",
+        "|---|---:|---|",
+    ]
+    for r in data["results"]:
+        lines.append(f"| {r['code']} `{r['name']}` | {fmt_us(r.get('flagged_us'))} → {fmt_us(r.get('fixed_us'))} | {verdict_phrase(r)} |")
+    lines.append(END)
+    head, rest = readme.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    return head + "\n".join(lines) + tail
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="?", default=str(ROOT / "synclint" / "data" / "bench-h200.json"))
@@ -45,6 +74,9 @@ def main(argv=None) -> int:
         Path(a.docs) / "benchmarks.md": render_markdown(data, source=source, chart="speedups.svg"),
         Path(a.docs) / "speedups.svg": render_svg(data),
     }
+    readme = ROOT / "README.md"
+    if readme.is_file() and Path(a.docs).resolve() == (ROOT / "docs").resolve():
+        outputs[readme] = readme_with_bench(readme.read_text(encoding="utf-8"), data)
     stale = []
     for out, text in outputs.items():
         current = out.read_text(encoding="utf-8") if out.is_file() else None

@@ -63,3 +63,22 @@ def test_rules_package_cannot_be_imported_twice():
     finally:
         sys.path.remove(str(RULES_DIR.parent))
         sys.modules.pop("rules", None)
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.CODE)
+def test_generated_rule_pages_are_current(rule):
+    """docs/rules/<name>.md is generated (`python -m synclint.docs`); it must match the rule."""
+    from synclint.docs import rule_markdown
+
+    page = RULES_DIR.parent / "docs" / "rules" / f"{rule.NAME}.md"
+    assert page.is_file(), f"run `python -m synclint.docs` to generate {page.name}"
+    assert page.read_text(encoding="utf-8") == rule_markdown(rule), "stale: run `python -m synclint.docs`"
+
+
+def test_bench_docs_and_readme_are_current():
+    import subprocess
+    import sys
+
+    script = RULES_DIR.parent / "scripts" / "gen_bench_docs.py"
+    r = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
