@@ -257,3 +257,46 @@ def test_explain_shows_the_rule_page():
 def test_help_teaches():
     r = CliRunner().invoke(main, ["check", "--help"])
     assert "Exit status" in r.stdout and "--select" in r.stdout and "Examples" in r.stdout
+
+
+FIXABLE = textwrap.dedent(
+    """\
+    import torch
+
+    device = "cuda"
+    buf = torch.zeros(8).to(device)
+    noise = torch.randn(8).to(device)
+    """
+)
+
+
+def test_diff_shows_safe_fixes_and_writes_nothing(tmp_path):
+    p = write(tmp_path / "f.py", FIXABLE)
+    r = run(["check", "f.py", "--select", "SYN301", "--diff"], tmp_path)
+    assert r.exit_code == 1
+    assert "+buf = torch.zeros(8, device=device)" in r.stdout
+    assert "randn" not in "".join(l for l in r.stdout.splitlines(True) if l.startswith("+"))  # unsafe: not without --unsafe-fixes
+    assert p.read_text() == FIXABLE
+
+
+def test_fix_applies_safe_then_unsafe_fixes(tmp_path):
+    p = write(tmp_path / "f.py", FIXABLE)
+    r = run(["check", "f.py", "--select", "SYN301", "--fix"], tmp_path)
+    assert r.exit_code == 1  # the unsafe one remains
+    text = p.read_text()
+    assert "torch.zeros(8, device=device)" in text and "torch.randn(8).to(device)" in text
+    r = run(["check", "f.py", "--select", "SYN301", "--fix", "--unsafe-fixes"], tmp_path)
+    assert r.exit_code == 0
+    assert "torch.randn(8, device=device)" in p.read_text()
+
+
+def test_fix_never_writes_code_that_does_not_parse(tmp_path, monkeypatch):
+    import synclint.fixes as fixes
+
+    p = write(tmp_path / "f.py", FIXABLE)
+    real = fixes.apply_edits
+    monkeypatch.setattr(fixes, "apply_edits", lambda text, f, unsafe: (real(text, f, unsafe)[0] + "def (:\n", 1))
+    r = run(["check", "f.py", "--select", "SYN301", "--fix"], tmp_path)
+    assert r.exit_code == 2
+    assert "does not parse" in r.stderr
+    assert p.read_text() == FIXABLE
