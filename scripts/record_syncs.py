@@ -158,10 +158,10 @@ def _record_in_subprocess(path: Path) -> Dict[str, Any]:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    sys.path.insert(0, str(ROOT))  # the repo's synclint, on the GPU machine too
+    from synclint.atomic import write_text_atomic
+
+    write_text_atomic(path, text)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

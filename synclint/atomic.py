@@ -15,6 +15,8 @@ def write_text_atomic(path: Union[str, Path], text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
         try:
             mode = os.stat(path).st_mode & 0o7777
         except OSError:  # a new file: the mode open() would give it

@@ -3,8 +3,6 @@ passes), each result re-parsed before it is accepted; files are replaced atomica
 
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Callable, List, Sequence, Tuple
 
 from synclint.findings import Finding
@@ -65,23 +63,3 @@ def fix_text(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = Fal
         text, total = new, total + n
         findings = lint(text)
     raise FixError(f"fixes did not converge after {MAX_PASSES} passes; nothing was written")
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` so that readers see the old or the new file, never half."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".synclint-", suffix=".py", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        try:
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        except OSError:
-            pass
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any, Dict, List
+
+from synclint.atomic import write_text_atomic as write_atomic  # noqa: F401 - the project's one atomic writer
 
 META_KEYS = {
     "gpu": (str, type(None)),
@@ -96,20 +96,3 @@ def dumps(data: Dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder and a rename."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".synclint-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
