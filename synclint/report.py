@@ -68,34 +68,14 @@ def _check_shape(data: Any, where: str) -> None:
 # ---------------------------------------------------------------- wording
 
 
-def _x(s: Optional[float]) -> str:
-    if s is None:
-        return "?"
-    return f"{s:.0f}x" if s >= 100 else f"{s:.2f}x"
+# Number formats are the bench report's, so both documents print a measurement the same way.
+from synclint.bench.report import fmt_bytes as _bytes  # noqa: E402
+from synclint.bench.report import fmt_spread as _spread  # noqa: E402
+from synclint.bench.report import fmt_us, fmt_x as _x  # noqa: E402
 
 
 def _us(x: Optional[float]) -> str:
-    if x is None:
-        return "-"
-    if x >= 1000:
-        return f"{x:,.0f} µs"
-    if x >= 10:
-        return f"{x:.1f} µs"
-    return f"{x:.2f} µs"
-
-
-def _bytes(n: Optional[int]) -> str:
-    if n is None:
-        return "?"
-    if abs(n) >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if abs(n) >= 1 << 10:
-        return f"{n / (1 << 10):.0f} KiB"
-    return f"{n} B"
-
-
-def _spread(s: Optional[float]) -> str:
-    return "?" if s is None else f"±{s * 100:.0f}%"
+    return "-" if x is None else f"{fmt_us(x)} µs"
 
 
 def verdict_text(r: Optional[Dict[str, Any]], timed: bool = True) -> str:
