@@ -168,7 +168,9 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, con
       synclint check src/ --baseline .synclint-baseline.json
     """
     from synclint.cli import EXIT_ERROR, _fail, _split
-    from synclint.config import ConfigError, find_config, load_config, merge_cli, per_file_ignored
+    from synclint.config import (
+        ConfigError, cache_dir_for, drop_per_file_ignored, find_config, load_config, merge_cli,
+    )
     from synclint.discovery import discover
     from synclint.registry import SelectionError, select as select_rules
     from synclint.runner import check_files
@@ -185,21 +187,8 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, con
     files, missing = discover(paths, cfg.exclude, cfg.root)
     for m in missing:
         click.echo(f"synclint: error: {m}: no such file or directory", err=True)
-    cache_dir = None
-    if not no_cache:
-        cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else cfg.root / ".synclint_cache"
-        if not cache_dir.is_absolute():
-            cache_dir = cfg.root / cache_dir
-    result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir)
-    findings = result.findings
-    if cfg.per_file_ignores:
-        kept = []
-        for f in findings:
-            ignored = per_file_ignored(cfg, f.filename)
-            if ignored and any(f.code.startswith(c.upper()) or f.name == c for c in ignored):
-                continue
-            kept.append(f)
-        findings = kept
+    result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir_for(cfg, no_cache))
+    findings = drop_per_file_ignored(cfg, result.findings)
     for e in result.errors:
         click.echo(f"synclint: error: {e}", err=True)
     write_baseline(findings, output)

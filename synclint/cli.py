@@ -121,7 +121,9 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
       synclint check . --extend-select SYN115 --ignore tensor-formatting
       synclint check . --fix --diff
     """
-    from synclint.config import ConfigError, find_config, load_config, merge_cli
+    from synclint.config import (
+        ConfigError, cache_dir_for, drop_per_file_ignored, find_config, load_config, merge_cli,
+    )
     from synclint.discovery import discover
     from synclint.registry import SelectionError, select as select_rules
 
@@ -140,11 +142,7 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
                     _match(c)  # an unknown code in per-file-ignores is a configuration error
             return chosen
 
-        cache_dir = None
-        if not no_cache:
-            cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else cfg.root / ".synclint_cache"
-            if not cache_dir.is_absolute():
-                cache_dir = cfg.root / cache_dir
+        cache_dir = cache_dir_for(cfg, no_cache)
         selection_key = _selection_key(cfg)
         # A selection with a cache file for this build was valid when that file was written,
         # so importing the rules (and LibCST) can wait until some file is not in the cache.
@@ -166,17 +164,7 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
                              selection_key=selection_key)
     except SelectionError as e:
         raise _fail(str(e))
-    findings = result.findings
-    if cfg.per_file_ignores:
-        from synclint.config import per_file_ignored
-
-        kept = []
-        for f in findings:
-            ignored = per_file_ignored(cfg, f.filename)
-            if ignored and any(f.code.startswith(c.upper()) or f.name == c for c in ignored):
-                continue
-            kept.append(f)
-        findings = kept
+    findings = drop_per_file_ignored(cfg, result.findings)
     if baseline is not None:
         from synclint.baseline import BaselineError, filter_new
 

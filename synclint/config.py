@@ -117,6 +117,27 @@ def per_file_ignored(cfg: Config, filename: str) -> List[str]:
     return out
 
 
+def drop_per_file_ignored(cfg: Config, findings: list) -> list:
+    """Findings minus those that per-file-ignores silences (codes, prefixes or names)."""
+    if not cfg.per_file_ignores:
+        return findings
+    kept = []
+    for f in findings:
+        ignored = per_file_ignored(cfg, f.filename)
+        if ignored and any(f.code.startswith(c.upper()) or f.name == c for c in ignored):
+            continue
+        kept.append(f)
+    return kept
+
+
+def cache_dir_for(cfg: Config, no_cache: bool) -> Optional[Path]:
+    """Where the content-hash cache lives (None with --no-cache): `cache-dir`, relative to the config."""
+    if no_cache:
+        return None
+    cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else cfg.root / ".synclint_cache"
+    return cache_dir if cache_dir.is_absolute() else cfg.root / cache_dir
+
+
 def merge_cli(cfg: Config, select: Sequence[str], ignore: Sequence[str], extend_select: Sequence[str], hot_only: bool) -> Config:
     """Command-line options win over the file (select replaces; ignore/extend-select add)."""
     if select:
