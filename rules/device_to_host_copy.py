@@ -51,6 +51,8 @@ class DeviceToHostCopy(Rule):
     FIX_TITLE = "Move results to the host once, outside the hot loop, or copy with `non_blocking=True` and synchronize before reading"
     CATALOGUE = ("B1", "B3")
     VALID = [
+        # torch_xla code: tensors of unknown device are XLA (TPU) tensors, not CUDA ones
+        Valid("import torch\nimport torch_xla.core.xla_model as xm\ndef gather(t: torch.Tensor):\n    return t.cpu()\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = x.to('cpu', non_blocking=True)\n"),
         Valid("import torch\nmodel = torch.nn.Linear(3, 3).cuda()\nmodel.cpu()\nm2 = model.to('cpu')\n"),
         Valid("import torch\ndef offload(text_encoder, ema_model, self_net):\n    for m in (text_encoder, ema_model, self_net):\n        pass\n    text_encoder.cpu()\n    ema_model.to('cpu')\n    self_net.cpu()\n"),

@@ -36,6 +36,8 @@ class TensorItem(Rule):
         Valid("import torch\nd = {}\nfor k, v in d.items():\n    pass\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nf = x.item\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda').cpu()\nv = x[0].item()\n"),
+        # whatever `obj` is, the result of `.cpu()` is on the host (that copy is SYN103's)
+        Valid("import torch\ndef pad(obj):\n    host = obj.cpu()\n    return [v.item() for v in host]\n"),
     ]
     INVALID = [
         Invalid(

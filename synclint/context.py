@@ -128,6 +128,7 @@ class FileContext:
         self.guard_depth = 0  # inside `if step % every == 0:` (a logging guard: cold)
         self.default_device = V.CPU
         self.uses_numpy = False  # numpy/pandas imported: `.item()` on an unknown may be NumPy
+        self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
         self.stmt_index = -1
         self.stmt_stack: List[cst.CSTNode] = []
         self.findings: List[PendingFinding] = []
@@ -161,6 +162,8 @@ class FileContext:
                 self.aliases[local] = f"{mod}.{name}"
 
     def _note_module(self, mod: str) -> None:
+        if mod.split(".", 1)[0] == "torch_xla":
+            self.uses_xla = True
         if mod.split(".", 1)[0] in ("numpy", "pandas", "jax", "cupy", "tensorflow"):
             self.uses_numpy = True
 
@@ -236,9 +239,13 @@ class FileContext:
     # ----------------------------------------------------------------- inference
     def infer(self, e: cst.BaseExpression) -> Val:
         try:
-            return self._infer(e)
+            v = self._infer(e)
         except RecursionError:  # pathological nesting: know nothing
             return V.UNKNOWN_VAL
+        if self.uses_xla and v.kind == V.TENSOR and v.device is None:
+            # A torch_xla file: tensors of unknown device are XLA tensors, not CUDA ones.
+            return v.with_(device=V.CPU)
+        return v
 
     def _infer(self, e: cst.BaseExpression) -> Val:
         if isinstance(e, cst.Name):
@@ -595,6 +602,9 @@ class FileContext:
             if m in ("sample", "rsample", "log_prob", "entropy", "cdf", "icdf"):
                 return V.tensor(None)
             return V.UNKNOWN_VAL
+        if k == V.UNKNOWN and m in ("cpu", "numpy"):
+            # whatever it was, the result of `.cpu()` lives on the host (a module's too)
+            return V.tensor(V.CPU) if m == "cpu" else Val(V.NUMPY)
         if k == V.PY and m in ("item", "items", "keys", "values", "get", "format", "join",
                                "split", "strip", "lower", "upper", "copy"):
             return V.PY_VAL if m != "get" else V.UNKNOWN_VAL

@@ -38,7 +38,7 @@ def lint_source(
     from synclint.walker import Walker
 
     try:
-        module = cst.parse_module(source)
+        module = _parse_module(source)
     except cst.ParserSyntaxError as e:
         raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
     except (RecursionError, MemoryError):
@@ -111,6 +111,41 @@ def _code_for(module, node, indent: str) -> str:
     state.indent_tokens = [indent] if indent else []
     node._codegen(state)
     return "".join(state.tokens)
+
+
+_VALIDATE = []  # [CSTNode, its __post_init__] once looked up; [] where LibCST differs
+
+
+def _no_validation(self) -> None:
+    pass
+
+
+def _parse_module(source: str):
+    """`cst.parse_module`, without re-validating each node the parser builds.
+
+    Every LibCST node checks itself in `__post_init__`; for a tree LibCST's own parser made
+    from real source that is redundant (LibCST's comment there says so) and it was a sixth
+    of the parse, the largest cost of a cold run. Nodes built anywhere else (rule fixes) are
+    still validated: the hook is put back as soon as the parse returns.
+    """
+    import libcst as cst
+
+    if not _VALIDATE:
+        try:
+            from libcst._nodes.base import CSTNode
+
+            hook = CSTNode.__dict__.get("__post_init__")
+        except ImportError:  # pragma: no cover - another LibCST layout: parse as usual
+            hook = None
+        _VALIDATE.extend([CSTNode, hook] if hook is not None else [None, None])
+    node_cls, hook = _VALIDATE
+    if node_cls is None:  # pragma: no cover
+        return cst.parse_module(source)
+    node_cls.__post_init__ = _no_validation
+    try:
+        return cst.parse_module(source)
+    finally:
+        node_cls.__post_init__ = hook
 
 
 def _syntax_check(source: str) -> None:

@@ -93,3 +93,17 @@ def test_cache_directory_keeps_only_recent_files(tmp_path):
     left = sorted(p.name for p in tmp_path.glob("v*.json"))
     assert c.path.name in left and len(left) == KEEP_FILES
     assert f"v0.0.0-old{KEEP_FILES + 3}.json" in left and "v0.0.0-old0.json" not in left
+
+
+def test_parse_without_revalidation_gives_the_same_tree_and_keeps_validation():
+    import libcst as cst
+    import pytest
+
+    from synclint.engine import _parse_module, lint_source
+
+    src = SRC + "x = [a for a in (1, 2) if a]  # comment\nasync def f():\n    await g(*b, **c)\n"
+    fast = _parse_module(src)
+    assert fast.code == src and fast.deep_equals(cst.parse_module(src))
+    lint_source(src, "t.py")
+    with pytest.raises(cst.CSTValidationError):  # nodes built outside the parse are still checked
+        cst.Name("")
