@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Tuple
 
 ALWAYS_SKIP = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs",
                "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".synclint_cache",

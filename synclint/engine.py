@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import List, Optional, Sequence, Tuple, Type, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 from synclint.findings import Edit, FileError, Finding, Fix
 from synclint.noqa import noqa_map, suppressed
