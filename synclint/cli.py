@@ -98,6 +98,7 @@ def main() -> None:
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Show the fixes as a unified diff; write nothing (exit 1 if there is a diff).")
+@click.option("--force-exclude", is_flag=True, help="Apply `exclude` to files named on the command line too (for pre-commit, which names every staged file).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.synclint_cache/).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: one per CPU).")
 @click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
@@ -105,7 +106,7 @@ def main() -> None:
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
-          config_file, fix, unsafe_fixes, diff, no_cache, jobs, no_source, baseline, report_file, bench_file):
+          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, bench_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -153,7 +154,7 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
 
-    files, missing = discover(paths, cfg.exclude, cfg.root)
+    files, missing = discover(paths, cfg.exclude, cfg.root, force_exclude)
     for m in missing:
         click.echo(f"synclint: error: {m}: no such file or directory", err=True)
 

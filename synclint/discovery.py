@@ -28,8 +28,11 @@ def _read_gitignore(d: str):
     return _spec(lines) if lines else None
 
 
-def discover(paths: Iterable[str], exclude: List[str], root: Path) -> Tuple[List[str], List[str]]:
-    """(python files to check, paths that do not exist). Named files are always checked."""
+def discover(
+    paths: Iterable[str], exclude: List[str], root: Path, force_exclude: bool = False
+) -> Tuple[List[str], List[str]]:
+    """(python files to check, paths that do not exist). Named files are checked even when
+    `exclude` matches them, unless `force_exclude` (pre-commit names every staged file)."""
     files: List[str] = []
     missing: List[str] = []
     excl = _spec(exclude) if exclude else None
@@ -43,7 +46,8 @@ def discover(paths: Iterable[str], exclude: List[str], root: Path) -> Tuple[List
 
     for p in paths:
         if os.path.isfile(p):
-            files.append(p)
+            if not (force_exclude and excluded(p)):
+                files.append(p)
         elif os.path.isdir(p):
             files.extend(_walk(p, excluded))
         else:

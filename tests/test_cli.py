@@ -300,3 +300,11 @@ def test_fix_never_writes_code_that_does_not_parse(tmp_path, monkeypatch):
     assert r.exit_code == 2
     assert "does not parse" in r.stderr
     assert p.read_text() == FIXABLE
+
+
+def test_named_files_are_checked_unless_force_exclude(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.synclint]\nexclude = ["generated/"]\n')
+    write(tmp_path / "generated" / "t.py", HAZARD)
+    assert run(["check", "generated/t.py"], tmp_path).exit_code == 1
+    r = run(["check", "--force-exclude", "generated/t.py"], tmp_path)
+    assert r.exit_code == 0 and "0 files checked" in r.stdout
