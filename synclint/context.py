@@ -116,6 +116,7 @@ class FileContext:
         self.source = source
         self.filename = filename
         self.aliases: Dict[str, str] = {}  # local name -> qualified name
+        self._qualnames: Dict[int, tuple] = {}  # id(node) -> (node, qualified name or None)
         self.module_scope: Dict[str, Val] = {}
         self.funcs: List[FuncInfo] = []
         self.classes: List[ClassInfo] = []
@@ -139,6 +140,7 @@ class FileContext:
 
     # ----------------------------------------------------------------- names
     def add_import(self, node: cst.CSTNode) -> None:
+        self._qualnames.clear()  # the alias table is about to change
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = _dotted(alias.name)
@@ -168,18 +170,28 @@ class FileContext:
             self.uses_numpy = True
 
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
-        """`th.cuda.synchronize` -> 'torch.cuda.synchronize' when `th` is an import alias."""
+        """`th.cuda.synchronize` -> 'torch.cuda.synchronize' when `th` is an import alias.
+
+        Every rule asks about the same call nodes, so answers are kept per node (the entry
+        holds the node, so an id is never reused while it is cached) until an import changes
+        the alias table.
+        """
+        hit = self._qualnames.get(id(expr))
+        if hit is not None and hit[0] is expr:
+            return hit[1]
+        node = expr
         parts: List[str] = []
-        while isinstance(expr, cst.Attribute):
-            parts.append(expr.attr.value)
-            expr = expr.value
-        if not isinstance(expr, cst.Name):
-            return None
-        head = self.aliases.get(expr.value)
-        if head is None:
-            return None
-        parts.append(head)
-        return ".".join(reversed(parts))
+        while type(node) is cst.Attribute:  # exact types: cheaper than ABC isinstance
+            parts.append(node.attr.value)
+            node = node.value
+        result = None
+        if type(node) is cst.Name:
+            head = self.aliases.get(node.value)
+            if head is not None:
+                parts.append(head)
+                result = ".".join(reversed(parts))
+        self._qualnames[id(expr)] = (expr, result)
+        return result
 
     def torch_name(self, expr: cst.BaseExpression) -> Optional[str]:
         """The qualified name if it is inside torch, without the 'torch.' prefix."""
