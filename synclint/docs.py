@@ -25,7 +25,7 @@ def _measured_line(rule) -> Optional[str]:
         return None
     meta = m.get("meta", {})
     r = m.get("result", m)
-    where = f"{meta.get('gpu', '?')}, torch {meta.get('torch', '?')}, {meta.get('date', '?')}"
+    where = f"{meta.get('gpu', '?')}, torch {meta.get('torch', '?')}, {str(meta.get('date', '?'))[:10]}"
     if r.get("flagged_us") is None or r.get("fixed_us") is None:
         return f"Measured on {where}: {r.get('verdict', 'n/a')}."
     line = (f"Measured on {where}: flagged {r['flagged_us']:.1f} us, fixed {r['fixed_us']:.1f} us "
