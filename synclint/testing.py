@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
@@ -44,3 +45,17 @@ def lint_with(rules, source: str):
 def fixed_source(rules, source: str, unsafe: bool = True) -> str:
     text, _, _ = fix_text(source, lambda s: lint_source(s, "<test>", rules), unsafe=unsafe)
     return text
+
+
+def run_cli(args, cwd: Path):
+    """Invoke `synclint ARGS` in `cwd` through click's CliRunner (exceptions propagate)."""
+    from click.testing import CliRunner
+
+    from synclint.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, args, catch_exceptions=False)
+    finally:
+        os.chdir(old)

@@ -3,13 +3,11 @@ match survives lines moving; fixing a finding removes it."""
 
 import json
 import os
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from synclint.baseline import BaselineError, filter_new, normalize
-from synclint.cli import main
+from synclint.testing import run_cli as run
 
 OLD = (
     "import torch\n"
@@ -23,13 +21,6 @@ OLD = (
 )
 
 
-def run(args, cwd: Path):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 def check(cwd, *extra):

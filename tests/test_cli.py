@@ -1,7 +1,6 @@
 """The command line as users meet it: exit codes, selection, noqa, config, errors, cache."""
 
 import json
-import os
 import textwrap
 from pathlib import Path
 
@@ -9,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from synclint.cli import main
+from synclint.testing import run_cli as run
 
 HAZARD = textwrap.dedent(
     """\
@@ -22,14 +22,6 @@ HAZARD = textwrap.dedent(
 CLEAN = "import torch\nx = torch.ones(3)\nprint(x.shape)\n"
 
 
-def run(args, cwd: Path):
-    runner = CliRunner()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return runner.invoke(main, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 def write(p: Path, text: str) -> Path:

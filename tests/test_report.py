@@ -3,14 +3,12 @@
 SYN103 inside the noise)."""
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from synclint.cli import main
+from synclint.testing import run_cli as run
 
 DATA = Path(__file__).resolve().parent / "data"
 BENCH = DATA / "bench-sample.json"
@@ -27,13 +25,6 @@ SOURCE = (
 )
 
 
-def run(args, cwd: Path):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 def findings(cwd):
