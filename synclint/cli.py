@@ -176,10 +176,11 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
     errors = list(result.errors)
     if fix or diff:
-        findings, fix_errors = _apply_fixes(findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
+        findings, fix_errors, diff_changed = _apply_fixes(
+            findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
         errors.extend(fix_errors)
         if diff:
-            _exit(errors, missing, 0, exit_zero, diff_changed=_DIFF_STATE["changed"])
+            _exit(errors, missing, 0, exit_zero, diff_changed=diff_changed)
 
     findings.sort(key=lambda f: f.sort_key())
     for e in errors:
@@ -227,9 +228,6 @@ def _match(code):
     return match(code)
 
 
-_DIFF_STATE = {"changed": False}
-
-
 def _exit(errors, missing, n_findings, exit_zero, diff_changed=False):
     if errors or missing:
         raise click.exceptions.Exit(EXIT_ERROR)
@@ -241,7 +239,8 @@ def _exit(errors, missing, n_findings, exit_zero, diff_changed=False):
 
 
 def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
-    """Fix each file that has fixable findings; returns (remaining findings, errors)."""
+    """Fix each file that has fixable findings; returns (remaining findings, errors, whether
+    a diff was shown)."""
     from synclint.engine import lint_source, read_source
     from synclint.findings import FileError
     from synclint.atomic import write_text_atomic
@@ -251,6 +250,7 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
     for f in findings:
         by_file.setdefault(f.filename, []).append(f)
     remaining, errors = [], []
+    diff_changed = False
     fixed_count = 0
     for path, fs in by_file.items():
         if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
@@ -268,7 +268,7 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
             remaining.extend(fs)
             continue
         if n and show_diff:
-            _DIFF_STATE["changed"] = True
+            diff_changed = True
             import difflib
 
             click.echo("".join(difflib.unified_diff(
@@ -279,7 +279,7 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
         remaining.extend(left if write else fs)
     if write and fixed_count:
         click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}.", err=True)
-    return remaining, errors
+    return remaining, errors, diff_changed
 
 
 @main.command()

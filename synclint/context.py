@@ -794,4 +794,3 @@ string_value = _string_value
 is_true = _is_true
 element_of = _element_of
 hot_name = _hot_name
-dotted = _dotted

@@ -195,13 +195,6 @@ def decode_source(path: str, data: bytes) -> Union[str, FileError]:
     return text
 
 
-def lint_file(path: str, rules: Sequence[type], hot_only: bool = False) -> Tuple[List[Finding], Optional[FileError]]:
-    text = read_source(path)
-    if isinstance(text, FileError):
-        return [], text
-    return lint_text(path, text, rules, hot_only)
-
-
 def lint_text(path: str, text: str, rules: Sequence[type], hot_only: bool = False) -> Tuple[List[Finding], Optional[FileError]]:
     try:
         return lint_source(text, path, rules, hot_only=hot_only), None
