@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint import values as V
+from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
 # Functions that run in DataLoader workers or the main process's input pipeline: their
 # unannotated tensors are CPU tensors far more often than not.
@@ -87,22 +88,6 @@ def gpu_tensor_value(ctx, e: cst.BaseExpression) -> bool:
     return False
 
 
-def arg(call: cst.Call, pos: int, name: str) -> Optional[cst.BaseExpression]:
-    """The argument at positional index `pos` or keyword `name` (None if absent or after a star)."""
-    i = 0
-    for a in call.args:
-        if a.star:
-            return None
-        if a.keyword is not None:
-            if a.keyword.value == name:
-                return a.value
-            continue
-        if i == pos:
-            return a.value
-        i += 1
-    return None
-
-
 def has_star(call: cst.Call) -> bool:
     return any(a.star for a in call.args)
 
@@ -123,11 +108,3 @@ def number(e: Optional[cst.BaseExpression]) -> Optional[float]:
     return None
 
 
-def torch_alias(ctx) -> Optional[str]:
-    """The local name bound to the `torch` module, if any (for fixes that call torch.*)."""
-    if ctx.aliases.get("torch") == "torch":
-        return "torch"
-    for local, full in ctx.aliases.items():
-        if full == "torch" and "." not in local:
-            return local
-    return None

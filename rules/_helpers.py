@@ -46,3 +46,30 @@ def code(e: cst.CSTNode) -> str:
 def short(e: cst.CSTNode, limit: int = 40) -> str:
     s = " ".join(code(e).split())
     return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def arg(call: cst.Call, pos: int, name: str) -> Optional[cst.BaseExpression]:
+    """The argument at positional index `pos` or keyword `name` (None if absent; positions
+    after a `*args` cannot be known, so None there too)."""
+    i = 0
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is not None:
+            if a.keyword.value == name:
+                return a.value
+            continue
+        if i == pos:
+            return a.value
+        i += 1
+    return None
+
+
+def torch_alias(ctx) -> Optional[str]:
+    """The local name bound to the `torch` module, if any (for fixes that call torch.*)."""
+    if ctx.aliases.get("torch") == "torch":
+        return "torch"
+    for local, full in ctx.aliases.items():
+        if full == "torch" and "." not in local:
+            return local
+    return None

@@ -9,6 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint import values as V
+from synclint.rules._helpers import torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
 # Methods that only tensors have (not modules, not NumPy): a receiver chain that calls one
 # of them is a tensor even when the chain's root cannot be inferred.
@@ -125,16 +126,6 @@ def only_on_error_path(ctx) -> bool:
     when the check fails, not on every step."""
     stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
     return isinstance(stmt, (cst.Raise, cst.Assert))
-
-
-def torch_alias(ctx) -> Optional[str]:
-    """The local name bound to the `torch` module, for building fixes."""
-    if ctx.aliases.get("torch") == "torch":
-        return "torch"
-    for local, full in ctx.aliases.items():
-        if full == "torch" and "." not in local:
-            return local
-    return None
 
 
 def string_literal(e: cst.BaseExpression) -> bool:

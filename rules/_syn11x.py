@@ -8,6 +8,7 @@ from typing import List, Optional, Set
 import libcst as cst
 
 from synclint import values as V
+from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
 # Methods that containers and other host objects have too: calling one on a parameter says
 # nothing about the parameter being a tensor.
@@ -154,25 +155,6 @@ def _dim_or_shape_name(e: cst.BaseExpression) -> bool:
         return _dim_or_shape_name(e.expression)
     name = e.value if isinstance(e, cst.Name) else e.attr.value if isinstance(e, cst.Attribute) else None
     return name is not None and name.lower().endswith(_DIM_SUFFIXES)
-
-
-def torch_alias(ctx) -> Optional[str]:
-    """A local name bound to the `torch` module itself (for fixes that add `torch.` calls)."""
-    for local, q in ctx.aliases.items():
-        if q == "torch" and "." not in local:
-            return local
-    return None
-
-
-def arg(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
-    """The argument at positional `index` or keyword `name`, else None."""
-    pos = [a for a in call.args if a.keyword is None and not a.star]
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a.value
-    if index < len(pos):
-        return pos[index].value
-    return None
 
 
 def one_line(node: cst.CSTNode) -> bool:
