@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
 # Functions that run in DataLoader workers or the main process's input pipeline: their

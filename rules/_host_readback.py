@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rules._helpers import torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
 # Methods that only tensors have (not modules, not NumPy): a receiver chain that calls one

@@ -17,8 +17,8 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint import values as V
-from synclint.context import kwarg, string_value
+from synclint.semantic import values as V
+from synclint.semantic.syntax import kwarg, string_value
 
 CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
 

@@ -7,7 +7,7 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
 # Methods that containers and other host objects have too: calling one on a parameter says

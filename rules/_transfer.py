@@ -12,8 +12,10 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from synclint import values as V
-from synclint.context import DETERMINISTIC_FACTORIES, FileContext, is_true, kwarg
+from synclint.semantic import values as V
+from synclint.semantic import SemanticModel as FileContext
+from synclint.semantic.library import DETERMINISTIC_FACTORIES
+from synclint.semantic.syntax import is_true, kwarg
 from synclint.rules._helpers import method_call, receiver
 
 INT = object()  # a name known to hold a Python int (a range() loop variable, an enumerate counter)

@@ -1,6 +1,6 @@
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.rules._transfer import Bindings, cpu_evidence, factory_under, gpu_move, with_kwarg

@@ -2,7 +2,7 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.rules._host_readback import copy_source_is_gpu_tensor

@@ -2,7 +2,7 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
 from synclint.rules._syn11x import ParamScopes, has_star, literal_bool, one_line

@@ -4,7 +4,7 @@ from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
 from synclint.rules._overhead import Site, dotted_name, report_at, site

@@ -2,7 +2,7 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._data_dependent import arg, gpu_mask, gpu_tensor_value, mask_index, receiver_on_gpu, tensor_arg_on_gpu, torch_alias
 from synclint.rules._helpers import code, method_call, receiver, short

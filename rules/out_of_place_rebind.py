@@ -3,8 +3,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from synclint import values as V
-from synclint.context import HOST_ATTRS, HOST_METHODS
+from synclint.semantic import values as V
+from synclint.semantic.library import HOST_ATTRS, HOST_METHODS
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import code, is_python_scalar, kwarg, positional, short, string_value
 

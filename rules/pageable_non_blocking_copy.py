@@ -1,8 +1,8 @@
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.context import is_true
+from synclint.semantic.syntax import is_true
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.rules._transfer import SIZE_FACTORIES, Bindings, cpu_evidence, factory_under, gpu_move
 

@@ -1,6 +1,6 @@
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._data_dependent import arg, has_star, receiver_on_gpu, tensor_arg_on_gpu
 from synclint.rules._helpers import kwarg, method_call, receiver, short

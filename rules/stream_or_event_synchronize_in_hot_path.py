@@ -1,6 +1,6 @@
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, receiver, short
 from synclint.rules._transfer import Bindings, D2HTracker

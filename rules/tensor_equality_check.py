@@ -2,7 +2,7 @@ import os
 
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, positional, receiver, short

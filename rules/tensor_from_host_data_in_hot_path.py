@@ -1,6 +1,6 @@
 import libcst as cst
 
-from synclint import values as V
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, receiver, short
 from synclint.rules._transfer import DATA_FACTORIES, factory_under, gpu_move, host_data

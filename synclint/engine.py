@@ -33,7 +33,8 @@ def lint_source(
         return []
     import libcst as cst
 
-    from synclint.context import FileContext
+    from synclint.semantic import SemanticModel
+    from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
     from synclint.walker import Walker
 
@@ -43,11 +44,18 @@ def lint_source(
         raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
     except (RecursionError, MemoryError):
         raise LintError("cannot parse: nesting too deep") from None
-    ctx = FileContext(source, filename)
-    instances = [r(ctx) for r in rules]
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 20000))
     try:
+        # Two walks: the first learns what the file's functions return, what its classes'
+        # attributes hold and what each function is called with; the second, which the
+        # rules see, starts from that (a call above a definition is known too).
+        first = SemanticModel(source, filename)
+        first.set_module(module)
+        Walker(first, ()).walk(module)
+        ctx = SemanticModel(source, filename, facts=first.summary())
+        ctx.set_module(module)
+        instances = [r(ctx) for r in rules]
         Walker(ctx, instances).walk(module)
     except RecursionError:
         raise LintError("cannot analyse: nesting too deep") from None
@@ -55,7 +63,7 @@ def lint_source(
         sys.setrecursionlimit(old_limit)
     if not ctx.findings:
         return []
-    hot_funcs = ctx.hot_functions()
+    hot_funcs = hot_functions(ctx)
     positions = PositionIndex(module, source)
     noqa = noqa_map(source)
     out: List[Finding] = []

@@ -2,7 +2,7 @@
 
 A rule is a visitor. The engine walks each file once and calls every enabled rule's
 `visit_<NodeType>` / `leave_<NodeType>` methods in the same pass; `self.ctx` (a
-`synclint.context.FileContext`) answers the contextual questions: is this a tensor,
+`synclint.semantic.SemanticModel`) answers the contextual questions: is this a tensor,
 on which device, are we in a loop, under `no_grad`, in hot code.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
-    from synclint.context import FileContext
+    from synclint.semantic import SemanticModel as FileContext
 
 CODE_RE = re.compile(r"^SYN[1-9]\d\d$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")

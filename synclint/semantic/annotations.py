@@ -1,0 +1,89 @@
+"""Values from type annotations: `x: Tensor`, `Optional[Tensor]`, `np.ndarray`, `int`, a class."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from synclint.semantic import values as V
+from synclint.semantic.syntax import string_value
+from synclint.semantic.values import Val
+
+_PY = {"int": "int", "float": "float", "bool": "bool", "str": "str", "list": "list", "dict": "dict",
+       "tuple": "tuple", "bytes": "str", "complex": "float", "List": "list", "Dict": "dict",
+       "Tuple": "tuple", "Sequence": "list", "Mapping": "dict"}
+
+
+def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
+    """The value an annotation promises, or None if it says nothing we use. `model` resolves
+    imported names and in-file classes (None: read the annotation syntactically)."""
+    if isinstance(ann, cst.SimpleString):
+        text = (string_value(ann) or "").strip()
+        try:
+            ann = cst.parse_expression(text)
+        except Exception:
+            return None
+    if isinstance(ann, cst.Subscript):
+        base = _name(model, ann.value)
+        last = base.rsplit(".", 1)[-1]
+        if last == "Optional" and ann.slice:
+            inner = ann.slice[0].slice
+            if isinstance(inner, cst.Index):
+                return annotation_val(model, inner.value)
+        if last in ("List", "list", "Tuple", "tuple", "Sequence", "Iterable") and ann.slice:
+            inner = ann.slice[0].slice
+            if isinstance(inner, cst.Index):
+                v = annotation_val(model, inner.value)
+                if v is not None and v.kind == V.TENSOR:
+                    return Val(V.TENSORS, None)
+            return V.py(_PY.get(last, "list"))
+        if last in _PY:
+            return V.py(_PY[last])
+        return None
+    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):  # Tensor | None
+        for side in (ann.left, ann.right):
+            v = annotation_val(model, side)
+            if v is not None and v.kind != V.PY:
+                return v
+        return None
+    name = _name(model, ann)
+    last = name.rsplit(".", 1)[-1]
+    q = model.qualname(ann) if model is not None else None
+    if last in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor") and (q is None or q.startswith("torch")):
+        v = V.tensor(None)
+        if last == "LongTensor":
+            v.dtype = V.INT
+        elif last == "BoolTensor":
+            v.dtype = V.BOOL
+        return v
+    if last in ("ndarray", "NDArray") or (q or "").startswith("numpy"):
+        return Val(V.NUMPY)
+    if name in _PY:
+        return V.py(_PY[name])
+    if last in ("Module", "LightningModule"):
+        return Val(V.MODULE)
+    if last == "DataLoader":
+        return Val(V.LOADER, V.CPU)
+    if last == "device":
+        return Val(V.DEVICE)
+    if model is not None and isinstance(ann, cst.Name):
+        cls = model.classes_by_name.get(ann.value)
+        if cls is not None:
+            return Val(V.MODULE if cls.is_module else V.OBJECT, cls=cls.name)
+    return None
+
+
+def annotation_val_syntactic(ann: cst.BaseExpression) -> Optional[Val]:
+    return annotation_val(None, ann)
+
+
+def _name(model, e: cst.BaseExpression) -> str:
+    q = model.qualname(e) if model is not None else None
+    if q:
+        return q
+    if isinstance(e, cst.Name):
+        return e.value
+    if isinstance(e, cst.Attribute):
+        return e.attr.value
+    return ""

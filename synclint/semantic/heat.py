@@ -1,0 +1,133 @@
+"""Heat: which code runs every step.
+
+A site is hot in a for/while body or in a framework hook (`forward`, `*_step`), unless it
+sits under a periodic guard (`if step % log_every == 0`); a function is hot when hot code
+calls it. A function that itself loops over batches runs once per epoch: calling it from
+the epoch loop does not make its own straight-line code hot. A guard whose body steps an
+optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not a guard.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+
+from synclint.semantic import library as L
+from synclint.semantic.syntax import descendants, string_value
+
+
+def hot_name(name: str) -> bool:
+    return name in L.HOT_FUNCTION_NAMES or name.endswith("_step")
+
+
+def hot_functions(model) -> Set[str]:
+    """In-file functions that run hot: hot by name, or called from a loop or hot code."""
+    hot: Set[str] = set()
+    frontier = [callee for caller, callee, in_loop in model.calls if in_loop]
+    frontier += [q for q in model.all_funcs if hot_name(q.rsplit(".", 1)[-1])]
+    edges: Dict[Optional[str], List[str]] = {}
+    for caller, callee, _ in model.calls:
+        edges.setdefault(caller, []).append(callee)
+    while frontier:
+        q = frontier.pop()
+        if q in hot:
+            continue
+        info = model.all_funcs.get(q)
+        if info is not None and info.iterates_loader and not hot_name(info.name):
+            continue  # a per-epoch function: its batch loop is hot, the rest is not
+        hot.add(q)
+        frontier.extend(edges.get(q, ()))
+    return hot
+
+
+# --------------------------------------------------------------------- `if` tests
+def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
+    """"cpu-body" / "cpu-else" for a test that picks the CUDA-less path, "guard" for a
+    periodic guard, "" otherwise."""
+    negated = False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negated = True
+        test = test.expression
+    if isinstance(test, cst.Call) and model.torch_name(test.func) in ("cuda.is_available", "cuda.is_initialized"):
+        return "cpu-body" if negated else "cpu-else"
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return "cpu-body" if negated else "cpu-else"
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        left = test.left
+        if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+            s = string_value(comp.comparator)
+            is_dev = isinstance(left, (cst.Name, cst.Attribute)) and (
+                "device" in (left.value if isinstance(left, cst.Name) else left.attr.value)
+                or (isinstance(left, cst.Attribute) and left.attr.value == "type")
+            )
+            if is_dev and s is not None:
+                cpu_side = s.startswith("cpu") != isinstance(comp.operator, cst.NotEqual)
+                return "cpu-body" if cpu_side != negated else "cpu-else"
+    if not negated and _periodic(test) and not _steps_optimizer(body):
+        return "guard"
+    return ""
+
+
+def _periodic(test: cst.BaseExpression) -> bool:
+    """`i % N == 0` (or `not i % N`), alone or inside `and`/`or`."""
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And):
+            return _periodic(test.left) or _periodic(test.right)
+        return _periodic(test.left) and _periodic(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        e = test.expression
+        return isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left = test.left
+        op = test.comparisons[0].operator
+        return (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)
+                and isinstance(op, cst.Equal))
+    return False
+
+
+def _steps_optimizer(body: cst.CSTNode) -> bool:
+    """The guarded body calls `.step()` of something (an optimizer, a scaler, a scheduler
+    next to one): gradient accumulation, which runs every optimizer step."""
+    return any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "step"
+        for n in descendants(body)
+    )
+
+
+def lazy_init(node: cst.If) -> bool:
+    """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
+    `if not cache: cache = ...`, `if k not in cache: cache[k] = ...`: a body that runs once (cold)."""
+    test = node.test
+    subject = None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        left = test.left
+        if isinstance(c.operator, cst.Is) and isinstance(c.comparator, cst.Name) and c.comparator.value == "None":
+            subject = left
+        elif isinstance(c.operator, cst.NotIn):
+            subject = c.comparator
+        elif (isinstance(c.operator, cst.Equal) and isinstance(c.comparator, cst.Integer) and c.comparator.value == "0"
+              and isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len"
+              and len(left.args) == 1):
+            subject = left.args[0].value
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        subject = test.expression
+    if not isinstance(subject, (cst.Name, cst.Attribute, cst.Subscript)) or not isinstance(node.body, cst.IndentedBlock):
+        return False
+    want = _code(subject)
+    for stmt in node.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                for t in targets:
+                    if _code(t) == want or (isinstance(t, cst.Subscript) and _code(t.value) == want):
+                        return True
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return "".join(cst.Module(body=[]).code_for_node(node).split())

@@ -1,0 +1,630 @@
+"""The abstract value of an expression, from the bindings the model holds and library.toml.
+
+`Inference` is mixed into `SemanticModel`; it reads names through `lookup`, attributes of
+`self` and of instances through the class table, and torch calls through the library
+tables. It never binds anything: binding is the walker's job, in source order.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from synclint.semantic import library as L
+from synclint.semantic import values as V
+from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
+from synclint.semantic.values import Val
+
+
+class Inference:
+    # ------------------------------------------------------------------ entry point
+    def infer(self, e: cst.BaseExpression) -> Val:
+        try:
+            v = self._infer(e)
+        except RecursionError:  # pathological nesting: know nothing
+            return V.UNKNOWN_VAL
+        if self.uses_xla and v.kind == V.TENSOR and v.device is None:
+            # A torch_xla file: tensors of unknown device are XLA tensors, not CUDA ones.
+            return v.with_(device=V.CPU)
+        return v
+
+    def _infer(self, e: cst.BaseExpression) -> Val:
+        t = type(e)
+        if t is cst.Name:
+            if e.value in ("True", "False"):
+                return V.py("bool")
+            if e.value == "None":
+                return V.py("none")
+            return self.lookup(e.value)
+        if t is cst.Integer:
+            return V.py("int")
+        if t is cst.Float:
+            return V.py("float")
+        if t in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+            return V.py("str")
+        if t in (cst.Dict, cst.DictComp):
+            return V.py("dict")
+        if t in (cst.Imaginary, cst.Set, cst.SetComp, cst.Lambda):
+            return V.PY_VAL
+        if t in (cst.List, cst.Tuple):
+            return self._infer_sequence(e)
+        if t in (cst.ListComp, cst.GeneratorExp):
+            # The walker bound the comprehension's targets while walking it.
+            elt = self._infer(e.elt)
+            if elt.kind == V.TENSOR:
+                return Val(V.TENSORS, elt.device, dtype=elt.dtype, assumed=elt.assumed)
+            if elt.kind == V.PY:
+                return V.py("list")
+            return V.UNKNOWN_VAL
+        if t is cst.Attribute:
+            return self._infer_attribute(e)
+        if t is cst.Subscript:
+            return self._infer_subscript(e)
+        if t is cst.UnaryOperation:
+            v = self._infer(e.expression)
+            if isinstance(e.operator, cst.Not):
+                return V.py("bool") if v.kind in (V.PY, V.NUMPY) else v if v.kind == V.UNKNOWN else V.py("bool")
+            if v.kind == V.TENSOR:
+                return v.with_(dtype=v.dtype if isinstance(e.operator, cst.BitInvert) or v.dtype != V.BOOL else None)
+            return v
+        if t is cst.BinaryOperation:
+            return self.combine(
+                [self._infer(e.left), self._infer(e.right)],
+                bitwise=isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)),
+            )
+        if t is cst.Comparison:
+            ops = [c.operator for c in e.comparisons]
+            if any(isinstance(o, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for o in ops):
+                return V.py("bool")
+            vals = [self._infer(e.left)] + [self._infer(c.comparator) for c in e.comparisons]
+            ts = [v for v in vals if v.kind in (V.TENSOR, V.TENSORS)]
+            if ts:
+                return V.tensor(_device_of(ts), mask=True, assumed=all(v.assumed for v in ts))
+            if any(v.kind == V.NUMPY for v in vals):
+                return Val(V.NUMPY)
+            if any(v.kind == V.UNKNOWN for v in vals):
+                return V.UNKNOWN_VAL  # an unknown operand keeps the result unknown
+            return V.py("bool")
+        if t is cst.BooleanOperation:
+            # `a or b` is one of its operands.
+            return V.join(self._infer(e.left), self._infer(e.right))
+        if t is cst.IfExp:
+            return V.join(self._infer(e.body), self._infer(e.orelse))
+        if t is cst.Call:
+            return self._infer_call(e)
+        if t is cst.Await:
+            return self._infer(e.expression)
+        if t is cst.NamedExpr:
+            return self._infer(e.value)
+        return V.UNKNOWN_VAL
+
+    def _infer_sequence(self, e) -> Val:
+        if any(isinstance(el, cst.StarredElement) for el in e.elements):
+            vals = [self._infer(el.value) for el in e.elements]
+            ts = [v for v in vals if v.kind in (V.TENSOR, V.TENSORS)]
+            return Val(V.TENSORS, _device_of(ts)) if ts else V.UNKNOWN_VAL if vals else V.py("list")
+        elems = tuple(self._infer(el.value) for el in e.elements)
+        tensors = [v for v in elems if v.kind == V.TENSOR]
+        seq = "tuple" if isinstance(e, cst.Tuple) else "list"
+        if tensors:
+            dtypes = {v.dtype for v in tensors}
+            return Val(V.TENSORS, _device_of(tensors), dtype=dtypes.pop() if len(dtypes) == 1 else None,
+                       assumed=all(v.assumed for v in tensors), elems=elems)
+        if any(v.kind in (V.UNKNOWN, V.TENSORS) for v in elems):
+            return Val(V.UNKNOWN, elems=elems)  # `[a, b]` of unknowns is not a plain list
+        return Val(V.PY, py=seq, elems=elems)
+
+    def combine(self, vals: List[Val], bitwise: bool = False) -> Val:
+        """Arithmetic of values: a tensor if any operand is; unknown if any is unknown."""
+        ts = [v for v in vals if v.kind == V.TENSOR]
+        if ts:
+            if bitwise and all(v.mask for v in ts):
+                dtype = V.BOOL
+            elif all(v.dtype == V.INT for v in ts):
+                dtype = V.INT
+            else:
+                dtype = None
+            return V.tensor(_device_of(ts), dtype=dtype, assumed=all(v.assumed for v in ts))
+        if any(v.kind == V.NUMPY for v in vals):
+            return Val(V.NUMPY)
+        if all(v.kind == V.PY for v in vals):
+            kinds = {v.py for v in vals}
+            return V.py(kinds.pop()) if len(kinds) == 1 else V.PY_VAL
+        return V.UNKNOWN_VAL
+
+    # ------------------------------------------------------------------ attributes, indexing
+    def _infer_attribute(self, e: cst.Attribute) -> Val:
+        attr = e.attr.value
+        q = self.qualname(e)
+        if q is not None:
+            return V.PY_VAL  # a module attribute: torch.float32, np.pi, ...
+        base = self._infer(e.value)
+        if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
+            return self.attribute_of(self.cls.name, attr)
+        k = base.kind
+        if k == V.TENSOR:
+            if attr in L.HOST_ATTRS:
+                return Val(V.DEVICE, base.device) if attr == "device" else V.PY_VAL
+            if attr in L.SAME_TENSOR_ATTRS:
+                return base.with_(dtype=base.dtype if attr in ("T", "mT", "H", "mH", "data") else None,
+                                  pinned=base.pinned if attr != "grad" else None)
+            return V.UNKNOWN_VAL
+        if k == V.NUMPY:
+            return base if attr in ("T", "real", "imag", "flat") else V.PY_VAL
+        if k == V.TENSORS:
+            if attr in ("indices", "values"):  # topk/sort/max(dim) results
+                return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
+            return V.UNKNOWN_VAL
+        if k in (V.MODULE, V.OBJECT) and base.cls is not None:
+            v = self.attribute_of(base.cls, attr)
+            if v.kind != V.UNKNOWN:
+                if v.kind in (V.TENSOR, V.MODULE) and v.device is None and base.device is not None:
+                    return v.with_(device=base.device)
+                return v
+        if k == V.MODULE:
+            if attr in ("weight", "bias"):
+                return V.tensor(base.device)
+            return V.UNKNOWN_VAL
+        if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
+            return Val(V.DEVICE, V.CUDA)
+        return V.UNKNOWN_VAL
+
+    def _infer_subscript(self, e: cst.Subscript) -> Val:
+        base = self._infer(e.value)
+        if base.kind == V.TENSOR:
+            idx = [self._infer(s.slice.value) for s in e.slice if isinstance(s.slice, cst.Index)]
+            if len(e.slice) == 1 and idx and idx[0].kind == V.TENSOR and idx[0].mask and base.ndim == 1:
+                return base.with_(pinned=None)
+            return base.with_(pinned=None, ndim=None)  # any index of a bool tensor is bool
+        if base.kind == V.TENSORS:
+            if base.elems is not None and len(e.slice) == 1:
+                idx = e.slice[0].slice
+                if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+                    i = int(idx.value.value, 0)
+                    if i < len(base.elems):
+                        return base.elems[i]
+                if isinstance(idx, cst.Slice):
+                    return base
+            if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Slice):
+                return base
+            return V.element_of(base)
+        if base.kind == V.NUMPY:
+            return base
+        if base.kind in (V.PY, V.UNKNOWN) and base.elems is not None and len(e.slice) == 1:
+            idx = e.slice[0].slice
+            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+                i = int(idx.value.value, 0)
+                if i < len(base.elems):
+                    return base.elems[i]
+        if base.kind == V.PY and base.py == "str":
+            return V.py("str")
+        return V.UNKNOWN_VAL
+
+    def tensor_args(self, call: cst.Call) -> List[Val]:
+        out = []
+        for a in call.args:
+            v = self._infer(a.value)
+            if v.kind == V.TENSOR:
+                out.append(v)
+            elif v.kind == V.TENSORS:
+                out.append(V.element_of(v))
+        return out
+
+    # ------------------------------------------------------------------ devices
+    def device_of_arg(self, arg: Optional[cst.BaseExpression]) -> Tuple[bool, Optional[str]]:
+        """(is it a device, which) for a `device=`/`.to()` argument."""
+        if arg is None:
+            return False, None
+        s = string_value(arg)
+        if s is not None:
+            if s.startswith("cuda") or s == "gpu":
+                return True, V.CUDA
+            if s.split(":")[0] in ("cpu", "mps", "meta", "xpu"):
+                return True, V.CPU
+            return False, None
+        if isinstance(arg, cst.IfExp):
+            a = self.device_of_arg(arg.body)
+            b = self.device_of_arg(arg.orelse)
+            if V.CUDA in (a[1], b[1]):
+                return True, V.CUDA
+            return a[0] or b[0], a[1] if a[0] else b[1]
+        if isinstance(arg, cst.Call):
+            tn = self.torch_name(arg.func)
+            if tn == "device":
+                return self.device_of_arg(arg.args[0].value if arg.args else None)
+            if tn in L.CUDA_DEVICES:
+                return True, V.CUDA
+        if isinstance(arg, cst.Integer):
+            return True, V.CUDA  # .to(0): a CUDA ordinal
+        tn = self.torch_name(arg)
+        if tn is not None:
+            return False, None  # torch.float16 and friends: a dtype, not a device
+        v = self._infer(arg)
+        if v.kind == V.DEVICE:
+            return True, v.device
+        if v.kind == V.TENSOR:
+            return True, v.device  # .to(other): other's device
+        if v.kind == V.PY and v.py == "str":
+            return True, None  # a device string of unknown value
+        if isinstance(arg, (cst.Name, cst.Attribute)):
+            name = arg.value if isinstance(arg, cst.Name) else arg.attr.value
+            if "device" in name.lower() or name in ("dev", "rank", "local_rank", "gpu"):
+                return True, None
+        return False, None
+
+    def _dtype_class(self, e: Optional[cst.BaseExpression]) -> Optional[str]:
+        if e is None:
+            return None
+        name = self.torch_name(e) or string_value(e)
+        if name is None:
+            return None
+        if name in L.BOOL_DTYPES:
+            return V.BOOL
+        if name in L.INT_DTYPES:
+            return V.INT
+        return V.FLOAT
+
+    def _factory_val(self, name: str, call: cst.Call) -> Val:
+        dev_arg = kwarg(call, "device")
+        if dev_arg is not None:
+            _, device = self.device_of_arg(dev_arg)
+        elif name.endswith("_like") and call.args:
+            device = self._infer(call.args[0].value).device
+        elif name == "from_numpy":
+            device = V.CPU
+        elif name in ("bernoulli", "multinomial", "normal", "poisson") and self.tensor_args(call):
+            device = _device_of(self.tensor_args(call))  # sampled on the input's device
+        else:
+            device = self.default_device
+        pinned = is_true(kwarg(call, "pin_memory"))
+        ndim = None
+        dtype = self._dtype_class(kwarg(call, "dtype"))
+        if name in ("zeros", "ones", "empty", "rand", "randn", "full"):
+            pos = [a for a in call.args if a.keyword is None]
+            if name == "full":
+                pos = pos[:1]
+            if len(pos) == 1 and isinstance(pos[0].value, (cst.Tuple, cst.List)):
+                ndim = len(pos[0].value.elements)
+            elif pos and all(isinstance(a.value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation)) for a in pos):
+                if len(pos) > 1 or not isinstance(pos[0].value, cst.Name) or self._infer(pos[0].value).kind == V.PY:
+                    ndim = len(pos)
+            if len(pos) == 1 and isinstance(pos[0].value, cst.Attribute) and pos[0].value.attr.value == "shape":
+                ndim = None  # torch.zeros(x.shape): as many dims as x
+        elif name in ("arange", "linspace", "logspace", "randperm"):
+            ndim = 1
+            if name in ("arange", "randperm") and dtype is None:
+                floats = any(isinstance(a.value, cst.Float) for a in call.args if a.keyword is None)
+                dtype = None if floats else V.INT
+        elif name == "eye":
+            ndim = 2
+        elif name in ("randint", "tril_indices", "triu_indices") and dtype is None:
+            dtype = V.INT
+        elif name in ("tensor", "as_tensor", "asarray") and call.args and call.args[0].keyword is None:
+            data = call.args[0].value
+            ndim = literal_ndim(data)
+            if dtype is None and isinstance(data, (cst.List, cst.Tuple)) and data.elements and all(
+                isinstance(el.value, cst.Integer) for el in data.elements
+            ):
+                dtype = V.INT
+            if dev_arg is None:  # no device=: the result stays where a tensor argument is
+                d = self._infer(data)
+                if d.kind == V.TENSOR:
+                    device = d.device
+                    if name != "tensor":  # as_tensor(t) is t itself; tensor(t) is a fresh copy
+                        pinned = d.pinned
+                elif d.kind == V.UNKNOWN and name != "tensor":
+                    pinned = None  # as_tensor(t) may return a pinned t itself
+        return V.tensor(device, pinned=pinned, ndim=ndim, dtype=dtype)
+
+    # ------------------------------------------------------------------ calls
+    def _infer_call(self, call: cst.Call) -> Val:
+        func = call.func
+        q = self.qualname(func)
+        if q is not None:
+            return self._infer_qualified_call(q, call)
+        if isinstance(func, cst.Attribute):
+            recv = self._infer(func.value)
+            return self._infer_method(recv, func.attr.value, call, func.value)
+        if isinstance(func, cst.Name):
+            name = func.value
+            bound = self.lookup(name)
+            if bound.kind == V.UNKNOWN and not self.is_local(name):
+                builtin = self._infer_builtin(name, call)
+                if builtin is not None:
+                    return builtin
+            if bound.kind == V.MODULE:
+                return self._module_output(bound, call)
+            cls = self.classes_by_name.get(name)
+            if cls is not None:
+                return Val(V.MODULE if cls.is_module else V.OBJECT, cls=name)
+            ret = self.func_returns.get(name)
+            if ret is not None:
+                return ret
+            return V.UNKNOWN_VAL
+        return V.UNKNOWN_VAL
+
+    def _infer_builtin(self, name: str, call: cst.Call) -> Optional[Val]:
+        if name in ("max", "min", "sum", "abs", "round"):
+            args = [self._infer(a.value) for a in call.args if a.keyword is None]
+            ts = self.tensor_args(call)
+            if ts:
+                return V.tensor(_device_of(ts), assumed=all(v.assumed for v in ts))
+            if name == "sum" and args and args[0].kind in (V.TENSORS,):
+                return V.tensor(args[0].device)
+            if any(v.kind == V.UNKNOWN for v in args):
+                return V.UNKNOWN_VAL  # sum() over unknown values is not a plain number
+            return V.PY_VAL
+        if name in ("next", "iter") or name in L.PASSTHROUGH:
+            arg = call.args[0].value if call.args else None
+            if arg is None:
+                return V.UNKNOWN_VAL
+            v = self._infer(arg)
+            return V.element_of(v) if name == "next" else v
+        if name in ("list", "tuple"):
+            if call.args:
+                v = self._infer(call.args[0].value)
+                if v.kind in (V.TENSORS, V.TENSOR):
+                    return Val(V.TENSORS, v.device, dtype=v.dtype)
+                if v.kind == V.UNKNOWN:
+                    return V.UNKNOWN_VAL
+            return V.py(name)
+        if name in ("enumerate", "zip"):
+            return V.UNKNOWN_VAL  # handled where it is iterated
+        if name in L.PYTHON_BUILTINS:
+            return V.py({"len": "int", "int": "int", "float": "float", "str": "str", "bool": "bool",
+                         "repr": "str", "format": "str", "dict": "dict", "sorted": "list",
+                         "range": "range"}.get(name, ""))
+        return None
+
+    def _module_output(self, module: Val, call: cst.Call) -> Val:
+        """`model(x)`: tensors on x's device, else on the module's."""
+        ts = self.tensor_args(call)
+        device = _device_of(ts) if ts else module.device
+        if device == V.CPU and module.device is None and not ts:
+            device = None
+        if module.cls is not None:
+            ret = self.method_returns.get((module.cls, "forward"))
+            if ret is not None and ret.kind != V.TENSOR:
+                return ret.with_(device=device) if ret.kind == V.TENSORS else ret
+        return V.tensor(device)
+
+    def _infer_qualified_call(self, q: str, call: cst.Call) -> Val:
+        if q.startswith("torch."):
+            return self._infer_torch_call(q[6:], call)
+        root = q.split(".", 1)[0]
+        if root in L.NUMPY_MODULES:
+            return Val(V.NUMPY)
+        if q in L.TIMING_NAMES or root in L.PYTHON_MODULES:
+            return V.PY_VAL
+        if q in L.PASSTHROUGH:
+            return self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
+        if q in L.PREPARE_OWNERS:
+            return Val(V.OBJECT, cls=q)
+        last = q.rsplit(".", 1)[-1]
+        if q in L.LOADERS or last.endswith("DataLoader"):
+            return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
+        cls = self.classes_by_name.get(last)
+        if cls is not None:
+            return Val(V.MODULE if cls.is_module else V.OBJECT, cls=last)
+        return V.UNKNOWN_VAL
+
+    def _infer_torch_call(self, t: str, call: cst.Call) -> Val:
+        last = t.rsplit(".", 1)[-1]
+        if t in L.FACTORIES:
+            return self._factory_val(t, call)
+        if t == "device":
+            _, d = self.device_of_arg(call.args[0].value if call.args else None)
+            return Val(V.DEVICE, d)
+        if t in L.CUDA_DEVICES:
+            return Val(V.DEVICE, V.CUDA)
+        if t in L.EVENTS:
+            return Val(V.EVENT)
+        if t in L.STREAMS:
+            return Val(V.STREAM)
+        if t in L.LEGACY_CUDA_CTORS:
+            return V.tensor(V.CUDA)
+        if t in L.LEGACY_CTORS:
+            dtype = V.INT if t in ("LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor") else (
+                V.BOOL if t == "BoolTensor" else V.FLOAT)
+            return V.tensor(self.default_device, dtype=dtype)
+        if t == "utils.data.DataLoader" or t.endswith(".DataLoader"):
+            return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
+        if t.startswith("optim.") and last[:1].isupper():
+            return Val(V.OPTIM)
+        if t.startswith("nn.") and last[:1].isupper() and not t.startswith("nn.functional"):
+            if last in ("Parameter", "Buffer"):
+                ts = self.tensor_args(call)
+                return V.tensor(_device_of(ts) if ts else None)
+            # Modules are built on the CPU and moved later, often elsewhere: unknown unless
+            # `device=` says.
+            return Val(V.MODULE, self.device_of_arg(kwarg(call, "device"))[1])
+        if t.startswith("distributions.") and last[:1].isupper():
+            return Val(V.DIST)
+        if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES):
+            return V.PY_VAL
+        pos = [a.value for a in call.args if a.keyword is None and not a.star]
+        if last == "where" and len(call.args) == 1:
+            return Val(V.TENSORS, _device_of(self.tensor_args(call)), dtype=V.INT)
+        ts = self.tensor_args(call)
+        dev_arg = kwarg(call, "device")
+        if dev_arg is not None:
+            device = self.device_of_arg(dev_arg)[1]
+        elif ts:
+            device = _device_of(ts)
+        else:
+            device = None  # `torch.tanh(x)` with `x` unknown: x's device, not the default
+            if pos and all(self._infer(p).kind == V.PY for p in pos):
+                device = self.default_device
+        assumed = bool(ts) and all(v.assumed for v in ts)
+        if last in L.MULTI_OUTPUT:
+            if last in L.ELEMENTWISE_WITH_TENSOR and (
+                len(pos) == 1 and kwarg(call, "dim") is None
+                or len(pos) >= 2 and self._infer(pos[1]).kind == V.TENSOR
+                or kwarg(call, "other") is not None
+            ):
+                return V.tensor(device, assumed=assumed)
+            return Val(V.TENSORS, device, assumed=assumed)
+        if last in ("stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack"):
+            dtypes = {v.dtype for v in ts}
+            return V.tensor(device, dtype=dtypes.pop() if len(dtypes) == 1 else None, assumed=assumed)
+        if last in L.BOOL_METHODS:
+            dtype = V.BOOL
+        elif last in L.INT_RESULTS:
+            dtype = V.INT
+        else:
+            dtype = self._dtype_class(kwarg(call, "dtype"))
+        return V.tensor(device, dtype=dtype, assumed=assumed)
+
+    def _infer_method(self, recv: Val, m: str, call: cst.Call, recv_node: cst.BaseExpression) -> Val:
+        k = recv.kind
+        if k == V.TENSOR:
+            return self._tensor_method(recv, m, call)
+        if k == V.TENSORS:
+            if m in ("to", "cuda", "cpu"):
+                if m == "to":
+                    is_dev, dev = self.device_of_arg(kwarg(call, "device") or (call.args[0].value if call.args else None))
+                    return recv.with_(device=dev if is_dev else recv.device, elems=None)
+                return recv.with_(device=V.CPU if m == "cpu" else V.CUDA, elems=None)
+            if m in ("values", "items", "keys"):
+                return recv.with_(elems=None) if m == "values" else V.UNKNOWN_VAL
+            if m in ("get", "pop"):
+                return V.element_of(recv)
+            return V.UNKNOWN_VAL
+        if k == V.MODULE:
+            if m in L.MODULE_SELF_RETURNING:
+                return recv.with_(device=self._module_device_after(recv, m, call))
+            if m in ("parameters", "buffers"):
+                return Val(V.TENSORS, recv.device)
+            if m in ("forward", "__call__"):
+                return self._module_output(recv, call)
+            if recv.cls is not None:
+                ret = self.method_returns.get((recv.cls, m))
+                if ret is not None:
+                    return ret
+            return V.UNKNOWN_VAL
+        if k == V.OBJECT:
+            if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
+                return self._prepared(call)
+            if recv.cls is not None:
+                ret = self.method_returns.get((recv.cls, m))
+                if ret is not None:
+                    return ret
+            return V.UNKNOWN_VAL
+        if k == V.NUMPY:
+            if m in ("item", "tolist"):
+                return V.PY_VAL
+            return recv
+        if k == V.DIST:
+            if m in ("sample", "rsample", "log_prob", "entropy", "cdf", "icdf"):
+                return V.tensor(None)
+            return V.UNKNOWN_VAL
+        if k == V.LOADER:
+            return V.UNKNOWN_VAL
+        if m in L.PASSTHROUGH_METHODS and call.args:
+            v = self._infer(call.args[0].value)
+            if v.kind == V.LOADER:
+                return v  # `metric_logger.log_every(loader, 10)` yields the loader's batches
+        if k == V.UNKNOWN:
+            if m in ("cpu", "numpy"):
+                # whatever it was, the result of `.cpu()` lives on the host (a module's too)
+                return V.tensor(V.CPU) if m == "cpu" else Val(V.NUMPY)
+            if m in L.TENSOR_ONLY_METHODS:
+                return V.tensor(None, dtype=V.INT if m in ("argmax", "argmin") else None)
+            return V.UNKNOWN_VAL
+        if k == V.PY:
+            if m in ("item", "items", "keys", "values", "format", "join", "split", "strip", "lower",
+                     "upper", "copy", "startswith", "endswith", "replace"):
+                return V.PY_VAL
+        return V.UNKNOWN_VAL
+
+    def _tensor_method(self, recv: Val, m: str, call: cst.Call) -> Val:
+        assumed = recv.assumed and m not in L.TENSOR_ONLY_METHODS
+        if m == "cuda":
+            return recv.with_(device=V.CUDA, pinned=None, assumed=assumed)
+        if m == "cpu":
+            return recv.with_(device=V.CPU, pinned=None, assumed=assumed)
+        if m in ("to", "type"):
+            arg = kwarg(call, "device")
+            if arg is None and call.args and call.args[0].keyword is None:
+                arg = call.args[0].value
+            is_dev, dev = self.device_of_arg(arg) if m == "to" else (False, None)
+            dtype = self._dtype_class(kwarg(call, "dtype"))
+            for a in call.args:
+                if a.keyword is None and dtype is None:
+                    dtype = self._dtype_class(a.value) if self.torch_name(a.value) else None
+            if m == "type" and not call.args:
+                return V.py("str")
+            out = recv.with_(assumed=assumed)
+            if is_dev:
+                out = out.with_(device=dev, pinned=None)
+            if dtype is not None:
+                out = out.with_(dtype=dtype)
+            return out
+        if m == "type_as":
+            other = self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
+            return V.tensor(other.device if other.kind == V.TENSOR else recv.device,
+                            dtype=other.dtype if other.kind == V.TENSOR else None)
+        if m in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
+            return V.tensor(recv.device)
+        if m == "numpy":
+            return Val(V.NUMPY)
+        if m in ("item", "tolist", "equal", "allclose", "is_nonzero", "is_same_size") or m in L.HOST_METHODS:
+            return V.py("int") if m in ("dim", "numel", "nelement", "ndimension") else V.PY_VAL
+        if m == "pin_memory":
+            return recv.with_(device=V.CPU, pinned=True, assumed=assumed)
+        if m in L.BOOL_METHODS:
+            return V.tensor(recv.device, mask=True, assumed=assumed)
+        if m in L.INT_METHODS:
+            if m == "nonzero" and is_true(kwarg(call, "as_tuple")):
+                return Val(V.TENSORS, recv.device, dtype=V.INT)
+            return V.tensor(recv.device, dtype=V.INT, assumed=assumed)
+        if m in L.MULTI_OUTPUT_METHODS or (m in ("max", "min") and (call.args or kwarg(call, "dim") is not None)):
+            if m in ("max", "min") and call.args and self._infer(call.args[0].value).kind == V.TENSOR:
+                return V.tensor(recv.device, assumed=assumed)  # x.max(other): elementwise
+            if m in ("sort", "unique", "split", "chunk", "unbind", "tensor_split"):
+                return Val(V.TENSORS, recv.device, dtype=recv.dtype, assumed=assumed)
+            return Val(V.TENSORS, recv.device, assumed=assumed)
+        if m in L.FLOAT_METHODS:
+            return V.tensor(recv.device, ndim=recv.ndim, dtype=V.FLOAT, assumed=assumed)
+        if m in L.DTYPE_PRESERVING_METHODS:
+            keep_pin = m in ("clone", "detach", "contiguous")
+            return recv.with_(pinned=recv.pinned if keep_pin else None,
+                              ndim=recv.ndim if keep_pin else None, assumed=assumed, elems=None)
+        return V.tensor(recv.device, assumed=assumed)
+
+    def _prepared(self, call: cst.Call) -> Val:
+        """`accelerator.prepare(model, opt, loader)`: each argument on the device."""
+        out = []
+        for a in call.args:
+            v = self._infer(a.value)
+            if v.kind == V.LOADER:
+                out.append(v.with_(device=V.CUDA, pinned=None))
+            elif v.kind in (V.MODULE, V.TENSOR, V.TENSORS):
+                out.append(v.with_(device=V.CUDA))
+            else:
+                out.append(v)
+        if len(out) == 1:
+            return out[0]
+        return Val(V.UNKNOWN, elems=tuple(out))
+
+    def _module_device_after(self, recv: Val, m: str, call: cst.Call) -> Optional[str]:
+        if m == "cuda":
+            return V.CUDA
+        if m == "cpu":
+            return V.CPU
+        if m == "to":
+            arg = kwarg(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+            is_dev, dev = self.device_of_arg(arg)
+            if is_dev:
+                return dev
+        return recv.device
+
+
+def _device_of(vals: List[Val]) -> Optional[str]:
+    devs = {v.device for v in vals}
+    if V.CUDA in devs:
+        return V.CUDA
+    if None in devs:
+        return None
+    return V.CPU

@@ -1,0 +1,73 @@
+"""Library knowledge, read once from library.toml: the sets the inference asks about."""
+
+from __future__ import annotations
+
+import sys
+from importlib import resources
+from typing import FrozenSet
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_DATA = tomllib.loads(resources.files("synclint.semantic").joinpath("library.toml").read_text("utf-8"))
+
+
+def _set(section: str, key: str) -> FrozenSet[str]:
+    return frozenset(_DATA[section][key])
+
+
+# torch.* functions (names without the `torch.` prefix)
+DETERMINISTIC_FACTORIES = _set("torch", "deterministic_factories")
+RANDOM_FACTORIES = _set("torch", "random_factories")
+DATA_FACTORIES = _set("torch", "data_factories")
+FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES
+TORCH_NON_TENSOR = _set("torch", "non_tensor")
+TORCH_NON_TENSOR_PREFIXES = tuple(_DATA["torch"]["non_tensor_prefixes"])
+MULTI_OUTPUT = _set("torch", "multi_output")
+ELEMENTWISE_WITH_TENSOR = _set("torch", "elementwise_with_tensor")
+INT_RESULTS = _set("torch", "int_results")
+CUDA_DEVICES = _set("torch", "cuda_devices")
+EVENTS = _set("torch", "events")
+STREAMS = _set("torch", "streams")
+LEGACY_CTORS = _set("torch", "legacy_ctors")
+LEGACY_CUDA_CTORS = _set("torch", "legacy_cuda_ctors")
+NO_GRAD_CONTEXTS = frozenset("torch." + n for n in _DATA["torch"]["no_grad_contexts"])
+INT_DTYPES = _set("torch", "int_dtypes")
+BOOL_DTYPES = _set("torch", "bool_dtypes")
+
+# tensor methods and attributes
+BOOL_METHODS = _set("tensor", "bool_methods")
+DTYPE_PRESERVING_METHODS = _set("tensor", "dtype_preserving_methods")
+INT_METHODS = _set("tensor", "int_methods")
+FLOAT_METHODS = _set("tensor", "float_methods")
+HOST_METHODS = _set("tensor", "host_methods")
+HOST_ATTRS = _set("tensor", "host_attrs")
+SAME_TENSOR_ATTRS = _set("tensor", "same_tensor_attrs")
+MULTI_OUTPUT_METHODS = _set("tensor", "multi_output_methods")
+TENSOR_ONLY_METHODS = _set("tensor", "tensor_only_methods")
+
+# nn.Module
+MODULE_SUFFIXES = tuple(_DATA["modules"]["base_suffixes"])
+MODULE_BASE_NAMES = _set("modules", "base_names")
+MODULE_SELF_RETURNING = _set("modules", "self_returning")
+HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
+BATCH_PARAM_NAMES = _set("modules", "batch_params")
+
+# iteration and loaders
+PASSTHROUGH = _set("iteration", "passthrough")
+PASSTHROUGH_METHODS = _set("iteration", "passthrough_methods")
+LOADERS = _set("iteration", "loaders")
+LOADER_NAME_SUFFIXES = tuple(_DATA["iteration"]["loader_name_suffixes"])
+LOADER_NAMES = _set("iteration", "loader_names")
+
+# accelerate / Lightning Fabric
+PREPARE_OWNERS = _set("accelerate", "prepare_owners")
+PREPARE_METHODS = _set("accelerate", "prepare_methods")
+
+# host-side libraries
+PYTHON_MODULES = _set("host", "python_modules")
+NUMPY_MODULES = _set("host", "numpy_modules")
+TIMING_NAMES = _set("host", "timing")
+PYTHON_BUILTINS = _set("host", "python_builtins")

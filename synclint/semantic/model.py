@@ -1,0 +1,479 @@
+"""SemanticModel: everything the rules know about one file, built by the engine's one walk.
+
+The walker keeps it current as it descends (imports, scopes and bindings, loops, `no_grad`,
+function and class nesting, CUDA-less branches, periodic guards); rules only ask it:
+what does this name resolve to (`qualname`), what value is this expression (`infer`),
+is it a GPU tensor under a named policy (`gpu`), what was this name assigned
+(`assigned`), is this site hot. Rules never keep bindings or device policies of their own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from synclint.semantic import library as L
+from synclint.semantic import values as V
+from synclint.semantic.heat import hot_name
+from synclint.semantic.infer import Inference
+from synclint.semantic.syntax import descendants, dotted
+from synclint.semantic.values import Val
+
+
+@dataclass
+class Binding:
+    """What a name holds at this point: its value, and the expression it was assigned
+    (None for parameters, loop targets, unpacking and joins of different expressions)."""
+
+    val: Val
+    expr: Optional[cst.BaseExpression] = None
+    prev: Optional["Binding"] = None
+
+
+@dataclass
+class FuncInfo:
+    name: str
+    qual: str
+    cls: Optional["ClassInfo"]
+    scope: Dict[str, Binding] = field(default_factory=dict)
+    params: Set[str] = field(default_factory=set)
+    no_grad: bool = False
+    timing: bool = False
+    iterates_loader: bool = False  # has a loop over batches: a per-epoch function
+    returns: Optional[Val] = None
+    globals: Set[str] = field(default_factory=set)  # `global` / `nonlocal` names
+    param_order: List[str] = field(default_factory=list)
+    defaults: Set[str] = field(default_factory=set)  # parameters with a default
+
+
+@dataclass
+class FileFacts:
+    """What a first walk of a file learned that a second walk needs before it gets there:
+    functions' returns, classes' attributes, and the values each in-file function was
+    called with (parameters take them where nothing better is known)."""
+
+    func_returns: Dict[str, Val] = field(default_factory=dict)
+    method_returns: Dict[Tuple[str, str], Val] = field(default_factory=dict)
+    class_attrs: Dict[str, Dict[str, Val]] = field(default_factory=dict)
+    params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # function qual -> param -> value
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    is_module: bool
+    attrs: Dict[str, Val] = field(default_factory=dict)
+    # `self.x = <expr>` anywhere in the class (and class-level fields), for attributes read
+    # before the walk reaches their assignment.
+    pending: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
+
+
+@dataclass
+class PendingFinding:
+    rule: object
+    node: cst.CSTNode
+    message: str
+    replacement: Optional[cst.CSTNode]
+    target: cst.CSTNode
+    safe: bool
+    fix_title: Optional[str]
+    hot: bool
+    func: Optional[str]
+    stmt_index: int
+    stmt: Optional[cst.CSTNode]
+    guarded: bool = False
+
+
+# Policies for values whose device or type is not known, named so each rule says which it takes.
+KNOWN = "known"  # only tensors the model can place on the GPU (or on no known device)
+EVIDENT = "evident"  # KNOWN, and a tensor for a better reason than an unannotated parameter
+RECEIVER = "receiver"  # KNOWN, or an unknown value used where only tensors fit (a torch arg)
+
+_GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|amp")
+
+
+class SemanticModel(Inference):
+    def __init__(self, source: str, filename: str = "<string>", facts: Optional[FileFacts] = None) -> None:
+        self.facts = facts or FileFacts()
+        self.source = source
+        self.filename = filename
+        self.aliases: Dict[str, str] = {}  # local name -> qualified name
+        self._qualnames: Dict[int, tuple] = {}  # id(node) -> (node, qualified name or None)
+        self.module_scope: Dict[str, Binding] = {}
+        self.funcs: List[FuncInfo] = []
+        self.classes: List[ClassInfo] = []
+        self.classes_by_name: Dict[str, ClassInfo] = {}
+        # in-file function name / (class, method) -> returned value; a second walk starts
+        # from what the first one found, so a call above the definition is known too
+        self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
+        self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
+        # (callee key, positional values, keyword values) of calls to in-file functions
+        self.call_args: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
+        self.loop_depth = 0  # for/while bodies (comprehensions count in comp_depth)
+        self.comp_depth = 0
+        self.no_grad_depth = 0
+        self.cuda_less_depth = 0  # inside `if not torch.cuda.is_available():`
+        self.guard_depth = 0  # inside `if step % every == 0:` (a logging guard: cold)
+        self.default_device = V.CPU
+        self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
+        # A script that never mentions a device, CUDA or an accelerator runs on the CPU
+        # (a library module that does not is still used on the GPU). Set by `set_module`.
+        self.gpu_evident = True
+        self.stmt_index = -1
+        self.stmt_stack: List[cst.CSTNode] = []
+        self.findings: List[PendingFinding] = []
+        # call graph for "called from a loop": (caller qual or None, callee key, in loop)
+        self.calls: List[Tuple[Optional[str], str, bool]] = []
+        self.timing_funcs: Set[Optional[str]] = set()
+        self.all_funcs: Dict[str, FuncInfo] = {}
+        self._resolving: Set[Tuple[str, str]] = set()
+
+    def set_module(self, module: cst.Module) -> None:
+        """Facts about the whole file, before the walk: is it a script that never mentions
+        a GPU (`if __name__ == "__main__":` or a module-level loop, and no device anywhere)."""
+        script = any(
+            isinstance(s, (cst.For, cst.While))
+            or (isinstance(s, cst.If) and "__name__" in cst.Module(body=[]).code_for_node(s.test))
+            for s in module.body
+        )
+        self.gpu_evident = not script or bool(_GPU_WORDS.search(self.source))
+
+    # ----------------------------------------------------------------- names
+    def add_import(self, node: cst.CSTNode) -> None:
+        self._qualnames.clear()  # the alias table is about to change
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name)
+                if alias.asname is not None:
+                    self.aliases[dotted(alias.asname.name)] = full
+                else:
+                    head = full.split(".", 1)[0]
+                    self.aliases[head] = head
+                self._note_module(full)
+        elif isinstance(node, cst.ImportFrom):
+            if node.relative or node.module is None:
+                return
+            mod = dotted(node.module)
+            self._note_module(mod)
+            if isinstance(node.names, cst.ImportStar):
+                return
+            for alias in node.names:
+                name = dotted(alias.name)
+                local = dotted(alias.asname.name) if alias.asname else name
+                self.aliases[local] = f"{mod}.{name}"
+
+    def _note_module(self, mod: str) -> None:
+        if mod.split(".", 1)[0] == "torch_xla":
+            self.uses_xla = True
+
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        """`th.cuda.synchronize` -> 'torch.cuda.synchronize' when `th` is an import alias.
+
+        Every rule asks about the same call nodes, so answers are kept per node (the entry
+        holds the node, so an id is never reused while it is cached) until an import changes
+        the alias table. A name bound locally shadows the import.
+        """
+        hit = self._qualnames.get(id(expr))
+        if hit is not None and hit[0] is expr:
+            return hit[1]
+        node = expr
+        parts: List[str] = []
+        while type(node) is cst.Attribute:  # exact types: cheaper than ABC isinstance
+            parts.append(node.attr.value)
+            node = node.value
+        result = None
+        if type(node) is cst.Name:
+            head = self.aliases.get(node.value)
+            if head is not None and not self.is_local(node.value):
+                parts.append(head)
+                result = ".".join(reversed(parts))
+        self._qualnames[id(expr)] = (expr, result)
+        return result
+
+    def torch_name(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The qualified name if it is inside torch, without the 'torch.' prefix."""
+        q = self.qualname(expr)
+        if q and q.startswith("torch."):
+            return q[6:]
+        return None
+
+    # ----------------------------------------------------------------- scopes and bindings
+    @property
+    def func(self) -> Optional[FuncInfo]:
+        return self.funcs[-1] if self.funcs else None
+
+    @property
+    def cls(self) -> Optional[ClassInfo]:
+        return self.classes[-1] if self.classes else None
+
+    def _scope_for(self, name: str) -> Dict[str, Binding]:
+        f = self.func
+        if f is None or name in f.globals:
+            return self.module_scope
+        return f.scope
+
+    def binding(self, name: str) -> Optional[Binding]:
+        """The innermost binding of `name`: this function's, an enclosing one's, the module's."""
+        for f in reversed(self.funcs):
+            b = f.scope.get(name)
+            if b is not None:
+                return b
+        return self.module_scope.get(name)
+
+    def is_local(self, name: str) -> bool:
+        """Bound in a function scope (a parameter or assignment shadows a module name)."""
+        return any(name in f.scope for f in self.funcs) or name in self.module_scope
+
+    def lookup(self, name: str) -> Val:
+        b = self.binding(name)
+        if b is not None:
+            return b.val
+        if name in self.aliases:
+            return V.PY_VAL  # an imported module or function, not a tensor
+        return V.UNKNOWN_VAL
+
+    def assigned(self, name: str) -> Optional[cst.BaseExpression]:
+        """The expression `name` was last assigned here, if one is known."""
+        b = self.binding(name)
+        return b.expr if b is not None else None
+
+    def bind(self, name: str, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
+        scope = self._scope_for(name)
+        scope[name] = Binding(val, expr, scope.get(name))
+
+    def bind_target(self, target: cst.BaseExpression, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
+        """Bind an assignment, loop, `with` or walrus target, unpacking tuples."""
+        t = type(target)
+        if t is cst.Name:
+            self.bind(target.value, val, expr)
+        elif t in (cst.Tuple, cst.List):
+            els = target.elements
+            starred = [i for i, el in enumerate(els) if isinstance(el, cst.StarredElement)]
+            if val.elems is not None and not starred and len(val.elems) == len(els):
+                for el, v in zip(els, val.elems):
+                    self.bind_target(el.value, v)
+                return
+            elem = V.element_of(val)
+            for el in els:
+                if isinstance(el, cst.StarredElement):
+                    rest = Val(V.TENSORS, elem.device, dtype=elem.dtype) if elem.kind == V.TENSOR else V.py("list")
+                    self.bind_target(el.value, rest if elem.kind != V.UNKNOWN else V.UNKNOWN_VAL)
+                else:
+                    self.bind_target(el.value, elem)
+        elif t is cst.Attribute:
+            if isinstance(target.value, cst.Name) and target.value.value == "self" and self.cls is not None:
+                attrs = self.cls.attrs
+                name = target.attr.value
+                # Attributes are joined over every assignment in the class: any method may run first.
+                attrs[name] = V.join(attrs.get(name), val) if name in attrs else val
+        elif t is cst.StarredElement:
+            self.bind_target(target.value, val)
+
+    def snapshot(self) -> Dict[str, Binding]:
+        return dict(self._scope_for(""))
+
+    def merge(self, branches: List[Dict[str, Binding]]) -> None:
+        """After an if/else, try/except or loop: each name holds the join of its branches."""
+        scope = self._scope_for("")
+        names = set().union(*branches)
+        for name in names:
+            bs = [b.get(name) for b in branches]
+            if all(x is bs[0] for x in bs):
+                scope[name] = bs[0]
+                continue
+            val: Optional[Val] = None
+            for b in bs:
+                val = V.join(val, b.val if b is not None else None) if val is not None else (b.val if b else None)
+            exprs = {id(b.expr) if b is not None else None for b in bs}
+            expr = bs[0].expr if len(exprs) == 1 and bs[0] is not None else None
+            scope[name] = Binding(val if val is not None else V.UNKNOWN_VAL, expr)
+
+    def restore(self, snap: Dict[str, Binding]) -> None:
+        scope = self._scope_for("")
+        scope.clear()
+        scope.update(snap)
+
+    # ----------------------------------------------------------------- classes
+    def add_class(self, node: cst.ClassDef, is_module: bool) -> ClassInfo:
+        info = ClassInfo(node.name.value, is_module)
+        info.pending = _collect_attrs(node)
+        info.attrs.update(self.facts.class_attrs.get(info.name, {}))
+        self.classes_by_name[info.name] = info
+        return info
+
+    def attribute_of(self, cls_name: str, attr: str) -> Val:
+        """`self.<attr>` / `obj.<attr>` for an in-file class: what was assigned so far, else
+        what any method assigns (inferred without that method's locals)."""
+        info = self.classes_by_name.get(cls_name)
+        if info is None:
+            return V.UNKNOWN_VAL
+        v = info.attrs.get(attr)
+        if v is not None:
+            return v
+        exprs = info.pending.get(attr)
+        if not exprs or (cls_name, attr) in self._resolving:
+            return V.UNKNOWN_VAL
+        self._resolving.add((cls_name, attr))
+        saved_funcs, saved_classes = self.funcs, self.classes
+        self.funcs = [FuncInfo("<attr>", "<attr>", info)]
+        self.classes = [info]
+        try:
+            out: Optional[Val] = None
+            for e in exprs:
+                v = self._infer(e) if isinstance(e, cst.BaseExpression) else e
+                out = v if out is None else V.join(out, v)
+        finally:
+            self.funcs, self.classes = saved_funcs, saved_classes
+            self._resolving.discard((cls_name, attr))
+        return out if out is not None else V.UNKNOWN_VAL
+
+    def param_from_callers(self, qual: str, name: str) -> Optional[Val]:
+        """The join of the values every in-file call passes for this parameter."""
+        return self.facts.params.get(qual, {}).get(name)
+
+    def summary(self) -> FileFacts:
+        facts = FileFacts(dict(self.func_returns), dict(self.method_returns),
+                          {name: dict(c.attrs) for name, c in self.classes_by_name.items()})
+        for key, skip, pos, kws in self.call_args:
+            info = self.all_funcs.get(key)
+            if info is None:
+                continue
+            order = info.param_order[skip:]
+            given: Dict[str, Val] = dict(zip(order, pos))
+            given.update((k, v) for k, v in kws.items() if k in info.params)
+            seen = facts.params.setdefault(key, {})
+            for p in info.param_order[skip:]:
+                v = given.get(p)
+                if v is None:
+                    if p in info.defaults:
+                        continue  # the default: what the function itself says
+                    v = V.UNKNOWN_VAL  # through *args or **kwargs
+                seen[p] = V.join(seen[p], v) if p in seen else v
+        return facts
+
+    # ----------------------------------------------------------------- questions rules ask
+    def is_tensor(self, e: cst.BaseExpression) -> bool:
+        return self.infer(e).kind == V.TENSOR
+
+    def gpu(self, e: cst.BaseExpression, policy: str = KNOWN) -> Optional[Val]:
+        """The value of `e` if it is a GPU tensor under `policy`, else None.
+
+        A tensor of unknown device counts (a GPU program's tensors are on the GPU) except in
+        a script that never mentions a device, CUDA or an accelerator. KNOWN takes any tensor
+        the model placed there; EVIDENT also wants a reason better than an unannotated
+        parameter (`if use_cache:`); RECEIVER also takes a value of unknown kind, for
+        positions where only a tensor fits.
+        """
+        if self.cuda_less_depth:
+            return None
+        v = self.infer(e)
+        if v.kind == V.TENSOR:
+            if v.device == V.CPU or (v.device is None and not self.gpu_evident):
+                return None
+            if policy == EVIDENT and v.assumed:
+                return None
+            return v
+        if policy == RECEIVER and v.kind == V.UNKNOWN and self.gpu_evident:
+            return V.tensor(None, assumed=True)
+        return None
+
+    def on_gpu(self, e: cst.BaseExpression, unknown_ok: bool = False) -> bool:
+        return self.gpu(e, RECEIVER if unknown_ok else KNOWN) is not None
+
+    def gpu_tensor_val(self, e: cst.BaseExpression) -> Optional[Val]:
+        return self.gpu(e, KNOWN)
+
+    def assumed_param(self, e: cst.BaseExpression) -> bool:
+        """`e` is a tensor only by assumption (an unannotated `forward` parameter)."""
+        v = self.infer(e)
+        return v.kind == V.TENSOR and v.assumed
+
+    def in_data_pipeline(self) -> bool:
+        """Inside a Dataset-style `__getitem__`/`__iter__` (not of an nn.Module) or a collate
+        function: code that runs in DataLoader workers, on the CPU."""
+        f = self.func
+        if f is None:
+            return False
+        if "collate" in f.name:
+            return True
+        return f.name in ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__") and not (
+            f.cls is not None and f.cls.is_module
+        )
+
+    @property
+    def in_loop(self) -> bool:
+        """Inside a loop or comprehension body: evaluated repeatedly."""
+        return self.loop_depth > 0 or self.comp_depth > 0
+
+    @property
+    def in_no_grad(self) -> bool:
+        return self.no_grad_depth > 0
+
+    def site_hot(self) -> bool:
+        """Runs every step: a for/while body, or a framework hook, outside periodic guards.
+        Functions called from hot code are added after the walk (`heat.hot_functions`)."""
+        if self.guard_depth:
+            return False
+        if self.loop_depth:
+            return True
+        f = self.func
+        return f is not None and hot_name(f.name)
+
+    # ----------------------------------------------------------------- findings
+    def add_finding(self, rule, node, message, *, replacement, target, safe, fix_title) -> None:
+        f = self.func
+        self.findings.append(
+            PendingFinding(
+                rule=rule, node=node, message=message, replacement=replacement,
+                target=target, safe=safe, fix_title=fix_title, hot=self.site_hot(),
+                func=f.qual if f else None, stmt_index=self.stmt_index,
+                stmt=self.stmt_stack[-1] if self.stmt_stack else None,
+                guarded=self.guard_depth > 0,
+            )
+        )
+
+
+def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
+    """Attribute assignments of a class, found syntactically: `self.x = ...` in any method,
+    `self.register_buffer("x", ...)`, class-level `x: Tensor` / `x = ...` (dataclass,
+    NamedTuple and TypedDict fields)."""
+    from synclint.semantic.annotations import annotation_val_syntactic
+
+    out: Dict[str, List] = {}
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    ann = annotation_val_syntactic(small.annotation.annotation)
+                    out.setdefault(small.target.value, []).append(
+                        small.value if small.value is not None and ann is None else (ann or V.UNKNOWN_VAL)
+                    )
+                elif isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            out.setdefault(t.target.value, []).append(small.value)
+        elif isinstance(stmt, cst.FunctionDef):
+            _collect_self_assigns(stmt.body, out)
+    return out
+
+
+def _collect_self_assigns(node: cst.CSTNode, out: Dict[str, List]) -> None:
+    for n in descendants(node):
+        if isinstance(n, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for t in targets:
+                if (isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
+                        and t.value.value == "self" and n.value is not None):
+                    out.setdefault(t.attr.value, []).append(n.value)
+        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in (
+            "register_buffer", "register_parameter"
+        ):
+            args = n.args
+            if args and isinstance(args[0].value, cst.SimpleString):
+                name = args[0].value.evaluated_value
+                if isinstance(name, str):
+                    out.setdefault(name, []).append(V.tensor(None))

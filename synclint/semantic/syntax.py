@@ -1,0 +1,144 @@
+"""Small facts about syntax nodes that need no bindings: arguments, literals, dotted names."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+
+
+def kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def string_value(e: Optional[cst.BaseExpression]) -> Optional[str]:
+    if isinstance(e, cst.SimpleString):
+        try:
+            v = e.evaluated_value
+        except Exception:  # pragma: no cover - odd prefixes
+            return None
+        return v if isinstance(v, str) else None
+    return None
+
+
+def is_true(e: Optional[cst.BaseExpression]) -> Optional[bool]:
+    """True/False for a literal, False when absent, None when not a literal."""
+    if isinstance(e, cst.Name) and e.value in ("True", "False"):
+        return e.value == "True"
+    return None if e is not None else False
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def literal_ndim(e: cst.BaseExpression) -> Optional[int]:
+    """Dimensions of `torch.tensor(<literal>)` data: 0 for a number, 1 + inner for a list."""
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+        e = e.expression
+    if isinstance(e, (cst.Integer, cst.Float)):
+        return 0
+    if isinstance(e, (cst.List, cst.Tuple)) and e.elements:
+        first = e.elements[0]
+        if isinstance(first, cst.StarredElement):
+            return None
+        inner = literal_ndim(first.value)
+        return None if inner is None else inner + 1
+    return None
+
+
+def all_params(params: cst.Parameters) -> List[cst.Param]:
+    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    if isinstance(params.star_arg, cst.Param):
+        out.append(params.star_arg)
+    if params.star_kwarg is not None:
+        out.append(params.star_kwarg)
+    return out
+
+
+def target_names(t: cst.BaseExpression):
+    """Plain names bound by an assignment target."""
+    if isinstance(t, cst.Name):
+        yield t.value
+    elif isinstance(t, (cst.Tuple, cst.List)):
+        for el in t.elements:
+            yield from target_names(el.value)
+    elif isinstance(t, cst.StarredElement):
+        yield from target_names(t.value)
+
+
+# --------------------------------------------------------------------- fast child iteration
+# LibCST's `children` property rebuilds each node's children through a visitor (about twice
+# the cost of the parse); reading the dataclass fields directly is far cheaper. The walker
+# uses the same tables.
+import dataclasses  # noqa: E402
+from typing import Dict, Iterator, Tuple  # noqa: E402
+
+SKIP_TYPES = (
+    cst.BaseParenthesizableWhitespace, cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen,
+    cst.Newline, cst.EmptyLine, cst.TrailingWhitespace, cst.Semicolon, cst.Colon,
+    cst.AssignEqual, cst.Comment, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.BaseBinaryOp, cst.BaseBooleanOp,
+    cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp, cst.ImportStar, cst.Asynchronous,
+)
+_SKIP_FIELDS = {"leading_lines", "lines_after_decorators", "header", "footer", "whitespace",
+                "lpar", "rpar", "comma", "semicolon", "trailing_whitespace", "default_newline",
+                "default_indent", "encoding", "has_trailing_newline", "indent", "newline"}
+SKIP, NODE, SEQ = 0, 1, 2
+_kind_cache: Dict[type, int] = {}
+_fields_cache: Dict[type, Tuple[str, ...]] = {}
+
+
+def field_kind(t: type) -> int:
+    """What a walk does with a value of type t: skip it, walk it, or walk its items.
+
+    Decided once per concrete type: isinstance() against LibCST's abstract base classes goes
+    through ABCMeta.__instancecheck__, which was about a sixth of the whole lint time."""
+    k = _kind_cache.get(t)
+    if k is None:
+        if issubclass(t, cst.CSTNode):
+            k = SKIP if issubclass(t, SKIP_TYPES) else NODE
+        else:
+            k = SEQ if issubclass(t, (tuple, list)) else SKIP
+        _kind_cache[t] = k
+    return k
+
+
+def node_fields(t: type) -> Tuple[str, ...]:
+    names = _fields_cache.get(t)
+    if names is None:
+        names = tuple(
+            f.name for f in dataclasses.fields(t)
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+        _fields_cache[t] = names
+    return names
+
+
+def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for fname in node_fields(type(node)):
+        v = getattr(node, fname)
+        k = field_kind(type(v))
+        if k == NODE:
+            yield v
+        elif k == SEQ:
+            for c in v:
+                if field_kind(type(c)) == NODE:
+                    yield c
+
+
+def descendants(node: cst.CSTNode, stop=(cst.FunctionDef, cst.ClassDef, cst.Lambda)) -> Iterator[cst.CSTNode]:
+    """Every node under `node`, not entering nested function or class bodies."""
+    stack = list(child_nodes(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, stop):
+            stack.extend(child_nodes(n))

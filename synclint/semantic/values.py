@@ -1,0 +1,168 @@
+"""What the model knows about a value: the small abstract domain the rules ask about.
+
+A value has a kind (tensor, NumPy array, plain Python value, module, loader, ...), and for
+tensors a device, a dtype class, pinned-ness and a rank where known. `assumed` marks a
+tensor that is one only by assumption (an unannotated `forward` parameter): rules that
+treat a value as a number want more evidence than that. `join` is what a name holds after
+two branches meet.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+# Kinds of value.
+TENSOR = "tensor"
+TENSORS = "tensors"  # a container of tensors: a batch, a tuple of outputs, parameters()
+NUMPY = "numpy"
+PY = "py"  # a plain Python value: number, string, list, dict, shape
+MODULE = "module"  # an nn.Module instance
+LOADER = "loader"  # an iterable of batches (a DataLoader, a prepared loader)
+OPTIM = "optim"
+DEVICE = "device"
+EVENT = "event"
+STREAM = "stream"
+DIST = "dist"  # a torch.distributions object
+OBJECT = "object"  # an instance of a known class (`cls` names it)
+UNKNOWN = "unknown"
+
+CUDA = "cuda"
+CPU = "cpu"
+
+# dtype classes
+BOOL = "bool"
+INT = "int"
+FLOAT = "float"
+
+
+class Val:
+    """An abstract value. `device` is CUDA, CPU or None (unknown)."""
+
+    __slots__ = ("kind", "device", "dtype", "pinned", "ndim", "elems", "assumed", "py", "cls")
+
+    def __init__(
+        self,
+        kind: str,
+        device: Optional[str] = None,
+        mask: bool = False,
+        pinned: Optional[bool] = None,
+        ndim: Optional[int] = None,
+        *,
+        dtype: Optional[str] = None,
+        assumed: bool = False,
+        py: Optional[str] = None,
+        cls: Optional[str] = None,
+        elems: Optional[Tuple["Val", ...]] = None,
+    ) -> None:
+        self.kind = kind
+        self.device = device
+        self.dtype = BOOL if mask else dtype
+        self.pinned = pinned
+        self.ndim = ndim
+        self.elems = elems  # per-element values of a tuple/list, when known
+        self.assumed = assumed
+        self.py = py  # for PY: "int", "float", "str", "list", "dict", "none", ... when known
+        self.cls = cls  # for OBJECT, LOADER items and MODULE: the class key, when known
+
+    @property
+    def mask(self) -> bool:
+        return self.dtype == BOOL
+
+    def with_(self, **kw) -> "Val":
+        v = Val(self.kind, self.device, False, self.pinned, self.ndim, dtype=self.dtype,
+                assumed=self.assumed, py=self.py, cls=self.cls, elems=self.elems)
+        if "mask" in kw:
+            m = kw.pop("mask")
+            v.dtype = BOOL if m else (None if v.dtype == BOOL else v.dtype)
+        for k, x in kw.items():
+            setattr(v, k, x)
+        return v
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == TENSOR
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Val) and all(getattr(self, s) == getattr(other, s) for s in Val.__slots__)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.device, self.dtype))
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        extra = "".join(
+            f" {k}={getattr(self, k)!r}"
+            for k in ("device", "dtype", "pinned", "ndim", "assumed", "py", "cls")
+            if getattr(self, k)
+        )
+        return f"Val({self.kind}{extra})"
+
+
+def tensor(device: Optional[str] = None, **kw) -> Val:
+    return Val(TENSOR, device, **kw)
+
+
+UNKNOWN_VAL = Val(UNKNOWN)
+PY_VAL = Val(PY)
+
+
+def py(kind: str) -> Val:
+    return Val(PY, py=kind)
+
+
+def join_device(a: Optional[str], b: Optional[str]) -> Optional[str]:
+    """Either device may be in use: CUDA if either is (the GPU path is the one to flag),
+    unknown if either is unknown, else the CPU."""
+    if a == CUDA or b == CUDA:
+        return CUDA
+    if a is None or b is None:
+        return None
+    return CPU
+
+
+def join(a: Optional[Val], b: Optional[Val]) -> Val:
+    """The value of a name that holds `a` on one path and `b` on another.
+
+    A tensor on one path and None or a plain number on the other (`best = None`, then
+    `best = loss`) is a tensor where it is used as one; an unknown on either side keeps
+    the result unknown unless the other side is a tensor.
+    """
+    if a is None:
+        return b if b is not None else UNKNOWN_VAL
+    if b is None or a is b:
+        return a
+    if a.kind == b.kind:
+        if a == b:
+            return a
+        return Val(
+            a.kind,
+            join_device(a.device, b.device),
+            pinned=a.pinned if a.pinned == b.pinned else None,
+            ndim=a.ndim if a.ndim == b.ndim else None,
+            dtype=a.dtype if a.dtype == b.dtype else None,
+            assumed=a.assumed and b.assumed,
+            py=a.py if a.py == b.py else None,
+            cls=a.cls if a.cls == b.cls else None,
+            elems=a.elems if a.elems == b.elems else None,
+        )
+    for t, other in ((a, b), (b, a)):
+        if t.kind in (TENSOR, TENSORS) and other.kind in (PY, UNKNOWN, TENSOR, TENSORS):
+            if other.kind == PY and other.py not in (None, "none", "int", "float", "bool"):
+                continue  # a tensor or a list/str/dict: nothing to say
+            return t.with_(assumed=t.assumed or other.kind == UNKNOWN)
+    return UNKNOWN_VAL
+
+
+def element_of(val: Val) -> Val:
+    """The value of one item when `val` is iterated, indexed or unpacked."""
+    if val.kind == TENSOR:
+        return tensor(val.device, pinned=val.pinned, dtype=val.dtype, assumed=val.assumed,
+                      ndim=val.ndim - 1 if val.ndim else None)
+    if val.kind == TENSORS:
+        return tensor(val.device, pinned=val.pinned, dtype=val.dtype, assumed=val.assumed)
+    if val.kind == LOADER:
+        return Val(TENSORS, val.device or CPU, pinned=val.pinned)
+    if val.kind == NUMPY:
+        return val
+    if val.kind == PY:
+        return PY_VAL if val.py not in ("list", "tuple", "dict", "set") else UNKNOWN_VAL
+    return UNKNOWN_VAL
