@@ -6,60 +6,30 @@ from typing import Optional
 
 import libcst as cst
 
+from synclint.semantic import KNOWN, RECEIVER
 from synclint.semantic import values as V
 from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
-# Functions that run in DataLoader workers or the main process's input pipeline: their
-# unannotated tensors are CPU tensors far more often than not.
-_PIPELINE_FUNCS = {"__getitem__", "__getitems__", "__iter__", "__next__", "__len__"}
-
-
-def in_data_pipeline(ctx) -> bool:
-    """Inside a Dataset-style `__getitem__`/`__iter__` (not of an nn.Module) or a collate function."""
-    f = ctx.func
-    if f is None:
-        return False
-    if "collate" in f.name:
-        return True
-    return f.name in _PIPELINE_FUNCS and not (f.cls is not None and f.cls.is_module)
-
 
 def tensor_arg_on_gpu(ctx, e: cst.BaseExpression) -> bool:
-    """An argument that a torch function requires to be a tensor: on the GPU unless known not.
-
-    Unknown values count (the callee makes them tensors; device unknown is assumed GPU), except
-    in data-pipeline functions, where an unknown tensor is most likely a CPU one.
-    """
-    if ctx.cuda_less_depth:
-        return False
-    v = ctx.infer(e)
-    if v.kind == V.TENSOR:
-        return v.device == V.CUDA or (v.device is None and not in_data_pipeline(ctx))
-    return v.kind == V.UNKNOWN and not in_data_pipeline(ctx)
+    """An argument or receiver that only a tensor fits: on the GPU unless known not to be,
+    except in data-pipeline code (DataLoader workers run on the CPU)."""
+    return ctx.gpu(e, RECEIVER) is not None and not ctx.in_data_pipeline()
 
 
-def receiver_on_gpu(ctx, e: cst.BaseExpression) -> bool:
-    """The receiver of a tensor method: a GPU tensor, or unknown in a file without NumPy-likes."""
-    if ctx.cuda_less_depth:
-        return False
-    v = ctx.infer(e)
-    if v.kind == V.TENSOR:
-        return v.device == V.CUDA or (v.device is None and not in_data_pipeline(ctx))
-    return v.kind == V.UNKNOWN and not ctx.uses_numpy and not in_data_pipeline(ctx)
+receiver_on_gpu = tensor_arg_on_gpu
 
 
 def gpu_mask(ctx, e: cst.BaseExpression) -> bool:
     """A boolean tensor known to be a mask (comparison, bool method, dtype=torch.bool) on the GPU."""
-    if ctx.cuda_less_depth:
-        return False
-    v = ctx.infer(e)
-    if v.kind != V.TENSOR or not v.mask or v.device == V.CPU:
-        return False
-    return v.device == V.CUDA or not in_data_pipeline(ctx)
+    v = ctx.gpu(e, KNOWN)
+    return v is not None and v.mask and (v.device == V.CUDA or not ctx.in_data_pipeline())
 
 
 def mask_index(ctx, node: cst.Subscript) -> Optional[cst.BaseExpression]:
-    """The first index of `x[...]` that is a GPU boolean mask, if the indexed value is on the GPU."""
+    """The first index of `x[...]` that is a GPU boolean mask, if the indexed value is on the GPU.
+
+    A torch mask indexes a torch tensor, so an indexed value of unknown kind counts."""
     mask = None
     for el in node.slice:
         if isinstance(el.slice, cst.Index) and el.slice.star is None and gpu_mask(ctx, el.slice.value):
@@ -70,12 +40,7 @@ def mask_index(ctx, node: cst.Subscript) -> Optional[cst.BaseExpression]:
     base = ctx.infer(node.value)
     if base.kind == V.TENSOR:
         return mask if base.device != V.CPU else None
-    if base.kind == V.UNKNOWN:
-        # A CUDA mask can only index a CUDA tensor; a mask of unknown device, only where the
-        # file has no NumPy-like arrays that could be the indexed value.
-        if ctx.infer(mask).device == V.CUDA or not ctx.uses_numpy:
-            return mask
-    return None
+    return mask if base.kind in (V.UNKNOWN, V.TENSORS) else None
 
 
 def gpu_tensor_value(ctx, e: cst.BaseExpression) -> bool:

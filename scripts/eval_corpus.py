@@ -93,7 +93,7 @@ def run_synclint(root: Path, extra: List[str], python: str = sys.executable) -> 
         cmd = [python, "-m", "synclint", "check", ".", "--output-format", "json", "--no-cache",
                "--exit-zero", "--config", str(cfg), *extra]
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
-    if proc.returncode not in (0, 2):
+    if proc.returncode not in (0, 2) or "internal error" in proc.stderr:
         raise SystemExit(f"synclint failed on {root}: {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout or "[]")
 

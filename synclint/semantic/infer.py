@@ -41,7 +41,12 @@ class Inference:
             return V.py("int")
         if t is cst.Float:
             return V.py("float")
-        if t in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+        if t is cst.SimpleString:
+            # A device string ("cuda", "cpu:0") carries its device, so `.to(device)` knows it.
+            s = string_value(e) or ""
+            dev = V.CUDA if s.startswith("cuda") else V.CPU if s.split(":")[0] in ("cpu", "mps") else None
+            return Val(V.PY, dev, py="str")
+        if t in (cst.ConcatenatedString, cst.FormattedString):
             return V.py("str")
         if t in (cst.Dict, cst.DictComp):
             return V.py("dict")
@@ -246,7 +251,7 @@ class Inference:
         if v.kind == V.TENSOR:
             return True, v.device  # .to(other): other's device
         if v.kind == V.PY and v.py == "str":
-            return True, None  # a device string of unknown value
+            return True, v.device  # a device string ("cuda" or "cpu", or either after a branch)
         if isinstance(arg, (cst.Name, cst.Attribute)):
             name = arg.value if isinstance(arg, cst.Name) else arg.attr.value
             if "device" in name.lower() or name in ("dev", "rank", "local_rank", "gpu"):
@@ -441,6 +446,8 @@ class Inference:
             return Val(V.MODULE, self.device_of_arg(kwarg(call, "device"))[1])
         if t.startswith("distributions.") and last[:1].isupper():
             return Val(V.DIST)
+        if t in L.TORCH_RETURNS_ARGUMENT:
+            return self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
         if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES):
             return V.PY_VAL
         pos = [a.value for a in call.args if a.keyword is None and not a.star]

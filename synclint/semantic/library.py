@@ -24,6 +24,7 @@ RANDOM_FACTORIES = _set("torch", "random_factories")
 DATA_FACTORIES = _set("torch", "data_factories")
 FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES
 TORCH_NON_TENSOR = _set("torch", "non_tensor")
+TORCH_RETURNS_ARGUMENT = _set("torch", "returns_argument")
 TORCH_NON_TENSOR_PREFIXES = tuple(_DATA["torch"]["non_tensor_prefixes"])
 MULTI_OUTPUT = _set("torch", "multi_output")
 ELEMENTWISE_WITH_TENSOR = _set("torch", "elementwise_with_tensor")

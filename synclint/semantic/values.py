@@ -130,6 +130,11 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
         return b if b is not None else UNKNOWN_VAL
     if b is None or a is b:
         return a
+    # An Optional value (`x = None`, later `x = tensor`): what it holds when it is used.
+    if a.kind == PY and a.py == "none" and b.kind != PY:
+        return b
+    if b.kind == PY and b.py == "none" and a.kind != PY:
+        return a
     if a.kind == b.kind:
         if a == b:
             return a
