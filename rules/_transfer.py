@@ -455,53 +455,6 @@ def factory_under(ctx: FileContext, e: cst.BaseExpression) -> Optional[Tuple[cst
     return None
 
 
-def cpu_evidence(rule: "Bindings", ctx: FileContext, e: cst.BaseExpression, depth: int = 0) -> bool:
-    """Positive evidence that tensor `e` lives on the CPU, beyond the context's default.
-
-    The context puts a torch call whose tensor arguments it cannot see on the default device
-    (the CPU); this follows names and method chains back to where the tensor was made: a factory
-    without a GPU device, `.cpu()`, `.pin_memory()`, a DataLoader batch, a CPU function argument."""
-    if depth > 10:
-        return False
-    if isinstance(e, cst.Name):
-        b = rule.binding(e.value)
-        if b is None or not isinstance(b.value, cst.BaseExpression):
-            v = ctx.infer(e)  # a loop variable, a parameter: what the context knows
-            return v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU
-        return follow(rule, e, lambda r: cpu_evidence(rule, ctx, r, depth + 1))
-    if isinstance(e, cst.Subscript):
-        return cpu_evidence(rule, ctx, e.value, depth + 1)
-    if isinstance(e, cst.Attribute):
-        if e.attr.value in ("T", "mT", "data", "real", "imag", "indices", "values"):
-            return cpu_evidence(rule, ctx, e.value, depth + 1)
-        v = ctx.infer(e)  # self.buf: what the class saw assigned
-        return v.kind == V.TENSOR and v.device == V.CPU and isinstance(e.value, cst.Name) and e.value.value == "self"
-    if isinstance(e, cst.BinaryOperation):
-        return cpu_evidence(rule, ctx, e.left, depth + 1) or cpu_evidence(rule, ctx, e.right, depth + 1)
-    if not isinstance(e, cst.Call):
-        return False
-    tn = ctx.torch_name(e.func)
-    if tn is not None:
-        if tn in SIZE_FACTORIES or tn in DATA_FACTORIES or tn in LEGACY_CTORS or tn in ("from_numpy", "frombuffer"):
-            return ctx.infer(e).device == V.CPU
-        return any(cpu_evidence(rule, ctx, a.value, depth + 1) for a in e.args if a.keyword is None)
-    if isinstance(e.func, cst.Attribute):
-        m = e.func.attr.value
-        if m in ("cpu", "pin_memory"):
-            return True
-        if m == "cuda":
-            return False
-        if m == "to":
-            pos = [a.value for a in e.args if a.keyword is None]
-            dev = kwarg(e, "device") or (pos[0] if pos else None)
-            is_dev, d = ctx.device_of_arg(dev)
-            if is_dev:
-                return d == V.CPU
-        return cpu_evidence(rule, ctx, e.func.value, depth + 1)
-    v = ctx.infer(e)  # an in-file function: its inferred return
-    return v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU
-
-
 def _dtype_only_to(ctx: FileContext, call: cst.Call) -> bool:
     kws = {a.keyword.value for a in call.args if a.keyword is not None}
     pos = [a.value for a in call.args if a.keyword is None]

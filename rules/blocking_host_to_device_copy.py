@@ -3,7 +3,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
-from synclint.rules._transfer import Bindings, cpu_evidence, factory_under, gpu_move, with_kwarg
+from synclint.rules._transfer import Bindings, factory_under, gpu_move, with_kwarg
 
 _TRUE = cst.Name("True")
 PINNED_TITLE = "Pass `non_blocking=True`: the source is pinned"
@@ -112,7 +112,7 @@ class BlockingHostToDeviceCopy(Bindings, Rule):
                 return
             src = args[0].value
             v = ctx.infer(src)
-            if v.kind == V.TENSOR and v.device == V.CPU and cpu_evidence(self, ctx, src):
+            if v.kind == V.TENSOR and v.device == V.CPU:
                 fix = with_kwarg(node, "non_blocking", _TRUE) if v.pinned else None
                 self.report(node, fix, fix_title=PINNED_TITLE if fix else None, expr=short(node))
             return
@@ -123,7 +123,7 @@ class BlockingHostToDeviceCopy(Bindings, Rule):
         if factory_under(ctx, src) is not None:
             return  # SYN301 / SYN302 report `torch.zeros(n).cuda()` / `torch.tensor(data).cuda()`
         v = ctx.infer(src)
-        if v.kind not in (V.TENSOR, V.TENSORS) or v.device != V.CPU or not cpu_evidence(self, ctx, src):
+        if v.kind not in (V.TENSOR, V.TENSORS) or v.device != V.CPU:
             return
         fix = None
         if v.kind == V.TENSOR and v.pinned and not move.nb_given and not move.extra:

@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._transfer import Bindings, cpu_evidence, is_numpy_array, resolve
+from synclint.rules._transfer import Bindings, is_numpy_array, resolve
 
 
 class HostIndexIntoGpuTensor(Bindings, Rule):
@@ -118,8 +118,7 @@ class HostIndexIntoGpuTensor(Bindings, Rule):
         if is_numpy_array(self, ctx, e):
             return "NumPy array"
         v = ctx.infer(e)
-        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(self, e) \
-                and cpu_evidence(self, ctx, e):
+        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(self, e):
             return "CPU tensor"
         return None
 

@@ -4,7 +4,7 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.semantic.syntax import is_true
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
-from synclint.rules._transfer import SIZE_FACTORIES, Bindings, cpu_evidence, factory_under, gpu_move
+from synclint.rules._transfer import SIZE_FACTORIES, Bindings, factory_under, gpu_move
 
 
 class PageableNonBlockingCopy(Bindings, Rule):
@@ -113,5 +113,5 @@ class PageableNonBlockingCopy(Bindings, Rule):
             if found is not None and found[1].split("~")[0] in SIZE_FACTORIES:
                 return  # SYN301 reports `torch.zeros(n).to(...)`
         v = ctx.infer(src)
-        if v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU and v.pinned is False and cpu_evidence(self, ctx, src):
+        if v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU and v.pinned is False:
             self.report(node, expr=short(node))

@@ -630,6 +630,8 @@ class Inference:
 
 def _device_of(vals: List[Val]) -> Optional[str]:
     devs = {v.device for v in vals}
+    if not devs:
+        return None
     if V.CUDA in devs:
         return V.CUDA
     if None in devs:
