@@ -50,11 +50,10 @@ class BlockingHostToDeviceCopy(Bindings, Rule):
     MESSAGE = "`{expr}` copies a CPU tensor to the GPU and blocks until all queued GPU work is done"
     FIX_TITLE = "Load into pinned memory (`DataLoader(..., pin_memory=True)`) and copy with `non_blocking=True`"
     FIX = "sometimes"
-    HOT_ONLY = True
     CATALOGUE = ("B4",)
     VALID = [
         Valid("import torch\nmodel = torch.nn.Linear(4, 4)\nfor _ in range(3):\n    model.to('cuda')\n"),
-        Valid("import torch\nx = torch.randn(4, 4)\ny = x.to('cuda')\n"),
+        Valid("import torch\nx = torch.randn(4, 4)\ny = x.to('cuda')\n", cold=True),
         Valid("import torch\ng = torch.randn(4, device='cuda')\nfor _ in range(3):\n    h = g.to('cuda')\n    k = g.cuda()\n"),
         Valid("import torch\nfor x, y in loader:\n    x = x.to(torch.float16)\n    y = y.to('cpu')\n"),
         Valid("import torch\nfor x in loader:\n    x = x.to('cuda', non_blocking=True)\n"),

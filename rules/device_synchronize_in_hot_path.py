@@ -35,11 +35,10 @@ class DeviceSynchronizeInHotPath(D2HTracker, Bindings, Rule):
     NAME = "device-synchronize-in-hot-path"
     MESSAGE = "`{expr}` blocks the host until all work on the device has finished"
     FIX_TITLE = "Remove it from the hot path; order work with streams and events instead"
-    HOT_ONLY = True
     TIMING_EXEMPT = True
     CATALOGUE = ("G1",)
     VALID = [
-        Valid("import torch\nfor _ in range(3):\n    y = torch.ones(3, device='cuda') * 2\ntorch.cuda.synchronize()\n"),
+        Valid("import torch\nfor _ in range(3):\n    y = torch.ones(3, device='cuda') * 2\ntorch.cuda.synchronize()\n", cold=True),
         Valid(
             "import time\nimport torch\ndef bench(f):\n    for _ in range(3):\n        torch.cuda.synchronize()\n"
             "        t0 = time.perf_counter()\n        f()\n        torch.cuda.synchronize()\n"
@@ -54,7 +53,7 @@ class DeviceSynchronizeInHotPath(D2HTracker, Bindings, Rule):
             "import torch\ng = torch.ones(8, device='cuda')\nfor _ in range(3):\n"
             "    h = g.to('cpu', non_blocking=True)\n    torch.cuda.synchronize()\n    print(h.sum())\n"
         ),
-        Valid("import torch\nfor step in range(100):\n    if step % 10 == 0:\n        torch.cuda.synchronize()\n"),
+        Valid("import torch\nfor step in range(100):\n    if step % 10 == 0:\n        torch.cuda.synchronize()\n", cold=True),
     ]
     INVALID = [
         Invalid(

@@ -76,7 +76,6 @@ class DistributionValidation(ParamScopes, Rule):
     MESSAGE = "`{call}` validates its parameters on the host, which waits for all queued GPU work"
     FIX_TITLE = "Pass `validate_args=False`, or call `Distribution.set_default_validate_args(False)` once"
     FIX = "sometimes"
-    HOT_ONLY = True
     CATALOGUE = ("E5",)
     VALID = [
         Valid(
@@ -98,8 +97,8 @@ class DistributionValidation(ParamScopes, Rule):
             "base = Normal(mu, 1.0, validate_args=False)\nfor _ in range(3):\n    d = Independent(base, 1)\n"
         ),
         Valid(
-            "import torch\nmu = torch.zeros(8, device='cuda')\nd = torch.distributions.Normal(mu, 1.0)\n"
-        ),
+            "import torch\nmu = torch.zeros(8, device='cuda')\nd = torch.distributions.Normal(mu, 1.0)\n", 
+        cold=True),
         Valid(
             "import torch\ndef noise(shape, sigma):\n    return torch.distributions.Normal(0.0, sigma).sample(shape)\n"
             "for _ in range(3):\n    n = noise((4,), 0.1)\n"

@@ -29,11 +29,10 @@ class EmptyCacheInHotPath(Rule):
     NAME = "empty-cache-in-hot-path"
     MESSAGE = "`torch.cuda.empty_cache()` synchronizes and discards the allocator cache that later steps reuse"
     FIX_TITLE = "Call it between phases (or under `if step % N == 0:`), not every step"
-    HOT_ONLY = True
     CATALOGUE = ("G5",)
     VALID = [
-        Valid("import torch\nfor _ in range(3):\n    y = torch.ones(3, device='cuda')\ntorch.cuda.empty_cache()\n"),
-        Valid("import torch\nfor step in range(100):\n    if step % 50 == 0:\n        torch.cuda.empty_cache()\n"),
+        Valid("import torch\nfor _ in range(3):\n    y = torch.ones(3, device='cuda')\ntorch.cuda.empty_cache()\n", cold=True),
+        Valid("import torch\nfor step in range(100):\n    if step % 50 == 0:\n        torch.cuda.empty_cache()\n", cold=True),
         Valid("import torch\nclass Cache:\n    def empty_cache(self):\n        pass\nc = Cache()\nfor _ in range(3):\n    c.empty_cache()\n"),
     ]
     INVALID = [

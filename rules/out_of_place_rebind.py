@@ -326,7 +326,6 @@ class OutOfPlaceRebind(Rule):
     MESSAGE = "`{stmt}` allocates a new tensor for `{name}` where the in-place `{fix}` would reuse its memory"
     FIX_TITLE = "Use the in-place op: `{fix}`"
     FIX = "always"
-    HOT_ONLY = True
     CATALOGUE = ()
     VALID = [
         # Autograd needs the old value: forward activations outside no_grad.
@@ -366,7 +365,7 @@ class OutOfPlaceRebind(Rule):
             "        x = x * 2\n        x = x @ x\n    return x\n"
         ),
         # Cold code (setup) is not worth a finding.
-        Valid("import torch\nx = torch.rand(100)\nx = x * 2\n"),
+        Valid("import torch\nx = torch.rand(100)\nx = x * 2\n", cold=True),
     ]
     INVALID = [
         Invalid(

@@ -55,7 +55,6 @@ class PackPaddedUnsorted(Rule):
         "which waits for all queued GPU work"
     )
     FIX_TITLE = "Sort the batch by length when collating it and pass `enforce_sorted=True`"
-    HOT_ONLY = True  # packing in cold code is mostly a collate_fn working on the CPU
     CATALOGUE = ("F2",)
     VALID = [
         Valid(

@@ -44,7 +44,6 @@ class PageableNonBlockingCopy(Bindings, Rule):
     NAME = "pageable-non-blocking-copy"
     MESSAGE = "`{expr}` copies from pageable memory, so `non_blocking=True` can still block the host"
     FIX_TITLE = "Pin the source: `DataLoader(..., pin_memory=True)` or a tensor created with `pin_memory=True`"
-    HOT_ONLY = True
     CATALOGUE = ("B5",)
     VALID = [
         Valid(
@@ -56,7 +55,7 @@ class PageableNonBlockingCopy(Bindings, Rule):
         Valid("import torch\nsrc = torch.randn(8)\nfor _ in range(3):\n    y = src.pin_memory().cuda(non_blocking=True)\n"),
         Valid("import torch\ndef step(loader):\n    for x in loader:\n        x = x.to('cuda', non_blocking=True)\n"),
         Valid("import torch\ng = torch.randn(8, device='cuda')\nfor _ in range(3):\n    h = g.to('cpu', non_blocking=True)\n"),
-        Valid("import torch\nt = torch.randn(8)\nh = t.to('cuda', non_blocking=True)\n"),
+        Valid("import torch\nt = torch.randn(8)\nh = t.to('cuda', non_blocking=True)\n", cold=True),
     ]
     INVALID = [
         Invalid(

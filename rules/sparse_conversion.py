@@ -33,12 +33,11 @@ class SparseConversion(Rule):
     NAME = "sparse-conversion"
     MESSAGE = "`{call}` counts the nonzero elements, so the host waits for the GPU"
     FIX_TITLE = "Convert once outside the loop when the sparsity pattern is static"
-    HOT_ONLY = True
     CATALOGUE = ("C10",)
     VALID = [
-        Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\n"),
+        Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\n", cold=True),
         Valid("import torch\nadj = torch.rand(8, 8)\nfor _ in range(3):\n    sp = adj.to_sparse_csr()\n"),
-        Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\nfor _ in range(3):\n    v = sp.values() * 2\n"),
+        Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\nfor _ in range(3):\n    v = sp.values() * 2\n", cold=True),
         Valid("import scipy.sparse as sps\nimport numpy as np\nfor a in [np.eye(3)]:\n    m = sps.csr_matrix(a).tocsr()\n"),
     ]
     INVALID = [

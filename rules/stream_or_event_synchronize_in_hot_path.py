@@ -36,7 +36,6 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
     NAME = "stream-or-event-synchronize-in-hot-path"
     MESSAGE = "`{expr}` blocks the host until {what}"
     FIX_TITLE = "Wait on the device instead (`torch.cuda.current_stream().wait_event(event)`), or poll `event.query()`"
-    HOT_ONLY = True
     TIMING_EXEMPT = True
     CATALOGUE = ("G2", "G3")
     VALID = [
@@ -54,7 +53,7 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
             "import torch\ng = torch.ones(8, device='cuda')\ndone = torch.cuda.Event()\nfor _ in range(3):\n"
             "    h = g.to('cpu', non_blocking=True)\n    done.record()\n    done.synchronize()\n    print(h.sum())\n"
         ),
-        Valid("import torch\ndone = torch.cuda.Event()\ndone.record()\ndone.synchronize()\n"),
+        Valid("import torch\ndone = torch.cuda.Event()\ndone.record()\ndone.synchronize()\n", cold=True),
     ]
     INVALID = [
         Invalid(

@@ -43,10 +43,9 @@ class TensorEqualityCheck(Rule):
     NAME = "tensor-equality-check"
     MESSAGE = "`{call}` reads its answer back to the host and waits for all queued GPU work"
     FIX_TITLE = "Keep `(a == b).all()` / `torch.isclose(a, b).all()` on the GPU and check it lazily"
-    HOT_ONLY = True
     CATALOGUE = ("E1", "E2")
     VALID = [
-        Valid("import torch\na = torch.ones(3, device='cuda')\nb = torch.ones(3, device='cuda')\nassert torch.allclose(a, b)\nok = torch.equal(a, b)\n"),
+        Valid("import torch\na = torch.ones(3, device='cuda')\nb = torch.ones(3, device='cuda')\nassert torch.allclose(a, b)\nok = torch.equal(a, b)\n", cold=True),
         Valid("import torch\na = torch.ones(3)\nb = torch.ones(3)\nfor _ in range(3):\n    ok = torch.equal(a, b) and a.allclose(b)\n"),
         Valid("import torch\ndef test_ops(cases, f):\n    for x, ref in cases:\n        assert torch.allclose(f(x), ref)\n"),
         Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    ok = np.allclose(a, a) and np.array_equal(a, a)\n"),

@@ -47,7 +47,6 @@ class TensorFormatting(Rule):
     NAME = "tensor-formatting"
     MESSAGE = "Formatting GPU tensor `{recv}` copies it to the host and waits for all queued GPU work"
     FIX_TITLE = "Print shapes, or format values once per N steps under a logging guard"
-    HOT_ONLY = True
     CATALOGUE = ("B2", "A1")
     VALID = [
         Valid(
@@ -63,8 +62,8 @@ class TensorFormatting(Rule):
         Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    print(a, f'{a.sum():.2f}', '%s' % a)\n"),
         Valid(
             "import torch\nx = torch.ones(3, device='cuda')\nfor step in range(100):\n    y = x * step\n"
-            "    if step % 10 == 0:\n        print(f'y {y.sum():.3f}')\nprint(x)\n"
-        ),
+            "    if step % 10 == 0:\n        print(f'y {y.sum():.3f}')\nprint(x)\n", 
+        cold=True),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    print(f'{x.sum().item():.3f}', str(x.dtype), 'x' % ())\n"),
         Valid(
             "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        y = x.relu()\n"

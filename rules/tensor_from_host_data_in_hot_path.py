@@ -43,10 +43,9 @@ class TensorFromHostDataInHotPath(Rule):
     NAME = "tensor-from-host-data-in-hot-path"
     MESSAGE = "`{expr}` copies host data to the GPU with a blocking transfer on every call"
     FIX_TITLE = "Hoist the constant out of the hot path, or build it on the device (`torch.full/arange/zeros(..., device=)`)"
-    HOT_ONLY = True
     CATALOGUE = ("B7",)
     VALID = [
-        Valid("import torch\nscale = torch.tensor([0.5, 2.0], device='cuda')\nfor x in range(3):\n    y = x * scale\n"),
+        Valid("import torch\nscale = torch.tensor([0.5, 2.0], device='cuda')\nfor x in range(3):\n    y = x * scale\n", cold=True),
         Valid("import torch\nfor i in range(3):\n    t = torch.tensor([1, 2, 3])\n    u = torch.tensor(0.5, device='cpu')\n"),
         Valid("import torch\ndef forward(self, x):\n    return torch.as_tensor(x, device=x.device)\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = torch.tensor(x, device='cuda')\n    z = x.new_zeros(3)\n"),
@@ -54,8 +53,8 @@ class TensorFromHostDataInHotPath(Rule):
         Valid("import torch\nfor d in [[1, 2]]:\n    t = torch.tensor(d).pin_memory().to('cuda', non_blocking=True)\n"),
         Valid(
             "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if self.scale is None:  # lazy init: runs once\n"
-            "            self.scale = torch.tensor([0.5, 2.0], device=x.device)\n        return x * self.scale\n"
-        ),
+            "            self.scale = torch.tensor([0.5, 2.0], device=x.device)\n        return x * self.scale\n", 
+        cold=True),
     ]
     INVALID = [
         Invalid(

@@ -33,7 +33,6 @@ class TensorMembership(Rule):
     NAME = "tensor-membership"
     MESSAGE = "`{expr}` tests membership in a GPU tensor, which waits for all queued GPU work"
     FIX_TITLE = "Keep `(t == v).any()` on the GPU"
-    HOT_ONLY = True
     CATALOGUE = ("A3",)
     VALID = [
         Valid("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\nm = M()\nfor b in range(2):\n    out = m(torch.ones(2, device='cuda'))\n    if \"loss\" not in out:\n        pass\n"),
@@ -41,7 +40,7 @@ class TensorMembership(Rule):
         Valid("import torch\nt = torch.arange(5)\nfor _ in range(3):\n    a = 3 in t\n"),
         Valid("import torch\nimport numpy as np\na = np.arange(5)\nfor _ in range(3):\n    b = 3 in a\n"),
         Valid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, keep):\n        if 3 in keep:\n            x = x * 2\n        return x\n"),
-        Valid("import torch\nt = torch.arange(5, device='cuda')\nfor x in t:\n    y = x * 2\nfound = 3 in t\n"),
+        Valid("import torch\nt = torch.arange(5, device='cuda')\nfor x in t:\n    y = x * 2\nfound = 3 in t\n", cold=True),
     ]
     INVALID = [
         Invalid(

@@ -45,7 +45,6 @@ class TensorTruthiness(Rule):
     MESSAGE = "`{expr}` is a GPU tensor used as a Python bool, which waits for all queued GPU work"
     FIX_TITLE = "Keep the decision on the GPU (`torch.where`, masking) or check it once per N steps"
     FIX = "sometimes"
-    HOT_ONLY = True
     CATALOGUE = ("A2", "E3")
     VALID = [
         Valid(
@@ -60,7 +59,7 @@ class TensorTruthiness(Rule):
             "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, use_cache, n_heads):\n"
             "        if use_cache and n_heads > 1:\n            x = x * 2\n        return x if not use_cache else x + 1\n"
         ),
-        Valid("import torch\nx = torch.ones(3, device='cuda')\nassert (x > 0).all()\nif torch.isnan(x).any():\n    raise ValueError('nan')\n"),
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nassert (x > 0).all()\nif torch.isnan(x).any():\n    raise ValueError('nan')\n", cold=True),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    if x.sum().item() > 0 and not x.is_cuda:\n        pass\n"),
     ]
     INVALID = [

@@ -44,10 +44,9 @@ class UniqueCall(Rule):
     NAME = "unique-call"
     MESSAGE = "`{call}` has a data-dependent size, so the host waits for the GPU to count the unique values"
     FIX_TITLE = "Count into a fixed-size tensor (`zeros(K).index_add_`) when values lie in `range(K)`, or hoist the call out of the loop"
-    HOT_ONLY = True
     CATALOGUE = ("C4",)
     VALID = [
-        Valid("import torch\nlabels = torch.randint(0, 5, (100,), device='cuda')\nclasses = torch.unique(labels)\n"),
+        Valid("import torch\nlabels = torch.randint(0, 5, (100,), device='cuda')\nclasses = torch.unique(labels)\n", cold=True),
         Valid("import torch\nx = torch.randint(0, 5, (10,))\nfor _ in range(3):\n    u = x.unique()\n"),
         Valid("import pandas as pd\nfor df in [pd.DataFrame({'a': [1]})]:\n    u = df['a'].unique()\n"),
         Valid("import torch\ndef rename(graph):\n    for v in graph.outputs():\n        name = f'out_{v.unique()}'\n"),

@@ -314,7 +314,6 @@ def _rule_json(r) -> dict:
         "summary": r.SUMMARY,
         "default": r.DEFAULT_ON,
         "fix": r.FIX,
-        "hot_only": r.HOT_ONLY,
         "has_bench": r.BENCH is not None,
         "url": f"https://synclint.dev/rules/{r.NAME}",
     }

@@ -38,8 +38,7 @@ def _measured_line(rule) -> Optional[str]:
 def rule_markdown(rule) -> str:
     parts: List[str] = [f"# {rule.NAME} ({rule.CODE})", ""]
     status = "on by default" if rule.DEFAULT_ON else "off by default (enable with `--extend-select " + rule.CODE + "`)"
-    parts.append(f"Family: {rule.FAMILY}. {status.capitalize()}. {FIX_WORDS[rule.FIX]}"
-                 + (" Reported in hot code only." if rule.HOT_ONLY else ""))
+    parts.append(f"Family: {rule.FAMILY}. {status.capitalize()}. {FIX_WORDS[rule.FIX]}")
     parts.append("")
     parts.append(rule.DOC)
     parts.append("")

@@ -71,7 +71,7 @@ def lint_source(
     for p in ctx.findings:
         rule = p.rule
         hot = p.hot or (p.func in hot_funcs and not p.guarded)
-        if (rule.HOT_ONLY or hot_only) and not hot:
+        if hot_only and not hot:
             continue
         if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
             continue
