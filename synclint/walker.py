@@ -500,26 +500,5 @@ def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.Ba
                 ctx.bind_target(els[0], V.py("str"))
                 ctx.bind_target(els[1], V.element_of(recv))
                 return
-    ctx.bind_target(target, _iter_element(ctx, it))
+    ctx.bind_target(target, ctx.iter_item(it))
 
-
-def _iter_element(ctx: SemanticModel, it: cst.BaseExpression) -> Val:
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and not ctx.is_local(it.func.value):
-        fname = it.func.value
-        if fname == "range":
-            return V.py("int")
-        if fname == "enumerate" and it.args:
-            inner = _iter_element(ctx, it.args[0].value)
-            return Val(V.TENSORS, inner.device) if inner.kind in (V.TENSOR, V.TENSORS) else V.UNKNOWN_VAL
-        if fname == "zip":
-            return V.UNKNOWN_VAL
-    v = ctx.infer(it)
-    if v.kind == V.UNKNOWN and isinstance(it, (cst.Name, cst.Attribute)):
-        name = it.value if isinstance(it, cst.Name) else it.attr.value
-        if name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES:
-            v = Val(V.LOADER, V.CPU)  # `for x, y in train_loader:` of unknown origin: a DataLoader
-    if v.kind == V.LOADER:
-        f = ctx.func
-        if f is not None:
-            f.iterates_loader = True
-    return V.element_of(v)

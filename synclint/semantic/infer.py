@@ -206,6 +206,22 @@ class Inference:
             return V.py("str")
         return V.UNKNOWN_VAL
 
+    def iter_item(self, it: cst.BaseExpression) -> Val:
+        """The value of one item when `it` is iterated."""
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" \
+                and not self.is_local("range"):
+            return V.py("int")
+        v = self._infer(it)
+        if v.kind == V.UNKNOWN and isinstance(it, (cst.Name, cst.Attribute)):
+            name = it.value if isinstance(it, cst.Name) else it.attr.value
+            if name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES:
+                v = Val(V.LOADER, V.CPU)  # `for x, y in train_loader:` of unknown origin: a DataLoader
+        if v.kind == V.LOADER:
+            f = self.func
+            if f is not None:
+                f.iterates_loader = True
+        return V.element_of(v)
+
     def tensor_args(self, call: cst.Call) -> List[Val]:
         out = []
         for a in call.args:
@@ -375,7 +391,10 @@ class Inference:
                     return V.UNKNOWN_VAL
             return V.py(name)
         if name in ("enumerate", "zip"):
-            return V.UNKNOWN_VAL  # handled where it is iterated
+            items = [self.iter_item(a.value) for a in call.args if a.keyword is None and not a.star]
+            if name == "enumerate":
+                items = [V.py("int")] + items[:1]
+            return Val(V.ITER, elems=(Val(V.UNKNOWN, elems=tuple(items)),))
         if name in L.PYTHON_BUILTINS:
             return V.py({"len": "int", "int": "int", "float": "float", "str": "str", "bool": "bool",
                          "repr": "str", "format": "str", "dict": "dict", "sorted": "list",

@@ -24,6 +24,7 @@ EVENT = "event"
 STREAM = "stream"
 DIST = "dist"  # a torch.distributions object
 OBJECT = "object"  # an instance of a known class (`cls` names it)
+ITER = "iter"  # an iterator whose items are `elems[0]` (`enumerate(loader)`, `zip(a, b)`)
 UNKNOWN = "unknown"
 
 CUDA = "cuda"
@@ -165,7 +166,9 @@ def element_of(val: Val) -> Val:
     if val.kind == TENSORS:
         return tensor(val.device, pinned=val.pinned, dtype=val.dtype, assumed=val.assumed)
     if val.kind == LOADER:
-        return Val(TENSORS, val.device or CPU, pinned=val.pinned)
+        return Val(TENSORS, val.device, pinned=val.pinned)
+    if val.kind == ITER and val.elems:
+        return val.elems[0]
     if val.kind == NUMPY:
         return val
     if val.kind == PY:
