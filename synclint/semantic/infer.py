@@ -346,6 +346,10 @@ class Inference:
             return self._infer_qualified_call(q, call)
         if isinstance(func, cst.Attribute):
             recv = self._infer(func.value)
+            if recv.kind in (V.MODULE, V.OBJECT):
+                sub = self._infer_attribute(func)
+                if sub.kind == V.MODULE:  # `self.norm(self.lin(x))`: a submodule's output
+                    return self._module_output(sub, call)
             return self._infer_method(recv, func.attr.value, call, func.value)
         if isinstance(func, cst.Name):
             name = func.value

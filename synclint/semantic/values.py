@@ -152,8 +152,10 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
         )
     for t, other in ((a, b), (b, a)):
         if t.kind in (TENSOR, TENSORS) and other.kind in (PY, UNKNOWN, TENSOR, TENSORS):
+            if other.kind == PY and other.py in ("list", "tuple") and t.kind == TENSORS:
+                return t.with_(elems=None)  # a list that tensors were appended to
             if other.kind == PY and other.py not in (None, "none", "int", "float", "bool"):
-                continue  # a tensor or a list/str/dict: nothing to say
+                continue  # a tensor or a str/dict: nothing to say
             return t.with_(assumed=t.assumed or other.kind == UNKNOWN)
     return UNKNOWN_VAL
 

@@ -1,0 +1,169 @@
+"""The semantic model on its own, without any rule: what it infers, binds and joins."""
+
+import libcst as cst
+import pytest
+
+from synclint.engine import _parse_module
+from synclint.semantic import SemanticModel
+from synclint.semantic import values as V
+from synclint.semantic.heat import hot_functions
+from synclint.walker import Walker
+
+
+class _Probe:
+    """Records the value of every `probe(expr)` argument where the walk meets it."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.seen = []
+
+    def visit_Call(self, node):
+        if isinstance(node.func, cst.Name) and node.func.value == "probe":
+            self.seen.append((self.ctx.infer(node.args[0].value), self.ctx.site_hot()))
+
+
+def probe(source: str):
+    module = _parse_module(source)
+    first = SemanticModel(source)
+    first.set_module(module)
+    Walker(first, ()).walk(module)
+    ctx = SemanticModel(source, facts=first.summary())
+    ctx.set_module(module)
+    p = _Probe(ctx)
+    Walker(ctx, [p]).walk(module)
+    return p.seen, ctx
+
+
+def val(source: str) -> V.Val:
+    seen, _ = probe(source)
+    assert len(seen) == 1
+    return seen[0][0]
+
+
+HEAD = "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+
+
+def test_branches_join_and_cuda_if_available_is_a_gpu_device():
+    v = val(HEAD + "x = torch.zeros(3, device=device)\nprobe(x)\n")
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    v = val("import torch\nif c:\n    d = 'cpu'\nelse:\n    d = 'cuda'\nx = torch.ones(2).to(d)\nprobe(x)\n")
+    assert v.device == V.CUDA
+
+
+def test_optional_then_tensor_is_a_tensor():
+    assert val(HEAD + "best = None\nfor i in range(3):\n    best = torch.ones(1, device=device)\nprobe(best)\n").kind == V.TENSOR
+
+
+def test_unknown_operands_keep_results_unknown():
+    assert val("import torch\ndef f(a, b):\n    probe(a > b)\n").kind == V.UNKNOWN
+    assert val("import torch\ndef f(a, b):\n    probe([a, b])\n").kind == V.UNKNOWN
+    assert val("import torch\ndef f(a, b):\n    probe(sum([a, b]))\n").kind == V.UNKNOWN
+    assert val("import torch\ndef f(a, b):\n    probe(torch.cat([a, b]))\n").device is None
+
+
+def test_running_sum_and_appended_list_hold_tensors():
+    src = HEAD + "x = torch.ones(2, device=device)\ntotal = 0\nfor _ in range(3):\n    total += x.sum()\nprobe(total)\n"
+    assert val(src).kind == V.TENSOR
+    src = HEAD + "x = torch.ones(2, device=device)\nlosses = []\nfor _ in range(3):\n    losses.append(x.sum())\nprobe(sum(losses))\n"
+    assert val(src).kind == V.TENSOR and val(src).device == V.CUDA
+
+
+def test_boolness_survives_stack_transpose_and_unpacking():
+    src = HEAD + "x = torch.ones(2, 2, device=device)\na, b = (x > 0).T\nprobe(a)\n"
+    assert val(src).mask
+    assert val(HEAD + "x = torch.ones(2, device=device)\nprobe(torch.stack([x > 0, x < 1]))\n").mask
+
+
+def test_binary_max_is_a_tensor_and_dim_max_a_pair():
+    assert val(HEAD + "a = torch.ones(2, device=device)\nprobe(torch.max(a, a))\n").kind == V.TENSOR
+    assert val(HEAD + "a = torch.ones(2, device=device)\nprobe(torch.max(a, 0))\n").kind == V.TENSORS
+
+
+def test_type_as_and_to_other_tensor_move_devices():
+    src = HEAD + "g = torch.ones(2, device=device)\nc = torch.ones(2)\nprobe(c.type_as(g))\n"
+    assert val(src).device == V.CUDA
+    assert val(HEAD + "g = torch.ones(2, device=device)\nprobe(torch.ones(2).to(g))\n").device == V.CUDA
+
+
+def test_class_attributes_from_any_method_and_buffers():
+    src = (
+        "import torch\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        probe(self.scale)\n        probe(self.buf)\n        probe(self.lin(x))\n"
+        "    def __init__(self):\n        super().__init__()\n        self.lin = torch.nn.Linear(2, 2)\n"
+        "        self.scale = torch.ones(1, device='cuda')\n        self.register_buffer('buf', torch.zeros(2))\n"
+    )
+    seen, _ = probe(src)
+    assert [s[0].kind for s in seen] == [V.TENSOR, V.TENSOR, V.TENSOR]
+    assert seen[0][0].device == V.CUDA
+
+
+def test_instance_attributes_of_an_in_file_class():
+    src = (
+        "import torch\nfrom typing import NamedTuple\n"
+        "class Rays(NamedTuple):\n    depth: torch.Tensor\n    valid: torch.Tensor\n"
+        "def render(rays: Rays):\n    probe(rays.depth)\n"
+    )
+    assert val(src).kind == V.TENSOR
+
+
+def test_parameters_take_values_from_their_call_sites():
+    src = "import torch\ndef f(x):\n    probe(x)\nf(torch.ones(2))\nf(torch.zeros(3))\n"
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU  # every caller passes a CPU tensor
+    src = "import torch\ndef f(x):\n    probe(x)\nf(torch.ones(2, device='cuda'))\nf(1)\n"
+    assert val(src).kind == V.TENSOR  # a tensor on some path
+
+
+def test_function_defined_after_use_returns_are_known():
+    assert val("import torch\nprobe(make())\ndef make():\n    return torch.ones(2, device='cuda')\n").device == V.CUDA
+
+
+def test_batches_pass_through_wrappers_and_prepare():
+    src = "import torch\nfrom tqdm import tqdm\nloader = torch.utils.data.DataLoader(ds)\nfor i, (x, y) in enumerate(tqdm(loader)):\n    probe(x)\n"
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    src = ("import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
+           "loader = torch.utils.data.DataLoader(ds)\nmodel, loader = acc.prepare(model, loader)\n"
+           "for x in loader:\n    probe(x)\n")
+    assert val(src).device == V.CUDA
+    assert val("import torch\nit = iter(torch.utils.data.DataLoader(ds))\nprobe(next(it))\n").device == V.CPU
+
+
+def test_isinstance_narrows():
+    assert val("import torch\ndef f(n):\n    if isinstance(n, int):\n        probe(n)\n").kind == V.PY
+
+
+def test_numpy_values_are_numpy_whatever_the_imports():
+    assert val("import numpy as np\nimport torch\na = np.zeros(3)\nprobe(a)\n").kind == V.NUMPY
+    v = val("import numpy as np\nimport torch\nx = torch.ones(2, device='cuda')\nprobe(x)\n")
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+
+
+def test_a_cpu_script_that_never_mentions_a_gpu():
+    _, ctx = probe("import torch\ndef f(x):\n    return x\nfor i in range(3):\n    pass\n")
+    assert not ctx.gpu_evident
+    _, ctx = probe("import torch\ndef f(x):\n    return x\n")
+    assert ctx.gpu_evident  # a library module: its callers decide
+
+
+@pytest.mark.parametrize("guard, hot", [
+    ("if step % 100 == 0:", False),
+    ("if step % 100 == 0 and rank == 0:", False),
+    ("if (step + 1) % accum == 0:\n        opt.step()\n   ", True),
+])
+def test_periodic_guards_and_accumulation(guard, hot):
+    src = f"import torch\nfor step in range(10):\n    {guard}\n        probe(step)\n"
+    seen, _ = probe(src)
+    assert seen[0][1] is hot
+
+
+def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
+    seen, _ = probe("import torch\nxs = [probe(i) for i in range(3)]\n")
+    assert seen[0][1] is False
+    src = ("import torch\nloader = torch.utils.data.DataLoader(ds)\n"
+           "def train_one_epoch():\n    for x in loader:\n        pass\n    summary = 1\n"
+           "def step_fn():\n    pass\n"
+           "for epoch in range(3):\n    train_one_epoch()\n    step_fn()\n")
+    _, ctx = probe(src)
+    hot = hot_functions(ctx)
+    assert "step_fn" in hot and "train_one_epoch" not in hot
