@@ -8,6 +8,7 @@ from typing import List, Optional, Set
 import libcst as cst
 
 from synclint.semantic import values as V
+from synclint.semantic.syntax import target_names
 from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 
 # Methods that containers and other host objects have too: calling one on a parameter says
@@ -72,7 +73,7 @@ class ParamScopes:
         weak = stack[-1]
         derived = not evidence(self.ctx, node.value, weak)
         for t in node.targets:
-            for name in _target_names(t.target):
+            for name in target_names(t.target):
                 if derived:
                     weak.add(name)
                 else:
@@ -88,16 +89,6 @@ class ParamScopes:
     def weak(self) -> Set[str]:
         stack = self._weak_stack()
         return stack[-1] if stack else set()
-
-
-def _target_names(t: cst.BaseExpression):
-    if isinstance(t, cst.Name):
-        yield t.value
-    elif isinstance(t, (cst.Tuple, cst.List)):
-        for el in t.elements:
-            yield from _target_names(el.value)
-    elif isinstance(t, cst.StarredElement):
-        yield from _target_names(t.value)
 
 
 def evidence(ctx, e: cst.BaseExpression, weak: Set[str]) -> bool:
