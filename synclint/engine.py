@@ -1,12 +1,19 @@
-"""Lint one source text: prefilter, parse once, one walk, positions, noqa, hot post-pass."""
+"""Lint one source text: prefilter, parse once, a first walk that learns what the file
+offers (`analyse`), a second walk with the rules that also knows what the project offers
+(`lint_analysis`), then positions, noqa and in-file heat."""
 
 from __future__ import annotations
 
 import sys
-from typing import List, Optional, Sequence, Tuple, Union
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
 from synclint.findings import Edit, FileError, Finding, Fix
 from synclint.noqa import noqa_map, suppressed
+
+if TYPE_CHECKING:  # the semantic package imports LibCST: a cached run never loads it
+    from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts
 
 # A file that mentions none of these cannot hold a tensor we know about: skip the parse.
 PREFILTER = ("torch", "Tensor", "tensor", "cuda", "forward")
@@ -16,53 +23,72 @@ def might_fire(source: str) -> bool:
     return any(word in source for word in PREFILTER)
 
 
-def lint_source(
-    source: str,
-    filename: str = "<string>",
-    rules: Optional[Sequence[type]] = None,
-    *,
-    hot_only: bool = False,
-) -> List[Finding]:
-    """Findings for one file's text. Raises SyntaxError-like `LintError` on bad input."""
-    if rules is None:
-        from synclint.registry import default_rules
+@dataclass
+class Analysis:
+    """One file parsed and walked once: what the project learns from it (`summary`) and what
+    its own second walk starts from (`facts`). The tree is kept for that second walk."""
 
-        rules = default_rules()
-    if not rules or not might_fire(source):
+    source: str
+    filename: str
+    module_name: Optional[str]
+    module: object  # libcst.Module
+    facts: FileFacts
+    summary: ModuleSummary
+
+
+@dataclass
+class Graph:
+    """A file's part of the project's call graph, for heat across modules: (caller, callee,
+    call is hot) with callees in other modules as "@" + qualified name; the functions that
+    loop over batches themselves (per-epoch: callers' heat stops there)."""
+
+    calls: List[Tuple[Optional[str], str, bool]] = field(default_factory=list)
+    per_epoch: List[str] = field(default_factory=list)
+
+    def to_json(self) -> list:
+        return [[list(c) for c in self.calls], self.per_epoch]
+
+    @staticmethod
+    def from_json(d: list) -> "Graph":
+        return Graph([tuple(c) for c in d[0]], list(d[1]))
+
+
+def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None) -> Optional[Analysis]:
+    """Parse and walk a file once, without rules. None when the file cannot hold a tensor we
+    know about (not parsed). Raises `LintError` on bad input."""
+    if not might_fire(source):
         _syntax_check(source)  # no rule can fire, but a file that does not parse is still an error
-        return []
-    import libcst as cst
+        return None
+    from synclint.semantic import SemanticModel
+    from synclint.walker import Walker
 
+    module = _parse(source)
+    with _deep_recursion():
+        first = SemanticModel(source, filename, module_name=module_name)
+        first.set_module(module)
+        Walker(first, ()).walk(module)
+    return Analysis(source, filename, module_name, module, first.summary(), first.module_summary(module_name or ""))
+
+
+def lint_analysis(
+    a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts] = None
+) -> Tuple[List[Finding], Graph]:
+    """The second walk, with the rules, from what the first walk and the project know.
+    Findings carry the heat known in this file; `Graph` lets the project add callers'."""
     from synclint.semantic import SemanticModel
     from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
     from synclint.walker import Walker
 
-    try:
-        module = _parse_module(source)
-    except cst.ParserSyntaxError as e:
-        raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
-    except (RecursionError, MemoryError):
-        raise LintError("cannot parse: nesting too deep") from None
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 20000))
-    try:
-        # Two walks: the first learns what the file's functions return, what its classes'
-        # attributes hold and what each function is called with; the second, which the
-        # rules see, starts from that (a call above a definition is known too).
-        first = SemanticModel(source, filename)
-        first.set_module(module)
-        Walker(first, ()).walk(module)
-        ctx = SemanticModel(source, filename, facts=first.summary())
+    source, module = a.source, a.module
+    with _deep_recursion():
+        ctx = SemanticModel(source, a.filename, facts=a.facts, project=project, module_name=a.module_name)
         ctx.set_module(module)
         instances = [r(ctx) for r in rules]
         Walker(ctx, instances).walk(module)
-    except RecursionError:
-        raise LintError("cannot analyse: nesting too deep") from None
-    finally:
-        sys.setrecursionlimit(old_limit)
+    graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
     if not ctx.findings:
-        return []
+        return [], graph
     hot_funcs = hot_functions(ctx)
     positions = PositionIndex(module, source)
     noqa = noqa_map(source)
@@ -71,8 +97,6 @@ def lint_source(
     for p in ctx.findings:
         rule = p.rule
         hot = p.hot or (p.func in hot_funcs and not p.guarded)
-        if hot_only and not hot:
-            continue
         if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
             continue
         row, col, end_row, end_col = positions.span(p.node, p.stmt, p.stmt_index)
@@ -96,13 +120,61 @@ def lint_source(
             )
         out.append(
             Finding(
-                code=rule.CODE, name=rule.NAME, message=p.message, filename=filename,
+                code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
                 row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
                 hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
+                scope=p.func, guarded=p.guarded,
             )
         )
     out.sort(key=Finding.sort_key)
-    return out
+    return out, graph
+
+
+def lint_source(
+    source: str,
+    filename: str = "<string>",
+    rules: Optional[Sequence[type]] = None,
+    *,
+    hot_only: bool = False,
+    project: Optional[ProjectFacts] = None,
+    module_name: Optional[str] = None,
+) -> List[Finding]:
+    """Findings for one file's text, from what it and `project` say. Raises `LintError` on bad input."""
+    if rules is None:
+        from synclint.registry import default_rules
+
+        rules = default_rules()
+    if not rules:
+        _syntax_check(source)
+        return []
+    a = analyse(source, filename, module_name)
+    if a is None:
+        return []
+    findings, _ = lint_analysis(a, rules, project)
+    return [f for f in findings if f.hot] if hot_only else findings
+
+
+def _parse(source: str):
+    import libcst as cst
+
+    try:
+        return _parse_module(source)
+    except cst.ParserSyntaxError as e:
+        raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
+    except (RecursionError, MemoryError):
+        raise LintError("cannot parse: nesting too deep") from None
+
+
+@contextmanager
+def _deep_recursion():
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        yield
+    except RecursionError:
+        raise LintError("cannot analyse: nesting too deep") from None
+    finally:
+        sys.setrecursionlimit(old_limit)
 
 
 def _indent_of(source: str, row: int) -> str:

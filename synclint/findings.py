@@ -53,6 +53,10 @@ class Finding:
     fix: Optional[Fix] = None
     # Lines on which a `# noqa` also applies (first/last line of a multi-line statement).
     noqa_rows: Tuple[int, ...] = field(default=(), repr=False)
+    # For heat across modules: the function the finding is in, and whether it sits under a
+    # periodic guard (then a hot caller does not make it hot). Not part of the JSON output.
+    scope: Optional[str] = field(default=None, repr=False, compare=False)
+    guarded: bool = field(default=False, repr=False, compare=False)
 
     @property
     def url(self) -> str:
@@ -97,7 +101,14 @@ class Finding:
             d["location"]["row"], d["location"]["column"],
             d["end_location"]["row"], d["end_location"]["column"],
             d["hot"], d.get("fix_title"), fix,
+            scope=d.get("scope"), guarded=bool(d.get("guarded")),
         )
+
+    def to_cache(self) -> dict:
+        """`to_json` plus what the project's heat needs (cached findings get it too)."""
+        d = self.to_json()
+        d["scope"], d["guarded"] = self.scope, self.guarded
+        return d
 
 
 @dataclass(frozen=True)

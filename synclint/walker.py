@@ -398,35 +398,53 @@ class Walker:
         hot = ctx.site_hot()
         caller = f.qual if f else None
         callee = None  # (key of an in-file function, leading parameters the call does not pass)
+        outside = None  # (qualified name of another module's function or method, leading params)
         if isinstance(func, cst.Name):
             ctx.calls.append((caller, func.value, hot))
             cls = ctx.classes_by_name.get(func.value)
+            q = ctx.qualname(func)
             if cls is not None:
                 ctx.calls.append((caller, f"{func.value}.__init__", False))
                 callee = (f"{func.value}.__init__", 1)
+            elif q is not None:
+                outside = (q, 0)  # a function (or, the linker finds, a class) of another module
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
                 if v.kind == V.MODULE and v.cls in ctx.classes_by_name:
                     callee = (f"{v.cls}.forward", 1)
                     ctx.calls.append((caller, callee[0], hot))
+                elif v.kind == V.MODULE and v.cls:
+                    outside = (f"{v.cls}.forward", 1)
                 else:
                     callee = (func.value, 0)
-            timing = ctx.qualname(func) in L.TIMING_NAMES  # from time import perf_counter
+            timing = q in L.TIMING_NAMES  # from time import perf_counter
         elif isinstance(func, cst.Attribute):
-            recv = ctx.infer(func.value)
-            if recv.kind in (V.MODULE, V.OBJECT) and recv.cls in ctx.classes_by_name:
+            q = ctx.qualname(func)
+            recv = ctx.infer(func.value) if q is None else V.PY_VAL
+            if q is not None:
+                outside = (q, 0)  # `utils.general.f(...)`
+            elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls in ctx.classes_by_name:
                 callee = (f"{recv.cls}.{func.attr.value}", 1)
                 ctx.calls.append((caller, callee[0], hot))
+            elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
+                outside = (f"{recv.cls}.{func.attr.value}", 1)  # a method of another module's class
             else:
                 v = ctx.infer(func)
                 if v.kind == V.MODULE and v.cls in ctx.classes_by_name:  # `self.encoder(x)`
                     callee = (f"{v.cls}.forward", 1)
                     ctx.calls.append((caller, callee[0], hot))
-            timing = func.attr.value == "elapsed_time" or ctx.qualname(func) in L.TIMING_NAMES
-        if callee is not None and not any(a.star for a in node.args):
+                elif v.kind == V.MODULE and v.cls:
+                    outside = (f"{v.cls}.forward", 1)
+            timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
+        if outside is not None and outside[0].split(".", 1)[0] in L.LIBRARY_ROOTS:
+            outside = None
+        if outside is not None:
+            ctx.calls.append((caller, "@" + outside[0], hot))
+        target = callee or outside
+        if target is not None and not any(a.star for a in node.args):
             pos = [ctx.infer(a.value) for a in node.args if a.keyword is None]
             kws = {a.keyword.value: ctx.infer(a.value) for a in node.args if a.keyword is not None}
-            ctx.call_args.append((callee[0], callee[1], pos, kws))
+            (ctx.call_args if callee is not None else ctx.calls_out).append((target[0], target[1], pos, kws))
         if timing:
             if f is not None:
                 f.timing = True
@@ -445,10 +463,9 @@ def _decorator_is_no_grad(ctx: SemanticModel, d: cst.BaseExpression) -> bool:
 def _is_module_base(ctx: SemanticModel, b: cst.BaseExpression) -> bool:
     q = ctx.qualname(b)
     if q is not None:
-        return q.endswith(L.MODULE_SUFFIXES) or q.rsplit(".", 1)[-1] in L.MODULE_BASE_NAMES
+        return q.endswith(L.MODULE_SUFFIXES) or q.rsplit(".", 1)[-1] in L.MODULE_BASE_NAMES or ctx.is_module_class(q)
     if isinstance(b, cst.Name):
-        cls = ctx.classes_by_name.get(b.value)
-        return (cls is not None and cls.is_module) or b.value in L.MODULE_BASE_NAMES
+        return ctx.is_module_class(b.value) or b.value in L.MODULE_BASE_NAMES
     if isinstance(b, cst.Attribute):
         return b.attr.value in L.MODULE_BASE_NAMES
     return False

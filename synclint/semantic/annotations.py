@@ -67,10 +67,11 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         return Val(V.LOADER, V.CPU)
     if last == "device":
         return Val(V.DEVICE)
-    if model is not None and isinstance(ann, cst.Name):
-        cls = model.classes_by_name.get(ann.value)
-        if cls is not None:
-            return Val(V.MODULE if cls.is_module else V.OBJECT, cls=cls.name)
+    if model is not None:
+        key = ann.value if isinstance(ann, cst.Name) and ann.value in model.classes_by_name else q
+        v = model.class_val(key) if key else None
+        if v is not None:
+            return v
     return None
 
 

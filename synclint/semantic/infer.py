@@ -13,6 +13,7 @@ import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic import values as V
+from synclint.semantic.facts import ref
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
@@ -143,7 +144,7 @@ class Inference:
         attr = e.attr.value
         q = self.qualname(e)
         if q is not None:
-            return V.PY_VAL  # a module attribute: torch.float32, np.pi, ...
+            return self.project.values.get(q, V.PY_VAL)  # torch.float32, np.pi, config.device
         base = self._infer(e.value)
         if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
             return self.attribute_of(self.cls.name, attr)
@@ -412,7 +413,7 @@ class Inference:
         if device == V.CPU and module.device is None and not ts:
             device = None
         if module.cls is not None:
-            ret = self.method_returns.get((module.cls, "forward"))
+            ret = self.method_return(module.cls, "forward")
             if ret is not None and ret.kind != V.TENSOR:
                 return ret.with_(device=device) if ret.kind == V.TENSORS else ret
         return V.tensor(device)
@@ -432,10 +433,15 @@ class Inference:
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
+        got = self.project.call_val(q)
+        if got is not None:
+            return self.resolve(got)
         cls = self.classes_by_name.get(last)
         if cls is not None:
             return Val(V.MODULE if cls.is_module else V.OBJECT, cls=last)
-        return V.UNKNOWN_VAL
+        if root in L.LIBRARY_ROOTS:
+            return V.UNKNOWN_VAL
+        return ref(q)  # another module's function or class: the project resolves it
 
     def _infer_torch_call(self, t: str, call: cst.Call) -> Val:
         last = t.rsplit(".", 1)[-1]
@@ -529,7 +535,7 @@ class Inference:
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
             if recv.cls is not None:
-                ret = self.method_returns.get((recv.cls, m))
+                ret = self.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
             return V.UNKNOWN_VAL
@@ -537,7 +543,7 @@ class Inference:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
                 return self._prepared(call)
             if recv.cls is not None:
-                ret = self.method_returns.get((recv.cls, m))
+                ret = self.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
             return V.UNKNOWN_VAL

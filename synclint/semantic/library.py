@@ -71,4 +71,5 @@ PREPARE_METHODS = _set("accelerate", "prepare_methods")
 PYTHON_MODULES = _set("host", "python_modules")
 NUMPY_MODULES = _set("host", "numpy_modules")
 TIMING_NAMES = _set("host", "timing")
+LIBRARY_ROOTS = _set("host", "library_roots") | PYTHON_MODULES | NUMPY_MODULES
 PYTHON_BUILTINS = _set("host", "python_builtins")

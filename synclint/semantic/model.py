@@ -17,6 +17,7 @@ import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic import values as V
+from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, ref_target
 from synclint.semantic.heat import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted
@@ -50,22 +51,11 @@ class FuncInfo:
 
 
 @dataclass
-class FileFacts:
-    """What a first walk of a file learned that a second walk needs before it gets there:
-    functions' returns, classes' attributes, and the values each in-file function was
-    called with (parameters take them where nothing better is known)."""
-
-    func_returns: Dict[str, Val] = field(default_factory=dict)
-    method_returns: Dict[Tuple[str, str], Val] = field(default_factory=dict)
-    class_attrs: Dict[str, Dict[str, Val]] = field(default_factory=dict)
-    params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # function qual -> param -> value
-
-
-@dataclass
 class ClassInfo:
     name: str
     is_module: bool
     attrs: Dict[str, Val] = field(default_factory=dict)
+    bases: List[str] = field(default_factory=list)  # qualified (imported) or in-file names
     # `self.x = <expr>` anywhere in the class (and class-level fields), for attributes read
     # before the walk reaches their assignment.
     pending: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
@@ -96,8 +86,20 @@ _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|dist
 
 
 class SemanticModel(Inference):
-    def __init__(self, source: str, filename: str = "<string>", facts: Optional[FileFacts] = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        filename: str = "<string>",
+        facts: Optional[FileFacts] = None,
+        project: Optional[ProjectFacts] = None,
+        module_name: Optional[str] = None,
+    ) -> None:
         self.facts = facts or FileFacts()
+        self.project = project or ProjectFacts()
+        # dotted name of this module, for relative imports; a package's `__init__` ends in
+        # ".__init__" so that `from . import x` stays inside the package
+        self.module_name = module_name
+        self.imported: List[str] = []  # modules imported, qualified
         self.source = source
         self.filename = filename
         self.aliases: Dict[str, str] = {}  # local name -> qualified name
@@ -117,7 +119,7 @@ class SemanticModel(Inference):
         self.no_grad_depth = 0
         self.cuda_less_depth = 0  # inside `if not torch.cuda.is_available():`
         self.guard_depth = 0  # inside `if step % every == 0:` (a logging guard: cold)
-        self.default_device = V.CPU
+        self.default_device = V.CUDA if self.project.cuda_default else V.CPU
         self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
         # (a library module that does not is still used on the GPU). Set by `set_module`.
@@ -125,8 +127,11 @@ class SemanticModel(Inference):
         self.stmt_index = -1
         self.stmt_stack: List[cst.CSTNode] = []
         self.findings: List[PendingFinding] = []
-        # call graph for "called from a loop": (caller qual or None, callee key, in loop)
+        # call graph for "called from a loop": (caller qual or None, callee key, in loop);
+        # a callee in another module is "@" + its qualified name
         self.calls: List[Tuple[Optional[str], str, bool]] = []
+        # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
+        self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
         self.timing_funcs: Set[Optional[str]] = set()
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
@@ -154,9 +159,9 @@ class SemanticModel(Inference):
                     self.aliases[head] = head
                 self._note_module(full)
         elif isinstance(node, cst.ImportFrom):
-            if node.relative or node.module is None:
+            mod = self._absolute(node)
+            if mod is None:
                 return
-            mod = dotted(node.module)
             self._note_module(mod)
             if isinstance(node.names, cst.ImportStar):
                 return
@@ -165,7 +170,22 @@ class SemanticModel(Inference):
                 local = dotted(alias.asname.name) if alias.asname else name
                 self.aliases[local] = f"{mod}.{name}"
 
+    def _absolute(self, node: cst.ImportFrom) -> Optional[str]:
+        """The module `from <module> import ...` names, relative imports made absolute."""
+        mod = dotted(node.module) if node.module is not None else ""
+        level = len(node.relative)
+        if not level:
+            return mod or None
+        if not self.module_name:
+            return None
+        parts = self.module_name.split(".")
+        if len(parts) < level:
+            return None
+        base = ".".join(parts[:-level])
+        return f"{base}.{mod}" if base and mod else (base or mod or None)
+
     def _note_module(self, mod: str) -> None:
+        self.imported.append(mod)
         if mod.split(".", 1)[0] == "torch_xla":
             self.uses_xla = True
 
@@ -231,8 +251,10 @@ class SemanticModel(Inference):
         b = self.binding(name)
         if b is not None:
             return b.val
-        if name in self.aliases:
-            return V.PY_VAL  # an imported module or function, not a tensor
+        q = self.aliases.get(name)
+        if q is not None:
+            # an imported module, function or class (not a tensor), or a module-level value
+            return self.project.values.get(q, V.PY_VAL)
         return V.UNKNOWN_VAL
 
     def assigned(self, name: str) -> Optional[cst.BaseExpression]:
@@ -299,23 +321,31 @@ class SemanticModel(Inference):
     # ----------------------------------------------------------------- classes
     def add_class(self, node: cst.ClassDef, is_module: bool) -> ClassInfo:
         info = ClassInfo(node.name.value, is_module)
+        for b in node.bases:
+            if b.keyword is None:
+                name = self.qualname(b.value) or (b.value.value if isinstance(b.value, cst.Name) else None)
+                if name:
+                    info.bases.append(name)
         info.pending = _collect_attrs(node)
         info.attrs.update(self.facts.class_attrs.get(info.name, {}))
         self.classes_by_name[info.name] = info
         return info
 
-    def attribute_of(self, cls_name: str, attr: str) -> Val:
-        """`self.<attr>` / `obj.<attr>` for an in-file class: what was assigned so far, else
-        what any method assigns (inferred without that method's locals)."""
+    def attribute_of(self, cls_name: str, attr: str, _depth: int = 0) -> Val:
+        """`self.<attr>` / `obj.<attr>`: for an in-file class, what was assigned so far, else
+        what any method assigns (inferred without that method's locals), else what a base
+        class holds; for a class of another module, what the project says."""
         info = self.classes_by_name.get(cls_name)
         if info is None:
-            return V.UNKNOWN_VAL
+            ext = self.project.classes.get(cls_name)
+            v = ext.attrs.get(attr) if ext is not None else None
+            return self.resolve(v) if v is not None else V.UNKNOWN_VAL
         v = info.attrs.get(attr)
         if v is not None:
-            return v
+            return self.resolve(v)
         exprs = info.pending.get(attr)
         if not exprs or (cls_name, attr) in self._resolving:
-            return V.UNKNOWN_VAL
+            return self._base_member(info, attr, _depth, method=False)
         self._resolving.add((cls_name, attr))
         saved_funcs, saved_classes = self.funcs, self.classes
         self.funcs = [FuncInfo("<attr>", "<attr>", info)]
@@ -330,11 +360,74 @@ class SemanticModel(Inference):
             self._resolving.discard((cls_name, attr))
         return out if out is not None else V.UNKNOWN_VAL
 
+    def method_return(self, cls_name: str, method: str, _depth: int = 0) -> Optional[Val]:
+        """What `obj.<method>(...)` returns, for an in-file class (or its bases) or one of
+        another module; None when nothing is known."""
+        v = self.method_returns.get((cls_name, method))
+        if v is not None:
+            return self.resolve(v)
+        info = self.classes_by_name.get(cls_name)
+        if info is not None:
+            v = self._base_member(info, method, _depth, method=True)
+            return v if v.kind != V.UNKNOWN else None
+        ext = self.project.classes.get(cls_name)
+        v = ext.methods.get(method) if ext is not None else None
+        return self.resolve(v) if v is not None else None
+
+    def _base_member(self, info: ClassInfo, name: str, depth: int, method: bool) -> Val:
+        if depth > 8:
+            return V.UNKNOWN_VAL
+        for b in info.bases:
+            key = b if b in self.classes_by_name or b in self.project.classes else None
+            if key is None:
+                continue
+            if method:
+                v = self.method_return(key, name, depth + 1)
+            else:
+                v = self.attribute_of(key, name, depth + 1)
+            if v is not None and v.kind != V.UNKNOWN:
+                return v
+        return V.UNKNOWN_VAL
+
+    def is_module_class(self, name: str) -> bool:
+        """An in-file or imported class that is an nn.Module."""
+        info = self.classes_by_name.get(name)
+        if info is not None:
+            return info.is_module
+        ext = self.project.classes.get(name)
+        return ext is not None and ext.is_module
+
+    def class_val(self, name: str) -> Optional[Val]:
+        """An instance of the in-file or imported class `name`."""
+        info = self.classes_by_name.get(name)
+        if info is not None:
+            return Val(V.MODULE if info.is_module else V.OBJECT, cls=info.name)
+        ext = self.project.classes.get(name)
+        if ext is not None:
+            return Val(V.MODULE if ext.is_module else V.OBJECT, cls=ext.key)
+        return None
+
+    def resolve(self, v: Val) -> Val:
+        """A value the first walk could only name (`@pkg.mod.f`): what the project says."""
+        q = ref_target(v)
+        if q is None:
+            return v
+        got = self.project.call_val(q)
+        return got if got is not None else V.UNKNOWN_VAL
+
     def param_from_callers(self, qual: str, name: str) -> Optional[Val]:
-        """The join of the values every in-file call passes for this parameter."""
-        return self.facts.params.get(qual, {}).get(name)
+        """The join of the values every call passes for this parameter, in this file and
+        (from the project) in others."""
+        here = self.facts.params.get(qual, {}).get(name)
+        there = self.project.params.get(qual, {}).get(name)
+        if here is not None:
+            here = self.resolve(here)
+        if here is None or there is None:
+            return here if there is None else there
+        return V.join(here, there)
 
     def summary(self) -> FileFacts:
+        """What the second walk of this file starts from."""
         facts = FileFacts(dict(self.func_returns), dict(self.method_returns),
                           {name: dict(c.attrs) for name, c in self.classes_by_name.items()})
         for key, skip, pos, kws in self.call_args:
@@ -353,6 +446,28 @@ class SemanticModel(Inference):
                     v = V.UNKNOWN_VAL  # through *args or **kwargs
                 seen[p] = V.join(seen[p], v) if p in seen else v
         return facts
+
+    def module_summary(self, name: str) -> ModuleSummary:
+        """What this module offers the rest of the project (after a walk)."""
+        out = ModuleSummary(name=name, aliases=dict(self.aliases), imports=sorted(set(self.imported)),
+                            cuda_default=self.default_device == V.CUDA)
+        for fname, v in self.func_returns.items():
+            out.funcs[fname] = v
+        for cname, info in self.classes_by_name.items():
+            cf = ClassFacts(is_module=info.is_module, bases=list(info.bases))
+            for attr in set(info.attrs) | set(info.pending):
+                v = self.attribute_of(cname, attr)
+                if v.kind != V.UNKNOWN or ref_target(v):
+                    cf.attrs[attr] = v
+            cf.methods = {m: v for (c, m), v in self.method_returns.items() if c == cname}
+            out.classes[cname] = cf
+        for vname, b in self.module_scope.items():
+            if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val):
+                out.values[vname] = b.val
+        for qual, info in self.all_funcs.items():
+            out.params[qual] = (list(info.param_order), sorted(info.defaults))
+        out.calls_out = list(self.calls_out)
+        return out
 
     # ----------------------------------------------------------------- questions rules ask
     def is_tensor(self, e: cst.BaseExpression) -> bool:

@@ -89,6 +89,17 @@ class Val:
     def __hash__(self) -> int:
         return hash((self.kind, self.device, self.dtype))
 
+    def to_json(self) -> list:
+        """A compact JSON form (module summaries are cached and sent between processes)."""
+        return [self.kind, self.device, self.dtype, self.pinned, self.ndim, self.assumed, self.py, self.cls,
+                None if self.elems is None else [e.to_json() for e in self.elems]]
+
+    @staticmethod
+    def from_json(d: list) -> "Val":
+        kind, device, dtype, pinned, ndim, assumed, py_, cls, elems = d
+        return Val(kind, device, pinned=pinned, ndim=ndim, dtype=dtype, assumed=assumed, py=py_, cls=cls,
+                   elems=None if elems is None else tuple(Val.from_json(e) for e in elems))
+
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         extra = "".join(
             f" {k}={getattr(self, k)!r}"

@@ -1,0 +1,141 @@
+"""Facts that cross a boundary: from a file's first walk to its second, from one module to
+the modules that import it, and between processes and runs (so every type here has a
+compact JSON form).
+
+- `FileFacts`: what the first walk of a file learned that its second walk needs before it
+  gets there (in-file returns, class attributes, the values in-file calls pass).
+- `ModuleSummary`: what a module offers the project: its functions' returns, its classes
+  (attributes, method returns, bases), module-level values, its imports, and the values its
+  calls pass to functions of other modules. Cached by the module's content hash.
+- `ProjectFacts`: what the project linker (`synclint.project`) tells one file about the
+  names it imports, keyed by the qualified name the file spells (`utils.datasets.f`), plus
+  the values other modules pass to its functions and whether an importer made CUDA the
+  default device.
+
+A value that a first walk could only name (a call to a function of another module) is kept
+as a reference: `Val(UNKNOWN, cls="@pkg.mod.f")`; the linker and the second walk resolve it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from synclint.semantic.values import MODULE, OBJECT, UNKNOWN, Val
+
+
+def ref(qualname: str) -> Val:
+    """A value only named so far: what `qualname(...)` returns, resolved across modules."""
+    return Val(UNKNOWN, cls="@" + qualname)
+
+
+def ref_target(v: Val) -> Optional[str]:
+    if v.kind == UNKNOWN and v.cls is not None and v.cls.startswith("@"):
+        return v.cls[1:]
+    return None
+
+
+def _vals(d: Dict[str, Val]) -> Dict[str, list]:
+    return {k: v.to_json() for k, v in d.items()}
+
+
+def _unvals(d: Dict[str, list]) -> Dict[str, Val]:
+    return {k: Val.from_json(v) for k, v in d.items()}
+
+
+@dataclass
+class FileFacts:
+    func_returns: Dict[str, Val] = field(default_factory=dict)
+    method_returns: Dict[Tuple[str, str], Val] = field(default_factory=dict)
+    class_attrs: Dict[str, Dict[str, Val]] = field(default_factory=dict)
+    params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # function qual -> param -> value
+
+
+@dataclass
+class ClassFacts:
+    """A class as other modules see it. `bases` are qualified names (or, inside a summary,
+    local class names) resolved by the linker, which also folds bases' members in."""
+
+    is_module: bool = False
+    attrs: Dict[str, Val] = field(default_factory=dict)
+    methods: Dict[str, Val] = field(default_factory=dict)
+    bases: List[str] = field(default_factory=list)
+    key: str = ""  # the canonical qualified name (`pkg.mod.Class`)
+
+    def to_json(self) -> dict:
+        return {"m": self.is_module, "a": _vals(self.attrs), "f": _vals(self.methods), "b": self.bases, "k": self.key}
+
+    @staticmethod
+    def from_json(d: dict) -> "ClassFacts":
+        return ClassFacts(d["m"], _unvals(d["a"]), _unvals(d["f"]), list(d["b"]), d["k"])
+
+
+@dataclass
+class ModuleSummary:
+    name: str = ""  # the dotted module name the file has in its package ("" for a loose script)
+    funcs: Dict[str, Val] = field(default_factory=dict)
+    classes: Dict[str, ClassFacts] = field(default_factory=dict)
+    values: Dict[str, Val] = field(default_factory=dict)  # module-level names
+    aliases: Dict[str, str] = field(default_factory=dict)  # local name -> qualified name (re-exports)
+    imports: List[str] = field(default_factory=list)  # modules imported (qualified)
+    params: Dict[str, Tuple[List[str], List[str]]] = field(default_factory=dict)  # qual -> (order, defaulted)
+    # (qualified callee, leading parameters not passed, positional values, keyword values)
+    calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = field(default_factory=list)
+    cuda_default: bool = False  # sets CUDA as the default device / tensor type
+
+    def to_json(self) -> dict:
+        return {
+            "n": self.name, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
+            "v": _vals(self.values), "a": self.aliases, "i": self.imports,
+            "p": {k: [o, d] for k, (o, d) in self.params.items()},
+            "o": [[q, skip, [v.to_json() for v in pos], _vals(kws)] for q, skip, pos, kws in self.calls_out],
+            "d": self.cuda_default,
+        }
+
+    @staticmethod
+    def from_json(d: dict) -> "ModuleSummary":
+        return ModuleSummary(
+            d["n"], _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()},
+            _unvals(d["v"]), dict(d["a"]), list(d["i"]), {k: (o, df) for k, (o, df) in d["p"].items()},
+            [(q, skip, [Val.from_json(v) for v in pos], _unvals(kws)) for q, skip, pos, kws in d["o"]],
+            bool(d["d"]),
+        )
+
+
+@dataclass
+class ProjectFacts:
+    funcs: Dict[str, Val] = field(default_factory=dict)  # qualified name -> returned value
+    classes: Dict[str, ClassFacts] = field(default_factory=dict)  # any spelling -> class
+    values: Dict[str, Val] = field(default_factory=dict)  # qualified module-level name -> value
+    params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # this file's function qual -> param -> value
+    cuda_default: bool = False
+
+    def to_json(self) -> dict:
+        return {
+            "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
+            "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
+        }
+
+    @staticmethod
+    def from_json(d: dict) -> "ProjectFacts":
+        return ProjectFacts(
+            _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
+            {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]),
+        )
+
+    def digest(self) -> str:
+        """Changes when anything this file would learn from the project changes."""
+        data = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
+
+    def call_val(self, q: str) -> Optional[Val]:
+        """What calling `q` gives: a function's return, or an instance of a class."""
+        v = self.funcs.get(q)
+        if v is not None:
+            return v
+        c = self.classes.get(q)
+        if c is not None:
+            return Val(MODULE if c.is_module else OBJECT, cls=c.key)
+        return None
