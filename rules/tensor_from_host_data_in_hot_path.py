@@ -1,6 +1,7 @@
 import libcst as cst
 
 from synclint.semantic import values as V
+from synclint.semantic.library import LEGACY_CTORS
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, receiver, short
 from synclint.rules._transfer import DATA_FACTORIES, factory_under, gpu_move, host_data
@@ -50,6 +51,9 @@ class TensorFromHostDataInHotPath(Rule):
         Valid("import torch\ndef forward(self, x):\n    return torch.as_tensor(x, device=x.device)\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = torch.tensor(x, device='cuda')\n    z = x.new_zeros(3)\n"),
         Valid("import torch\nfor _ in range(3):\n    t = torch.full((), 0.5, device='cuda')\n    p = torch.arange(4, device='cuda')\n"),
+        Valid(  # a size, not data: allocated on the GPU directly
+            "import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\nfor n in range(3):\n    t = torch.Tensor(n, 4)\n"
+        ),
         Valid("import torch\nfor d in [[1, 2]]:\n    t = torch.tensor(d).pin_memory().to('cuda', non_blocking=True)\n"),
         Valid(
             "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if self.scale is None:  # lazy init: runs once\n"
@@ -71,6 +75,13 @@ class TensorFromHostDataInHotPath(Rule):
         Invalid("import torch\nimport numpy as np\ndef train_step(a):\n    return torch.as_tensor(np.ones(3), device='cuda')\n", line=4),
         Invalid("import torch\nfor lst in [[1, 2]]:\n    t = torch.tensor(lst).cuda()\n", line=3),
         Invalid("import torch\ndef train_step(n, device):\n    return torch.LongTensor([n]).to(device)\n", line=3),
+        # CUDA made the default tensor type by the script (after the definition: it runs first)
+        Invalid(
+            "import numpy as np\nimport torch\ndef train(images):\n    for i in range(9):\n"
+            "        target = torch.Tensor(np.asarray(images[i])).to('cuda')\n"
+            "if __name__ == '__main__':\n    torch.set_default_tensor_type('torch.cuda.FloatTensor')\n    train([])\n",
+            line=5, hot=True,
+        ),
     ]
     BENCH = BenchPair(
         setup=(
@@ -100,6 +111,11 @@ class TensorFromHostDataInHotPath(Rule):
         if ctx.cuda_less_depth:
             return
         tn = ctx.torch_name(node.func)
+        if tn in LEGACY_CTORS and ctx.default_device == V.CUDA and _host_array(ctx, _data(node)):
+            # `torch.Tensor(ndarray)` with CUDA as the default tensor type: built on the host,
+            # then copied to the GPU with a blocking transfer
+            self.report(node, expr=short(node))
+            return
         if tn in DATA_FACTORIES:
             if not _data(node) or ctx.infer(node).device == V.CPU:
                 return
@@ -129,6 +145,18 @@ class TensorFromHostDataInHotPath(Rule):
         data = _data(found[0])
         if data is not None and host_data(ctx, data, strict=found[1] != "tensor"):
             self.report(node, expr=short(node))
+
+
+def _host_array(ctx, data) -> bool:
+    """Data (not a size) for a legacy constructor: a list, tuple or NumPy array on the host."""
+    if data is None:
+        return False
+    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    v = ctx.infer(data)
+    return v.kind == V.NUMPY or (v.kind == V.PY and v.py in ("list", "tuple")) or (
+        v.kind == V.TENSOR and v.device == V.CPU
+    )
 
 
 def _data(call: cst.Call):

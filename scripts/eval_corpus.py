@@ -119,6 +119,7 @@ def score(repos: List[Repo], extra: List[str], python: str = sys.executable) -> 
     by_family: Dict[str, Tally] = defaultdict(Tally)  # "1".."4" and "all"
     by_heat: Dict[str, Tally] = defaultdict(Tally)  # "hot" / "cold" labels
     hot_only = Tally()
+    heat_wrong: List[str] = []
     lines_total = files_total = 0
     for r in repos:
         root = CORPUS / r.slug
@@ -164,6 +165,8 @@ def score(repos: List[Repo], extra: List[str], python: str = sys.executable) -> 
                         t.hot_right += any(f["hot"] == s["hot"] for f in covering)
                 if not covering:
                     by_family["all"].misses.append(f"{r.slug}/{path}:{line} [{heat}] family {fam}: {s['what']}")
+                elif not any(f["hot"] == s["hot"] for f in covering):
+                    heat_wrong.append(f"{r.slug}/{path}:{line} labelled {heat}: {s['what']}")
                 if s["hot"]:
                     hot_only.labels += 1
                     if any(f["hot"] for f in covering):
@@ -179,6 +182,7 @@ def score(repos: List[Repo], extra: List[str], python: str = sys.executable) -> 
         "hot_cold_right": allt.hot_right / allt.found if allt.found else None,
         "false_findings": allt.fps,
         "misses": allt.misses,
+        "heat_wrong": heat_wrong,
     }
 
 

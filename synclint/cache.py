@@ -1,5 +1,12 @@
-"""Content-hash cache: a file whose bytes, rule selection and synclint build are unchanged
-is not parsed again. One JSON file per (selection, build) under the cache directory."""
+"""Content-hash caches under the cache directory (`.synclint_cache/`):
+
+- `v<version>-<key>.json`, one per (rule selection, synclint build): each file's findings,
+  valid while its bytes and what the project tells it (a digest of its `ProjectFacts`)
+  are unchanged;
+- `summaries-<version>-<build>.json`: each module's summary, by its bytes alone.
+
+A file whose bytes and facts are unchanged is not parsed again; a run where no file of the
+project changed reads only the first file."""
 
 from __future__ import annotations
 
@@ -46,29 +53,24 @@ def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
     return directory / f"v{__version__}-{key}.json"
 
 
-class Cache:
-    def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool) -> None:
-        self.path = cache_path(directory, codes, hot_only)
+class _Store:
+    """One JSON file, read once and replaced atomically when changed; any unreadable or
+    wrongly shaped content counts as empty (the cache is an optimisation, never an error)."""
+
+    GLOB = "v*.json"  # the files of this kind, of every build and selection
+
+    def __init__(self, directory: Path, path: Path) -> None:
         self.directory = directory
-        self.entries: Dict[str, List] = {}
+        self.path = path
+        self.data: Dict[str, object] = {}
         self.dirty = False
         try:
             with open(self.path, encoding="utf-8") as fh:
                 data = json.load(fh)
             if isinstance(data, dict):
-                self.entries = data
+                self.data = data
         except (OSError, ValueError):
             pass
-
-    def get(self, path: str, digest: str) -> Optional[Tuple[list, Optional[str]]]:
-        e = self.entries.get(os.path.abspath(path))
-        if e and e[0] == digest:
-            return e[1], e[2]
-        return None
-
-    def put(self, path: str, digest: str, findings: list, error: Optional[str]) -> None:
-        self.entries[os.path.abspath(path)] = [digest, findings, error]
-        self.dirty = True
 
     def save(self) -> None:
         if not self.dirty:
@@ -79,16 +81,20 @@ class Cache:
             if not gi.exists():
                 gi.write_text("# created by synclint\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.entries, fh, separators=(",", ":"))
-            os.replace(tmp, self.path)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(self.data, fh, separators=(",", ":"))
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
             self._prune()
         except OSError:
-            pass  # a read-only tree: the cache is an optimisation, never an error
+            pass  # a read-only tree or a full disk: nothing is left behind
 
     def _prune(self) -> None:
         """Each new synclint build or rule selection starts a new file: keep the newest few."""
-        files = [p for p in self.directory.glob("v*.json") if p != self.path]
+        files = [p for p in self.directory.glob(self.GLOB) if p != self.path]
         if len(files) < KEEP_FILES:
             return
         files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
@@ -97,3 +103,57 @@ class Cache:
                 p.unlink()
             except OSError:
                 pass
+
+
+class Cache(_Store):
+    """Findings per file: [content digest, project-facts digest, findings, call graph,
+    error, functions made hot by other modules], and the digest of the whole project at the
+    last run (when it matches, nothing anywhere changed and no summary is even loaded)."""
+
+    def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool) -> None:
+        super().__init__(directory, cache_path(directory, codes, hot_only))
+        files = self.data.get("files")
+        if not isinstance(files, dict):
+            self.data = {"files": {}, "project": None}
+        self.entries: Dict[str, list] = self.data["files"]  # type: ignore[assignment]
+
+    @property
+    def project(self) -> Optional[str]:
+        p = self.data.get("project")
+        return p if isinstance(p, str) else None
+
+    @project.setter
+    def project(self, key: Optional[str]) -> None:
+        if key != self.data.get("project"):
+            self.data["project"] = key
+            self.dirty = True
+
+    def get(self, path: str, digest: str) -> Optional[list]:
+        e = self.entries.get(os.path.abspath(path))
+        if isinstance(e, list) and len(e) == 6 and e[0] == digest and isinstance(e[2], list):
+            return e
+        return None
+
+    def put(self, path: str, entry: list) -> None:
+        self.entries[os.path.abspath(path)] = entry
+        self.dirty = True
+
+
+class SummaryCache(_Store):
+    """Module summaries by content digest: a file's summary depends on nothing else."""
+
+    GLOB = "summaries-*.json"
+
+    def __init__(self, directory: Path) -> None:
+        key = hashlib.blake2b(_build_fingerprint().encode(), digest_size=8).hexdigest()
+        super().__init__(directory, directory / f"summaries-{__version__}-{key}.json")
+
+    def get(self, path: str, digest: str) -> Optional[list]:
+        e = self.data.get(os.path.abspath(path))
+        if isinstance(e, list) and len(e) == 3 and e[0] == digest:
+            return e
+        return None
+
+    def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str]) -> None:
+        self.data[os.path.abspath(path)] = [digest, summary, error]
+        self.dirty = True

@@ -23,6 +23,12 @@ def might_fire(source: str) -> bool:
     return any(word in source for word in PREFILTER)
 
 
+def might_inform(source: str) -> bool:
+    """A file worth summarising for others: one rules may fire in, or one whose functions
+    may return NumPy arrays (a loader module `torch.Tensor(...)` is later applied to)."""
+    return might_fire(source) or "numpy" in source
+
+
 @dataclass
 class Analysis:
     """One file parsed and walked once: what the project learns from it (`summary`) and what
@@ -56,8 +62,8 @@ class Graph:
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None) -> Optional[Analysis]:
     """Parse and walk a file once, without rules. None when the file cannot hold a tensor we
     know about (not parsed). Raises `LintError` on bad input."""
-    if not might_fire(source):
-        _syntax_check(source)  # no rule can fire, but a file that does not parse is still an error
+    if not might_inform(source):
+        _syntax_check(source)  # nothing to learn, but a file that does not parse is still an error
         return None
     from synclint.semantic import SemanticModel
     from synclint.walker import Walker
@@ -148,7 +154,7 @@ def lint_source(
         _syntax_check(source)
         return []
     a = analyse(source, filename, module_name)
-    if a is None:
+    if a is None or not might_fire(source):
         return []
     findings, _ = lint_analysis(a, rules, project)
     return [f for f in findings if f.hot] if hot_only else findings
@@ -273,10 +279,3 @@ def decode_source(path: str, data: bytes) -> Union[str, FileError]:
     if "\x00" in text:
         return FileError(path, "cannot parse: source contains a null byte")
     return text
-
-
-def lint_text(path: str, text: str, rules: Sequence[type], hot_only: bool = False) -> Tuple[List[Finding], Optional[FileError]]:
-    try:
-        return lint_source(text, path, rules, hot_only=hot_only), None
-    except LintError as e:
-        return [], FileError(path, str(e))

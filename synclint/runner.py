@@ -19,39 +19,6 @@ class Result:
     files_checked: int = 0
 
 
-_WORKER_RULES: Tuple[type, ...] = ()
-_WORKER_HOT_ONLY = False
-
-
-def _init_worker(codes: Sequence[str], hot_only: bool) -> None:
-    global _WORKER_RULES, _WORKER_HOT_ONLY
-    from synclint.registry import all_rules
-
-    by_code = {r.CODE: r for r in all_rules()}
-    _WORKER_RULES = tuple(by_code[c] for c in codes)
-    _WORKER_HOT_ONLY = hot_only
-
-
-def _init_pool_worker(codes: Sequence[str], hot_only: bool) -> None:
-    """A worker process lives for one run: set its garbage collector for parsing. Each parse
-    makes some hundred thousand objects, and with the default threshold (700) the collector
-    ran constantly and re-scanned the imported modules; frozen, and run ten times less often,
-    it took 5-8% less CPU for the same peak memory (measured on the lightning sources)."""
-    import gc
-
-    _init_worker(codes, hot_only)
-    gc.freeze()
-    gc.set_threshold(10000, 50, 1000)
-
-
-def _lint_one(job: Tuple[str, str]) -> Tuple[str, list, Optional[str]]:
-    from synclint.engine import lint_text
-
-    path, text = job
-    findings, error = lint_text(path, text, _WORKER_RULES, _WORKER_HOT_ONLY)
-    return path, [f.to_json() for f in findings], error.reason if error else None
-
-
 def check_files(
     files: Sequence[str],
     rules: Union[Sequence[type], Callable[[], Sequence[type]]],
@@ -61,7 +28,10 @@ def check_files(
     jobs: Optional[int] = None,
     selection_key: Optional[str] = None,
 ) -> Result:
-    """`rules` may be a zero-argument callable that selects them: with a cache and the
+    """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
+    with what the project tells it (phase 2), then heat over the project's call graph.
+
+    `rules` may be a zero-argument callable that selects them: with a cache and the
     `selection_key` the selection was made from, the rule modules (and LibCST with them)
     are then imported only when some file is not in the cache."""
     from synclint.engine import decode_source
@@ -73,81 +43,227 @@ def check_files(
             selected.append(tuple(rules() if callable(rules) else rules))
         return selected[0]
 
+    result = Result(files_checked=len(files))
+    texts: Dict[str, str] = {}
+    digests: Dict[str, str] = {}
+    errors: Dict[str, str] = {}
+    for path in files:
+        data = _read(path, errors)
+        if data is None:
+            continue
+        digests[path] = content_hash(data)
+        text = decode_source(path, data)
+        if isinstance(text, FileError):
+            errors[path] = text.reason
+        else:
+            texts[path] = text
+
     cache = None
     if cache_dir is not None:
         from synclint.cache import Cache
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
-        cache = Cache(cache_dir, key, hot_only)
-    result = Result(files_checked=len(files))
-    raw: Dict[str, Tuple[list, Optional[str]]] = {}
-    todo: List[Tuple[str, str]] = []
-    digests: Dict[str, str] = {}
-    for path in files:
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as e:
-            result.errors.append(FileError(path, f"cannot read: {e.strerror or e}"))
-            continue
-        if cache is not None:
-            from synclint.cache import content_hash
-
-            digest = content_hash(data)
-            digests[path] = digest
-            hit = cache.get(path, digest)
-            if hit is not None:
-                raw[path] = hit
-                continue
-        text = decode_source(path, data)
-        if isinstance(text, FileError):
-            raw[path] = ([], text.reason)
-            if cache is not None:
-                cache.put(path, digests[path], [], text.reason)
-            continue
-        todo.append((path, text))
-
-    if todo:
-        codes = [r.CODE for r in get_rules()]
-        for path, found, error in _run(todo, codes, hot_only, jobs):
-            raw[path] = (found, error)
-            if cache is not None:
-                cache.put(path, digests[path], found, error)
+        cache = Cache(cache_dir, key, False)
+    entries: Dict[str, list] = {}  # path -> [digest, facts digest, findings, graph, error, hot scopes]
     if cache is not None:
-        cache.save()
+        entries = _unchanged_project(cache, texts, digests)
+    if len(entries) != len(texts):
+        entries = _analyse(texts, digests, get_rules, cache, cache_dir, jobs)
     for path in files:
-        if path not in raw:
+        if path in errors:
+            result.errors.append(FileError(path, errors[path]))
             continue
-        found, error = raw[path]
-        if error:
-            result.errors.append(FileError(path, error))
-        for d in found:
+        e = entries.get(path)
+        if e is None:
+            continue
+        if e[4]:
+            result.errors.append(FileError(path, e[4]))
+        hot_scopes = set(e[5])
+        for d in e[2]:
             f = Finding.from_json(d)
             f.filename = path  # cached entries are keyed by absolute path; report as given
-            result.findings.append(f)
+            f.hot = f.hot or (f.scope in hot_scopes and not f.guarded)
+            if f.hot or not hot_only:
+                result.findings.append(f)
+    if cache is not None:
+        cache.save()
     return result
 
 
-def _usable_cpus() -> int:
-    """CPUs this process may run on (taskset, cpusets), not all the machine has."""
+def _read(path: str, errors: Dict[str, str]) -> Optional[bytes]:
     try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as e:
+        errors[path] = f"cannot read: {e.strerror or e}"
+        return None
 
 
-def _run(todo, codes, hot_only, jobs):
-    n_jobs = jobs or _usable_cpus()
-    if n_jobs <= 1 or len(todo) < PARALLEL_THRESHOLD:
-        _init_worker(codes, hot_only)
-        return [_lint_one(job) for job in todo]
-    import multiprocessing as mp
+def content_hash(data: bytes) -> str:
+    from synclint.cache import content_hash as h
 
-    import libcst  # noqa: F401 - imported once here, inherited by forked workers
+    return h(data)
 
-    methods = mp.get_all_start_methods()
-    ctx = mp.get_context("fork" if "fork" in methods else methods[0])
-    # Biggest files first so that no worker is left with a long one at the end.
-    todo = sorted(todo, key=lambda j: -len(j[1]))
-    with ctx.Pool(min(n_jobs, len(todo)), initializer=_init_pool_worker, initargs=(codes, hot_only)) as pool:
-        return list(pool.imap_unordered(_lint_one, todo, chunksize=1))
+
+def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence[str]) -> str:
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for path in sorted(texts):
+        h.update(f"{os.path.abspath(path)}:{digests[path]};".encode())
+    for path in sorted(extra):
+        data = _read(path, {})
+        h.update(f"+{path}:{content_hash(data) if data is not None else '-'};".encode())
+    return h.hexdigest()
+
+
+def _unchanged_project(cache, texts: Dict[str, str], digests: Dict[str, str]) -> Dict[str, list]:
+    """Every entry, when no file of the project (nor a file it imports) changed since the
+    cache was written: then nothing needs linking or parsing."""
+    meta = cache.project
+    if not meta:
+        return {}
+    key, _, extra = meta.partition("|")
+    if key != _project_key(texts, digests, [p for p in extra.split("|") if p]):
+        return {}
+    out = {}
+    for path in texts:
+        e = cache.get(path, digests[path])
+        if e is None:
+            return {}
+        out[path] = e
+    return out
+
+
+def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, list]:
+    from synclint.project import Project, module_name, project_root
+    from synclint.semantic.facts import ModuleSummary
+
+    summaries = None
+    if cache_dir is not None:
+        from synclint.cache import SummaryCache
+
+        summaries = SummaryCache(cache_dir)
+    project = Project(project_root(list(texts)))
+    names = {p: module_name(p) for p in texts}
+    out: Dict[str, list] = {}
+    errors: Dict[str, str] = {}
+    affinity: Dict[str, int] = {}
+    codes = [r.CODE for r in get_rules()]
+    n_jobs = jobs or usable_cpus()
+    runner = _Runner(n_jobs, codes)
+    try:
+        # Phase 1: what each module offers.
+        todo = []
+        for path, text in texts.items():
+            hit = summaries.get(path, digests[path]) if summaries is not None else None
+            if hit is not None:
+                project.add(path, ModuleSummary.from_json(hit[1]) if hit[1] else None)
+                if hit[2]:
+                    errors[path] = hit[2]
+            else:
+                todo.append(("summarise", path, text, names[path]))
+        todo.sort(key=lambda j: -len(j[2]))  # biggest first: no worker is left with a long one at the end
+        for worker, job, (summary, error) in runner.run(todo):
+            path = job[1]
+            affinity[path] = worker
+            project.add(path, ModuleSummary.from_json(summary) if summary else None)
+            if error:
+                errors[path] = error
+            if summaries is not None:
+                summaries.put(path, digests[path], summary, error)
+        # Modules the checked files import that were not named on the command line.
+        extra: List[str] = []
+        for path in texts:
+            s = project.summaries.get(os.path.abspath(path))
+            if s is not None:
+                extra.extend(p for p in project.on_disk(path, list(s.aliases.values()) + s.imports) if p not in extra)
+        extra_jobs = []
+        for path in extra:
+            data = _read(path, {})
+            if data is None:
+                continue
+            digest = content_hash(data)
+            hit = summaries.get(path, digest) if summaries is not None else None
+            if hit is not None:
+                project.add(path, ModuleSummary.from_json(hit[1]) if hit[1] else None)
+                continue
+            text = data.decode("utf-8", errors="replace")
+            digests[path] = digest
+            extra_jobs.append(("summarise", path, text, module_name(path), False))
+        for _, job, (summary, _error) in runner.run(extra_jobs):
+            project.add(job[1], ModuleSummary.from_json(summary) if summary else None)
+            if summaries is not None:
+                summaries.put(job[1], digests[job[1]], summary, None)
+        # Phase 2: the rules, with what the project tells each file.
+        todo = []
+        facts: Dict[str, Tuple[str, dict]] = {}
+        for path, text in texts.items():
+            if path in errors:
+                out[path] = [digests[path], "", [], None, errors[path], []]
+                continue
+            pf = project.facts_for(path)
+            fd = pf.digest()
+            hit = cache.get(path, digests[path]) if cache is not None else None
+            if hit is not None and hit[1] == fd:
+                out[path] = hit
+                continue
+            facts[path] = (fd, pf.to_json())
+            todo.append(("lint", path, text, names[path], facts[path][1]))
+        for _, job, (found, graph, error) in runner.run(todo, affinity):
+            path = job[1]
+            out[path] = [digests[path], facts[path][0], found, graph, error, []]
+    finally:
+        runner.close()
+    # Heat over the whole project's call graph.
+    from synclint.engine import Graph
+
+    graphs = {p: Graph.from_json(e[3]) for p, e in out.items() if e[3]}
+    hot = project.hot_scopes(graphs)
+    for path, e in out.items():
+        e[5] = sorted(hot.get(os.path.abspath(path), ()))
+        if cache is not None:
+            cache.put(path, e)
+    if cache is not None:
+        cache.project = _project_key(texts, digests, extra) + "|" + "|".join(extra)
+    if summaries is not None:
+        summaries.save()
+    return out
+
+
+class _Runner:
+    """Jobs in this process (few files, one CPU) or in a pool of workers started on first use."""
+
+    def __init__(self, n: int, codes: Sequence[str]) -> None:
+        self.n, self.codes = n, codes
+        self.pool = None
+        self.local = None
+
+    def run(self, jobs, affinity=None):
+        if not jobs:
+            return
+        if self.pool is None and (self.local is not None or self.n <= 1 or len(jobs) < PARALLEL_THRESHOLD):
+            # Few files: a process pool costs more than it saves. Once trees are held here,
+            # the later phases stay here too.
+            from synclint.workers import Worker
+
+            if self.local is None:
+                self.local = Worker(self.codes)
+            for job in jobs:
+                yield 0, job, self.local.do(job)
+            return
+        if self.pool is None:
+            from synclint.workers import Pool
+
+            self.pool = Pool(min(self.n, len(jobs)), self.codes)
+        yield from self.pool.run(jobs, affinity)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def usable_cpus() -> int:
+    from synclint.workers import usable_cpus as n
+
+    return n()

@@ -153,6 +153,26 @@ class Walker:
         if ctx.func is not None or cls is None:
             ctx.bind(node.name.value, V.PY_VAL)
 
+    def _module_lambda(self, name: str, node: cst.Lambda) -> None:
+        """`mse2psnr = lambda x: ...` at module level is a function: its body is hot only
+        where its callers are (as `def mse2psnr(x):` would be)."""
+        ctx = self.ctx
+        info = FuncInfo(name=name, qual=name, cls=None)
+        ctx.all_funcs[name] = info
+        for p in all_params(node.params):
+            if p.default is not None:
+                self.walk(p.default)
+        ctx.funcs.append(info)
+        for p in all_params(node.params):
+            info.params.add(p.name.value)
+            info.param_order.append(p.name.value)
+            if p.default is not None:
+                info.defaults.add(p.name.value)
+            callers = ctx.param_from_callers(name, p.name.value)
+            ctx.bind(p.name.value, callers if callers is not None else V.UNKNOWN_VAL)
+        self.walk(node.body)
+        ctx.funcs.pop()
+
     def _bind_params(self, info: FuncInfo, node: cst.FunctionDef) -> None:
         ctx = self.ctx
         params = all_params(node.params)
@@ -313,7 +333,12 @@ class Walker:
 
     # ------------------------------------------------------------- bindings
     def _assign(self, node: cst.Assign) -> None:
-        self.walk(node.value)
+        ctx = self.ctx
+        if (isinstance(node.value, cst.Lambda) and ctx.func is None and not ctx.loop_depth and not ctx.classes
+                and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
+            self._module_lambda(node.targets[0].target.value, node.value)
+        else:
+            self.walk(node.value)
         for t in node.targets:
             self.walk(t.target)
         val = self.ctx.infer(node.value)

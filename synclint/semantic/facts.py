@@ -51,6 +51,9 @@ class FileFacts:
     method_returns: Dict[Tuple[str, str], Val] = field(default_factory=dict)
     class_attrs: Dict[str, Dict[str, Val]] = field(default_factory=dict)
     params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # function qual -> param -> value
+    # the file makes CUDA the default device somewhere (typically under `__main__`, which
+    # runs before the functions above it are called)
+    cuda_default: bool = False
 
 
 @dataclass
@@ -84,10 +87,11 @@ class ModuleSummary:
     # (qualified callee, leading parameters not passed, positional values, keyword values)
     calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = field(default_factory=list)
     cuda_default: bool = False  # sets CUDA as the default device / tensor type
+    stars: List[str] = field(default_factory=list)  # modules imported with `from m import *`
 
     def to_json(self) -> dict:
         return {
-            "n": self.name, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
+            "s": self.stars, "n": self.name, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "a": self.aliases, "i": self.imports,
             "p": {k: [o, d] for k, (o, d) in self.params.items()},
             "o": [[q, skip, [v.to_json() for v in pos], _vals(kws)] for q, skip, pos, kws in self.calls_out],
@@ -100,7 +104,7 @@ class ModuleSummary:
             d["n"], _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()},
             _unvals(d["v"]), dict(d["a"]), list(d["i"]), {k: (o, df) for k, (o, df) in d["p"].items()},
             [(q, skip, [Val.from_json(v) for v in pos], _unvals(kws)) for q, skip, pos, kws in d["o"]],
-            bool(d["d"]),
+            bool(d["d"]), list(d["s"]),
         )
 
 
@@ -111,10 +115,11 @@ class ProjectFacts:
     values: Dict[str, Val] = field(default_factory=dict)  # qualified module-level name -> value
     params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # this file's function qual -> param -> value
     cuda_default: bool = False
+    aliases: Dict[str, str] = field(default_factory=dict)  # names a `from m import *` brings in
 
     def to_json(self) -> dict:
         return {
-            "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
+            "a": self.aliases, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
         }
 
@@ -122,7 +127,7 @@ class ProjectFacts:
     def from_json(d: dict) -> "ProjectFacts":
         return ProjectFacts(
             _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
-            {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]),
+            {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
         )
 
     def digest(self) -> str:

@@ -212,16 +212,25 @@ class Inference:
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" \
                 and not self.is_local("range"):
             return V.py("int")
-        v = self._infer(it)
+        v = self._loader_named(it, self._infer(it))
+        if v.kind == V.LOADER:
+            self._per_epoch()
+        return V.element_of(v)
+
+    @staticmethod
+    def _loader_named(it: cst.BaseExpression, v: Val) -> Val:
+        """`train_loader` of unknown origin, iterated: a DataLoader."""
         if v.kind == V.UNKNOWN and isinstance(it, (cst.Name, cst.Attribute)):
             name = it.value if isinstance(it, cst.Name) else it.attr.value
             if name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES:
-                v = Val(V.LOADER, V.CPU)  # `for x, y in train_loader:` of unknown origin: a DataLoader
-        if v.kind == V.LOADER:
-            f = self.func
-            if f is not None:
-                f.iterates_loader = True
-        return V.element_of(v)
+                return Val(V.LOADER, V.CPU)
+        return v
+
+    def _per_epoch(self) -> None:
+        """This function draws batches from a loader itself: it runs once per epoch."""
+        f = self.func
+        if f is not None:
+            f.iterates_loader = True
 
     def tensor_args(self, call: cst.Call) -> List[Val]:
         out = []
@@ -386,6 +395,10 @@ class Inference:
             if arg is None:
                 return V.UNKNOWN_VAL
             v = self._infer(arg)
+            if name == "iter":
+                return self._loader_named(arg, v)
+            if name == "next" and v.kind == V.LOADER and self.loop_depth:
+                self._per_epoch()  # `batch = next(it)` in a loop over steps
             return V.element_of(v) if name == "next" else v
         if name in ("list", "tuple"):
             if call.args:

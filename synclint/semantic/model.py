@@ -100,6 +100,7 @@ class SemanticModel(Inference):
         # ".__init__" so that `from . import x` stays inside the package
         self.module_name = module_name
         self.imported: List[str] = []  # modules imported, qualified
+        self.stars: List[str] = []  # modules imported with `from m import *`
         self.source = source
         self.filename = filename
         self.aliases: Dict[str, str] = {}  # local name -> qualified name
@@ -119,7 +120,7 @@ class SemanticModel(Inference):
         self.no_grad_depth = 0
         self.cuda_less_depth = 0  # inside `if not torch.cuda.is_available():`
         self.guard_depth = 0  # inside `if step % every == 0:` (a logging guard: cold)
-        self.default_device = V.CUDA if self.project.cuda_default else V.CPU
+        self.default_device = V.CUDA if self.project.cuda_default or self.facts.cuda_default else V.CPU
         self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
         # (a library module that does not is still used on the GPU). Set by `set_module`.
@@ -164,6 +165,10 @@ class SemanticModel(Inference):
                 return
             self._note_module(mod)
             if isinstance(node.names, cst.ImportStar):
+                self.stars.append(mod)
+                for name, q in self.project.aliases.items():  # what the project says it brings
+                    if q.startswith(mod + "."):
+                        self.aliases.setdefault(name, q)
                 return
             for alias in node.names:
                 name = dotted(alias.name)
@@ -429,7 +434,8 @@ class SemanticModel(Inference):
     def summary(self) -> FileFacts:
         """What the second walk of this file starts from."""
         facts = FileFacts(dict(self.func_returns), dict(self.method_returns),
-                          {name: dict(c.attrs) for name, c in self.classes_by_name.items()})
+                          {name: dict(c.attrs) for name, c in self.classes_by_name.items()},
+                          cuda_default=self.default_device == V.CUDA)
         for key, skip, pos, kws in self.call_args:
             info = self.all_funcs.get(key)
             if info is None:
@@ -449,8 +455,10 @@ class SemanticModel(Inference):
 
     def module_summary(self, name: str) -> ModuleSummary:
         """What this module offers the rest of the project (after a walk)."""
-        out = ModuleSummary(name=name, aliases=dict(self.aliases), imports=sorted(set(self.imported)),
-                            cuda_default=self.default_device == V.CUDA)
+        out = ModuleSummary(name=name, aliases={k: q for k, q in self.aliases.items()
+                                                if q.split(".", 1)[0] not in L.LIBRARY_ROOTS},
+                            imports=sorted(set(self.imported)), cuda_default=self.default_device == V.CUDA,
+                            stars=list(self.stars))
         for fname, v in self.func_returns.items():
             out.funcs[fname] = v
         for cname, info in self.classes_by_name.items():

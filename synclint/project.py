@@ -1,0 +1,404 @@
+"""The project linker: joins the modules' summaries so each file knows what it imports.
+
+Every checked file is summarised by its first walk (`engine.analyse`, cached by content
+hash); this module then, in the main process and without parsing anything:
+
+- maps dotted module names to files (a file answers to each dotted suffix of its path
+  under the project root, so `utils.datasets` finds `utils/datasets.py` whether the code is
+  run as a package or as scripts from the root; the nearest file wins a tie);
+- resolves a qualified name through re-exports to a function, class, method or value,
+  and the references a first walk left (`@pkg.mod.f`) to values, classes to canonical keys
+  with their bases' members folded in;
+- gives each file its `ProjectFacts`: the names it imports, the values other modules'
+  calls pass to its functions, and CUDA as the default device where an importer set it;
+- computes heat over the whole call graph (`hot_scopes`), from each file's `Graph`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from synclint.semantic import values as V
+from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, ref_target
+from synclint.semantic.heat import hot_name
+from synclint.semantic.values import Val
+
+MAX_DEPTH = 8  # re-exports and references followed at most this deep (cycles end here too)
+MAX_CLASSES = 200  # classes one file is told about (the closure of what its imports reach)
+
+Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(paths: Iterable[str]) -> str:
+    """The nearest directory above the files' common directory with a project marker, else
+    that common directory."""
+    dirs = [os.path.dirname(os.path.abspath(p)) for p in paths]
+    if not dirs:
+        return os.getcwd()
+    common = os.path.commonpath(dirs)
+    d = common
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return common
+        d = parent
+
+
+def module_name(path: str) -> str:
+    """The dotted name a file has in its package (`pkg/sub/mod.py` -> `pkg.sub.mod` while
+    `pkg/` and `pkg/sub/` hold an `__init__.py`); a package's `__init__.py` keeps the
+    `.__init__` part so that its relative imports stay inside it."""
+    path = os.path.abspath(path)
+    d, base = os.path.split(path)
+    parts = [os.path.splitext(base)[0]]
+    while os.path.exists(os.path.join(d, "__init__.py")):
+        d, pkg = os.path.split(d)
+        parts.append(pkg)
+        if not pkg:
+            break
+    return ".".join(reversed(parts))
+
+
+class Project:
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self.summaries: Dict[str, Optional[ModuleSummary]] = {}  # absolute path -> summary
+        self.by_name: Dict[str, List[str]] = {}
+        self._classes: Dict[Tuple[str, str], ClassFacts] = {}
+        self._key_to_class: Dict[str, Tuple[str, str]] = {}
+        self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
+        self._cuda: Optional[Set[str]] = None
+
+    # ------------------------------------------------------------------ modules
+    def add(self, path: str, summary: Optional[ModuleSummary]) -> None:
+        path = os.path.abspath(path)
+        self.summaries[path] = summary
+        rel = os.path.relpath(path, self.root)
+        parts = rel[:-3].split(os.sep) if rel.endswith(".py") else rel.split(os.sep)
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        if rel.startswith(".."):  # outside the root: its package name only
+            parts = module_name(path).replace(".__init__", "").split(".")
+        for i in range(len(parts)):
+            self.by_name.setdefault(".".join(parts[i:]), []).append(path)
+        if summary is not None:
+            for cname in summary.classes:
+                self._key_to_class[self.class_key(path, cname)] = (path, cname)
+
+    def module_path(self, name: str, importer: str) -> Optional[str]:
+        paths = self.by_name.get(name)
+        if not paths:
+            return None
+        if len(paths) == 1:
+            return paths[0]
+        here = os.path.dirname(importer)
+        return max(paths, key=lambda p: (len(os.path.commonpath([here, p])), -len(p)))
+
+    def on_disk(self, importer: str, names: Iterable[str]) -> List[str]:
+        """Files under the root that `names` (imported by `importer`) refer to and that are
+        not summarised yet: from the importer's directory up to the root, as Python would
+        find them with the script's directory or the root on the path."""
+        found: List[str] = []
+        start = os.path.dirname(os.path.abspath(importer))
+        for name in names:
+            parts = name.split(".")
+            for n in range(len(parts), 0, -1):
+                rel = os.path.join(*parts[:n])
+                hit = None
+                d = start
+                while hit is None:
+                    for cand in (rel + ".py", os.path.join(rel, "__init__.py")):
+                        p = os.path.join(d, cand)
+                        if os.path.isfile(p):
+                            hit = p
+                            break
+                    if d == self.root or not d.startswith(self.root):
+                        break
+                    d = os.path.dirname(d)
+                if hit is not None:
+                    if hit not in self.summaries and hit not in found:
+                        found.append(hit)
+                    break
+        return found
+
+    # ------------------------------------------------------------------ names
+    def class_key(self, path: str, name: str) -> str:
+        s = self.summaries.get(path)
+        mod = (s.name if s is not None else "") or module_name(path)
+        return f"{mod.replace('.__init__', '')}.{name}"
+
+    def resolve(self, q: str, importer: str, depth: int = 0) -> Optional[Symbol]:
+        """What the qualified name `q`, as `importer` spells it, refers to."""
+        parts = q.split(".")
+        for i in range(len(parts), 0, -1):
+            path = self.module_path(".".join(parts[:i]), importer)
+            if path is None:
+                continue
+            rest = parts[i:]
+            if not rest:
+                return ("module", path, "")
+            s = self.summaries.get(path)
+            if s is None:
+                return None
+            name = rest[0]
+            if name in s.classes:
+                if len(rest) == 1:
+                    return ("class", path, name)
+                return ("method", path, f"{name}.{rest[1]}") if len(rest) == 2 else None
+            if len(rest) == 1 and (name in s.params or name in s.funcs):
+                return ("func", path, name)
+            if len(rest) == 1 and name in s.values:
+                return ("value", path, name)
+            target = s.aliases.get(name)
+            if target is not None and depth < MAX_DEPTH and target != q:
+                return self.resolve(".".join([target] + rest[1:]), path, depth + 1)
+            return None
+        return None
+
+    # ------------------------------------------------------------------ values
+    def value(self, path: str, v: Val, depth: int = 0) -> Val:
+        """`v`, found in `path`'s summary, with references resolved and class names made
+        canonical (so it means the same thing in any file)."""
+        if depth > MAX_DEPTH:
+            return V.UNKNOWN_VAL
+        q = ref_target(v)
+        if q is not None:
+            sym = self.resolve(q, path)
+            if sym is None:
+                return V.UNKNOWN_VAL
+            kind, p2, name = sym
+            s = self.summaries[p2]
+            if kind == "func":
+                got = s.funcs.get(name)
+                return self.value(p2, got, depth + 1) if got is not None else V.UNKNOWN_VAL
+            if kind == "class":
+                cf = self.class_facts(p2, name, depth + 1)
+                return Val(V.MODULE if cf.is_module else V.OBJECT, cls=cf.key)
+            if kind == "method":
+                cls, m = name.split(".")
+                got = self.class_facts(p2, cls, depth + 1).methods.get(m)
+                return got if got is not None else V.UNKNOWN_VAL
+            return V.UNKNOWN_VAL
+        changed = False
+        cls = v.cls
+        if v.kind in (V.MODULE, V.OBJECT) and cls and "." not in cls:
+            s = self.summaries.get(path)
+            if s is not None and cls in s.classes:
+                cls, changed = self.class_key(path, cls), True
+        elems = v.elems
+        if elems is not None:
+            new = tuple(self.value(path, e, depth + 1) for e in elems)
+            if new != elems:
+                elems, changed = new, True
+        return v.with_(cls=cls, elems=elems) if changed else v
+
+    def class_facts(self, path: str, name: str, depth: int = 0) -> ClassFacts:
+        """A class with canonical values, its bases' members folded in (its own win)."""
+        key = (path, name)
+        done = self._classes.get(key)
+        if done is not None:
+            return done
+        s = self.summaries[path]
+        raw = s.classes[name]
+        out = ClassFacts(is_module=raw.is_module, key=self.class_key(path, name))
+        self._classes[key] = out  # a cycle through bases sees the partial class
+        if depth <= MAX_DEPTH:
+            for b in raw.bases:
+                base = None
+                if b in s.classes and b != name:
+                    base = self.class_facts(path, b, depth + 1)
+                else:
+                    sym = self.resolve(b, path)
+                    if sym is not None and sym[0] == "class":
+                        base = self.class_facts(sym[1], sym[2], depth + 1)
+                if base is not None:
+                    out.is_module = out.is_module or base.is_module
+                    out.attrs.update(base.attrs)
+                    out.methods.update(base.methods)
+        out.attrs.update((a, self.value(path, v, depth + 1)) for a, v in raw.attrs.items())
+        out.methods.update((m, self.value(path, v, depth + 1)) for m, v in raw.methods.items())
+        return out
+
+    # ------------------------------------------------------------------ per file
+    def facts_for(self, path: str) -> ProjectFacts:
+        path = os.path.abspath(path)
+        pf = ProjectFacts()
+        s = self.summaries.get(path)
+        if s is None:
+            return pf
+        for q in list(s.aliases.values()) + list(s.imports):
+            self._tell(pf, q, path, expand=True)
+        for mod in s.stars:
+            sym = self.resolve(mod, path)
+            if sym is None or sym[0] != "module" or self.summaries.get(sym[1]) is None:
+                continue
+            star = self.summaries[sym[1]]
+            for n in list(star.funcs) + list(star.classes) + list(star.values) + list(star.params):
+                if not n.startswith("_") and "." not in n:
+                    pf.aliases[n] = f"{mod}.{n}"
+                    self._tell(pf, f"{mod}.{n}", path, expand=False)
+        self._close_classes(pf)
+        pf.params = self._incoming_params().get(path, {})
+        pf.cuda_default = path in self._cuda_paths()
+        return pf
+
+    def _tell(self, pf: ProjectFacts, q: str, path: str, expand: bool) -> None:
+        if q in pf.funcs or q in pf.classes or q in pf.values:
+            return
+        sym = self.resolve(q, path)
+        if sym is None:
+            return
+        kind, p2, name = sym
+        s = self.summaries[p2]
+        if kind == "func":
+            got = s.funcs.get(name)
+            if got is not None:
+                v = self.value(p2, got)
+                if _informative(v):
+                    pf.funcs[q] = v
+        elif kind == "class":
+            cf = self.class_facts(p2, name)
+            pf.classes[q] = cf
+            pf.classes.setdefault(cf.key, cf)
+        elif kind == "value":
+            v = self.value(p2, s.values[name])
+            if _informative(v):
+                pf.values[q] = v
+        elif kind == "module" and expand and s is not None:
+            for n in list(s.funcs) + list(s.classes) + list(s.values):
+                self._tell(pf, f"{q}.{n}", path, expand=False)
+
+    def _close_classes(self, pf: ProjectFacts) -> None:
+        """Add the classes that the told values name (an attribute holding another module's
+        object), so `self.head.loss(...)` resolves two modules away."""
+        todo = [v for v in pf.funcs.values()] + [v for v in pf.values.values()]
+        for cf in list(pf.classes.values()):
+            todo.extend(cf.attrs.values())
+            todo.extend(cf.methods.values())
+        while todo and len(pf.classes) < MAX_CLASSES:
+            v = todo.pop()
+            if v.elems:
+                todo.extend(v.elems)
+            if v.kind not in (V.MODULE, V.OBJECT) or not v.cls or v.cls in pf.classes:
+                continue
+            where = self._key_to_class.get(v.cls)
+            if where is None:
+                continue
+            cf = self.class_facts(*where)
+            pf.classes[v.cls] = cf
+            todo.extend(cf.attrs.values())
+            todo.extend(cf.methods.values())
+
+    def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
+        """(path, function qual in it, leading parameters the call does not pass) of a call."""
+        sym = self.resolve(q, importer)
+        if sym is None:
+            return None
+        kind, p2, name = sym
+        if kind == "func":
+            return p2, name, 0
+        if kind == "class":
+            return p2, f"{name}.__init__", 1
+        if kind == "method":
+            return p2, name, 1
+        return None
+
+    def _incoming_params(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
+        """path -> function qual -> parameter -> join of what other modules' calls pass."""
+        if self._incoming is not None:
+            return self._incoming
+        out: Dict[str, Dict[str, Dict[str, Val]]] = {}
+        for path, s in self.summaries.items():
+            if s is None:
+                continue
+            for q, skip, pos, kws in s.calls_out:
+                callee = self._callee(q, path)
+                if callee is None:
+                    continue
+                p2, qual, implicit = callee
+                spec = self.summaries[p2].params.get(qual)
+                if spec is None:
+                    continue
+                order, defaulted = spec
+                order = order[max(skip, implicit):]
+                given = dict(zip(order, (self.value(path, v) for v in pos)))
+                given.update((k, self.value(path, v)) for k, v in kws.items() if k in order)
+                seen = out.setdefault(p2, {}).setdefault(qual, {})
+                for p in order:
+                    v = given.get(p)
+                    if v is None:
+                        if p in defaulted:
+                            continue
+                        v = V.UNKNOWN_VAL
+                    seen[p] = V.join(seen[p], v) if p in seen else v
+        self._incoming = out
+        return out
+
+    def _cuda_paths(self) -> Set[str]:
+        """Files imported, directly or not, by a module that makes CUDA the default device."""
+        if self._cuda is not None:
+            return self._cuda
+        todo = [p for p, s in self.summaries.items() if s is not None and s.cuda_default]
+        seen: Set[str] = set()
+        while todo:
+            p = todo.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            s = self.summaries.get(p)
+            if s is None:
+                continue
+            for q in list(s.imports) + list(s.aliases.values()):
+                sym = self.resolve(q, p)
+                if sym is not None:
+                    todo.append(sym[1])
+        self._cuda = seen
+        return seen
+
+    # ------------------------------------------------------------------ heat
+    def hot_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[str]]:
+        """path -> functions that run every step, over the whole call graph: called from a
+        loop or from hot code in any module, or hot by name (`forward`, `*_step`). A
+        function that loops over batches itself is per-epoch: heat stops there."""
+        edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
+        frontier: List[Tuple[str, str]] = []
+        per_epoch: Set[Tuple[str, str]] = set()
+        for path, g in graphs.items():
+            path = os.path.abspath(path)
+            per_epoch.update((path, q) for q in g.per_epoch)
+            s = self.summaries.get(path)
+            if s is not None:
+                frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1]))
+            for caller, callee, hot in g.calls:
+                if callee.startswith("@"):
+                    c = self._callee(callee[1:], path)
+                    if c is None:
+                        continue
+                    target = (c[0], c[1])
+                else:
+                    target = (path, callee)
+                edges.setdefault((path, caller), []).append(target)
+                if hot:
+                    frontier.append(target)
+        hot: Dict[str, Set[str]] = {}
+        seen: Set[Tuple[str, str]] = set()
+        while frontier:
+            node = frontier.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node in per_epoch and not hot_name(node[1].rsplit(".", 1)[-1]):
+                continue
+            hot.setdefault(node[0], set()).add(node[1])
+            frontier.extend(edges.get(node, ()))
+        return hot
+
+
+def _informative(v: Val) -> bool:
+    """Worth telling a file: known, or a tuple with some known element."""
+    return v.kind != V.UNKNOWN or bool(v.elems and any(_informative(e) for e in v.elems))
