@@ -103,10 +103,16 @@ class Project:
         """Files under the root that `names` (imported by `importer`) refer to and that are
         not summarised yet: from the importer's directory up to the root, as Python would
         find them with the script's directory or the root on the path."""
+        from synclint.semantic.library import LIBRARY_ROOTS
+
         found: List[str] = []
         start = os.path.dirname(os.path.abspath(importer))
         for name in names:
             parts = name.split(".")
+            if parts[0] in LIBRARY_ROOTS and parts[0] not in self.by_name:
+                continue  # torch, numpy, the standard library: not the project's
+            if any(".".join(parts[:n]) in self.by_name for n in range(len(parts), 0, -1)):
+                continue  # already summarised (or a name inside such a module)
             for n in range(len(parts), 0, -1):
                 rel = os.path.join(*parts[:n])
                 hit = None
