@@ -16,7 +16,9 @@ if TYPE_CHECKING:  # the semantic package imports LibCST: a cached run never loa
     from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts
 
 # A file that mentions none of these cannot hold a tensor we know about: skip the parse.
-PREFILTER = ("torch", "Tensor", "tensor", "cuda", "forward")
+# (The read-back methods are here for helper modules that never name torch: their
+# parameters may be tensors that other modules pass in.)
+PREFILTER = ("torch", "Tensor", "tensor", "cuda", "forward", ".item()", ".cpu()", ".tolist()", ".numpy()")
 
 
 def might_fire(source: str) -> bool:

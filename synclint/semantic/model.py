@@ -418,7 +418,7 @@ class SemanticModel(Inference):
         if q is None:
             return v
         got = self.project.call_val(q)
-        return got if got is not None else V.UNKNOWN_VAL
+        return got if got is not None else v  # still only a name (the first walk's view)
 
     def param_from_callers(self, qual: str, name: str) -> Optional[Val]:
         """The join of the values every call passes for this parameter, in this file and

@@ -1,0 +1,220 @@
+"""Project-wide facts: what one module learns from the others (synclint.project), checked
+through `check_files` on small multi-file projects, as `synclint check src/` sees them.
+
+Each case has a near-miss beside it: the same code where the other module says the value
+is on the CPU, or the call is not in a loop, must stay silent (or cold)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from synclint.registry import default_rules
+from synclint.runner import check_files
+
+
+def _project(tmp_path: Path, files: dict) -> list:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    paths = []
+    for name, src in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(src))
+        paths.append(str(p))
+    return paths
+
+
+def _found(paths, **kw):
+    r = check_files(paths, default_rules(), **kw)
+    assert not r.errors, r.errors
+    return {(Path(f.filename).name, f.row, f.code, f.hot) for f in r.findings}
+
+
+SAMPLER = """\
+    import torch
+
+    class Rays:
+        def __init__(self, n):
+            self.depth = torch.rand(n, device="cuda")
+            self.valid = self.depth > 0.5
+
+    class HostRays:
+        def __init__(self, n):
+            self.depth = torch.rand(n)
+            self.valid = self.depth > 0.5
+
+    def make_rays(n):
+        return Rays(n)
+    """
+
+
+def test_attribute_of_a_class_defined_in_another_module(tmp_path):
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sampler.py": SAMPLER,
+        "train.py": """\
+            import torch
+            from pkg.sampler import make_rays, HostRays
+            from pkg import sampler
+
+            def train(steps):
+                for _ in range(steps):
+                    rays = make_rays(10)
+                    d = rays.depth[rays.valid]
+                    r2 = sampler.Rays(4)
+                    e = r2.depth[r2.valid]
+                    h = HostRays(4)
+                    f = h.depth[h.valid]
+            """,
+    })
+    found = _found(paths)
+    assert ("train.py", 8, "SYN201", True) in found  # through a function's return
+    assert ("train.py", 10, "SYN201", True) in found  # through `module.Class(...)`
+    assert not any(row == 12 for _, row, _, _ in found)  # a CPU mask on a CPU tensor: no sync
+
+
+def test_parameters_take_values_from_callers_in_other_modules(tmp_path):
+    paths = _project(tmp_path, {
+        "losses.py": """\
+            def loss_value(pred, target):
+                return (pred - target).abs().mean().item()
+
+            def host_value(pred, target):
+                return (pred - target).abs().mean().item()
+            """,
+        "train.py": """\
+            import torch
+            from losses import loss_value, host_value
+
+            def train(loader):
+                model = torch.nn.Linear(3, 3).cuda()
+                for x, y in loader:
+                    x, y = x.cuda(), y.cuda()
+                    l = loss_value(model(x), y)
+                    h = host_value(torch.zeros(3), torch.ones(3))
+            """,
+    })
+    found = _found(paths)
+    # every caller passes CUDA tensors, from a training loop in another module: hot
+    assert ("losses.py", 2, "SYN101", True) in found
+    # every caller passes CPU tensors: `.item()` of a CPU tensor does not sync
+    assert not any(name == "losses.py" and row == 5 for name, row, _, _ in found)
+
+
+def test_heat_follows_calls_across_modules(tmp_path):
+    util = """\
+        import torch
+
+        def stats(x):
+            return x.sum().item()
+        """
+    loop = _project(tmp_path / "a", {
+        "util.py": util,
+        "train.py": """\
+            import torch
+            from util import stats
+
+            def train(steps):
+                x = torch.ones(3, device="cuda")
+                for _ in range(steps):
+                    s = stats(x)
+            """,
+    })
+    once = _project(tmp_path / "b", {
+        "util.py": util,
+        "train.py": """\
+            import torch
+            from util import stats
+
+            def report():
+                x = torch.ones(3, device="cuda")
+                return stats(x)
+            """,
+    })
+    assert ("util.py", 4, "SYN101", True) in _found(loop)
+    assert ("util.py", 4, "SYN101", False) in _found(once)  # called once: cold
+
+
+def test_relative_and_star_imports_and_cuda_default_from_the_entry_script(tmp_path):
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "from .helpers import *\n",
+        "pkg/helpers.py": """\
+            import torch
+            to_psnr = lambda x: -10. * torch.log(x) / torch.log(torch.Tensor([10.]))
+
+            def pose(t):
+                return torch.Tensor([[1, 0, 0, t]])
+            """,
+        "run.py": """\
+            import torch
+            from pkg.helpers import *
+
+            def train(steps):
+                for _ in range(steps):
+                    psnr = to_psnr(torch.ones(1))
+
+            if __name__ == "__main__":
+                torch.set_default_tensor_type("torch.cuda.FloatTensor")
+                train(10)
+            """,
+    })
+    found = _found(paths)
+    # run.py makes CUDA the default tensor type: helpers' `torch.Tensor([...])` copies host
+    # data to the GPU; in the lambda called every step it is hot, in `pose` (never called) cold
+    assert ("helpers.py", 2, "SYN302", True) in found
+    assert ("helpers.py", 5, "SYN302", False) in found
+
+
+def test_a_single_file_check_reads_its_imports_from_disk(tmp_path):
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sampler.py": SAMPLER,
+        "train.py": """\
+            import torch
+            from pkg.sampler import make_rays
+
+            def train(steps):
+                for _ in range(steps):
+                    rays = make_rays(10)
+                    d = rays.depth[rays.valid]
+            """,
+    })
+    train = [p for p in paths if p.endswith("train.py")]
+    assert ("train.py", 7, "SYN201", True) in _found(train)
+
+
+def test_an_edit_reanalyses_the_files_that_depend_on_it(tmp_path):
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sampler.py": SAMPLER,
+        "train.py": """\
+            import torch
+            from pkg.sampler import make_rays
+
+            def train(steps):
+                for _ in range(steps):
+                    rays = make_rays(10)
+                    d = rays.depth[rays.valid]
+            """,
+    })
+    cache = tmp_path / ".cache"
+    assert ("train.py", 7, "SYN201", True) in _found(paths, cache_dir=cache)
+    sampler = tmp_path / "pkg" / "sampler.py"
+    sampler.write_text(sampler.read_text().replace("return Rays(n)", "return HostRays(n)"))
+    assert not any(name == "train.py" for name, *_ in _found(paths, cache_dir=cache))
+    sampler.write_text(sampler.read_text().replace("return HostRays(n)", "return Rays(n)"))
+    assert ("train.py", 7, "SYN201", True) in _found(paths, cache_dir=cache)
+
+
+def test_summaries_survive_json_and_references_resolve():
+    from synclint.engine import analyse
+    from synclint.semantic.facts import ModuleSummary
+
+    a = analyse("import torch\nfrom other import build\nclass C:\n    def __init__(self):\n"
+                "        self.h = build()\n        self.x = torch.zeros(2, device='cuda')\n", "m.py", "m")
+    s = a.summary
+    again = ModuleSummary.from_json(s.to_json())
+    assert again == s
+    assert s.classes["C"].attrs["h"].cls == "@other.build"  # a reference the linker resolves
+    assert s.classes["C"].attrs["x"].device == "cuda"
