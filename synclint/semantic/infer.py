@@ -217,9 +217,12 @@ class Inference:
             self._per_epoch()
         return V.element_of(v)
 
-    @staticmethod
-    def _loader_named(it: cst.BaseExpression, v: Val) -> Val:
-        """`train_loader` of unknown origin, iterated: a DataLoader."""
+    def _loader_named(self, it: cst.BaseExpression, v: Val) -> Val:
+        """`train_loader` of unknown origin, iterated (also through `tqdm(...)`): a DataLoader."""
+        while v.kind == V.UNKNOWN and isinstance(it, cst.Call) and it.args and (
+            (isinstance(it.func, cst.Name) and it.func.value in L.PASSTHROUGH) or self.qualname(it.func) in L.PASSTHROUGH
+        ):
+            it = it.args[0].value
         if v.kind == V.UNKNOWN and isinstance(it, (cst.Name, cst.Attribute)):
             name = it.value if isinstance(it, cst.Name) else it.attr.value
             if name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES:
