@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, ref_target
-from synclint.semantic.heat import hot_name
+from synclint.semantic.heat import hot_name, spread
 from synclint.semantic.values import Val
 
 MAX_DEPTH = 8  # re-exports and references followed at most this deep (cycles end here too)
@@ -391,17 +391,10 @@ class Project:
                 edges.setdefault((path, caller), []).append(target)
                 if hot:
                     frontier.append(target)
+        per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1])}
         hot: Dict[str, Set[str]] = {}
-        seen: Set[Tuple[str, str]] = set()
-        while frontier:
-            node = frontier.pop()
-            if node in seen:
-                continue
-            seen.add(node)
-            if node in per_epoch and not hot_name(node[1].rsplit(".", 1)[-1]):
-                continue
-            hot.setdefault(node[0], set()).add(node[1])
-            frontier.extend(edges.get(node, ()))
+        for path, qual in spread(frontier, edges, per_epoch):
+            hot.setdefault(path, set()).add(qual)
         return hot
 
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from synclint.cache import content_hash
 from synclint.findings import FileError, Finding
+from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
 
@@ -97,12 +99,6 @@ def _read(path: str, errors: Dict[str, str]) -> Optional[bytes]:
     except OSError as e:
         errors[path] = f"cannot read: {e.strerror or e}"
         return None
-
-
-def content_hash(data: bytes) -> str:
-    from synclint.cache import content_hash as h
-
-    return h(data)
 
 
 def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence[str]) -> str:
@@ -261,9 +257,3 @@ class _Runner:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
-
-
-def usable_cpus() -> int:
-    from synclint.workers import usable_cpus as n
-
-    return n()

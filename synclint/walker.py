@@ -164,10 +164,7 @@ class Walker:
                 self.walk(p.default)
         ctx.funcs.append(info)
         for p in all_params(node.params):
-            info.params.add(p.name.value)
-            info.param_order.append(p.name.value)
-            if p.default is not None:
-                info.defaults.add(p.name.value)
+            _declare_param(info, p)
             callers = ctx.param_from_callers(name, p.name.value)
             ctx.bind(p.name.value, callers if callers is not None else V.UNKNOWN_VAL)
         self.walk(node.body)
@@ -183,10 +180,7 @@ class Walker:
         step_like = hot_name(info.name) and info.name.endswith("_step")
         for i, p in enumerate(params):
             pname = p.name.value
-            info.params.add(pname)
-            info.param_order.append(pname)
-            if p.default is not None:
-                info.defaults.add(pname)
+            _declare_param(info, p)
             val = None
             callers = ctx.param_from_callers(info.qual, pname)
             if p.annotation is not None:
@@ -479,6 +473,15 @@ class Walker:
 
 
 # --------------------------------------------------------------------- helpers
+def _declare_param(info: FuncInfo, p: cst.Param) -> None:
+    """Record a parameter's name, position and whether it has a default."""
+    name = p.name.value
+    info.params.add(name)
+    info.param_order.append(name)
+    if p.default is not None:
+        info.defaults.add(name)
+
+
 def _decorator_is_no_grad(ctx: SemanticModel, d: cst.BaseExpression) -> bool:
     if isinstance(d, cst.Call):
         d = d.func

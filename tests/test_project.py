@@ -49,6 +49,18 @@ SAMPLER = """\
     """
 
 
+# a training loop indexing with a mask that pkg/sampler.py's `make_rays` puts on the GPU
+TRAIN = """\
+    import torch
+    from pkg.sampler import make_rays
+
+    def train(steps):
+        for _ in range(steps):
+            rays = make_rays(10)
+            d = rays.depth[rays.valid]
+    """
+
+
 def test_attribute_of_a_class_defined_in_another_module(tmp_path):
     paths = _project(tmp_path, {
         "pkg/__init__.py": "",
@@ -170,15 +182,7 @@ def test_a_single_file_check_reads_its_imports_from_disk(tmp_path):
     paths = _project(tmp_path, {
         "pkg/__init__.py": "",
         "pkg/sampler.py": SAMPLER,
-        "train.py": """\
-            import torch
-            from pkg.sampler import make_rays
-
-            def train(steps):
-                for _ in range(steps):
-                    rays = make_rays(10)
-                    d = rays.depth[rays.valid]
-            """,
+        "train.py": TRAIN,
     })
     train = [p for p in paths if p.endswith("train.py")]
     assert ("train.py", 7, "SYN201", True) in _found(train)
@@ -188,15 +192,7 @@ def test_an_edit_reanalyses_the_files_that_depend_on_it(tmp_path):
     paths = _project(tmp_path, {
         "pkg/__init__.py": "",
         "pkg/sampler.py": SAMPLER,
-        "train.py": """\
-            import torch
-            from pkg.sampler import make_rays
-
-            def train(steps):
-                for _ in range(steps):
-                    rays = make_rays(10)
-                    d = rays.depth[rays.valid]
-            """,
+        "train.py": TRAIN,
     })
     cache = tmp_path / ".cache"
     assert ("train.py", 7, "SYN201", True) in _found(paths, cache_dir=cache)

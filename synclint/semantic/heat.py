@@ -9,12 +9,14 @@ optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, TypeVar
 
 import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic.syntax import descendants, string_value
+
+T = TypeVar("T")
 
 
 def hot_name(name: str) -> bool:
@@ -23,21 +25,30 @@ def hot_name(name: str) -> bool:
 
 def hot_functions(model) -> Set[str]:
     """In-file functions that run hot: hot by name, or called from a loop or hot code."""
-    hot: Set[str] = set()
     frontier = [callee for caller, callee, in_loop in model.calls if in_loop]
     frontier += [q for q in model.all_funcs if hot_name(q.rsplit(".", 1)[-1])]
     edges: Dict[Optional[str], List[str]] = {}
     for caller, callee, _ in model.calls:
         edges.setdefault(caller, []).append(callee)
+    per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not hot_name(info.name)}
+    return spread(frontier, edges, per_epoch)
+
+
+def spread(frontier: List[T], edges: Dict, per_epoch: Set[T]) -> Set[T]:
+    """Everything hot code reaches along call edges from `frontier` (the callees of loops
+    and the hooks hot by name). A per-epoch function (one that loops over batches itself)
+    stops the spread: its batch loop is hot, the rest of it is not."""
+    hot: Set[T] = set()
+    seen: Set[T] = set()
     while frontier:
-        q = frontier.pop()
-        if q in hot:
+        node = frontier.pop()
+        if node in seen:
             continue
-        info = model.all_funcs.get(q)
-        if info is not None and info.iterates_loader and not hot_name(info.name):
-            continue  # a per-epoch function: its batch loop is hot, the rest is not
-        hot.add(q)
-        frontier.extend(edges.get(q, ()))
+        seen.add(node)
+        if node in per_epoch:
+            continue
+        hot.add(node)
+        frontier.extend(edges.get(node, ()))
     return hot
 
 
