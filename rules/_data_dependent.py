@@ -6,24 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint.semantic import KNOWN, RECEIVER
 from synclint.semantic import values as V
 from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
-
-
-def tensor_arg_on_gpu(ctx, e: cst.BaseExpression) -> bool:
-    """An argument or receiver that only a tensor fits: on the GPU unless known not to be,
-    except in data-pipeline code (DataLoader workers run on the CPU)."""
-    return ctx.gpu(e, RECEIVER) is not None and not ctx.in_data_pipeline()
-
-
-receiver_on_gpu = tensor_arg_on_gpu
-
-
-def gpu_mask(ctx, e: cst.BaseExpression) -> bool:
-    """A boolean tensor known to be a mask (comparison, bool method, dtype=torch.bool) on the GPU."""
-    v = ctx.gpu(e, KNOWN)
-    return v is not None and v.mask and (v.device == V.CUDA or not ctx.in_data_pipeline())
 
 
 def mask_index(ctx, node: cst.Subscript) -> Optional[cst.BaseExpression]:
@@ -32,7 +16,7 @@ def mask_index(ctx, node: cst.Subscript) -> Optional[cst.BaseExpression]:
     A torch mask indexes a torch tensor, so an indexed value of unknown kind counts."""
     mask = None
     for el in node.slice:
-        if isinstance(el.slice, cst.Index) and el.slice.star is None and gpu_mask(ctx, el.slice.value):
+        if isinstance(el.slice, cst.Index) and el.slice.star is None and ctx.gpu_mask(el.slice.value):
             mask = el.slice.value
             break
     if mask is None:
@@ -41,16 +25,6 @@ def mask_index(ctx, node: cst.Subscript) -> Optional[cst.BaseExpression]:
     if base.kind == V.TENSOR:
         return mask if base.device != V.CPU else None
     return mask if base.kind in (V.UNKNOWN, V.TENSORS) else None
-
-
-def gpu_tensor_value(ctx, e: cst.BaseExpression) -> bool:
-    """A value known to be a tensor not on the CPU (`y[m]` with a GPU mask counts)."""
-    v = ctx.infer(e)
-    if v.kind == V.TENSOR:
-        return v.device != V.CPU
-    if isinstance(e, cst.Subscript) and mask_index(ctx, e) is not None:
-        return True
-    return False
 
 
 def has_star(call: cst.Call) -> bool:

@@ -73,3 +73,34 @@ def torch_alias(ctx) -> Optional[str]:
         if full == "torch" and "." not in local:
             return local
     return None
+
+
+def side_effect_free(e: cst.BaseExpression) -> bool:
+    """Literals, names, attributes and arithmetic of them: safe to evaluate in another order."""
+    if isinstance(e, (cst.Integer, cst.Float, cst.Name, cst.SimpleString)):
+        return True
+    if isinstance(e, cst.Attribute):
+        return side_effect_free(e.value)
+    if isinstance(e, cst.UnaryOperation):
+        return side_effect_free(e.expression)
+    if isinstance(e, cst.BinaryOperation):
+        return side_effect_free(e.left) and side_effect_free(e.right)
+    return False
+
+
+def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `name=value` appended (or its value replaced)."""
+    args = list(call.args)
+    for i, a in enumerate(args):
+        if a.keyword is not None and a.keyword.value == name:
+            args[i] = a.with_changes(value=value)
+            return call.with_changes(args=args)
+    if args and isinstance(args[-1].comma, cst.Comma):  # a trailing comma: keep the layout
+        last = args[-1]
+        ws = last.comma.whitespace_after
+        if isinstance(ws, cst.SimpleWhitespace) and ws.value == "":
+            args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=cst.SimpleWhitespace(" ")))
+    no_space = cst.SimpleWhitespace("")
+    args.append(cst.Arg(value=value, keyword=cst.Name(name),
+                        equal=cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space)))
+    return call.with_changes(args=args)

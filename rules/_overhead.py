@@ -5,22 +5,14 @@
   seen. `ctx.add_finding` reads the walker's *current* statement and function, which at
   `leave_FunctionDef` / `leave_Module` are the enclosing ones, so the pending finding is
   patched with the snapshot taken at the site.
-- `CudaEvidence`: does this file put anything on a CUDA device (`.cuda()`, a `"cuda"`
-  string, `.to()`/`device=` that resolves to CUDA)?
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
-
-from synclint.semantic import values as V
-from synclint.semantic.syntax import kwarg, string_value
-
-CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -51,36 +43,6 @@ def report_at(rule, where: Site, node: cst.CSTNode, replacement=None, **kw) -> N
     for p in findings[n:]:
         p.hot, p.func, p.guarded = where.hot, where.func, where.guarded
         p.stmt_index, p.stmt = where.stmt_index, where.stmt
-
-
-class CudaEvidence:
-    """Collects, call by call, whether the file moves anything to a CUDA device."""
-
-    def __init__(self) -> None:
-        self.found = False
-
-    def note_string(self, node: cst.SimpleString) -> None:
-        if not self.found and "cuda" in node.value:
-            s = string_value(node)
-            if s is not None and CUDA_STRING.match(s):
-                self.found = True
-
-    def note_call(self, ctx, node: cst.Call) -> None:
-        if self.found:
-            return
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
-            self.found = True
-            return
-        args = [kwarg(node, "device")]
-        if isinstance(func, cst.Attribute) and func.attr.value == "to" and node.args and node.args[0].keyword is None:
-            args.append(node.args[0].value)
-        if ctx.torch_name(func) == "device" and node.args:
-            args.append(node.args[0].value)
-        for a in args:
-            if a is not None and ctx.device_of_arg(a) == (True, V.CUDA):
-                self.found = True
-                return
 
 
 def dotted_name(e: cst.BaseExpression) -> Optional[str]:

@@ -3,13 +3,14 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
-from synclint.rules._transfer import Bindings, factory_under, gpu_move, with_kwarg
+from synclint.rules._helpers import with_kwarg
+from synclint.semantic.moves import factory_under, gpu_move
 
 _TRUE = cst.Name("True")
 PINNED_TITLE = "Pass `non_blocking=True`: the source is pinned"
 
 
-class BlockingHostToDeviceCopy(Bindings, Rule):
+class BlockingHostToDeviceCopy(Rule):
     """
     ## What it does
     Flags blocking copies of CPU tensors to the GPU in hot code: `x.to(device)`, `x.cuda()` or
@@ -107,7 +108,7 @@ class BlockingHostToDeviceCopy(Bindings, Rule):
             args = positional(node)
             if not args or kwarg(node, "non_blocking") is not None or len(args) > 1 or ctx.cuda_less_depth:
                 return
-            if ctx.gpu_tensor_val(receiver(node)) is None:
+            if ctx.gpu(receiver(node)) is None:
                 return
             src = args[0].value
             v = ctx.infer(src)

@@ -4,7 +4,8 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import is_python_scalar, positional, short
-from synclint.rules._host_readback import gpu_tensor, is_builtin, torch_alias
+from synclint.rules._host_readback import is_builtin, torch_alias
+from synclint.semantic import EVIDENT
 
 
 class BuiltinReductionOverTensor(Rule):
@@ -91,13 +92,13 @@ class BuiltinReductionOverTensor(Rule):
         if any(a.star for a in node.args):
             return
         if len(pos) == 1:
-            if not gpu_tensor(ctx, pos[0]):
+            if ctx.gpu(pos[0], EVIDENT) is None:
                 return
             replacement = None
             if name in ("max", "min") and len(node.args) == 1:
                 replacement = cst.Call(func=cst.Attribute(_paren(pos[0]), cst.Name(name)))
             self._report(node, replacement)
-        elif len(pos) >= 2 and name in ("max", "min") and any(gpu_tensor(ctx, p) for p in pos):
+        elif len(pos) >= 2 and name in ("max", "min") and any(ctx.gpu(p, EVIDENT) is not None for p in pos):
             self._report(node, self._pairwise_fix(node, name, pos))
 
     def _report(self, node: cst.Call, replacement: Optional[cst.BaseExpression]) -> None:
@@ -113,10 +114,10 @@ class BuiltinReductionOverTensor(Rule):
         if torch is None or len(pos) != 2 or len(node.args) != 2:
             return None
         a, b = pos
-        if gpu_tensor(self.ctx, a) and gpu_tensor(self.ctx, b):
+        if self.ctx.gpu(a, EVIDENT) is not None and self.ctx.gpu(b, EVIDENT) is not None:
             fn = "maximum" if name == "max" else "minimum"
             return cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name(fn)), args=[cst.Arg(a), cst.Arg(b)])
-        t, k = (a, b) if gpu_tensor(self.ctx, a) else (b, a)
+        t, k = (a, b) if self.ctx.gpu(a, EVIDENT) is not None else (b, a)
         if not is_python_scalar(k):
             return None
         bound = "min" if name == "max" else "max"

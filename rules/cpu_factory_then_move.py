@@ -3,9 +3,9 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import receiver, short
-from synclint.rules._transfer import (
-    SIZE_FACTORIES, Bindings, factory_under, gpu_move, is_deterministic_factory, is_int_expr, with_kwarg,
-)
+from synclint.rules._helpers import with_kwarg
+from synclint.semantic.library import DETERMINISTIC_FACTORIES, SIZE_FACTORIES
+from synclint.semantic.moves import factory_under, gpu_move
 
 # A dtype moved into these gives bit-identical values (0, 1, the identity, or garbage for empty).
 _EXACT_WITH_DTYPE = {"zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like"}
@@ -13,7 +13,7 @@ _EXACT_WITH_DTYPE = {"zeros", "ones", "empty", "eye", "zeros_like", "ones_like",
 _FLOAT_RANGES = {"linspace", "logspace"}
 
 
-class CpuFactoryThenMove(Bindings, Rule):
+class CpuFactoryThenMove(Rule):
     """
     ## What it does
     Flags a tensor built by a torch factory on the CPU and then moved to the GPU in the same
@@ -138,8 +138,8 @@ class CpuFactoryThenMove(Bindings, Rule):
         else:
             dev = move.device
         new = with_kwarg(fcall, "device", dev)
-        safe = is_deterministic_factory(name) and name not in _FLOAT_RANGES
-        if name == "arange" and not all(is_int_expr(self, self.ctx, a.value) for a in fcall.args if a.keyword is None):
+        safe = name in DETERMINISTIC_FACTORIES and name not in _FLOAT_RANGES
+        if name == "arange" and not all(self.ctx.is_int_for_any_caller(a.value) for a in fcall.args if a.keyword is None):
             safe = False  # a float range may round differently on the GPU
         if move.dtype is not None:
             if through or _kw(fcall, "dtype") is not None:

@@ -1,8 +1,9 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, has_star, receiver_on_gpu, tensor_arg_on_gpu
+from synclint.rules._data_dependent import arg, has_star
 from synclint.rules._helpers import method_call, receiver, short
+from synclint.semantic import RECEIVER
 
 
 class DataDependentNonzero(Rule):
@@ -73,7 +74,7 @@ class DataDependentNonzero(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if method_call(node, ("nonzero", "argwhere")) and ctx.qualname(node.func) is None:
-            if receiver_on_gpu(ctx, receiver(node)):
+            if ctx.gpu(receiver(node), RECEIVER) is not None:
                 self.report(node, call=short(node))
             return
         tn = ctx.torch_name(node.func)
@@ -83,5 +84,5 @@ class DataDependentNonzero(Rule):
             x = arg(node, 0, "condition")
         else:
             return
-        if x is not None and tensor_arg_on_gpu(ctx, x):
+        if x is not None and ctx.gpu(x, RECEIVER) is not None:
             self.report(node, call=short(node))

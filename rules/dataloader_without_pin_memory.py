@@ -1,10 +1,10 @@
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, positional
-from synclint.rules._overhead import CudaEvidence, Indentation, Site, absolute_layout, report_at, site
+from synclint.rules._overhead import Indentation, Site, absolute_layout, report_at, site
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 DATASETS_OF_TENSORS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
@@ -150,8 +150,6 @@ class DataloaderWithoutPinMemory(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._cuda = CudaEvidence()
-        self._gpu_datasets: Set[str] = set()
         self._indent = Indentation()
         self._pending: List[Tuple[cst.Call, Site, str]] = []
 
@@ -164,25 +162,15 @@ class DataloaderWithoutPinMemory(Rule):
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._indent.pop()
 
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self._cuda.note_string(node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self._gpu_dataset(node.value):
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    self._gpu_datasets.add(t.target.value)
-
     def _gpu_dataset(self, e: Optional[cst.BaseExpression]) -> bool:
         if isinstance(e, cst.Name):
-            return e.value in self._gpu_datasets
+            e = self.ctx.origin(e)
         if isinstance(e, cst.Call) and self.ctx.qualname(e.func) in DATASETS_OF_TENSORS:
-            return any(self.ctx.on_gpu(a.value) for a in e.args)
+            return any(self.ctx.gpu(a.value) is not None for a in e.args)
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        self._cuda.note_call(ctx, node)
         if ctx.qualname(node.func) not in DATALOADERS or ctx.cuda_less_depth:
             return
         if any(a.star for a in node.args) or len(positional(node)) > PIN_MEMORY_POSITION:
@@ -196,7 +184,7 @@ class DataloaderWithoutPinMemory(Rule):
         self._pending.append((node, site(ctx), self._indent.current))
 
     def leave_Module(self, node: cst.Module) -> None:
-        if not self._cuda.found:
+        if not self.ctx.puts_on_cuda:
             return
         for call, where, indent in self._pending:
             report_at(self, where, call, absolute_layout(with_pin_memory(call), indent), safe=False)

@@ -1,12 +1,11 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._transfer import Bindings, D2HTracker
 
 SYNCHRONIZE = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 
 
-class DeviceSynchronizeInHotPath(D2HTracker, Bindings, Rule):
+class DeviceSynchronizeInHotPath(Rule):
     """
     ## What it does
     Flags `torch.cuda.synchronize()` (and `torch.accelerator.synchronize()`) in hot code: a
@@ -93,8 +92,7 @@ class DeviceSynchronizeInHotPath(D2HTracker, Bindings, Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.note_d2h(node)
         if self.ctx.cuda_less_depth or self.ctx.qualname(node.func) not in SYNCHRONIZE:
             return
-        if not self.after_d2h():
+        if not self.ctx.after_nonblocking_d2h():
             self.report(node, expr=cst.Module(body=[]).code_for_node(node))

@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
-from synclint.rules._host_readback import copy_source_is_gpu_tensor
+from synclint.semantic import NOT_MODULE
 
 
 class DeviceToHostCopy(Rule):
@@ -128,15 +128,15 @@ class DeviceToHostCopy(Rule):
         if m == "save":
             if ctx.qualname(node.func) == "torch.save" and node.args and ctx.site_hot():
                 obj = node.args[0].value
-                if node.args[0].keyword is None and ctx.gpu_tensor_val(obj) is not None:
+                if node.args[0].keyword is None and ctx.gpu(obj) is not None:
                     self.report(node, expr=f"torch.save({short(obj)}, ...)")
             return
         if ctx.qualname(node.func) is None:  # `torch.Tensor.cpu(t)` and module functions aside
             recv = receiver(node)
             if m == "cpu" and not positional(node):
-                if copy_source_is_gpu_tensor(ctx, recv):
+                if ctx.gpu(recv, NOT_MODULE) is not None:
                     self.report(node, expr=f"{short(recv)}.cpu()")
-            elif m == "to" and self._to_cpu_blocking(node) and copy_source_is_gpu_tensor(ctx, recv):
+            elif m == "to" and self._to_cpu_blocking(node) and ctx.gpu(recv, NOT_MODULE) is not None:
                 self.report(node, expr=short(node))
             elif m == "numpy" and _is_true(kwarg(node, "force")) and self._numpy_source(recv):
                 self.report(node, expr=short(node))

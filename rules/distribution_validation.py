@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._syn11x import ParamScopes, has_star, literal_bool, one_line
+from synclint.rules._syn11x import has_star, literal_bool, one_line
 
 # torch.distributions classes whose constructor checks `arg_constraints` (torch 2.13).
 # Independent, MixtureSameFamily and TransformedDistribution take distributions, not tensors.
@@ -34,7 +34,7 @@ class _DefaultOff(cst.CSTVisitor):
         return None
 
 
-class DistributionValidation(ParamScopes, Rule):
+class DistributionValidation(Rule):
     """
     ## What it does
     Flags constructing a `torch.distributions` distribution from GPU tensors in hot code
@@ -196,10 +196,7 @@ class DistributionValidation(ParamScopes, Rule):
         # tensor in practice (NumPy arrays are rejected by distributions); a parameter or a
         # config attribute (`self.sigma`) is as often a float.
         if isinstance(e, cst.Name):
-            if e.value in self.weak:
-                return False
-            f = ctx.func
-            return (f is not None and e.value in f.scope) or e.value in ctx.module_scope
+            e = ctx.origin(e)  # a parameter or loop variable has none
         return isinstance(e, (cst.Call, cst.Subscript))
 
 

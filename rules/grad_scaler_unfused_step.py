@@ -1,23 +1,15 @@
-from typing import Dict, Optional, Tuple
-
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import short, string_value
-from synclint.rules._syn11x import ParamScopes, arg, literal_bool
+from synclint.rules._helpers import short
+from synclint.rules._syn11x import arg
+from synclint.semantic import values as V
 
-_SCALERS = {
-    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
-    "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
-}
 # Optimizers whose `fused=True` implementation takes `found_inf` from the scaler as a GPU
 # tensor (`_step_supports_amp_scaling`, torch/optim/{adam,adamw,sgd,adagrad}.py).
 _FUSABLE = {"Adam", "AdamW", "SGD", "Adagrad"}
 
-Key = Tuple[str, ...]
-
-
-class GradScalerUnfusedStep(ParamScopes, Rule):
+class GradScalerUnfusedStep(Rule):
     """
     ## What it does
     Flags `scaler.step(optimizer)` where `scaler` is a `GradScaler` created in the file and
@@ -47,8 +39,9 @@ class GradScalerUnfusedStep(ParamScopes, Rule):
 
     ## Known problems
     Off by default: the cost is one read-back per step, which the harness did not time.
-    The optimizer and the scaler must be created in the same file (by name, or as
-    `self.<attr>`); an optimizer passed in from elsewhere is never flagged. Optimizers with
+    The model must know where the optimizer and the scaler were created (a local, an
+    attribute, another module's function that returns them); an optimizer whose origin is
+    unknown is never flagged. Optimizers with
     no fused implementation (RMSprop, ...) also sync in `scaler.step`, but are not flagged:
     there is no switch to flip.
     """
@@ -148,34 +141,6 @@ class GradScalerUnfusedStep(ParamScopes, Rule):
         compare="close",
     )
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self._scalers: Dict[Key, bool] = {}
-        self._optims: Dict[Key, Optional[bool]] = {}  # key -> fused (None: not literal)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        super().visit_Assign(node)
-        for t in node.targets:
-            self._bind(t.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        key = self._key(target, binding=True)
-        if key is None:
-            return
-        self._scalers.pop(key, None)
-        self._optims.pop(key, None)
-        if not isinstance(value, cst.Call):
-            return
-        q = self.ctx.qualname(value.func) or ""
-        if q in _SCALERS and self._scaler_on_gpu(value, q):
-            self._scalers[key] = True
-        elif q.startswith("torch.optim.") and q.rsplit(".", 1)[-1] in _FUSABLE:
-            fused = arg(value, 99, "fused")
-            self._optims[key] = False if fused is None else literal_bool(fused)
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
@@ -183,33 +148,10 @@ class GradScalerUnfusedStep(ParamScopes, Rule):
         opt = arg(node, 0, "optimizer")
         if opt is None:
             return
-        skey, okey = self._key(func.value), self._key(opt)
-        if skey is None or okey is None or skey not in self._scalers:
-            return
-        if self._optims.get(okey, True) is False:
-            self.report(node, call=short(node), opt=short(opt))
-
-    # ------------------------------------------------------------------ helpers
-    def _scaler_on_gpu(self, call: cst.Call, q: str) -> bool:
-        if literal_bool(arg(call, 99, "enabled")) is False:
-            return False
-        if q.startswith("torch.cuda."):
-            return True
-        device = arg(call, 0, "device")
-        s = string_value(device) if device is not None else None
-        return s is None or not s.startswith(("cpu", "mps", "xpu", "meta"))
-
-    def _key(self, e: cst.BaseExpression, binding: bool = False) -> Optional[Key]:
-        """Where a name lives: `self.<attr>` per class, locals per function, else module."""
         ctx = self.ctx
-        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
-            return ("self", ctx.cls.name if ctx.cls else "", e.attr.value)
-        if not isinstance(e, cst.Name):
-            return None
-        f = ctx.func
-        if f is None:
-            return ("", e.value)
-        local = (f.qual, e.value)
-        if binding or local in self._scalers or local in self._optims or e.value in self.weak:
-            return local  # a local, or a parameter (which hides a module-level name)
-        return ("", e.value)
+        scaler = ctx.infer(func.value)
+        if scaler.kind != V.OBJECT or scaler.cls != "torch.amp.GradScaler" or scaler.device == V.CPU:
+            return
+        o = ctx.infer(opt)
+        if o.kind == V.OPTIM and o.py == "unfused" and (o.cls or "").rsplit(".", 1)[-1] in _FUSABLE:
+            self.report(node, call=short(node), opt=short(opt))

@@ -1,8 +1,9 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, has_star, number, receiver_on_gpu, tensor_arg_on_gpu
+from synclint.rules._data_dependent import arg, has_star, number
 from synclint.rules._helpers import method_call, receiver, short
+from synclint.semantic import RECEIVER
 
 
 class HistcDefaultRange(Rule):
@@ -65,11 +66,11 @@ class HistcDefaultRange(Rule):
             return
         if method_call(node, ("histc",)) and ctx.qualname(node.func) is None:
             x, off = receiver(node), 0
-            if not receiver_on_gpu(ctx, x):
+            if ctx.gpu(x, RECEIVER) is None:
                 return
         elif ctx.torch_name(node.func) == "histc":
             x, off = arg(node, 0, "input"), 1
-            if x is None or not tensor_arg_on_gpu(ctx, x):
+            if x is None or ctx.gpu(x, RECEIVER) is None:
                 return
         else:
             return

@@ -5,10 +5,9 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._transfer import Bindings, is_numpy_array, resolve
 
 
-class HostIndexIntoGpuTensor(Bindings, Rule):
+class HostIndexIntoGpuTensor(Rule):
     """
     ## What it does
     Flags indexing a GPU tensor with an index that lives on the host: a Python list
@@ -89,7 +88,7 @@ class HostIndexIntoGpuTensor(Bindings, Rule):
     )
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if self.ctx.gpu_tensor_val(node.value) is None:
+        if self.ctx.gpu(node.value) is None:
             return
         for el in node.slice:
             if isinstance(el.slice, cst.Index):
@@ -110,15 +109,15 @@ class HostIndexIntoGpuTensor(Bindings, Rule):
             if e.func.value not in ctx.aliases:  # the builtins, not an imported namesake
                 return e.func.value
         if isinstance(e, cst.Name):
-            r = resolve(self, e)
+            r = ctx.origin(e)
             if isinstance(r, (cst.List, cst.ListComp)) or (
                 isinstance(r, cst.Call) and isinstance(r.func, cst.Name) and r.func.value in ("range", "list")
             ):
                 return self._host_index(r)
-        if is_numpy_array(self, ctx, e):
+        if ctx.is_numpy_array(e):
             return "NumPy array"
         v = ctx.infer(e)
-        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(self, e):
+        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(ctx, e):
             return "CPU tensor"
         return None
 
@@ -135,17 +134,17 @@ def _host_scalar(ctx, el) -> bool:
     return _literal(el.value) or ctx.infer(el.value).kind == V.PY
 
 
-def _zero_dim(rule, e: cst.BaseExpression) -> bool:
+def _zero_dim(ctx, e: cst.BaseExpression) -> bool:
     """torch.tensor(3) / torch.tensor(k): a 0-d CPU index is read on the host, no copy."""
-    r = resolve(rule, e) if isinstance(e, cst.Name) else e
+    r = ctx.origin(e)
     if isinstance(r, cst.Call) and r.args:
-        tn = rule.ctx.torch_name(r.func)
+        tn = ctx.torch_name(r.func)
         if tn in ("tensor", "as_tensor", "scalar_tensor"):
             d = r.args[0].value
             if isinstance(d, cst.UnaryOperation):
                 d = d.expression
             if isinstance(d, (cst.Integer, cst.Float)):
                 return True
-            if isinstance(d, cst.Name) and rule.ctx.infer(d).kind == V.PY:
-                return not isinstance(resolve(rule, d), (cst.List, cst.Tuple, cst.ListComp))
+            if isinstance(d, cst.Name) and ctx.infer(d).kind == V.PY:
+                return not isinstance(ctx.origin(d), (cst.List, cst.Tuple, cst.ListComp))
     return False

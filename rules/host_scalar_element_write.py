@@ -2,10 +2,10 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._transfer import Bindings, is_host_number, is_int_expr, side_effect_free
+from synclint.rules._helpers import side_effect_free
 
 
-class HostScalarElementWrite(Bindings, Rule):
+class HostScalarElementWrite(Rule):
     """
     ## What it does
     Flags writing a Python number into a single element of a GPU tensor: `x[3] = 1.0`,
@@ -86,10 +86,10 @@ class HostScalarElementWrite(Bindings, Rule):
         for t in node.targets:
             target = t.target
             if not isinstance(target, cst.Subscript) or not (
-                is_host_number(self.ctx, node.value) or is_int_expr(self, self.ctx, node.value)
+                self.ctx.is_host_number(node.value)
             ):
                 continue
-            val = self.ctx.gpu_tensor_val(target.value)
+            val = self.ctx.gpu(target.value)
             if val is None or val.ndim is None or len(target.slice) != val.ndim:
                 continue
             indices = []
@@ -98,7 +98,7 @@ class HostScalarElementWrite(Bindings, Rule):
                     break
                 indices.append(el.slice.value)
             else:
-                if not all(is_int_expr(self, self.ctx, i) for i in indices):
+                if not all(self.ctx.is_int(i) for i in indices):
                     continue
                 fix = None
                 safe = False

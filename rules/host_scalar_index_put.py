@@ -3,10 +3,9 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._transfer import Bindings, is_host_number, is_int_expr, is_int_index
 
 
-class HostScalarIndexPut(Bindings, Rule):
+class HostScalarIndexPut(Rule):
     """
     ## What it does
     Flags `x[idx] = 0.0` where `x` is a GPU tensor, `idx` an integer index tensor on the GPU
@@ -82,11 +81,11 @@ class HostScalarIndexPut(Bindings, Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
-        if not (is_host_number(self.ctx, value) or is_int_expr(self, self.ctx, value)):
+        if not (self.ctx.is_host_number(value)):
             return
         for t in node.targets:
             target = t.target
-            if not isinstance(target, cst.Subscript) or self.ctx.gpu_tensor_val(target.value) is None:
+            if not isinstance(target, cst.Subscript) or self.ctx.gpu(target.value) is None:
                 continue
             idx = self._gpu_int_index(target)
             if idx is not None:
@@ -101,6 +100,6 @@ class HostScalarIndexPut(Bindings, Rule):
             v = self.ctx.infer(e)
             if v.kind == V.TENSOR and v.mask:
                 return None  # a mask write: the masked_fill path
-            if is_int_index(self, self.ctx, e) and v.kind == V.TENSOR and v.device != V.CPU:
+            if self.ctx.is_int_index(e) and v.kind == V.TENSOR and v.device != V.CPU:
                 found = found or e
         return found

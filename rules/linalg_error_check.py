@@ -4,7 +4,8 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._syn11x import ParamScopes, arg, gpu_number, has_star, literal_bool, one_line, torch_alias
+from synclint.rules._syn11x import arg, gpu_number, has_star, literal_bool, one_line, torch_alias
+from synclint.semantic import RECEIVER
 
 # torch name -> (`_ex` twin under torch.linalg, field of its result that the plain form returns).
 # Only functions measured to sync on CUDA (H200, torch 2.11) through `_linalg_check_errors`.
@@ -21,7 +22,7 @@ _EX = {"linalg.inv_ex", "linalg.cholesky_ex", "linalg.solve_ex", "linalg.lu_fact
 _METHODS = {"inverse": "inverse", "cholesky": "cholesky"}
 
 
-class LinalgErrorCheck(ParamScopes, Rule):
+class LinalgErrorCheck(Rule):
     """
     ## What it does
     Flags `torch.linalg.inv`, `cholesky`, `solve`, `lu_factor`, `ldl_factor`, `torch.inverse`,
@@ -131,16 +132,16 @@ class LinalgErrorCheck(ParamScopes, Rule):
         tn = ctx.torch_name(func)
         if tn in _EX:
             matrix = arg(node, 0, "A")
-            if literal_bool(arg(node, 99, "check_errors")) and (matrix is None or ctx.on_gpu(matrix, unknown_ok=True)):
+            if literal_bool(arg(node, 99, "check_errors")) and (matrix is None or ctx.gpu(matrix, RECEIVER) is not None):
                 self.report(node, call=short(node), ex=tn.split(".", 1)[1] + "(..., check_errors=False)")
             return
         if tn in _TWINS:
             matrix = arg(node, 0, "A") or arg(node, 0, "input")
-            if matrix is None or not ctx.on_gpu(matrix, unknown_ok=True):
+            if matrix is None or ctx.gpu(matrix, RECEIVER) is None:
                 return
         elif tn is None and isinstance(func, cst.Attribute) and func.attr.value in _METHODS and not node.args:
             matrix = func.value
-            if not gpu_number(ctx, matrix, self.weak):  # a known GPU tensor, not `pose.inverse()`
+            if not gpu_number(ctx, matrix):  # a known GPU tensor, not `pose.inverse()`
                 return
             tn = _METHODS[func.attr.value]
         else:

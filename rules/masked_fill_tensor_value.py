@@ -5,10 +5,10 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._syn11x import ParamScopes, arg, gpu_number, has_star, one_line, torch_alias
+from synclint.rules._syn11x import arg, gpu_number, has_star, one_line, torch_alias
 
 
-class MaskedFillTensorValue(ParamScopes, Rule):
+class MaskedFillTensorValue(Rule):
     """
     ## What it does
     Flags `x.masked_fill(mask, k)`, `x.masked_fill_(mask, k)` and `torch.masked_fill(x, mask, k)`
@@ -126,7 +126,7 @@ class MaskedFillTensorValue(ParamScopes, Rule):
         else:
             return
         mask, value = arg(node, offset, "mask"), arg(node, offset + 1, "value")
-        if x is None or mask is None or value is None or not gpu_number(ctx, value, self.weak):
+        if x is None or mask is None or value is None or not gpu_number(ctx, value):
             return
         replacement = None
         if tn == "masked_fill" or (isinstance(func, cst.Attribute) and func.attr.value == "masked_fill"):

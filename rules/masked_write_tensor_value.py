@@ -4,8 +4,9 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, gpu_mask, gpu_tensor_value, mask_index, receiver_on_gpu, tensor_arg_on_gpu, torch_alias
+from synclint.rules._data_dependent import arg, mask_index, torch_alias
 from synclint.rules._helpers import code, method_call, receiver, short
+from synclint.semantic import RECEIVER
 
 
 class MaskedWriteTensorValue(Rule):
@@ -109,7 +110,7 @@ class MaskedWriteTensorValue(Rule):
             if not isinstance(target, cst.Subscript):
                 continue
             mask = mask_index(self.ctx, target)
-            if mask is None or not gpu_tensor_value(self.ctx, node.value):
+            if mask is None or self.ctx.gpu(node.value) is None:
                 continue
             expr = f"{short(target, 30)} = {short(node.value, 30)}"
             fix = self._fix(node, target, mask) if len(node.targets) == 1 else None
@@ -153,19 +154,19 @@ class MaskedWriteTensorValue(Rule):
         ctx = self.ctx
         if method_call(node, ("index_put_", "index_put")):
             recv = receiver(node)
-            if not receiver_on_gpu(ctx, recv):
+            if ctx.gpu(recv, RECEIVER) is None:
                 return
             indices, values = arg(node, 0, "indices"), arg(node, 1, "values")
         elif (ctx.torch_name(node.func) or "") in ("index_put_", "index_put"):
             recv = arg(node, 0, "input")
-            if recv is None or not tensor_arg_on_gpu(ctx, recv):
+            if recv is None or ctx.gpu(recv, RECEIVER) is None:
                 return
             indices, values = arg(node, 1, "indices"), arg(node, 2, "values")
         else:
             return
         if not isinstance(indices, (cst.Tuple, cst.List)) or values is None:
             return
-        mask = next((el.value for el in indices.elements if gpu_mask(ctx, el.value)), None)
+        mask = next((el.value for el in indices.elements if ctx.gpu_mask(el.value)), None)
         if mask is None:
             return
         v = ctx.infer(values)

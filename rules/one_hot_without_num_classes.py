@@ -1,8 +1,9 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, has_star, number, tensor_arg_on_gpu
+from synclint.rules._data_dependent import arg, has_star, number
 from synclint.rules._helpers import short
+from synclint.semantic import RECEIVER
 
 
 class OneHotWithoutNumClasses(Rule):
@@ -72,7 +73,7 @@ class OneHotWithoutNumClasses(Rule):
         if ctx.qualname(node.func) != "torch.nn.functional.one_hot" or has_star(node):
             return
         x = arg(node, 0, "tensor")
-        if x is None or not tensor_arg_on_gpu(ctx, x):
+        if x is None or ctx.gpu(x, RECEIVER) is None:
             return
         k = arg(node, 1, "num_classes")
         if k is None or number(k) == -1:

@@ -4,10 +4,11 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.semantic.syntax import is_true
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
-from synclint.rules._transfer import SIZE_FACTORIES, Bindings, factory_under, gpu_move
+from synclint.semantic.library import SIZE_FACTORIES
+from synclint.semantic.moves import factory_under, gpu_move
 
 
-class PageableNonBlockingCopy(Bindings, Rule):
+class PageableNonBlockingCopy(Rule):
     """
     ## What it does
     Flags `.to(device, non_blocking=True)`, `.cuda(non_blocking=True)` and
@@ -100,7 +101,7 @@ class PageableNonBlockingCopy(Bindings, Rule):
             args = positional(node)
             if not args or not is_true(kwarg(node, "non_blocking")) or ctx.cuda_less_depth:
                 return
-            if ctx.gpu_tensor_val(receiver(node)) is None:
+            if ctx.gpu(receiver(node)) is None:
                 return
             src = args[0].value
         else:

@@ -4,7 +4,7 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, short
-from synclint.rules._overhead import CudaEvidence, Site, code_children, report_at, site
+from synclint.rules._overhead import Site, code_children, report_at, site
 
 # In-place tensor methods that are not parameter updates (zeroing, flags).
 NOT_UPDATES = {"zero_", "requires_grad_", "detach_", "share_memory_", "retain_grad"}
@@ -250,15 +250,10 @@ class PerParameterOptimizer(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._cuda = CudaEvidence()
         self._reads_grads = ".grad" in ctx.source  # no update loop without it
         self._pending: List[Tuple[cst.CSTNode, Site, str, str]] = []
 
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self._cuda.note_string(node)
-
     def visit_Call(self, node: cst.Call) -> None:
-        self._cuda.note_call(self.ctx, node)
         q = self.ctx.torch_name(node.func)
         if q is None or not q.startswith("optim."):
             return
@@ -282,7 +277,7 @@ class PerParameterOptimizer(Rule):
             self._pending.append((node, site(self.ctx), what, LOOP_TITLE))
 
     def leave_Module(self, node: cst.Module) -> None:
-        if not self._cuda.found:
+        if not self.ctx.puts_on_cuda:
             return
         for n, where, what, title in self._pending:
             report_at(self, where, n, fix_title=title, what=what)

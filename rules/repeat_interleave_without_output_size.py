@@ -2,8 +2,9 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, has_star, receiver_on_gpu, tensor_arg_on_gpu
+from synclint.rules._data_dependent import arg, has_star
 from synclint.rules._helpers import kwarg, method_call, receiver, short
+from synclint.semantic import RECEIVER
 
 
 class RepeatInterleaveWithoutOutputSize(Rule):
@@ -80,18 +81,18 @@ class RepeatInterleaveWithoutOutputSize(Rule):
         if method_call(node, ("repeat_interleave",)) and ctx.qualname(node.func) is None:
             x = receiver(node)
             repeats = arg(node, 0, "repeats")
-            if repeats is None or not receiver_on_gpu(ctx, x):
+            if repeats is None or ctx.gpu(x, RECEIVER) is None:
                 return
         elif ctx.torch_name(node.func) == "repeat_interleave":
             first = arg(node, 0, "input")
             repeats = arg(node, 1, "repeats")
             if repeats is None:
                 # One argument: `repeat_interleave(repeats)` (a tensor by signature).
-                if first is None or kwarg(node, "dim") is not None or not tensor_arg_on_gpu(ctx, first):
+                if first is None or kwarg(node, "dim") is not None or ctx.gpu(first, RECEIVER) is None:
                     return
                 self.report(node, call=short(node))
                 return
-            if first is None or not tensor_arg_on_gpu(ctx, first):
+            if first is None or ctx.gpu(first, RECEIVER) is None:
                 return
         else:
             return

@@ -1,8 +1,8 @@
 import libcst as cst
 
 from synclint.rule import Invalid, Rule, Valid
-from synclint.rules._data_dependent import receiver_on_gpu
 from synclint.rules._helpers import method_call, receiver, short
+from synclint.semantic import RECEIVER
 
 _NAMES = ("to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc")
 
@@ -61,5 +61,5 @@ class SparseConversion(Rule):
             # tensor whose count is known; only the first one counts.
             if isinstance(recv, cst.Call) and method_call(recv, _NAMES):
                 return
-            if receiver_on_gpu(self.ctx, recv):
+            if self.ctx.gpu(recv, RECEIVER) is not None:
                 self.report(node, call=short(node))

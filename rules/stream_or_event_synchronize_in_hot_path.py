@@ -3,10 +3,9 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, receiver, short
-from synclint.rules._transfer import Bindings, D2HTracker
 
 
-class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
+class StreamOrEventSynchronizeInHotPath(Rule):
     """
     ## What it does
     Flags `event.synchronize()` on a `torch.cuda.Event` and `stream.synchronize()` on a CUDA
@@ -109,11 +108,10 @@ class StreamOrEventSynchronizeInHotPath(D2HTracker, Bindings, Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.note_d2h(node)
         if node.args or not method_call(node, ("synchronize",)) or self.ctx.cuda_less_depth:
             return
         kind = self.ctx.infer(receiver(node)).kind
-        if kind not in (V.EVENT, V.STREAM) or self.after_d2h():
+        if kind not in (V.EVENT, V.STREAM) or self.ctx.after_nonblocking_d2h():
             return
         what = "the GPU reaches the event" if kind == V.EVENT else "the stream's queued work is done"
         self.report(node, expr=short(node, 60), what=what)

@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import positional, short
-from synclint.rules._syn11x import ParamScopes, gpu_number
+from synclint.rules._syn11x import gpu_number
 
 # torch factories whose positional arguments are all sizes or bounds (Python ints/numbers).
 _ALL_POSITIONAL = {"zeros", "ones", "empty", "rand", "randn", "arange", "linspace", "logspace", "eye",
@@ -21,7 +21,7 @@ _FILL_HINT = "Fill on the GPU instead: `torch.empty(...).fill_({arg})` reads no 
 _STACK_HINT = "Build the tensor on the GPU with `torch.stack([...])`"
 
 
-class TensorAsPythonNumber(ParamScopes, Rule):
+class TensorAsPythonNumber(Rule):
     """
     ## What it does
     Flags a GPU tensor passed where Python needs an int or a number: `range(k)`, slice
@@ -142,7 +142,7 @@ class TensorAsPythonNumber(ParamScopes, Rule):
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
         for value, hint in self._number_args(node):
-            if gpu_number(self.ctx, value, self.weak):
+            if gpu_number(self.ctx, value):
                 self.report(node, site=f"{short(node.func)}(...)", arg=short(value), fix_title=hint)
                 return
 
@@ -151,7 +151,7 @@ class TensorAsPythonNumber(ParamScopes, Rule):
             if not isinstance(el.slice, cst.Slice):
                 continue
             for bound in (el.slice.lower, el.slice.upper, el.slice.step):
-                if bound is not None and gpu_number(self.ctx, bound, self.weak):
+                if bound is not None and gpu_number(self.ctx, bound):
                     self.report(node, site=short(node), arg=short(bound))
                     return
 

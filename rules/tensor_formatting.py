@@ -4,7 +4,8 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, positional, receiver, short
-from synclint.rules._host_readback import gpu_tensor, is_builtin, last_identifier, only_on_error_path, string_literal
+from synclint.rules._host_readback import is_builtin, last_identifier, only_on_error_path, string_literal
+from synclint.semantic import EVIDENT
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
 
@@ -127,7 +128,7 @@ class TensorFormatting(Rule):
         if only_on_error_path(self.ctx):
             return
         for e in exprs:
-            if gpu_tensor(self.ctx, e):
+            if self.ctx.gpu(e, EVIDENT) is not None:
                 self.report(e, recv=short(e))
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:

@@ -4,7 +4,8 @@ from synclint.semantic import values as V
 from synclint.semantic.library import LEGACY_CTORS
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, receiver, short
-from synclint.rules._transfer import DATA_FACTORIES, factory_under, gpu_move, host_data
+from synclint.semantic.library import COPYING_DATA_FACTORIES as DATA_FACTORIES
+from synclint.semantic.moves import factory_under, gpu_move, host_data
 
 
 class TensorFromHostDataInHotPath(Rule):
@@ -131,7 +132,7 @@ class TensorFromHostDataInHotPath(Rule):
                 is_dev, d = ctx.device_of_arg(dev)
                 if is_dev and d == V.CPU:
                     return
-            elif ctx.gpu_tensor_val(recv) is None:
+            elif ctx.gpu(recv) is None:
                 return
             if _data(node) is not None and host_data(ctx, _data(node), strict=False):
                 self.report(node, expr=short(node))

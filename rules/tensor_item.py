@@ -2,6 +2,7 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, receiver, short
+from synclint.semantic import RECEIVER
 
 
 class TensorItem(Rule):
@@ -81,5 +82,5 @@ class TensorItem(Rule):
         if node.args or not method_call(node, ("item",)):
             return
         recv = receiver(node)
-        if self.ctx.on_gpu(recv, unknown_ok=True):
+        if self.ctx.gpu(recv, RECEIVER) is not None:
             self.report(node, recv=short(recv))

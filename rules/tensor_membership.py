@@ -2,7 +2,7 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._host_readback import gpu_tensor
+from synclint.semantic import EVIDENT
 
 
 class TensorMembership(Rule):
@@ -87,6 +87,6 @@ class TensorMembership(Rule):
             left = comp.comparator
             if is_key:
                 continue
-            if isinstance(comp.operator, (cst.In, cst.NotIn)) and gpu_tensor(self.ctx, comp.comparator):
+            if isinstance(comp.operator, (cst.In, cst.NotIn)) and self.ctx.gpu(comp.comparator, EVIDENT) is not None:
                 self.report(node, expr=short(node))
                 return

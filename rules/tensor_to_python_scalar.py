@@ -2,7 +2,8 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import positional, short
-from synclint.rules._host_readback import gpu_tensor, is_builtin
+from synclint.rules._host_readback import is_builtin
+from synclint.semantic import EVIDENT
 
 
 class TensorToPythonScalar(Rule):
@@ -86,5 +87,5 @@ class TensorToPythonScalar(Rule):
         pos = positional(node)
         if len(pos) != 1 or len(node.args) != 1:  # int(s, base) is a string parse
             return
-        if gpu_tensor(self.ctx, pos[0].value):
+        if self.ctx.gpu(pos[0].value, EVIDENT) is not None:
             self.report(node, call=short(node))

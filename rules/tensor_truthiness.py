@@ -2,7 +2,8 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short, string_value
-from synclint.rules._host_readback import gpu_tensor, torch_alias
+from synclint.rules._host_readback import torch_alias
+from synclint.semantic import EVIDENT
 
 
 class TensorTruthiness(Rule):
@@ -126,7 +127,7 @@ class TensorTruthiness(Rule):
             self._bool_context(e.right)
         elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
             self._bool_context(e.expression)
-        elif gpu_tensor(self.ctx, e):
+        elif self.ctx.gpu(e, EVIDENT) is not None:
             self.report(e, expr=short(e))
 
     def visit_If(self, node: cst.If) -> None:
@@ -156,7 +157,7 @@ class TensorTruthiness(Rule):
 
     def visit_Assert(self, node: cst.Assert) -> None:
         test = node.test
-        if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)) or not gpu_tensor(self.ctx, test):
+        if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)) or self.ctx.gpu(test, EVIDENT) is None:
             self._bool_context(test)
             return
         torch = torch_alias(self.ctx)

@@ -1,8 +1,9 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, receiver_on_gpu, tensor_arg_on_gpu
+from synclint.rules._data_dependent import arg
 from synclint.rules._helpers import method_call, receiver, short
+from synclint.semantic import RECEIVER
 
 _NAMES = ("unique", "unique_consecutive")
 
@@ -87,9 +88,9 @@ class UniqueCall(Rule):
         if method_call(node, _NAMES) and ctx.qualname(node.func) is None:
             # `.unique()` is a common name (pandas, TorchScript graph values): known tensors only.
             recv = receiver(node)
-            if ctx.is_tensor(recv) and receiver_on_gpu(ctx, recv):
+            if ctx.is_tensor(recv) and ctx.gpu(recv, RECEIVER) is not None:
                 self.report(node, call=short(node))
         elif ctx.torch_name(node.func) in _NAMES:
             x = arg(node, 0, "input")
-            if x is not None and tensor_arg_on_gpu(ctx, x):
+            if x is not None and ctx.gpu(x, RECEIVER) is not None:
                 self.report(node, call=short(node))

@@ -20,6 +20,7 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.heat import classify_test, hot_name, lazy_init
 from synclint.semantic.model import FuncInfo, SemanticModel
+from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.syntax import NODE, SEQ, all_params, field_kind, node_fields, string_value
 from synclint.semantic.values import Val
 
@@ -70,6 +71,7 @@ class Walker:
             cst.AugAssign: self._augassign, cst.Expr: self._expr,
             cst.Return: self._return, cst.Call: self._call, cst.NamedExpr: self._walrus,
             cst.Global: self._global, cst.Nonlocal: self._global,
+            cst.SimpleString: self._string,
         }
 
     # ------------------------------------------------------------- traversal
@@ -409,6 +411,10 @@ class Walker:
             v = self.ctx.infer(node.value)
             f.returns = v if f.returns is None else V.join(f.returns, v)
 
+    def _string(self, node: cst.SimpleString) -> None:
+        if not self.ctx.puts_on_cuda and is_cuda_string(node):
+            self.ctx.puts_on_cuda = True
+
     def _call(self, node: cst.Call) -> None:
         ctx = self.ctx
         func = node.func
@@ -464,6 +470,13 @@ class Walker:
             pos = [ctx.infer(a.value) for a in node.args if a.keyword is None]
             kws = {a.keyword.value: ctx.infer(a.value) for a in node.args if a.keyword is not None}
             (ctx.call_args if callee is not None else ctx.calls_out).append((target[0], target[1], pos, kws))
+        if not ctx.puts_on_cuda and puts_on_cuda(ctx, node):
+            ctx.puts_on_cuda = True
+        if nonblocking_d2h(ctx, node):
+            if f is not None:
+                f.started_d2h = True
+            else:
+                ctx.module_started_d2h = True
         if timing:
             if f is not None:
                 f.timing = True

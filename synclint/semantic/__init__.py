@@ -5,6 +5,6 @@ only query it. `values` is the abstract domain, `library` the torch/ecosystem ta
 (library.toml), `infer` the value of an expression, `heat` which code runs every step.
 """
 
-from synclint.semantic.model import EVIDENT, KNOWN, RECEIVER, Binding, ClassInfo, FuncInfo, SemanticModel
+from synclint.semantic.model import EVIDENT, KNOWN, NOT_MODULE, RECEIVER, Binding, ClassInfo, FuncInfo, SemanticModel
 
-__all__ = ["SemanticModel", "Binding", "ClassInfo", "FuncInfo", "KNOWN", "EVIDENT", "RECEIVER"]
+__all__ = ["SemanticModel", "Binding", "ClassInfo", "FuncInfo", "KNOWN", "EVIDENT", "RECEIVER", "NOT_MODULE"]

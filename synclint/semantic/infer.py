@@ -75,6 +75,9 @@ class Inference:
                 return v.with_(dtype=v.dtype if isinstance(e.operator, cst.BitInvert) or v.dtype != V.BOOL else None)
             return v
         if t is cst.BinaryOperation:
+            if isinstance(e.operator, cst.Divide):
+                v = self.combine([self._infer(e.left), self._infer(e.right)])
+                return V.py("float") if v.kind == V.PY and v.py == "int" else v
             return self.combine(
                 [self._infer(e.left), self._infer(e.right)],
                 bitwise=isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)),
@@ -151,7 +154,9 @@ class Inference:
         k = base.kind
         if k == V.TENSOR:
             if attr in L.HOST_ATTRS:
-                return Val(V.DEVICE, base.device) if attr == "device" else V.PY_VAL
+                if attr == "device":
+                    return Val(V.DEVICE, base.device)
+                return V.py("shape") if attr == "shape" else V.py("int") if attr == "ndim" else V.PY_VAL
             if attr in L.SAME_TENSOR_ATTRS:
                 return base.with_(dtype=base.dtype if attr in ("T", "mT", "H", "mH", "data") else None,
                                   pinned=base.pinned if attr != "grad" else None)
@@ -196,15 +201,26 @@ class Inference:
                 return base
             return V.element_of(base)
         if base.kind == V.NUMPY:
-            return base
+            if all(isinstance(x.slice, cst.Slice) for x in e.slice):
+                return base
+            if isinstance(e.value, cst.Call) and len(e.slice) == 1 and self.qualname(e.value.func) in (
+                    "numpy.where", "numpy.nonzero"):
+                return Val(V.NUMPY, ndim=1)  # np.where(m)[0]: an index array
+            return Val(V.NUMPY)  # an element, or fancy indexing: array-ness unknown
         if base.kind in (V.PY, V.UNKNOWN) and base.elems is not None and len(e.slice) == 1:
             idx = e.slice[0].slice
             if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
                 i = int(idx.value.value, 0)
                 if i < len(base.elems):
                     return base.elems[i]
+        if base.kind == V.UNKNOWN and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+            idx = self._infer(e.slice[0].slice.value)
+            if idx.kind == V.TENSOR and idx.mask:
+                return V.tensor(idx.device, assumed=idx.assumed)  # only a tensor takes a tensor mask
         if base.kind == V.PY and base.py == "str":
             return V.py("str")
+        if base.kind == V.PY and base.py == "shape" and len(e.slice) == 1:
+            return V.py("shape") if isinstance(e.slice[0].slice, cst.Slice) else V.py("int")
         return V.UNKNOWN_VAL
 
     def iter_item(self, it: cst.BaseExpression) -> Val:
@@ -392,6 +408,8 @@ class Inference:
                 return V.tensor(args[0].device)
             if any(v.kind == V.UNKNOWN for v in args):
                 return V.UNKNOWN_VAL  # sum() over unknown values is not a plain number
+            if args and all(v.kind == V.PY and v.py == "int" for v in args):
+                return V.py("int")
             return V.PY_VAL
         if name in ("next", "iter") or name in L.PASSTHROUGH:
             arg = call.args[0].value if call.args else None
@@ -439,7 +457,7 @@ class Inference:
             return self._infer_torch_call(q[6:], call)
         root = q.split(".", 1)[0]
         if root in L.NUMPY_MODULES:
-            return Val(V.NUMPY)
+            return self._numpy_call(q.split(".", 1)[1] if "." in q else "", call)
         if q in L.TIMING_NAMES or root in L.PYTHON_MODULES:
             return V.PY_VAL
         if q in L.PASSTHROUGH:
@@ -481,7 +499,13 @@ class Inference:
         if t == "utils.data.DataLoader" or t.endswith(".DataLoader"):
             return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
         if t.startswith("optim.") and last[:1].isupper():
-            return Val(V.OPTIM)
+            # `py` says whether the optimizer is fused ("fused", "unfused"; None: not a literal)
+            fused = kwarg(call, "fused")
+            literal = None if fused is None else fused.value if isinstance(fused, cst.Name) else ""
+            state = {None: "unfused", "False": "unfused", "True": "fused"}.get(literal)
+            return Val(V.OPTIM, cls="torch." + t, py=state)
+        if t in L.GRAD_SCALERS:
+            return Val(V.OBJECT, self._scaler_device(t, call), cls="torch.amp.GradScaler")
         if t.startswith("nn.") and last[:1].isupper() and not t.startswith("nn.functional"):
             if last in ("Parameter", "Buffer"):
                 ts = self.tensor_args(call)
@@ -566,7 +590,13 @@ class Inference:
         if k == V.NUMPY:
             if m in ("item", "tolist"):
                 return V.PY_VAL
-            return recv
+            if m in L.NUMPY_KEEP_METHODS:
+                return recv
+            pos = [a for a in call.args if a.keyword is None]
+            if m in L.NUMPY_ARRAY_METHODS or m in L.NUMPY_SAMPLERS and (
+                    len(pos) >= L.NUMPY_SAMPLERS[m] or kwarg(call, "size") is not None):
+                return Val(V.NUMPY, ndim=1)
+            return Val(V.NUMPY)
         if k == V.DIST:
             if m in ("sample", "rsample", "log_prob", "entropy", "cdf", "icdf"):
                 return V.tensor(None)
@@ -591,7 +621,8 @@ class Inference:
         return V.UNKNOWN_VAL
 
     def _tensor_method(self, recv: Val, m: str, call: cst.Call) -> Val:
-        assumed = recv.assumed and m not in L.TENSOR_ONLY_METHODS
+        # `lengths.max()`: a method that Python numbers and containers lack is evidence of a tensor
+        assumed = recv.assumed and m in L.CONTAINER_METHODS
         if m == "cuda":
             return recv.with_(device=V.CUDA, pinned=None, assumed=assumed)
         if m == "cpu":
@@ -605,8 +636,16 @@ class Inference:
             for a in call.args:
                 if a.keyword is None and dtype is None:
                     dtype = self._dtype_class(a.value) if self.torch_name(a.value) else None
-            if m == "type" and not call.args:
-                return V.py("str")
+            if m == "type":
+                if not call.args:  # "torch.cuda.FloatTensor": names the device too
+                    return Val(V.PY, recv.device, py="typestr")
+                if dtype is None:  # `.type(other.type())` or a type string: maybe a move
+                    s = string_value(arg) if arg is not None else None
+                    t = self._infer(arg) if arg is not None and s is None else V.UNKNOWN_VAL
+                    if s is not None and s.startswith("torch."):
+                        is_dev, dev = True, V.CUDA if s.startswith("torch.cuda.") else V.CPU
+                    elif t.kind == V.PY and t.py == "typestr":
+                        is_dev, dev = True, t.device
             out = recv.with_(assumed=assumed)
             if is_dev:
                 out = out.with_(device=dev, pinned=None)
@@ -622,6 +661,8 @@ class Inference:
         if m == "numpy":
             return Val(V.NUMPY)
         if m in ("item", "tolist", "equal", "allclose", "is_nonzero", "is_same_size") or m in L.HOST_METHODS:
+            if m in ("size", "stride"):
+                return V.py("int") if call.args else V.py("shape")
             return V.py("int") if m in ("dim", "numel", "nelement", "ndimension") else V.PY_VAL
         if m == "pin_memory":
             return recv.with_(device=V.CPU, pinned=True, assumed=assumed)
@@ -644,6 +685,36 @@ class Inference:
             return recv.with_(pinned=recv.pinned if keep_pin else None,
                               ndim=recv.ndim if keep_pin else None, assumed=assumed, elems=None)
         return V.tensor(recv.device, assumed=assumed)
+
+    def _numpy_call(self, name: str, call: cst.Call) -> Val:
+        """A NumPy call; `ndim` is set where it is surely an array (not a NumPy scalar)."""
+        pos = [a.value for a in call.args if a.keyword is None]
+        if name in L.NUMPY_ARRAY_FUNCTIONS:
+            return Val(V.NUMPY, ndim=1)
+        if name in ("array", "asarray") and pos:
+            if isinstance(pos[0], (cst.List, cst.ListComp)):
+                return Val(V.NUMPY, ndim=1)
+            return self._infer(pos[0]) if self._infer(pos[0]).kind == V.NUMPY else Val(V.NUMPY)
+        if name in ("where", "nonzero") and len(call.args) == 1:
+            return Val(V.NUMPY, ndim=1)
+        sampler = name.rsplit(".", 1)[-1]
+        if name.startswith("random.") and sampler in L.NUMPY_SAMPLERS and (
+                len(pos) >= L.NUMPY_SAMPLERS[sampler] or kwarg(call, "size") is not None):
+            return Val(V.NUMPY, ndim=1)
+        return Val(V.NUMPY)
+
+    def _scaler_device(self, t: str, call: cst.Call) -> Optional[str]:
+        """Where a GradScaler keeps its scale: the CPU when disabled or built for the CPU."""
+        enabled = kwarg(call, "enabled")
+        if isinstance(enabled, cst.Name) and enabled.value == "False":
+            return V.CPU
+        if t.startswith("cuda."):
+            return V.CUDA
+        device = kwarg(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+        if device is None:
+            return V.CUDA  # torch.amp.GradScaler() defaults to "cuda"
+        is_dev, d = self.device_of_arg(device)
+        return d if is_dev and d is not None else V.CUDA
 
     def _prepared(self, call: cst.Call) -> Val:
         """`accelerator.prepare(model, opt, loader)`: each argument on the device."""

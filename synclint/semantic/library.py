@@ -23,6 +23,9 @@ DETERMINISTIC_FACTORIES = _set("torch", "deterministic_factories")
 RANDOM_FACTORIES = _set("torch", "random_factories")
 DATA_FACTORIES = _set("torch", "data_factories")
 FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES
+COPYING_DATA_FACTORIES = _set("torch", "copying_data_factories")
+# factories that take sizes (not data): the device can move into the call
+SIZE_FACTORIES = (DETERMINISTIC_FACTORIES | RANDOM_FACTORIES) - _set("torch", "tensor_sampling_factories")
 TORCH_NON_TENSOR = _set("torch", "non_tensor")
 TORCH_RETURNS_ARGUMENT = _set("torch", "returns_argument")
 TORCH_NON_TENSOR_PREFIXES = tuple(_DATA["torch"]["non_tensor_prefixes"])
@@ -33,6 +36,7 @@ CUDA_DEVICES = _set("torch", "cuda_devices")
 EVENTS = _set("torch", "events")
 STREAMS = _set("torch", "streams")
 LEGACY_CTORS = _set("torch", "legacy_ctors")
+GRAD_SCALERS = _set("torch", "grad_scalers")
 LEGACY_CUDA_CTORS = _set("torch", "legacy_cuda_ctors")
 NO_GRAD_CONTEXTS = frozenset("torch." + n for n in _DATA["torch"]["no_grad_contexts"])
 INT_DTYPES = _set("torch", "int_dtypes")
@@ -42,12 +46,21 @@ BOOL_DTYPES = _set("torch", "bool_dtypes")
 BOOL_METHODS = _set("tensor", "bool_methods")
 DTYPE_PRESERVING_METHODS = _set("tensor", "dtype_preserving_methods")
 INT_METHODS = _set("tensor", "int_methods")
+CAST_OR_VIEW_METHODS = _set("tensor", "cast_or_view_methods")
+RANDOM_INPLACE_METHODS = _set("tensor", "random_inplace_methods")
 FLOAT_METHODS = _set("tensor", "float_methods")
 HOST_METHODS = _set("tensor", "host_methods")
 HOST_ATTRS = _set("tensor", "host_attrs")
 SAME_TENSOR_ATTRS = _set("tensor", "same_tensor_attrs")
 MULTI_OUTPUT_METHODS = _set("tensor", "multi_output_methods")
 TENSOR_ONLY_METHODS = _set("tensor", "tensor_only_methods")
+CONTAINER_METHODS = _set("tensor", "container_methods")
+
+# NumPy
+NUMPY_ARRAY_FUNCTIONS = _set("numpy", "array_functions")
+NUMPY_ARRAY_METHODS = _set("numpy", "array_methods")
+NUMPY_KEEP_METHODS = _set("numpy", "keep_methods")
+NUMPY_SAMPLERS = dict(_DATA["numpy"]["samplers"])
 
 # nn.Module
 MODULE_SUFFIXES = tuple(_DATA["modules"]["base_suffixes"])
@@ -55,6 +68,10 @@ MODULE_BASE_NAMES = _set("modules", "base_names")
 MODULE_SELF_RETURNING = _set("modules", "self_returning")
 HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
 BATCH_PARAM_NAMES = _set("modules", "batch_params")
+
+MODULE_NAME_WORDS = _set("modules", "name_words")
+MODULE_NAME_ENDINGS = tuple(_DATA["modules"]["name_endings"])
+
 
 # iteration and loaders
 PASSTHROUGH = _set("iteration", "passthrough")

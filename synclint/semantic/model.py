@@ -48,6 +48,7 @@ class FuncInfo:
     globals: Set[str] = field(default_factory=set)  # `global` / `nonlocal` names
     param_order: List[str] = field(default_factory=list)
     defaults: Set[str] = field(default_factory=set)  # parameters with a default
+    started_d2h: bool = False  # started a non-blocking device-to-host copy (a sync is then required)
 
 
 @dataclass
@@ -81,6 +82,9 @@ class PendingFinding:
 KNOWN = "known"  # only tensors the model can place on the GPU (or on no known device)
 EVIDENT = "evident"  # KNOWN, and a tensor for a better reason than an unannotated parameter
 RECEIVER = "receiver"  # KNOWN, or an unknown value used where only tensors fit (a torch arg)
+# KNOWN, or an unknown name, attribute or item whose name is not a model's (`out.cpu()`, not
+# `text_encoder.cpu()`): the receiver of `.cpu()`, which only tensors and modules answer
+NOT_MODULE = "not-module"
 
 _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|amp")
 
@@ -134,6 +138,10 @@ class SemanticModel(Inference):
         # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
         self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
         self.timing_funcs: Set[Optional[str]] = set()
+        self.module_started_d2h = False
+        # the file puts something on a CUDA device (`.cuda()`, a "cuda" string, a `.to()` or
+        # `device=` that resolves to CUDA); known once the walk is over (`leave_Module`)
+        self.puts_on_cuda = False  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
 
@@ -493,21 +501,86 @@ class SemanticModel(Inference):
         if self.cuda_less_depth:
             return None
         v = self.infer(e)
+        # DataLoader workers run data-pipeline code on the CPU: only a tensor known to be on
+        # the GPU is there
+        unplaced_ok = self.gpu_evident and not self.in_data_pipeline()
         if v.kind == V.TENSOR:
-            if v.device == V.CPU or (v.device is None and not self.gpu_evident):
+            if v.device == V.CPU or (v.device is None and not unplaced_ok):
                 return None
             if policy == EVIDENT and v.assumed:
                 return None
             return v
-        if policy == RECEIVER and v.kind == V.UNKNOWN and self.gpu_evident:
+        if v.kind != V.UNKNOWN or not unplaced_ok:
+            return None
+        if policy == RECEIVER or policy == NOT_MODULE and not _named_like_module(e):
             return V.tensor(None, assumed=True)
         return None
 
-    def on_gpu(self, e: cst.BaseExpression, unknown_ok: bool = False) -> bool:
-        return self.gpu(e, RECEIVER if unknown_ok else KNOWN) is not None
+    def gpu_mask(self, e: cst.BaseExpression) -> bool:
+        """A boolean tensor (a comparison, a bool method, dtype=torch.bool) on the GPU."""
+        v = self.gpu(e)
+        return v is not None and v.mask
 
-    def gpu_tensor_val(self, e: cst.BaseExpression) -> Optional[Val]:
-        return self.gpu(e, KNOWN)
+    def is_int(self, e: cst.BaseExpression) -> bool:
+        """A Python int for sure: a literal, a range() variable, len(...), x.size(0), x.shape[0]."""
+        v = self.infer(e)
+        return v.kind == V.PY and v.py == "int"
+
+    def is_int_for_any_caller(self, e: cst.BaseExpression) -> bool:
+        """`is_int`, without trusting what this file's callers pass to parameters (a fix
+        marked safe must hold for every value its inputs can take)."""
+        if not self.is_int(e):
+            return False
+        params = set().union(*(f.params for f in self.funcs)) if self.funcs else set()
+        todo, seen = [e], 0
+        while todo and seen < 32:
+            x = todo.pop()
+            seen += 1
+            for n in [x] if isinstance(x, cst.Name) else [d for d in descendants(x) if isinstance(d, cst.Name)]:
+                b = self.binding(n.value)
+                if b is None:
+                    continue
+                if b.expr is None and n.value in params:
+                    return False
+                if b.expr is not None and b.expr is not x:
+                    todo.append(b.expr)
+        return not todo
+
+    def is_host_number(self, e: cst.BaseExpression) -> bool:
+        """A Python number or bool (what `x[i] = v` turns into a CPU scalar tensor)."""
+        v = self.infer(e)
+        return v.kind == V.PY and (v.py in ("int", "float", "bool") or v.py is None and not isinstance(
+            e, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.Lambda, cst.Imaginary)))
+
+    def is_int_index(self, e: cst.BaseExpression) -> bool:
+        """An integer (not bool) index tensor: nonzero(), argsort(), topk(k)[1], .long(), ..."""
+        v = self.infer(e)
+        return v.kind == V.TENSOR and v.dtype == V.INT
+
+    def is_numpy_array(self, e: cst.BaseExpression) -> bool:
+        """Surely a NumPy array (a NumPy scalar indexes like an int)."""
+        v = self.infer(e)
+        return v.kind == V.NUMPY and bool(v.ndim)
+
+    def origin(self, e: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The expression a name was assigned, followed through plain renames (`a = b`);
+        `e` itself when it is not a name, None when no single expression is known."""
+        seen: Set[str] = set()
+        while isinstance(e, cst.Name):
+            if e.value in seen or len(seen) > 8:
+                return None
+            seen.add(e.value)
+            b = self.binding(e.value)
+            if b is None or b.expr is None:
+                return None
+            e = b.expr
+        return e
+
+    def after_nonblocking_d2h(self) -> bool:
+        """This function (or module-level code) has started a non-blocking device-to-host
+        copy before this point: a synchronize here is what makes reading the result safe."""
+        f = self.func
+        return f.started_d2h if f is not None else self.module_started_d2h
 
     def assumed_param(self, e: cst.BaseExpression) -> bool:
         """`e` is a tensor only by assumption (an unannotated `forward` parameter)."""
@@ -600,3 +673,15 @@ def _collect_self_assigns(node: cst.CSTNode, out: Dict[str, List]) -> None:
                 name = args[0].value.evaluated_value
                 if isinstance(name, str):
                     out.setdefault(name, []).append(V.tensor(None))
+
+
+def _named_like_module(e: cst.BaseExpression) -> bool:
+    """`model`, `self.text_encoder`, `Net`: a value whose name (its last snake_case word) is a
+    model's; anything that is not a plain name, attribute or item counts too."""
+    while isinstance(e, cst.Subscript):
+        e = e.value
+    name = e.value if isinstance(e, cst.Name) else e.attr.value if isinstance(e, cst.Attribute) else None
+    if name is None or name == "self" or name[:1].isupper():
+        return True
+    last = re.split(r"_+", name.lower().strip("_"))[-1].rstrip("0123456789")
+    return last in L.MODULE_NAME_WORDS or last.endswith(L.MODULE_NAME_ENDINGS)

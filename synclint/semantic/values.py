@@ -167,7 +167,7 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
                 return t.with_(elems=None)  # a list that tensors were appended to
             if other.kind == PY and other.py not in (None, "none", "int", "float", "bool"):
                 continue  # a tensor or a str/dict: nothing to say
-            return t.with_(assumed=t.assumed or other.kind == UNKNOWN)
+            return t
     return UNKNOWN_VAL
 
 
@@ -183,7 +183,7 @@ def element_of(val: Val) -> Val:
     if val.kind == ITER and val.elems:
         return val.elems[0]
     if val.kind == NUMPY:
-        return val
+        return Val(NUMPY, ndim=val.ndim - 1 if val.ndim else None)
     if val.kind == PY:
         return PY_VAL if val.py not in ("list", "tuple", "dict", "set") else UNKNOWN_VAL
     return UNKNOWN_VAL
