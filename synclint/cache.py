@@ -26,13 +26,14 @@ def _build_fingerprint() -> str:
     import synclint
     import synclint.rules
 
-    for d in (synclint.__path__[0], synclint.rules.__path__[0]):
+    root = synclint.__path__[0]
+    for d in (root, os.path.join(root, "semantic"), synclint.rules.__path__[0]):
         try:
             names = sorted(os.listdir(d))
         except OSError:
             continue
         for n in names:
-            if n.endswith(".py"):
+            if n.endswith((".py", ".toml")):
                 st = os.stat(os.path.join(d, n))
                 h.update(f"{n}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()

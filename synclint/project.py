@@ -20,7 +20,7 @@ import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, ref_target
+from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.heat import hot_name, spread
 from synclint.semantic.values import Val
 
@@ -30,6 +30,15 @@ MAX_CLASSES = 200  # classes one file is told about (the closure of what its imp
 Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def is_test_path(path: str) -> bool:
+    """A test module by pytest's conventions: `test_*.py`, `*_test.py`, `conftest.py`, or a
+    file under a `tests`/`test` folder."""
+    parts = os.path.normpath(path).split(os.sep)
+    name = parts[-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test") for p in parts[:-1]))
 
 
 def project_root(paths: Iterable[str]) -> str:
@@ -73,6 +82,7 @@ class Project:
         self._key_to_class: Dict[str, Tuple[str, str]] = {}
         self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._cuda: Optional[Set[str]] = None
+        self._override_map: Optional[Dict[Tuple[str, str], List[Tuple[str, str]]]] = None
 
     # ------------------------------------------------------------------ modules
     def add(self, path: str, summary: Optional[ModuleSummary]) -> None:
@@ -173,6 +183,8 @@ class Project:
         if depth > MAX_DEPTH:
             return V.UNKNOWN_VAL
         q = ref_target(v)
+        if q is not None and v.device is not None:  # `make_model().cuda()`: moved after the call
+            return moved(self.value(path, v.with_(device=None), depth + 1), v.device)
         if q is not None:
             sym = self.resolve(q, path)
             if sym is None:
@@ -302,6 +314,16 @@ class Project:
 
     def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
         """(path, function qual in it, leading parameters the call does not pass) of a call."""
+        if q.startswith("*"):  # a name that one of the importer's `from m import *` brings
+            s = self.summaries.get(importer)
+            name = q[1:]
+            if s is None or name in s.params or name in s.classes:
+                return None
+            for star in s.stars:
+                found = self._callee(f"{star}.{name}", importer)
+                if found is not None:
+                    return found
+            return None
         sym = self.resolve(q, importer)
         if sym is None:
             return None
@@ -311,7 +333,27 @@ class Project:
         if kind == "class":
             return p2, f"{name}.__init__", 1
         if kind == "method":
-            return p2, name, 1
+            found = self._defining(p2, *name.split(".", 1))
+            return (found[0], found[1], 1) if found is not None else None
+        return None
+
+    def _defining(self, path: str, cls: str, method: str, depth: int = 0) -> Optional[Tuple[str, str]]:
+        """(path, "Class.method") of the class that defines `method` for `cls`: itself, or
+        the first base (in order, through other modules) that does."""
+        s = self.summaries.get(path)
+        if s is None or depth > MAX_DEPTH:
+            return None
+        if f"{cls}.{method}" in s.params:
+            return path, f"{cls}.{method}"
+        cf = s.classes.get(cls)
+        for base in cf.bases if cf is not None else ():
+            if base in s.classes:
+                found = self._defining(path, base, method, depth + 1)
+            else:
+                sym = self.resolve(base, path)
+                found = self._defining(sym[1], sym[2], method, depth + 1) if sym and sym[0] == "class" else None
+            if found is not None:
+                return found
         return None
 
     def _incoming_params(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
@@ -320,8 +362,8 @@ class Project:
             return self._incoming
         out: Dict[str, Dict[str, Dict[str, Val]]] = {}
         for path, s in self.summaries.items():
-            if s is None:
-                continue
+            if s is None or is_test_path(path):
+                continue  # tests call library code with small CPU tensors: not how it runs
             for q, skip, pos, kws in s.calls_out:
                 callee = self._callee(q, path)
                 if callee is None:
@@ -331,18 +373,44 @@ class Project:
                 if spec is None:
                     continue
                 order, defaulted = spec
-                order = order[max(skip, implicit):]
-                given = dict(zip(order, (self.value(path, v) for v in pos)))
-                given.update((k, self.value(path, v)) for k, v in kws.items() if k in order)
-                seen = out.setdefault(p2, {}).setdefault(qual, {})
-                for p in order:
-                    v = given.get(p)
-                    if v is None:
-                        if p in defaulted:
-                            continue
-                        v = V.UNKNOWN_VAL
-                    seen[p] = V.join(seen[p], v) if p in seen else v
+                join_call(out.setdefault(p2, {}).setdefault(qual, {}), order[max(skip, implicit):], defaulted,
+                          pos, kws, lambda v, path=path: self.value(path, v))
+        # `self.m(...)` in a base class reaches the override of `m` in a subclass elsewhere
+        overrides = self._overrides()
+        for path, s in self.summaries.items():
+            if s is None or is_test_path(path):
+                continue
+            for q, pos, kws in s.self_calls:
+                for p2, qual in overrides.get((path, q), ()):
+                    spec = self.summaries[p2].params.get(qual)
+                    if spec is not None:
+                        join_call(out.setdefault(p2, {}).setdefault(qual, {}), spec[0][1:], spec[1], pos, kws,
+                                  lambda v, path=path: self.value(path, v))
         self._incoming = out
+        return out
+
+    def _overrides(self) -> Dict[Tuple[str, str], List[Tuple[str, str]]]:
+        """(path, "Base.m") -> the (path, "Sub.m") methods that override it in other modules."""
+        if self._override_map is not None:
+            return self._override_map
+        out: Dict[Tuple[str, str], List[Tuple[str, str]]] = {}
+        for p2, s in self.summaries.items():
+            if s is None:
+                continue
+            for cname, cf in s.classes.items():
+                for base in cf.bases:
+                    if base in s.classes:
+                        continue  # an in-file base: the file's own walk sees the override
+                    sym = self.resolve(base, p2)
+                    if sym is None or sym[0] != "class":
+                        continue
+                    _, p1, bname = sym
+                    base_methods = self.summaries[p1].params
+                    prefix = cname + "."
+                    for qual in s.params:
+                        if qual.startswith(prefix) and f"{bname}.{qual[len(prefix):]}" in base_methods:
+                            out.setdefault((p1, f"{bname}.{qual[len(prefix):]}"), []).append((p2, qual))
+        self._override_map = out
         return out
 
     def _cuda_paths(self) -> Set[str]:
@@ -391,6 +459,8 @@ class Project:
                 edges.setdefault((path, caller), []).append(target)
                 if hot:
                     frontier.append(target)
+        for base, subs in self._overrides().items():
+            edges.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
         per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1])}
         hot: Dict[str, Set[str]] = {}
         for path, qual in spread(frontier, edges, per_epoch):

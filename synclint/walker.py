@@ -19,6 +19,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.heat import classify_test, hot_name, lazy_init
+from synclint.semantic.facts import STARRED
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.syntax import NODE, SEQ, all_params, field_kind, node_fields, string_value
@@ -440,6 +441,12 @@ class Walker:
                     ctx.calls.append((caller, callee[0], hot))
                 elif v.kind == V.MODULE and v.cls:
                     outside = (f"{v.cls}.forward", 1)
+                elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
+                    keys = V.methods_of(v)
+                    ctx.calls.extend((caller, k, hot) for k in keys)
+                    callee = (keys[0], 1) if len(keys) == 1 else None
+                elif ctx.stars and func.value not in ctx.all_funcs and not ctx.is_local(func.value):
+                    outside = ("*" + func.value, 0)  # from `from m import *`: the linker finds it
                 else:
                     callee = (func.value, 0)
             timing = q in L.TIMING_NAMES  # from time import perf_counter
@@ -466,10 +473,19 @@ class Walker:
         if outside is not None:
             ctx.calls.append((caller, "@" + outside[0], hot))
         target = callee or outside
-        if target is not None and not any(a.star for a in node.args):
-            pos = [ctx.infer(a.value) for a in node.args if a.keyword is None]
+        if target is not None:
+            pos = []
+            for a in node.args:
+                if a.star or a.keyword is not None:
+                    break
+                pos.append(ctx.infer(a.value))  # positions after a `*args` are unknown
             kws = {a.keyword.value: ctx.infer(a.value) for a in node.args if a.keyword is not None}
+            if any(a.star for a in node.args):
+                kws[STARRED] = V.UNKNOWN_VAL
             (ctx.call_args if callee is not None else ctx.calls_out).append((target[0], target[1], pos, kws))
+            if callee is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                    and func.value.value == "self":
+                ctx.self_calls.append((callee[0], pos, kws))
         if not ctx.puts_on_cuda and puts_on_cuda(ctx, node):
             ctx.puts_on_cuda = True
         if nonblocking_d2h(ctx, node):

@@ -23,7 +23,27 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from synclint.semantic.values import MODULE, OBJECT, UNKNOWN, Val
+from synclint.semantic.values import MODULE, OBJECT, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
+
+# A key among a call's keyword values: the call also passes `*args`/`**kwargs`, so a
+# parameter it does not name may still be given (its default is not what it receives).
+STARRED = "*"
+
+
+def join_call(seen: Dict[str, Val], order: List[str], defaulted, pos: List[Val], kws: Dict[str, Val],
+              value=lambda v: v) -> None:
+    """Join into `seen` (parameter -> value) what one call passes to parameters `order`.
+    `value` maps each passed value first (the linker resolves references with it)."""
+    given = dict(zip(order, (value(v) for v in pos)))
+    given.update((k, value(v)) for k, v in kws.items() if k in order)
+    starred = STARRED in kws
+    for p in order:
+        v = given.get(p)
+        if v is None:
+            if p in defaulted and not starred:
+                continue  # the default: what the function itself says
+            v = UNKNOWN_VAL
+        seen[p] = join(seen[p], v) if p in seen else v
 
 
 def ref(qualname: str) -> Val:
@@ -35,6 +55,12 @@ def ref_target(v: Val) -> Optional[str]:
     if v.kind == UNKNOWN and v.cls is not None and v.cls.startswith("@"):
         return v.cls[1:]
     return None
+
+
+def moved(v: Val, device: str) -> Val:
+    """What a reference resolved to, after a `.cuda()`/`.to()` that the first walk saw
+    applied to it (`Val(UNKNOWN, cls="@q", device=...)`)."""
+    return v.with_(device=device) if v.kind in (MODULE, TENSOR, TENSORS) else v
 
 
 def _vals(d: Dict[str, Val]) -> Dict[str, list]:
@@ -88,9 +114,13 @@ class ModuleSummary:
     calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = field(default_factory=list)
     cuda_default: bool = False  # sets CUDA as the default device / tensor type
     stars: List[str] = field(default_factory=list)  # modules imported with `from m import *`
+    # `self.m(...)` calls in a class's methods, as (method qual, positional, keyword values):
+    # a subclass in another module that overrides `m` receives them too
+    self_calls: List[Tuple[str, List[Val], Dict[str, Val]]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "sc": [[q, [v.to_json() for v in pos], _vals(kws)] for q, pos, kws in self.self_calls],
             "s": self.stars, "n": self.name, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "a": self.aliases, "i": self.imports,
             "p": {k: [o, d] for k, (o, d) in self.params.items()},
@@ -105,6 +135,7 @@ class ModuleSummary:
             _unvals(d["v"]), dict(d["a"]), list(d["i"]), {k: (o, df) for k, (o, df) in d["p"].items()},
             [(q, skip, [Val.from_json(v) for v in pos], _unvals(kws)) for q, skip, pos, kws in d["o"]],
             bool(d["d"]), list(d["s"]),
+            [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
         )
 
 

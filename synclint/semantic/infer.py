@@ -13,7 +13,7 @@ import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.facts import ref
+from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
@@ -150,7 +150,10 @@ class Inference:
             return self.project.values.get(q, V.PY_VAL)  # torch.float32, np.pi, config.device
         base = self._infer(e.value)
         if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
-            return self.attribute_of(self.cls.name, attr)
+            if attr in self.cls.methods and attr not in self.cls.pending:
+                return V.method(f"{self.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
+            b = self.binding("self." + attr)
+            return b.val if b is not None else self.attribute_of(self.cls.name, attr)
         k = base.kind
         if k == V.TENSOR:
             if attr in L.HOST_ATTRS:
@@ -506,6 +509,8 @@ class Inference:
             return Val(V.OPTIM, cls="torch." + t, py=state)
         if t in L.GRAD_SCALERS:
             return Val(V.OBJECT, self._scaler_device(t, call), cls="torch.amp.GradScaler")
+        if t in L.TORCH_RETURNS_ARGUMENT:
+            return self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
         if t.startswith("nn.") and last[:1].isupper() and not t.startswith("nn.functional"):
             if last in ("Parameter", "Buffer"):
                 ts = self.tensor_args(call)
@@ -515,8 +520,6 @@ class Inference:
             return Val(V.MODULE, self.device_of_arg(kwarg(call, "device"))[1])
         if t.startswith("distributions.") and last[:1].isupper():
             return Val(V.DIST)
-        if t in L.TORCH_RETURNS_ARGUMENT:
-            return self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
         if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES):
             return V.PY_VAL
         pos = [a.value for a in call.args if a.keyword is None and not a.star]
@@ -607,6 +610,9 @@ class Inference:
             v = self._infer(call.args[0].value)
             if v.kind == V.LOADER:
                 return v  # `metric_logger.log_every(loader, 10)` yields the loader's batches
+        if k == V.UNKNOWN and ref_target(recv) and m in L.MODULE_SELF_RETURNING:
+            # `make_model().cuda()`: what the call returns, moved; the linker resolves it
+            return recv.with_(device=self._module_device_after(recv, m, call))
         if k == V.UNKNOWN:
             if m in ("cpu", "numpy"):
                 # whatever it was, the result of `.cpu()` lives on the host (a module's too)

@@ -17,7 +17,7 @@ import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, ref_target
+from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.heat import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted
@@ -60,6 +60,11 @@ class ClassInfo:
     # `self.x = <expr>` anywhere in the class (and class-level fields), for attributes read
     # before the walk reaches their assignment.
     pending: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
+    # what the first walk found (for attributes read before this walk reaches their
+    # assignment); this walk's own assignments replace it, so a second walk that knows
+    # more (a parameter's value from the project) is not held back by the first one
+    prior: Dict[str, Val] = field(default_factory=dict)
+    methods: Set[str] = field(default_factory=set)  # names of the methods defined in the class
 
 
 @dataclass
@@ -137,6 +142,8 @@ class SemanticModel(Inference):
         self.calls: List[Tuple[Optional[str], str, bool]] = []
         # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
         self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
+        # `self.m(...)` calls: (method qual, positional, keyword values), for subclasses elsewhere
+        self.self_calls: List[Tuple[str, List[Val], Dict[str, Val]]] = []
         self.timing_funcs: Set[Optional[str]] = set()
         self.module_started_d2h = False
         # the file puts something on a CUDA device (`.cuda()`, a "cuda" string, a `.to()` or
@@ -304,6 +311,10 @@ class SemanticModel(Inference):
                 name = target.attr.value
                 # Attributes are joined over every assignment in the class: any method may run first.
                 attrs[name] = V.join(attrs.get(name), val) if name in attrs else val
+                if self.func is not None:
+                    # ... but later in this method, `self.x` is what was just assigned (kept
+                    # in the function's scope as "self.x", so branches join it like a local)
+                    self.bind("self." + name, val, expr)
         elif t is cst.StarredElement:
             self.bind_target(target.value, val)
 
@@ -340,7 +351,9 @@ class SemanticModel(Inference):
                 if name:
                     info.bases.append(name)
         info.pending = _collect_attrs(node)
-        info.attrs.update(self.facts.class_attrs.get(info.name, {}))
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        info.methods = {s.name.value for s in body if isinstance(s, cst.FunctionDef)}
+        info.prior = dict(self.facts.class_attrs.get(info.name, {}))
         self.classes_by_name[info.name] = info
         return info
 
@@ -354,6 +367,8 @@ class SemanticModel(Inference):
             v = ext.attrs.get(attr) if ext is not None else None
             return self.resolve(v) if v is not None else V.UNKNOWN_VAL
         v = info.attrs.get(attr)
+        if v is None:
+            v = info.prior.get(attr)
         if v is not None:
             return self.resolve(v)
         exprs = info.pending.get(attr)
@@ -426,7 +441,9 @@ class SemanticModel(Inference):
         if q is None:
             return v
         got = self.project.call_val(q)
-        return got if got is not None else v  # still only a name (the first walk's view)
+        if got is None:
+            return v  # still only a name (the first walk's view)
+        return moved(got, v.device) if v.device is not None else got
 
     def param_from_callers(self, qual: str, name: str) -> Optional[Val]:
         """The join of the values every call passes for this parameter, in this file and
@@ -448,17 +465,7 @@ class SemanticModel(Inference):
             info = self.all_funcs.get(key)
             if info is None:
                 continue
-            order = info.param_order[skip:]
-            given: Dict[str, Val] = dict(zip(order, pos))
-            given.update((k, v) for k, v in kws.items() if k in info.params)
-            seen = facts.params.setdefault(key, {})
-            for p in info.param_order[skip:]:
-                v = given.get(p)
-                if v is None:
-                    if p in info.defaults:
-                        continue  # the default: what the function itself says
-                    v = V.UNKNOWN_VAL  # through *args or **kwargs
-                seen[p] = V.join(seen[p], v) if p in seen else v
+            join_call(facts.params.setdefault(key, {}), info.param_order[skip:], info.defaults, pos, kws)
         return facts
 
     def module_summary(self, name: str) -> ModuleSummary:
@@ -483,6 +490,7 @@ class SemanticModel(Inference):
         for qual, info in self.all_funcs.items():
             out.params[qual] = (list(info.param_order), sorted(info.defaults))
         out.calls_out = list(self.calls_out)
+        out.self_calls = list(self.self_calls)
         return out
 
     # ----------------------------------------------------------------- questions rules ask

@@ -113,6 +113,20 @@ def tensor(device: Optional[str] = None, **kw) -> Val:
     return Val(TENSOR, device, **kw)
 
 
+def method(key: str) -> Val:
+    """A bound method of an in-file class (`self.run`), by its key ("Class.run")."""
+    return Val(PY, py="method", cls=key)
+
+
+def methods_of(v: Val) -> Tuple[str, ...]:
+    """The in-file method keys a value may call: one, or each arm of a join."""
+    if v.kind != PY or v.py != "method":
+        return ()
+    if v.cls is not None:
+        return (v.cls,)
+    return tuple(e.cls for e in v.elems or () if e.cls is not None)
+
+
 UNKNOWN_VAL = Val(UNKNOWN)
 PY_VAL = Val(PY)
 
@@ -150,6 +164,9 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
     if a.kind == b.kind:
         if a == b:
             return a
+        if a.kind == PY and a.py == b.py == "method":  # `self.run_cuda if c else self.run`
+            return Val(PY, py="method", elems=tuple(Val(PY, py="method", cls=k)
+                                                    for k in dict.fromkeys(methods_of(a) + methods_of(b))))
         return Val(
             a.kind,
             join_device(a.device, b.device),
