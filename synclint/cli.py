@@ -283,9 +283,20 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
 
 
 @main.command()
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", "--format", "output_format", type=click.Choice(["text", "table", "json"]),
+              default="text", show_default=True,
+              help="text: one line per rule (greppable); table: a table; json: every field.")
 def rules(output_format):
-    """List every rule: code, name, family, default on/off, fix availability."""
+    """List every rule, one line each: code, default (on/off), fix (always/some/never),
+    name and summary.
+
+    \b
+    The summary is cut at a word to fit the terminal (or $COLUMNS); piped
+    without $COLUMNS, lines are whole. Examples:
+      synclint rules | grep -i mask
+      synclint rules --format table
+      synclint rules --output-format json
+    """
     from synclint.registry import all_rules
 
     rows = [_rule_json(r) for r in all_rules()]
@@ -294,16 +305,50 @@ def rules(output_format):
 
         click.echo(json.dumps(rows, indent=2))
         return
+    if output_format == "text":
+        width = _listing_width()
+        for r in rows:
+            click.echo(_rule_line(r, width))
+        return
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="synclint rules", show_lines=False)
     for col in ("code", "name", "family", "default", "fix", "summary"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", no_wrap=col in ("code", "name", "default", "fix"))
     for r in rows:
         table.add_row(r["code"], r["name"], r["family"], "on" if r["default"] else "off",
                       r["fix"], r["summary"])
     Console().print(table)
+
+
+FIX_SHORT = {"always": "always", "sometimes": "some", "never": "never"}
+
+
+def _listing_width() -> Optional[int]:
+    """Where to cut a rule line: $COLUMNS if set, else the terminal's width; None (whole
+    lines) when piped without $COLUMNS, so that grep sees every word."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _rule_line(r: dict, width: Optional[int]) -> str:
+    """`SYN101 on  never  tensor-item: Flags ...`, cut at a word boundary to `width`."""
+    head = f"{r['code']} {'on' if r['default'] else 'off':<3} {FIX_SHORT[r['fix']]:<6} {r['name']}: "
+    summary = r["summary"].removeprefix("Flags ")  # every summary starts so; the listing says it once
+    if width is None or len(head) + len(summary) <= width:
+        return head + summary
+    room = width - len(head) - 1  # 1 for the ellipsis
+    cut = summary[:room + 1].rsplit(" ", 1)[0] if room > 0 else ""
+    if not cut or len(cut) > room:
+        cut = ""
+    return head + cut + "…"  # no word fits: the name and an ellipsis, never half a word
 
 
 def _rule_json(r) -> dict:
