@@ -153,6 +153,10 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
             rules = selected_rules
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
+    if cfg.docs_url:
+        from synclint.findings import set_docs_url
+
+        set_docs_url(cfg.docs_url)
 
     files, missing = discover(paths, cfg.exclude, cfg.root, force_exclude)
     for m in missing:
@@ -297,8 +301,14 @@ def rules(output_format):
       synclint rules --format table
       synclint rules --output-format json
     """
+    from synclint.config import ConfigError, find_config, load_config
+    from synclint.findings import set_docs_url
     from synclint.registry import all_rules
 
+    try:  # the rule links follow the project's `docs-url`, as `check` does
+        set_docs_url(load_config(find_config(Path.cwd())).docs_url)
+    except ConfigError as e:
+        raise _fail(str(e))
     rows = [_rule_json(r) for r in all_rules()]
     if output_format == "json":
         import json
@@ -352,6 +362,8 @@ def _rule_line(r: dict, width: Optional[int]) -> str:
 
 
 def _rule_json(r) -> dict:
+    from synclint.findings import rule_url
+
     return {
         "code": r.CODE,
         "name": r.NAME,
@@ -360,7 +372,7 @@ def _rule_json(r) -> dict:
         "default": r.DEFAULT_ON,
         "fix": r.FIX,
         "has_bench": r.BENCH is not None,
-        "url": f"https://synclint.dev/rules/{r.NAME}",
+        "url": rule_url(r.NAME, r.CODE),
     }
 
 

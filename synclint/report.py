@@ -231,7 +231,8 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
             out.append(f"Fix measured: **{verdict}**.")
         if r is not None and r.get("condition"):
             out.append(f"The fix is equivalent when: {r['condition']}.")
-        out.append(f"What to do: `synclint explain {code}` or {fs[0].url}.")
+        page = f" or [{name}]({fs[0].url})" if fs[0].url else ""
+        out.append(f"What to do: `synclint explain {code}`{page}.")
         out.append("")
         out.append("| where | heat | finding | fix |")
         out.append("|---|---|---|---|")
