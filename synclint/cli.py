@@ -12,7 +12,7 @@ import click
 from synclint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ["text", "json", "sarif", "github", "junit"]
+OUTPUT_FORMATS = ["text", "concise", "json", "sarif", "github", "junit", "gitlab"]
 
 
 def _split(values: Sequence[str]) -> List[str]:
@@ -91,7 +91,8 @@ def main() -> None:
 @click.option("--ignore", multiple=True, metavar="RULES", help="Rules to disable (codes, prefixes or names).")
 @click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to enable on top of the defaults, e.g. off-by-default ones.")
 @click.option("--hot-only", is_flag=True, help="Report only findings in hot code (loop bodies, forward, *_step, functions called from loops).")
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True, help="How to print findings.")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True,
+              help="How to print findings: text (with source), concise (a line each), json, sarif, github, junit, gitlab (Code Quality).")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
@@ -201,11 +202,11 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
         text = stats(findings, "json" if output_format == "json" else "text")
         if text:
             click.echo(text)
-    elif output_format == "text":
+    elif output_format in ("text", "concise"):
         from synclint.render import summary, text_report
 
         if findings:
-            click.echo(text_report(findings, show_source=not no_source))
+            click.echo(text_report(findings, show_source=not no_source and output_format == "text"))
         click.echo(summary(findings, errors, len(files), unsafe_fixes))
     else:
         from synclint.formats import render

@@ -7,6 +7,8 @@
   finding: annotations on the pull request without uploading anything.
 - `junit`: JUnit XML (GitLab, Jenkins, Azure): a test suite per file, a failing test case
   per finding (the common JUnit schema allows one <failure> per test case).
+- `gitlab`: a GitLab Code Quality report (`artifacts: reports: codequality`), the Code
+  Climate issue subset GitLab reads; severity `major` in hot code, `minor` in cold code.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def render(fmt: str, findings: Sequence[Finding], errors: Sequence[FileError]) -
         return github_annotations(findings, errors)
     if fmt == "junit":
         return junit_xml(findings, errors)
+    if fmt == "gitlab":
+        return json.dumps(gitlab_code_quality(findings, errors), indent=2, ensure_ascii=False)
     raise ValueError(f"unknown output format {fmt!r}")
 
 
@@ -285,3 +289,43 @@ def junit_xml(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
     root.set("errors", str(errs))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+# ---------------------------------------------------------------- GitLab Code Quality
+
+
+def gitlab_code_quality(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> List[dict]:
+    """Code Quality issues. Paths are relative to $CI_PROJECT_DIR when GitLab sets it (the
+    merge request widget matches them against the repository), else to the working
+    directory; fingerprints are the baseline's, so an issue keeps its identity when lines
+    move and GitLab reports it as neither fixed nor new."""
+    root = os.environ.get("CI_PROJECT_DIR") or None
+    out: List[dict] = []
+    for f, fp in zip(findings, _fingerprints(findings)):
+        heat = "hot" if f.hot else "cold"
+        out.append({
+            "type": "issue",
+            "check_name": f.code,
+            "description": f"{f.code} [{heat}] {f.message}",
+            "categories": ["Performance"],
+            "severity": "major" if f.hot else "minor",
+            "fingerprint": fp,
+            "location": {
+                "path": _relative(f.filename, root) or os.path.abspath(f.filename),
+                "lines": {"begin": f.row, "end": f.end_row},
+            },
+        })
+    for e in errors:
+        import hashlib
+
+        path = _relative(e.filename, root) or os.path.abspath(e.filename)
+        out.append({
+            "type": "issue",
+            "check_name": "synclint-error",
+            "description": f"synclint could not check this file: {e.reason}",
+            "categories": ["Bug Risk"],
+            "severity": "critical",
+            "fingerprint": hashlib.sha256(f"synclint-error:{path}".encode()).hexdigest()[:32],
+            "location": {"path": path, "lines": {"begin": 1}},
+        })
+    return out
