@@ -105,9 +105,11 @@ def main() -> None:
 @click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (after --baseline), to adopt synclint on an existing tree; writes files, exits 0.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
-          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, bench_file):
+          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, add_noqa,
+          bench_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -130,6 +132,8 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     from synclint.registry import SelectionError, select as select_rules
 
     _FAST_EXIT.append(True)
+    if add_noqa and (fix or diff):
+        raise _fail("--add-noqa cannot be combined with --fix or --diff")
     paths = list(paths) or ["."]
     try:
         cfg_path = config_file if config_file else find_config(Path(paths[0]))
@@ -170,16 +174,28 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
                              selection_key=selection_key)
     except SelectionError as e:
         raise _fail(str(e))
+    silenced = {"noqa": sum(1 for f in result.findings if f.suppressed == "noqa")}
     findings = drop_per_file_ignored(cfg, result.findings)
     if baseline is not None:
         from synclint.baseline import BaselineError, filter_new
 
         try:
+            before = len(findings)
             findings = filter_new(findings, baseline)
+            silenced["baseline"] = before - len(findings)
         except BaselineError as e:
             raise _fail(str(e))
 
     errors = list(result.errors)
+    if add_noqa:
+        from synclint.noqa import add_noqa as add_directives
+
+        added, add_errors = add_directives(findings)
+        errors.extend(add_errors)
+        for e in errors:
+            click.echo(f"synclint: error: {e}", err=True)
+        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+        _exit(errors, missing, 0, exit_zero)
     if fix or diff:
         findings, fix_errors, diff_changed = _apply_fixes(
             findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
@@ -207,7 +223,7 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
         if findings:
             click.echo(text_report(findings, show_source=not no_source and output_format == "text"))
-        click.echo(summary(findings, errors, len(files), unsafe_fixes))
+        click.echo(summary(findings, errors, len(files), unsafe_fixes, silenced))
     else:
         from synclint.formats import render
 

@@ -129,7 +129,9 @@ def per_file_ignored(cfg: Config, filename: str) -> List[str]:
 
 
 def drop_per_file_ignored(cfg: Config, findings: list) -> list:
-    """Findings minus those that per-file-ignores silences (codes, prefixes or names)."""
+    """Findings minus those that per-file-ignores silences (codes, prefixes or names), and
+    minus those a `# noqa` silenced (the runner hands them on only to be counted)."""
+    findings = [f for f in findings if not f.suppressed]
     if not cfg.per_file_ignores:
         return findings
     kept = []

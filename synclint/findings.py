@@ -83,6 +83,9 @@ class Finding:
     # periodic guard (then a hot caller does not make it hot). Not part of the JSON output.
     scope: Optional[str] = field(default=None, repr=False, compare=False)
     guarded: bool = field(default=False, repr=False, compare=False)
+    # "noqa": silenced by a `# noqa` comment. The engine hands such findings on (through the
+    # cache and the runner) only so that the summary can count them; they are never shown.
+    suppressed: Optional[str] = field(default=None, repr=False, compare=False)
 
     @property
     def url(self) -> Optional[str]:
@@ -127,13 +130,17 @@ class Finding:
             d["location"]["row"], d["location"]["column"],
             d["end_location"]["row"], d["end_location"]["column"],
             d["hot"], d.get("fix_title"), fix,
-            scope=d.get("scope"), guarded=bool(d.get("guarded")),
+            scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
+            noqa_rows=tuple(d.get("noqa_rows", ())),
         )
 
     def to_cache(self) -> dict:
         """`to_json` plus what the project's heat needs (cached findings get it too)."""
         d = self.to_json()
         d["scope"], d["guarded"] = self.scope, self.guarded
+        d["noqa_rows"] = list(self.noqa_rows)  # where `--add-noqa` may put a comment
+        if self.suppressed:
+            d["suppressed"] = self.suppressed
         return d
 
 
