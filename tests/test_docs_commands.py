@@ -166,3 +166,10 @@ def test_readme_tagged_pre_commit_snippet_works_once_the_tag_exists(clone, tmp_p
                        env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 1, p.stdout + p.stderr  # the hook ran and failed on the example's findings
     assert "synclint" in p.stdout and "Failed" in p.stdout and "SYN101 [hot]" in p.stdout
+
+
+def test_readme_local_hook_is_the_one_ci_md_runs():
+    yaml = pytest.importorskip("yaml")
+    readme = [yaml.safe_load(s) for s in snippets(README, "yaml") if "repo: local" in s]
+    ci = [yaml.safe_load(s) for s in snippets(CI_MD, "yaml") if "repo: local" in s]
+    assert readme and readme == ci
