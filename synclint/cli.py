@@ -12,7 +12,7 @@ import click
 from synclint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ["text", "json", "sarif", "github", "junit"]
+OUTPUT_FORMATS = ["text", "concise", "json", "sarif", "github", "junit", "gitlab"]
 
 
 def _split(values: Sequence[str]) -> List[str]:
@@ -91,7 +91,8 @@ def main() -> None:
 @click.option("--ignore", multiple=True, metavar="RULES", help="Rules to disable (codes, prefixes or names).")
 @click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to enable on top of the defaults, e.g. off-by-default ones.")
 @click.option("--hot-only", is_flag=True, help="Report only findings in hot code (loop bodies, forward, *_step, functions called from loops).")
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True, help="How to print findings.")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True,
+              help="How to print findings: text (with source), concise (a line each), json, sarif, github, junit, gitlab (Code Quality).")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
@@ -104,9 +105,11 @@ def main() -> None:
 @click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (after --baseline), to adopt synclint on an existing tree; writes files, exits 0.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
-          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, bench_file):
+          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, add_noqa,
+          bench_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -129,6 +132,8 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     from synclint.registry import SelectionError, select as select_rules
 
     _FAST_EXIT.append(True)
+    if add_noqa and (fix or diff):
+        raise _fail("--add-noqa cannot be combined with --fix or --diff")
     paths = list(paths) or ["."]
     try:
         cfg_path = config_file if config_file else find_config(Path(paths[0]))
@@ -153,6 +158,10 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
             rules = selected_rules
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
+    if cfg.docs_url:
+        from synclint.findings import set_docs_url
+
+        set_docs_url(cfg.docs_url)
 
     files, missing = discover(paths, cfg.exclude, cfg.root, force_exclude)
     for m in missing:
@@ -165,16 +174,28 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
                              selection_key=selection_key)
     except SelectionError as e:
         raise _fail(str(e))
+    silenced = {"noqa": sum(1 for f in result.findings if f.suppressed == "noqa")}
     findings = drop_per_file_ignored(cfg, result.findings)
     if baseline is not None:
         from synclint.baseline import BaselineError, filter_new
 
         try:
+            before = len(findings)
             findings = filter_new(findings, baseline)
+            silenced["baseline"] = before - len(findings)
         except BaselineError as e:
             raise _fail(str(e))
 
     errors = list(result.errors)
+    if add_noqa:
+        from synclint.noqa import add_noqa as add_directives
+
+        added, add_errors = add_directives(findings)
+        errors.extend(add_errors)
+        for e in errors:
+            click.echo(f"synclint: error: {e}", err=True)
+        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+        _exit(errors, missing, 0, exit_zero)
     if fix or diff:
         findings, fix_errors, diff_changed = _apply_fixes(
             findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
@@ -197,12 +218,12 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
         text = stats(findings, "json" if output_format == "json" else "text")
         if text:
             click.echo(text)
-    elif output_format == "text":
+    elif output_format in ("text", "concise"):
         from synclint.render import summary, text_report
 
         if findings:
-            click.echo(text_report(findings, show_source=not no_source))
-        click.echo(summary(findings, errors, len(files), unsafe_fixes))
+            click.echo(text_report(findings, show_source=not no_source and output_format == "text"))
+        click.echo(summary(findings, errors, len(files), unsafe_fixes, silenced))
     else:
         from synclint.formats import render
 
@@ -283,30 +304,83 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
 
 
 @main.command()
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", "--format", "output_format", type=click.Choice(["text", "table", "json"]),
+              default="text", show_default=True,
+              help="text: one line per rule (greppable); table: a table; json: every field.")
 def rules(output_format):
-    """List every rule: code, name, family, default on/off, fix availability."""
+    """List every rule, one line each: code, default (on/off), fix (always/some/never),
+    name and summary.
+
+    \b
+    The summary is cut at a word to fit the terminal (or $COLUMNS); piped
+    without $COLUMNS, lines are whole. Examples:
+      synclint rules | grep -i mask
+      synclint rules --format table
+      synclint rules --output-format json
+    """
+    from synclint.config import ConfigError, find_config, load_config
+    from synclint.findings import set_docs_url
     from synclint.registry import all_rules
 
+    try:  # the rule links follow the project's `docs-url`, as `check` does
+        set_docs_url(load_config(find_config(Path.cwd())).docs_url)
+    except ConfigError as e:
+        raise _fail(str(e))
     rows = [_rule_json(r) for r in all_rules()]
     if output_format == "json":
         import json
 
         click.echo(json.dumps(rows, indent=2))
         return
+    if output_format == "text":
+        width = _listing_width()
+        for r in rows:
+            click.echo(_rule_line(r, width))
+        return
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="synclint rules", show_lines=False)
     for col in ("code", "name", "family", "default", "fix", "summary"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", no_wrap=col in ("code", "name", "default", "fix"))
     for r in rows:
         table.add_row(r["code"], r["name"], r["family"], "on" if r["default"] else "off",
                       r["fix"], r["summary"])
     Console().print(table)
 
 
+FIX_SHORT = {"always": "always", "sometimes": "some", "never": "never"}
+
+
+def _listing_width() -> Optional[int]:
+    """Where to cut a rule line: $COLUMNS if set, else the terminal's width; None (whole
+    lines) when piped without $COLUMNS, so that grep sees every word."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _rule_line(r: dict, width: Optional[int]) -> str:
+    """`SYN101 on  never  tensor-item: Flags ...`, cut at a word boundary to `width`."""
+    head = f"{r['code']} {'on' if r['default'] else 'off':<3} {FIX_SHORT[r['fix']]:<6} {r['name']}: "
+    summary = r["summary"].removeprefix("Flags ")  # every summary starts so; the listing says it once
+    if width is None or len(head) + len(summary) <= width:
+        return head + summary
+    room = width - len(head) - 1  # 1 for the ellipsis
+    cut = summary[:room + 1].rsplit(" ", 1)[0] if room > 0 else ""
+    if not cut or len(cut) > room:
+        cut = ""
+    return head + cut + "…"  # no word fits: the name and an ellipsis, never half a word
+
+
 def _rule_json(r) -> dict:
+    from synclint.findings import rule_url
+
     return {
         "code": r.CODE,
         "name": r.NAME,
@@ -315,7 +389,7 @@ def _rule_json(r) -> dict:
         "default": r.DEFAULT_ON,
         "fix": r.FIX,
         "has_bench": r.BENCH is not None,
-        "url": f"https://synclint.dev/rules/{r.NAME}",
+        "url": rule_url(r.NAME, r.CODE),
     }
 
 

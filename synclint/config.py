@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir"}
+KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
+        "docs-url"}
 
 
 class ConfigError(ValueError):
@@ -23,6 +24,7 @@ class Config:
     per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
     hot_only: bool = False
     cache_dir: Optional[str] = None
+    docs_url: Optional[str] = None  # where rule pages are linked from (None: synclint.findings' default)
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
     path: Optional[Path] = None  # the file it came from
 
@@ -95,6 +97,15 @@ def load_config(path: Optional[Path]) -> Config:
     if cache_dir is not None and not isinstance(cache_dir, str):
         raise ConfigError(f"{path}: [tool.synclint] cache-dir must be a string")
     cfg.cache_dir = cache_dir
+    docs_url = table.get("docs-url")
+    if docs_url is not None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(docs_url) if isinstance(docs_url, str) else None
+        if parts is None or parts.scheme not in ("https", "http", "file") or (parts.scheme != "file" and not parts.netloc):
+            raise ConfigError(f"{path}: [tool.synclint] docs-url must be an https:// or file:// URL such as "
+                              f"\"https://github.com/ORG/synclint/blob/v0.1.0/docs/rules\" (got {docs_url!r})")
+        cfg.docs_url = docs_url
     return cfg
 
 
@@ -118,7 +129,9 @@ def per_file_ignored(cfg: Config, filename: str) -> List[str]:
 
 
 def drop_per_file_ignored(cfg: Config, findings: list) -> list:
-    """Findings minus those that per-file-ignores silences (codes, prefixes or names)."""
+    """Findings minus those that per-file-ignores silences (codes, prefixes or names), and
+    minus those a `# noqa` silenced (the runner hands them on only to be counted)."""
+    findings = [f for f in findings if not f.suppressed]
     if not cfg.per_file_ignores:
         return findings
     kept = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,9 +13,12 @@ FIX_WORDS = {
 }
 
 
+_QUOTED_TIME = re.compile(r"\d[\d,.]*\s?(?:us|µs|ms)\b")
+
+
 def _measured_line(rule) -> Optional[str]:
     try:
-        from synclint.bench.report import measured
+        from synclint.bench.report import measured, shipped
     except ImportError:
         return None
     try:
@@ -25,14 +29,22 @@ def _measured_line(rule) -> Optional[str]:
         return None
     meta = m.get("meta", {})
     r = m.get("result", m)
-    where = f"{meta.get('gpu', '?')}, torch {meta.get('torch', '?')}, {str(meta.get('date', '?'))[:10]}"
+    from synclint.report import measured_at
+
+    run = (shipped() or {}).get("meta", {})  # the harness settings (the regime) are the run's
+    where = (f"{meta.get('gpu', '?')}, torch {meta.get('torch', '?')}, {str(meta.get('date', '?'))[:10]}, "
+             f"at {measured_at(r, {**run, **meta})}")
     if r.get("flagged_us") is None or r.get("fixed_us") is None:
         return f"Measured on {where}: {r.get('verdict', 'n/a')}."
     line = (f"Measured on {where}: flagged {r['flagged_us']:.1f} us, fixed {r['fixed_us']:.1f} us "
             f"({r.get('speedup', 0):.2f}x, {r.get('verdict', '')})")
     if r.get("peak_mem_flagged") and r.get("peak_mem_fixed"):
         line += f"; peak memory {r['peak_mem_flagged'] / 2**20:.0f} MiB vs {r['peak_mem_fixed'] / 2**20:.0f} MiB"
-    return line + "."
+    line += "."
+    if _QUOTED_TIME.search(rule.DOC):
+        line += (" Timings quoted in the text above are the sync catalogue's, a separate measurement "
+                 "with its own sizes; this line is the benchmark pair's, as `synclint bench` runs it.")
+    return line
 
 
 def rule_markdown(rule) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
 from synclint.findings import Edit, FileError, Finding, Fix
-from synclint.noqa import noqa_map, suppressed
+from synclint.noqa import noqa_map, suppressing
 
 if TYPE_CHECKING:  # the semantic package imports LibCST: a cached run never loads it
     from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts
@@ -95,13 +95,18 @@ def lint_analysis(
         instances = [r(ctx) for r in rules]
         Walker(ctx, instances).walk(module)
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
-    if not ctx.findings:
+    # Rules about the comments themselves (unused `# noqa`) run after the others, from
+    # which directive entries silenced something.
+    comment_rules = [r for r in rules if hasattr(r, "noqa_findings")]
+    if not ctx.findings and not comment_rules:
         return [], graph
-    hot_funcs = hot_functions(ctx)
-    positions = PositionIndex(module, source)
     noqa = noqa_map(source)
+    used: set = set()
     out: List[Finding] = []
     seen = set()
+    if ctx.findings:
+        hot_funcs = hot_functions(ctx)
+        positions = PositionIndex(module, source)
     for p in ctx.findings:
         rule = p.rule
         hot = p.hot or (p.func in hot_funcs and not p.guarded)
@@ -111,14 +116,14 @@ def lint_analysis(
         noqa_rows = {row, end_row}
         if p.stmt is not None and not _is_compound(p.stmt):
             noqa_rows.update(positions.stmt_rows(p.stmt_index))
-        if suppressed(noqa, noqa_rows, rule.CODE):
-            continue
+        silenced_by = suppressing(noqa, noqa_rows, rule.CODE)
+        used.update(silenced_by)
         key = (rule.CODE, row, col)
         if key in seen:
             continue
         seen.add(key)
         fix = None
-        if p.replacement is not None:
+        if p.replacement is not None and not silenced_by:
             t = positions.span(p.target, p.stmt, p.stmt_index)
             content = _code_for(module, p.replacement, _indent_of(source, t[0]))
             fix = Fix(
@@ -131,9 +136,11 @@ def lint_analysis(
                 code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
                 row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
                 hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
-                scope=p.func, guarded=p.guarded,
+                scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
             )
         )
+    for r in comment_rules:
+        out.extend(r.noqa_findings(source, a.filename, noqa, used, rules))
     out.sort(key=Finding.sort_key)
     return out, graph
 
@@ -159,7 +166,7 @@ def lint_source(
     if a is None or not might_fire(source):
         return []
     findings, _ = lint_analysis(a, rules, project)
-    return [f for f in findings if f.hot] if hot_only else findings
+    return [f for f in findings if not f.suppressed and (f.hot or not hot_only)]
 
 
 def _parse(source: str):

@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from pathlib import Path
+from typing import List, Optional, Tuple
 
-DOCS_URL = "https://synclint.dev/rules/{name}"
+# The rule pages are docs/rules/<name>.md in synclint's repository. Where they are served
+# from is the user's choice (`[tool.synclint] docs-url`); by default they are the pages in
+# the source tree synclint runs from (a clone installed with `pip install -e .`), and a
+# wheel without that tree has no page to link to: no URL rather than an invented one.
+RULE_PAGES = Path(__file__).resolve().parent.parent / "docs" / "rules"
+_DOCS_URL: List[Optional[str]] = [None]  # the run's `docs-url`, set once by the CLI
+
+
+def default_docs_url() -> Optional[str]:
+    return RULE_PAGES.as_uri() if RULE_PAGES.is_dir() else None
+
+
+def set_docs_url(base: Optional[str]) -> None:
+    """The base (or `{name}`/`{code}` template) every finding's `url` is built from."""
+    _DOCS_URL[0] = base
+
+
+def rule_url(name: str, code: str, base: Optional[str] = None) -> Optional[str]:
+    """The rule's page: `base` formatted when it has `{name}` or `{code}`, else
+    `base/<name>.md`; None when there is no page to point at."""
+    base = base or _DOCS_URL[0] or default_docs_url()
+    if not base:
+        return None
+    if "{name}" in base or "{code}" in base:
+        return base.replace("{name}", name).replace("{code}", code)
+    return f"{base.rstrip('/')}/{name}.md"
 
 
 @dataclass(frozen=True)
@@ -57,10 +83,13 @@ class Finding:
     # periodic guard (then a hot caller does not make it hot). Not part of the JSON output.
     scope: Optional[str] = field(default=None, repr=False, compare=False)
     guarded: bool = field(default=False, repr=False, compare=False)
+    # "noqa": silenced by a `# noqa` comment. The engine hands such findings on (through the
+    # cache and the runner) only so that the summary can count them; they are never shown.
+    suppressed: Optional[str] = field(default=None, repr=False, compare=False)
 
     @property
-    def url(self) -> str:
-        return DOCS_URL.format(name=self.name)
+    def url(self) -> Optional[str]:
+        return rule_url(self.name, self.code)
 
     def sort_key(self):
         return (self.filename, self.row, self.column, self.code)
@@ -101,13 +130,17 @@ class Finding:
             d["location"]["row"], d["location"]["column"],
             d["end_location"]["row"], d["end_location"]["column"],
             d["hot"], d.get("fix_title"), fix,
-            scope=d.get("scope"), guarded=bool(d.get("guarded")),
+            scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
+            noqa_rows=tuple(d.get("noqa_rows", ())),
         )
 
     def to_cache(self) -> dict:
         """`to_json` plus what the project's heat needs (cached findings get it too)."""
         d = self.to_json()
         d["scope"], d["guarded"] = self.scope, self.guarded
+        d["noqa_rows"] = list(self.noqa_rows)  # where `--add-noqa` may put a comment
+        if self.suppressed:
+            d["suppressed"] = self.suppressed
         return d
 
 

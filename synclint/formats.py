@@ -7,6 +7,8 @@
   finding: annotations on the pull request without uploading anything.
 - `junit`: JUnit XML (GitLab, Jenkins, Azure): a test suite per file, a failing test case
   per finding (the common JUnit schema allows one <failure> per test case).
+- `gitlab`: a GitLab Code Quality report (`artifacts: reports: codequality`), the Code
+  Climate issue subset GitLab reads; severity `major` in hot code, `minor` in cold code.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from urllib.parse import quote
 from synclint.findings import FileError, Finding
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://synclint.dev"
 FINGERPRINT_KEY = "synclint/v1"
 DESCRIPTION_MAX = 1000  # GitHub code scanning truncates rule descriptions at about this length
 
@@ -40,6 +41,8 @@ def render(fmt: str, findings: Sequence[Finding], errors: Sequence[FileError]) -
         return github_annotations(findings, errors)
     if fmt == "junit":
         return junit_xml(findings, errors)
+    if fmt == "gitlab":
+        return json.dumps(gitlab_code_quality(findings, errors), indent=2, ensure_ascii=False)
     raise ValueError(f"unknown output format {fmt!r}")
 
 
@@ -83,19 +86,20 @@ def _rule_text(rule) -> str:
 
 def _rule_descriptor(rule) -> dict:
     from synclint.docs import rule_markdown
-    from synclint.findings import DOCS_URL
+    from synclint.findings import rule_url
 
     try:
         markdown = rule_markdown(rule)
     except Exception:  # a page that cannot render must not cost the whole report
         markdown = rule.DOC
+    url = rule_url(rule.NAME, rule.CODE)
     return {
         "id": rule.CODE,
         "name": rule.NAME,
         "shortDescription": {"text": _clip(rule.SUMMARY or rule.NAME)},
         "fullDescription": {"text": _clip(_rule_text(rule))},
         "help": {"text": rule.DOC, "markdown": markdown},
-        "helpUri": DOCS_URL.format(name=rule.NAME),
+        **({"helpUri": url} if url else {}),
         "defaultConfiguration": {"level": "warning", "enabled": bool(rule.DEFAULT_ON)},
         "properties": {
             "tags": ["performance", "pytorch", "cuda", rule.FAMILY],
@@ -104,6 +108,14 @@ def _rule_descriptor(rule) -> dict:
             "fix": rule.FIX,
         },
     }
+
+
+def _rules_index(descriptors: List[dict]) -> Optional[str]:
+    """The folder the rule pages are linked in (the tool's documentation), if any."""
+    for d in descriptors:
+        if d.get("helpUri"):
+            return d["helpUri"].rsplit("/", 1)[0] + "/"
+    return None
 
 
 def _fingerprints(findings: Sequence[Finding]) -> List[str]:
@@ -146,7 +158,7 @@ def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
             index[f.code] = len(descriptors)
             descriptors.append({
                 "id": f.code, "name": f.name, "shortDescription": {"text": f.name},
-                "helpUri": f.url, "defaultConfiguration": {"level": "warning"},
+                **({"helpUri": f.url} if f.url else {}), "defaultConfiguration": {"level": "warning"},
             })
     results = []
     for f, fp in zip(findings, _fingerprints(findings)):
@@ -185,7 +197,7 @@ def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
                 "name": "synclint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": INFORMATION_URI,
+                **({"informationUri": _rules_index(descriptors)} if _rules_index(descriptors) else {}),
                 "rules": descriptors,
             }
         },
@@ -226,7 +238,8 @@ def github_annotations(findings: Sequence[Finding], errors: Sequence[FileError] 
             f"title={_escape_property(f'{f.code} {f.name}')}",
         ]
         heat = "hot" if f.hot else "cold"
-        lines.append(f"::{level} {','.join(props)}::{_escape_data(f'{f.message} [{heat}] ({f.url})')}")
+        link = f" ({f.url})" if f.url else ""
+        lines.append(f"::{level} {','.join(props)}::{_escape_data(f'{f.message} [{heat}]{link}')}")
     for e in errors:
         path = _relative(e.filename) or os.path.abspath(e.filename)
         lines.append(f"::error file={_escape_property(path)},title=synclint::{_escape_data(e.reason)}")
@@ -259,7 +272,7 @@ def junit_xml(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
             case = ET.SubElement(suite, "testcase", name=f"{f.code} {f.name} at {f.row}:{f.column}",
                                  classname=path, file=path, line=str(f.row))
             failure = ET.SubElement(case, "failure", message=f"{f.code} [{heat}] {f.message}", type=f.code)
-            failure.text = f"{path}:{f.row}:{f.column}: {f.code} [{heat}] {f.message}\n{f.url}\n"
+            failure.text = f"{path}:{f.row}:{f.column}: {f.code} [{heat}] {f.message}\n{f.url or f'synclint explain {f.code}'}\n"
         for e in es:
             case = ET.SubElement(suite, "testcase", name="synclint check", classname=path, file=path)
             error = ET.SubElement(case, "error", message=e.reason, type="FileError")
@@ -276,3 +289,43 @@ def junit_xml(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
     root.set("errors", str(errs))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+# ---------------------------------------------------------------- GitLab Code Quality
+
+
+def gitlab_code_quality(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> List[dict]:
+    """Code Quality issues. Paths are relative to $CI_PROJECT_DIR when GitLab sets it (the
+    merge request widget matches them against the repository), else to the working
+    directory; fingerprints are the baseline's, so an issue keeps its identity when lines
+    move and GitLab reports it as neither fixed nor new."""
+    root = os.environ.get("CI_PROJECT_DIR") or None
+    out: List[dict] = []
+    for f, fp in zip(findings, _fingerprints(findings)):
+        heat = "hot" if f.hot else "cold"
+        out.append({
+            "type": "issue",
+            "check_name": f.code,
+            "description": f"{f.code} [{heat}] {f.message}",
+            "categories": ["Performance"],
+            "severity": "major" if f.hot else "minor",
+            "fingerprint": fp,
+            "location": {
+                "path": _relative(f.filename, root) or os.path.abspath(f.filename),
+                "lines": {"begin": f.row, "end": f.end_row},
+            },
+        })
+    for e in errors:
+        import hashlib
+
+        path = _relative(e.filename, root) or os.path.abspath(e.filename)
+        out.append({
+            "type": "issue",
+            "check_name": "synclint-error",
+            "description": f"synclint could not check this file: {e.reason}",
+            "categories": ["Bug Risk"],
+            "severity": "critical",
+            "fingerprint": hashlib.sha256(f"synclint-error:{path}".encode()).hexdigest()[:32],
+            "location": {"path": path, "lines": {"begin": 1}},
+        })
+    return out

@@ -2,7 +2,8 @@
 
 Diagnostics on open, on save and on change (debounced), one per finding: code = the rule
 code, source "synclint", severity Warning in hot code and Information in cold code, and a
-link to the rule's page. Code actions: the finding's fix as a quick fix (unsafe ones say
+link to the rule's page (`[tool.synclint] docs-url`; by default docs/rules/ of the source
+tree synclint runs from, none when there is no such tree). Code actions: the finding's fix as a quick fix (unsafe ones say
 so in their title), "ignore this line" (`# noqa: CODE`), and "fix all safe findings"
 (`source.fixAll.synclint`).
 
@@ -40,6 +41,16 @@ def _rules_for(path: Optional[str]):
     return select(cfg.select, cfg.ignore, cfg.extend_select), cfg.hot_only, cfg
 
 
+_DOCS_URLS: Dict[Optional[str], Optional[str]] = {}  # path -> its config's docs-url, for the diagnostics' links
+
+
+def rule_link(f, path: Optional[str]) -> Optional[str]:
+    """The rule page of finding `f` in `path`, by that file's `[tool.synclint] docs-url`."""
+    from synclint.findings import rule_url
+
+    return rule_url(f.name, f.code, _DOCS_URLS.get(path))
+
+
 def lint_document(source: str, path: Optional[str]):
     """(findings, error message or None) for an editor buffer."""
     from synclint.engine import LintError, lint_source
@@ -48,6 +59,7 @@ def lint_document(source: str, path: Optional[str]):
         rules, hot_only, cfg = _rules_for(path)
     except Exception as e:  # a broken pyproject.toml: say so instead of linting with defaults
         return [], f"configuration: {e}"
+    _DOCS_URLS[path] = cfg.docs_url
     try:
         findings = lint_source(source, path or "<editor>", rules, hot_only=hot_only)
     except LintError as e:
@@ -122,11 +134,12 @@ def create_server():
         return doc.range_to_client_units(server_range)
 
     def diagnostic(doc, f):
+        href = rule_link(f, path_of(doc.uri))
         return types.Diagnostic(
             range=to_range(doc, f.row, f.column, f.end_row, f.end_column),
             severity=types.DiagnosticSeverity.Warning if f.hot else types.DiagnosticSeverity.Information,
             code=f.code,
-            code_description=types.CodeDescription(href=f.url),
+            code_description=types.CodeDescription(href=href) if href else None,
             source=SOURCE,
             message=f"{f.message} [{'hot' if f.hot else 'cold'}]",
             data={"name": f.name, "hot": f.hot, "fixable": f.fix is not None},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import click
 
@@ -50,7 +50,8 @@ def text_report(findings: Sequence[Finding], show_source: bool = True) -> str:
     return "\n".join(out)
 
 
-def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool) -> str:
+def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool,
+            silenced: Optional[Dict[str, int]] = None) -> str:
     if not findings:
         msg = click.style("All checks passed!", fg="green", bold=True) + f" ({files} file{'s' if files != 1 else ''} checked)"
     else:
@@ -67,6 +68,10 @@ def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int
             msg += f"\n[*] {safe} fixable with `synclint check --fix`."
         if risky and not unsafe:
             msg += f"\n{risky} more fixable with `--fix --unsafe-fixes` (review the change)."
+    hidden = [f"{n} by `# noqa`" if how == "noqa" else f"{n} by the baseline"
+              for how, n in (silenced or {}).items() if n]
+    if hidden:
+        msg += f"\nNot shown: {', '.join(hidden)}."
     if errors:
         msg += "\n" + click.style(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be checked.", fg="red")
     return msg

@@ -115,9 +115,50 @@ def _measured_detail(r: Dict[str, Any]) -> str:
         parts.append(f"syncs {r['syncs_flagged']} → {r['syncs_fixed']}")
     elif r.get("debug_mode_sees") is False:
         parts.append("syncs not visible to the debug mode")
+    return "; ".join(parts)
+
+
+def _sizes(r: Dict[str, Any]) -> str:
+    """`n=10,000,000` from the pair's `sizes` (the inputs the figure was measured at)."""
     sizes = r.get("sizes")
-    if isinstance(sizes, dict) and sizes:
-        parts.append("sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
+    if not isinstance(sizes, dict) or not sizes:
+        return "fixed inputs"
+    return ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in sizes.items())
+
+
+def _regime(r: Dict[str, Any], meta: Dict[str, Any]) -> str:
+    """Under what load the figure was measured: the result's own `regime` where the bench
+    records one (a word, or an object with a name/description), else the harness setting
+    from `meta`: a steady-state loop behind this much queued GPU work."""
+    regime = r.get("regime")
+    if isinstance(regime, dict):
+        regime = regime.get("description") or regime.get("name") or regime.get("label")
+    if isinstance(regime, str) and regime.strip():
+        return regime.strip()
+    background = meta.get("background_us")
+    if isinstance(background, (int, float)):
+        return f"steady-state loop, {background / 1000:.1f} ms of GPU work queued"
+    return "regime not recorded"
+
+
+def _interval(r: Dict[str, Any]) -> str:
+    """The speedup's interval, where the bench records one (`speedup_interval` or
+    `interval`: [low, high])."""
+    for key in ("speedup_interval", "interval"):
+        iv = r.get(key)
+        if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
+            return f"interval {_x(iv[0])}–{_x(iv[1])}"
+        if isinstance(iv, dict) and isinstance(iv.get("low"), (int, float)) and isinstance(iv.get("high"), (int, float)):
+            level = f"{iv['level']:.0%} " if isinstance(iv.get("level"), (int, float)) else ""
+            return f"{level}interval {_x(iv['low'])}–{_x(iv['high'])}"
+    return ""
+
+
+def measured_at(r: Dict[str, Any], meta: Dict[str, Any]) -> str:
+    """What a harness figure holds for: its sizes and regime (and interval, if recorded)."""
+    parts = [_sizes(r), _regime(r, meta)]
+    if _interval(r):
+        parts.append(_interval(r))
     return "; ".join(parts)
 
 
@@ -203,18 +244,20 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
 
     order = sorted(groups, key=lambda c: (not any(f.hot for f in groups[c]), -speed(c), c))
 
-    out += ["## Summary", "", "| rule | findings | hot | measured per call (flagged → fixed) | verdict |",
-            "|---|---:|---:|---|---|"]
+    out += ["## Summary", "",
+            "| rule | findings | hot | measured per call (flagged → fixed) | measured at (sizes; regime) | verdict |",
+            "|---|---:|---:|---|---|---|"]
     for code in order:
         fs = groups[code]
         r = by_code.get(code)
         name = fs[0].name
-        measured = "-"
+        measured = at = "-"
         if timed and r is not None and r.get("flagged_us") is not None:
             measured = f"{_us(r.get('flagged_us'))} → {_us(r.get('fixed_us'))}"
+            at = measured_at(r, meta)
         out.append(
             f"| [{code} {name}](#{_anchor(code, name)}) | {len(fs)} | {sum(f.hot for f in fs)} | {measured} | "
-            f"{_cell(verdict_text(r, timed) if bench is not None else 'no bench data')} |"
+            f"{_cell(at)} | {_cell(verdict_text(r, timed) if bench is not None else 'no bench data')} |"
         )
     out.append("")
 
@@ -226,12 +269,14 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
         out.append(f"## {code} {name}")
         out.append("")
         if bench is not None and r is not None and timed and r.get("flagged_us") is not None:
-            out.append(f"Fix measured: **{verdict}** ({_measured_detail(r)}).")
+            out.append(f"Fix measured: **{verdict}** at {measured_at(r, meta)} ({_measured_detail(r)}). "
+                       "Your sizes and load decide what you gain.")
         else:
             out.append(f"Fix measured: **{verdict}**.")
         if r is not None and r.get("condition"):
             out.append(f"The fix is equivalent when: {r['condition']}.")
-        out.append(f"What to do: `synclint explain {code}` or {fs[0].url}.")
+        page = f" or [{name}]({fs[0].url})" if fs[0].url else ""
+        out.append(f"What to do: `synclint explain {code}`{page}.")
         out.append("")
         out.append("| where | heat | finding | fix |")
         out.append("|---|---|---|---|")

@@ -47,7 +47,9 @@ def test_rule_module_imports(modname, got):
         pytest.fail(f"{modname} cannot be imported: {type(got).__name__}: {got}")
 
 
-@pytest.mark.parametrize("rule", [r for r in RULES if r.FIX != "never"], ids=rid)
+# SYN9xx rules are about the comments (unused `noqa`): their fixes change no runtime, so
+# there is nothing to time.
+@pytest.mark.parametrize("rule", [r for r in RULES if r.FIX != "never" and not r.CODE.startswith("SYN9")], ids=rid)
 def test_fixable_rule_has_a_pair(rule):
     assert isinstance(getattr(rule, "BENCH", None), BenchPair), f"{rule.CODE} has FIX={rule.FIX!r} but no BENCH pair"
 

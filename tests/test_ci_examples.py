@@ -79,6 +79,8 @@ def test_gitlab_job_commands_run(tmp_path):
     assert proc.returncode == 1  # findings fail the job; the artifacts are still written
     for p in job["artifacts"]["paths"]:
         assert (tmp_path / p).exists(), p
+    (issue,) = json.loads((tmp_path / job["artifacts"]["reports"]["codequality"]).read_text())
+    assert issue["check_name"] == "SYN101" and issue["location"] == {"path": "train.py", "lines": {"begin": 4, "end": 4}}
     root = ET.parse(tmp_path / job["artifacts"]["reports"]["junit"]).getroot()
     assert root.get("failures") == "1"
     assert root.find("testsuite/testcase").get("file") == "train.py"

@@ -57,14 +57,18 @@ def test_sarif_has_what_github_code_scanning_reads(sarif, findings_json):
     assert sarif["version"] == "2.1.0" and sarif["$schema"].startswith("https://")
     (run,) = sarif["runs"]
     driver = run["tool"]["driver"]
-    assert driver["name"] == "synclint" and driver["version"] and driver["informationUri"].startswith("https://")
+    from synclint.findings import RULE_PAGES
+
+    # links point at the rule pages of this checkout (no `docs-url` configured here)
+    assert driver["name"] == "synclint" and driver["version"] and driver["informationUri"] == RULE_PAGES.as_uri() + "/"
     ids = [r["id"] for r in driver["rules"]]
     assert len(ids) == len(set(ids))
     for rule in driver["rules"]:
         assert re.fullmatch(r"SYN\d{3}", rule["id"]) and rule["name"]
         assert 0 < len(rule["shortDescription"]["text"]) <= 1000 and 0 < len(rule["fullDescription"]["text"]) <= 1000
         assert rule["help"]["text"] and rule["help"]["markdown"].startswith(f"# {rule['name']} ({rule['id']})")
-        assert rule["helpUri"].startswith("https://")
+        assert rule["helpUri"] == (RULE_PAGES / f"{rule['name']}.md").as_uri()
+        assert (RULE_PAGES / f"{rule['name']}.md").is_file()
         assert rule["defaultConfiguration"]["level"] in ("warning", "note", "error")
         assert isinstance(rule["properties"]["tags"], list)
     assert len(run["results"]) == len(findings_json) > 0
@@ -203,3 +207,54 @@ def test_junit_clean_run_and_errors():
     err = ET.fromstring(junit_xml([], [FileError("x.py", "cannot parse: <bad> & \"worse\"")]).encode())
     assert err.get("errors") == "1"
     assert err.find("testsuite/testcase/error").get("message") == "cannot parse: <bad> & \"worse\""
+
+
+# ---------------------------------------------------------------- GitLab Code Quality, concise
+
+
+def test_gitlab_validates_against_gitlabs_schema_and_docs(findings_json, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "tests" / "data" / "gitlab-codeclimate.schema.json").read_text(encoding="utf-8"))
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "synclint", "check", "--no-cache", "--output-format", "gitlab", *TARGETS, str(bad)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 2  # the unparsable file; the others are still reported
+    report = json.loads(proc.stdout)
+    assert isinstance(report, list) and len(report) == len(findings_json) + 1
+    validator = jsonschema.Draft7Validator(schema)
+    for issue in report:
+        errors = list(validator.iter_errors(issue))
+        assert not errors, errors[0].message
+        # what GitLab's documentation asks for beyond its parser's schema
+        assert issue["check_name"] and issue["severity"] in ("info", "minor", "major", "critical", "blocker")
+        assert isinstance(issue["location"]["lines"]["begin"], int)
+    assert len({i["fingerprint"] for i in report}) == len(report)
+    for issue, f in zip(report, findings_json):
+        assert issue["check_name"] == f["code"] and f["message"] in issue["description"]
+        assert issue["severity"] == ("major" if f["hot"] else "minor")
+        assert issue["location"]["lines"]["begin"] == f["location"]["row"] and not os.path.isabs(issue["location"]["path"])
+        assert (ROOT / issue["location"]["path"]).resolve() == Path(ROOT / f["filename"]).resolve()
+    assert report[-1]["check_name"] == "synclint-error" and "cannot parse" in report[-1]["description"]
+
+
+def test_gitlab_paths_are_relative_to_ci_project_dir(tmp_path, monkeypatch):
+    from synclint.formats import gitlab_code_quality
+
+    (tmp_path / "src").mkdir()
+    f = Finding("SYN101", "tensor-item", "m", str(tmp_path / "src" / "a.py"), 3, 1, 3, 5, True)
+    monkeypatch.chdir(tmp_path / "src")
+    monkeypatch.setenv("CI_PROJECT_DIR", str(tmp_path))
+    (issue,) = gitlab_code_quality([f])
+    assert issue["location"]["path"] == "src/a.py"
+
+
+def test_concise_is_one_line_per_finding_then_the_summary(findings_json):
+    lines = _check("concise", *TARGETS).splitlines()
+    body = lines[: len(findings_json)]
+    for line, f in zip(body, findings_json):
+        heat = "hot" if f["hot"] else "cold"
+        assert line == f"{f['filename']}:{f['location']['row']}:{f['location']['column']}: {f['code']} [{heat}] {f['message']}"
+    assert lines[len(findings_json)].startswith(f"Found {len(findings_json)} findings")

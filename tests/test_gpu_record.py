@@ -98,7 +98,10 @@ def _load_record():
 RECORD_DATA = _load_record()
 
 
-@pytest.mark.parametrize("path", fixture_paths(FIXTURES), ids=lambda p: p.name)
+# SYN9xx fixtures test comments (`# noqa` used or not): their syncing lines are silenced on
+# purpose, so a GPU record would only restate the SYN1xx fixtures.
+@pytest.mark.parametrize("path", [p for p in fixture_paths(FIXTURES) if not p.name.startswith("SYN9")],
+                         ids=lambda p: p.name)
 def test_fixture_matches_gpu_record(path):
     if RECORD_DATA is None:
         pytest.skip("no GPU record yet (tests/data/gpu-sync-record.json): run scripts/record_syncs.py on a GPU")

@@ -336,3 +336,21 @@ def test_fix_all_safe_source_action(client, tmp_path):
     assert client.request("textDocument/codeAction", {
         "textDocument": {"uri": _uri(path)}, "range": whole, "context": {"diagnostics": [], "only": ["refactor"]},
     }) in ([], None)
+
+
+def test_diagnostic_links_follow_the_files_docs_url(client, tmp_path):
+    base = "https://github.com/ORG/synclint/blob/v0.1.0/docs/rules"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text(f'[tool.synclint]\ndocs-url = "{base}"\n', encoding="utf-8")
+    path = proj / "train.py"
+    _open(client, path, HAZARD)
+    diags = client.diagnostics(_uri(path))["diagnostics"]
+    item = [d for d in diags if d["code"] == "SYN101"]
+    assert item and item[0]["codeDescription"]["href"] == f"{base}/tensor-item.md"
+    other = tmp_path / "other.py"  # no such config above it: the checkout's page
+    _open(client, other, HAZARD)
+    from synclint.findings import RULE_PAGES
+
+    diags = client.diagnostics(_uri(other))["diagnostics"]
+    assert [d for d in diags if d["code"] == "SYN101"][0]["codeDescription"]["href"] == (RULE_PAGES / "tensor-item.md").as_uri()

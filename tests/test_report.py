@@ -144,3 +144,26 @@ def test_atomic_write_leaves_no_temporary_files(project):
     assert not [p for p in project.iterdir() if p.name.startswith(".synclint-")]
     r = run(["check", "--no-cache", "train.py", "--report", "no/such/dir/r.md", "--bench", str(BENCH)], project)
     assert r.exit_code == 2 and "cannot write" in r.output
+
+
+def test_every_figure_says_its_sizes_and_regime(project, tmp_path):
+    """Sizes from the bench JSON; the regime from the result where the bench records one,
+    else from the harness setting (meta.background_us); an interval only where recorded."""
+    data = json.loads(BENCH.read_text())
+    by_code = {r["code"]: r for r in data["results"]}
+    by_code["SYN101"]["sizes"] = {"n": 10_000_000}
+    by_code["SYN101"]["regime"] = {"name": "launch-bound"}
+    by_code["SYN101"]["speedup_interval"] = [3.5, 4.5]
+    data["meta"]["background_us"] = 1000.0
+    bench = tmp_path / "b.json"
+    bench.write_text(json.dumps(data))
+    run(["check", "--no-cache", "train.py", "--report", "r.md", "--bench", str(bench)], project)
+    text = (project / "r.md").read_text(encoding="utf-8")
+    row = next(l for l in text.splitlines() if l.startswith("| [SYN101"))
+    assert "4.00x faster" in row and "n=10,000,000; launch-bound; interval 3.50x–4.50x" in row
+    section = text.split("## SYN101 ", 1)[1].split("\n## ", 1)[0]
+    assert "**4.00x faster** at n=10,000,000; launch-bound" in section
+    timed = [c for c in by_code if c != "SYN101" and by_code[c].get("flagged_us") is not None]
+    for c in {f["code"] for f in findings(project)} & set(timed):
+        line = next(l for l in text.splitlines() if l.startswith(f"| [{c}"))
+        assert "steady-state loop, 1.0 ms of GPU work queued" in line and "interval" not in line
