@@ -112,7 +112,7 @@ class BlockingHostToDeviceCopy(Rule):
                 return
             src = args[0].value
             v = ctx.infer(src)
-            if v.kind == V.TENSOR and v.device == V.CPU:
+            if v.kind == V.TENSOR and V.on_host(v):
                 fix = with_kwarg(node, "non_blocking", _TRUE) if v.pinned else None
                 self.report(node, fix, fix_title=PINNED_TITLE if fix else None, expr=short(node))
             return
@@ -123,7 +123,7 @@ class BlockingHostToDeviceCopy(Rule):
         if factory_under(ctx, src) is not None:
             return  # SYN301 / SYN302 report `torch.zeros(n).cuda()` / `torch.tensor(data).cuda()`
         v = ctx.infer(src)
-        if v.kind not in (V.TENSOR, V.TENSORS) or v.device != V.CPU:
+        if v.kind not in (V.TENSOR, V.TENSORS) or not V.on_host(v):
             return
         fix = None
         if v.kind == V.TENSOR and v.pinned and not move.nb_given and not move.extra:

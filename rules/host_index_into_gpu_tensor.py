@@ -117,7 +117,7 @@ class HostIndexIntoGpuTensor(Rule):
         if ctx.is_numpy_array(e):
             return "NumPy array"
         v = ctx.infer(e)
-        if v.kind == V.TENSOR and v.device == V.CPU and not v.mask and v.ndim != 0 and not _zero_dim(ctx, e):
+        if v.kind == V.TENSOR and V.on_host(v) and not v.mask and v.ndim != 0 and not _zero_dim(ctx, e):
             return "CPU tensor"
         return None
 

@@ -113,5 +113,5 @@ class PageableNonBlockingCopy(Rule):
             if found is not None and found[1].split("~")[0] in SIZE_FACTORIES:
                 return  # SYN301 reports `torch.zeros(n).to(...)`
         v = ctx.infer(src)
-        if v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU and v.pinned is False:
+        if v.kind in (V.TENSOR, V.TENSORS) and V.on_host(v) and v.pinned is False:
             self.report(node, expr=short(node))

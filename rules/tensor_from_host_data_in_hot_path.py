@@ -156,7 +156,7 @@ def _host_array(ctx, data) -> bool:
         return True
     v = ctx.infer(data)
     return v.kind == V.NUMPY or (v.kind == V.PY and v.py in ("list", "tuple")) or (
-        v.kind == V.TENSOR and v.device == V.CPU
+        v.kind == V.TENSOR and V.on_host(v)
     )
 
 

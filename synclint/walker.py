@@ -468,6 +468,9 @@ class Walker:
                 elif v.kind == V.MODULE and v.cls:
                     outside = (f"{v.cls}.forward", 1)
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
+        collate = _collate_fn(ctx, node)
+        if collate:  # `DataLoader(..., collate_fn=self.collate)`: runs once per batch
+            ctx.calls.extend((caller, k, True) for k in collate)
         if outside is not None and outside[0].split(".", 1)[0] in L.LIBRARY_ROOTS:
             outside = None
         if outside is not None:
@@ -502,6 +505,19 @@ class Walker:
 
 
 # --------------------------------------------------------------------- helpers
+def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
+    """The in-file function(s) a DataLoader call takes as `collate_fn`."""
+    fn = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "collate_fn"), None)
+    if fn is None:
+        return ()
+    q = ctx.qualname(call.func) or ""
+    if not (q in L.LOADERS or q.endswith("DataLoader")):
+        return ()
+    if isinstance(fn, cst.Name) and fn.value in ctx.all_funcs:
+        return (fn.value,)
+    return V.methods_of(ctx.infer(fn))
+
+
 def _declare_param(info: FuncInfo, p: cst.Param) -> None:
     """Record a parameter's name, position and whether it has a default."""
     name = p.name.value

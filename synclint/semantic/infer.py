@@ -754,8 +754,10 @@ def _device_of(vals: List[Val]) -> Optional[str]:
     devs = {v.device for v in vals}
     if not devs:
         return None
-    if V.CUDA in devs:
-        return V.CUDA
+    if V.CUDA in devs and (V.CPU in devs or V.EITHER in devs):
+        return V.EITHER
+    if V.CUDA in devs or V.EITHER in devs:
+        return V.CUDA if V.CUDA in devs else V.EITHER
     if None in devs:
         return None
     return V.CPU

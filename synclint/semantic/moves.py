@@ -158,7 +158,7 @@ def host_data(model, data: cst.BaseExpression, strict: bool) -> bool:
     if v.kind in (V.PY, V.NUMPY):
         return True
     if v.kind in (V.TENSOR, V.TENSORS):
-        return v.device == V.CPU
+        return V.on_host(v)
     return v.kind == V.UNKNOWN and not strict
 
 

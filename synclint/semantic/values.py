@@ -29,6 +29,9 @@ UNKNOWN = "unknown"
 
 CUDA = "cuda"
 CPU = "cpu"
+# On the CPU on one path and on the GPU on another (`x = x.to(dev)` under `if preload:`):
+# a GPU value for the read-back rules, a host value for the host-to-device copy rules.
+EITHER = "cpu|cuda"
 
 # dtype classes
 BOOL = "bool"
@@ -136,13 +139,19 @@ def py(kind: str) -> Val:
 
 
 def join_device(a: Optional[str], b: Optional[str]) -> Optional[str]:
-    """Either device may be in use: CUDA if either is (the GPU path is the one to flag),
-    unknown if either is unknown, else the CPU."""
-    if a == CUDA or b == CUDA:
-        return CUDA
+    """The device after two paths meet: the same one, EITHER for the CPU on one and CUDA
+    on the other, CUDA if one is CUDA and the other unknown (the GPU path is the one to
+    flag), else unknown."""
+    if a == b:
+        return a
     if a is None or b is None:
-        return None
-    return CPU
+        return CUDA if CUDA in (a, b) else EITHER if EITHER in (a, b) else None
+    return EITHER
+
+
+def on_host(v: "Val") -> bool:
+    """A value that is (on some path) in host memory: the source of a host-to-device copy."""
+    return v.device in (CPU, EITHER)
 
 
 def join(a: Optional[Val], b: Optional[Val]) -> Val:
