@@ -20,7 +20,7 @@ import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
+from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
 from synclint.semantic.heat import hot_name, spread
 from synclint.semantic.values import Val
 
@@ -314,6 +314,14 @@ class Project:
 
     def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
         """(path, function qual in it, leading parameters the call does not pass) of a call."""
+        if "()." in q:  # a method of what another module's call returns: `Meter().update`
+            made, method = q.rsplit("().", 1)
+            v = self.value(importer, ref(made))
+            if v.kind not in (V.MODULE, V.OBJECT) or not v.cls:
+                return None
+            where = self._key_to_class.get(v.cls)
+            found = self._defining(where[0], where[1], method) if where is not None else None
+            return (found[0], found[1], 1) if found is not None else None
         if q.startswith("*"):  # a name that one of the importer's `from m import *` brings
             s = self.summaries.get(importer)
             name = q[1:]

@@ -19,7 +19,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.heat import classify_test, hot_name, lazy_init
-from synclint.semantic.facts import STARRED
+from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.syntax import NODE, SEQ, all_params, field_kind, node_fields, string_value
@@ -460,6 +460,8 @@ class Walker:
                 ctx.calls.append((caller, callee[0], hot))
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
                 outside = (f"{recv.cls}.{func.attr.value}", 1)  # a method of another module's class
+            elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
+                outside = (f"{ref_target(recv)}().{func.attr.value}", 1)
             else:
                 v = ctx.infer(func)
                 if v.kind == V.MODULE and v.cls in ctx.classes_by_name:  # `self.encoder(x)`
