@@ -140,6 +140,8 @@ class Walker:
         self.walk_field(node.body)
         if info.no_grad:
             ctx.no_grad_depth -= 1
+        if info.name == "__init__":
+            ctx.end_init(info)
         ctx.funcs.pop()
         ctx.loop_depth, ctx.guard_depth, ctx.comp_depth = saved
         if info.timing:

@@ -309,14 +309,29 @@ class SemanticModel(Inference):
             if isinstance(target.value, cst.Name) and target.value.value == "self" and self.cls is not None:
                 attrs = self.cls.attrs
                 name = target.attr.value
-                # Attributes are joined over every assignment in the class: any method may run first.
-                attrs[name] = V.join(attrs.get(name), val) if name in attrs else val
+                f = self.func
+                # Attributes are joined over every assignment in the class: any method may run
+                # first; except `__init__`, which runs before them all: what it leaves counts
+                # (`end_init`), not each of its intermediate assignments.
+                if f is None or f.name != "__init__":
+                    attrs[name] = V.join(attrs.get(name), val) if name in attrs else val
                 if self.func is not None:
                     # ... but later in this method, `self.x` is what was just assigned (kept
                     # in the function's scope as "self.x", so branches join it like a local)
                     self.bind("self." + name, val, expr)
         elif t is cst.StarredElement:
             self.bind_target(target.value, val)
+
+    def end_init(self, info: FuncInfo) -> None:
+        """After `__init__`: each `self.x` holds what it was last assigned there (joined over
+        its branches), joined with what other methods assign."""
+        if info.cls is None:
+            return
+        attrs = info.cls.attrs
+        for key, b in info.scope.items():
+            if key.startswith("self."):
+                name = key[5:]
+                attrs[name] = V.join(attrs.get(name), b.val) if name in attrs else b.val
 
     def snapshot(self) -> Dict[str, Binding]:
         return dict(self._scope_for(""))
