@@ -179,6 +179,8 @@ class Inference:
         if k == V.MODULE:
             if attr in ("weight", "bias"):
                 return V.tensor(base.device)
+            if base.cls is not None and base.cls[6:] in L.MODULE_DICTS:
+                return Val(V.MODULE, base.device)  # `self.transformer.ln_f` of an nn.ModuleDict
             return V.UNKNOWN_VAL
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
             return Val(V.DEVICE, V.CUDA)
@@ -516,8 +518,9 @@ class Inference:
                 ts = self.tensor_args(call)
                 return V.tensor(_device_of(ts) if ts else None)
             # Modules are built on the CPU and moved later, often elsewhere: unknown unless
-            # `device=` says.
-            return Val(V.MODULE, self.device_of_arg(kwarg(call, "device"))[1])
+            # `device=` says. A ModuleDict's attributes are its submodules.
+            return Val(V.MODULE, self.device_of_arg(kwarg(call, "device"))[1],
+                       cls="torch." + t if t in L.MODULE_DICTS else None)
         if t.startswith("distributions.") and last[:1].isupper():
             return Val(V.DIST)
         if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES):

@@ -70,6 +70,7 @@ HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
 BATCH_PARAM_NAMES = _set("modules", "batch_params")
 
 MODULE_NAME_WORDS = _set("modules", "name_words")
+MODULE_DICTS = _set("modules", "module_dicts")
 MODULE_NAME_ENDINGS = tuple(_DATA["modules"]["name_endings"])
 
 
