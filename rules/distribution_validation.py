@@ -39,7 +39,8 @@ class DistributionValidation(Rule):
     ## What it does
     Flags constructing a `torch.distributions` distribution from GPU tensors in hot code
     without `validate_args=False`, in a file that does not turn validation off with
-    `Distribution.set_default_validate_args(False)`.
+    `Distribution.set_default_validate_args(False)`; and `d.log_prob(x)` (`cdf`, `icdf`) of
+    such a distribution with a GPU `x`, which checks `x` against the support on each call.
 
     ## Why is this bad?
     With validation on (the default: `Distribution._validate_args = __debug__`), the
@@ -73,11 +74,16 @@ class DistributionValidation(Rule):
 
     CODE = "SYN113"
     NAME = "distribution-validation"
-    MESSAGE = "`{call}` validates its parameters on the host, which waits for all queued GPU work"
+    MESSAGE = "`{call}` validates {what} on the host, which waits for all queued GPU work"
     FIX_TITLE = "Pass `validate_args=False`, or call `Distribution.set_default_validate_args(False)` once"
     FIX = "sometimes"
     CATALOGUE = ("E5",)
     VALID = [
+        Valid(
+            "import torch\nfrom torch.distributions import Categorical\nlogits = torch.randn(4, 5, device='cuda')\n"
+            "for _ in range(3):\n    d = Categorical(logits=logits, validate_args=False)\n"
+            "    lp = d.log_prob(d.sample())\n"
+        ),
         Valid(
             "import torch\nfrom torch.distributions import Normal\nmu = torch.zeros(8, device='cuda')\n"
             "for _ in range(3):\n    d = Normal(mu, mu.exp(), validate_args=False)\n    s = d.rsample()\n"
@@ -105,6 +111,15 @@ class DistributionValidation(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            "import torch\nfrom torch.distributions import Categorical\ndef score(probs, action):\n"
+            "    return probs.log_prob(action)\n"
+            "logits = torch.randn(4, 5, device='cuda')\nfor _ in range(3):\n"
+            "    score(Categorical(logits=logits), torch.zeros(4, device='cuda'))\n",
+            line=4,
+            hot=True,
+            message="`probs.log_prob(action)` validates the sample against the support on the host, which waits for all queued GPU work",
+        ),
         Invalid(
             "import torch\nfrom torch.distributions import Normal\nclass Policy(torch.nn.Module):\n"
             "    def forward(self, x):\n        mu, log_std = self.net(x).chunk(2, -1)\n"
@@ -161,6 +176,7 @@ class DistributionValidation(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if getattr(self, "_off", False) or has_star(node):
             return
+        self._sample_check(node)
         q = self.ctx.qualname(node.func)
         if q is None or not q.startswith("torch.distributions.") or q.rsplit(".", 1)[-1] not in _VALIDATING:
             return
@@ -180,7 +196,17 @@ class DistributionValidation(Rule):
             replacement = node.with_changes(
                 args=[a.with_changes(value=cst.Name("False")) if a is validate else a for a in node.args]
             )
-        self.report(node, replacement, safe=False, call=short(node))
+        self.report(node, replacement, safe=False, call=short(node), what="its parameters")
+
+    def _sample_check(self, node: cst.Call) -> None:
+        """`d.log_prob(x)` / `cdf` / `icdf` of a validating distribution checks `x` against
+        the support (`_validate_sample`): another read-back, on every call."""
+        f = node.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value in ("log_prob", "cdf", "icdf") and node.args):
+            return
+        d = self.ctx.infer(f.value)
+        if d.kind == V.DIST and d.py == "validating" and self._gpu_param(node.args[0].value):
+            self.report(node, call=short(node), what="the sample against the support")
 
     def _gpu_param(self, e: cst.BaseExpression) -> bool:
         """A distribution parameter that is (or, computed, is likely) a GPU tensor."""

@@ -522,7 +522,10 @@ class Inference:
             return Val(V.MODULE, self.device_of_arg(kwarg(call, "device"))[1],
                        cls="torch." + t if t in L.MODULE_DICTS else None)
         if t.startswith("distributions.") and last[:1].isupper():
-            return Val(V.DIST)
+            # `py` says "validating" when the constructor does not turn validation off
+            va = kwarg(call, "validate_args")
+            off = isinstance(va, cst.Name) and va.value == "False" or va is not None and not isinstance(va, cst.Name)
+            return Val(V.DIST, py=None if off else "validating")
         if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES):
             return V.PY_VAL
         pos = [a.value for a in call.args if a.keyword is None and not a.star]
