@@ -171,3 +171,91 @@ def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
     _, ctx = probe(src)
     hot = hot_functions(ctx)
     assert "step_fn" in hot and "train_one_epoch" not in hot
+
+
+def test_a_passthrough_held_in_a_variable_yields_the_loaders_batches():
+    src = ("import torch\nfrom tqdm import tqdm\ndef run(main, train_loader):\n"
+           "    bar = tqdm if main else iter\n    for x in bar(train_loader):\n        probe(x)\n")
+    v = val(src)
+    assert v.kind == V.TENSORS and v.device == V.CPU
+    # a callable of unknown origin is not assumed to pass anything through
+    src = "import torch\ndef run(wrap, train_loader):\n    for x in wrap(train_loader):\n        probe(x)\n"
+    assert val(src).kind == V.UNKNOWN
+
+
+def test_type_and_type_as_move_to_the_other_tensors_device():
+    src = HEAD + "ref = torch.ones(2, device=device)\nx = torch.zeros(3).type(ref.type())\nprobe(x)\n"
+    assert val(src).device == V.CUDA
+    src = "import torch\nx = torch.zeros(3).type(torch.cuda.FloatTensor)\nprobe(x)\n"
+    assert val(src).device == V.CUDA
+    src = "import torch\nx = torch.zeros(3).type(torch.float16)\nprobe(x)\n"  # a dtype: no move
+    assert val(src).device == V.CPU
+    src = HEAD + "ref = torch.ones(2, device=device)\nprobe(torch.zeros(3).type_as(ref))\n"
+    assert val(src).device == V.CUDA
+
+
+def test_shapes_sizes_and_lengths_are_ints():
+    _, ctx = probe(HEAD + "x = torch.ones(2, 3, device=device)\nprobe(x)\n")
+    for expr in ("x.shape[0]", "x.size(1)", "len(x) * 2", "x.ndim", "x.numel() // 2", "max(x.shape[0], 4)"):
+        assert ctx.is_int(cst.parse_expression(expr)), expr
+    for expr in ("x.shape", "x.shape[0] / 2", "x.sum()", "x.shape[:1]"):
+        assert not ctx.is_int(cst.parse_expression(expr)), expr
+
+
+def test_numpy_arrays_are_told_from_numpy_scalars():
+    src = ("import numpy as np\nperm = np.random.permutation(8)\nidx = np.where(perm > 3)[0]\n"
+           "k = np.argmax(np.ones(3))\nfor i in np.arange(3):\n    probe(i)\n")
+    seen, ctx = probe(src)
+    assert ctx.is_numpy_array(cst.parse_expression("perm")) and ctx.is_numpy_array(cst.parse_expression("idx"))
+    assert not ctx.is_numpy_array(cst.parse_expression("k"))  # an argmax: a NumPy scalar
+    assert seen[0][0].kind == V.NUMPY and not seen[0][0].ndim  # an element of an array
+
+
+def test_int_index_tensors_are_known_by_dtype():
+    _, ctx = probe(HEAD + "m = torch.ones(4, device=device) > 0\nidx = m.nonzero().squeeze(1)\n"
+                   "top = torch.ones(4, device=device).topk(2)[1]\nprobe(idx)\n")
+    assert ctx.is_int_index(cst.parse_expression("idx"))
+    assert ctx.is_int_index(cst.parse_expression("top"))
+    assert not ctx.is_int_index(cst.parse_expression("m"))  # a bool mask is not an int index
+
+
+def test_grad_scaler_and_optimizer_fusedness_are_values():
+    src = ("import torch\nopt = torch.optim.AdamW([], lr=1e-3)\nfused = torch.optim.AdamW([], fused=True)\n"
+           "scaler = torch.amp.GradScaler('cuda')\noff = torch.amp.GradScaler(enabled=False)\n"
+           "probe((opt, fused, scaler, off))\n")
+    opt, fused, scaler, off = val(src).elems
+    assert (opt.kind, opt.py) == (V.OPTIM, "unfused") and fused.py == "fused"
+    assert scaler.cls == "torch.amp.GradScaler" and scaler.device == V.CUDA and off.device == V.CPU
+
+
+def test_self_attributes_are_flow_sensitive_in_a_method_and_init_sets_what_it_leaves():
+    src = ("import torch\nclass D:\n    def __init__(self, preload):\n        self.poses = torch.zeros(4, 4)\n"
+           "        probe(self.poses)\n        if preload:\n            self.poses = self.poses.cuda()\n"
+           "    def get(self, i):\n        probe(self.poses[i])\n")
+    seen, _ = probe(src)
+    assert seen[0][0].device == V.CPU  # just assigned in this method
+    assert seen[1][0].device == V.EITHER  # on the CPU unless preloaded
+
+
+def test_a_bound_method_in_a_variable_is_a_call_of_that_method():
+    src = ("import torch\nclass R(torch.nn.Module):\n    def run(self, x):\n        probe(x)\n"
+           "    def run_cuda(self, x):\n        probe(x)\n"
+           "    def render(self, x, fast):\n        go = self.run_cuda if fast else self.run\n        return go(x)\n"
+           "r = R()\nfor _ in range(3):\n    r.render(torch.ones(2), True)\n")
+    seen, ctx = probe(src)
+    assert {"R.run", "R.run_cuda"} <= hot_functions(ctx)
+
+
+def test_module_dict_members_are_submodules_and_their_outputs_tensors():
+    src = ("import torch\nclass GPT(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.t = torch.nn.ModuleDict(dict(ln=torch.nn.LayerNorm(4), h=torch.nn.ModuleList([])))\n"
+           "    def forward(self, x):\n        for block in self.t.h:\n            x = block(x)\n"
+           "        probe(self.t.ln(x))\n")
+    assert val(src).kind == V.TENSOR
+
+
+def test_distributions_remember_whether_they_validate():
+    src = ("import torch\nfrom torch.distributions import Normal\n"
+           "probe((Normal(0.0, 1.0), Normal(0.0, 1.0, validate_args=False), Normal(0.0, 1.0, validate_args=True)))\n")
+    a, b, c = val(src).elems
+    assert (a.py, b.py, c.py) == ("validating", None, "validating")

@@ -147,6 +147,9 @@ class Inference:
         attr = e.attr.value
         q = self.qualname(e)
         if q is not None:
+            if q.startswith("torch.") and q[6:] in L.LEGACY_CUDA_CTORS | L.LEGACY_CTORS:
+                # `torch.cuda.HalfTensor` as a value: a tensor type that names its device
+                return Val(V.PY, V.CUDA if q[6:] in L.LEGACY_CUDA_CTORS else V.CPU, py="typestr")
             return self.project.values.get(q, V.PY_VAL)  # torch.float32, np.pi, config.device
         base = self._infer(e.value)
         if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
@@ -242,6 +245,7 @@ class Inference:
         """`train_loader` of unknown origin, iterated (also through `tqdm(...)`): a DataLoader."""
         while v.kind == V.UNKNOWN and isinstance(it, cst.Call) and it.args and (
             (isinstance(it.func, cst.Name) and it.func.value in L.PASSTHROUGH) or self.qualname(it.func) in L.PASSTHROUGH
+            or self._infer(it.func) == V.PASSTHROUGH_VAL
         ):
             it = it.args[0].value
         if v.kind == V.UNKNOWN and isinstance(it, (cst.Name, cst.Attribute)):
@@ -388,10 +392,13 @@ class Inference:
         if isinstance(func, cst.Name):
             name = func.value
             bound = self.lookup(name)
-            if bound.kind == V.UNKNOWN and not self.is_local(name):
+            if (bound.kind == V.UNKNOWN or bound == V.PASSTHROUGH_VAL) and not self.is_local(name):
                 builtin = self._infer_builtin(name, call)
                 if builtin is not None:
                     return builtin
+            if bound == V.PASSTHROUGH_VAL and call.args:  # `progress = tqdm if main else iter`
+                inner = call.args[0].value
+                return self._loader_named(inner, self._infer(inner))
             if bound.kind == V.MODULE:
                 return self._module_output(bound, call)
             cls = self.classes_by_name.get(name)
@@ -549,6 +556,8 @@ class Inference:
                 or kwarg(call, "other") is not None
             ):
                 return V.tensor(device, assumed=assumed)
+            if last in L.VALUES_INDICES:
+                return _values_indices(device, None, assumed)
             return Val(V.TENSORS, device, assumed=assumed)
         if last in ("stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack"):
             dtypes = {v.dtype for v in ts}
@@ -651,13 +660,13 @@ class Inference:
             if m == "type":
                 if not call.args:  # "torch.cuda.FloatTensor": names the device too
                     return Val(V.PY, recv.device, py="typestr")
-                if dtype is None:  # `.type(other.type())` or a type string: maybe a move
-                    s = string_value(arg) if arg is not None else None
-                    t = self._infer(arg) if arg is not None and s is None else V.UNKNOWN_VAL
-                    if s is not None and s.startswith("torch."):
-                        is_dev, dev = True, V.CUDA if s.startswith("torch.cuda.") else V.CPU
-                    elif t.kind == V.PY and t.py == "typestr":
-                        is_dev, dev = True, t.device
+                # `.type(torch.cuda.FloatTensor)`, `.type(other.type())`, `.type("torch.cuda...")`
+                s = string_value(arg) if arg is not None else None
+                t = self._infer(arg) if arg is not None and s is None else V.UNKNOWN_VAL
+                if s is not None and s.startswith("torch."):
+                    is_dev, dev = True, V.CUDA if s.startswith("torch.cuda.") else V.CPU
+                elif t.kind == V.PY and t.py == "typestr":
+                    is_dev, dev = True, t.device
             out = recv.with_(assumed=assumed)
             if is_dev:
                 out = out.with_(device=dev, pinned=None)
@@ -687,8 +696,10 @@ class Inference:
         if m in L.MULTI_OUTPUT_METHODS or (m in ("max", "min") and (call.args or kwarg(call, "dim") is not None)):
             if m in ("max", "min") and call.args and self._infer(call.args[0].value).kind == V.TENSOR:
                 return V.tensor(recv.device, assumed=assumed)  # x.max(other): elementwise
-            if m in ("sort", "unique", "split", "chunk", "unbind", "tensor_split"):
+            if m in ("sort", "unique", "split", "chunk", "unbind", "tensor_split") and m not in L.VALUES_INDICES:
                 return Val(V.TENSORS, recv.device, dtype=recv.dtype, assumed=assumed)
+            if m in L.VALUES_INDICES:  # (values, indices): `x.topk(k)[1]` is an int index
+                return _values_indices(recv.device, recv.dtype, assumed)
             return Val(V.TENSORS, recv.device, assumed=assumed)
         if m in L.FLOAT_METHODS:
             return V.tensor(recv.device, ndim=recv.ndim, dtype=V.FLOAT, assumed=assumed)
@@ -754,6 +765,11 @@ class Inference:
             if is_dev:
                 return dev
         return recv.device
+
+
+def _values_indices(device: Optional[str], dtype: Optional[str], assumed: bool) -> Val:
+    return Val(V.TENSORS, device, assumed=assumed,
+               elems=(V.tensor(device, dtype=dtype, assumed=assumed), V.tensor(device, dtype=V.INT, assumed=assumed)))
 
 
 def _device_of(vals: List[Val]) -> Optional[str]:

@@ -273,8 +273,12 @@ class SemanticModel(Inference):
             return b.val
         q = self.aliases.get(name)
         if q is not None:
+            if q in L.PASSTHROUGH:
+                return V.PASSTHROUGH_VAL  # `tqdm`: iterating what it wraps yields its items
             # an imported module, function or class (not a tensor), or a module-level value
             return self.project.values.get(q, V.PY_VAL)
+        if name in L.PASSTHROUGH:
+            return V.PASSTHROUGH_VAL  # the builtins `iter`, `reversed`
         return V.UNKNOWN_VAL
 
     def assigned(self, name: str) -> Optional[cst.BaseExpression]:

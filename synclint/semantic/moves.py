@@ -61,14 +61,16 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
         return None if d == V.CPU else Move(call, m, pos[0], True, None, False, False)
     if m == "type":
         arg = kws.get("dtype", pos[0] if pos else None)
-        if arg is None or model.torch_name(arg) is not None:
-            return None  # `.type()` or `.type(torch.float16)`: no move
+        if arg is None:
+            return None  # `.type()`: a query
+        v = model.infer(arg)
+        if v.kind == V.PY and v.py == "typestr":  # `.type(torch.cuda.FloatTensor)`, `.type(x.type())`
+            return Move(call, m, arg, True, None, _nb(kws.get("non_blocking")), False) if v.device != V.CPU else None
+        if model.torch_name(arg) is not None:
+            return None  # `.type(torch.float16)`: no move
         s = string_value(arg)
         if s is not None:
             return Move(call, m, arg, True, None, False, False) if s.startswith("torch.cuda.") else None
-        v = model.infer(arg)
-        if v.kind == V.PY and v.py == "typestr" and v.device != V.CPU:
-            return Move(call, m, arg, True, None, _nb(kws.get("non_blocking")), False)
         return None
     if m == "cuda":
         if len(pos) > 2 or set(kws) - {"device", "non_blocking", "memory_format"}:

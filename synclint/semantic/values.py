@@ -131,6 +131,9 @@ def methods_of(v: Val) -> Tuple[str, ...]:
 
 
 UNKNOWN_VAL = Val(UNKNOWN)
+# A callable that passes its argument's items through (`tqdm`, `iter`), also when held in a
+# variable (`progress = tqdm if main else iter`).
+PASSTHROUGH_VAL = Val(PY, py="passthrough")
 PY_VAL = Val(PY)
 
 
