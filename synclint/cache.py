@@ -131,7 +131,7 @@ class Cache(_Store):
 
     def get(self, path: str, digest: str) -> Optional[list]:
         e = self.entries.get(os.path.abspath(path))
-        if isinstance(e, list) and len(e) == 6 and e[0] == digest and isinstance(e[2], list):
+        if isinstance(e, list) and len(e) == 7 and e[0] == digest and isinstance(e[2], list):
             return e
         return None
 

@@ -80,9 +80,10 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
 
 def lint_analysis(
     a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts] = None
-) -> Tuple[List[Finding], Graph]:
+) -> Tuple[List[Finding], Graph, "ModuleSummary"]:
     """The second walk, with the rules, from what the first walk and the project know.
-    Findings carry the heat known in this file; `Graph` lets the project add callers'."""
+    Findings carry the heat known in this file; `Graph` lets the project add callers'; the
+    summary is what this walk (knowing the project) tells the other modules."""
     from synclint.semantic import SemanticModel
     from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
@@ -95,11 +96,12 @@ def lint_analysis(
         instances = [r(ctx) for r in rules]
         Walker(ctx, instances).walk(module)
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
+    summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
     comment_rules = [r for r in rules if hasattr(r, "noqa_findings")]
     if not ctx.findings and not comment_rules:
-        return [], graph
+        return [], graph, summary
     noqa = noqa_map(source)
     used: set = set()
     out: List[Finding] = []
@@ -142,7 +144,7 @@ def lint_analysis(
     for r in comment_rules:
         out.extend(r.noqa_findings(source, a.filename, noqa, used, rules))
     out.sort(key=Finding.sort_key)
-    return out, graph
+    return out, graph, summary
 
 
 def lint_source(
@@ -165,7 +167,7 @@ def lint_source(
     a = analyse(source, filename, module_name)
     if a is None or not might_fire(source):
         return []
-    findings, _ = lint_analysis(a, rules, project)
+    findings, _, _ = lint_analysis(a, rules, project)
     return [f for f in findings if not f.suppressed and (f.hot or not hot_only)]
 
 

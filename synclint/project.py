@@ -100,6 +100,16 @@ class Project:
             for cname in summary.classes:
                 self._key_to_class[self.class_key(path, cname)] = (path, cname)
 
+    def update(self, path: str, summary: ModuleSummary) -> None:
+        """Replace a module's summary with what its second walk found (knowing the rest of
+        the project), and forget what was linked from the first."""
+        path = os.path.abspath(path)
+        self.summaries[path] = summary
+        for cname in summary.classes:
+            self._key_to_class[self.class_key(path, cname)] = (path, cname)
+        self._classes.clear()
+        self._incoming = self._cuda = self._override_map = None
+
     def module_path(self, name: str, importer: str) -> Optional[str]:
         paths = self.by_name.get(name)
         if not paths:

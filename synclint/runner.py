@@ -66,7 +66,8 @@ def check_files(
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         cache = Cache(cache_dir, key, False)
-    entries: Dict[str, list] = {}  # path -> [digest, facts digest, findings, graph, error, hot scopes]
+    # path -> [digest, facts digest, findings, graph, error, hot scopes, second-walk summary]
+    entries: Dict[str, list] = {}
     if cache is not None:
         entries = _unchanged_project(cache, texts, digests)
     if len(entries) != len(texts):
@@ -196,7 +197,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
         facts: Dict[str, Tuple[str, dict]] = {}
         for path, text in texts.items():
             if path in errors:
-                out[path] = [digests[path], "", [], None, errors[path], []]
+                out[path] = [digests[path], "", [], None, errors[path], [], None]
                 continue
             pf = project.facts_for(path)
             fd = pf.digest()
@@ -206,9 +207,32 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
                 continue
             facts[path] = (fd, pf.to_json())
             todo.append(("lint", path, text, names[path], facts[path][1]))
-        for _, job, (found, graph, error) in runner.run(todo, affinity):
+        for _, job, (found, graph, error, summary) in runner.run(todo, affinity):
             path = job[1]
-            out[path] = [digests[path], facts[path][0], found, graph, error, []]
+            out[path] = [digests[path], facts[path][0], found, graph, error, [], summary]
+        # Round 2: what the second walks learned (a parameter's value from another module,
+        # passed on to a third) is linked once more; files whose facts change are linted
+        # again. One extra round: a chain of three modules is seen, a longer one may not be.
+        changed = False
+        for path, e in out.items():
+            s2 = e[6] if len(e) > 6 else None
+            s1 = project.summaries.get(os.path.abspath(path))
+            if s2 and s1 is not None and s2 != s1.to_json():
+                project.update(path, ModuleSummary.from_json(s2))
+                changed = True
+        if changed:
+            todo = []
+            for path, e in out.items():
+                if e[4] or path not in texts:
+                    continue
+                pf = project.facts_for(path)
+                fd = pf.digest()
+                if fd != e[1]:
+                    facts[path] = (fd, pf.to_json())
+                    todo.append(("lint", path, texts[path], names[path], facts[path][1]))
+            for _, job, (found, graph, error, summary) in runner.run(todo, affinity):
+                path = job[1]
+                out[path] = [digests[path], facts[path][0], found, graph, error, [], summary]
     finally:
         runner.close()
     # Heat over the whole project's call graph.

@@ -426,6 +426,7 @@ class Walker:
         hot = ctx.site_hot()
         caller = f.qual if f else None
         callee = None  # (key of an in-file function, leading parameters the call does not pass)
+        bound_methods: Tuple[str, ...] = ()  # the in-file methods a bound-method variable may be
         outside = None  # (qualified name of another module's function or method, leading params)
         if isinstance(func, cst.Name):
             ctx.calls.append((caller, func.value, hot))
@@ -444,9 +445,8 @@ class Walker:
                 elif v.kind == V.MODULE and v.cls:
                     outside = (f"{v.cls}.forward", 1)
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
-                    keys = V.methods_of(v)
-                    ctx.calls.extend((caller, k, hot) for k in keys)
-                    callee = (keys[0], 1) if len(keys) == 1 else None
+                    bound_methods = V.methods_of(v)
+                    ctx.calls.extend((caller, k, hot) for k in bound_methods)
                 elif ctx.stars and func.value not in ctx.all_funcs and not ctx.is_local(func.value):
                     outside = ("*" + func.value, 0)  # from `from m import *`: the linker finds it
                 else:
@@ -479,8 +479,8 @@ class Walker:
             outside = None
         if outside is not None:
             ctx.calls.append((caller, "@" + outside[0], hot))
-        target = callee or outside
-        if target is not None:
+        targets = [(k, 1) for k in bound_methods] if bound_methods else [callee or outside]
+        if targets[0] is not None:
             pos = []
             for a in node.args:
                 if a.star or a.keyword is not None:
@@ -489,7 +489,12 @@ class Walker:
             kws = {a.keyword.value: ctx.infer(a.value) for a in node.args if a.keyword is not None}
             if any(a.star for a in node.args):
                 kws[STARRED] = V.UNKNOWN_VAL
-            (ctx.call_args if callee is not None else ctx.calls_out).append((target[0], target[1], pos, kws))
+            in_file = callee is not None or bool(bound_methods)
+            for key, skip in targets:
+                if in_file:
+                    ctx.call_args.setdefault(key, []).append((caller, skip, pos, kws))
+                else:
+                    ctx.calls_out.append((key, skip, pos, kws))
             if callee is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                     and func.value.value == "self":
                 ctx.self_calls.append((callee[0], pos, kws))

@@ -214,3 +214,112 @@ def test_summaries_survive_json_and_references_resolve():
     assert again == s
     assert s.classes["C"].attrs["h"].cls == "@other.build"  # a reference the linker resolves
     assert s.classes["C"].attrs["x"].device == "cuda"
+
+
+def test_a_base_class_call_reaches_the_override_in_another_module(tmp_path):
+    paths = _project(tmp_path, {
+        "renderer.py": """\
+            import torch
+
+            class Renderer(torch.nn.Module):
+                def color(self, x, mask):
+                    raise NotImplementedError()
+
+                def render(self, x, fast):
+                    go = self.run_fast if fast else self.run
+                    return go(x)
+
+                def run(self, x):
+                    mask = x.sum(-1) > 0
+                    return self.color(x, mask=mask.reshape(-1))
+
+                def run_fast(self, x):
+                    return self.color(x, mask=torch.ones(x.shape[0], dtype=torch.bool))
+            """,
+        "network.py": """\
+            import torch
+            from renderer import Renderer
+
+            class Network(Renderer):
+                def color(self, x, mask=None):
+                    if mask is not None:
+                        x = x[mask]
+                    return x
+            """,
+        "train.py": """\
+            import torch
+            from network import Network
+
+            def train(steps):
+                model = Network().cuda()
+                for _ in range(steps):
+                    out = model.render(torch.rand(8, 3, device="cuda"), steps > 4)
+            """,
+    })
+    found = _found(paths)
+    # `self.color(...)` in the base class runs the subclass's color, every step, with a
+    # CUDA mask from `run` (a CPU one from `run_fast`: the join still holds a GPU path)
+    assert ("network.py", 7, "SYN201", True) in found
+
+
+def test_a_mask_from_the_base_class_on_the_cpu_is_not_a_sync(tmp_path):
+    paths = _project(tmp_path, {
+        "renderer.py": """\
+            import torch
+
+            class Renderer:
+                def run(self, x):
+                    return self.color(x, torch.zeros(4, dtype=torch.bool))
+            """,
+        "network.py": """\
+            import torch
+            from renderer import Renderer
+
+            class Network(Renderer):
+                def color(self, x, mask):
+                    return x[mask]
+            """,
+    })
+    assert not any(name == "network.py" for name, *_ in _found(paths))
+
+
+def test_star_imported_classes_and_methods_of_other_modules_instances(tmp_path):
+    paths = _project(tmp_path, {
+        "utils.py": """\
+            import torch
+
+            class Meter:
+                def update(self, loss):
+                    self.total = loss.item()
+
+            class Trainer:
+                def __init__(self, model):
+                    self.model = model
+
+                def train_step(self, x):
+                    return self.model.forward_loss(x)
+            """,
+        "model.py": """\
+            import torch
+
+            class Net(torch.nn.Module):
+                def forward_loss(self, x):
+                    return x.sum().item()
+            """,
+        "main.py": """\
+            import torch
+            from utils import *
+            from model import Net
+
+            meter = Meter()
+            trainer = Trainer(Net().cuda())
+            for step in range(10):
+                x = torch.ones(3, device="cuda")
+                meter.update(x.sum())
+            """,
+    })
+    found = _found(paths)
+    assert ("utils.py", 5, "SYN101", True) in found  # `meter.update` called every step
+    # `Trainer(...)` through the star import: its model is a Net, so train_step (hot by
+    # name) runs Net.forward_loss
+    assert ("model.py", 5, "SYN101", True) in found

@@ -76,7 +76,9 @@ class FileFacts:
     func_returns: Dict[str, Val] = field(default_factory=dict)
     method_returns: Dict[Tuple[str, str], Val] = field(default_factory=dict)
     class_attrs: Dict[str, Dict[str, Val]] = field(default_factory=dict)
-    params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # function qual -> param -> value
+    # function qual -> calling function (None: module level) -> param -> value: the second
+    # walk replaces a caller's values with its own once it has walked that caller
+    params: Dict[str, Dict[Optional[str], Dict[str, Val]]] = field(default_factory=dict)
     # the file makes CUDA the default device somewhere (typically under `__main__`, which
     # runs before the functions above it are called)
     cuda_default: bool = False

@@ -123,7 +123,9 @@ class SemanticModel(Inference):
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
         # (callee key, positional values, keyword values) of calls to in-file functions
-        self.call_args: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
+        # (calling function, callee key, skipped params, positional, keyword values) of calls
+        # to in-file functions, by callee key
+        self.call_args: Dict[str, List[Tuple[Optional[str], int, List[Val], Dict[str, Val]]]] = {}
         self.loop_depth = 0  # for/while bodies (comprehensions count in comp_depth)
         self.comp_depth = 0
         self.no_grad_depth = 0
@@ -467,24 +469,36 @@ class SemanticModel(Inference):
     def param_from_callers(self, qual: str, name: str) -> Optional[Val]:
         """The join of the values every call passes for this parameter, in this file and
         (from the project) in others."""
-        here = self.facts.params.get(qual, {}).get(name)
+        info = self.all_funcs.get(qual)
+        fresh = self._params_by_caller(qual, info) if info is not None else {}
+        earlier = self.facts.params.get(qual, {})
+        here: Optional[Val] = None
+        for caller in set(fresh) | set(earlier):
+            v = (fresh[caller] if caller in fresh else earlier[caller]).get(name)
+            if v is not None:
+                v = self.resolve(v)
+                here = v if here is None else V.join(here, v)
         there = self.project.params.get(qual, {}).get(name)
-        if here is not None:
-            here = self.resolve(here)
         if here is None or there is None:
             return here if there is None else there
         return V.join(here, there)
+
+    def _params_by_caller(self, key: str, info: FuncInfo) -> Dict[Optional[str], Dict[str, Val]]:
+        """caller -> parameter -> join of what this walk's calls from it pass to `key`."""
+        out: Dict[Optional[str], Dict[str, Val]] = {}
+        for caller, skip, pos, kws in self.call_args.get(key, ()):
+            join_call(out.setdefault(caller, {}), info.param_order[skip:], info.defaults, pos, kws)
+        return out
 
     def summary(self) -> FileFacts:
         """What the second walk of this file starts from."""
         facts = FileFacts(dict(self.func_returns), dict(self.method_returns),
                           {name: dict(c.attrs) for name, c in self.classes_by_name.items()},
                           cuda_default=self.default_device == V.CUDA)
-        for key, skip, pos, kws in self.call_args:
+        for key in self.call_args:
             info = self.all_funcs.get(key)
-            if info is None:
-                continue
-            join_call(facts.params.setdefault(key, {}), info.param_order[skip:], info.defaults, pos, kws)
+            if info is not None:
+                facts.params[key] = self._params_by_caller(key, info)
         return facts
 
     def module_summary(self, name: str) -> ModuleSummary:
