@@ -71,30 +71,45 @@ def _event_us(torch: Any, fn: Callable[[], None], reps: int = 5) -> float:
     return float(statistics.median(times))
 
 
-def calibrate_gpu_work(torch: Any, target_us: float, device: str = "cuda", max_elements: Optional[int] = None) -> GpuWork:
-    """An elementwise kernel that takes about `target_us` on this GPU, and its measured time.
+@dataclass
+class KernelFit:
+    """GPU time of the work kernel as a line in its size: us = base_us + per_element_us * (k - base_k)."""
 
-    Fits time = a + b * k from two sizes (the kernel is memory-bound, so linear above a few
-    microseconds), sizes the buffers for target_us, then measures the chosen size."""
-    if target_us <= 0:
-        return GpuWork(0, 0.0)
-    probe = 1 << 24
+    base_k: int
+    base_us: float
+    per_element_us: float
+
+    def elements_for(self, target_us: float) -> int:
+        if target_us <= self.base_us:  # below the fitted range: scale down from the base size
+            return max(1, int(self.base_k * target_us / max(self.base_us, 1e-9)))
+        return max(1, int((target_us - self.base_us) / self.per_element_us) + self.base_k)
+
+
+def fit_kernel(torch: Any, device: str = "cuda", probe: int = 1 << 24) -> KernelFit:
+    """Time the work kernel at two sizes (it is memory-bound: linear above a few microseconds)."""
     small, large = probe // 8, probe
     src = torch.rand(large, device=device)
     dst = torch.empty_like(src)
     t_small = _event_us(torch, lambda: _kernel(torch, src, dst, small))
     t_large = _event_us(torch, lambda: _kernel(torch, src, dst, large))
-    slope = max((t_large - t_small) / (large - small), 1e-9)
-    k = max(1, int((target_us - t_small) / slope) + small)
-    if target_us <= t_small:
-        k = max(1, int(small * target_us / max(t_small, 1e-9)))
-    if max_elements is not None:
-        k = min(k, max_elements)
-    del src, dst
-    src = torch.rand(k, device=device)
-    dst = torch.empty_like(src)
-    us = _event_us(torch, lambda: _kernel(torch, src, dst, k))
-    return GpuWork(k, us, src, dst)
+    return KernelFit(small, t_small, max((t_large - t_small) / (large - small), 1e-9))
+
+
+def gpu_work(torch: Any, k: int, device: str = "cuda", src: Any = None, dst: Any = None) -> GpuWork:
+    """The work kernel over k elements (on the given buffers, or new ones), its time measured."""
+    if k <= 0:
+        return GpuWork(0, 0.0)
+    if src is None:
+        src = torch.rand(k, device=device)
+        dst = torch.empty_like(src)
+    return GpuWork(k, _event_us(torch, lambda: _kernel(torch, src, dst, k)), src, dst)
+
+
+def calibrate_gpu_work(torch: Any, target_us: float, device: str = "cuda") -> GpuWork:
+    """An elementwise kernel that takes about `target_us` on this GPU, and its measured time."""
+    if target_us <= 0:
+        return GpuWork(0, 0.0)
+    return gpu_work(torch, fit_kernel(torch, device).elements_for(target_us), device)
 
 
 def step_loop(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 import statistics
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -24,11 +24,19 @@ MIN_GAIN = 0.03  # a speedup under 3% is never called faster (nor one over 1/1.0
 Passes = Sequence[Sequence[float]]
 
 
+def ratio(f: Sequence[float], x: Sequence[float]) -> float:
+    """The speedup of pooled samples: median flagged time over median fixed time."""
+    return statistics.median(f) / max(statistics.median(x), 1e-12)
+
+
+def difference(f: Sequence[float], x: Sequence[float]) -> float:
+    """What the fix saves, of pooled samples: median flagged time minus median fixed time."""
+    return statistics.median(f) - statistics.median(x)
+
+
 def speedup(flagged: Passes, fixed: Passes) -> float:
     """Median flagged time over median fixed time, all loops of all passes pooled."""
-    f = [x for p in flagged for x in p]
-    x = [v for p in fixed for v in p]
-    return statistics.median(f) / max(statistics.median(x), 1e-12)
+    return ratio([x for p in flagged for x in p], [v for p in fixed for v in p])
 
 
 def _check(flagged: Passes, fixed: Passes) -> None:
@@ -45,10 +53,10 @@ def bootstrap_interval(
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    statistic: Callable[[Sequence[float], Sequence[float]], float] = ratio,
 ) -> Tuple[float, float]:
-    """Percentile interval of `speedup` under a two-level (pass, then loop) paired bootstrap.
-
-    Seeded, so the same samples always give the same interval."""
+    """Percentile interval of `statistic` (the speedup by default) under a two-level
+    (pass, then loop) paired bootstrap. Seeded: the same samples give the same interval."""
     _check(flagged, fixed)
     rng = random.Random(seed)
     n_pass = len(flagged)
@@ -64,7 +72,7 @@ def bootstrap_interval(
                 i = rng.randrange(n)
                 f.append(fp[i])
                 x.append(xp[i])
-        stats.append(statistics.median(f) / max(statistics.median(x), 1e-12))
+        stats.append(statistic(f, x))
     stats.sort()
     tail = (1.0 - confidence) / 2
     return _quantile(stats, tail), _quantile(stats, 1.0 - tail)
