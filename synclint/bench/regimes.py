@@ -56,18 +56,20 @@ def _kernel(torch: Any, src: Any, dst: Any, k: int) -> None:
     torch.mul(src[:k], 1.0001, out=dst[:k])
 
 
-def _event_us(torch: Any, fn: Callable[[], None], reps: int = 5) -> float:
-    """Median GPU time of fn (one launch), with CUDA events, after one warm-up."""
+def _event_us(torch: Any, fn: Callable[[], None], reps: int = 5, launches: int = 10) -> float:
+    """GPU time of one launch of fn: CUDA events around `launches` launches in a row, divided
+    (so that a tiny kernel is not lost in the events' own overhead); median of `reps`."""
     fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        fn()
+        for _ in range(launches):
+            fn()
         e.record()
         e.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
+        times.append(s.elapsed_time(e) * 1e3 / launches)
     return float(statistics.median(times))
 
 
@@ -85,9 +87,10 @@ class KernelFit:
         return max(1, int((target_us - self.base_us) / self.per_element_us) + self.base_k)
 
 
-def fit_kernel(torch: Any, device: str = "cuda", probe: int = 1 << 24) -> KernelFit:
-    """Time the work kernel at two sizes (it is memory-bound: linear above a few microseconds)."""
-    small, large = probe // 8, probe
+def fit_kernel(torch: Any, device: str = "cuda", probe: int = 1 << 27) -> KernelFit:
+    """Time the work kernel at two sizes (it is memory-bound: linear once its buffers are well
+    past the L2 cache, 50-60 MB on Hopper; the default sizes are 128 MB and 512 MB a buffer)."""
+    small, large = probe // 4, probe
     src = torch.rand(large, device=device)
     dst = torch.empty_like(src)
     t_small = _event_us(torch, lambda: _kernel(torch, src, dst, small))
@@ -105,11 +108,11 @@ def gpu_work(torch: Any, k: int, device: str = "cuda", src: Any = None, dst: Any
     return GpuWork(k, _event_us(torch, lambda: _kernel(torch, src, dst, k)), src, dst)
 
 
-def calibrate_gpu_work(torch: Any, target_us: float, device: str = "cuda") -> GpuWork:
+def calibrate_gpu_work(torch: Any, target_us: float, device: str = "cuda", probe: int = 1 << 27) -> GpuWork:
     """An elementwise kernel that takes about `target_us` on this GPU, and its measured time."""
     if target_us <= 0:
         return GpuWork(0, 0.0)
-    return gpu_work(torch, fit_kernel(torch, device).elements_for(target_us), device)
+    return gpu_work(torch, fit_kernel(torch, device, probe).elements_for(target_us), device)
 
 
 def step_loop(

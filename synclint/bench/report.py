@@ -182,7 +182,10 @@ def render_markdown(
     chart: Optional[str] = "speedups.svg",
     sweep: Optional[Dict[str, Any]] = None,
     sweep_chart: Optional[str] = "item-sweep.svg",
+    stability: Optional[Dict[str, Any]] = None,
 ) -> str:
+    """docs/benchmarks.md: method, the sweep (if given), the results table, the stability
+    comparison (if given) and a section per rule."""
     meta = data.get("meta", {})
     results = sorted(data.get("results", []), key=lambda r: r.get("code", ""))
     timed = bool(meta.get("timed"))
@@ -227,8 +230,9 @@ def render_markdown(
     out.append(
         f"Each side and regime is timed in {meta.get('repeats', '?')} loops per pass, flagged and fixed "
         f"interleaved, in {meta.get('passes', '?')} passes over all pairs (fresh inputs each pass). The speedup "
-        "is the median flagged loop over the median fixed loop; its **95% CI** comes from a bootstrap that "
-        f"resamples passes, then loops within them ({meta.get('resamples', '?')} resamples). A pair is "
+        "is the median, over all interleaved pairs of loops, of flagged time / fixed time (a drift of the machine "
+        "between loops or passes hits both loops of a pair alike and cancels); its **95% CI** comes from a "
+        f"bootstrap that resamples passes, then loops within them ({meta.get('resamples', '?')} resamples). A pair is "
         "*faster* (or *slower*) only when the interval excludes 1.0 in that regime (and the gain is at least "
         "3%); the verdict names the regime it rests on. Otherwise it is *memory* when the fix lowers peak GPU "
         "memory, and else *no measurable gain*. Sizes matter: a gain at 1e7 elements is that size's gain, "
@@ -264,6 +268,10 @@ def render_markdown(
         cells += [mem, verdict]
         out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     out.append("")
+    if stability:
+        from synclint.bench.stability import render_markdown as stability_markdown
+
+        out.append(stability_markdown(stability))
     out.append("## Per rule\n")
     for r in results:
         out.append(f"### {r.get('code')}\n")

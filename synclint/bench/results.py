@@ -118,10 +118,11 @@ def _regime_problems(g: Any, where: str) -> List[str]:
             errs.append(f"{where}: 'slower' but the interval {ci} does not exclude 1.0")
     if isinstance(g.get("passes"), int) and isinstance(g.get("speedups_by_pass"), list) and len(g["speedups_by_pass"]) != g["passes"]:
         errs.append(f"{where}: {g['passes']} passes but {len(g['speedups_by_pass'])} speedups by pass")
-    if all(isinstance(g.get(k), NUM) for k in ("speedup", "flagged_us", "fixed_us")) and g["fixed_us"] > 0:
-        want = g["flagged_us"] / g["fixed_us"]
-        if abs(want - g["speedup"]) > 0.01 * want + 1e-3:
-            errs.append(f"{where}.speedup: {g['speedup']} but flagged_us/fixed_us = {want:.4f}")
+    loops = g.get("loops_us")
+    if loops is not None:
+        n = [[len(p) for p in loops.get(s) or []] for s in ("flagged", "fixed")] if isinstance(loops, dict) else None
+        if not n or n[0] != n[1] or len(n[0]) != g.get("passes") or (isinstance(g.get("samples"), dict) and sum(n[0]) != g["samples"].get("flagged")):
+            errs.append(f"{where}.loops_us: expected the same loops per pass on both sides, one list per pass, as many as samples")
     return errs
 
 

@@ -5,10 +5,13 @@ bootstrap (a few thousand resamples of ~25 loop times per regime) takes seconds.
 
 The samples are per-loop times (one per timed loop: per-call wall time of N calls),
 grouped by pass; within a pass the flagged and fixed loops were interleaved, so loop i of
-each side shares the host's and the GPU's state at that moment. The bootstrap resamples
-in two levels, passes first and then loops inside each drawn pass (the same index on
-both sides, keeping the pairing), because passes differ more than loops do: a
-one-level bootstrap over loops would call a pass-to-pass drift a measured gain.
+each side shares the host's and the GPU's state at that moment. The speedup is the median
+of those paired ratios flagged_i / fixed_i: a drift of clocks or host load between loops
+or passes (seen at +30% over one run on a shared machine) hits both sides of a pair alike
+and cancels, where a ratio of pooled medians would mix levels. The bootstrap resamples in
+two levels, passes first and then loops inside each drawn pass, because passes differ more
+than loops do: a one-level bootstrap over loops would call a pass-to-pass change a
+measured gain.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ Passes = Sequence[Sequence[float]]
 
 
 def ratio(f: Sequence[float], x: Sequence[float]) -> float:
-    """The speedup of pooled samples: median flagged time over median fixed time."""
-    return statistics.median(f) / max(statistics.median(x), 1e-12)
+    """The speedup of paired samples: the median of flagged_i / fixed_i."""
+    return statistics.median(a / max(b, 1e-12) for a, b in zip(f, x))
 
 
 def difference(f: Sequence[float], x: Sequence[float]) -> float:
@@ -35,7 +38,7 @@ def difference(f: Sequence[float], x: Sequence[float]) -> float:
 
 
 def speedup(flagged: Passes, fixed: Passes) -> float:
-    """Median flagged time over median fixed time, all loops of all passes pooled."""
+    """The median of the paired loop ratios flagged / fixed, over all passes."""
     return ratio([x for p in flagged for x in p], [v for p in fixed for v in p])
 
 

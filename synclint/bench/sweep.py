@@ -54,7 +54,7 @@ def run_sweep(
     passes: int = 3,
     target_ms: float = 20.0,
     min_steps: int = 5,
-    probe: int = 1 << 24,
+    probe: int = 1 << 27,
     progress: Optional[Callable[[str], None]] = None,
 ) -> Dict[str, Any]:
     """Measure the grid; the sweep's results document."""
