@@ -40,7 +40,8 @@ def readme_with_bench(readme: str, data) -> str:
         "",
         "![Speedup of each rule's fix, log scale](docs/speedups.svg)",
         "",
-        "Speedup = flagged time / fixed time with its 95% bootstrap interval, in a back-to-back loop and, "
+        "Speedup = flagged time / fixed time (the median over interleaved loop pairs) with its 95% bootstrap "
+        "interval, in a back-to-back loop and, "
         "for fixes that remove a sync, in a loop with host and GPU work per step "
         f"({(meta.get('host_work') or {}).get('host_us', '?')} µs host, {(meta.get('host_work') or {}).get('gpu_us', '?')} µs GPU); "
         "a verdict needs the interval to exclude 1.0 and names the loop it rests on.",

@@ -81,10 +81,12 @@ class KernelFit:
     base_us: float
     per_element_us: float
 
+    max_k: int = 1 << 31  # a noisy fit must not ask for more memory than the probe's 16 times
+
     def elements_for(self, target_us: float) -> int:
         if target_us <= self.base_us:  # below the fitted range: scale down from the base size
             return max(1, int(self.base_k * target_us / max(self.base_us, 1e-9)))
-        return max(1, int((target_us - self.base_us) / self.per_element_us) + self.base_k)
+        return min(self.max_k, max(1, int((target_us - self.base_us) / self.per_element_us) + self.base_k))
 
 
 def fit_kernel(torch: Any, device: str = "cuda", probe: int = 1 << 27) -> KernelFit:
@@ -95,7 +97,7 @@ def fit_kernel(torch: Any, device: str = "cuda", probe: int = 1 << 27) -> Kernel
     dst = torch.empty_like(src)
     t_small = _event_us(torch, lambda: _kernel(torch, src, dst, small))
     t_large = _event_us(torch, lambda: _kernel(torch, src, dst, large))
-    return KernelFit(small, t_small, max((t_large - t_small) / (large - small), 1e-9))
+    return KernelFit(small, t_small, max((t_large - t_small) / (large - small), 1e-9), max_k=16 * probe)
 
 
 def gpu_work(torch: Any, k: int, device: str = "cuda", src: Any = None, dst: Any = None) -> GpuWork:
