@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def write_comparison(first: Path, second: Path, out: Path) -> int:
-    from synclint.bench.results import validate, write_atomic
+    from synclint.bench.results import dumps, validate, write_atomic
     from synclint.bench.stability import Incomparable, compare, render_markdown
 
     docs = []
@@ -49,7 +49,7 @@ def write_comparison(first: Path, second: Path, out: Path) -> int:
         print(f"bench_stability: {first} and {second} cannot be compared: {e}")
         return 2
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(str(out / "bench-stability.json"), json.dumps(cmp, indent=2) + "\n")
+    write_atomic(str(out / "bench-stability.json"), dumps(cmp))
     write_atomic(str(out / "bench-stability.md"), render_markdown(cmp, heading="# Bench stability: two runs, verdict by verdict"))
     for p in cmp["pairs"]:
         if not p["equal"]:

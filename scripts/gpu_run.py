@@ -72,14 +72,14 @@ def run_item_sweep(out: Path) -> int:
     """The `.item()` sweep into out/item-sweep.json."""
     import torch
 
-    from synclint.bench.results import write_atomic
+    from synclint.bench.results import dumps, write_atomic
     from synclint.bench.sweep import run_sweep
 
     t0 = time.time()
     with open(out / "progress.log", "a", buffering=1) as log:
         data = run_sweep(torch, "cuda", progress=lambda m: print(f"{time.time() - t0:7.1f}s {m}", file=log, flush=True))
     data["meta"]["wall_s"] = round(time.time() - t0, 1)
-    write_atomic(str(out / "item-sweep.json"), json.dumps(data, indent=2) + "\n")
+    write_atomic(str(out / "item-sweep.json"), dumps(data))
     print("sweep summary:", json.dumps(data["summary"]), flush=True)
     for p in data["points"]:
         print(f"  host {p['host_us']:>6g} us  gpu {p['gpu_us']:>8.1f} us  cost {p['cost_us']:>8.1f} us "

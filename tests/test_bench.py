@@ -455,7 +455,8 @@ def test_timed_path_with_a_stand_in_for_cuda():
     b2b, hw = s["regimes"]["back-to-back"], s["regimes"]["host-work"]  # the fix removes syncs: both loops
     assert b2b["flagged_us"] > 1500 and b2b["speedup"] > 5 and b2b["verdict"] == "faster"
     assert hw["fixed_us"] >= opts.host_us and hw["flagged_us"] > 2000 + opts.host_us  # per step: call + host work
-    assert s["verdict"] == "faster" and s["regime"] == "host-work"
+    # host-work is the headline whenever it is measurably faster (on a loaded CPU it may not be)
+    assert s["verdict"] == "faster" and s["regime"] == ("host-work" if hw["verdict"] == "faster" else "back-to-back")
     assert len(s["speedups_by_pass"]) == 2 and s["calls"]["flagged"] >= opts.min_calls
     assert meta["host_work"]["host_us"] == 300 and meta["host_work"]["gpu_elements"] >= 1
     b = by["SYN002"]

@@ -267,7 +267,7 @@ def test_sweep_deviation_from_the_model():
     pts[-1] = _point(1000, 1000, 900)  # 100 us under the model
     s = sweep_summary(pts)
     assert s["points"] == 6 and s["median_deviation_us"] == 20 and s["max_abs_deviation_us"] == 100
-    assert s["max_at"] == {"host_us": 1000, "gpu_us": 1000}
+    assert s["max_at"] == {"host_us": 1000, "gpu_us": 1000, "of_step": 0.1}  # 100 us of a 1000 us step
 
 
 def test_sweep_chart_draws_measured_points_and_the_model():
@@ -321,3 +321,15 @@ def test_shipped_run_has_both_regimes_for_the_sync_pairs():
         hw = r["regimes"]["host-work"]
         assert hw["verdict"] == "faster" and hw["ci"][0] > 1.0, (code, hw["ci"])
     assert data["meta"]["passes"] >= 5
+
+
+def test_results_json_keeps_sample_lists_on_one_line_and_round_trips():
+    from synclint.bench.results import dumps
+
+    r = _rec({"back-to-back": FAST})
+    doc = {"meta": _meta(), "results": [r]}
+    text = dumps(doc)
+    assert json.loads(text) == json.loads(json.dumps(doc))
+    loops = r["regimes"]["back-to-back"]["loops_us"]["flagged"][0]
+    assert "[" + ", ".join(json.dumps(v) for v in loops) + "]" in text
+    assert '"code": "SYN999"' in text  # everything else stays indented

@@ -107,10 +107,6 @@ def fmt_bytes(n: Optional[int]) -> str:
     return f"{n} B"
 
 
-def fmt_spread(s: Optional[float]) -> str:
-    return "-" if s is None else f"±{s * 100:.0f}%"
-
-
 def fmt_syncs(r: Dict[str, Any]) -> str:
     if r.get("syncs_flagged") is None:
         return "not visible" if r.get("debug_mode_sees") is False and r.get("flagged_us") is not None else "-"
@@ -240,6 +236,13 @@ def render_markdown(
         "*not visible* marks syncs that the debug mode cannot see (`torch.cuda.synchronize()`, "
         "`Event.synchronize()`, pageable `non_blocking` copies).\n"
     )
+    if timed:
+        out.append(
+            "To reproduce: `synclint bench --output-format json --output results.json` (one run: both regimes, "
+            f"{meta.get('passes', '?')} passes; this one took {meta.get('wall_s', '?')} s) or, from a checkout, "
+            "`python scripts/bench_stability.py both` (two runs and their comparison) and "
+            "`python scripts/gpu_run.py --sweep --skip-bench --skip-record` (the sweep).\n"
+        )
     if sweep:
         from synclint.bench.sweep import render_markdown_section
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, List
 
 from synclint.atomic import write_text_atomic as write_atomic  # noqa: F401 - the project's one atomic writer
@@ -152,7 +153,12 @@ def _timed_problems(r: Dict[str, Any], where: str) -> List[str]:
     return errs
 
 
+_NUMBER_LIST = re.compile(r"\[\s*(-?[0-9][-+0-9.eE]*(?:,\s*-?[0-9][-+0-9.eE]*)*)\s*\]")
+
+
 def dumps(data: Dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+    """Indented JSON, with lists of numbers (the per-loop samples) kept on one line."""
+    text = json.dumps(data, indent=2, sort_keys=False)
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",")) + "]", text) + "\n"
 
 
