@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerate docs/benchmarks.md and docs/speedups.svg from a `synclint bench` results JSON.
+"""Regenerate docs/benchmarks.md, docs/speedups.svg, docs/item-sweep.svg and the README's bench table.
 
     python scripts/gen_bench_docs.py [RESULTS_JSON] [--docs DIR] [--check]
 
-RESULTS_JSON defaults to the shipped synclint/data/bench-h200.json. With --check nothing is
-written; the exit status says whether the docs are up to date (for CI).
+RESULTS_JSON defaults to the shipped synclint/data/bench-h200.json; the `.item()` sweep
+(item-sweep.json) and the two-run comparison (bench-stability.json) are read from beside
+it when there. With --check nothing is written; the exit status says whether the docs are
+up to date (for CI).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 def readme_with_bench(readme: str, data) -> str:
     """The README's bench block: the chart and one line per rule, from the results JSON."""
-    from synclint.bench.report import day, fmt_us, verdict_phrase
+    from synclint.bench.report import day, fmt_sizes, regime_phrase
 
     if START not in readme or END not in readme:
         return readme
@@ -38,15 +40,33 @@ def readme_with_bench(readme: str, data) -> str:
         "",
         "![Speedup of each rule's fix, log scale](docs/speedups.svg)",
         "",
-        "| rule | flagged → fixed (µs per call) | verdict |",
-        "|---|---:|---|",
+        "Speedup = flagged time / fixed time (the median over interleaved loop pairs) with its 95% bootstrap "
+        "interval, in a back-to-back loop and, "
+        "for fixes that remove a sync, in a loop with host and GPU work per step "
+        f"({(meta.get('host_work') or {}).get('host_us', '?')} µs host, {(meta.get('host_work') or {}).get('gpu_us', '?')} µs GPU); "
+        "a verdict needs the interval to exclude 1.0 and names the loop it rests on.",
+        "",
+        "| rule | sizes | back-to-back | host-work | verdict |",
+        "|---|---|---:|---:|---|",
     ]
     for r in data["results"]:
-        lines.append(f"| {r['code']} `{r['name']}` | {fmt_us(r.get('flagged_us'))} → {fmt_us(r.get('fixed_us'))} | {verdict_phrase(r)} |")
+        regs = r.get("regimes") or {}
+        v = r.get("verdict")
+        if r.get("regime") and len(regs) > 1 and v in ("faster", "slower", "no measurable gain"):
+            v = f"{v} ({r['regime']})"
+        cells = [f"{r['code']} `{r['name']}`", fmt_sizes(r.get("sizes") or {}),
+                 regime_phrase(regs.get("back-to-back")), regime_phrase(regs.get("host-work")), str(v)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines.append(END)
     head, rest = readme.split(START, 1)
     tail = rest.split(END, 1)[1]
     return head + "\n".join(lines) + tail
+
+
+def _beside(results: Path, name: str):
+    """A document that lives beside the results (the sweep, the stability comparison), or None."""
+    p = results.parent / name
+    return load(str(p)) if p.is_file() else None
 
 
 def main(argv=None) -> int:
@@ -70,10 +90,17 @@ def main(argv=None) -> int:
         source = path.resolve().relative_to(ROOT).as_posix()
     except ValueError:
         source = path.name
+    sweep = _beside(path, "item-sweep.json")
+    stability = _beside(path, "bench-stability.json")
     outputs = {
-        Path(a.docs) / "benchmarks.md": render_markdown(data, source=source, chart="speedups.svg"),
+        Path(a.docs) / "benchmarks.md": render_markdown(data, source=source, chart="speedups.svg", sweep=sweep,
+                                                        stability=stability),
         Path(a.docs) / "speedups.svg": render_svg(data),
     }
+    if sweep:
+        from synclint.bench.sweep import render_svg as sweep_svg
+
+        outputs[Path(a.docs) / "item-sweep.svg"] = sweep_svg(sweep)
     readme = ROOT / "README.md"
     if readme.is_file() and Path(a.docs).resolve() == (ROOT / "docs").resolve():
         outputs[readme] = readme_with_bench(readme.read_text(encoding="utf-8"), data)

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""On the GPU machine: the full `synclint bench` and the fixture sync record in one go.
+"""On the GPU machine: the `.item()` sweep, the full `synclint bench` and the fixture sync record.
 
 Run through scripts/gpu_run.sh (which installs the carried libcst wheel first). Writes
-into --out (default $OUT): bench-h200.json (results), bench-h200.md (the Markdown report),
-gpu-sync-record.json (fixtures' synced lines), progress.log, and prints the results table.
+into --out (default $OUT): item-sweep.json (with --sweep), bench-h200.json (results; --name
+changes the file name), gpu-sync-record.json (fixtures' synced lines), progress.log, and
+prints the results table and how long each part took.
 """
 
 from __future__ import annotations
@@ -41,12 +42,60 @@ def ensure_rules_package() -> None:
     synclint.rules = mod
 
 
+def run_bench(out: Path, name: str = "bench-h200.json", select: str = "", repeat: int = 4, passes: int = 7) -> int:
+    """The full bench (both regimes) into out/name; 0 when every pair ran and agreed."""
+    from synclint.bench import harness
+    from synclint.bench.command import render_text
+    from synclint.bench.pairs import rule_modules, select_pairs
+    from synclint.bench.results import dumps, validate, write_atomic
+
+    t0 = time.time()
+    for mod, got in rule_modules():
+        if isinstance(got, Exception):
+            print(f"BROKEN RULE MODULE {mod}: {type(got).__name__}: {got}", flush=True)
+    pairs, _ = select_pairs([s for s in select.split(",") if s.strip()])
+    print(f"bench: {len(pairs)} pairs -> {name}", flush=True)
+    opts = harness.Options(repeat=repeat, passes=passes)
+    with open(out / "progress.log", "a", buffering=1) as log:
+        data = harness.run(pairs, "cuda", opts, progress=lambda m: print(f"{time.time() - t0:7.1f}s {m}", file=log, flush=True))
+    data["meta"]["wall_s"] = round(time.time() - t0, 1)
+    write_atomic(str(out / name), dumps(data))
+    print(render_text(data), flush=True)
+    problems = validate(data)
+    for p in problems:
+        print(f"SCHEMA: {p}")
+    print(f"bench took {time.time() - t0:.0f} s", flush=True)
+    return 1 if harness.failed(data["results"]) or problems else 0
+
+
+def run_item_sweep(out: Path) -> int:
+    """The `.item()` sweep into out/item-sweep.json."""
+    import torch
+
+    from synclint.bench.results import dumps, write_atomic
+    from synclint.bench.sweep import run_sweep
+
+    t0 = time.time()
+    with open(out / "progress.log", "a", buffering=1) as log:
+        data = run_sweep(torch, "cuda", progress=lambda m: print(f"{time.time() - t0:7.1f}s {m}", file=log, flush=True))
+    data["meta"]["wall_s"] = round(time.time() - t0, 1)
+    write_atomic(str(out / "item-sweep.json"), dumps(data))
+    print("sweep summary:", json.dumps(data["summary"]), flush=True)
+    for p in data["points"]:
+        print(f"  host {p['host_us']:>6g} us  gpu {p['gpu_us']:>8.1f} us  cost {p['cost_us']:>8.1f} us "
+              f"[{p['ci'][0]:.0f}, {p['ci'][1]:.0f}]  model {p['model_us']:>7.1f}", flush=True)
+    print(f"sweep took {time.time() - t0:.0f} s", flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "gpu-out"))
+    ap.add_argument("--name", default="bench-h200.json", help="file name of the bench results under --out")
     ap.add_argument("--select", default="", help="comma-separated rule selectors for the bench")
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=4)
+    ap.add_argument("--passes", type=int, default=7)
+    ap.add_argument("--sweep", action="store_true", help="run the .item() sweep first")
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--skip-record", action="store_true")
     ap.add_argument("--isolate", action="store_true", help="record each fixture in its own process")
@@ -58,36 +107,18 @@ def main() -> int:
 
     print(f"torch {torch.__version__} cuda {torch.version.cuda} gpu {torch.cuda.get_device_name(0)}", flush=True)
     status = 0
-    if not a.skip_bench:
-        t0 = time.time()
+    if a.sweep:
         try:
-            from synclint.bench import harness
-            from synclint.bench.command import render_text
-            from synclint.bench.pairs import rule_modules, select_pairs
-            from synclint.bench.report import render_markdown
-            from synclint.bench.results import dumps, validate, write_atomic
-
-            for mod, got in rule_modules():
-                if isinstance(got, Exception):
-                    print(f"BROKEN RULE MODULE {mod}: {type(got).__name__}: {got}", flush=True)
-            pairs, _ = select_pairs([s for s in a.select.split(",") if s.strip()])
-            print(f"bench: {len(pairs)} pairs", flush=True)
-            opts = harness.Options(repeat=a.repeat, passes=a.passes)
-            log = open(out / "progress.log", "w", buffering=1)
-            data = harness.run(pairs, "cuda", opts, progress=lambda m: print(m, file=log, flush=True))
-            log.close()
-            write_atomic(str(out / "bench-h200.json"), dumps(data))
-            write_atomic(str(out / "bench-h200.md"), render_markdown(data))
-            print(render_text(data), flush=True)
-            problems = validate(data)
-            for p in problems:
-                print(f"SCHEMA: {p}")
-            if harness.failed(data["results"]) or problems:
-                status = 1
+            status = run_item_sweep(out) or status
+        except Exception:  # noqa: BLE001 - the bench below still runs
+            traceback.print_exc()
+            status = 1
+    if not a.skip_bench:
+        try:
+            status = run_bench(out, a.name, a.select, a.repeat, a.passes) or status
         except Exception:  # noqa: BLE001 - the record below still runs
             traceback.print_exc()
             status = 1
-        print(f"bench took {time.time() - t0:.0f} s", flush=True)
     if not a.skip_record:
         t0 = time.time()
         sys.path.insert(0, str(ROOT / "scripts"))

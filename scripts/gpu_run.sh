@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# On the GPU machine, from the repo root: the full bench and the fixture sync record.
-#   bash scripts/gpu_run.sh [--select SYN1,SYN2] [--repeat 7] [--isolate] [--skip-bench|--skip-record]
+# On the GPU machine, from the repo root: the .item() sweep, the full bench and the fixture sync record.
+#   bash scripts/gpu_run.sh [--sweep] [--name run1.json] [--select SYN1,SYN2] [--repeat 5] [--passes 5] [--isolate] [--skip-bench|--skip-record]
 # Needs the libcst wheel carried in .whl/ (the device image has no libcst; pyyaml, click,
 # rich, pathspec and torch are there). Results land in $OUT (default ./gpu-out):
-# bench-h200.json, bench-h200.md, gpu-sync-record.json, gpu-run.log.
+# item-sweep.json, bench-h200.json, gpu-sync-record.json, progress.log, gpu-run.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"

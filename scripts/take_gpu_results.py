@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Take what scripts/gpu_run.sh brought back from the GPU machine into the repo.
 
-    python scripts/take_gpu_results.py FOLDER [--force]
+    python scripts/take_gpu_results.py FOLDER [--bench NAME] [--force]
 
-FOLDER holds bench-h200.json and gpu-sync-record.json (the `run` tool's files_at). Both are
-checked first: the results document must validate, cover every rule that has a BENCH pair,
-and have no pair that errored or whose sides differ; the record must cover every fixture
-with none that raised. Only then (or with --force) are they copied to
-synclint/data/bench-h200.json and tests/data/gpu-sync-record.json, and docs/benchmarks.md
-and docs/speedups.svg regenerated.
+FOLDER holds bench-h200.json (or --bench NAME), and where they were made, item-sweep.json
+and gpu-sync-record.json (the `run` tool's files_at). Each is checked first: the results
+document must validate, cover every rule that has a BENCH pair, and have no pair that
+errored or whose sides differ; the sweep must have points; the record must cover every
+fixture with none that raised. Only then (or with --force) are they copied to
+synclint/data/bench-h200.json, synclint/data/item-sweep.json and
+tests/data/gpu-sync-record.json, and the docs regenerated (scripts/gen_bench_docs.py).
+A missing sweep or record is skipped; a missing bench is an error.
 """
 
 from __future__ import annotations
@@ -58,21 +60,29 @@ def check_record(data) -> list:
     return problems
 
 
+def check_sweep(data) -> list:
+    points = data.get("points") if isinstance(data, dict) else None
+    if not points:
+        return ["sweep: no points"]
+    return [f"sweep: point {i} has no cost" for i, p in enumerate(points) if not isinstance(p.get("cost_us"), (int, float))]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path)
+    ap.add_argument("--bench", default="bench-h200.json", help="the results file's name in FOLDER")
     ap.add_argument("--force", action="store_true", help="copy even if incomplete")
     a = ap.parse_args(argv)
-    bench = a.folder / "bench-h200.json"
-    record = a.folder / "gpu-sync-record.json"
     status = 0
-    for src, dst, check in (
-        (bench, ROOT / "synclint" / "data" / "bench-h200.json", check_bench),
-        (record, ROOT / "tests" / "data" / "gpu-sync-record.json", check_record),
+    for name, dst, check, required in (
+        (a.bench, ROOT / "synclint" / "data" / "bench-h200.json", check_bench, True),
+        ("item-sweep.json", ROOT / "synclint" / "data" / "item-sweep.json", check_sweep, False),
+        ("gpu-sync-record.json", ROOT / "tests" / "data" / "gpu-sync-record.json", check_record, False),
     ):
+        src = a.folder / name
         if not src.is_file():
-            print(f"missing {src}")
-            status = 1
+            print(f"{'missing' if required else 'not there, skipped:'} {src}")
+            status = status or int(required)
             continue
         problems = check(json.loads(src.read_text(encoding="utf-8")))
         for p in problems:

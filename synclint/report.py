@@ -70,7 +70,7 @@ def _check_shape(data: Any, where: str) -> None:
 
 # Number formats are the bench report's, so both documents print a measurement the same way.
 from synclint.bench.report import fmt_bytes as _bytes  # noqa: E402
-from synclint.bench.report import fmt_spread as _spread  # noqa: E402
+from synclint.bench.report import fmt_ci as _ci  # noqa: E402
 from synclint.bench.report import fmt_us, fmt_x as _x  # noqa: E402
 
 
@@ -91,7 +91,7 @@ def verdict_text(r: Optional[Dict[str, Any]], timed: bool = True) -> str:
     if not timed or v == "not timed" or r.get("flagged_us") is None:
         return "not timed (the bench ran without a GPU)"
     if v == "faster":
-        return f"{_x(s)} faster"
+        return f"{_x(s)} faster" + (f" ({r['regime']} loop)" if r.get("regime") else "")
     if v == "memory":
         return (f"not faster ({_x(s)}); the gain is memory: peak {_bytes(r.get('peak_mem_flagged'))} → "
                 f"{_bytes(r.get('peak_mem_fixed'))}")
@@ -101,7 +101,7 @@ def verdict_text(r: Optional[Dict[str, Any]], timed: bool = True) -> str:
             syncs = f": {r['syncs_flagged']} → {r['syncs_fixed']} per call"
         return f"not faster ({_x(s)}); fewer syncs{syncs}"
     if v == "no measurable gain":
-        return f"not faster: no measurable gain ({_x(s)} is inside the spread {_spread(r.get('spread'))})"
+        return f"not faster: no measurable gain ({_x(s)}, 95% CI {_ci(r.get('ci'))})"
     if v == "slower":
         return f"not faster: the fix was slower here ({_x(s)})"
     return f"not faster ({v})" if v else "not measured"
@@ -109,8 +109,8 @@ def verdict_text(r: Optional[Dict[str, Any]], timed: bool = True) -> str:
 
 def _measured_detail(r: Dict[str, Any]) -> str:
     parts = [f"flagged {_us(r.get('flagged_us'))} → fixed {_us(r.get('fixed_us'))} per call"]
-    if r.get("spread") is not None:
-        parts.append(f"spread {_spread(r.get('spread'))}")
+    if r.get("ci") is not None:
+        parts.append(f"95% CI {_ci(r.get('ci'))}")
     if r.get("syncs_flagged") is not None:
         parts.append(f"syncs {r['syncs_flagged']} → {r['syncs_fixed']}")
     elif r.get("debug_mode_sees") is False:

@@ -241,16 +241,17 @@ def _rec(flagged, fixed, **kw):
 
     r = new_record(Pair("SYN999", "x", BenchPair(setup="", flagged="", fixed="")), {})
     r["same_result"] = True
-    r["_raw"] = {"flagged": flagged, "fixed": fixed, "flagged_gpu": flagged, "fixed_gpu": fixed}
+    r["_raw"] = {"back-to-back": {"calls": {"flagged": 1, "fixed": 1}, "flagged": flagged, "fixed": fixed,
+                                  "flagged_gpu": flagged, "fixed_gpu": fixed}}
     r.update(kw)
-    return summarize(r, True)
+    return summarize(r, True, resamples=200)
 
 
 def test_verdicts():
     quiet = [100.0] * 7
     assert _rec([quiet, quiet], [[40.0] * 7, [40.0] * 7])["verdict"] == "faster"
     r = _rec([quiet, [110.0] * 7], [[100.0] * 7, [100.0] * 7])
-    assert r["verdict"] == "no measurable gain" and r["spread"] >= 0.1  # 1.05x inside a 10% spread
+    assert r["verdict"] == "no measurable gain" and r["ci"][0] <= 1.0  # one pass 1.1x, one 1.0x: not measured
     assert _rec([quiet, quiet], [[102.0] * 7, [102.0] * 7])["verdict"] == "no measurable gain"  # under 3%
     assert _rec([quiet, quiet], [[150.0] * 7, [150.0] * 7])["verdict"] == "slower"
     m = _rec([quiet, quiet], [quiet, quiet], peak_mem_flagged=320 << 20, peak_mem_fixed=244 << 20)
@@ -259,6 +260,7 @@ def test_verdicts():
     assert s["verdict"] == "fewer syncs"
     r = _rec([quiet, quiet], [[40.0] * 7, [40.0] * 7])
     assert r["speedup"] == 2.5 and r["speedups_by_pass"] == [2.5, 2.5] and r["flagged_us_by_pass"] == [100.0, 100.0]
+    assert r["regime"] == "back-to-back" and r["ci"] == [2.5, 2.5] and r["passes"] == 2
 
 
 # ---------------------------------------------------------------- recorded GPU results and reports
@@ -276,7 +278,7 @@ def test_recorded_sample_schema():
     assert data["meta"]["timed"] is True and data["meta"]["gpu"]
     for r in data["results"]:
         if r["verdict"] in ("faster", "memory", "no measurable gain", "slower", "fewer syncs"):
-            assert len(r["speedups_by_pass"]) >= 2 and r["spread"] is not None
+            assert r["passes"] >= 5 and len(r["speedups_by_pass"]) == r["passes"] and len(r["ci"]) == 2
 
 
 def test_validate_catches_problems():
@@ -307,8 +309,8 @@ def test_report_svg_from_sample():
     root = ElementTree.fromstring(svg)
     ns = "{http://www.w3.org/2000/svg}"
     bars = [e for e in root.iter(f"{ns}rect") if e.get("class") == "bar"]
-    timed = [r for r in data["results"] if isinstance(r.get("speedup"), (int, float)) and r["speedup"] > 0]
-    assert len(bars) == len(timed)
+    regimes = [(r["code"], k) for r in data["results"] for k in (r.get("regimes") or {})]
+    assert sorted((b.get("data-code"), b.get("data-regime")) for b in bars) == sorted(regimes)
     # log scale: a bar's length is proportional to |log(speedup)|
     import math
 
@@ -423,8 +425,9 @@ class _FakeTorch:
 
 
 def test_timed_path_with_a_stand_in_for_cuda():
-    """Every line of the CUDA path (background, interleaved loops, events, sync counting,
-    memory, two passes, verdicts) runs, on a CPU machine, against a fake torch.cuda."""
+    """Every line of the CUDA path (background, both regimes, interleaved loops, events, sync
+    counting, memory, two passes, intervals, verdicts) runs, on a CPU machine, against a fake
+    torch.cuda."""
     pytest.importorskip("torch")
     from synclint.bench import harness
 
@@ -440,7 +443,8 @@ def test_timed_path_with_a_stand_in_for_cuda():
         compare="close", debug_mode_sees=False, expect="memory",
     ))
     real = [Pair(r.CODE, r.NAME, r.BENCH) for r in WITH_PAIR if set(r.BENCH.sizes) == {"n"}][:2]
-    opts = harness.Options(repeat=3, passes=2, warmup=1, target_ms=2, background_us=200, max_calls=50)
+    opts = harness.Options(repeat=3, passes=2, warmup=1, target_ms=2, background_us=200, max_calls=50,
+                           host_us=300, gpu_us=50, kernel_probe=1 << 16, resamples=200)
     data = harness.run([slow, blind] + real, "cpu", opts, torch_module=_FakeTorch(), timed=True,
                        sizes_override={"n": 1000, "steps": 3})
     assert validate(data) == [], validate(data)
@@ -450,13 +454,20 @@ def test_timed_path_with_a_stand_in_for_cuda():
     s = by["SYN001"]
     assert s["error"] is None and s["same_result"] is True
     assert s["syncs_flagged"] == 3 and s["syncs_fixed"] == 0
-    assert s["flagged_us"] > 1500 and s["speedup"] > 5 and s["verdict"] == "faster"
+    b2b, hw = s["regimes"]["back-to-back"], s["regimes"]["host-work"]  # the fix removes syncs: both loops
+    assert b2b["flagged_us"] > 1500 and b2b["speedup"] > 5 and b2b["verdict"] == "faster"
+    assert hw["fixed_us"] >= opts.host_us and hw["flagged_us"] > 2000 + opts.host_us  # per step: call + host work
+    # host-work is the headline whenever it is measurably faster (on a loaded CPU it may not be)
+    assert s["verdict"] == "faster" and s["regime"] == ("host-work" if hw["verdict"] == "faster" else "back-to-back")
     assert len(s["speedups_by_pass"]) == 2 and s["calls"]["flagged"] >= opts.min_calls
+    assert meta["host_work"]["host_us"] == 300 and meta["host_work"]["gpu_elements"] >= 1
     b = by["SYN002"]
     assert b["syncs_flagged"] is None and b["syncs_note"] and b["peak_mem_flagged"] == 3 << 20
+    assert set(b["regimes"]) == {"back-to-back", "host-work"}  # a sync the debug mode cannot see still costs overlap
     assert _FakeCuda.mode == "default"  # the debug mode is always switched back off
     for r in real:
         assert by[r.code]["error"] is None, by[r.code]["error"]
+        assert set(by[r.code]["regimes"]) == {"back-to-back"}  # the stand-in sees no sync in them
     md = render_markdown(data)
     assert "Fake GPU" in md and "not visible" in md
     ElementTree.fromstring(render_svg(data))

@@ -32,8 +32,10 @@ def _sizes(values: Sequence[str]) -> Dict[str, int]:
 @click.command("bench")
 @click.option("--device", default=None, metavar="cuda|cpu", help="Where to run (default: cuda if available, else an error).")
 @click.option("--select", "selectors", multiple=True, metavar="CODES", help="Rule codes, prefixes or names (repeatable, comma-separated).")
-@click.option("--repeat", type=click.IntRange(1, 1000), default=7, show_default=True, help="Timed loops per side and pass.")
-@click.option("--passes", type=click.IntRange(1, 10), default=2, show_default=True, help="Times the whole run is repeated; the spread between passes bounds what counts as a gain.")
+@click.option("--repeat", type=click.IntRange(1, 1000), default=4, show_default=True, help="Timed loops per side, regime and pass.")
+@click.option("--passes", type=click.IntRange(1, 50), default=7, show_default=True, help="Times the whole run is repeated (interleaved); the bootstrap interval resamples passes, then loops.")
+@click.option("--host-us", type=click.FloatRange(0, 100_000), default=500.0, show_default=True, help="Host-work regime: host busy-work per step (µs).")
+@click.option("--gpu-us", type=click.FloatRange(0, 100_000), default=1000.0, show_default=True, help="Host-work regime: GPU work per step (µs, one kernel sized to take it).")
 @click.option("--size", "size_overrides", multiple=True, metavar="NAME=N", help="Override a pair size (e.g. n=1000), for quick runs.")
 @click.option("--output-format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--output", "output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the report to FILE (atomically) instead of stdout.")
@@ -45,6 +47,8 @@ def bench(
     selectors: Tuple[str, ...],
     repeat: int,
     passes: int,
+    host_us: float,
+    gpu_us: float,
     size_overrides: Tuple[str, ...],
     fmt: str,
     output: Optional[str],
@@ -52,8 +56,10 @@ def bench(
 ) -> None:
     """Check and time each rule's benchmark pair (flagged pattern vs fix).
 
-    On CUDA: same-result check, per-call time in a steady-state loop with GPU work queued,
-    syncs per call (set_sync_debug_mode), peak memory and a verdict per rule. On the CPU:
+    On CUDA: same-result check; time per call in a back-to-back loop with GPU work queued and,
+    for pairs whose fix removes a sync, per step in a loop with host and GPU work per step;
+    the speedup's 95% bootstrap interval; syncs per call (set_sync_debug_mode), peak memory
+    and a verdict per rule that names the loop it rests on. On the CPU:
     the same-result check only. Exit 0: all pairs agree; 1: a pair's sides differ or a pair
     could not run; 2: usage error.
     """
@@ -102,7 +108,7 @@ def bench(
     say = (lambda msg: click.echo(msg, err=True)) if show else None
     if device == "cpu" and (fmt != "text" or output):
         click.echo(CPU_NOTE, err=True)
-    opts = harness.Options(repeat=repeat, passes=passes)
+    opts = harness.Options(repeat=repeat, passes=passes, host_us=host_us, gpu_us=gpu_us)
     data = harness.run(pairs, device, opts, progress=say, sizes_override=sizes or None)
 
     text = render(data, fmt, color=output is None and sys.stdout.isatty())
@@ -137,16 +143,18 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from synclint.bench.report import fmt_bytes, fmt_spread, fmt_syncs, fmt_us, fmt_x
+    from synclint.bench.report import fmt_bytes, fmt_syncs, fmt_us, regime_phrase
 
     meta = data["meta"]
     buf = io.StringIO()
-    con = Console(file=buf, width=170, force_terminal=color, no_color=not color, highlight=False)
+    con = Console(file=buf, width=190, force_terminal=color, no_color=not color, highlight=False)
     timed = bool(meta.get("timed"))
     if timed:
+        hw = meta.get("host_work") or {}
         con.print(
             f"{meta.get('gpu')}  torch {meta.get('torch')}  CUDA {meta.get('cuda')}  {meta.get('date')}  "
-            f"({meta.get('repeats')} loops x {meta.get('passes')} passes, background {meta.get('background_us')} us)"
+            f"({meta.get('repeats')} loops x {meta.get('passes')} passes; back-to-back after {meta.get('background_us')} us "
+            f"queued; host-work: {hw.get('host_us')} us host + {hw.get('gpu_us')} us GPU per step)"
         )
     else:
         con.print(f"{CPU_NOTE}; torch {meta.get('torch')}  {meta.get('date')}")
@@ -154,7 +162,7 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
     table.add_column("rule", no_wrap=True)
     table.add_column("name", no_wrap=True, max_width=34, overflow="ellipsis")
     if timed:
-        for col in ("flagged us", "fixed us", "speedup", "spread", "syncs", "peak mem"):
+        for col in ("back-to-back us", "speedup (95% CI)", "host-work us/step", "speedup (95% CI)", "syncs", "peak mem"):
             table.add_column(col, justify="right")
     table.add_column("same result")
     table.add_column("verdict")
@@ -168,20 +176,19 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
             verdict = f"error: {r['error']}"
         elif r.get("same_result") is False:
             verdict = f"failed: {r.get('compare_note')}"
+        elif r.get("regime") and len(r.get("regimes") or {}) > 1 and verdict in ("faster", "slower", "no measurable gain"):
+            verdict = f"{verdict} ({r['regime']})"
         row = [r["code"], r["name"]]
         if timed:
             mem = "-"
             if r.get("peak_mem_flagged") is not None:
                 mem = f"{fmt_bytes(r['peak_mem_flagged'])} -> {fmt_bytes(r['peak_mem_fixed'])}"
-            row += [
-                fmt_us(r.get("flagged_us")),
-                fmt_us(r.get("fixed_us")),
-                fmt_x(r.get("speedup")),
-                fmt_spread(r.get("spread")),
-                fmt_syncs(r).replace("→", "->"),
-                mem,
-            ]
-        row += [same, f"[{styles.get(r.get('verdict'), '')}]{_esc(verdict)}[/]" if styles.get(r.get("verdict")) else _esc(verdict)]
+            for name in ("back-to-back", "host-work"):
+                g = (r.get("regimes") or {}).get(name)
+                row += [f"{fmt_us(g['flagged_us'])} -> {fmt_us(g['fixed_us'])}" if g else "-", regime_phrase(g).replace("95% CI ", "")]
+            row += [fmt_syncs(r).replace("→", "->"), mem]
+        style = styles.get(r.get("verdict"))
+        row += [same, f"[{style}]{_esc(verdict)}[/]" if style else _esc(verdict)]
         table.add_row(*row)
     con.print(table)
     failed = sum(1 for r in data["results"] if r.get("error") or r.get("same_result") is False)

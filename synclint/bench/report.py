@@ -107,10 +107,6 @@ def fmt_bytes(n: Optional[int]) -> str:
     return f"{n} B"
 
 
-def fmt_spread(s: Optional[float]) -> str:
-    return "-" if s is None else f"±{s * 100:.0f}%"
-
-
 def fmt_syncs(r: Dict[str, Any]) -> str:
     if r.get("syncs_flagged") is None:
         return "not visible" if r.get("debug_mode_sees") is False and r.get("flagged_us") is not None else "-"
@@ -128,22 +124,44 @@ def fmt_sizes(sizes: Dict[str, Any]) -> str:
     return ", ".join(f"{k}={n(v)}" for k, v in sizes.items()) or "-"
 
 
+def fmt_ci(ci: Optional[Sequence[float]]) -> str:
+    """A speedup's interval: "1.28–1.36x"."""
+    if not ci or len(ci) != 2:
+        return "-"
+    lo, hi = ci
+    if lo >= 100:
+        return f"{lo:.0f}–{hi:.0f}x"
+    return f"{lo:.2f}–{hi:.2f}x"
+
+
+def regime_phrase(g: Optional[Dict[str, Any]]) -> str:
+    """One regime's speedup with its interval: "1.32x (95% CI 1.28–1.36x)"."""
+    if not g or g.get("speedup") is None:
+        return "-"
+    return f"{fmt_x(g['speedup'])} (95% CI {fmt_ci(g.get('ci'))})"
+
+
 def verdict_phrase(r: Dict[str, Any]) -> str:
     v = r.get("verdict")
     s = r.get("speedup")
+    where = f" in the {r['regime']} loop" if r.get("regime") else ""
+    ci = f"95% CI {fmt_ci(r.get('ci'))}"
     if v == "faster":
-        return f"{fmt_x(s)} faster (spread {fmt_spread(r.get('spread'))})"
+        return f"{fmt_x(s)} faster{where} ({ci})"
     if v == "memory":
         return (
-            f"no faster ({fmt_x(s)}), but peak memory {fmt_bytes(r.get('peak_mem_flagged'))} -> "
+            f"no faster ({fmt_x(s)}, {ci}), but peak memory {fmt_bytes(r.get('peak_mem_flagged'))} -> "
             f"{fmt_bytes(r.get('peak_mem_fixed'))}"
         )
     if v == "fewer syncs":
-        return f"no measurable time gain ({fmt_x(s)}), fewer syncs"
+        return f"no measurable time gain ({fmt_x(s)}, {ci}), fewer syncs"
     if v == "slower":
-        return f"the fix was slower here ({fmt_x(s)}, spread {fmt_spread(r.get('spread'))})"
+        return f"the fix was slower{where} ({fmt_x(s)}, {ci})"
     if v == "no measurable gain":
-        return f"no measurable gain ({fmt_x(s)} is inside the spread {fmt_spread(r.get('spread'))})"
+        regs = r.get("regimes") or {}
+        if len(regs) > 1:
+            return f"no measurable gain in either loop ({r.get('regime')}: {fmt_x(s)}, {ci} includes 1.0)"
+        return f"no measurable gain ({fmt_x(s)}, {ci} includes 1.0)"
     return str(v)
 
 
@@ -154,7 +172,16 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(data: Dict[str, Any], source: str = "synclint/data/bench-h200.json", chart: Optional[str] = "speedups.svg") -> str:
+def render_markdown(
+    data: Dict[str, Any],
+    source: str = "synclint/data/bench-h200.json",
+    chart: Optional[str] = "speedups.svg",
+    sweep: Optional[Dict[str, Any]] = None,
+    sweep_chart: Optional[str] = "item-sweep.svg",
+    stability: Optional[Dict[str, Any]] = None,
+) -> str:
+    """docs/benchmarks.md: method, the sweep (if given), the results table, the stability
+    comparison (if given) and a section per rule."""
     meta = data.get("meta", {})
     results = sorted(data.get("results", []), key=lambda r: r.get("code", ""))
     timed = bool(meta.get("timed"))
@@ -177,23 +204,55 @@ def render_markdown(data: Dict[str, Any], source: str = "synclint/data/bench-h20
     if chart and timed:
         out.append(f"![Speedup of each rule's fix, log scale]({chart})\n")
     out.append("## How to read this\n")
+    hw = meta.get("host_work") or {}
     out.append(
         "Each rule carries a benchmark pair: its flagged pattern and the fix, as real functions "
         "(`BENCH` in `rules/<rule>.py`). `synclint bench` checks that both return the same result, then "
-        "times each side the way a sync is really paid for: a steady-state loop of N calls with GPU work "
-        "already queued and one synchronize at the end, so a sync inside the loop shows up as lost CPU/GPU "
-        "overlap. Times are per call, the median of "
-        f"{meta.get('repeats', '?')} loops after {meta.get('warmup', '?')} warm-up calls; the whole run is "
-        f"done {meta.get('passes', '?')} times, flagged and fixed loops interleaved. **spread** is the larger of "
-        "how far the passes' speedups disagree and the interquartile range of the speedup across the interleaved "
-        "loops. A speedup inside the spread (or under 3%) is reported as *no measurable gain*; "
-        "*memory* means the fix is not faster but lowers peak GPU memory. Syncs are counted with "
-        "`torch.cuda.set_sync_debug_mode(\"warn\")`; *not visible* marks syncs that the debug mode cannot "
-        "see (`torch.cuda.synchronize()`, `Event.synchronize()`, pageable `non_blocking` copies).\n"
+        "times each side in loops of N calls with one synchronize at the end, so a sync inside the loop "
+        "shows up as lost CPU/GPU overlap. Two regimes:\n"
     )
+    out.append(
+        f"- **back-to-back**: N calls in a row after {meta.get('background_us', '?')} µs of queued GPU work. "
+        "This is the pattern's cost in a loop with nothing else to do: launch-bound or GPU-bound, no host "
+        "work to hide. Times are per call.\n"
+        f"- **host-work** (every pair whose fix removes a sync): N steps, each one GPU kernel of "
+        f"{hw.get('gpu_us', '?')} µs (an elementwise kernel sized to take that long: GPU work set by kernel "
+        f"size, not kernel count), then the call, then {hw.get('host_us', '?')} µs of host busy-work (what "
+        "collation, Python logic and logging do to the host). Without a sync the host's work overlaps the "
+        "GPU's; a sync makes the host wait for the queue to drain and leaves the GPU idle while the host "
+        "works, so each sync costs about min(host, GPU) time between syncs (the sweep below measures how "
+        "well). Times are per step; **saved** is flagged minus fixed per step.\n"
+    )
+    out.append(
+        f"Each side and regime is timed in {meta.get('repeats', '?')} loops per pass, flagged and fixed "
+        f"interleaved, in {meta.get('passes', '?')} passes over all pairs (fresh inputs each pass). The speedup "
+        "is the median, over all interleaved pairs of loops, of flagged time / fixed time (a drift of the machine "
+        "between loops or passes hits both loops of a pair alike and cancels); its **95% CI** comes from a "
+        f"bootstrap that resamples passes, then loops within them ({meta.get('resamples', '?')} resamples). A pair is "
+        "*faster* (or *slower*) only when the interval excludes 1.0 in that regime (and the gain is at least "
+        "3%); the verdict names the regime it rests on. Otherwise it is *memory* when the fix lowers peak GPU "
+        "memory, and else *no measurable gain*. Sizes matter: a gain at 1e7 elements is that size's gain, "
+        "not a universal factor. Syncs are counted with `torch.cuda.set_sync_debug_mode(\"warn\")`; "
+        "*not visible* marks syncs that the debug mode cannot see (`torch.cuda.synchronize()`, "
+        "`Event.synchronize()`, pageable `non_blocking` copies).\n"
+    )
+    if timed:
+        out.append(
+            "To reproduce: `synclint bench --output-format json --output results.json` (one run: both regimes, "
+            f"{meta.get('passes', '?')} passes; this one took {meta.get('wall_s', '?')} s) or, from a checkout, "
+            "`python scripts/bench_stability.py both` (two runs and their comparison) and "
+            "`python scripts/gpu_run.py --sweep --skip-bench --skip-record` (the sweep).\n"
+        )
+    if sweep:
+        from synclint.bench.sweep import render_markdown_section
+
+        out.append(render_markdown_section(sweep, chart=sweep_chart))
     out.append("## Results\n")
-    out.append("| rule | sizes | flagged (µs) | fixed (µs) | speedup | spread | syncs | peak memory | verdict |")
-    out.append("|---|---|---:|---:|---:|---:|---|---|---|")
+    out.append(
+        "| rule | sizes | syncs | back-to-back (µs per call) | back-to-back speedup | "
+        "host-work (µs per step) | host-work speedup | peak memory | verdict |"
+    )
+    out.append("|---|---|---|---:|---:|---:|---:|---|---|")
     for r in results:
         mem = "-"
         if r.get("peak_mem_flagged") is not None:
@@ -201,46 +260,54 @@ def render_markdown(data: Dict[str, Any], source: str = "synclint/data/bench-h20
         verdict = r.get("verdict", "?")
         if verdict in ("failed", "error"):
             verdict = f"**{verdict}**"
-        out.append(
-            "| "
-            + " | ".join(
-                _cell(x)
-                for x in (
-                    f"[{r.get('code')}](#{r.get('code', '').lower()}) `{r.get('name')}`",
-                    fmt_sizes(r.get("sizes") or {}),
-                    fmt_us(r.get("flagged_us")),
-                    fmt_us(r.get("fixed_us")),
-                    fmt_x(r.get("speedup")),
-                    fmt_spread(r.get("spread")),
-                    fmt_syncs(r),
-                    mem,
-                    verdict,
-                )
-            )
-            + " |"
-        )
+        elif r.get("regime") and verdict in ("faster", "slower", "no measurable gain") and len(r.get("regimes") or {}) > 1:
+            verdict = f"{verdict} ({r['regime']})"
+        regs = r.get("regimes") or {}
+        cells = [f"[{r.get('code')}](#{r.get('code', '').lower()}) `{r.get('name')}`", fmt_sizes(r.get("sizes") or {}), fmt_syncs(r)]
+        for name in ("back-to-back", "host-work"):
+            g = regs.get(name)
+            cells.append(f"{fmt_us(g['flagged_us'])} → {fmt_us(g['fixed_us'])}" if g else "-")
+            cells.append(regime_phrase(g))
+        cells += [mem, verdict]
+        out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     out.append("")
+    if stability:
+        from synclint.bench.stability import render_markdown as stability_markdown
+
+        out.append(stability_markdown(stability))
     out.append("## Per rule\n")
     for r in results:
         out.append(f"### {r.get('code')}\n")
         out.append(f"`{r.get('name')}`: {verdict_phrase(r)}." if r.get("flagged_us") is not None else f"`{r.get('name')}`: {r.get('verdict')}.")
         out.append("")
-        if r.get("flagged_us") is not None:
-            calls = r.get("calls") or {}
-            out.append("| side | per call (µs) | GPU timeline (µs) | per pass (µs) | calls per loop | syncs | peak memory |")
-            out.append("|---|---:|---:|---|---:|---:|---:|")
-            for side in ("flagged", "fixed"):
-                syncs = r.get(f"syncs_{side}")
-                out.append(
-                    f"| {side} | {fmt_us(r.get(side + '_us'))} | {fmt_us(r.get(side + '_gpu_us'))} | "
-                    f"{', '.join(fmt_us(x) for x in r.get(side + '_us_by_pass') or []) or '-'} | "
-                    f"{calls.get(side, '-')} | {'not visible' if syncs is None else syncs} | "
-                    f"{fmt_bytes(r.get('peak_mem_' + side))} |"
-                )
+        regs = r.get("regimes") or {}
+        if regs:
+            out.append("| regime | side | per call or step (µs) | GPU timeline (µs) | per pass (µs) | loop length | loops |")
+            out.append("|---|---|---:|---:|---|---:|---:|")
+            for name, g in regs.items():
+                calls = g.get("calls") or {}
+                samples = g.get("samples") or {}
+                for side in ("flagged", "fixed"):
+                    out.append(
+                        f"| {name} | {side} | {fmt_us(g.get(side + '_us'))} | {fmt_us(g.get(side + '_gpu_us'))} | "
+                        f"{', '.join(fmt_us(x) for x in g.get(side + '_us_by_pass') or []) or '-'} | "
+                        f"{calls.get(side, '-')} | {samples.get(side, '-')} |"
+                    )
             out.append("")
         facts = []
         facts.append(f"sizes: {fmt_sizes(r.get('sizes') or {})}")
         facts.append(f"expected gain: {r.get('expect')}")
+        for name, g in regs.items():
+            facts.append(
+                f"{name}: {regime_phrase(g)}, {g.get('verdict')}; saved {fmt_us(g.get('saved_us'))} µs per "
+                f"{'step' if name == 'host-work' else 'call'}; per pass "
+                + ", ".join(fmt_x(x) for x in g.get("speedups_by_pass") or [])
+            )
+        if r.get("flagged_us") is not None:
+            facts.append(
+                f"syncs per call: {fmt_syncs(r)}; peak memory {fmt_bytes(r.get('peak_mem_flagged'))} → "
+                f"{fmt_bytes(r.get('peak_mem_fixed'))}"
+            )
         if r.get("condition"):
             facts.append(f"equivalent when: {r['condition']}")
         if r.get("same_result") is True:
@@ -249,8 +316,6 @@ def render_markdown(data: Dict[str, Any], source: str = "synclint/data/bench-h20
             facts.append(f"same result: {r.get('compare_note') or 'not compared'}")
         elif r.get("same_result") is False:
             facts.append(f"**same result: NO** ({r.get('compare_note')})")
-        if r.get("speedups_by_pass"):
-            facts.append("speedup per pass: " + ", ".join(fmt_x(s) for s in r["speedups_by_pass"]))
         if r.get("syncs_note"):
             facts.append(r["syncs_note"])
         if r.get("error"):
@@ -275,20 +340,34 @@ def _domain(values: Sequence[float]) -> Tuple[float, float]:
     return lo_t, hi_t
 
 
+REGIME_STYLE = {"back-to-back": "", "host-work": ' fill-opacity="0.55"'}
+
+
+def _bars(r: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
+    """(regime, figures) for each timed regime of a result; a result without regimes
+    (an older document) gives its top level as one back-to-back bar."""
+    regs = r.get("regimes") or {}
+    if regs:
+        return [(k, g) for k, g in regs.items() if isinstance(g.get("speedup"), (int, float)) and g["speedup"] > 0]
+    if isinstance(r.get("speedup"), (int, float)) and r["speedup"] > 0:
+        return [("back-to-back", r)]
+    return []
+
+
 def render_svg(data: Dict[str, Any]) -> str:
-    """A horizontal bar chart of speedups (log scale), one bar per rule, coloured by verdict."""
+    """A horizontal bar chart of speedups (log scale): per rule one bar per regime, coloured by
+    that regime's verdict, with its 95% interval as a whisker."""
     meta = data.get("meta", {})
     rows = sorted(data.get("results", []), key=lambda r: r.get("code", ""))
-    speedups = [r["speedup"] for r in rows if isinstance(r.get("speedup"), (int, float)) and r["speedup"] > 0]
-    whiskers = [s for r in rows for s in (r.get("speedups_by_pass") or []) if s > 0]
-    lo, hi = _domain(speedups + whiskers)
+    values_all = [v for r in rows for _, g in _bars(r) for v in [g["speedup"], *(g.get("ci") or [])] if v > 0]
+    lo, hi = _domain(values_all)
     labels = [f"{r.get('code')} {r.get('name')}" for r in rows] or [""]
     values = [_value_text(r) for r in rows] or [""]
     char_w = 7.0  # 12px sans-serif, generous
     label_w = int(max(160, char_w * max(map(len, labels)) + 16))
     plot_w = 470
     value_w = int(max(120, char_w * max(map(len, values)) + 12))
-    row_h, top, bottom = 22, 64, 74
+    row_h, top, bottom = 26, 64, 74
     width = label_w + plot_w + value_w
     height = top + row_h * max(1, len(rows)) + bottom
     lg_lo, lg_hi = math.log10(lo), math.log10(hi)
@@ -299,7 +378,8 @@ def render_svg(data: Dict[str, Any]) -> str:
 
     gpu = meta.get("gpu") or "no GPU"
     title = "Speedup of each rule's fix (flagged time / fixed time, log scale)"
-    sub = f"{gpu}, torch {meta.get('torch')}, {day(meta.get('date'))}; whiskers: the {meta.get('passes', 2)} passes"
+    sub = (f"{gpu}, torch {meta.get('torch')}, {day(meta.get('date'))}; per rule: back-to-back (solid), "
+           "host-work (light); whiskers: 95% CI")
     p: List[str] = []
     p.append(
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -315,34 +395,38 @@ def render_svg(data: Dict[str, Any]) -> str:
             tx = x(t)
             colour, dash = ("#333", "") if t == 1 else ("#ddd", ' stroke-dasharray="3,3"')
             p.append(f'<line x1="{tx:.1f}" y1="{plot_top}" x2="{tx:.1f}" y2="{plot_bottom}" stroke="{colour}"{dash}/>')
-            lab = f"{t:g}x"
-            p.append(f'<text x="{tx:.1f}" y="{plot_bottom + 16}" text-anchor="middle" fill="#333">{lab}</text>')
+            p.append(f'<text x="{tx:.1f}" y="{plot_bottom + 16}" text-anchor="middle" fill="#333">{t:g}x</text>')
     for i, r in enumerate(rows):
         y = top + i * row_h
         cy = y + row_h / 2
         label = f"{r.get('code')} {r.get('name')}"
         p.append(f'<text x="{label_w - 8}" y="{cy + 4:.1f}" text-anchor="end">{escape(label)}</text>')
-        s = r.get("speedup")
-        v = r.get("verdict", "")
-        if not isinstance(s, (int, float)) or s <= 0:
-            p.append(f'<text x="{label_w + 6}" y="{cy + 4:.1f}" fill="#c62828">{escape(str(v or "not timed"))}</text>')
+        bars = _bars(r)
+        if not bars:
+            p.append(f'<text x="{label_w + 6}" y="{cy + 4:.1f}" fill="#c62828">{escape(str(r.get("verdict") or "not timed"))}</text>')
             continue
-        colour = VERDICT_COLOURS.get(v, "#9e9e9e")
-        x0, x1 = x(1.0), x(s)
-        left, w = min(x0, x1), max(abs(x1 - x0), 1.0)
-        p.append(
-            f'<rect class="bar" data-code="{escape(str(r.get("code")))}" data-speedup="{s}" x="{left:.1f}" '
-            f'y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" fill="{colour}"><title>{escape(label)}: '
-            f"{escape(verdict_phrase(r))}</title></rect>"
-        )
-        passes = [q for q in (r.get("speedups_by_pass") or []) if q > 0]
-        if len(passes) > 1:
-            a, b = x(min(passes)), x(max(passes))
-            p.append(f'<line x1="{a:.1f}" y1="{cy:.1f}" x2="{b:.1f}" y2="{cy:.1f}" stroke="#000" stroke-width="1.5"/>')
-            for e in (a, b):
-                p.append(f'<line x1="{e:.1f}" y1="{cy - 4:.1f}" x2="{e:.1f}" y2="{cy + 4:.1f}" stroke="#000"/>')
-        text = _value_text(r)
-        p.append(f'<text x="{label_w + plot_w + 6}" y="{cy + 4:.1f}" fill="{colour}">{escape(text)}</text>')
+        bar_h = (row_h - 6) / len(bars)
+        for j, (name, g) in enumerate(bars):
+            s = g["speedup"]
+            colour = VERDICT_COLOURS.get(g.get("verdict", r.get("verdict", "")), "#9e9e9e")
+            by = y + 3 + j * bar_h
+            x0, x1 = x(1.0), x(s)
+            left, w = min(x0, x1), max(abs(x1 - x0), 1.0)
+            p.append(
+                f'<rect class="bar" data-code="{escape(str(r.get("code")))}" data-regime="{name}" data-speedup="{s}" '
+                f'x="{left:.1f}" y="{by:.1f}" width="{w:.1f}" height="{bar_h - 1:.1f}" fill="{colour}"'
+                f'{REGIME_STYLE.get(name, "")}><title>{escape(label)}, {name}: {escape(regime_phrase(g))}, '
+                f"{escape(str(g.get('verdict', '')))}</title></rect>"
+            )
+            ci = g.get("ci")
+            if ci and len(ci) == 2 and ci[0] > 0:
+                wy = by + (bar_h - 1) / 2
+                a, b = x(ci[0]), x(ci[1])
+                p.append(f'<line x1="{a:.1f}" y1="{wy:.1f}" x2="{b:.1f}" y2="{wy:.1f}" stroke="#000" stroke-width="1.2"/>')
+                for e in (a, b):
+                    p.append(f'<line x1="{e:.1f}" y1="{wy - 3:.1f}" x2="{e:.1f}" y2="{wy + 3:.1f}" stroke="#000"/>')
+        colour = VERDICT_COLOURS.get(r.get("verdict", ""), "#9e9e9e")
+        p.append(f'<text x="{label_w + plot_w + 6}" y="{cy + 4:.1f}" fill="{colour}">{escape(_value_text(r))}</text>')
     ly = plot_bottom + 40
     lx = label_w
     for v, colour in VERDICT_COLOURS.items():
@@ -357,7 +441,10 @@ def _value_text(r: Dict[str, Any]) -> str:
     s, v = r.get("speedup"), r.get("verdict", "")
     if not isinstance(s, (int, float)) or s <= 0:
         return ""
-    return fmt_x(s) + ("" if v == "faster" else f" ({v})")
+    regime = r.get("regime") if len(r.get("regimes") or {}) > 1 else None
+    if v == "faster":
+        return fmt_x(s) + (f" ({regime})" if regime else "")
+    return f"{fmt_x(s)} ({v}" + (f", {regime})" if regime else ")")
 
 
 def load(path: str) -> Dict[str, Any]:

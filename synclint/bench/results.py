@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, List
 
 from synclint.atomic import write_text_atomic as write_atomic  # noqa: F401 - the project's one atomic writer
@@ -44,6 +45,22 @@ RESULT_KEYS = {
     "error": OPT_STR,
 }
 
+# What every regime of a timed result carries (the top level repeats its headline regime's).
+REGIME_KEYS = {
+    "flagged_us": NUM,
+    "fixed_us": NUM,
+    "speedup": NUM,
+    "ci": (list,),
+    "spread": NUM,
+    "saved_us": NUM,
+    "passes": (int,),
+    "samples": (dict,),
+    "speedups_by_pass": (list,),
+    "verdict": (str,),
+}
+REGIMES = ("back-to-back", "host-work")
+TIME_VERDICTS = ("faster", "no measurable gain", "slower")
+
 VERDICTS = ("faster", "memory", "fewer syncs", "no measurable gain", "slower", "not timed", "failed", "error")
 
 
@@ -78,21 +95,70 @@ def validate(data: Any) -> List[str]:
             errs.append(f"{where}.verdict: {v!r} is not one of {VERDICTS}")
         ok = not r.get("error") and r.get("same_result") is not False
         if timed and ok:
-            for k in ("flagged_us", "fixed_us", "speedup", "spread"):
-                if not isinstance(r.get(k), NUM) or isinstance(r.get(k), bool):
-                    errs.append(f"{where}.{k}: a timed result needs a number")
-            if r.get("debug_mode_sees") and (r.get("syncs_flagged") is None or r.get("syncs_fixed") is None):
-                errs.append(f"{where}: syncs missing although the debug mode sees them")
-            if isinstance(r.get("speedup"), NUM) and isinstance(r.get("fixed_us"), NUM) and r["fixed_us"] > 0:
-                want = r["flagged_us"] / r["fixed_us"]
-                if abs(want - r["speedup"]) > 0.01 * want + 1e-3:
-                    errs.append(f"{where}.speedup: {r['speedup']} but flagged_us/fixed_us = {want:.4f}")
+            errs.extend(_timed_problems(r, where))
         if r.get("debug_mode_sees") is False and (r.get("syncs_flagged") is not None or r.get("syncs_fixed") is not None):
             errs.append(f"{where}: syncs reported although the debug mode cannot see them")
     return errs
 
 
+def _regime_problems(g: Any, where: str) -> List[str]:
+    if not isinstance(g, dict):
+        return [f"{where}: not an object"]
+    errs = []
+    for k, types in REGIME_KEYS.items():
+        if not isinstance(g.get(k), types) or isinstance(g.get(k), bool):
+            errs.append(f"{where}.{k}: a timed result needs {'/'.join(t.__name__ for t in types)}")
+    ci = g.get("ci")
+    if isinstance(ci, list) and not (len(ci) == 2 and all(isinstance(v, NUM) for v in ci) and ci[0] <= ci[1]):
+        errs.append(f"{where}.ci: expected [low, high] with low <= high, got {ci!r}")
+    elif isinstance(ci, list):
+        # the verdict rule: faster / slower only when the interval excludes 1.0
+        if g.get("verdict") == "faster" and not ci[0] > 1.0:
+            errs.append(f"{where}: 'faster' but the interval {ci} does not exclude 1.0")
+        if g.get("verdict") == "slower" and not ci[1] < 1.0:
+            errs.append(f"{where}: 'slower' but the interval {ci} does not exclude 1.0")
+    if isinstance(g.get("passes"), int) and isinstance(g.get("speedups_by_pass"), list) and len(g["speedups_by_pass"]) != g["passes"]:
+        errs.append(f"{where}: {g['passes']} passes but {len(g['speedups_by_pass'])} speedups by pass")
+    loops = g.get("loops_us")
+    if loops is not None:
+        n = [[len(p) for p in loops.get(s) or []] for s in ("flagged", "fixed")] if isinstance(loops, dict) else None
+        if not n or n[0] != n[1] or len(n[0]) != g.get("passes") or (isinstance(g.get("samples"), dict) and sum(n[0]) != g["samples"].get("flagged")):
+            errs.append(f"{where}.loops_us: expected the same loops per pass on both sides, one list per pass, as many as samples")
+    return errs
+
+
+def _timed_problems(r: Dict[str, Any], where: str) -> List[str]:
+    """A timed result: its regimes well formed, its top level equal to its headline regime."""
+    errs: List[str] = []
+    regimes = r.get("regimes")
+    if not isinstance(regimes, dict) or not regimes:
+        return [f"{where}.regimes: a timed result needs at least one regime"]
+    for name, g in regimes.items():
+        if name not in REGIMES:
+            errs.append(f"{where}.regimes: unknown regime {name!r}")
+        errs.extend(_regime_problems(g, f"{where}.regimes[{name!r}]"))
+        if isinstance(g, dict) and g.get("verdict") not in TIME_VERDICTS:
+            errs.append(f"{where}.regimes[{name!r}].verdict: {g.get('verdict')!r} is not one of {TIME_VERDICTS}")
+    head = r.get("regime")
+    if head not in regimes:
+        errs.append(f"{where}.regime: {head!r} is not one of its regimes {sorted(regimes)}")
+    else:
+        for k in REGIME_KEYS:
+            if k != "verdict" and r.get(k) != regimes[head].get(k):
+                errs.append(f"{where}.{k}: {r.get(k)!r} differs from its headline regime's {regimes[head].get(k)!r}")
+        if r.get("verdict") in TIME_VERDICTS and r.get("verdict") != regimes[head].get("verdict"):
+            errs.append(f"{where}.verdict: {r.get('verdict')!r} but its regime {head!r} says {regimes[head].get('verdict')!r}")
+    if r.get("debug_mode_sees") and (r.get("syncs_flagged") is None or r.get("syncs_fixed") is None):
+        errs.append(f"{where}: syncs missing although the debug mode sees them")
+    return errs
+
+
+_NUMBER_LIST = re.compile(r"\[\s*(-?[0-9][-+0-9.eE]*(?:,\s*-?[0-9][-+0-9.eE]*)*)\s*\]")
+
+
 def dumps(data: Dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+    """Indented JSON, with lists of numbers (the per-loop samples) kept on one line."""
+    text = json.dumps(data, indent=2, sort_keys=False)
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",")) + "]", text) + "\n"
 
 
