@@ -22,6 +22,7 @@ from synclint.semantic.heat import classify_test, hot_name, lazy_init
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
+from synclint.semantic.ownership import COMPILERS
 from synclint.semantic.syntax import NODE, SEQ, all_params, field_kind, node_fields, string_value
 from synclint.semantic.values import Val
 
@@ -128,11 +129,15 @@ class Walker:
         # A method: directly in a class body (class bodies start with no function scope).
         cls = ctx.cls if ctx.func is None else None
         qual = f"{cls.name}.{node.name.value}" if cls else node.name.value
-        info = FuncInfo(name=node.name.value, qual=qual, cls=cls)
+        info = FuncInfo(name=node.name.value, qual=qual, cls=cls, node=node)
         info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators)
+        info.compiled = (ctx.func is not None and ctx.func.compiled) or any(
+            ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in COMPILERS
+            for d in node.decorators)
         ctx.all_funcs[qual] = info
-        saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth)
+        saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes)
         ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = 0
+        ctx.loop_nodes = []
         ctx.funcs.append(info)
         self._bind_params(info, node)
         if info.no_grad:
@@ -143,7 +148,7 @@ class Walker:
         if info.name == "__init__":
             ctx.end_init(info)
         ctx.funcs.pop()
-        ctx.loop_depth, ctx.guard_depth, ctx.comp_depth = saved
+        ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes = saved
         if info.timing:
             ctx.timing_funcs.add(qual)
         ret = info.returns
@@ -234,7 +239,9 @@ class Walker:
         _bind_loop_target(ctx, node.target, node.iter)
         self.walk(node.target)
         ctx.loop_depth += 1
+        ctx.loop_nodes.append(node)
         self.walk_field(node.body)
+        ctx.loop_nodes.pop()
         ctx.loop_depth -= 1
         ctx.merge([before, ctx.snapshot()])  # the body ran zero or more times
         if node.orelse is not None:
@@ -244,8 +251,10 @@ class Walker:
         ctx = self.ctx
         before = ctx.snapshot()
         ctx.loop_depth += 1
+        ctx.loop_nodes.append(node)
         self.walk(node.test)
         self.walk_field(node.body)
+        ctx.loop_nodes.pop()
         ctx.loop_depth -= 1
         ctx.merge([before, ctx.snapshot()])
         if node.orelse is not None:

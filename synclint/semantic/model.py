@@ -16,11 +16,13 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.heat import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted
+from synclint.semantic.ownership import Fresh
 from synclint.semantic.values import Val
 
 
@@ -32,6 +34,7 @@ class Binding:
     val: Val
     expr: Optional[cst.BaseExpression] = None
     prev: Optional["Binding"] = None
+    fresh: Optional[Fresh] = None  # a tensor this name alone owns (`ownership.fresh`)
 
 
 @dataclass
@@ -49,6 +52,9 @@ class FuncInfo:
     param_order: List[str] = field(default_factory=list)
     defaults: Set[str] = field(default_factory=set)  # parameters with a default
     started_d2h: bool = False  # started a non-blocking device-to-host copy (a sync is then required)
+    node: Optional[cst.CSTNode] = None  # the FunctionDef (for `escaped`)
+    compiled: bool = False  # under torch.compile / torch.jit (itself or an enclosing function)
+    escaped: Optional[Set[str]] = None  # names whose tensor may be reachable from elsewhere
 
 
 @dataclass
@@ -150,11 +156,15 @@ class SemanticModel(Inference):
         self.module_started_d2h = False
         # the file puts something on a CUDA device (`.cuda()`, a "cuda" string, a `.to()` or
         # `device=` that resolves to CUDA); known once the walk is over (`leave_Module`)
-        self.puts_on_cuda = False  # `FuncInfo.started_d2h` for module-level code
+        self.puts_on_cuda = False
+        self.module: Optional[cst.Module] = None
+        self._module_escaped: Optional[Set[str]] = None
+        self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
 
     def set_module(self, module: cst.Module) -> None:
+        self.module = module
         """Facts about the whole file, before the walk: is it a script that never mentions
         a GPU (`if __name__ == "__main__":` or a module-level loop, and no device anywhere)."""
         script = any(
@@ -290,7 +300,9 @@ class SemanticModel(Inference):
 
     def bind(self, name: str, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
         scope = self._scope_for(name)
-        scope[name] = Binding(val, expr, scope.get(name))
+        # evaluated now, while `name` still holds its old value (`x = x * 2`)
+        fresh = ownership.fresh(self, expr) if expr is not None and val.kind == V.TENSOR else None
+        scope[name] = Binding(val, expr, scope.get(name), fresh)
 
     def bind_target(self, target: cst.BaseExpression, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
         """Bind an assignment, loop, `with` or walrus target, unpacking tuples."""
@@ -356,7 +368,10 @@ class SemanticModel(Inference):
                 val = V.join(val, b.val if b is not None else None) if val is not None else (b.val if b else None)
             exprs = {id(b.expr) if b is not None else None for b in bs}
             expr = bs[0].expr if len(exprs) == 1 and bs[0] is not None else None
-            scope[name] = Binding(val if val is not None else V.UNKNOWN_VAL, expr)
+            fresh = bs[0].fresh if bs[0] is not None else None
+            for b in bs[1:]:
+                fresh = ownership.join(fresh, b.fresh if b is not None else None)
+            scope[name] = Binding(val if val is not None else V.UNKNOWN_VAL, expr, None, fresh)
 
     def restore(self, snap: Dict[str, Binding]) -> None:
         scope = self._scope_for("")
@@ -616,6 +631,23 @@ class SemanticModel(Inference):
                 return None
             e = b.expr
         return e
+
+    def escaped(self, name: str) -> bool:
+        """`name`'s tensor may be reachable from elsewhere in its function (or module)."""
+        f = self.func
+        if f is not None and f.node is not None:
+            if f.escaped is None:
+                f.escaped = ownership.escaped_names(self, f.node)
+            return name in f.escaped
+        if self._module_escaped is None:
+            self._module_escaped = ownership.escaped_names(self, self.module) if self.module is not None else set()
+        return name in self._module_escaped
+
+    @property
+    def compiled(self) -> bool:
+        """Inside a function under torch.compile / torch.jit."""
+        f = self.func
+        return f is not None and f.compiled
 
     def after_nonblocking_d2h(self) -> bool:
         """This function (or module-level code) has started a non-blocking device-to-host
