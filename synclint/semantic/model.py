@@ -386,7 +386,8 @@ class SemanticModel(Inference):
                 name = self.qualname(b.value) or (b.value.value if isinstance(b.value, cst.Name) else None)
                 if name:
                     info.bases.append(name)
-        info.pending = _collect_attrs(node)
+        pending = self.facts.class_pending.get(info.name)
+        info.pending = pending if pending is not None else _collect_attrs(node)
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
         info.methods = {s.name.value for s in body if isinstance(s, cst.FunctionDef)}
         info.prior = dict(self.facts.class_attrs.get(info.name, {}))
@@ -509,7 +510,8 @@ class SemanticModel(Inference):
         """What the second walk of this file starts from."""
         facts = FileFacts(dict(self.func_returns), dict(self.method_returns),
                           {name: dict(c.attrs) for name, c in self.classes_by_name.items()},
-                          cuda_default=self.default_device == V.CUDA)
+                          cuda_default=self.default_device == V.CUDA,
+                          class_pending={name: c.pending for name, c in self.classes_by_name.items()})
         for key in self.call_args:
             info = self.all_funcs.get(key)
             if info is not None:
@@ -731,17 +733,42 @@ def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
 
 
 def _collect_self_assigns(node: cst.CSTNode, out: Dict[str, List]) -> None:
-    for n in descendants(node):
-        if isinstance(n, (cst.Assign, cst.AnnAssign)):
-            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-            for t in targets:
-                if (isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
-                        and t.value.value == "self" and n.value is not None):
-                    out.setdefault(t.attr.value, []).append(n.value)
-        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in (
-            "register_buffer", "register_parameter"
-        ):
-            args = n.args
+    """`self.x = ...` and `self.register_buffer("x", ...)` statements under `node`; only
+    statements are visited (never expressions, which hold no assignment statements)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.SimpleStatementLine):
+            for small in n.body:
+                _note_self_assign(small, out)
+        elif isinstance(n, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            todo.extend(n.body)
+        elif isinstance(n, cst.BaseSmallStatement):
+            _note_self_assign(n, out)
+        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            continue  # a nested scope's `self` is not this one
+        elif isinstance(n, cst.BaseCompoundStatement):
+            for f in ("body", "orelse", "finalbody"):
+                part = getattr(n, f, None)
+                if part is not None:
+                    todo.append(part)
+            todo.extend(getattr(n, "handlers", ()))
+            todo.extend(getattr(n, "cases", ()))
+        elif isinstance(n, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)):
+            todo.append(n.body)
+
+
+def _note_self_assign(n: cst.CSTNode, out: Dict[str, List]) -> None:
+    if isinstance(n, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+        for t in targets:
+            if (isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
+                    and t.value.value == "self" and n.value is not None):
+                out.setdefault(t.attr.value, []).append(n.value)
+    elif isinstance(n, cst.Expr) and isinstance(n.value, cst.Call):
+        call = n.value
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("register_buffer", "register_parameter"):
+            args = call.args
             if args and isinstance(args[0].value, cst.SimpleString):
                 name = args[0].value.evaluated_value
                 if isinstance(name, str):
