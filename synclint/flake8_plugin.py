@@ -13,9 +13,22 @@ Options (command line or `[flake8]` config):
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterator, List, Sequence, Tuple
 
 from synclint import __version__
+
+
+def _cache_dir(filename: str):
+    """The project's synclint cache (module summaries are shared with `synclint check`)."""
+    try:
+        from pathlib import Path
+
+        from synclint.config import cache_dir_for, find_config, load_config
+
+        return cache_dir_for(load_config(find_config(Path(filename).resolve().parent)), False)
+    except Exception:  # a broken config: no cache, same findings
+        return None
 
 
 def _off_by_default_codes() -> List[str]:
@@ -60,6 +73,7 @@ class Plugin:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         from synclint.engine import LintError, lint_source
         from synclint.registry import all_rules
+        from synclint.runner import check_source
 
         source = "".join(self.lines)
         if source.startswith("\ufeff"):
@@ -67,7 +81,11 @@ class Plugin:
         try:
             # Every rule runs; flake8's select/ignore (with the default ignore list set in
             # add_options) decides which codes are shown.
-            findings = lint_source(source, self.filename, all_rules(), hot_only=self.hot_only)
+            if self.filename in ("stdin", "-") or not os.path.isfile(self.filename):
+                findings = lint_source(source, self.filename, all_rules(), hot_only=self.hot_only)
+            else:  # with what the project's other modules say, as `synclint check` does
+                findings = check_source(source, self.filename, all_rules(), hot_only=self.hot_only,
+                                        cache_dir=_cache_dir(self.filename))
         except (LintError, RecursionError, MemoryError):
             return  # flake8 reports a file that does not parse as E999 itself
         for f in findings:

@@ -53,7 +53,9 @@ def rule_link(f, path: Optional[str]) -> Optional[str]:
 
 def lint_document(source: str, path: Optional[str]):
     """(findings, error message or None) for an editor buffer."""
+    from synclint.config import cache_dir_for
     from synclint.engine import LintError, lint_source
+    from synclint.runner import check_source
 
     try:
         rules, hot_only, cfg = _rules_for(path)
@@ -61,7 +63,10 @@ def lint_document(source: str, path: Optional[str]):
         return [], f"configuration: {e}"
     _DOCS_URLS[path] = cfg.docs_url
     try:
-        findings = lint_source(source, path or "<editor>", rules, hot_only=hot_only)
+        if path:  # with what the project's other modules say, as `synclint check` does
+            findings = check_source(source, path, rules, hot_only=hot_only, cache_dir=cache_dir_for(cfg, False))
+        else:
+            findings = lint_source(source, "<editor>", rules, hot_only=hot_only)
     except LintError as e:
         return [], str(e)
     if cfg.per_file_ignores and path:

@@ -29,13 +29,18 @@ def check_files(
     cache_dir: Optional[Path] = None,
     jobs: Optional[int] = None,
     selection_key: Optional[str] = None,
+    sources: Optional[Dict[str, str]] = None,
+    cache_findings: bool = True,
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
 
     `rules` may be a zero-argument callable that selects them: with a cache and the
     `selection_key` the selection was made from, the rule modules (and LibCST with them)
-    are then imported only when some file is not in the cache."""
+    are then imported only when some file is not in the cache.
+
+    `sources` gives the text of files that are not (or not yet) saved, an editor's buffer;
+    with `cache_findings=False` only the module summaries are cached (their bytes decide)."""
     from synclint.engine import decode_source
 
     selected: List[Sequence[type]] = []
@@ -50,7 +55,7 @@ def check_files(
     digests: Dict[str, str] = {}
     errors: Dict[str, str] = {}
     for path in files:
-        data = _read(path, errors)
+        data = sources[path].encode("utf-8") if sources and path in sources else _read(path, errors)
         if data is None:
             continue
         digests[path] = content_hash(data)
@@ -61,7 +66,7 @@ def check_files(
             texts[path] = text
 
     cache = None
-    if cache_dir is not None:
+    if cache_dir is not None and cache_findings:
         from synclint.cache import Cache
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
@@ -91,6 +96,21 @@ def check_files(
     if cache is not None:
         cache.save()
     return result
+
+
+def check_source(source: str, path: str, rules: Sequence[type], *, hot_only: bool = False,
+                 cache_dir: Optional[Path] = None) -> List[Finding]:
+    """One file's findings as `synclint check path` gives them, from `source` (an editor's
+    buffer, flake8's lines): with the project modules it imports read from disk (their
+    summaries cached in `cache_dir`), so the flake8 plugin and the LSP see what the CLI
+    sees. Raises `LintError` when the source cannot be analysed."""
+    from synclint.engine import LintError
+
+    result = check_files([path], rules, hot_only=hot_only, cache_dir=cache_dir, jobs=1,
+                         sources={path: source}, cache_findings=False)
+    if result.errors:
+        raise LintError(result.errors[0].reason)
+    return [f for f in result.findings if not f.suppressed]  # `# noqa` holds here too
 
 
 def _read(path: str, errors: Dict[str, str]) -> Optional[bytes]:

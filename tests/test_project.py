@@ -323,3 +323,20 @@ def test_star_imported_classes_and_methods_of_other_modules_instances(tmp_path):
     # `Trainer(...)` through the star import: its model is a Net, so train_step (hot by
     # name) runs Net.forward_loss
     assert ("model.py", 5, "SYN101", True) in found
+
+
+def test_the_flake8_plugin_and_the_lsp_see_what_check_sees(tmp_path):
+    from synclint.flake8_plugin import Plugin
+    from synclint.lsp import lint_document
+
+    paths = _project(tmp_path, {"pkg/__init__.py": "", "pkg/sampler.py": SAMPLER, "train.py": TRAIN})
+    train = next(p for p in paths if p.endswith("train.py"))
+    text = Path(train).read_text()
+    assert ("train.py", 7, "SYN201", True) in _found([train])  # the mask comes from pkg/sampler.py
+    flake8 = [(row, msg.split()[0]) for row, _, msg, _ in Plugin(None, text.splitlines(True), train).run()]
+    assert (7, "SYN201") in flake8
+    findings, error = lint_document(text, train)
+    assert error is None and [(f.row, f.code, f.hot) for f in findings] == [(7, "SYN201", True)]
+    # an unsaved edit in the editor is what the LSP lints: the mask now comes from HostRays
+    edited = text.replace("make_rays(10)", "HostRays(10)").replace("import make_rays", "import make_rays, HostRays")
+    assert lint_document(edited, train) == ([], None)
