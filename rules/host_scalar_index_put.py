@@ -43,6 +43,23 @@ class HostScalarIndexPut(Rule):
         Valid("import torch\nx = torch.randn(10, device='cuda')\nidx = x.argsort()[:3]\nx[idx] = x[idx] * 2\n"),
         Valid("import torch\nx = torch.randn(10, device='cuda')\nidx = x.argsort()[:3]\nz = torch.zeros((), device='cuda')\nx[idx] = z\n"),
         Valid("import torch\nx = torch.randn(10)\nidx = x.argsort()[:3]\nx[idx] = 0.0\n"),
+        Valid(
+            "import torch\n"
+            "def worst(scores, k):\n"
+            "    return scores.topk(k).indices\n"
+            "x = torch.randn(10)\n"
+            "for _ in range(3):\n"
+            "    x[worst(x, 3)] = 0.0\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Dropper(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.drop = torch.randperm(8, device='cuda')[:2]\n"
+            "    def forward(self, x):\n"
+            "        return x.index_fill(0, self.drop, 0.0)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -58,6 +75,28 @@ class HostScalarIndexPut(Rule):
         Invalid(
             "import torch\nx = torch.randn(8, 4, device='cuda')\nrows = torch.randperm(8, device='cuda')[:2]\nx[rows, 0] = 1\n",
             line=4,
+        ),
+        Invalid(
+            "import torch\n"
+            "def worst(scores, k):\n"
+            "    return scores.topk(k).indices\n"
+            "x = torch.randn(10, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    x[worst(x, 3)] = 0.0\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Dropper(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.drop = torch.randperm(8, device='cuda')[:2]\n"
+            "    def forward(self, x):\n"
+            "        x[self.drop] = 0.0\n"
+            "        return x\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(
