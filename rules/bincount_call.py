@@ -62,6 +62,15 @@ class BincountCall(Rule):
             "        counts = torch.zeros(5, device=x.device).index_add_(0, self.labels, torch.ones(10, device=x.device))\n"
             "        return x / counts\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.bincount(y)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

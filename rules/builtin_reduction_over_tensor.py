@@ -66,6 +66,15 @@ class BuiltinReductionOverTensor(Rule):
             "    def __call__(self, norm: float):\n"
             "        return max(norm, self.floor)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return max(x.sum(), y.sum())\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -69,6 +69,15 @@ class DataDependentNonzero(Rule):
             "    def forward(self):\n"
             "        return torch.where(self.iou > 0.5, self.iou, 0.0)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return (x > 0).nonzero()\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

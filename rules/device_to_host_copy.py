@@ -86,6 +86,15 @@ class DeviceToHostCopy(Rule):
             "for _ in range(3):\n"
             "    model.to(device=device)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.cpu()\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -59,6 +59,15 @@ class HistcDefaultRange(Rule):
             "    def forward(self, x):\n"
             "        return self.acts.histc(bins=16, min=-1.0, max=1.0)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.histc(x, bins=10)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

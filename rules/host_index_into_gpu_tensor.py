@@ -73,6 +73,15 @@ class HostIndexIntoGpuTensor(Rule):
             "    def forward(self, x):\n"
             "        return x.cuda()[:, self.ids]\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x[:, [0, 2]]\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -60,6 +60,16 @@ class HostScalarIndexPut(Rule):
             "    def forward(self, x):\n"
             "        return x.index_fill(0, self.drop, 0.0)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    x[y.topk(3).indices] = 0.0\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

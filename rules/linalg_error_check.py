@@ -99,6 +99,15 @@ class LinalgErrorCheck(Rule):
             "        inv, info = torch.linalg.inv_ex(self.cov)\n"
             "        return x @ inv\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.linalg.inv(x) @ y\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -83,6 +83,15 @@ class MaskedFillTensorValue(Rule):
             "    def forward(self, scores, mask):\n"
             "        return scores.masked_fill(mask, self.pad_value)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.masked_fill(y > 0, x.min())\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -60,6 +60,15 @@ class MaskedSelect(Rule):
             "    def forward(self, x):\n"
             "        return x.masked_fill(~self.valid, 0.0)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.masked_select(y > 0)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

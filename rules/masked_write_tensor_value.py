@@ -85,6 +85,16 @@ class MaskedWriteTensorValue(Rule):
             "        x[torch.isnan(x)] = self.fill\n"
             "        return x\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    x[y > 0] = x.mean()\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

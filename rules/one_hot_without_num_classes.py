@@ -63,6 +63,15 @@ class OneHotWithoutNumClasses(Rule):
             "    def forward(self, logits):\n"
             "        return F.one_hot(self.targets, self.num_classes).float() * 0.9 + 0.02\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.nn.functional.one_hot(y)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -64,6 +64,15 @@ class RepeatInterleaveWithoutOutputSize(Rule):
             "    def forward(self, x):\n"
             "        return torch.repeat_interleave(x, self.repeats, dim=0, output_size=6)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.repeat_interleave(y, dim=0)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

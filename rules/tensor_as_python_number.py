@@ -112,6 +112,15 @@ class TensorAsPythonNumber(Rule):
             "for _ in range(3):\n"
             "    p = pad_to(8, 'cuda')\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.arange(y.max())\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

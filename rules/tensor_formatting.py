@@ -89,6 +89,16 @@ class TensorFormatting(Rule):
             "            self.running += loss\n"
             "            print('running', self.running)\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    print('mean', x.mean())\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

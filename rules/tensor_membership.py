@@ -58,6 +58,17 @@ class TensorMembership(Rule):
             "    def is_special(self, tok):\n"
             "        return tok in self.special\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    if 0 in y:\n"
+            "        x = x * 2\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

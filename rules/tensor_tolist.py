@@ -61,6 +61,15 @@ class TensorTolist(Rule):
             "        self.seen[ids] += 1\n"
             "        return self.seen.tolist()\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.argmax(-1).tolist()\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(

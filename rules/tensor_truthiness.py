@@ -92,6 +92,17 @@ class TensorTruthiness(Rule):
             "    if 'loss' in out and losses:\n"
             "        pass\n",
         ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    if (x > 0).any():\n"
+            "        x = x - 1\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(
