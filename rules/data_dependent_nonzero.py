@@ -78,6 +78,14 @@ class DataDependentNonzero(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x.nonzero()\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(

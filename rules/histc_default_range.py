@@ -68,6 +68,14 @@ class HistcDefaultRange(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.histc(x, bins=4)\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(

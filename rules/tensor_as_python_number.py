@@ -121,6 +121,14 @@ class TensorAsPythonNumber(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.arange(x.argmax(), device='cuda')\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -68,6 +68,14 @@ class TensorEqualityCheck(Rule):
             "    def forward(self, x):\n"
             "        return torch.where(torch.isclose(x, self.ref), x, x - self.ref)\n",
         ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.allclose(x, x.flip(0))\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -103,6 +103,15 @@ class TensorTruthiness(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    if x.isnan().any():\n"
+            "        raise ValueError('nan')\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(

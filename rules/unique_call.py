@@ -80,6 +80,14 @@ class UniqueCall(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.unique(x)\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
