@@ -86,6 +86,15 @@ class BlockingHostToDeviceCopy(Rule):
             "for x, y in loader:\n"
             "    x = x.to(accelerator.device)\n",
         ),
+        # `.to(device=...)` of a Module moves its parameters; it is not a tensor copy to report
+        Valid(
+            "import torch\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for epoch in range(3):\n"
+            "    model.to(device=device)\n"
+            "    model.train()\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -76,6 +76,13 @@ class PageableNonBlockingCopy(Rule):
             "        for x, y in self.loader:\n"
             "            x = x.cuda(non_blocking=True)\n",
         ),
+        # `.to(device=..., non_blocking=True)` of a Module is not a pageable tensor copy
+        Valid(
+            "import torch\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for epoch in range(3):\n"
+            "    model.to(device='cuda', non_blocking=True)\n",
+        ),
     ]
     INVALID = [
         Invalid(
