@@ -45,6 +45,40 @@ class BincountCall(Rule):
             "    c = torch.zeros(5, dtype=torch.long, device='cuda').scatter_add_(0, x, torch.ones_like(x))\n"
         ),
         Valid("import torch\nx = torch.randint(0, 5, (10,), device='cuda').cpu()\nfor _ in range(3):\n    c = x.bincount()\n"),
+        Valid(
+            "import torch\n"
+            "def targets_of(batch):\n"
+            "    return batch[1]\n"
+            "for batch in torch.utils.data.DataLoader(ds, batch_size=8):\n"
+            "    hist = targets_of(batch).bincount(minlength=10)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class ClassBalance(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.labels = torch.randint(0, 5, (10,), device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        counts = torch.zeros(5, device=x.device).index_add_(0, self.labels, torch.ones(10, device=x.device))\n"
+            "        return x / counts\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.bincount(y)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.bincount(x.long())\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -56,6 +90,26 @@ class BincountCall(Rule):
         Invalid(
             "import torch\ndef training_step(batch):\n    x, y = batch\n    hist = y.bincount()\n    return hist\n",
             line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def targets_of(batch):\n"
+            "    return batch[1].to('cuda')\n"
+            "for batch in torch.utils.data.DataLoader(ds, batch_size=8):\n"
+            "    hist = targets_of(batch).bincount(minlength=10)\n",
+            line=5,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class ClassBalance(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.labels = torch.randint(0, 5, (10,), device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return x / torch.bincount(self.labels, minlength=5)\n",
+            line=7,
             hot=True,
         ),
     ]

@@ -59,6 +59,42 @@ class BlockingHostToDeviceCopy(Rule):
         Valid("import torch\nfor x, y in loader:\n    x = x.to(torch.float16)\n    y = y.to('cpu')\n"),
         Valid("import torch\nfor x in loader:\n    x = x.to('cuda', non_blocking=True)\n"),
         Valid("import torch\ndef forward(self, x):\n    return x.to('cuda')\n"),
+        Valid(
+            "import torch\n"
+            "def load_frame(i):\n"
+            "    return torch.zeros(4, 4, device='cuda')\n"
+            "for i in range(10):\n"
+            "    x = load_frame(i).to('cuda')\n",
+        ),
+        Valid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "class Trainer:\n"
+            "    def __init__(self, ds):\n"
+            "        self.loader = DataLoader(ds, batch_size=8, pin_memory=True)\n"
+            "        self.device = torch.device('cuda')\n"
+            "    def fit(self):\n"
+            "        for x, y in self.loader:\n"
+            "            x = x.to(self.device, non_blocking=True)\n",
+        ),
+        # `accelerator.prepare(loader)` yields batches already on `accelerator.device`
+        Valid(
+            "import torch\n"
+            "from accelerate import Accelerator\n"
+            "accelerator = Accelerator()\n"
+            "model, loader = accelerator.prepare(torch.nn.Linear(4, 4), torch.utils.data.DataLoader(ds, batch_size=8))\n"
+            "for x, y in loader:\n"
+            "    x = x.to(accelerator.device)\n",
+        ),
+        # `.to(device=...)` of a Module moves its parameters; it is not a tensor copy to report
+        Valid(
+            "import torch\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for epoch in range(3):\n"
+            "    model.to(device=device)\n"
+            "    model.train()\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -79,6 +115,29 @@ class BlockingHostToDeviceCopy(Rule):
         Invalid(
             "import torch\nbuf = torch.empty(8, device='cuda')\nfor step in range(3):\n    buf.copy_(torch.arange(8.0))\n",
             line=4,
+        ),
+        Invalid(
+            "import numpy as np\n"
+            "import torch\n"
+            "def load_frame(i):\n"
+            "    return torch.from_numpy(np.zeros((4, 4), dtype=np.float32))\n"
+            "for i in range(10):\n"
+            "    x = load_frame(i).to('cuda')\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "class Trainer:\n"
+            "    def __init__(self, ds):\n"
+            "        self.loader = DataLoader(ds, batch_size=8, pin_memory=True)\n"
+            "        self.device = torch.device('cuda')\n"
+            "    def fit(self):\n"
+            "        for x, y in self.loader:\n"
+            "            x = x.to(self.device)\n",
+            line=9,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -57,6 +57,42 @@ class BooleanMaskIndex(Rule):
             "import torch\ndef f(x: torch.Tensor):\n    m = x > 0\n    return torch.where(m, x, 0).sum()\n"
             "for _ in range(3):\n    f(torch.rand(3, device='cuda'))\n"
         ),
+        Valid(
+            "import torch\n"
+            "def valid_mask(depth):\n"
+            "    return depth > 0\n"
+            "depth = torch.rand(64, device='cuda').cpu()\n"
+            "for _ in range(3):\n"
+            "    d = depth[valid_mask(depth)]\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def masked_mean(x, mask):\n"
+            "    return x[mask].mean()\n"
+            "x = torch.rand(64)\n"
+            "for _ in range(3):\n"
+            "    masked_mean(x, x > 0.5)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Rays:\n"
+            "    def __init__(self, n):\n"
+            "        self.depth = torch.rand(n)\n"
+            "        self.valid = self.depth > 0.5\n"
+            "def render(rays):\n"
+            "    return rays.depth[rays.valid]\n"
+            "rays = Rays(8)\n"
+            "for _ in range(3):\n"
+            "    render(rays)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "def keep_positive(x):\n"
+            "    return x[x > 0]\n"
+            "print(keep_positive(torch.rand(8) - 0.5))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -75,6 +111,39 @@ class BooleanMaskIndex(Rule):
             "import torch\nx = torch.rand(10, device='cuda')\nmask = x > 0.5\nprint(x[mask].sum())\n",
             line=4,
             hot=False,
+        ),
+        Invalid(
+            "import torch\n"
+            "def valid_mask(depth):\n"
+            "    return depth > 0\n"
+            "depth = torch.rand(64, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    d = depth[valid_mask(depth)]\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def masked_mean(x, mask):\n"
+            "    return x[mask].mean()\n"
+            "x = torch.rand(64, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    masked_mean(x, x > 0.5)\n",
+            line=3,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Rays:\n"
+            "    def __init__(self, n):\n"
+            "        self.depth = torch.rand(n, device='cuda')\n"
+            "        self.valid = self.depth > 0.5\n"
+            "def render(rays):\n"
+            "    return rays.depth[rays.valid]\n"
+            "rays = Rays(8)\n"
+            "for _ in range(3):\n"
+            "    render(rays)\n",
+            line=7,
         ),
     ]
     BENCH = BenchPair(

@@ -50,6 +50,39 @@ class BuiltinReductionOverTensor(Rule):
         Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    m = max(x)\n    s = sorted(x)\n"),
         Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    m = max(a)\n    n = min(1, 2)\n    o = max([1, 2], key=abs)\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    m = max(x.tolist())\n    n = x.max()\n"),
+        Valid(
+            "import torch\n"
+            "def scores(model, x):\n"
+            "    return model(x).squeeze(1).tolist()\n"
+            "model = torch.nn.Linear(4, 1)\n"
+            "for _ in range(3):\n"
+            "    best = max(scores(model, torch.ones(8, 4)))\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Clipper:\n"
+            "    def __init__(self):\n"
+            "        self.floor = 1e-8\n"
+            "    def __call__(self, norm: float):\n"
+            "        return max(norm, self.floor)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return max(x.sum(), y.sum())\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return max(x)\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -74,6 +107,25 @@ class BuiltinReductionOverTensor(Rule):
             "import torch\nscores = torch.rand(8, device='cuda')\nranked = sorted(scores)\n",
             line=3,
             hot=False,
+        ),
+        Invalid(
+            "import torch\n"
+            "def scores(model, x):\n"
+            "    return model(x).squeeze(1)\n"
+            "model = torch.nn.Linear(4, 1).cuda()\n"
+            "for _ in range(3):\n"
+            "    best = max(scores(model, torch.ones(8, 4, device='cuda')))\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Clipper:\n"
+            "    def __init__(self):\n"
+            "        self.floor = torch.tensor(1e-8, device='cuda')\n"
+            "    def __call__(self, norm):\n"
+            "        return max(norm, self.floor)\n",
+            line=6,
         ),
     ]
     BENCH = BenchPair(

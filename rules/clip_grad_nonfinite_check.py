@@ -64,6 +64,24 @@ class ClipGradNonfiniteCheck(Rule):
             "import torch\nfrom lightning import Trainer\ntrainer = Trainer(gradient_clip_val=1.0)\n"
             "def clip(model, error_if_nonfinite=True):\n    return model.clip_grad_norm_(1.0)\n"
         ),
+        Valid(
+            "import torch\n"
+            "def build():\n"
+            "    return torch.nn.Linear(4, 4).to('cpu')\n"
+            "model = build()\n"
+            "for _ in range(3):\n"
+            "    model(torch.ones(2, 4)).sum().backward()\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.model = torch.nn.Linear(4, 4).to('cpu')\n"
+            "    def step(self, x):\n"
+            "        self.model(x).sum().backward()\n"
+            "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0, error_if_nonfinite=True)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -80,6 +98,27 @@ class ClipGradNonfiniteCheck(Rule):
             "    nn.utils.clip_grad_norm_(model.parameters(), 1.0, 2.0, True)\n",
             line=5,
             hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def build():\n"
+            "    return torch.nn.Linear(4, 4).cuda()\n"
+            "model = build()\n"
+            "for _ in range(3):\n"
+            "    model(torch.ones(2, 4, device='cuda')).sum().backward()\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n",
+            line=7,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.model = torch.nn.Linear(4, 4).cuda()\n"
+            "    def step(self, x):\n"
+            "        self.model(x).sum().backward()\n"
+            "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0, error_if_nonfinite=True)\n",
+            line=7,
         ),
     ]
     BENCH = BenchPair(

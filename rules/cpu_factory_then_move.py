@@ -67,6 +67,22 @@ class CpuFactoryThenMove(Rule):
         Valid("import torch\ndef f(x):\n    return torch.zeros_like(x).cuda()\n"),
         Valid("import torch\nif not torch.cuda.is_available():\n    x = torch.zeros(3).to('cuda')\n"),
         Valid("import torch\ng = torch.Generator().manual_seed(0)\nv = torch.rand(8, generator=g).cuda()\n"),
+        Valid(
+            "import torch\n"
+            "def zeros_on(n, device):\n"
+            "    return torch.zeros(n).to(device)\n"
+            "for _ in range(3):\n"
+            "    z = zeros_on(8, 'cpu')\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Head(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.device = torch.device('cuda')\n"
+            "    def forward(self, x):\n"
+            "        return x + torch.ones(x.shape[-1], device=self.device)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -97,6 +113,26 @@ class CpuFactoryThenMove(Rule):
         Invalid(
             "import torch\nw = torch.empty(4, 4).normal_(0, 0.02).cuda()\nb = torch.empty(4).fill_(0.5).cuda()\n",
             fixed='import torch\nw = torch.empty(4, 4, device="cuda").normal_(0, 0.02)\nb = torch.empty(4, device="cuda").fill_(0.5)\n',
+        ),
+        Invalid(
+            "import torch\n"
+            "def zeros_on(n, device):\n"
+            "    return torch.zeros(n).to(device)\n"
+            "for _ in range(3):\n"
+            "    z = zeros_on(8, 'cuda')\n",
+            line=3,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Head(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.device = torch.device('cuda')\n"
+            "    def forward(self, x):\n"
+            "        return x + torch.ones(x.shape[-1]).to(self.device)\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -52,6 +52,40 @@ class DataDependentNonzero(Rule):
             "import torch\nclass DS(torch.utils.data.Dataset):\n    def __getitem__(self, i):\n"
             "        return torch.nonzero(self.labels[i])\n"
         ),
+        Valid(
+            "import torch\n"
+            "def positives(scores):\n"
+            "    return scores > 0.5\n"
+            "scores = torch.rand(16)\n"
+            "for _ in range(3):\n"
+            "    idx = positives(scores).nonzero()\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Anchors(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.iou = torch.rand(8, 4, device='cuda')\n"
+            "    def forward(self):\n"
+            "        return torch.where(self.iou > 0.5, self.iou, 0.0)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return (x > 0).nonzero()\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x.nonzero()\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -62,6 +96,27 @@ class DataDependentNonzero(Rule):
         ),
         Invalid("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return (x > 0).nonzero(as_tuple=True)\n", line=4, hot=True),
         Invalid("import torch\nx = torch.rand(10, device='cuda')\nidx = torch.argwhere(x)\n", line=3, hot=False),
+        Invalid(
+            "import torch\n"
+            "def positives(scores):\n"
+            "    return scores > 0.5\n"
+            "scores = torch.rand(16, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    idx = positives(scores).nonzero()\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Anchors(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.iou = torch.rand(8, 4, device='cuda')\n"
+            "    def forward(self):\n"
+            "        return torch.nonzero(self.iou > 0.5)\n",
+            line=7,
+            hot=True,
+        ),
     ]
     BENCH = BenchPair(
         setup="x = torch.rand(n, device=device)\nmask = x > 0.5\nk = int(mask.sum())\n",

@@ -97,6 +97,25 @@ class DataloaderWithoutPinMemory(Rule):
         # Not torch's DataLoader; keyword arguments passed through.
         Valid("import torch\nfrom mylib import DataLoader\nloader = DataLoader(ds)\nx = torch.ones(3).cuda()\n"),
         Valid("import torch.utils.data as tud\nloader = tud.DataLoader(ds, **loader_kwargs)\ndevice = 'cuda'\n"),
+        Valid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "def make_loader(ds):\n"
+            "    return DataLoader(ds, batch_size=32, shuffle=True)\n"
+            "for x, y in make_loader(ds):\n"
+            "    x = x.to(torch.float16)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "class Trainer:\n"
+            "    def __init__(self, ds):\n"
+            "        self.device = torch.device('cpu')\n"
+            "        self.loader = DataLoader(ds, batch_size=32)\n"
+            "    def fit(self):\n"
+            "        for x in self.loader:\n"
+            "            x = x.to(self.device)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -119,6 +138,27 @@ class DataloaderWithoutPinMemory(Rule):
             "import torch\nloader = torch.utils.data.DataLoader(\n    ds,\n    batch_size=8,\n)\nmodel.to('cuda:0')\n",
             line=2,
             fixed="import torch\nloader = torch.utils.data.DataLoader(\n    ds,\n    batch_size=8,\n    pin_memory=True,\n)\nmodel.to('cuda:0')\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "def make_loader(ds):\n"
+            "    return DataLoader(ds, batch_size=32, shuffle=True)\n"
+            "for x, y in make_loader(ds):\n"
+            "    x = x.to('cuda')\n",
+            line=4,
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "class Trainer:\n"
+            "    def __init__(self, ds):\n"
+            "        self.device = torch.device('cuda')\n"
+            "        self.loader = DataLoader(ds, batch_size=32)\n"
+            "    def fit(self):\n"
+            "        for x in self.loader:\n"
+            "            x = x.to(self.device)\n",
+            line=6,
         ),
     ]
     BENCH = BenchPair(

@@ -53,6 +53,26 @@ class DeviceSynchronizeInHotPath(Rule):
             "    h = g.to('cpu', non_blocking=True)\n    torch.cuda.synchronize()\n    print(h.sum())\n"
         ),
         Valid("import torch\nfor step in range(100):\n    if step % 10 == 0:\n        torch.cuda.synchronize()\n", cold=True),
+        Valid(
+            "import torch\n"
+            "def barrier():\n"
+            "    torch.cuda.synchronize()\n"
+            "for _ in range(3):\n"
+            "    y = torch.ones(3, device='cuda') * 2\n"
+            "barrier()\n",
+            cold=True,
+        ),
+        Valid(
+            "import torch\n"
+            "class Net(torch.nn.Module):\n"
+            "    def _barrier(self):\n"
+            "        torch.cuda.synchronize()\n"
+            "    def forward(self, x):\n"
+            "        return x * 2\n"
+            "    def close(self):\n"
+            "        self._barrier()\n",
+            cold=True,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -66,6 +86,27 @@ class DeviceSynchronizeInHotPath(Rule):
             line=4,
         ),
         Invalid("import torch as th\ndef train_step(x):\n    th.accelerator.synchronize()\n", line=3),
+        Invalid(
+            "import torch\n"
+            "def barrier():\n"
+            "    torch.cuda.synchronize()\n"
+            "for _ in range(3):\n"
+            "    y = torch.ones(3, device='cuda') * 2\n"
+            "    barrier()\n",
+            line=3,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Net(torch.nn.Module):\n"
+            "    def _barrier(self):\n"
+            "        torch.cuda.synchronize()\n"
+            "    def forward(self, x):\n"
+            "        self._barrier()\n"
+            "        return x * 2\n",
+            line=4,
+            hot=True,
+        ),
     ]
     BENCH = BenchPair(
         setup=(

@@ -61,6 +61,48 @@ class DeviceToHostCopy(Rule):
         Valid("import torch\ndef train(model, loader, opt):\n    for x in loader:\n        loss = model(x).sum()\n    model.cpu()\n    self_model = model\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\ntorch.save(x, 'x.pt')\nfor _ in range(2):\n    torch.save({'step': 1}, 'meta.pt')\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nif not torch.cuda.is_available():\n    y = x.cpu()\n"),
+        Valid(
+            "import torch\n"
+            "def embed(model, x):\n"
+            "    return model(x)\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for x in [torch.ones(2, 4)]:\n"
+            "    e = embed(model, x).cpu()\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Buffer:\n"
+            "    def __init__(self):\n"
+            "        self.states = torch.zeros(64, 4)\n"
+            "    def sample(self):\n"
+            "        return self.states.cpu().numpy()\n",
+        ),
+        # `.to(device=...)` of a Module moves its parameters; it is not a device-to-host copy
+        Valid(
+            "import torch\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "model.to(device=device)\n"
+            "for _ in range(3):\n"
+            "    model.to(device=device)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.cpu()\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x.cpu()\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -94,6 +136,25 @@ class DeviceToHostCopy(Rule):
             "import torch\ndef step_outputs(out):\n    return out.detach().numpy(force=True)\n",
             line=3,
             hot=False,
+        ),
+        Invalid(
+            "import torch\n"
+            "def embed(model, x):\n"
+            "    return model(x.cuda())\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "for x in [torch.ones(2, 4)]:\n"
+            "    e = embed(model, x).cpu()\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Buffer:\n"
+            "    def __init__(self):\n"
+            "        self.states = torch.zeros(64, 4, device='cuda')\n"
+            "    def sample(self):\n"
+            "        return self.states.cpu().numpy()\n",
+            line=6,
         ),
     ]
     BENCH = BenchPair(

@@ -109,6 +109,24 @@ class DistributionValidation(Rule):
             "import torch\ndef noise(shape, sigma):\n    return torch.distributions.Normal(0.0, sigma).sample(shape)\n"
             "for _ in range(3):\n    n = noise((4,), 0.1)\n"
         ),
+        Valid(
+            "import torch\n"
+            "def policy_params(net, obs):\n"
+            "    return net(obs).chunk(2, -1)\n"
+            "net = torch.nn.Linear(4, 4)\n"
+            "for _ in range(3):\n"
+            "    mu, log_std = policy_params(net, torch.ones(2, 4))\n"
+            "    d = torch.distributions.Normal(mu, log_std.exp())\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Prior(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.loc = torch.zeros(8, device='cuda')\n"
+            "    def forward(self, z):\n"
+            "        return torch.distributions.Normal(self.loc, 1.0, validate_args=False).log_prob(z)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -143,6 +161,28 @@ class DistributionValidation(Rule):
             "import torch\np = torch.rand(8, device='cuda')\nfor _ in range(3):\n"
             "    d = torch.distributions.Bernoulli(probs=p, validate_args=True)\n",
             line=4,
+        ),
+        Invalid(
+            "import torch\n"
+            "def policy_params(net, obs):\n"
+            "    return net(obs).chunk(2, -1)\n"
+            "net = torch.nn.Linear(4, 4).cuda()\n"
+            "for _ in range(3):\n"
+            "    mu, log_std = policy_params(net, torch.ones(2, 4, device='cuda'))\n"
+            "    d = torch.distributions.Normal(mu, log_std.exp())\n",
+            line=7,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Prior(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.loc = torch.zeros(8, device='cuda')\n"
+            "    def forward(self, z):\n"
+            "        return torch.distributions.Normal(self.loc, 1.0).log_prob(z)\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -34,6 +34,26 @@ class EmptyCacheInHotPath(Rule):
         Valid("import torch\nfor _ in range(3):\n    y = torch.ones(3, device='cuda')\ntorch.cuda.empty_cache()\n", cold=True),
         Valid("import torch\nfor step in range(100):\n    if step % 50 == 0:\n        torch.cuda.empty_cache()\n", cold=True),
         Valid("import torch\nclass Cache:\n    def empty_cache(self):\n        pass\nc = Cache()\nfor _ in range(3):\n    c.empty_cache()\n"),
+        Valid(
+            "import torch\n"
+            "def free():\n"
+            "    torch.cuda.empty_cache()\n"
+            "for _ in range(3):\n"
+            "    y = torch.ones(3, device='cuda')\n"
+            "free()\n",
+            cold=True,
+        ),
+        Valid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def _cleanup(self):\n"
+            "        torch.cuda.empty_cache()\n"
+            "    def training_step(self, batch):\n"
+            "        return batch\n"
+            "    def on_train_end(self):\n"
+            "        self._cleanup()\n",
+            cold=True,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -43,6 +63,27 @@ class EmptyCacheInHotPath(Rule):
             message="`torch.cuda.empty_cache()` synchronizes and discards the allocator cache that later steps reuse",
         ),
         Invalid("from torch.cuda import empty_cache\ndef training_step(batch):\n    empty_cache()\n", line=3),
+        Invalid(
+            "import torch\n"
+            "def free():\n"
+            "    torch.cuda.empty_cache()\n"
+            "for _ in range(3):\n"
+            "    y = torch.ones(3, device='cuda')\n"
+            "    free()\n",
+            line=3,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def _cleanup(self):\n"
+            "        torch.cuda.empty_cache()\n"
+            "    def training_step(self, batch):\n"
+            "        self._cleanup()\n"
+            "        return batch\n",
+            line=4,
+            hot=True,
+        ),
     ]
     BENCH = BenchPair(
         setup="xs = [torch.randn(1024, 1024, device=device) for _ in range(steps)]\n",

@@ -85,6 +85,29 @@ class GradScalerUnfusedStep(Rule):
             "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.RMSprop(model.parameters())\n"
             "scaler = torch.amp.GradScaler()\nfor _ in range(3):\n    scaler.step(opt)\n"
         ),
+        Valid(
+            "import torch\n"
+            "def make_optimizer(model):\n"
+            "    return torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "opt = make_optimizer(model)\n"
+            "scaler = torch.amp.GradScaler('cuda')\n"
+            "for _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4, device='cuda')).sum()).backward()\n"
+            "    scaler.step(opt)\n"
+            "    scaler.update()\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)\n"
+            "        self.scaler = torch.amp.GradScaler('cuda')\n"
+            "    def train_step(self, loss):\n"
+            "        self.scaler.scale(loss).backward()\n"
+            "        self.scaler.step(self.opt)\n"
+            "        self.scaler.update()\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -103,6 +126,20 @@ class GradScalerUnfusedStep(Rule):
             "    def train_step(self, loss):\n        self.scaler.scale(loss).backward()\n"
             "        self.scaler.step(self.opt)\n        self.scaler.update()\n",
             line=10,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def make_optimizer(model):\n"
+            "    return torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "opt = make_optimizer(model)\n"
+            "scaler = torch.amp.GradScaler('cuda')\n"
+            "for _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4, device='cuda')).sum()).backward()\n"
+            "    scaler.step(opt)\n"
+            "    scaler.update()\n",
+            line=9,
             hot=True,
         ),
     ]

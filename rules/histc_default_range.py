@@ -42,6 +42,40 @@ class HistcDefaultRange(Rule):
         Valid("import torch\nx = torch.rand(10, device='cuda')\nfor _ in range(3):\n    h = x.histc(10, -1, 1)\n"),
         Valid("import torch\nx = torch.rand(10)\nfor _ in range(3):\n    h = torch.histc(x, bins=10)\n"),
         Valid("import torch\nx = torch.rand(10, device='cuda')\nlo, hi = 0.0, 1.0\nfor _ in range(3):\n    h = torch.histc(x, 10, lo, hi)\n"),
+        Valid(
+            "import torch\n"
+            "def activations(model, x):\n"
+            "    return model(x)\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for _ in range(3):\n"
+            "    h = torch.histc(activations(model, torch.ones(2, 4)), bins=10)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Monitor(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.acts = torch.zeros(64, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return self.acts.histc(bins=16, min=-1.0, max=1.0)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.histc(x, bins=10)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.histc(x, bins=4)\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -51,6 +85,27 @@ class HistcDefaultRange(Rule):
             message="`torch.histc(x, bins=10)` without an explicit range reads the input's minimum and maximum back to the host",
         ),
         Invalid("import torch\nx = torch.rand(10, device='cuda')\nfor _ in range(3):\n    h = x.histc(10, 0, 0)\n", line=4),
+        Invalid(
+            "import torch\n"
+            "def activations(model, x):\n"
+            "    return model(x)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "for _ in range(3):\n"
+            "    h = torch.histc(activations(model, torch.ones(2, 4, device='cuda')), bins=10)\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Monitor(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.acts = torch.zeros(64, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return self.acts.histc(bins=16)\n",
+            line=7,
+            hot=True,
+        ),
     ]
     BENCH = BenchPair(
         setup="x = torch.rand(n, device=device)\nx[0] = 0.0\nx[1] = 1.0\n",

@@ -56,6 +56,40 @@ class HostIndexIntoGpuTensor(Rule):
         Valid("import torch\nx = torch.randn(10, device='cuda')\nm = x > 0\ny = x[m]\nx[m] = 0.0\n"),
         Valid("import torch\nx = torch.randn(10, device='cuda')\ni = torch.tensor(3)\ny = x[i]\n"),
         Valid("import torch\ndef f(U: torch.Tensor, d):\n    nz = torch.where(abs(d) != 0.0)\n    return U[:, nz[0]]\n"),
+        Valid(
+            "import torch\n"
+            "def keep_ids(n):\n"
+            "    return torch.randperm(n, device='cuda')[:4]\n"
+            "x = torch.randn(10, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    y = x[keep_ids(10)]\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Gather(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ids = torch.tensor([0, 2, 5], device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return x.cuda()[:, self.ids]\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x[:, [0, 2]]\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x[[0, 2]]\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -75,6 +109,27 @@ class HostIndexIntoGpuTensor(Rule):
             "import torch\nx = torch.randn(10, device='cuda')\nidx = torch.randperm(10)[:4]\nx[idx] = 0.0\n",
             line=4,
             message="indexing `x` with a host CPU tensor copies the index to the GPU with a blocking transfer",
+        ),
+        Invalid(
+            "import torch\n"
+            "def keep_ids(n):\n"
+            "    return torch.randperm(n)[:4]\n"
+            "x = torch.randn(10, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    y = x[keep_ids(10)]\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Gather(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ids = torch.tensor([0, 2, 5])\n"
+            "    def forward(self, x):\n"
+            "        return x.cuda()[:, self.ids]\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -46,6 +46,21 @@ class HostScalarElementWrite(Rule):
         Valid("import torch\ndef f(x):\n    x[3] = 1.0\n"),
         Valid("import torch\nx = torch.zeros(10, device='cuda')\nidx = [0, 2]\nx[idx] = 1.0\n"),
         Valid("import torch\nx = torch.zeros(10, device='cuda')\nx = x.view(2, 5)\nx[0] = 1.0\n"),
+        Valid(
+            "import torch\n"
+            "def make_mask(n):\n"
+            "    return torch.ones(n)\n"
+            "m = make_mask(8)\n"
+            "m[0] = 0.0\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Schedule:\n"
+            "    def __init__(self):\n"
+            "        self.lrs = torch.zeros(10)\n"
+            "    def set(self, i, lr: float):\n"
+            "        self.lrs[3] = 0.5\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -64,6 +79,23 @@ class HostScalarElementWrite(Rule):
         Invalid(
             "import torch\nw = torch.ones(5, device='cuda')\nw[len(w) - 1] = float('inf')\n",
             fixed="import torch\nw = torch.ones(5, device='cuda')\nw[len(w) - 1].fill_(float('inf'))\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "def make_mask(n):\n"
+            "    return torch.ones(n, device='cuda')\n"
+            "m = make_mask(8)\n"
+            "m[0] = 0.0\n",
+            line=5,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Schedule:\n"
+            "    def __init__(self):\n"
+            "        self.lrs = torch.zeros(10, device='cuda')\n"
+            "    def set(self, i, lr: float):\n"
+            "        self.lrs[3] = 0.5\n",
+            line=6,
         ),
     ]
     BENCH = BenchPair(

@@ -43,6 +43,41 @@ class HostScalarIndexPut(Rule):
         Valid("import torch\nx = torch.randn(10, device='cuda')\nidx = x.argsort()[:3]\nx[idx] = x[idx] * 2\n"),
         Valid("import torch\nx = torch.randn(10, device='cuda')\nidx = x.argsort()[:3]\nz = torch.zeros((), device='cuda')\nx[idx] = z\n"),
         Valid("import torch\nx = torch.randn(10)\nidx = x.argsort()[:3]\nx[idx] = 0.0\n"),
+        Valid(
+            "import torch\n"
+            "def worst(scores, k):\n"
+            "    return scores.topk(k).indices\n"
+            "x = torch.randn(10)\n"
+            "for _ in range(3):\n"
+            "    x[worst(x, 3)] = 0.0\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Dropper(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.drop = torch.randperm(8, device='cuda')[:2]\n"
+            "    def forward(self, x):\n"
+            "        return x.index_fill(0, self.drop, 0.0)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    x[y.topk(3).indices] = 0.0\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    x[x.argsort()[:2]] = 0.0\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -58,6 +93,28 @@ class HostScalarIndexPut(Rule):
         Invalid(
             "import torch\nx = torch.randn(8, 4, device='cuda')\nrows = torch.randperm(8, device='cuda')[:2]\nx[rows, 0] = 1\n",
             line=4,
+        ),
+        Invalid(
+            "import torch\n"
+            "def worst(scores, k):\n"
+            "    return scores.topk(k).indices\n"
+            "x = torch.randn(10, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    x[worst(x, 3)] = 0.0\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Dropper(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.drop = torch.randperm(8, device='cuda')[:2]\n"
+            "    def forward(self, x):\n"
+            "        x[self.drop] = 0.0\n"
+            "        return x\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

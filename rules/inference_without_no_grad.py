@@ -151,6 +151,27 @@ class InferenceWithoutNoGrad(Rule):
             "import torch\ndef infer(model, x, grad):\n    model.eval()\n    with torch.set_grad_enabled(grad):\n"
             "        return model(x)\n"
         ),
+        Valid(
+            "import torch\n"
+            "def build():\n"
+            "    return torch.nn.Linear(8, 2).cuda()\n"
+            "@torch.no_grad()\n"
+            "def evaluate(loader):\n"
+            "    model = build()\n"
+            "    model.eval()\n"
+            "    return [model(x) for x in loader]\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Evaluator:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model\n"
+            "    def evaluate(self, loader):\n"
+            "        self.model.eval()\n"
+            "        with torch.inference_mode():\n"
+            "            for x, y in loader:\n"
+            "                out = self.model(x)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -168,6 +189,27 @@ class InferenceWithoutNoGrad(Rule):
         Invalid(
             "import torch\nnet = torch.nn.Linear(8, 2)\ndef score(batch):\n    net.eval()\n    return net(batch)\n",
             line=5,
+        ),
+        Invalid(
+            "import torch\n"
+            "def build():\n"
+            "    return torch.nn.Linear(8, 2).cuda()\n"
+            "def evaluate(loader):\n"
+            "    model = build()\n"
+            "    model.eval()\n"
+            "    return [model(x) for x in loader]\n",
+            line=7,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Evaluator:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model\n"
+            "    def evaluate(self, loader):\n"
+            "        self.model.eval()\n"
+            "        for x, y in loader:\n"
+            "            out = self.model(x)\n",
+            line=8,
         ),
     ]
     BENCH = BenchPair(

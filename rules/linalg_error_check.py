@@ -81,6 +81,33 @@ class LinalgErrorCheck(Rule):
         Valid(
             "import numpy as np\nimport torch\nA = np.eye(3)\nfor _ in range(3):\n    B = np.linalg.inv(A)\n"
         ),
+        Valid(
+            "import torch\n"
+            "def gram(x):\n"
+            "    return x @ x.mT + torch.eye(x.shape[-1], device=x.device)\n"
+            "x = torch.randn(8, 8)\n"
+            "for _ in range(3):\n"
+            "    L = torch.linalg.cholesky(gram(x))\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Whiten(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cov = torch.eye(4, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        inv, info = torch.linalg.inv_ex(self.cov)\n"
+            "        return x @ inv\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.linalg.inv(x) @ y\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -104,6 +131,27 @@ class LinalgErrorCheck(Rule):
             line=6,
             fixed="import torch\nimport torch.linalg as LA\nA = torch.randn(8, 8, device='cuda')\nb = torch.randn(8, 1, device='cuda')\n"
             "for _ in range(3):\n    x = LA.solve_ex(A, b).result\n    y = LA.lu_factor_ex(A, check_errors=True)\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "def gram(x):\n"
+            "    return x @ x.mT + torch.eye(x.shape[-1], device=x.device)\n"
+            "x = torch.randn(8, 8, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    L = torch.linalg.cholesky(gram(x))\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Whiten(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cov = torch.eye(4, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return x @ torch.linalg.inv(self.cov)\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

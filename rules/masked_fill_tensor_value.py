@@ -66,6 +66,40 @@ class MaskedFillTensorValue(Rule):
             "import torch\nx = torch.randn(8, device='cuda')\nfill = -1e9\nfor _ in range(3):\n"
             "    y = x.masked_fill(x > 0, fill)\n"
         ),
+        Valid(
+            "import torch\n"
+            "def neg_inf_like(x):\n"
+            "    return torch.finfo(x.dtype).min\n"
+            "x = torch.randn(8, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    y = x.masked_fill(x > 0, neg_inf_like(x))\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Attn(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.pad_value = -1e4\n"
+            "    def forward(self, scores, mask):\n"
+            "        return scores.masked_fill(mask, self.pad_value)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.masked_fill(y > 0, x.min())\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x.masked_fill(x > 0, x.max())\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -91,6 +125,27 @@ class MaskedFillTensorValue(Rule):
             hot=False,
             fixed="import torch as th\nx = th.zeros(4, 4, device='cuda')\nv = x.sum()\n"
             "y = th.where(x == 0, v.to(x.dtype), x)\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "def neg_inf_like(x):\n"
+            "    return x.min()\n"
+            "x = torch.randn(8, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    y = x.masked_fill(x > 0, neg_inf_like(x))\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Attn(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.pad_value = torch.tensor(-1e4, device='cuda')\n"
+            "    def forward(self, scores, mask):\n"
+            "        return scores.masked_fill(mask, self.pad_value)\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

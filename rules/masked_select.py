@@ -42,6 +42,41 @@ class MaskedSelect(Rule):
         Valid("import torch\nx = torch.rand(10, device='cuda')\nfor _ in range(3):\n    y = x.masked_fill(x > 0.5, 0.0)\n    z = torch.where(x > 0.5, x, 0)\n"),
         Valid("import numpy as np\nimport torch\ndef f(a, m):\n    return a.masked_select(m)\nfor _ in range(3):\n    f(None, None)\n"),
         Valid("import torch\nx = torch.rand(10, device='cuda')\nif not torch.cuda.is_available():\n    y = x.masked_select(x > 0)\n"),
+        Valid(
+            "import torch\n"
+            "def logits_of(model, x):\n"
+            "    return model(x)\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for _ in range(3):\n"
+            "    out = logits_of(model, torch.ones(2, 4))\n"
+            "    sel = out.masked_select(out > 0)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Head(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.valid = torch.ones(4, dtype=torch.bool, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return x.masked_fill(~self.valid, 0.0)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.masked_select(y > 0)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x.masked_select(x > 0)\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -53,6 +88,28 @@ class MaskedSelect(Rule):
         Invalid(
             "import torch\nclass M(torch.nn.Module):\n    def forward(self, logits, valid):\n        return logits.masked_select(valid).mean()\n",
             line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def logits_of(model, x):\n"
+            "    return model(x)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "for _ in range(3):\n"
+            "    out = logits_of(model, torch.ones(2, 4, device='cuda'))\n"
+            "    sel = out.masked_select(out > 0)\n",
+            line=7,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Head(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.valid = torch.ones(4, dtype=torch.bool, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return torch.masked_select(x, self.valid)\n",
+            line=7,
             hot=True,
         ),
     ]

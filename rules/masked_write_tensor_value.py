@@ -67,6 +67,42 @@ class MaskedWriteTensorValue(Rule):
             "for _ in range(3):\n    x[ids] = x[ids] * 2\n    x = torch.where(x > 0.5, x * 2, x)\n"
         ),
         Valid("import torch\ndef f(x, m, v):\n    x[m] = v\nfor _ in range(3):\n    f(torch.rand(3), None, 1)\n"),
+        Valid(
+            "import torch\n"
+            "def invalid(x):\n"
+            "    return ~torch.isfinite(x)\n"
+            "x = torch.rand(8)\n"
+            "for _ in range(3):\n"
+            "    x[invalid(x)] = x.mean()\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Normalizer(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.fill = 0.0\n"
+            "    def forward(self, x):\n"
+            "        x[torch.isnan(x)] = self.fill\n"
+            "        return x\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    x[y > 0] = x.mean()\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    x[x > 0] = x.mean()\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -89,6 +125,27 @@ class MaskedWriteTensorValue(Rule):
             "import torch\nx = torch.rand(10, device='cuda')\nv = torch.rand(10, device='cuda')\nm = x > 0.5\n"
             "for _ in range(3):\n    x.index_put_((m,), v[m])\n",
             line=6,
+        ),
+        Invalid(
+            "import torch\n"
+            "def invalid(x):\n"
+            "    return ~torch.isfinite(x)\n"
+            "x = torch.rand(8, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    x[invalid(x)] = x.mean()\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Normalizer(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.fill = torch.zeros((), device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        x[torch.isnan(x)] = self.fill\n"
+            "        return x\n",
+            line=7,
         ),
     ]
     BENCH = BenchPair(

@@ -44,6 +44,42 @@ class OneHotWithoutNumClasses(Rule):
         Valid("import torch\nimport torch.nn.functional as F\ny = torch.randint(0, 5, (8,))\nfor _ in range(3):\n    a = F.one_hot(y)\n"),
         Valid("import torch\ndef one_hot(x):\n    return x\ny = torch.randint(0, 5, (8,), device='cuda')\nfor _ in range(3):\n    a = one_hot(y)\n"),
         Valid("import torch\nimport torch.nn.functional as F\nk = 5\ny = torch.randint(0, 5, (8,), device='cuda')\nfor _ in range(3):\n    a = F.one_hot(y, k)\n"),
+        Valid(
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "def labels_of(batch):\n"
+            "    return batch[1]\n"
+            "for batch in torch.utils.data.DataLoader(ds, batch_size=8):\n"
+            "    y = F.one_hot(labels_of(batch))\n",
+        ),
+        Valid(
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "class Smooth(torch.nn.Module):\n"
+            "    def __init__(self, num_classes):\n"
+            "        super().__init__()\n"
+            "        self.num_classes = num_classes\n"
+            "        self.targets = torch.randint(0, 5, (8,), device='cuda')\n"
+            "    def forward(self, logits):\n"
+            "        return F.one_hot(self.targets, self.num_classes).float() * 0.9 + 0.02\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.nn.functional.one_hot(y)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.nn.functional.one_hot(x.long())\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -57,6 +93,28 @@ class OneHotWithoutNumClasses(Rule):
             "import torch\nfrom torch.nn.functional import one_hot\nclass M(torch.nn.Module):\n"
             "    def forward(self, labels):\n        return one_hot(labels, num_classes=-1).float()\n",
             line=5,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "def labels_of(batch):\n"
+            "    return batch[1].cuda()\n"
+            "for batch in torch.utils.data.DataLoader(ds, batch_size=8):\n"
+            "    y = F.one_hot(labels_of(batch))\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "class Smooth(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.targets = torch.randint(0, 5, (8,), device='cuda')\n"
+            "    def forward(self, logits):\n"
+            "        return F.one_hot(self.targets).float() * 0.9 + 0.02\n",
+            line=8,
             hot=True,
         ),
     ]

@@ -98,6 +98,27 @@ class OutOfPlaceRebind(Rule):
         ),
         # Cold code (setup) is not worth a finding.
         Valid("import torch\nx = torch.rand(100)\nx = x * 2\n", cold=True),
+        Valid(
+            "import torch\n"
+            "def weight_of(layer):\n"
+            "    return layer.weight\n"
+            "layer = torch.nn.Linear(4, 4).cuda()\n"
+            "for _ in range(10):\n"
+            "    w = weight_of(layer)\n"
+            "    w = w * 0.1\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Augment(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.noise = torch.zeros(8, device='cuda')\n"
+            "    @torch.no_grad()\n"
+            "    def forward(self, img):\n"
+            "        noise = self.noise\n"
+            "        noise = noise * 0.1\n"
+            "        return img + noise\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -119,6 +140,32 @@ class OutOfPlaceRebind(Rule):
             "import torch\ndef step(n):\n    idx = torch.randint(0, 10, (n,))\n    idx = idx + 1\n    return idx\n",
             line=4,
             fixed="import torch\ndef step(n):\n    idx = torch.randint(0, 10, (n,))\n    idx += 1\n    return idx\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "@torch.no_grad()\n"
+            "def jitter(img, sigma):\n"
+            "    noise = torch.randn(img.shape, device=img.device)\n"
+            "    noise = noise * sigma\n"
+            "    return img + noise\n"
+            "for _ in range(10):\n"
+            "    jitter(torch.rand(3, 8, 8, device='cuda'), 0.1)\n",
+            line=5,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Augment(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.sigma = 0.1\n"
+            "    @torch.no_grad()\n"
+            "    def forward(self, img):\n"
+            "        noise = torch.randn(img.shape, device=img.device)\n"
+            "        noise = noise * self.sigma\n"
+            "        return img + noise\n",
+            line=9,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -77,6 +77,25 @@ class PackPaddedUnsorted(Rule):
             "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\n"
             "def pack(x, lengths, sort):\n    return pack_padded_sequence(x, lengths, enforce_sorted=sort)\n"
         ),
+        Valid(
+            "import torch\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "def embed(emb, tokens):\n"
+            "    return emb(tokens)\n"
+            "emb = torch.nn.Embedding(10, 4)\n"
+            "tokens = torch.randint(0, 10, (3, 6))\n"
+            "for _ in range(3):\n"
+            "    p = pack_padded_sequence(embed(emb, tokens), [2, 6, 4], batch_first=True, enforce_sorted=False)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "from torch.nn.utils.rnn import pack_sequence\n"
+            "class Batcher:\n"
+            "    def __init__(self):\n"
+            "        self.seqs = [torch.randn(n, 3) for n in (2, 6, 5)]\n"
+            "    def packed(self):\n"
+            "        return pack_sequence(self.seqs, enforce_sorted=False)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -96,6 +115,28 @@ class PackPaddedUnsorted(Rule):
             "    p = rnn_utils.pack_sequence(seqs, False)\n",
             line=5,
             hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "def embed(emb, tokens):\n"
+            "    return emb(tokens)\n"
+            "emb = torch.nn.Embedding(10, 4).cuda()\n"
+            "tokens = torch.randint(0, 10, (3, 6), device='cuda')\n"
+            "for _ in range(3):\n"
+            "    p = pack_padded_sequence(embed(emb, tokens), [2, 6, 4], batch_first=True, enforce_sorted=False)\n",
+            line=8,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.nn.utils.rnn import pack_sequence\n"
+            "class Batcher:\n"
+            "    def __init__(self):\n"
+            "        self.seqs = [torch.randn(n, 3, device='cuda') for n in (2, 6, 5)]\n"
+            "    def packed(self):\n"
+            "        return pack_sequence(self.seqs, enforce_sorted=False)\n",
+            line=7,
         ),
     ]
     BENCH = BenchPair(

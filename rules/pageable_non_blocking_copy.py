@@ -57,6 +57,32 @@ class PageableNonBlockingCopy(Rule):
         Valid("import torch\ndef step(loader):\n    for x in loader:\n        x = x.to('cuda', non_blocking=True)\n"),
         Valid("import torch\ng = torch.randn(8, device='cuda')\nfor _ in range(3):\n    h = g.to('cpu', non_blocking=True)\n"),
         Valid("import torch\nt = torch.randn(8)\nh = t.to('cuda', non_blocking=True)\n", cold=True),
+        Valid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "def to_gpu(x):\n"
+            "    return x.to('cuda', non_blocking=True)\n"
+            "loader = DataLoader(range(8), batch_size=4, pin_memory=True)\n"
+            "for x in loader:\n"
+            "    x = to_gpu(x)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "class Trainer:\n"
+            "    def __init__(self, ds):\n"
+            "        self.loader = DataLoader(ds, batch_size=8, pin_memory=True)\n"
+            "    def fit(self):\n"
+            "        for x, y in self.loader:\n"
+            "            x = x.cuda(non_blocking=True)\n",
+        ),
+        # `.to(device=..., non_blocking=True)` of a Module is not a pageable tensor copy
+        Valid(
+            "import torch\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for epoch in range(3):\n"
+            "    model.to(device='cuda', non_blocking=True)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -74,6 +100,29 @@ class PageableNonBlockingCopy(Rule):
         Invalid(
             "import torch\ndst = torch.empty(8, device='cuda')\nsrc = torch.randn(8)\nfor _ in range(2):\n    dst.copy_(src, non_blocking=True)\n",
             line=5,
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "def to_gpu(x):\n"
+            "    return x.to('cuda', non_blocking=True)\n"
+            "loader = DataLoader(range(8), batch_size=4)\n"
+            "for x in loader:\n"
+            "    x = to_gpu(x)\n",
+            line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "class Trainer:\n"
+            "    def __init__(self, ds):\n"
+            "        self.loader = DataLoader(ds, batch_size=8)\n"
+            "    def fit(self):\n"
+            "        for x, y in self.loader:\n"
+            "            x = x.cuda(non_blocking=True)\n",
+            line=8,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

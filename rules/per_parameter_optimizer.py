@@ -195,6 +195,44 @@ class PerParameterOptimizer(Rule):
         Valid("import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)\n"),
         # Unknown value: not a literal False.
         Valid("import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=args.foreach)\n"),
+        Valid(
+            "import torch\n"
+            "def make_optimizer(model):\n"
+            "    return torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "opt = make_optimizer(model)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "def sgd_step(params, lr):\n"
+            "    with torch.no_grad():\n"
+            "        torch._foreach_add_(params, [p.grad for p in params], alpha=-lr)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "for _ in range(10):\n"
+            "    sgd_step(list(model.parameters()), 0.1)\n",
+        ),
+        # every caller passes a CPU model's parameters
+        Valid(
+            "import torch\n"
+            "def sgd_step(params, lr):\n"
+            "    with torch.no_grad():\n"
+            "        for p in params:\n"
+            "            p.add_(p.grad, alpha=-lr)\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for _ in range(10):\n"
+            "    sgd_step(list(model.parameters()), 0.1)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.model = torch.nn.Linear(4, 4).cuda()\n"
+            "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+            "    def step(self):\n"
+            "        self.opt.step()\n"
+            "        for p in self.model.parameters():\n"
+            "            p.grad = None\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -215,6 +253,36 @@ class PerParameterOptimizer(Rule):
             "    for name, p in model.named_parameters():\n        d_p = p.grad.data\n        p.data.add_(d_p, alpha=-0.1)\n",
             line=4,
             hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def make_optimizer(model):\n"
+            "    return torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "opt = make_optimizer(model)\n",
+            line=3,
+        ),
+        Invalid(
+            "import torch\n"
+            "def sgd_step(params, lr):\n"
+            "    with torch.no_grad():\n"
+            "        for p in params:\n"
+            "            p.add_(p.grad, alpha=-lr)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "for _ in range(10):\n"
+            "    sgd_step(list(model.parameters()), 0.1)\n",
+            line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.model = torch.nn.Linear(4, 4).cuda()\n"
+            "    def step(self, lr):\n"
+            "        for p in self.model.parameters():\n"
+            "            p.data.add_(p.grad, alpha=-lr)\n",
+            line=6,
         ),
     ]
     BENCH = BenchPair(

@@ -46,6 +46,33 @@ class RepeatInterleaveWithoutOutputSize(Rule):
         ),
         Valid("import torch\nx = torch.rand(4)\nr = torch.tensor([1, 2, 1, 2])\nfor _ in range(3):\n    y = x.repeat_interleave(r)\n"),
         Valid("import torch\ndef f(x, n):\n    return x.repeat_interleave(n)\nfor _ in range(3):\n    f(torch.rand(3, device='cuda'), 2)\n"),
+        Valid(
+            "import torch\n"
+            "def counts_of(lengths):\n"
+            "    return lengths.clamp(min=1)\n"
+            "x = torch.rand(4)\n"
+            "r = torch.randint(1, 3, (4,))\n"
+            "for _ in range(3):\n"
+            "    y = x.repeat_interleave(counts_of(r))\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Expand(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.repeats = torch.tensor([1, 2, 1, 2], device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return torch.repeat_interleave(x, self.repeats, dim=0, output_size=6)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.repeat_interleave(y, dim=0)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -59,6 +86,28 @@ class RepeatInterleaveWithoutOutputSize(Rule):
             "import torch\nclass M(torch.nn.Module):\n    def forward(self, feats, counts):\n"
             "        batch = torch.repeat_interleave(counts)\n        return feats.repeat_interleave(counts, dim=0), batch\n",
             line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def counts_of(lengths):\n"
+            "    return lengths.clamp(min=1)\n"
+            "x = torch.rand(4, device='cuda')\n"
+            "r = torch.randint(1, 3, (4,), device='cuda')\n"
+            "for _ in range(3):\n"
+            "    y = x.repeat_interleave(counts_of(r))\n",
+            line=7,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Expand(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.repeats = torch.tensor([1, 2, 1, 2], device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return torch.repeat_interleave(x, self.repeats, dim=0)\n",
+            line=7,
             hot=True,
         ),
     ]

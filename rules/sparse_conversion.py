@@ -39,6 +39,41 @@ class SparseConversion(Rule):
         Valid("import torch\nadj = torch.rand(8, 8)\nfor _ in range(3):\n    sp = adj.to_sparse_csr()\n"),
         Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\nfor _ in range(3):\n    v = sp.values() * 2\n", cold=True),
         Valid("import scipy.sparse as sps\nimport numpy as np\nfor a in [np.eye(3)]:\n    m = sps.csr_matrix(a).tocsr()\n"),
+        Valid(
+            "import torch\n"
+            "def adjacency(x):\n"
+            "    return (x @ x.T > 0.5).float()\n"
+            "x = torch.rand(8, 4)\n"
+            "for _ in range(3):\n"
+            "    a = adjacency(x).to_sparse()\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class GCN(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.adj = torch.rand(8, 8, device='cuda').to_sparse()\n"
+            "    def forward(self, x):\n"
+            "        return torch.sparse.mm(self.adj, x)\n",
+            cold=True,
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.to_sparse()\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x.to_sparse()\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -50,6 +85,27 @@ class SparseConversion(Rule):
         Invalid(
             "import torch\nclass M(torch.nn.Module):\n    def forward(self, a, x):\n        return torch.sparse.mm(a.to_sparse_csr(), x)\n",
             line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def adjacency(x):\n"
+            "    return (x @ x.T > 0.5).float()\n"
+            "x = torch.rand(8, 4, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    a = adjacency(x).to_sparse()\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class GCN(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.adj = torch.rand(8, 8, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return torch.sparse.mm(self.adj.to_sparse(), x)\n",
+            line=7,
             hot=True,
         ),
     ]

@@ -53,6 +53,25 @@ class StreamOrEventSynchronizeInHotPath(Rule):
             "    h = g.to('cpu', non_blocking=True)\n    done.record()\n    done.synchronize()\n    print(h.sum())\n"
         ),
         Valid("import torch\ndone = torch.cuda.Event()\ndone.record()\ndone.synchronize()\n", cold=True),
+        Valid(
+            "import threading\n"
+            "def wait(ev):\n"
+            "    ev.synchronize()\n"
+            "done = threading.Event()\n"
+            "for _ in range(3):\n"
+            "    wait(done)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Copier:\n"
+            "    def __init__(self):\n"
+            "        self.done = torch.cuda.Event()\n"
+            "    def step(self, x):\n"
+            "        y = x.to('cuda', non_blocking=True)\n"
+            "        self.done.record()\n"
+            "        torch.cuda.current_stream().wait_event(self.done)\n"
+            "        return y\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -70,6 +89,29 @@ class StreamOrEventSynchronizeInHotPath(Rule):
             "import torch\nclass Prefetcher:\n    def __init__(self):\n        self.stream = torch.cuda.Stream()\n"
             "    def __call__(self, x):\n        self.stream.synchronize()\n        return x\n",
             line=6,
+        ),
+        Invalid(
+            "import torch\n"
+            "def wait(ev):\n"
+            "    ev.synchronize()\n"
+            "done = torch.cuda.Event()\n"
+            "for _ in range(3):\n"
+            "    done.record()\n"
+            "    wait(done)\n",
+            line=3,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Copier:\n"
+            "    def __init__(self):\n"
+            "        self.done = torch.cuda.Event()\n"
+            "    def step(self, x):\n"
+            "        y = x.to('cuda', non_blocking=True)\n"
+            "        self.done.record()\n"
+            "        self.done.synchronize()\n"
+            "        return y\n",
+            line=8,
         ),
     ]
     BENCH = BenchPair(

@@ -85,6 +85,50 @@ class TensorAsPythonNumber(Rule):
             "import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n"
             "    y = x.view(torch.int32)\n    s = 'a b'.split(' ')\n"
         ),
+        Valid(
+            "import torch\n"
+            "def longest(lengths):\n"
+            "    return int(max(lengths))\n"
+            "lengths = [3, 5]\n"
+            "for _ in range(3):\n"
+            "    pos = torch.arange(longest(lengths), device='cuda')\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Crop(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.keep = 4\n"
+            "    def forward(self, x):\n"
+            "        return x[:, :self.keep]\n",
+        ),
+        # a `torch.full` size under `isinstance(n, int)` is a Python int
+        Valid(
+            "import torch\n"
+            "def pad_to(n, device):\n"
+            "    if isinstance(n, int):\n"
+            "        return torch.full((n,), 0.0, device=device)\n"
+            "    return None\n"
+            "for _ in range(3):\n"
+            "    p = pad_to(8, 'cuda')\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.arange(y.max())\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.arange(x.argmax(), device='cuda')\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -114,6 +158,27 @@ class TensorAsPythonNumber(Rule):
             "import torch\nx = torch.randn(8, 4, device='cuda')\nn = (x[:, 0] > 0).sum()\nfor i in range(n):\n    pass\n",
             line=4,
             hot=False,
+        ),
+        Invalid(
+            "import torch\n"
+            "def longest(lengths):\n"
+            "    return lengths.max()\n"
+            "lengths = torch.tensor([3, 5], device='cuda')\n"
+            "for _ in range(3):\n"
+            "    pos = torch.arange(longest(lengths), device='cuda')\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Crop(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.keep = torch.tensor(4, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return x[:, :self.keep]\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -50,6 +50,32 @@ class TensorEqualityCheck(Rule):
         Valid("import torch\ndef test_ops(cases, f):\n    for x, ref in cases:\n        assert torch.allclose(f(x), ref)\n"),
         Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    ok = np.allclose(a, a) and np.array_equal(a, a)\n"),
         Valid("import torch\na = torch.ones(3, device='cuda')\nb = torch.ones(3, device='cuda')\nfor _ in range(3):\n    same = (a == b).all()\n    close = torch.isclose(a, b).all()\n    e = a.eq(b)\n"),
+        Valid(
+            "import torch\n"
+            "def forward_twice(model, x):\n"
+            "    return model(x), model(x)\n"
+            "model = torch.nn.Linear(4, 4)\n"
+            "for _ in range(3):\n"
+            "    a, b = forward_twice(model, torch.ones(2, 4))\n"
+            "    same = torch.equal(a, b)\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Check(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ref = torch.zeros(4, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return torch.where(torch.isclose(x, self.ref), x, x - self.ref)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.allclose(x, x.flip(0))\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -61,6 +87,30 @@ class TensorEqualityCheck(Rule):
         Invalid(
             "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, ref):\n        ok = x.allclose(ref, atol=1e-3)\n        return x\n",
             line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def forward_twice(model, x):\n"
+            "    return model(x), model(x)\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "for _ in range(3):\n"
+            "    a, b = forward_twice(model, torch.ones(2, 4, device='cuda'))\n"
+            "    same = torch.equal(a, b)\n",
+            line=7,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Check(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ref = torch.zeros(4, device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        if not torch.allclose(x, self.ref):\n"
+            "            x = x - self.ref\n"
+            "        return x\n",
+            line=7,
             hot=True,
         ),
     ]

@@ -70,6 +70,43 @@ class TensorFormatting(Rule):
             "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        y = x.relu()\n"
             "        if y.shape[0] != 3:\n            raise ValueError(f'bad {y}')\n        assert y.ndim == 2, f'got {y}'\n        return y\n"
         ),
+        Valid(
+            "import torch\n"
+            "def step(model, x):\n"
+            "    return model(x).sum().item()\n"
+            "model = torch.nn.Linear(4, 1).cuda()\n"
+            "for _ in range(3):\n"
+            "    loss = step(model, torch.ones(2, 4, device='cuda'))\n"
+            "    print(f'loss {loss:.4f}')\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.running = torch.zeros(())\n"
+            "    def train(self, losses):\n"
+            "        for loss in losses:\n"
+            "            self.running += loss\n"
+            "            print('running', self.running)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    print('mean', x.mean())\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    print('x', x.mean())\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -92,6 +129,29 @@ class TensorFormatting(Rule):
         Invalid(
             "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    s = 'x: %s' % (x,)\n    t = '{}'.format(x)\n    r = repr(x)\n",
             line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def step(model, x):\n"
+            "    return model(x).sum()\n"
+            "model = torch.nn.Linear(4, 1).cuda()\n"
+            "for _ in range(3):\n"
+            "    loss = step(model, torch.ones(2, 4, device='cuda'))\n"
+            "    print(f'loss {loss:.4f}')\n",
+            line=7,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.running = torch.zeros((), device='cuda')\n"
+            "    def train(self, losses):\n"
+            "        for loss in losses:\n"
+            "            self.running += loss\n"
+            "            print('running', self.running)\n",
+            line=8,
             hot=True,
         ),
     ]

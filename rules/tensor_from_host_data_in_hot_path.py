@@ -60,6 +60,23 @@ class TensorFromHostDataInHotPath(Rule):
             "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if self.scale is None:  # lazy init: runs once\n"
             "            self.scale = torch.tensor([0.5, 2.0], device=x.device)\n        return x * self.scale\n", 
         cold=True),
+        Valid(
+            "import torch\n"
+            "def class_weights(device):\n"
+            "    return torch.tensor([0.1, 0.9], device=device)\n"
+            "for step in range(10):\n"
+            "    w = class_weights('cpu')\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Loss(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.w = torch.tensor([0.1, 0.9], device='cuda')\n"
+            "    def forward(self, logits, y):\n"
+            "        return torch.nn.functional.cross_entropy(logits, y, weight=self.w)\n",
+            cold=True,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -82,6 +99,27 @@ class TensorFromHostDataInHotPath(Rule):
             "        target = torch.Tensor(np.asarray(images[i])).to('cuda')\n"
             "if __name__ == '__main__':\n    torch.set_default_tensor_type('torch.cuda.FloatTensor')\n    train([])\n",
             line=5, hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def class_weights(device):\n"
+            "    return torch.tensor([0.1, 0.9], device=device)\n"
+            "for step in range(10):\n"
+            "    w = class_weights('cuda')\n",
+            line=3,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Loss(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.device = torch.device('cuda')\n"
+            "    def forward(self, logits, y):\n"
+            "        w = torch.tensor([0.1, 0.9], device=self.device)\n"
+            "        return torch.nn.functional.cross_entropy(logits, y, weight=w)\n",
+            line=7,
+            hot=True,
         ),
     ]
     BENCH = BenchPair(

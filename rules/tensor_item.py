@@ -39,6 +39,40 @@ class TensorItem(Rule):
         Valid("import torch\nx = torch.ones(3, device='cuda').cpu()\nv = x[0].item()\n"),
         # whatever `obj` is, the result of `.cpu()` is on the host (that copy is SYN103's)
         Valid("import torch\ndef pad(obj):\n    host = obj.cpu()\n    return [v.item() for v in host]\n"),
+        Valid(
+            "import torch\n"
+            "def batch_loss(pred, target):\n"
+            "    return (pred - target).pow(2).mean()\n"
+            "pred = torch.rand(8, device='cuda').cpu()\n"
+            "for _ in range(3):\n"
+            "    v = batch_loss(pred, torch.zeros(8)).item()\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def log_loss(loss):\n"
+            "    return loss.item()\n"
+            "model = torch.nn.Linear(4, 1).cuda()\n"
+            "for _ in range(3):\n"
+            "    log_loss(model(torch.ones(2, 4, device='cuda')).sum().cpu())\n"
+            "    log_loss(torch.zeros(()))\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Meter:\n"
+            "    def __init__(self):\n"
+            "        self.total = torch.zeros(())\n"
+            "    def update(self, loss):\n"
+            "        self.total += loss.detach().cpu()\n"
+            "        print(self.total.item())\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "def mean_value(x):\n"
+            "    return x.mean().item()\n"
+            "print(mean_value(torch.rand(8)))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -51,6 +85,36 @@ class TensorItem(Rule):
             "import torch\ndef train(model, loader):\n    for x, y in loader:\n        loss = model(x).sum()\n    print(loss.item())\n",
             line=5,
             hot=False,
+        ),
+        Invalid(
+            "import torch\n"
+            "def batch_loss(pred, target):\n"
+            "    return (pred - target).pow(2).mean()\n"
+            "pred = torch.rand(8, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    v = batch_loss(pred, torch.zeros(8, device='cuda')).item()\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def log_loss(loss):\n"
+            "    return loss.item()\n"
+            "model = torch.nn.Linear(4, 1).cuda()\n"
+            "for _ in range(3):\n"
+            "    log_loss(model(torch.ones(2, 4, device='cuda')).sum())\n",
+            line=3,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Meter:\n"
+            "    def __init__(self):\n"
+            "        self.total = torch.zeros((), device='cuda')\n"
+            "    def update(self, loss):\n"
+            "        self.total += loss\n"
+            "        print(self.total.item())\n",
+            line=7,
         ),
     ]
     BENCH = BenchPair(

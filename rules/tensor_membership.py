@@ -41,6 +41,42 @@ class TensorMembership(Rule):
         Valid("import torch\nimport numpy as np\na = np.arange(5)\nfor _ in range(3):\n    b = 3 in a\n"),
         Valid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, keep):\n        if 3 in keep:\n            x = x * 2\n        return x\n"),
         Valid("import torch\nt = torch.arange(5, device='cuda')\nfor x in t:\n    y = x * 2\nfound = 3 in t\n", cold=True),
+        Valid(
+            "import torch\n"
+            "def seen_ids(batch):\n"
+            "    return set(batch.flatten().tolist())\n"
+            "ids = torch.randint(0, 9, (4, 4), device='cuda')\n"
+            "for step in range(3):\n"
+            "    if step in seen_ids(ids):\n"
+            "        pass\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Vocab:\n"
+            "    def __init__(self):\n"
+            "        self.special = {0, 1, 2}\n"
+            "    def is_special(self, tok):\n"
+            "        return tok in self.special\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    if 0 in y:\n"
+            "        x = x * 2\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return 3 in x\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -53,6 +89,26 @@ class TensorMembership(Rule):
             "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, labels: torch.Tensor):\n        has_pad = 0 in labels\n        return x\n",
             line=4,
             hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def seen_ids(batch):\n"
+            "    return batch.flatten()\n"
+            "ids = torch.randint(0, 9, (4, 4), device='cuda')\n"
+            "for step in range(3):\n"
+            "    if step in seen_ids(ids):\n"
+            "        pass\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Vocab:\n"
+            "    def __init__(self):\n"
+            "        self.special = torch.tensor([0, 1, 2], device='cuda')\n"
+            "    def is_special(self, tok):\n"
+            "        return tok in self.special\n",
+            line=6,
         ),
     ]
     BENCH = BenchPair(

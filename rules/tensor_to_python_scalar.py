@@ -36,6 +36,41 @@ class TensorToPythonScalar(Rule):
         Valid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, scale, n):\n        return x[: int(n)] * float(scale)\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = float(x.sum().item())\n    s = int('3')\n"),
         Valid("import torch\nfrom numpy import float64 as float\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = float(x.sum())\n"),
+        Valid(
+            "import torch\n"
+            "def max_len(lengths):\n"
+            "    return lengths.max()\n"
+            "lengths = torch.tensor([3, 5])\n"
+            "for _ in range(3):\n"
+            "    n = int(max_len(lengths))\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Stats:\n"
+            "    def __init__(self):\n"
+            "        self.loss_sum = 0.0\n"
+            "    def add(self, loss):\n"
+            "        self.loss_sum += loss.detach().item()\n"
+            "        return float(self.loss_sum)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    n = int(y.max())\n"
+            "    return x[:, :n]\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return float(x.sum())\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -53,6 +88,26 @@ class TensorToPythonScalar(Rule):
             "import torch\ndef count(mask: torch.Tensor):\n    return int(mask.sum())\n",
             line=3,
             hot=False,
+        ),
+        Invalid(
+            "import torch\n"
+            "def max_len(lengths):\n"
+            "    return lengths.max()\n"
+            "lengths = torch.tensor([3, 5], device='cuda')\n"
+            "for _ in range(3):\n"
+            "    n = int(max_len(lengths))\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Stats:\n"
+            "    def __init__(self):\n"
+            "        self.loss_sum = torch.zeros((), device='cuda')\n"
+            "    def add(self, loss):\n"
+            "        self.loss_sum += loss.detach()\n"
+            "        return float(self.loss_sum)\n",
+            line=7,
         ),
     ]
     BENCH = BenchPair(

@@ -44,6 +44,40 @@ class TensorTolist(Rule):
         Valid("import torch\nx = torch.arange(3, device='cuda')\nfor _ in range(3):\n    v = x.cpu().tolist()\n"),
         Valid("import torch\nx = torch.arange(3, device='cuda')\nfor _ in range(3):\n    v = list(x.shape)\n    s = x.size()\n"),
         Valid("import torch\nx = torch.arange(3, device='cuda')\nf = x.tolist\n"),
+        Valid(
+            "import torch\n"
+            "def predict(logits):\n"
+            "    return logits.argmax(-1).cpu()\n"
+            "logits = torch.rand(4, 10, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    labels = predict(logits).tolist()\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Tracker:\n"
+            "    def __init__(self):\n"
+            "        self.seen = torch.zeros(10)\n"
+            "    def step(self, ids):\n"
+            "        self.seen[ids] += 1\n"
+            "        return self.seen.tolist()\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return x.argmax(-1).tolist()\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return x.argsort().tolist()\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -56,6 +90,26 @@ class TensorTolist(Rule):
             "import torch\ndef evaluate(model, loader):\n    for x in loader:\n        out = model(x)\n    return out.argmax(1).tolist()\n",
             line=5,
             hot=False,
+        ),
+        Invalid(
+            "import torch\n"
+            "def predict(logits):\n"
+            "    return logits.argmax(-1)\n"
+            "logits = torch.rand(4, 10, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    labels = predict(logits).tolist()\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Tracker:\n"
+            "    def __init__(self):\n"
+            "        self.seen = torch.zeros(10, device='cuda')\n"
+            "    def step(self, ids):\n"
+            "        self.seen[ids] += 1\n"
+            "        return self.seen.tolist()\n",
+            line=7,
         ),
     ]
     BENCH = BenchPair(

@@ -62,6 +62,56 @@ class TensorTruthiness(Rule):
         ),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nassert (x > 0).all()\nif torch.isnan(x).any():\n    raise ValueError('nan')\n", cold=True),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    if x.sum().item() > 0 and not x.is_cuda:\n        pass\n"),
+        Valid(
+            "import torch\n"
+            "def has_nan(x):\n"
+            "    return bool(torch.isnan(x).any().item())\n"
+            "x = torch.rand(8, device='cuda').cpu()\n"
+            "for _ in range(3):\n"
+            "    if has_nan(x):\n"
+            "        break\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class EarlyStop:\n"
+            "    def __init__(self):\n"
+            "        self.best = float('inf')\n"
+            "        self.history = []\n"
+            "    def step(self, loss: float):\n"
+            "        if self.history and loss < self.best:\n"
+            "            self.best = loss\n"
+            "        self.history.append(loss)\n",
+        ),
+        # a dict-key string and a Python list in `if`
+        Valid(
+            "import torch\n"
+            "model = torch.nn.Linear(4, 4).cuda()\n"
+            "for step in range(3):\n"
+            "    out = {'loss': model(torch.ones(2, 4, device='cuda')).sum()}\n"
+            "    losses = [out['loss']]\n"
+            "    if 'loss' in out and losses:\n"
+            "        pass\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    if (x > 0).any():\n"
+            "        x = x - 1\n"
+            "    return x\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    if x.isnan().any():\n"
+            "        raise ValueError('nan')\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -90,6 +140,27 @@ class TensorTruthiness(Rule):
             "import torch\nx = torch.ones(3, device='cuda')\nwhile x.sum() > 0:\n    x = x - 1\n",
             line=3,
             hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def has_nan(x):\n"
+            "    return torch.isnan(x).any()\n"
+            "x = torch.rand(8, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    if has_nan(x):\n"
+            "        break\n",
+            line=6,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class EarlyStop:\n"
+            "    def __init__(self):\n"
+            "        self.best = torch.full((), float('inf'), device='cuda')\n"
+            "    def step(self, loss):\n"
+            "        if loss < self.best:\n"
+            "            self.best = loss\n",
+            line=6,
         ),
     ]
     BENCH = BenchPair(

@@ -55,6 +55,39 @@ class UniqueCall(Rule):
             "import torch\nx = torch.randint(0, 5, (10,), device='cuda')\nfor _ in range(3):\n"
             "    c = torch.zeros(5, dtype=torch.long, device='cuda').index_add_(0, x, torch.ones_like(x))\n"
         ),
+        Valid(
+            "import torch\n"
+            "def labels_of(batch):\n"
+            "    return batch[1]\n"
+            "for batch in torch.utils.data.DataLoader(ds, batch_size=8):\n"
+            "    classes = labels_of(batch).unique()\n",
+        ),
+        Valid(
+            "import torch\n"
+            "class Counter(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ids = torch.randint(0, 5, (10,))\n"
+            "    def forward(self, x):\n"
+            "        return torch.unique(self.ids)\n",
+        ),
+        # a script that never mentions a device or CUDA: its tensors are on the CPU
+        Valid(
+            "import torch\n"
+            "from data import batches\n"
+            "def step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.unique(y)\n"
+            "for x, y in batches():\n"
+            "    step(x, y)\n",
+        ),
+        # every caller passes a CPU tensor
+        Valid(
+            "import torch\n"
+            "def check(x):\n"
+            "    return torch.unique(x)\n"
+            "for step in range(10):\n"
+            "    check(torch.rand(8))\n",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -67,6 +100,26 @@ class UniqueCall(Rule):
         Invalid(
             "import torch\nclass M(torch.nn.Module):\n    def forward(self, ids):\n        return ids.unique_consecutive()\n",
             line=4,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "def labels_of(batch):\n"
+            "    return batch[1].cuda()\n"
+            "for batch in torch.utils.data.DataLoader(ds, batch_size=8):\n"
+            "    classes = labels_of(batch).unique()\n",
+            line=5,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\n"
+            "class Counter(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.ids = torch.randint(0, 5, (10,), device='cuda')\n"
+            "    def forward(self, x):\n"
+            "        return torch.unique(self.ids)\n",
+            line=7,
             hot=True,
         ),
     ]
