@@ -20,10 +20,17 @@ LINE_RE = re.compile(r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>SYN\d{
 
 
 def _targets():
-    out = [SAMPLE]
-    if any(FIXTURES.glob("*.py")):
-        out.insert(0, FIXTURES)
+    """Sets of files checked together: the single-file fixtures (not fixtures/projects,
+    whose modules import each other: see test_a_project_file_as_check_sees_it), the sample."""
+    out = [[SAMPLE]]
+    fixtures = sorted(FIXTURES.glob("*.py"))
+    if fixtures:
+        out.insert(0, fixtures)
     return out
+
+
+def _rel(paths):
+    return [str(p.relative_to(ROOT)) for p in paths]
 
 
 def _flake8(*args, cwd=ROOT):
@@ -53,23 +60,45 @@ def _synclint(*args, cwd=ROOT):
     }
 
 
-@pytest.mark.parametrize("target", _targets(), ids=lambda p: p.name)
+@pytest.mark.parametrize("target", _targets(), ids=lambda p: p[0].parent.name)
 def test_select_syn_matches_check_select_all(target):
     """An explicit `--select=SYN` overrides flake8's default ignore list, so it is
     compared with `--select ALL` (every rule, off-by-default ones included)."""
-    rel = str(target.relative_to(ROOT))
-    expected = _synclint(rel, "--select", "ALL")
+    rel = _rel(target)
+    expected = _synclint(*rel, "--select", "ALL")
     assert expected, "the target should hold findings"
-    got = _flake8("--select=SYN", rel)
+    got = _flake8("--select=SYN", *rel)
     assert sorted(got) == sorted(expected)
 
 
-@pytest.mark.parametrize("target", _targets(), ids=lambda p: p.name)
+@pytest.mark.parametrize("target", _targets(), ids=lambda p: p[0].parent.name)
 def test_plain_flake8_matches_default_check(target):
     """Without --select, rules that are off by default stay off (extend_default_ignore)."""
-    rel = str(target.relative_to(ROOT))
-    expected = _synclint(rel)
-    got = {t for t in _flake8(rel) if t[3].startswith("SYN")}
+    rel = _rel(target)
+    expected = _synclint(*rel)
+    got = {t for t in _flake8(*rel) if t[3].startswith("SYN")}
+    assert sorted(got) == sorted(expected)
+
+
+def test_a_project_file_as_check_sees_it():
+    """flake8 lints one file at a time; like `synclint check <file>`, it reads the project
+    modules that file imports (their returns, classes, values). Each file of each
+    two-module fixture project gets the same findings both ways."""
+    projects = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir()) if (FIXTURES / "projects").is_dir() else []
+    files = [f for p in projects for f in sorted(p.glob("*.py"))]
+    if not files:
+        pytest.skip("no fixture projects")
+    from synclint.registry import all_rules
+    from synclint.runner import check_files
+
+    rels = [str(f.relative_to(ROOT)) for f in files]
+    got = _flake8("--select=SYN", *rels)  # one flake8 run: it lints file by file anyway
+    expected = set()
+    for rel in rels:  # `synclint check <file>`, in this process (faster than 80 runs)
+        for f in check_files([str(ROOT / rel)], all_rules()).findings:
+            if not f.suppressed:
+                expected.add((os.path.normpath(rel), f.row, f.column, f.code, f.message))
+    assert expected, "the projects should hold findings"
     assert sorted(got) == sorted(expected)
 
 
