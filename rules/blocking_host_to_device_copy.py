@@ -53,6 +53,12 @@ class BlockingHostToDeviceCopy(Rule):
     FIX = "sometimes"
     CATALOGUE = ("B4",)
     VALID = [
+        # point 7: the batches of a loader over CUDA tensors are already on the device
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+            "ds = TensorDataset(torch.randn(100, 4, device='cuda'))\nfor (x,) in DataLoader(ds, batch_size=10):\n"
+            "    x = x.to('cuda')\n"
+        ),
         Valid("import torch\nmodel = torch.nn.Linear(4, 4)\nfor _ in range(3):\n    model.to('cuda')\n"),
         Valid("import torch\nx = torch.randn(4, 4)\ny = x.to('cuda')\n", cold=True),
         Valid("import torch\ng = torch.randn(4, device='cuda')\nfor _ in range(3):\n    h = g.to('cuda')\n    k = g.cuda()\n"),

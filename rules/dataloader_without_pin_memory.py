@@ -2,12 +2,12 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, positional
 from synclint.rules._overhead import Indentation, Site, absolute_layout, report_at, site
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-DATASETS_OF_TENSORS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 PIN_MEMORY_POSITION = 7  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory)
 
 
@@ -78,6 +78,13 @@ class DataloaderWithoutPinMemory(Rule):
     FIX = "always"
     CATALOGUE = ("B4", "B5", "B6")
     VALID = [
+        # point 7: a Dataset whose items are CUDA tensors (pinning them would raise)
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass OnDevice(Dataset):\n"
+            "    def __init__(self):\n        self.x = torch.randn(100, 4, device='cuda')\n"
+            "    def __len__(self):\n        return 100\n    def __getitem__(self, i):\n        return self.x[i]\n"
+            "loader = DataLoader(OnDevice(), batch_size=10)\nfor x in loader:\n    y = x * 2\n"
+        ),
         Valid(
             "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, pin_memory=True)\n"
             "for x in loader:\n    x = x.to('cuda', non_blocking=True)\n"
@@ -203,11 +210,13 @@ class DataloaderWithoutPinMemory(Rule):
         self._indent.pop()
 
     def _gpu_dataset(self, e: Optional[cst.BaseExpression]) -> bool:
-        if isinstance(e, cst.Name):
-            e = self.ctx.origin(e)
-        if isinstance(e, cst.Call) and self.ctx.qualname(e.func) in DATASETS_OF_TENSORS:
-            return any(self.ctx.gpu(a.value) is not None for a in e.args)
-        return False
+        """Its items are already on the GPU: pinning them would raise."""
+        if e is None:
+            return False
+        d = self.ctx.dataset_device(e)
+        if d is None:  # a TensorDataset of tensors of unknown device: it may be the GPU's
+            return self.ctx.infer(e).cls == "torch.utils.data.TensorDataset"
+        return d != V.CPU
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -2,6 +2,7 @@ from typing import Optional
 
 import libcst as cst
 
+from synclint.semantic import RECEIVER
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
@@ -79,6 +80,11 @@ class DistributionValidation(Rule):
     FIX = "sometimes"
     CATALOGUE = ("E5",)
     VALID = [
+        # point 7: a script that never mentions a device, CUDA or an accelerator
+        Valid(
+            "import torch\nfrom data import batches\ndef policy(x: torch.Tensor, y: torch.Tensor):\n"
+            "    return torch.distributions.Normal(x, y.exp())\nfor x, y in batches():\n    policy(x, y)\n"
+        ),
         Valid(
             "import torch\nfrom torch.distributions import Categorical\nlogits = torch.randn(4, 5, device='cuda')\n"
             "for _ in range(3):\n    d = Categorical(logits=logits, validate_args=False)\n"
@@ -251,13 +257,10 @@ class DistributionValidation(Rule):
     def _gpu_param(self, e: cst.BaseExpression) -> bool:
         """A distribution parameter that is (or, computed, is likely) a GPU tensor."""
         ctx = self.ctx
-        if ctx.cuda_less_depth:
-            return False
-        v = ctx.infer(e)
-        if v.kind == V.TENSOR:
-            return v.device != V.CPU
-        if v.kind != V.UNKNOWN:
-            return False
+        if ctx.gpu(e, RECEIVER) is None:
+            return False  # on the CPU, not a tensor, or a script that never uses a GPU
+        if ctx.infer(e).kind == V.TENSOR:
+            return True
         # Unknown: a computed value (`self.actor(obs)`, `out[0]`) or a local bound to one is a
         # tensor in practice (NumPy arrays are rejected by distributions); a parameter or a
         # config attribute (`self.sigma`) is as often a float.

@@ -2,6 +2,7 @@ import os
 
 import libcst as cst
 
+from synclint.semantic import RECEIVER
 from synclint.semantic import values as V
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
@@ -45,6 +46,11 @@ class TensorEqualityCheck(Rule):
     FIX_TITLE = "Keep `(a == b).all()` / `torch.isclose(a, b).all()` on the GPU and check it lazily"
     CATALOGUE = ("E1", "E2")
     VALID = [
+        # point 7: a script that never mentions a device, CUDA or an accelerator
+        Valid(
+            "import torch\nfrom data import batches\ndef step(x: torch.Tensor, y: torch.Tensor):\n"
+            "    if torch.equal(x, y):\n        return x\n    return x + y\nfor x, y in batches():\n    step(x, y)\n"
+        ),
         Valid("import torch\na = torch.ones(3, device='cuda')\nb = torch.ones(3, device='cuda')\nassert torch.allclose(a, b)\nok = torch.equal(a, b)\n", cold=True),
         Valid("import torch\na = torch.ones(3)\nb = torch.ones(3)\nfor _ in range(3):\n    ok = torch.equal(a, b) and a.allclose(b)\n"),
         Valid("import torch\ndef test_ops(cases, f):\n    for x, ref in cases:\n        assert torch.allclose(f(x), ref)\n"),
@@ -158,14 +164,9 @@ class TensorEqualityCheck(Rule):
         """Both operands are tensors by contract; flag unless one is known to live on the
         CPU (they share a device) or the code is CUDA-less."""
         ctx = self.ctx
-        if ctx.cuda_less_depth:
-            return False
-        known_gpu = False
-        for e in operands:
-            v = ctx.infer(e)
-            if v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU or v.kind in (V.NUMPY, V.PY):
-                return False
-            known_gpu = known_gpu or v.kind == V.TENSOR
+        if any(ctx.gpu(e, RECEIVER) is None for e in operands):
+            return False  # one on the CPU (they share a device), not a tensor, or no GPU at all
+        known_gpu = any(ctx.infer(e).kind == V.TENSOR for e in operands)
         # Unit tests loop over cases and compare with allclose on purpose (often on the CPU).
         return known_gpu or not _in_test(ctx)
 

@@ -50,6 +50,11 @@ class TensorFormatting(Rule):
     FIX_TITLE = "Print shapes, or format values once per N steps under a logging guard"
     CATALOGUE = ("B2", "A1")
     VALID = [
+        # point 7: below the level the file configures, a logging call formats nothing
+        Valid(
+            "import logging\nimport torch\nlogging.basicConfig(level=logging.INFO)\nlog = logging.getLogger(__name__)\n"
+            "x = torch.ones(3, device='cuda')\nfor _ in range(3):\n    log.debug('x %s', x)\n"
+        ),
         Valid(
             "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n"
             "    print(x.shape, x.dtype, len(x), x.device)\n    s = f'{x.shape} {x.size(0)} {x.ndim}'\n"
@@ -222,6 +227,8 @@ class TensorFormatting(Rule):
                 self._check(a.value for a in node.args if not a.star)
             return
         if m is not None and _is_logging_call(ctx, node.func):
+            if ctx.logging_below_level(m):
+                return  # `log.debug(...)` under a configured INFO level formats nothing
             pos = positional(node)
             if m == "log":
                 pos = pos[1:]  # logger.log(level, msg, *args)

@@ -478,7 +478,7 @@ class Inference:
             return Val(V.OBJECT, cls=q)
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
-            return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
+            return self._loader(call)
         got = self.project.call_val(q)
         if got is not None:
             return self.resolve(got)
@@ -509,7 +509,9 @@ class Inference:
                 V.BOOL if t == "BoolTensor" else V.FLOAT)
             return V.tensor(self.default_device, dtype=dtype)
         if t == "utils.data.DataLoader" or t.endswith(".DataLoader"):
-            return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
+            return self._loader(call)
+        if t in L.TENSOR_DATASETS:  # its items are its tensors' slices, on their device
+            return Val(V.OBJECT, _device_of(self.tensor_args(call)), cls="torch.utils.data.TensorDataset")
         if t.startswith("optim.") and last[:1].isupper():
             # `py` says whether the optimizer is fused ("fused", "unfused"; None: not a literal)
             fused = kwarg(call, "fused")
@@ -693,6 +695,9 @@ class Inference:
             if m == "nonzero" and is_true(kwarg(call, "as_tuple")):
                 return Val(V.TENSORS, recv.device, dtype=V.INT)
             return V.tensor(recv.device, dtype=V.INT, assumed=assumed)
+        if m in ("unique", "unique_consecutive") and not any(
+                a.keyword is not None and a.keyword.value in ("return_inverse", "return_counts") for a in call.args):
+            return V.tensor(recv.device, dtype=recv.dtype, assumed=assumed)  # one tensor, without extras
         if m in L.MULTI_OUTPUT_METHODS or (m in ("max", "min") and (call.args or kwarg(call, "dim") is not None)):
             if m in ("max", "min") and call.args and self._infer(call.args[0].value).kind == V.TENSOR:
                 return V.tensor(recv.device, assumed=assumed)  # x.max(other): elementwise
@@ -725,6 +730,28 @@ class Inference:
                 len(pos) >= L.NUMPY_SAMPLERS[sampler] or kwarg(call, "size") is not None):
             return Val(V.NUMPY, ndim=1)
         return Val(V.NUMPY)
+
+    def _loader(self, call: cst.Call) -> Val:
+        """A DataLoader: CPU batches (pinned with `pin_memory=True`), unless its dataset's
+        items are already on the GPU (a TensorDataset of CUDA tensors, a Dataset whose
+        `__getitem__` returns them)."""
+        ds = kwarg(call, "dataset") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+        device = self.dataset_device(ds) if ds is not None else None
+        if device is not None and device != V.CPU:
+            return Val(V.LOADER, device)
+        return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
+
+    def dataset_device(self, e: cst.BaseExpression) -> Optional[str]:
+        """Where a dataset's items live, where known."""
+        v = self._infer(e)
+        if v.kind != V.OBJECT:
+            return None
+        if v.device is not None:
+            return v.device
+        item = self.method_return(v.cls, "__getitem__") if v.cls else None
+        if item is not None and item.kind in (V.TENSOR, V.TENSORS):
+            return item.device
+        return None
 
     def _scaler_device(self, t: str, call: cst.Call) -> Optional[str]:
         """Where a GradScaler keeps its scale: the CPU when disabled or built for the CPU."""

@@ -38,6 +38,7 @@ EVENTS = _set("torch", "events")
 STREAMS = _set("torch", "streams")
 LEGACY_CTORS = _set("torch", "legacy_ctors")
 GRAD_SCALERS = _set("torch", "grad_scalers")
+TENSOR_DATASETS = _set("torch", "tensor_datasets")
 LEGACY_CUDA_CTORS = _set("torch", "legacy_cuda_ctors")
 NO_GRAD_CONTEXTS = frozenset("torch." + n for n in _DATA["torch"]["no_grad_contexts"])
 INT_DTYPES = _set("torch", "int_dtypes")
@@ -56,6 +57,9 @@ SAME_TENSOR_ATTRS = _set("tensor", "same_tensor_attrs")
 MULTI_OUTPUT_METHODS = _set("tensor", "multi_output_methods")
 TENSOR_ONLY_METHODS = _set("tensor", "tensor_only_methods")
 CONTAINER_METHODS = _set("tensor", "container_methods")
+
+# logging levels by name (`logger.debug` is DEBUG)
+LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "EXCEPTION": 40, "CRITICAL": 50, "FATAL": 50}
 
 # NumPy
 NUMPY_ARRAY_FUNCTIONS = _set("numpy", "array_functions")

@@ -21,7 +21,7 @@ from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.heat import hot_name
 from synclint.semantic.infer import Inference
-from synclint.semantic.syntax import descendants, dotted
+from synclint.semantic.syntax import descendants, dotted, string_value
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.values import Val
 
@@ -159,7 +159,8 @@ class SemanticModel(Inference):
         self.puts_on_cuda = False
         self.module: Optional[cst.Module] = None
         self._module_escaped: Optional[Set[str]] = None
-        self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function  # `FuncInfo.started_d2h` for module-level code
+        self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function
+        self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
 
@@ -559,6 +560,8 @@ class SemanticModel(Inference):
         if self.cuda_less_depth:
             return None
         v = self.infer(e)
+        if v.kind == V.TENSORS and policy == RECEIVER:
+            v = V.element_of(v)  # `parameters=`: a tensor or tensors, fit the same
         # DataLoader workers run data-pipeline code on the CPU: only a tensor known to be on
         # the GPU is there
         unplaced_ok = self.gpu_evident and not self.in_data_pipeline()
@@ -650,6 +653,16 @@ class SemanticModel(Inference):
         """Inside a function under torch.compile / torch.jit."""
         f = self.func
         return f is not None and f.compiled
+
+    def logging_below_level(self, method: str) -> bool:
+        """A logging call (`log.debug`) below every level this file configures
+        (`logging.basicConfig(level=...)`, `logger.setLevel(...)`): it formats nothing."""
+        level = L.LOG_LEVELS.get(method.upper() if method != "warn" else "WARNING")
+        if level is None:
+            return False
+        if self._log_level is None:
+            self._log_level = _configured_log_level(self)
+        return self._log_level > level
 
     def note_call(self, caller: Optional[str], callee: str, hot: bool) -> None:
         """A call edge: hot when the site runs every step; guarded when it sits under a
@@ -790,3 +803,34 @@ def _named_like_module(e: cst.BaseExpression) -> bool:
         return True
     last = re.split(r"_+", name.lower().strip("_"))[-1].rstrip("0123456789")
     return last in L.MODULE_NAME_WORDS or last.endswith(L.MODULE_NAME_ENDINGS)
+
+
+def _configured_log_level(model) -> int:
+    """The lowest level any `basicConfig(level=...)` / `.setLevel(...)` of the file sets;
+    0 (every level on) when the file sets none, or one it cannot read."""
+    if "setLevel" not in model.source and "basicConfig" not in model.source:
+        return 0
+    levels = []
+    for n in descendants(model.module, stop=()):
+        if not isinstance(n, cst.Call) or not isinstance(n.func, (cst.Attribute, cst.Name)):
+            continue
+        name = n.func.attr.value if isinstance(n.func, cst.Attribute) else n.func.value
+        arg = None
+        if name == "basicConfig":
+            arg = next((a.value for a in n.args if a.keyword is not None and a.keyword.value == "level"), None)
+            if arg is None:
+                continue
+        elif name == "setLevel" and n.args:
+            arg = n.args[0].value
+        else:
+            continue
+        levels.append(_level_value(arg))
+    return min(levels) if levels else 0
+
+
+def _level_value(e: cst.BaseExpression) -> int:
+    """`logging.INFO`, `"INFO"`, `20`; 0 for anything else (a variable: maybe DEBUG)."""
+    if isinstance(e, cst.Integer):
+        return int(e.value)
+    name = e.attr.value if isinstance(e, cst.Attribute) else string_value(e) if isinstance(e, cst.SimpleString) else None
+    return L.LOG_LEVELS.get((name or "").upper(), 0)

@@ -215,6 +215,11 @@ def element_of(val: Val) -> Val:
         return val.elems[0]
     if val.kind == NUMPY:
         return Val(NUMPY, ndim=val.ndim - 1 if val.ndim else None)
+    if val.kind in (PY, UNKNOWN) and val.elems:  # a literal `[(a, b), (c, d)]`: any of its items
+        out = val.elems[0]
+        for e in val.elems[1:]:
+            out = join(out, e)
+        return out
     if val.kind == PY:
         return PY_VAL if val.py not in ("list", "tuple", "dict", "set") else UNKNOWN_VAL
     return UNKNOWN_VAL
