@@ -32,6 +32,13 @@ class TensorItem(Rule):
     FIX_TITLE = "Accumulate on the GPU (`total += x.detach()`) and read it once per N steps or after the loop"
     CATALOGUE = ("A1",)
     VALID = [
+        # a helper called with CPU tensors here (and with CUDA ones elsewhere): this call's
+        # result follows this call's arguments
+        Valid(
+            "import torch\ndef batch_loss(pred, target):\n    return (pred - target).pow(2).mean()\n"
+            "for _ in range(3):\n    a = batch_loss(torch.ones(3, device='cuda'), torch.zeros(3, device='cuda'))\n"
+            "    c = batch_loss(torch.ones(3), torch.zeros(3)).item()\n"
+        ),
         Valid("import numpy as np\nx = np.float32(3.0)\nv = x.item()\n"),
         Valid("import torch\nx = torch.zeros(3)\nv = x.sum().item()\n"),
         Valid("import torch\nd = {}\nfor k, v in d.items():\n    pass\n"),

@@ -11,7 +11,7 @@ where they meet, so a name bound on two paths holds either value.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -159,9 +159,13 @@ class Walker:
                 ctx.method_returns[(cls.name, node.name.value)] = ret
             else:
                 ctx.func_returns[node.name.value] = ret
+        if cls is None and ctx.func is None and not node.decorators:
+            expr = _single_return(node)
+            if expr is not None and not isinstance(node.params.star_arg, cst.Param) and node.params.star_kwarg is None:
+                ctx.one_liners[node.name.value] = ([p.name.value for p in all_params(node.params)], expr)
         # The function's name is bound in the enclosing scope (it shadows imports).
         if ctx.func is not None or cls is None:
-            ctx.bind(node.name.value, V.PY_VAL)
+            ctx.bind(node.name.value, V.FUNCTION_VAL)
 
     def _module_lambda(self, name: str, node: cst.Lambda) -> None:
         """`mse2psnr = lambda x: ...` at module level is a function: its body is hot only
@@ -525,6 +529,18 @@ class Walker:
 
 
 # --------------------------------------------------------------------- helpers
+def _single_return(node: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+    """The expression of a function whose body is `return <expr>` (after a docstring)."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    stmts = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+                                     and isinstance(s.body[0], cst.Expr) and isinstance(s.body[0].value, cst.SimpleString))]
+    if len(stmts) == 1 and isinstance(stmts[0], cst.SimpleStatementLine) and len(stmts[0].body) == 1:
+        ret = stmts[0].body[0]
+        if isinstance(ret, cst.Return) and ret.value is not None:
+            return ret.value
+    return None
+
+
 def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
     """The in-file function(s) a DataLoader call takes as `collate_fn`."""
     fn = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "collate_fn"), None)

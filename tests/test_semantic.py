@@ -259,3 +259,11 @@ def test_distributions_remember_whether_they_validate():
            "probe((Normal(0.0, 1.0), Normal(0.0, 1.0, validate_args=False), Normal(0.0, 1.0, validate_args=True)))\n")
     a, b, c = val(src).elems
     assert (a.py, b.py, c.py) == ("validating", None, "validating")
+
+
+def test_a_one_line_helper_is_inferred_from_each_calls_arguments():
+    src = ("import torch\ndef batch_loss(pred, target):\n    return (pred - target).pow(2).mean()\n"
+           "probe(batch_loss(torch.ones(3, device='cuda'), torch.zeros(3, device='cuda')))\n"
+           "probe(batch_loss(torch.ones(3), target=torch.zeros(3)))\n")
+    seen, _ = probe(src)
+    assert [v.device for v, _ in seen] == [V.CUDA, V.CPU]  # not the join over both callers

@@ -79,6 +79,9 @@ class FileFacts:
     # function qual -> calling function (None: module level) -> param -> value: the second
     # walk replaces a caller's values with its own once it has walked that caller
     params: Dict[str, Dict[Optional[str], Dict[str, Val]]] = field(default_factory=dict)
+    # function -> (parameter names, the expression it returns): one-line helpers, whose
+    # result is inferred at each call from that call's arguments (`infer._inlined`)
+    one_liners: Dict[str, Tuple[List[str], object]] = field(default_factory=dict)
     # class -> attribute -> the expressions assigned to it (syntactic, found once: `_collect_attrs`)
     class_pending: Dict[str, Dict[str, list]] = field(default_factory=dict)
     # the file makes CUDA the default device somewhere (typically under `__main__`, which

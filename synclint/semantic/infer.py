@@ -404,6 +404,8 @@ class Inference:
             cls = self.classes_by_name.get(name)
             if cls is not None:
                 return Val(V.MODULE if cls.is_module else V.OBJECT, cls=name)
+            if name in self.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
+                return self._inlined(name, call)
             ret = self.func_returns.get(name)
             if ret is not None:
                 return ret
@@ -730,6 +732,32 @@ class Inference:
                 len(pos) >= L.NUMPY_SAMPLERS[sampler] or kwarg(call, "size") is not None):
             return Val(V.NUMPY, ndim=1)
         return Val(V.NUMPY)
+
+    def _inlined(self, name: str, call: cst.Call) -> Val:
+        """`def loss(p, t): return (p - t).abs().mean()` called here: its result from this
+        call's arguments (not the join over every caller), in the function's own scope."""
+        from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one
+
+        params, expr = self.one_liners[name]
+        if any(a.star for a in call.args):
+            return self.func_returns.get(name, V.UNKNOWN_VAL)
+        given: dict = {}
+        for p, a in zip(params, [a for a in call.args if a.keyword is None]):
+            given[p] = self._infer(a.value)
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in params:
+                given[a.keyword.value] = self._infer(a.value)
+        scope = FuncInfo(name, name, None)
+        for p in params:
+            scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
+        saved = self.funcs
+        self.funcs = [scope]
+        self._inlining.add(name)
+        try:
+            return self._infer(expr)
+        finally:
+            self.funcs = saved
+            self._inlining.discard(name)
 
     def _loader(self, call: cst.Call) -> Val:
         """A DataLoader: CPU batches (pinned with `pin_memory=True`), unless its dataset's

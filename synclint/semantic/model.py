@@ -127,6 +127,8 @@ class SemanticModel(Inference):
         # in-file function name / (class, method) -> returned value; a second walk starts
         # from what the first one found, so a call above the definition is known too
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
+        self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
+        self._inlining: Set[str] = set()
         self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
         # (callee key, positional values, keyword values) of calls to in-file functions
         # (calling function, callee key, skipped params, positional, keyword values) of calls
@@ -512,7 +514,8 @@ class SemanticModel(Inference):
         facts = FileFacts(dict(self.func_returns), dict(self.method_returns),
                           {name: dict(c.attrs) for name, c in self.classes_by_name.items()},
                           cuda_default=self.default_device == V.CUDA,
-                          class_pending={name: c.pending for name, c in self.classes_by_name.items()})
+                          class_pending={name: c.pending for name, c in self.classes_by_name.items()},
+                          one_liners=dict(self.one_liners))
         for key in self.call_args:
             info = self.all_funcs.get(key)
             if info is not None:

@@ -131,6 +131,7 @@ def methods_of(v: Val) -> Tuple[str, ...]:
 
 
 UNKNOWN_VAL = Val(UNKNOWN)
+FUNCTION_VAL = Val(PY, py="function")  # a name bound by `def`
 # A callable that passes its argument's items through (`tqdm`, `iter`), also when held in a
 # variable (`progress = tqdm if main else iter`).
 PASSTHROUGH_VAL = Val(PY, py="passthrough")
