@@ -50,7 +50,7 @@ class Graph:
     call is hot) with callees in other modules as "@" + qualified name; the functions that
     loop over batches themselves (per-epoch: callers' heat stops there)."""
 
-    calls: List[Tuple[Optional[str], str, bool, bool]] = field(default_factory=list)  # (..., guarded)
+    calls: List[Tuple[Optional[str], str, bool]] = field(default_factory=list)
     per_epoch: List[str] = field(default_factory=list)
 
     def to_json(self) -> list:
@@ -85,7 +85,7 @@ def lint_analysis(
     Findings carry the heat known in this file; `Graph` lets the project add callers'; the
     summary is what this walk (knowing the project) tells the other modules."""
     from synclint.semantic import SemanticModel
-    from synclint.semantic.heat import guarded_functions, hot_functions
+    from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
     from synclint.walker import Walker
 
@@ -108,12 +108,10 @@ def lint_analysis(
     seen = set()
     if ctx.findings:
         hot_funcs = hot_functions(ctx)
-        rare = guarded_functions(ctx.calls)
         positions = PositionIndex(module, source)
     for p in ctx.findings:
         rule = p.rule
-        guarded = p.guarded or p.func in rare
-        hot = not guarded and (p.hot or p.func in hot_funcs)
+        hot = p.hot or (p.func in hot_funcs and not p.guarded)
         if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
             continue
         row, col, end_row, end_col = positions.span(p.node, p.stmt, p.stmt_index)
@@ -140,7 +138,7 @@ def lint_analysis(
                 code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
                 row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
                 hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
-                scope=p.func, guarded=guarded, suppressed="noqa" if silenced_by else None,
+                scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
             )
         )
     for r in comment_rules:

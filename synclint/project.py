@@ -466,7 +466,7 @@ class Project:
             s = self.summaries.get(path)
             if s is not None:
                 frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1]))
-            for caller, callee, hot, _ in g.calls:
+            for caller, callee, hot in g.calls:
                 if callee.startswith("@"):
                     c = self._callee(callee[1:], path)
                     if c is None:

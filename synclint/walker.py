@@ -442,11 +442,11 @@ class Walker:
         bound_methods: Tuple[str, ...] = ()  # the in-file methods a bound-method variable may be
         outside = None  # (qualified name of another module's function or method, leading params)
         if isinstance(func, cst.Name):
-            ctx.note_call(caller, func.value, hot)
+            ctx.calls.append((caller, func.value, hot))
             cls = ctx.classes_by_name.get(func.value)
             q = ctx.qualname(func)
             if cls is not None:
-                ctx.note_call(caller, f"{func.value}.__init__", False)
+                ctx.calls.append((caller, f"{func.value}.__init__", False))
                 callee = (f"{func.value}.__init__", 1)
             elif q is not None:
                 outside = (q, 0)  # a function (or, the linker finds, a class) of another module
@@ -454,13 +454,12 @@ class Walker:
                 v = ctx.lookup(func.value)
                 if v.kind == V.MODULE and v.cls in ctx.classes_by_name:
                     callee = (f"{v.cls}.forward", 1)
-                    ctx.note_call(caller, callee[0], hot)
+                    ctx.calls.append((caller, callee[0], hot))
                 elif v.kind == V.MODULE and v.cls:
                     outside = (f"{v.cls}.forward", 1)
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
-                    for k in bound_methods:
-                        ctx.note_call(caller, k, hot)
+                    ctx.calls.extend((caller, k, hot) for k in bound_methods)
                 elif ctx.stars and func.value not in ctx.all_funcs and not ctx.is_local(func.value):
                     outside = ("*" + func.value, 0)  # from `from m import *`: the linker finds it
                 else:
@@ -473,7 +472,7 @@ class Walker:
                 outside = (q, 0)  # `utils.general.f(...)`
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls in ctx.classes_by_name:
                 callee = (f"{recv.cls}.{func.attr.value}", 1)
-                ctx.note_call(caller, callee[0], hot)
+                ctx.calls.append((caller, callee[0], hot))
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
                 outside = (f"{recv.cls}.{func.attr.value}", 1)  # a method of another module's class
             elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
@@ -482,18 +481,17 @@ class Walker:
                 v = ctx.infer(func)
                 if v.kind == V.MODULE and v.cls in ctx.classes_by_name:  # `self.encoder(x)`
                     callee = (f"{v.cls}.forward", 1)
-                    ctx.note_call(caller, callee[0], hot)
+                    ctx.calls.append((caller, callee[0], hot))
                 elif v.kind == V.MODULE and v.cls:
                     outside = (f"{v.cls}.forward", 1)
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
         collate = _collate_fn(ctx, node)
         if collate:  # `DataLoader(..., collate_fn=self.collate)`: runs once per batch
-            for k in collate:
-                ctx.note_call(caller, k, True)
+            ctx.calls.extend((caller, k, True) for k in collate)
         if outside is not None and outside[0].split(".", 1)[0] in L.LIBRARY_ROOTS:
             outside = None
         if outside is not None:
-            ctx.note_call(caller, "@" + outside[0], hot)
+            ctx.calls.append((caller, "@" + outside[0], hot))
         targets = [(k, 1) for k in bound_methods] if bound_methods else [callee or outside]
         if targets[0] is not None:
             pos = []

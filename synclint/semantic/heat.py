@@ -25,32 +25,13 @@ def hot_name(name: str) -> bool:
 
 def hot_functions(model) -> Set[str]:
     """In-file functions that run hot: hot by name, or called from a loop or hot code."""
-    frontier = [callee for caller, callee, in_loop, _ in model.calls if in_loop]
+    frontier = [callee for caller, callee, in_loop in model.calls if in_loop]
     frontier += [q for q in model.all_funcs if hot_name(q.rsplit(".", 1)[-1])]
     edges: Dict[Optional[str], List[str]] = {}
-    for caller, callee, _, _ in model.calls:
+    for caller, callee, _ in model.calls:
         edges.setdefault(caller, []).append(callee)
     per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not hot_name(info.name)}
     return spread(frontier, edges, per_epoch)
-
-
-def guarded_functions(calls) -> Set[str]:
-    """In-file functions that only run rarely: every call of them sits under a periodic
-    guard (`if i % every == 0: render_path(...)`) or in such a function. Their own loops
-    (over a test set, a video's frames) are not the training loop: cold."""
-    callers: Dict[str, List[tuple]] = {}
-    for caller, callee, _, guarded in calls:
-        callers.setdefault(callee, []).append((caller, guarded))
-    out: Set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for callee, sites in callers.items():
-            if callee not in out and not hot_name(callee.rsplit(".", 1)[-1]) and all(
-                    g or (c is not None and c in out) for c, g in sites):
-                out.add(callee)
-                changed = True
-    return out
 
 
 def spread(frontier: List[T], edges: Dict, per_epoch: Set[T]) -> Set[T]:

@@ -149,7 +149,7 @@ class SemanticModel(Inference):
         self.findings: List[PendingFinding] = []
         # call graph for "called from a loop": (caller qual or None, callee key, in loop);
         # a callee in another module is "@" + its qualified name
-        self.calls: List[Tuple[Optional[str], str, bool, bool]] = []  # ..., under a periodic guard
+        self.calls: List[Tuple[Optional[str], str, bool]] = []
         # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
         self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
         # `self.m(...)` calls: (method qual, positional, keyword values), for subclasses elsewhere
@@ -666,11 +666,6 @@ class SemanticModel(Inference):
         if self._log_level is None:
             self._log_level = _configured_log_level(self)
         return self._log_level > level
-
-    def note_call(self, caller: Optional[str], callee: str, hot: bool) -> None:
-        """A call edge: hot when the site runs every step; guarded when it sits under a
-        periodic guard (a function only ever called from such sites runs rarely)."""
-        self.calls.append((caller, callee, hot, self.guard_depth > 0))
 
     def after_nonblocking_d2h(self) -> bool:
         """This function (or module-level code) has started a non-blocking device-to-host
