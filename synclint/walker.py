@@ -242,9 +242,12 @@ class Walker:
         before = ctx.snapshot()
         _bind_loop_target(ctx, node.target, node.iter)
         self.walk(node.target)
+        # A loop under a periodic guard (validation every N steps) still repeats its body.
         ctx.loop_depth += 1
         ctx.loop_nodes.append(node)
+        guard, ctx.guard_depth = ctx.guard_depth, 0
         self.walk_field(node.body)
+        ctx.guard_depth = guard
         ctx.loop_nodes.pop()
         ctx.loop_depth -= 1
         ctx.merge([before, ctx.snapshot()])  # the body ran zero or more times
@@ -256,8 +259,10 @@ class Walker:
         before = ctx.snapshot()
         ctx.loop_depth += 1
         ctx.loop_nodes.append(node)
+        guard, ctx.guard_depth = ctx.guard_depth, 0
         self.walk(node.test)
         self.walk_field(node.body)
+        ctx.guard_depth = guard
         ctx.loop_nodes.pop()
         ctx.loop_depth -= 1
         ctx.merge([before, ctx.snapshot()])

@@ -76,17 +76,21 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
             if is_dev and s is not None:
                 cpu_side = s.startswith("cpu") != isinstance(comp.operator, cst.NotEqual)
                 return "cpu-body" if cpu_side != negated else "cpu-else"
-    if not negated and _periodic(test) and not _steps_optimizer(body):
+    if not negated and _periodic(test, model) and not _steps_optimizer(body):
         return "guard"
+    if _exits(body):
+        return "guard"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
     return ""
 
 
-def _periodic(test: cst.BaseExpression) -> bool:
-    """`i % N == 0` (or `not i % N`), alone or inside `and`/`or`."""
+def _periodic(test: cst.BaseExpression, model=None) -> bool:
+    """`i % N == 0` (or `not i % N`), alone or inside `and`/`or`; with `or`, the other side
+    may also be a one-step test (`step % every == 0 or step == last`, `... or last_step`)."""
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And):
-            return _periodic(test.left) or _periodic(test.right)
-        return _periodic(test.left) and _periodic(test.right)
+            return _periodic(test.left, model) or _periodic(test.right, model)
+        left, right = _periodic(test.left, model), _periodic(test.right, model)
+        return (left or _one_step(test.left, model)) and (right or _one_step(test.right, model)) and (left or right)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         e = test.expression
         return isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)
@@ -95,6 +99,37 @@ def _periodic(test: cst.BaseExpression) -> bool:
         op = test.comparisons[0].operator
         return (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)
                 and isinstance(op, cst.Equal))
+    return False
+
+
+def _one_step(test: cst.BaseExpression, model) -> bool:
+    """`step == last` (an int compared for equality), or a name assigned one: true on one step."""
+    if model is not None and isinstance(test, cst.Name):
+        test = model.origin(test) or test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    if model is None:
+        return False
+    return model.is_int(test.left) or model.is_int(test.comparisons[0].comparator)
+
+
+_EXITS = {"sys.exit", "exit", "quit", "os._exit"}
+
+
+def _exits(body: cst.CSTNode) -> bool:
+    """The block ends the program or raises: it runs at most once."""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else ()
+    if not stmts or not isinstance(stmts[-1], cst.SimpleStatementLine):
+        return False
+    last = stmts[-1].body[-1]
+    if isinstance(last, cst.Raise):
+        return True
+    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+        f = last.value.func
+        name = f.value if isinstance(f, cst.Name) else f"{f.value.value}.{f.attr.value}" if (
+            isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)) else None
+        return name in _EXITS
     return False
 
 
