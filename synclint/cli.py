@@ -379,7 +379,8 @@ def _add_optional_commands() -> None:
     from importlib.util import find_spec
 
     for mod, name, attr in (("synclint.bench.command", "bench", "bench"), ("synclint.lsp", "lsp", "lsp"),
-                            ("synclint.baseline", "baseline", "baseline_command")):
+                            ("synclint.baseline", "baseline", "baseline_command"),
+                            ("synclint.trace.command", "trace", "trace")):
         try:
             present = find_spec(mod) is not None
         except ImportError:
