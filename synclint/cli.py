@@ -105,8 +105,10 @@ def main() -> None:
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
+@click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A `synclint trace` JSON of a run of these files: --report shows each finding's measured cost in it.")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
-          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, bench_file):
+          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, bench_file,
+          trace_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -129,6 +131,8 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     from synclint.registry import SelectionError, select as select_rules
 
     _FAST_EXIT.append(True)
+    if trace_file is not None and report_file is None:
+        raise _fail("--trace goes with --report FILE (the report shows the traced cost per finding)")
     paths = list(paths) or ["."]
     try:
         cfg_path = config_file if config_file else find_config(Path(paths[0]))
@@ -189,7 +193,7 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     if report_file is not None:
         from synclint.report import write_report
 
-        write_report(findings, report_file, bench_file)
+        write_report(findings, report_file, bench_file, trace_file)
 
     if statistics:
         from synclint.render import statistics as stats

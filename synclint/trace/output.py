@@ -40,6 +40,16 @@ def _counts(joined: Joined) -> Dict[str, int]:
     return {s: len(joined.by_status(s)) for s in (CONFIRMED, MISSED, NOT_REACHED)}
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _summary_line(joined: Joined) -> str:
+    c = _counts(joined)
+    return (f"{_n(c[CONFIRMED], 'finding')} confirmed, {_n(c[MISSED], 'sync site')} missed by the rules, "
+            f"{_n(c[NOT_REACHED], 'finding')} not reached or not a sync in this run.")
+
+
 def _rules(row: Row) -> str:
     return ", ".join(row.codes) or "-"
 
@@ -58,17 +68,15 @@ def render_text(joined: Joined, limit: Optional[int] = None) -> str:
     table = Table(title=headline(joined), title_justify="left", show_lines=False)
     for col, just in (("where", "left"), ("status", "left"), ("rules", "left"), ("what blocked", "left"),
                       ("syncs", "right"), ("debug mode", "right"), ("blocked ms", "right"), ("% wall", "right")):
-        table.add_column(col, justify=just, overflow="fold")
+        table.add_column(col, justify=just, overflow="fold", no_wrap=col in ("where", "syncs", "blocked ms", "% wall"))
     rows = joined.rows if limit is None else joined.rows[:limit]
     for r in rows:
         table.add_row(f"{r.file}:{r.line}", _STATUS_WORDS[r.status], _rules(r), r.op or "-",
                       str(r.count) if r.sites else "0", _debug(r),
                       _ms(r.blocked_ms) if r.sites else "-", _pct(joined, r.blocked_ms) if r.sites else "-")
     buf = StringIO()
-    Console(file=buf, width=140, force_terminal=False, color_system=None).print(table)
-    c = _counts(joined)
-    buf.write(f"{c[CONFIRMED]} findings confirmed, {c[MISSED]} syncs missed by the rules, "
-              f"{c[NOT_REACHED]} findings not reached or not a sync in this run.\n")
+    Console(file=buf, width=160, force_terminal=False, color_system=None).print(table)
+    buf.write(_summary_line(joined) + "\n")
     if limit is not None and len(joined.rows) > limit:
         buf.write(f"({len(joined.rows) - limit} more rows: --format json or --report FILE for all)\n")
     return buf.getvalue()
@@ -120,9 +128,7 @@ def render_markdown(joined: Joined) -> str:
         out.append(f"The profiler, in the same run, timed {_ms(prof['sync_ms'])} ms in blocking CUDA calls "
                    f"({', '.join(f'{k} ×{v[0]} {_ms(v[1])} ms' for k, v in prof.get('calls', {}).items())}).")
     out.append("")
-    c = _counts(joined)
-    out.append(f"**{c[CONFIRMED]}** findings confirmed, **{c[MISSED]}** syncs missed by the rules, "
-               f"**{c[NOT_REACHED]}** findings not reached (or not a sync) in this run.")
+    out.append(_summary_line(joined))
     out.append("")
     out += ["| where | status | rules | what blocked | syncs | blocked ms | % wall | line |",
             "|---|---|---|---|---:|---:|---:|---|"]
@@ -135,3 +141,34 @@ def render_markdown(joined: Joined) -> str:
     out.append("What next: fix the confirmed findings from the top (`synclint explain CODE`); for a missed "
                "sync, read its line: it syncs in this run although no rule flags it.")
     return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- for `check --report --trace`
+
+
+def measured_cells(joined: Joined) -> Dict[int, str]:
+    """id(finding) -> what the run measured at its line, for the report's per-finding table."""
+    cells: Dict[int, str] = {}
+    for r in joined.rows:
+        for f in r.findings:
+            if r.status == CONFIRMED:
+                cells[id(f)] = f"{r.count} syncs, {_ms(r.blocked_ms)} ms ({_pct(joined, r.blocked_ms)} of wall)"
+            else:
+                cells[id(f)] = "not reached / no sync in the run"
+    return cells
+
+
+def trace_section(joined: Joined, source: str) -> List[str]:
+    """The report's lines about the trace: where it came from, then the syncs no rule flags."""
+    out = [f"**Traced run:** `{source}`: {headline(joined)}. The column *in your run* is what that run "
+           "measured at each finding's line (syncs and host time blocked).", ""]
+    missed = joined.by_status(MISSED)
+    if missed:
+        out += ["## Syncs the rules missed", "",
+                "These lines synced in the traced run but no enabled rule flags them.", "",
+                "| where | what blocked | syncs | blocked ms | % wall | line |", "|---|---|---:|---:|---:|---|"]
+        for r in missed:
+            out.append(f"| `{_cell(r.file)}:{r.line}` | {_cell(r.op or '-')} | {r.count} | {_ms(r.blocked_ms)} | "
+                       f"{_pct(joined, r.blocked_ms)} | `{_cell(r.source)}` |")
+        out.append("")
+    return out
