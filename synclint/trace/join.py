@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import linecache
 import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -36,6 +37,7 @@ class Row:
     line: int
     findings: List[Finding] = field(default_factory=list)
     sites: List[Site] = field(default_factory=list)
+    text: str = ""  # the line's source, for a finding no sync reached
 
     @property
     def count(self) -> int:
@@ -63,7 +65,7 @@ class Row:
 
     @property
     def source(self) -> str:
-        return next((s.source for s in self.sites if s.source), "")
+        return next((s.source for s in self.sites if s.source), self.text)
 
 
 @dataclass
@@ -125,7 +127,11 @@ def join(trace: Trace, findings: Sequence[Finding], root: str) -> Joined:
                 if all(s is not t for t in row.sites):
                     row.sites.append(s)
         else:
-            row = rows.setdefault((shown, f.row, NOT_REACHED), Row(NOT_REACHED, shown, f.row))
+            row = rows.get((shown, f.row, NOT_REACHED))
+            if row is None:
+                path = f.filename if os.path.isabs(f.filename) else os.path.join(root, f.filename)
+                row = rows[(shown, f.row, NOT_REACHED)] = Row(NOT_REACHED, shown, f.row,
+                                                              text=linecache.getline(path, f.row).strip())
         row.findings.append(f)
 
     for s in trace.sites:

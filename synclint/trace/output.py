@@ -136,7 +136,7 @@ def render_markdown(joined: Joined) -> str:
         out.append(
             f"| `{_cell(r.file)}:{r.line}` | {_STATUS_WORDS[r.status]} | {_cell(_rules(r))} | {_cell(r.op or '-')} | "
             f"{r.count} | {_ms(r.blocked_ms) if r.sites else '-'} | {_pct(joined, r.blocked_ms) if r.sites else '-'} | "
-            f"`{_cell(r.source or (r.findings[0].message if r.findings else ''))}` |")
+            f"`{_cell(r.source)}` |")
     out.append("")
     out.append("What next: fix the confirmed findings from the top (`synclint explain CODE`); for a missed "
                "sync, read its line: it syncs in this run although no rule flags it.")
