@@ -54,7 +54,21 @@ class UserCode:
         self.roots = tuple(os.path.realpath(r) for r in (roots or [os.getcwd()]))
         self.library = _library_dirs() + tuple(os.path.realpath(p) for p in library)
         self._verdict: Dict[str, bool] = {}  # co_filename -> is the user's (cached: frames repeat)
+        self._machinery: Dict[str, bool] = {}
         self._shown: Dict[str, str] = {}
+        self._via: Dict[object, str] = {}  # code object -> "torch/_tensor.py:__format__"
+
+    def _is_machinery(self, filename: str) -> bool:
+        v = self._machinery.get(filename)
+        if v is None:
+            v = self._machinery[filename] = _is_machinery_file(filename)
+        return v
+
+    def _via_of(self, frame: FrameType) -> str:
+        v = self._via.get(frame.f_code)
+        if v is None:
+            v = self._via[frame.f_code] = _library_place(frame)
+        return v
 
     def is_user(self, filename: str) -> bool:
         v = self._verdict.get(filename)
@@ -87,46 +101,66 @@ class UserCode:
     def place(self, frame: FrameType) -> Place:
         return Place(self.shown(frame.f_code.co_filename), frame.f_lineno, frame.f_code.co_name)
 
-    def attribute(self, frame: Optional[FrameType], depth: int = 8) -> "Attribution":
-        """Walk outwards from `frame`: the innermost user frame, the user frames around it
-        (the call path, innermost first) and the innermost library frame below it (`via`,
-        e.g. torch/_tensor.py:__format__ for an f-string)."""
-        via: Optional[str] = None
+    def attribute(self, frame: Optional[FrameType]) -> "Attribution":
+        """Walk outwards from `frame` to the innermost user frame, noting the library frame
+        nearest to it (`via`, e.g. torch/_tensor.py:__format__ for an f-string). The walk
+        stops there: the callers are read only when a listener asks (a new site)."""
+        via_frame: Optional[FrameType] = None
         first_lib: Optional[FrameType] = None
-        user: List[FrameType] = []
         f = frame
-        while f is not None and len(user) < depth:
-            if self.is_user(f.f_code.co_filename):
-                user.append(f)
-            elif not user and not _is_machinery(f):
+        while f is not None:
+            filename = f.f_code.co_filename
+            if self.is_user(filename):
+                via = self._via_of(via_frame) if via_frame is not None else None
+                return Attribution(self.place(f), via, f, True, self)
+            if not self._is_machinery(filename):
                 if first_lib is None:
                     first_lib = f
-                via = _library_place(f)  # walking outwards: ends as the one nearest the user
+                via_frame = f  # walking outwards: ends as the one nearest the user
             f = f.f_back
-        if not user:
-            if first_lib is None:
-                return Attribution(None, (), None, None)
-            lib = Place(_library_place(first_lib).rsplit(":", 1)[0], first_lib.f_lineno, first_lib.f_code.co_name)
-            return Attribution(lib, (), None, first_lib, user=False)
-        return Attribution(self.place(user[0]), tuple(self.place(u) for u in user[1:]), via, user[0])
+        if first_lib is None:
+            return Attribution(None, None, None, False, self)
+        lib = Place(_library_place(first_lib).rsplit(":", 1)[0], first_lib.f_lineno, first_lib.f_code.co_name)
+        return Attribution(lib, None, first_lib, False, self)
+
+    def innermost(self, frame: Optional[FrameType]) -> Optional[Place]:
+        """Just the innermost user frame's place (the debug-mode cross-check needs no more)."""
+        f = frame
+        while f is not None:
+            if self.is_user(f.f_code.co_filename):
+                return self.place(f)
+            f = f.f_back
+        return None
 
 
 @dataclass(frozen=True)
 class Attribution:
     site: Optional[Place]  # the user's line; else the innermost library frame; None: no frame
-    callers: Tuple[Place, ...]  # the user frames that called it, innermost first
     via: Optional[str]  # the library function the sync happened in, nearest the user frame
-    raise_frame: Optional[FrameType]  # where the guard raises: the frame of `site`
+    raise_frame: Optional[FrameType]  # the frame of `site` (the guard raises there)
     user: bool = True  # False: no user frame on the stack (a library thread, say)
+    code: Optional["UserCode"] = None
+
+    def callers(self, depth: int = 6) -> Tuple[Place, ...]:
+        """The user frames that called the site's frame, innermost first. Read while the
+        stack is live (inside the callback): frames are not kept."""
+        if not self.user or self.raise_frame is None or self.code is None:
+            return ()
+        out: List[Place] = []
+        f = self.raise_frame.f_back
+        while f is not None and len(out) < depth:
+            if self.code.is_user(f.f_code.co_filename):
+                out.append(self.code.place(f))
+            f = f.f_back
+        return tuple(out)
 
 
 def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _is_machinery(frame: FrameType) -> bool:
-    """Frames of the interception itself (torch's callback registry, synclint, warnings)."""
-    fn = frame.f_code.co_filename
+def _is_machinery_file(fn: str) -> bool:
+    """Files of the interception itself (torch's callback registry, synclint, warnings)."""
     return fn.startswith(_HERE) or fn.endswith(("torch/_utils.py", "warnings.py")) or fn.startswith("<frozen")
 
 

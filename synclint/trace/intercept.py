@@ -36,7 +36,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
-from synclint.trace.frames import Attribution, UserCode
+from synclint.trace.frames import Attribution, Place, UserCode
 
 DEBUG_MODE_MESSAGE = "called a synchronizing CUDA operation"
 
@@ -57,7 +57,7 @@ class Listener:
     def on_sync(self, event: SyncEvent) -> Optional[BaseException]:
         return None
 
-    def on_debug_mode(self, where: Attribution, thread: str) -> None:
+    def on_debug_mode(self, where: Optional[Place], thread: str) -> None:
         pass
 
 
@@ -197,7 +197,7 @@ class Interceptor:
     def on_debug_warning(self, frame: Any) -> None:
         if self._busy() or not self.listeners:
             return
-        where = self.user.attribute(frame)
+        where = self.user.innermost(frame)
         thread = threading.current_thread().name
         for listener in list(self.listeners):
             listener.on_debug_mode(where, thread)

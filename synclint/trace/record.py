@@ -8,7 +8,7 @@ import os
 import threading
 from typing import Dict, List, Optional, Tuple
 
-from synclint.trace.frames import Attribution
+from synclint.trace.frames import Place
 from synclint.trace.intercept import Listener, SyncEvent
 from synclint.trace.schema import Site
 
@@ -38,7 +38,7 @@ class Recorder(Listener):
             if site is None:
                 site = self._sites[key] = Site(
                     file=file, line=line, function=function, kind=event.kind, via=w.via,
-                    callers=[str(c) for c in w.callers[:_MAX_CALLERS]], user=w.user,
+                    callers=[str(c) for c in w.callers(_MAX_CALLERS)], user=w.user,
                     debug_mode=0 if self.debug_mode else None)
             site.count += 1
             if event.blocked_s is not None:
@@ -48,10 +48,10 @@ class Recorder(Listener):
                 site.threads.append(event.thread)
         return None
 
-    def on_debug_mode(self, where: Attribution, thread: str) -> None:
-        if not self.recording or where.site is None:
+    def on_debug_mode(self, where: Optional[Place], thread: str) -> None:
+        if not self.recording or where is None:
             return
-        key = (where.site.file, where.site.line)
+        key = (where.file, where.line)
         with self._lock:
             self._debug[key] = self._debug.get(key, 0) + 1
 
