@@ -26,13 +26,18 @@ def _raised_at(exc):
     return [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == __file__][-1]
 
 
-def test_disallow_raises_at_the_item_line_with_its_rule(x):
+def _names(exc, line):
+    """The error names the line that synced, and its note shows the stack there."""
+    note = "\n".join(getattr(exc, "__notes__", []))
+    return f"test_trace_gpu.py:{line}:" in str(exc) and f"line {line}," in note
+
+
+def test_disallow_names_the_item_line_with_its_rule(x):
     with pytest.raises(synclint.SyncError) as e:
         with synclint.guard("disallow"):
             y = x * 2
             line = _line(); y.sum().item()  # noqa: E702
-    assert _raised_at(e.value) == line
-    assert f"test_trace_gpu.py:{line}" in str(e.value) and "SYN101" in str(e.value)
+    assert _names(e.value, line) and "SYN101" in str(e.value)
 
 
 @pytest.mark.parametrize("what", ["mask", "fstring", "if", "cpu"])
@@ -47,7 +52,7 @@ def test_disallow_raises_for_syncs_inside_torch_python_code_too(x, what):
                 line = _line(); bool(x.sum() > 0)  # noqa: E702
             else:
                 line = _line(); x.cpu()  # noqa: E702
-    assert _raised_at(e.value) == line
+    assert _names(e.value, line)  # x[mask] syncs twice inside one C call: reported once
 
 
 @pytest.mark.parametrize("what, rule", [("synchronize", "SYN401"), ("event", "SYN402"),
@@ -66,7 +71,9 @@ def test_disallow_raises_for_the_debug_modes_blind_spots(x, what, rule):
                 line = _line(); torch.cuda.current_stream().synchronize()  # noqa: E702
             else:
                 line = _line(); host.to("cuda", non_blocking=True)  # noqa: E702
-    assert _raised_at(e.value) == line
+    if what in ("event", "pageable"):  # seen in synclint's wrappers: raised at once, on the line
+        assert _raised_at(e.value) == line
+    assert _names(e.value, line)
 
 
 def test_allow_sync_is_silent_and_recorded(x):
@@ -97,7 +104,7 @@ def test_log_counts_each_sync(x):
     with synclint.guard("log") as g:
         for _ in range(3):
             line = _line(); x.sum().item()  # noqa: E702
-    assert [e.where for e in g.events] == [f"test_trace_gpu.py:{line}"] * 3
+    assert len(g.events) == 3 and all(e.where.endswith(f"test_trace_gpu.py:{line}") for e in g.events)
 
 
 def test_no_sync_means_no_event(x):

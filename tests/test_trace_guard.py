@@ -35,17 +35,45 @@ def fake(monkeypatch):
     monkeypatch.setattr(intercept, "_shared", None)
 
 
-def test_disallow_raises_on_the_line_that_synced_naming_the_op_and_rule(fake):
+def test_disallow_raises_when_the_block_ends_naming_the_line_op_and_rule(fake):
+    ran = []
     with pytest.raises(synclint.SyncError) as e:
         with synclint.guard("disallow"):
             sync_line = _line(); fake_torch.item(fake)  # noqa: E702
-            after = True  # noqa: F841  (never reached)
-    frames = traceback.extract_tb(e.value.__traceback__)
-    user = [f for f in frames if f.filename == __file__]
-    assert user[-1].lineno == sync_line  # the traceback points at the syncing line
-    assert f"test_trace_guard.py:{sync_line}" in str(e.value)
-    assert "stream sync" in str(e.value) and "allow_sync" in str(e.value)
-    assert "after" not in sys._getframe().f_locals
+            ran.append("rest of the block")
+    assert ran == ["rest of the block"]  # torch's callback cannot raise: the guard's exit does
+    assert f"test_trace_guard.py:{sync_line}: stream sync" in str(e.value) and "allow_sync" in str(e.value)
+    note = "\n".join(getattr(e.value, "__notes__", []))
+    assert "the sync happened here" in note and "sync_line = _line(); fake_torch.item(fake)" in note
+
+
+def test_a_sync_in_a_wrapped_call_raises_at_once_on_its_line(fake):
+    ran = []
+    with pytest.raises(synclint.SyncError, match=r"non_blocking copy from pageable memory \[SYN303\]") as e:
+        with synclint.guard("disallow"):
+            line = _line(); fake_torch.pageable_copy(fake)  # noqa: E702
+            ran.append("next line")
+    assert ran == []
+    assert [f.lineno for f in traceback.extract_tb(e.value.__traceback__) if f.filename == __file__][-1] == line
+
+
+def test_two_syncs_raise_once_for_the_first(fake):
+    with pytest.raises(synclint.SyncError, match="stream sync") as e:
+        with synclint.guard("disallow") as g:
+            line = _line(); fake_torch.boolean_mask_index(fake)  # noqa: E702
+            fake_torch.synchronize(fake)
+    assert [ev.kind for ev in g.events] == ["stream", "stream", "device"]
+    assert f"test_trace_guard.py:{line}:" in str(e.value)
+
+
+def test_a_guard_that_raised_leaves_nothing_behind(fake):
+    with pytest.raises(synclint.SyncError):
+        with synclint.guard("disallow"):
+            fake_torch.item(fake)
+    assert fake.listeners == [] and intercept._users == 1  # the fixture's own hold
+    with synclint.guard("log") as g:
+        fake_torch.item(fake)
+    assert len(g.events) == 1
 
 
 def test_disallow_names_the_rule_for_the_debug_modes_blind_spots(fake):

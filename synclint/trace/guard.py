@@ -1,7 +1,7 @@
 """`synclint.guard(level)` and `synclint.allow_sync(reason)`: the sync check for tests.
 
     with synclint.guard("disallow"):
-        train_step(batch)                 # raises SyncError at the first sync, on its line
+        train_step(batch)                 # SyncError naming the first sync's line
     with synclint.guard("log") as g:      # records (and logs) every sync instead
         evaluate(model)
     print(g.events)
@@ -9,6 +9,12 @@
         loss = step()
         with synclint.allow_sync("logged every 100 steps"):
             print(loss.item())            # allowed: recorded with its reason, no error
+
+When it raises: a sync that torch reports through its callback (almost all) is raised
+when the block ends, since an exception cannot leave that callback safely (raising.py);
+the message names the line, what blocked and the rule, and a note carries the stack at the
+sync. A sync seen in synclint's own wrappers (pageable copies, `Event.synchronize()`)
+raises at once, on its line.
 
 The guard is scoped to the thread that entered it: torch's sync callbacks run on the
 syncing thread, so a sync on another thread (a data-loading thread, another test's
@@ -78,19 +84,16 @@ class _GuardListener(Listener):
         if g.level == "log":
             logger.warning("sync: %s", ge)
             return None
-        return SyncError(
-            f"synchronizing CUDA operation at {ge.where}: {ge.what} "
-            f"[{', '.join(ge.rules) or 'no synclint rule flags this line'}]; "
-            f"if it is meant, wrap it in synclint.allow_sync(\"why\")")
+        return _sync_error(ge, event)
 
 
 _listener = _GuardListener()
 
 
 class guard:
-    """Check the CUDA syncs of this thread inside the block: "disallow" raises SyncError at
-    the first one, "log" records and logs each, "allow" records nothing. Guards nest: the
-    innermost decides."""
+    """Check the CUDA syncs of this thread inside the block: "disallow" raises SyncError for
+    the first one (when the block ends, or at once where synclint's wrappers saw it), "log"
+    records and logs each, "allow" records nothing. Guards nest: the innermost decides."""
 
     def __init__(self, level: str = "disallow") -> None:
         if level not in LEVELS:
@@ -117,10 +120,15 @@ class guard:
         if not self.active:
             return
         from synclint.trace.intercept import release
+        from synclint.trace.raising import take_pending
 
         _state.guards.remove(self)
         release(_listener)
         self.active = False
+        if self.level == "disallow":
+            armed = take_pending()  # a sync seen inside torch's callback: raised here
+            if armed is not None and exc[0] is None:
+                raise armed
 
     @property
     def syncs(self) -> List[GuardEvent]:
@@ -142,6 +150,20 @@ class allow_sync:
 
     def __exit__(self, *exc: Any) -> None:
         _state.allowed.remove(self.reason)
+
+
+def _sync_error(ge: GuardEvent, event: SyncEvent) -> SyncError:
+    """The error, with the user's stack at the sync (the guard may raise it later)."""
+    import traceback
+
+    err = SyncError(
+        f"synchronizing CUDA operation at {ge.where}: {ge.what} "
+        f"[{', '.join(ge.rules) or 'no synclint rule flags this line'}]; "
+        f"if it is meant, wrap it in synclint.allow_sync(\"why\")")
+    frame = event.where.raise_frame
+    if frame is not None and hasattr(err, "add_note"):
+        err.add_note("the sync happened here:\n" + "".join(traceback.format_stack(frame, limit=6)).rstrip())
+    return err
 
 
 # ---------------------------------------------------------------- explaining a sync

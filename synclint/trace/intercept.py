@@ -23,8 +23,9 @@ Choice of mechanism (torch 2.11 on the device, 2.13 here; read in their sources)
   run. `synclint trace --cross-check` runs it beside the callbacks to check the times.
 
 A callback's exceptions are swallowed by torch's CallbackRegistry, so a listener that wants
-to stop the program (the guard) returns the exception and this module arms it to be raised
-in the user's frame as soon as control returns there (raising.py).
+to stop the program (the guard) returns the exception and this module arms it for the
+guard to raise when its block ends (raising.py says why not sooner); the wrappers raise at
+once.
 """
 
 from __future__ import annotations
@@ -172,10 +173,10 @@ class Interceptor:
             where = self.user.attribute(frame)
             blocked = wait() if wait is not None and self._wants_time() else None
             exc = self._dispatch(SyncEvent(kind, where, blocked, threading.current_thread().name))
-            if exc is not None and where.raise_frame is not None:
-                from synclint.trace.raising import raise_in_frame
+            if exc is not None:
+                from synclint.trace.raising import arm
 
-                raise_in_frame(where.raise_frame, exc)
+                arm(exc)
         finally:
             self._local.busy = False
 

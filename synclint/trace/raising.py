@@ -1,46 +1,37 @@
-"""Raise an exception in a given frame from code that cannot raise itself.
+"""How a guard's exception gets out of torch's sync callback: it waits for the block's end.
 
-torch runs its sync callbacks inside C++ and its CallbackRegistry logs and swallows what
-they raise, and an exception set from a warning hook there breaks the interpreter state
-(seen on the device: "SystemError: error return without exception set"). So the guard
-arms a one-shot trace function on the user's frame instead: at that frame's next opcode
-(right after the syncing call returns into it) the trace function restores the previous
-tracer (a debugger's or coverage's) and raises, so the traceback points at the line that
-synced. One exception per thread is armed at a time: the first sync is the one reported.
+torch runs its sync callbacks inside C++. Its CallbackRegistry logs and swallows what they
+raise; an exception set from a warning hook there breaks the interpreter state (seen on
+the device: "SystemError: error return without exception set"); and arming a trace
+function from the callback to raise in the user's frame crashed Python 3.12 with torch
+2.11 on a boolean-mask index (two syncs inside one C call: "cuda trace hook execution
+failed ... returned a result with an exception set", then a segmentation fault), while
+raising at the next line event would skip the `__exit__` of a `with` that ends there.
+
+So a sync seen in a callback is *armed* here, per thread, and the guard raises it when its
+block ends, with the line that synced, the op, the rule and the user's stack at the sync
+in the message. Syncs seen in synclint's own Python wrappers (pageable copies,
+`Event.synchronize()`) raise at once. The first sync of the block is the one reported.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
-from types import FrameType
-from typing import Any, Optional
+from typing import Optional
 
-_armed = threading.local()  # .pending: an exception armed and not yet raised
-
-
-def pending() -> bool:
-    return getattr(_armed, "pending", None) is not None
+_state = threading.local()  # .pending: the first armed exception of this thread
 
 
-def raise_in_frame(frame: FrameType, exc: BaseException) -> None:
-    if pending():
-        return
-    _armed.pending = exc
-    previous = sys.gettrace()
-    previous_local = frame.f_trace
+def arm(exc: BaseException) -> None:
+    if getattr(_state, "pending", None) is None:
+        _state.pending = exc
 
-    def tracer(f: FrameType, event: str, arg: Any) -> Optional[Any]:
-        if f is not frame:
-            return None  # calls made before control is back in `frame`: not traced
-        if event in ("opcode", "line", "return"):
-            frame.f_trace_opcodes = False
-            frame.f_trace = previous_local
-            sys.settrace(previous)
-            _armed.pending = None
-            raise exc
-        return tracer
 
-    frame.f_trace = tracer
-    frame.f_trace_opcodes = True
-    sys.settrace(tracer)
+def pending() -> Optional[BaseException]:
+    return getattr(_state, "pending", None)
+
+
+def take_pending() -> Optional[BaseException]:
+    exc = pending()
+    _state.pending = None
+    return exc

@@ -46,7 +46,7 @@ class Options:
     steps: Optional[int] = None
     warmup: int = 0
     time_limit: Optional[float] = None
-    debug_mode: bool = True
+    debug_mode: bool = False
     cross_check: bool = False  # also run the profiler and record its sync-call time
 
 
