@@ -92,7 +92,7 @@ def run(options: Options) -> Trace:
     program = program_argv(options.program)
     roots = tuple(os.path.realpath(r) for r in (options.roots or [os.getcwd()]))
     recorder = Recorder(roots, debug_mode=options.debug_mode)
-    recorder.recording = options.warmup == 0
+    recorder.recording = False  # open_window starts it, after its own synchronize
     window = _Window()
 
     def open_window() -> None:
