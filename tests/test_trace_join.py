@@ -4,7 +4,6 @@ of fixtures/trace/train_sites.py (the GPU run's recorded trace is checked in
 test_trace_recorded.py)."""
 
 import json
-import os
 import re
 from pathlib import Path
 

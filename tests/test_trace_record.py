@@ -170,3 +170,22 @@ def test_a_bad_trace_file_is_one_line_naming_the_file(tmp_path, text, reason):
 def test_from_json_reads_what_to_json_wrote():
     t = Trace({"wall_ms": 1}, [Site("a.py", 1, "", "device", count=1)])
     assert from_json(t.to_json(), "x").sites[0].kind == "device"
+
+
+# ---------------------------------------------------------------- the command to run
+
+
+def test_the_program_is_what_follows_python(tmp_path):
+    from synclint.trace.run import TraceUnavailable, program_argv
+
+    script = tmp_path / "train.py"
+    script.write_text("")
+    assert program_argv(["python", str(script), "--lr", "1"]) == [str(script), "--lr", "1"]
+    assert program_argv(["python3.12", str(script)]) == [str(script)]
+    assert program_argv([str(script)]) == [str(script)]
+    assert program_argv(["python", "-m", "pkg.train", "--x"]) == ["-m", "pkg.train", "--x"]
+    for bad, reason in ((["python"], "no program given"), (["python", "-m"], "-m needs a module"),
+                        (["python", "-c", "1"], "only a script or -m module"),
+                        (["python", str(tmp_path / "nope.py")], "no such file")):
+        with pytest.raises(TraceUnavailable, match=reason):
+            program_argv(bad)

@@ -5,7 +5,6 @@ debug mode's where it sees the line, the blind spots are there too, the blocked 
 up to the profiler's time in blocking CUDA calls of the same run, and the join labels each
 finding."""
 
-import json
 from pathlib import Path
 
 import pytest

@@ -10,7 +10,7 @@ FAKE_DIR = HERE / "data" / "trace"
 if str(FAKE_DIR) not in sys.path:
     sys.path.insert(0, str(FAKE_DIR))
 
-import fake_torch  # noqa: E402
+import fake_torch  # noqa: E402,F401  (the tests import it from here)
 
 from synclint.trace.frames import UserCode  # noqa: E402
 from synclint.trace.intercept import Interceptor  # noqa: E402

@@ -154,7 +154,7 @@ class Interceptor:
         return getattr(self._local, "busy", False)
 
     def _wants_time(self) -> bool:
-        return self._waiter is not None and any(l.wants_time for l in self.listeners)
+        return self._waiter is not None and any(listener.wants_time for listener in self.listeners)
 
     def _dispatch(self, event: SyncEvent) -> Optional[BaseException]:
         raised = None
