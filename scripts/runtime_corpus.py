@@ -113,7 +113,8 @@ def gpu(out: Path, time_limit: float) -> int:
 
 # Syncs that are real but are not labels (eval/README.md: what no linter should report):
 # one-time moves of a module to the device, checkpoints. Shown, not scored.
-NOT_LABELS = {"nn/modules/module.py:to": "setup move of a module", "torch/serialization.py:save": "checkpoint save"}
+NOT_LABELS = {"nn/modules/module.py:to": "setup move of a module", "nn/modules/module.py:cuda": "setup move of a module",
+              "torch/serialization.py:save": "checkpoint save"}
 
 
 def _not_a_label(via: Optional[str]) -> Optional[str]:
