@@ -107,9 +107,10 @@ def main() -> None:
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (after --baseline), to adopt synclint on an existing tree; writes files, exits 0.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
+@click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A `synclint trace` JSON of a run of these files: --report shows each finding's measured cost in it.")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
           config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, add_noqa,
-          bench_file):
+          bench_file, trace_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -134,6 +135,8 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     _FAST_EXIT.append(True)
     if add_noqa and (fix or diff):
         raise _fail("--add-noqa cannot be combined with --fix or --diff")
+    if trace_file is not None and report_file is None:
+        raise _fail("--trace goes with --report FILE (the report shows the traced cost per finding)")
     paths = list(paths) or ["."]
     try:
         cfg_path = config_file if config_file else find_config(Path(paths[0]))
@@ -210,7 +213,7 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     if report_file is not None:
         from synclint.report import write_report
 
-        write_report(findings, report_file, bench_file)
+        write_report(findings, report_file, bench_file, trace_file)
 
     if statistics:
         from synclint.render import statistics as stats
@@ -453,7 +456,8 @@ def _add_optional_commands() -> None:
     from importlib.util import find_spec
 
     for mod, name, attr in (("synclint.bench.command", "bench", "bench"), ("synclint.lsp", "lsp", "lsp"),
-                            ("synclint.baseline", "baseline", "baseline_command")):
+                            ("synclint.baseline", "baseline", "baseline_command"),
+                            ("synclint.trace.command", "trace", "trace")):
         try:
             present = find_spec(mod) is not None
         except ImportError:

@@ -184,7 +184,8 @@ def _where(f: Finding) -> str:
 
 
 def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], source: str,
-                  now: Optional[_dt.datetime] = None, shipped: bool = False) -> str:
+                  now: Optional[_dt.datetime] = None, shipped: bool = False, trace: Any = None) -> str:
+    """`trace`: a joined trace (synclint.trace.join.Joined) of the same files, or None."""
     from synclint import __version__
 
     now = now or _dt.datetime.now(_dt.timezone.utc)
@@ -228,6 +229,12 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
                 "on its sizes and on how often the line runs: a hot finding runs every iteration."
             )
     out.append("")
+    in_run: Dict[int, str] = {}
+    if trace is not None:
+        from synclint.trace.output import measured_cells, trace_section
+
+        in_run = measured_cells(trace)
+        out += trace_section(trace, str(trace.trace.meta.get("source", "trace")))
     if not findings:
         out.append("No findings.")
         return "\n".join(out) + "\n"
@@ -278,26 +285,30 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
         page = f" or [{name}]({fs[0].url})" if fs[0].url else ""
         out.append(f"What to do: `synclint explain {code}`{page}.")
         out.append("")
-        out.append("| where | heat | finding | fix |")
-        out.append("|---|---|---|---|")
+        out.append("| where | heat | finding | fix |" + (" in your run |" if trace is not None else ""))
+        out.append("|---|---|---|---|" + ("---|" if trace is not None else ""))
         for f in fs:
             if f.fix is None:
                 fix = "-"
             else:
                 fix = "safe (`--fix`)" if f.fix.applicability == "safe" else "unsafe (`--fix --unsafe-fixes`)"
             heat = "**hot**" if f.hot else "cold"
-            out.append(f"| `{_cell(_where(f))}` | {heat} | {_cell(f.message)} | {fix} |")
+            run = f" {_cell(in_run.get(id(f), '-'))} |" if trace is not None else ""
+            out.append(f"| `{_cell(_where(f))}` | {heat} | {_cell(f.message)} | {fix} |{run}")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def write_report(findings: Sequence[Finding], report_file: Path, bench_file: Optional[Path] = None) -> None:
-    """Called by `synclint check --report FILE [--bench FILE]`; exits 2 on unusable bench data."""
+def write_report(findings: Sequence[Finding], report_file: Path, bench_file: Optional[Path] = None,
+                 trace_file: Optional[Path] = None) -> None:
+    """Called by `synclint check --report FILE [--bench FILE] [--trace FILE]`; exits 2 on
+    unusable bench data or trace."""
     from synclint.atomic import write_text_atomic
 
     try:
         bench, source = load_bench(Path(bench_file) if bench_file is not None else None)
-        text = render_report(findings, bench, source, shipped=bench_file is None)
+        joined = _joined_trace(findings, trace_file) if trace_file is not None else None
+        text = render_report(findings, bench, source, shipped=bench_file is None, trace=joined)
         write_text_atomic(report_file, text)
     except (ReportError, OSError) as e:
         import click
@@ -309,3 +320,18 @@ def write_report(findings: Sequence[Finding], report_file: Path, bench_file: Opt
         import click
 
         click.echo(f"synclint: note: no bench results ({source} not found); the report shows no speedups.", err=True)
+
+
+def _joined_trace(findings: Sequence[Finding], trace_file: Path) -> Any:
+    """The trace of a run of the same files, joined with these findings (file names in the
+    trace are relative to its root: the trace's own root if it exists here, else the
+    working directory)."""
+    from synclint.trace.join import join, source_root
+    from synclint.trace.schema import TraceError, load
+
+    try:
+        trace = load(str(trace_file))
+    except TraceError as e:
+        raise ReportError(str(e)) from None
+    trace.meta.setdefault("source", str(trace_file))
+    return join(trace, findings, source_root(trace))

@@ -1,0 +1,174 @@
+"""The joined trace as text (a rich table, most blocked first), JSON (versioned) and
+Markdown (`--report`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+from synclint.trace.join import CONFIRMED, MISSED, NOT_REACHED, Joined, Row
+
+JOIN_SCHEMA, JOIN_VERSION = "synclint-trace-join", 1
+
+_STATUS_WORDS = {
+    CONFIRMED: "confirmed",
+    MISSED: "missed by the rules",
+    NOT_REACHED: "not reached / no sync",
+}
+
+
+def _ms(x: float) -> str:
+    return f"{x:.3f}" if x < 1 else f"{x:.1f}"
+
+
+def _pct(joined: Joined, ms: float) -> str:
+    share = joined.share(ms)
+    return "-" if share is None else f"{share:.1f}%"
+
+
+def headline(joined: Joined) -> str:
+    m = joined.trace.meta
+    blocked = joined.trace.blocked_ms
+    syncs = sum(s.count for s in joined.trace.sites)
+    steps = f", {m['steps']} steps" if m.get("steps") else ""
+    return (f"{syncs} syncs at {len(joined.trace.sites)} sites blocked the host {_ms(blocked)} ms of "
+            f"{_ms(joined.trace.wall_ms)} ms wall ({_pct(joined, blocked)}){steps}; "
+            f"{m.get('gpu', '?')}, torch {m.get('torch', '?')}, {str(m.get('date', '?'))[:10]}")
+
+
+def _counts(joined: Joined) -> Dict[str, int]:
+    return {s: len(joined.by_status(s)) for s in (CONFIRMED, MISSED, NOT_REACHED)}
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _summary_line(joined: Joined) -> str:
+    c = _counts(joined)
+    return (f"{_n(c[CONFIRMED], 'finding')} confirmed, {_n(c[MISSED], 'sync site')} missed by the rules, "
+            f"{_n(c[NOT_REACHED], 'finding')} not reached or not a sync in this run.")
+
+
+def _rules(row: Row) -> str:
+    return ", ".join(row.codes) or "-"
+
+
+def _debug(row: Row) -> str:
+    seen = [s.debug_mode for s in row.sites if s.debug_mode is not None]
+    return str(sum(seen)) if seen else "-"
+
+
+def render_text(joined: Joined, limit: Optional[int] = None) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=headline(joined), title_justify="left", show_lines=False)
+    for col, just in (("where", "left"), ("status", "left"), ("rules", "left"), ("what blocked", "left"),
+                      ("syncs", "right"), ("debug mode", "right"), ("blocked ms", "right"), ("% wall", "right")):
+        table.add_column(col, justify=just, overflow="fold", no_wrap=col in ("where", "syncs", "blocked ms", "% wall"))
+    rows = joined.rows if limit is None else joined.rows[:limit]
+    for r in rows:
+        table.add_row(f"{r.file}:{r.line}", _STATUS_WORDS[r.status], _rules(r), r.op or "-",
+                      str(r.count) if r.sites else "0", _debug(r),
+                      _ms(r.blocked_ms) if r.sites else "-", _pct(joined, r.blocked_ms) if r.sites else "-")
+    buf = StringIO()
+    Console(file=buf, width=160, force_terminal=False, color_system=None).print(table)
+    buf.write(_summary_line(joined) + "\n")
+    if limit is not None and len(joined.rows) > limit:
+        buf.write(f"({len(joined.rows) - limit} more rows: --format json or --report FILE for all)\n")
+    return buf.getvalue()
+
+
+def _row_json(joined: Joined, r: Row) -> Dict[str, Any]:
+    return {
+        "status": r.status,
+        "file": r.file,
+        "line": r.line,
+        "rules": r.codes,
+        "findings": [f.to_json() for f in r.findings],
+        "what": r.op or None,
+        "source": r.source,
+        "count": r.count,
+        "debug_mode": None if _debug(r) == "-" else int(_debug(r)),
+        "blocked_ms": round(r.blocked_ms, 4),
+        "wall_share": None if joined.share(r.blocked_ms) is None else round(joined.share(r.blocked_ms), 3),
+        "sites": [{"kind": s.kind, "via": s.via, "count": s.count, "blocked_ms": s.blocked_ms,
+                   "callers": s.callers, "threads": s.threads, "user": s.user} for s in r.sites],
+    }
+
+
+def render_json(joined: Joined) -> str:
+    doc = {
+        "schema": JOIN_SCHEMA,
+        "version": JOIN_VERSION,
+        "meta": joined.trace.meta,
+        "summary": {**_counts(joined), "syncs": sum(s.count for s in joined.trace.sites),
+                    "blocked_ms": round(joined.trace.blocked_ms, 4), "wall_ms": joined.trace.wall_ms},
+        "rows": [_row_json(joined, r) for r in joined.rows],
+    }
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(joined: Joined) -> str:
+    m = joined.trace.meta
+    out: List[str] = ["# synclint trace: the syncs of one run, joined with the static findings", ""]
+    out.append(headline(joined) + ".")
+    out.append("")
+    out.append(f"Command: `{' '.join(m.get('command') or [])}`; stopped: {m.get('stopped', '?')}; "
+               f"debug-mode cross-check: {'on' if m.get('debug_mode') else 'off'}.")
+    prof = m.get("profiler")
+    if isinstance(prof, dict) and prof.get("sync_ms") is not None:
+        out.append(f"The profiler, in the same run, timed {_ms(prof['sync_ms'])} ms in blocking CUDA calls "
+                   f"({', '.join(f'{k} ×{v[0]} {_ms(v[1])} ms' for k, v in prof.get('calls', {}).items())}).")
+    out.append("")
+    out.append(_summary_line(joined))
+    out.append("")
+    out += ["| where | status | rules | what blocked | syncs | blocked ms | % wall | line |",
+            "|---|---|---|---|---:|---:|---:|---|"]
+    for r in joined.rows:
+        out.append(
+            f"| `{_cell(r.file)}:{r.line}` | {_STATUS_WORDS[r.status]} | {_cell(_rules(r))} | {_cell(r.op or '-')} | "
+            f"{r.count} | {_ms(r.blocked_ms) if r.sites else '-'} | {_pct(joined, r.blocked_ms) if r.sites else '-'} | "
+            f"`{_cell(r.source)}` |")
+    out.append("")
+    out.append("What next: fix the confirmed findings from the top (`synclint explain CODE`); for a missed "
+               "sync, read its line: it syncs in this run although no rule flags it.")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- for `check --report --trace`
+
+
+def measured_cells(joined: Joined) -> Dict[int, str]:
+    """id(finding) -> what the run measured at its line, for the report's per-finding table."""
+    cells: Dict[int, str] = {}
+    for r in joined.rows:
+        for f in r.findings:
+            if r.status == CONFIRMED:
+                cells[id(f)] = f"{r.count} syncs, {_ms(r.blocked_ms)} ms ({_pct(joined, r.blocked_ms)} of wall)"
+            else:
+                cells[id(f)] = "not reached / no sync in the run"
+    return cells
+
+
+def trace_section(joined: Joined, source: str) -> List[str]:
+    """The report's lines about the trace: where it came from, then the syncs no rule flags."""
+    out = [f"**Traced run:** `{source}`: {headline(joined)}. The column *in your run* is what that run "
+           "measured at each finding's line (syncs and host time blocked).", ""]
+    missed = joined.by_status(MISSED)
+    if missed:
+        out += ["## Syncs the rules missed", "",
+                "These lines synced in the traced run but no enabled rule flags them.", "",
+                "| where | what blocked | syncs | blocked ms | % wall | line |", "|---|---|---:|---:|---:|---|"]
+        for r in missed:
+            out.append(f"| `{_cell(r.file)}:{r.line}` | {_cell(r.op or '-')} | {r.count} | {_ms(r.blocked_ms)} | "
+                       f"{_pct(joined, r.blocked_ms)} | `{_cell(r.source)}` |")
+        out.append("")
+    return out

@@ -1,0 +1,223 @@
+"""Run the user's program in this interpreter under interception, for a bounded window.
+
+The program runs as `__main__` (runpy), with its own `sys.argv` and `sys.path[0]`, the way
+`python script.py` / `python -m module` would run it. A step is one `optimizer.step()` of
+any `torch.optim` optimizer (torch's global step hook): `--warmup` steps run unrecorded
+(first-use kernel loading and cudnn autotuning block the host but are not the program's
+steady state), `--steps` ends the window, `--time-limit` ends it on the clock. Ending the
+window stops the program (SystemExit raised from the step hook, a KeyboardInterrupt from
+the timer) and the trace keeps what was recorded.
+"""
+
+from __future__ import annotations
+
+import _thread
+import datetime as _dt
+import os
+import platform
+import runpy
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from synclint.trace.schema import Trace
+
+# Host-side CUDA runtime calls that block until the GPU catches up, as the profiler names
+# them (HTA's BLOCKING_SYNC_CALLS less cudaEventQuery, which polls).
+PROFILER_SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+                       "cudaMemcpy", "cudaMemcpyAsync")
+
+
+class TraceUnavailable(Exception):
+    """Nothing can be traced here (no torch, no CUDA device): one line for the user."""
+
+
+class _WindowClosed(BaseException):
+    """Raised from the step hook to end the program once `--steps` steps are recorded."""
+
+
+@dataclass
+class Options:
+    program: List[str]  # [script, args...] or ["-m", module, args...]
+    roots: Sequence[str] = ()
+    steps: Optional[int] = None
+    warmup: int = 0
+    time_limit: Optional[float] = None
+    debug_mode: bool = False
+    cross_check: bool = False  # also run the profiler and record its sync-call time
+
+
+@dataclass
+class _Window:
+    steps: int = 0
+    started: Optional[float] = None
+    ended: Optional[float] = None
+    stopped: str = "end"
+    timer_fired: bool = False
+    profiler: Any = None
+    hooks: List[Any] = field(default_factory=list)
+
+
+def program_argv(command: Sequence[str]) -> List[str]:
+    """`python train.py --lr 1` / `train.py --lr 1` / `python -m pkg.mod` -> what runs."""
+    args = list(command)
+    if args and os.path.basename(args[0]).startswith("python") and not args[0].endswith(".py"):
+        args = args[1:]
+    if not args:
+        raise TraceUnavailable("no program given: synclint trace [OPTIONS] -- python script.py [ARGS]")
+    if args[0] == "-m":
+        if len(args) < 2:
+            raise TraceUnavailable("-m needs a module name")
+        return args
+    if args[0].startswith("-"):
+        raise TraceUnavailable(f"{args[0]}: only a script or -m module can be traced")
+    if not os.path.isfile(args[0]):
+        raise TraceUnavailable(f"{args[0]}: no such file")
+    return args
+
+
+def run(options: Options) -> Trace:
+    from synclint.trace.intercept import acquire, cuda_state, release
+    from synclint.trace.frames import UserCode
+    from synclint.trace.record import Recorder
+
+    reason = cuda_state()
+    if reason:
+        raise TraceUnavailable(reason)
+    import torch
+
+    program = program_argv(options.program)
+    roots = tuple(os.path.realpath(r) for r in (options.roots or [os.getcwd()]))
+    recorder = Recorder(roots, debug_mode=options.debug_mode)
+    recorder.recording = False  # open_window starts it, after its own synchronize
+    window = _Window()
+
+    def open_window() -> None:
+        torch.cuda.synchronize()  # warm-up work must not be charged to the first recorded sync
+        recorder.recording = True
+        if options.cross_check:
+            window.profiler = _start_profiler(torch)
+        window.started = time.perf_counter()
+
+    def on_step(*_: Any) -> None:
+        window.steps += 1
+        if window.steps == options.warmup and options.warmup:
+            open_window()
+        elif options.steps is not None and window.steps >= options.warmup + options.steps:
+            window.stopped = "steps"
+            raise _WindowClosed()
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    window.hooks.append(register_optimizer_step_post_hook(on_step))
+    timer = None
+    if options.time_limit:
+        def out_of_time() -> None:
+            window.timer_fired = True
+            _thread.interrupt_main()
+
+        timer = threading.Timer(options.time_limit, out_of_time)
+        timer.daemon = True
+
+    interceptor = acquire(recorder, user=UserCode(roots), debug_mode=options.debug_mode)
+    exit_code = 0
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    wall_start = time.perf_counter()
+    try:
+        if not options.warmup:
+            open_window()
+        if timer:
+            timer.start()
+        exit_code = _run_program(program)
+    except _WindowClosed:
+        pass
+    except KeyboardInterrupt:
+        if not window.timer_fired:
+            raise
+        window.stopped = "time-limit"
+    except BaseException:  # the program's own error: the user's traceback, then the trace
+        traceback.print_exc()
+        window.stopped, exit_code = "error", 1
+    finally:
+        if timer:
+            timer.cancel()
+        window.ended = time.perf_counter()
+        recorder.recording = False
+        for h in window.hooks:
+            h.remove()
+        sys.argv[:], sys.path[:] = saved_argv, saved_path
+        profile = _stop_profiler(window.profiler) if window.profiler is not None else None
+        debug_mode_on = interceptor.debug_mode
+        release(recorder)
+    started = window.started if window.started is not None else window.ended
+    meta: Dict[str, Any] = {
+        "command": list(options.program),
+        "root": roots[0],
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "synclint": _version(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "gpu": torch.cuda.get_device_name(0),
+        "debug_mode": debug_mode_on,
+        "wall_ms": round((window.ended - started) * 1e3, 3),
+        "run_ms": round((window.ended - wall_start) * 1e3, 3),
+        "steps": max(0, window.steps - options.warmup),
+        "warmup_steps": options.warmup,
+        "stopped": window.stopped,
+        "exit_code": exit_code,
+        "profiler": profile,
+    }
+    return Trace(meta, recorder.sites())
+
+
+def _run_program(program: List[str]) -> int:
+    try:
+        if program[0] == "-m":
+            sys.argv = program[1:]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(program[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = program[:]
+            sys.path.insert(0, os.path.dirname(os.path.abspath(program[0])))
+            runpy.run_path(program[0], run_name="__main__")
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(e.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _start_profiler(torch: Any) -> Any:
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    prof.start()
+    return prof
+
+
+def _stop_profiler(prof: Any) -> Dict[str, Any]:
+    """The profiler's host time in blocking CUDA runtime calls, by call name."""
+    calls: Dict[str, List[float]] = {}
+    try:
+        prof.stop()
+        for e in prof.events():
+            if e.name in PROFILER_SYNC_CALLS:
+                c = calls.setdefault(e.name, [0, 0.0])
+                c[0] += 1
+                c[1] += e.time_range.elapsed_us() / 1e3
+    except Exception as e:  # the cross-check must not cost the trace
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"sync_ms": round(sum(c[1] for c in calls.values()), 3),
+            "calls": {k: [v[0], round(v[1], 3)] for k, v in sorted(calls.items())},
+            "counted": list(PROFILER_SYNC_CALLS)}
+
+
+def _version() -> str:
+    from synclint import __version__
+
+    return __version__

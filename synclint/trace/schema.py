@@ -1,0 +1,121 @@
+"""The trace file: a versioned JSON document (`"schema": "synclint-trace"`, `"version"`).
+
+    {"schema": "synclint-trace", "version": 1,
+     "meta": {"command": [...], "root": "/abs/dir", "date": "...", "torch": "2.11.0",
+              "cuda": "13.0", "gpu": "NVIDIA H100 80GB HBM3", "python": "3.12.3",
+              "synclint": "0.1.0", "debug_mode": true, "wall_ms": 1234.5, "steps": 20,
+              "warmup_steps": 2, "stopped": "end" | "steps" | "time-limit" | "error",
+              "exit_code": 0, "profiler": null | {"sync_ms": ..., "calls": {name: [count, ms]}}},
+     "sites": [{"file": "train.py", "line": 42, "function": "main", "kind": "stream",
+                "via": "torch/_tensor.py:__format__" | null, "source": "print(f'{loss}')",
+                "count": 20, "blocked_ms": 3.1, "timed": 20, "debug_mode": 20 | null,
+                "callers": ["train.py:80:<module>"], "threads": ["MainThread"], "user": true}]}
+
+A site is one (file, line, kind). `kind` is what blocked: "stream" (a stream sync: every
+sync the debug mode sees, and `Stream.synchronize()`), "device" (`torch.cuda.synchronize()`),
+"event" (`Event.synchronize()`), "pageable-copy" (a `non_blocking` host-to-device copy from
+pageable memory, which blocks without any sync call). `user` is false for a sync with no
+user frame on its stack (a library thread): then file/line are the innermost library frame.
+`debug_mode` counts what `torch.cuda.set_sync_debug_mode("warn")` reported at the line (null
+when it was off); `timed` counts the syncs whose blocked time was measured.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+SCHEMA = "synclint-trace"
+VERSION = 1
+KINDS = ("stream", "device", "event", "pageable-copy")
+
+
+class TraceError(Exception):
+    """A trace file that cannot be used; the message names the file and the reason."""
+
+
+@dataclass
+class Site:
+    file: str
+    line: int
+    function: str
+    kind: str
+    via: Optional[str] = None
+    source: str = ""
+    count: int = 0
+    blocked_ms: float = 0.0
+    timed: int = 0
+    debug_mode: Optional[int] = None
+    callers: List[str] = field(default_factory=list)
+    threads: List[str] = field(default_factory=list)
+    user: bool = True
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Trace:
+    meta: Dict[str, Any]
+    sites: List[Site]
+
+    @property
+    def wall_ms(self) -> float:
+        return float(self.meta.get("wall_ms") or 0.0)
+
+    @property
+    def blocked_ms(self) -> float:
+        return sum(s.blocked_ms for s in self.sites)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"schema": SCHEMA, "version": VERSION, "meta": self.meta,
+                "sites": [asdict(s) for s in self.sites]}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1) + "\n"
+
+
+def _site(d: Any, i: int, where: str) -> Site:
+    if not isinstance(d, dict):
+        raise TraceError(f"{where}: sites[{i}] is not an object")
+    try:
+        site = Site(
+            file=str(d["file"]), line=int(d["line"]), function=str(d.get("function", "")),
+            kind=str(d["kind"]), via=d.get("via"), source=str(d.get("source", "")),
+            count=int(d["count"]), blocked_ms=float(d.get("blocked_ms", 0.0)), timed=int(d.get("timed", 0)),
+            debug_mode=None if d.get("debug_mode") is None else int(d["debug_mode"]),
+            callers=[str(c) for c in d.get("callers", [])], threads=[str(t) for t in d.get("threads", [])],
+            user=bool(d.get("user", True)),
+        )
+    except KeyError as e:
+        raise TraceError(f"{where}: sites[{i}] has no {e.args[0]!r}") from None
+    except (TypeError, ValueError) as e:
+        raise TraceError(f"{where}: sites[{i}]: {e}") from None
+    if site.kind not in KINDS:
+        raise TraceError(f"{where}: sites[{i}] has an unknown kind {site.kind!r}")
+    return site
+
+
+def from_json(data: Any, where: str) -> Trace:
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise TraceError(f"{where}: not a synclint trace (no \"schema\": \"{SCHEMA}\")")
+    version = data.get("version")
+    if version != VERSION:
+        raise TraceError(f"{where}: trace version {version!r}; this synclint reads version {VERSION}")
+    meta, sites = data.get("meta"), data.get("sites")
+    if not isinstance(meta, dict) or not isinstance(sites, list):
+        raise TraceError(f"{where}: a trace needs \"meta\" (an object) and \"sites\" (a list)")
+    return Trace(meta, [_site(d, i, where) for i, d in enumerate(sites)])
+
+
+def load(path: str) -> Trace:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise TraceError(f"{path}: not valid JSON: {e}") from None
+    return from_json(data, path)

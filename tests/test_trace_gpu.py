@@ -1,0 +1,123 @@
+"""The guard and the trace on a real CUDA device (skipped without one). Run on the GPU
+machine: `python -m pytest -q tests/test_trace_gpu.py`."""
+
+import sys
+import threading
+import traceback
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+import synclint  # noqa: E402
+
+
+def _line():
+    return sys._getframe(1).f_lineno
+
+
+@pytest.fixture
+def x():
+    return torch.randn(1024, device="cuda")
+
+
+def _raised_at(exc):
+    return [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == __file__][-1]
+
+
+def _names(exc, line):
+    """The error names the line that synced, and its note shows the stack there."""
+    note = "\n".join(getattr(exc, "__notes__", []))
+    return f"test_trace_gpu.py:{line}:" in str(exc) and f"line {line}," in note
+
+
+def test_disallow_names_the_item_line_with_its_rule(x):
+    with pytest.raises(synclint.SyncError) as e:
+        with synclint.guard("disallow"):
+            y = x * 2
+            line = _line(); y.sum().item()  # noqa: E702
+    assert _names(e.value, line) and "SYN101" in str(e.value)
+
+
+@pytest.mark.parametrize("what", ["mask", "fstring", "if", "cpu"])
+def test_disallow_raises_for_syncs_inside_torch_python_code_too(x, what):
+    with pytest.raises(synclint.SyncError) as e:
+        with synclint.guard("disallow"):
+            if what == "mask":
+                line = _line(); x[x > 0]  # noqa: E702
+            elif what == "fstring":
+                line = _line(); f"{x.sum():.3f}"  # noqa: E702
+            elif what == "if":
+                line = _line(); bool(x.sum() > 0)  # noqa: E702
+            else:
+                line = _line(); x.cpu()  # noqa: E702
+    assert _names(e.value, line)  # x[mask] syncs twice inside one C call: reported once
+
+
+@pytest.mark.parametrize("what, rule", [("synchronize", "SYN401"), ("event", "SYN402"),
+                                        ("stream", "SYN402"), ("pageable", "SYN303")])
+def test_disallow_raises_for_the_debug_modes_blind_spots(x, what, rule):
+    ev = torch.cuda.Event()
+    host = torch.ones(1 << 16)
+    with pytest.raises(synclint.SyncError, match=rule) as e:
+        with synclint.guard("disallow"):
+            if what == "synchronize":
+                line = _line(); torch.cuda.synchronize()  # noqa: E702
+            elif what == "event":
+                ev.record()
+                line = _line(); ev.synchronize()  # noqa: E702
+            elif what == "stream":
+                line = _line(); torch.cuda.current_stream().synchronize()  # noqa: E702
+            else:
+                line = _line(); host.to("cuda", non_blocking=True)  # noqa: E702
+    if what in ("event", "pageable"):  # seen in synclint's wrappers: raised at once, on the line
+        assert _raised_at(e.value) == line
+    assert _names(e.value, line)
+
+
+def test_allow_sync_is_silent_and_recorded(x):
+    with synclint.guard("disallow") as g:
+        with synclint.allow_sync("checked once per epoch"):
+            v = x.sum().item()
+        y = x * 2  # no sync
+    assert isinstance(v, float) and y.is_cuda
+    assert [e.allowed for e in g.events] == ["checked once per epoch"]
+
+
+def test_another_threads_syncs_do_not_fire(x):
+    done = []
+
+    def other():
+        done.append(x.sum().item())
+        torch.cuda.synchronize()
+
+    with synclint.guard("disallow") as g:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        y = x + 1
+    assert len(done) == 1 and g.events == [] and y.is_cuda
+
+
+def test_log_counts_each_sync(x):
+    with synclint.guard("log") as g:
+        for _ in range(3):
+            line = _line(); x.sum().item()  # noqa: E702
+    assert len(g.events) == 3 and all(e.where.endswith(f"test_trace_gpu.py:{line}") for e in g.events)
+
+
+def test_no_sync_means_no_event(x):
+    with synclint.guard("disallow") as g:
+        for _ in range(10):
+            x = x * 2 + 1
+        pinned = torch.ones(1 << 16).pin_memory()
+        pinned.to("cuda", non_blocking=True)
+    assert g.events == []
+
+
+def test_the_guard_leaves_torch_as_it_found_it(x):
+    to, sync = torch.Tensor.to, torch.cuda.Event.synchronize
+    with synclint.guard("disallow"):
+        pass
+    assert torch.Tensor.to is to and torch.cuda.Event.synchronize is sync and "to" not in torch.Tensor.__dict__
