@@ -47,6 +47,10 @@ class TensorFromHostDataInHotPath(Rule):
     FIX_TITLE = "Hoist the constant out of the hot path, or build it on the device (`torch.full/arange/zeros(..., device=)`)"
     CATALOGUE = ("B7",)
     VALID = [
+        Valid(  # the CPU tensor type: no copy
+            "import numpy as np\nimport torch\nTensor = torch.FloatTensor\n"
+            "for _ in range(3):\n    z = Tensor(np.random.normal(0, 1, (4, 8)))\n"
+        ),
         Valid("import torch\nscale = torch.tensor([0.5, 2.0], device='cuda')\nfor x in range(3):\n    y = x * scale\n", cold=True),
         Valid("import torch\nfor i in range(3):\n    t = torch.tensor([1, 2, 3])\n    u = torch.tensor(0.5, device='cpu')\n"),
         Valid("import torch\ndef forward(self, x):\n    return torch.as_tensor(x, device=x.device)\n"),
@@ -79,6 +83,12 @@ class TensorFromHostDataInHotPath(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # the PyTorch-GAN idiom: a CUDA tensor type in a variable, called on an array
+            "import numpy as np\nimport torch\nTensor = torch.cuda.FloatTensor\n"
+            "for _ in range(3):\n    z = Tensor(np.random.normal(0, 1, (4, 8)))\n",
+            line=5,
+            hot=True,
+        ),
         Invalid(
             "import torch\ndevice = 'cuda'\nfor step in range(10):\n    w = torch.tensor([0.1, 0.9], device=device)\n",
             line=4,
@@ -150,6 +160,12 @@ class TensorFromHostDataInHotPath(Rule):
         if ctx.cuda_less_depth:
             return
         tn = ctx.torch_name(node.func)
+        ctor = ctx.infer(node.func)
+        if ctor.kind == V.PY and ctor.py == "typestr" and ctor.device == V.CUDA and _host_array(ctx, _data(node)):
+            # `Tensor = torch.cuda.FloatTensor` ... `Tensor(ndarray)`: built from host data,
+            # then copied to the GPU with a blocking transfer
+            self.report(node, expr=short(node))
+            return
         if tn in LEGACY_CTORS and ctx.default_device == V.CUDA and _host_array(ctx, _data(node)):
             # `torch.Tensor(ndarray)` with CUDA as the default tensor type: built on the host,
             # then copied to the GPU with a blocking transfer
