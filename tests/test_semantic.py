@@ -267,3 +267,13 @@ def test_a_one_line_helper_is_inferred_from_each_calls_arguments():
            "probe(batch_loss(torch.ones(3), target=torch.zeros(3)))\n")
     seen, _ = probe(src)
     assert [v.device for v, _ in seen] == [V.CUDA, V.CPU]  # not the join over both callers
+
+
+def test_an_item_stored_into_a_batch_moves_it_and_a_cuda_module_computes_on_cuda():
+    src = ("import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
+           "def train(train_loader, gpu):\n    for images, _ in train_loader:\n"
+           "        if gpu is not None:\n            images[0] = images[0].cuda(gpu, non_blocking=True)\n"
+           "        probe(images[0])\n        probe(model(images[0]))\n")
+    seen, _ = probe(src)
+    assert seen[0][0].device == V.EITHER  # moved on one path
+    assert seen[1][0].device == V.CUDA  # the module is on CUDA: so is its output

@@ -455,9 +455,10 @@ class Inference:
         return None
 
     def _module_output(self, module: Val, call: cst.Call) -> Val:
-        """`model(x)`: tensors on x's device, else on the module's."""
+        """`model(x)`: tensors on x's device, else on the module's (a module known to be on
+        CUDA computes there: its inputs were moved, by it or on a path the model missed)."""
         ts = self.tensor_args(call)
-        device = _device_of(ts) if ts else module.device
+        device = module.device if module.device == V.CUDA else _device_of(ts) if ts else module.device
         if device == V.CPU and module.device is None and not ts:
             device = None
         if module.cls is not None:

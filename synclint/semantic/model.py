@@ -326,6 +326,13 @@ class SemanticModel(Inference):
                     self.bind_target(el.value, rest if elem.kind != V.UNKNOWN else V.UNKNOWN_VAL)
                 else:
                     self.bind_target(el.value, elem)
+        elif t is cst.Subscript:
+            # `images[0] = images[0].cuda()`: an item of the container now holds `val`
+            if isinstance(target.value, cst.Name) and val.kind == V.TENSOR:
+                b = self.binding(target.value.value)
+                if b is not None and b.val.kind == V.TENSORS and b.val.device != val.device:  # not a tensor's slice
+                    self.bind(target.value.value, b.val.with_(device=V.join_device(b.val.device, val.device),
+                                                              pinned=None, elems=None), b.expr)
         elif t is cst.Attribute:
             if isinstance(target.value, cst.Name) and target.value.value == "self" and self.cls is not None:
                 attrs = self.cls.attrs
