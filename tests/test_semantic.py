@@ -271,7 +271,7 @@ def test_a_one_line_helper_is_inferred_from_each_calls_arguments():
 
 def test_an_item_stored_into_a_batch_moves_it_and_a_cuda_module_computes_on_cuda():
     src = ("import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
-           "def train(train_loader, gpu):\n    for images, _ in train_loader:\n"
+           "def train(steps, gpu):\n    for _ in range(steps):\n        images = [torch.ones(2, 4), torch.ones(2, 4)]\n"
            "        if gpu is not None:\n            images[0] = images[0].cuda(gpu, non_blocking=True)\n"
            "        probe(images[0])\n        probe(model(images[0]))\n")
     seen, _ = probe(src)
