@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding
+from synclint.jsonio import read_json
 
 SHIPPED = "data/bench-h200.json"
 
@@ -32,13 +33,7 @@ def load_bench(bench_file: Optional[Path]) -> Tuple[Optional[Dict[str, Any]], st
     """(results document or None, where it came from). An explicit file that cannot be
     used is an error; a missing shipped file is not (the report says so)."""
     if bench_file is not None:
-        try:
-            with open(bench_file, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except OSError as e:
-            raise ReportError(f"{bench_file}: cannot read: {e.strerror or e}") from None
-        except ValueError as e:
-            raise ReportError(f"{bench_file}: not valid JSON: {e}") from None
+        data = read_json(bench_file, ReportError)
         _check_shape(data, str(bench_file))
         return data, str(bench_file)
     try:

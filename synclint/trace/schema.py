@@ -26,6 +26,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
+from synclint.jsonio import read_json
+
 SCHEMA = "synclint-trace"
 VERSION = 1
 KINDS = ("stream", "device", "event", "pageable-copy")
@@ -111,11 +113,4 @@ def from_json(data: Any, where: str) -> Trace:
 
 
 def load(path: str) -> Trace:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
-    except ValueError as e:
-        raise TraceError(f"{path}: not valid JSON: {e}") from None
-    return from_json(data, path)
+    return from_json(read_json(path, TraceError), path)
