@@ -242,14 +242,17 @@ class Walker:
         before = ctx.snapshot()
         _bind_loop_target(ctx, node.target, node.iter)
         self.walk(node.target)
+        # An epoch loop (its body loops over batches) runs its own statements once per
+        # epoch: cold; the batch loop inside is hot.
+        per_step = 0 if _epoch_loop(ctx, node) else 1
         # A loop under a periodic guard (validation every N steps) still repeats its body.
-        ctx.loop_depth += 1
+        ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
         self.walk_field(node.body)
         ctx.guard_depth = guard
         ctx.loop_nodes.pop()
-        ctx.loop_depth -= 1
+        ctx.loop_depth -= per_step
         ctx.merge([before, ctx.snapshot()])  # the body ran zero or more times
         if node.orelse is not None:
             self.walk(node.orelse)
@@ -604,6 +607,45 @@ def _narrow(ctx: SemanticModel, test: cst.BaseExpression) -> None:
             if old.kind == V.TENSOR:
                 joined = old.with_(assumed=False)
         ctx.bind(test.args[0].value.value, joined, ctx.assigned(test.args[0].value.value))
+
+
+def _epoch_loop(ctx: SemanticModel, node: cst.For) -> bool:
+    """A loop whose body loops over a DataLoader's batches (`for epoch in range(n): for x in
+    loader:`), and that does not itself iterate one."""
+    if _batchy(ctx, node.iter, {}):
+        return False
+    assigned: Dict[str, cst.BaseExpression] = {}
+    inner: List[cst.For] = []
+    todo: List[cst.CSTNode] = [node.body]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.For):
+            inner.append(n)
+        elif isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+            assigned[n.targets[0].target.value] = n.value
+        if isinstance(n, (cst.IndentedBlock, cst.SimpleStatementLine, cst.BaseCompoundStatement,
+                          cst.Else, cst.ExceptHandler, cst.Finally)):
+            todo.extend(c for c in n.children if isinstance(c, (cst.BaseStatement, cst.BaseSmallStatement,
+                                                                 cst.BaseSuite, cst.Else, cst.ExceptHandler,
+                                                                 cst.Finally)))
+    return any(_batchy(ctx, f.iter, assigned) for f in inner)
+
+
+def _batchy(ctx: SemanticModel, it: cst.BaseExpression, assigned: Dict[str, cst.BaseExpression], depth: int = 0) -> bool:
+    """`loader`, `enumerate(tqdm(train_loader))`, `pbar` assigned one of those: batches."""
+    while isinstance(it, cst.Call) and it.args and (
+        isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "zip", *L.PASSTHROUGH)
+        or isinstance(it.func, cst.Attribute) and it.func.attr.value in L.PASSTHROUGH_METHODS
+    ):
+        it = it.args[0].value
+    if isinstance(it, cst.Name) and it.value in assigned and depth < 3:
+        return _batchy(ctx, assigned[it.value], assigned, depth + 1)
+    if ctx.infer(it).kind == V.LOADER:
+        return True
+    name = it.value if isinstance(it, cst.Name) else it.attr.value if isinstance(it, cst.Attribute) else ""
+    return name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES
 
 
 def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.BaseExpression) -> None:

@@ -277,3 +277,11 @@ def test_an_item_stored_into_a_batch_moves_it_and_a_cuda_module_computes_on_cuda
     seen, _ = probe(src)
     assert seen[0][0].device == V.EITHER  # moved on one path
     assert seen[1][0].device == V.CUDA  # the module is on CUDA: so is its output
+
+
+def test_an_epoch_loop_runs_its_own_statements_once_per_epoch():
+    src = ("import torch\ndef fit(model, train_loader, epochs):\n    for epoch in range(epochs):\n"
+           "        total = torch.zeros((), device='cuda')\n        pbar = enumerate(train_loader)\n"
+           "        for i, (x, y) in pbar:\n            probe(x)\n        probe(total)\n")
+    seen, _ = probe(src)
+    assert [hot for _, hot in seen] == [True, False]  # the batch loop is hot, the epoch's tail cold
