@@ -83,13 +83,17 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     return ""
 
 
-def _periodic(test: cst.BaseExpression, model=None) -> bool:
+def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
     """`i % N == 0` (or `not i % N`), alone or inside `and`/`or`; with `or`, the other side
-    may also be a one-step test (`step % every == 0 or step == last`, `... or last_step`)."""
+    may also be a one-step test (`step % every == 0 or step == last`, `... or last_step`);
+    a name assigned such a test (`is_metric_step = i % every == 0 or last`) is one too."""
+    if model is not None and isinstance(test, cst.Name) and depth < 4:
+        origin = model.origin(test)
+        return origin is not None and origin is not test and _periodic(origin, model, depth + 1)
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And):
-            return _periodic(test.left, model) or _periodic(test.right, model)
-        left, right = _periodic(test.left, model), _periodic(test.right, model)
+            return _periodic(test.left, model, depth) or _periodic(test.right, model, depth)
+        left, right = _periodic(test.left, model, depth), _periodic(test.right, model, depth)
         return (left or _one_step(test.left, model)) and (right or _one_step(test.right, model)) and (left or right)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         e = test.expression
@@ -103,15 +107,17 @@ def _periodic(test: cst.BaseExpression, model=None) -> bool:
 
 
 def _one_step(test: cst.BaseExpression, model) -> bool:
-    """`step == last` (an int compared for equality), or a name assigned one: true on one step."""
+    """`step == last` (numbers compared for equality), or a name assigned one: true on one step."""
     if model is not None and isinstance(test, cst.Name):
         test = model.origin(test) or test
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, cst.Equal)):
         return False
-    if model is None:
-        return False
-    return model.is_int(test.left) or model.is_int(test.comparisons[0].comparator)
+    # beside a periodic test (`i % N == 0 or i == last`), an equality of numbers is a
+    # one-step test; one with a string or a constant (`mode == "train"`) is not
+    sides = (test.left, test.comparisons[0].comparator)
+    return not any(string_value(x) is not None or isinstance(x, cst.Name) and x.value in ("None", "True", "False")
+                   for x in sides)
 
 
 _EXITS = {"sys.exit", "exit", "quit", "os._exit"}
