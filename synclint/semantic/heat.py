@@ -150,8 +150,11 @@ def _steps_optimizer(body: cst.CSTNode) -> bool:
 
 def lazy_init(node: cst.If) -> bool:
     """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
-    `if not cache: cache = ...`, `if k not in cache: cache[k] = ...`: a body that runs once (cold)."""
+    `if not cache: cache = ...`, `if k not in cache: cache[k] = ...`: a body that runs once (cold);
+    also as one side of `and` (`if rank == 0 and features is None: features = ...`)."""
     test = node.test
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return lazy_init(node.with_changes(test=test.left)) or lazy_init(node.with_changes(test=test.right))
     subject = None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         c = test.comparisons[0]
