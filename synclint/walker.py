@@ -135,8 +135,8 @@ class Walker:
             ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in COMPILERS
             for d in node.decorators)
         ctx.all_funcs[qual] = info
-        saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes)
-        ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = 0
+        saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth)
+        ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = ctx.once_depth = 0
         ctx.loop_nodes = []
         ctx.funcs.append(info)
         self._bind_params(info, node)
@@ -148,7 +148,7 @@ class Walker:
         if info.name == "__init__":
             ctx.end_init(info)
         ctx.funcs.pop()
-        ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes = saved
+        ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth = saved
         if info.timing:
             ctx.timing_funcs.add(qual)
         ret = info.returns
@@ -318,8 +318,10 @@ class Walker:
             body_flags = (1, 0)
         elif kind == "cpu-else":
             orelse_flags = (1, 0)
-        elif kind == "guard" or lazy_init(node):
+        elif kind == "guard":
             body_flags = (0, 1)
+        elif kind == "once" or lazy_init(node):
+            body_flags = (0, 0, 1)
         before = ctx.snapshot()
         _narrow(ctx, node.test)
         self._with_flags(body_flags, node.body)
@@ -344,12 +346,16 @@ class Walker:
                 self.walk(part)
 
     def _with_flags(self, flags, node) -> None:
+        """(CUDA-less, under a periodic guard, runs once at most) for the block `node`."""
         ctx = self.ctx
+        once = flags[2] if len(flags) > 2 else 0
         ctx.cuda_less_depth += flags[0]
         ctx.guard_depth += flags[1]
+        ctx.once_depth += once
         self.walk(node)
         ctx.cuda_less_depth -= flags[0]
         ctx.guard_depth -= flags[1]
+        ctx.once_depth -= once
 
     # ------------------------------------------------------------- bindings
     def _assign(self, node: cst.Assign) -> None:

@@ -285,3 +285,13 @@ def test_an_epoch_loop_runs_its_own_statements_once_per_epoch():
            "        for i, (x, y) in pbar:\n            probe(x)\n        probe(total)\n")
     seen, _ = probe(src)
     assert [hot for _, hot in seen] == [True, False]  # the batch loop is hot, the epoch's tail cold
+
+
+def test_first_steps_and_exits_run_once_even_with_a_loop_inside():
+    src = ("import sys\nimport torch\ndef run(batches):\n    seen = 0\n    for x in batches:\n"
+           "        seen += 1\n        if seen < 10:\n            for k in range(4):\n                probe(x)\n"
+           "        if not torch.isfinite(x).all():\n            probe(x)\n            sys.exit(1)\n"
+           "        if seen % 100 == 0:\n            for k in range(4):\n                probe(x)\n")
+    seen, _ = probe(src)
+    # the first steps and the exit: cold; a loop under a periodic guard still repeats: hot
+    assert [hot for _, hot in seen] == [False, False, True]

@@ -79,8 +79,22 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     if not negated and _periodic(test, model) and not _steps_optimizer(body):
         return "guard"
     if _exits(body):
-        return "guard"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
+        return "once"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
+    if not negated and _first_steps(test, model):
+        return "once"  # `if step == 0:`, `if num_seen < 10:`: the first steps only
     return ""
+
+
+def _first_steps(test: cst.BaseExpression, model) -> bool:
+    """`counter == 0` / `counter < 10`: a counter this code increments, against a literal."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    comp = test.comparisons[0]
+    if not isinstance(comp.operator, (cst.Equal, cst.LessThan, cst.LessThanEqual)):
+        return False
+    if not isinstance(comp.comparator, cst.Integer):
+        return False
+    return model.is_counter(test.left)
 
 
 def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:

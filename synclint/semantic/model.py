@@ -55,6 +55,7 @@ class FuncInfo:
     node: Optional[cst.CSTNode] = None  # the FunctionDef (for `escaped`)
     compiled: bool = False  # under torch.compile / torch.jit (itself or an enclosing function)
     escaped: Optional[Set[str]] = None  # names whose tensor may be reachable from elsewhere
+    counters: Optional[Set[str]] = None  # names this function counts with (`is_counter`)
 
 
 @dataclass
@@ -71,6 +72,8 @@ class ClassInfo:
     # more (a parameter's value from the project) is not held back by the first one
     prior: Dict[str, Val] = field(default_factory=dict)
     methods: Set[str] = field(default_factory=set)  # names of the methods defined in the class
+    node: Optional[cst.ClassDef] = None
+    counters: Optional[Set[str]] = None  # `self.x += 1` somewhere in the class (`is_counter`)
 
 
 @dataclass
@@ -139,6 +142,9 @@ class SemanticModel(Inference):
         self.no_grad_depth = 0
         self.cuda_less_depth = 0  # inside `if not torch.cuda.is_available():`
         self.guard_depth = 0  # inside `if step % every == 0:` (a logging guard: cold)
+        # inside a block that runs once at most (`if step == 0:`, `if x is None: x = ...`,
+        # a branch that exits): cold, loops inside it too
+        self.once_depth = 0
         self.default_device = V.CUDA if self.project.cuda_default or self.facts.cuda_default else V.CPU
         self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
@@ -390,7 +396,7 @@ class SemanticModel(Inference):
 
     # ----------------------------------------------------------------- classes
     def add_class(self, node: cst.ClassDef, is_module: bool) -> ClassInfo:
-        info = ClassInfo(node.name.value, is_module)
+        info = ClassInfo(node.name.value, is_module, node=node)
         for b in node.bases:
             if b.keyword is None:
                 name = self.qualname(b.value) or (b.value.value if isinstance(b.value, cst.Name) else None)
@@ -664,6 +670,21 @@ class SemanticModel(Inference):
         f = self.func
         return f is not None and f.compiled
 
+    def is_counter(self, e: cst.BaseExpression) -> bool:
+        """A step counter: a name this function increments (`n += 1`) or loops over a
+        `range`/`enumerate` with, or `self.x` that the class increments."""
+        f = self.func
+        if isinstance(e, cst.Name) and f is not None and f.node is not None:
+            if f.counters is None:
+                f.counters = _counted(f.node, attrs=False)
+            return e.value in f.counters
+        if (isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
+                and self.cls is not None and self.cls.node is not None):
+            if self.cls.counters is None:
+                self.cls.counters = _counted(self.cls.node, attrs=True)
+            return e.attr.value in self.cls.counters
+        return False
+
     def logging_below_level(self, method: str) -> bool:
         """A logging call (`log.debug`) below every level this file configures
         (`logging.basicConfig(level=...)`, `logger.setLevel(...)`): it formats nothing."""
@@ -709,7 +730,7 @@ class SemanticModel(Inference):
     def site_hot(self) -> bool:
         """Runs every step: a for/while body, or a framework hook, outside periodic guards.
         Functions called from hot code are added after the walk (`heat.hot_functions`)."""
-        if self.guard_depth:
+        if self.guard_depth or self.once_depth:
             return False
         if self.loop_depth:
             return True
@@ -725,7 +746,7 @@ class SemanticModel(Inference):
                 target=target, safe=safe, fix_title=fix_title, hot=self.site_hot(),
                 func=f.qual if f else None, stmt_index=self.stmt_index,
                 stmt=self.stmt_stack[-1] if self.stmt_stack else None,
-                guarded=self.guard_depth > 0,
+                guarded=self.guard_depth > 0 or self.once_depth > 0,
             )
         )
 
@@ -839,3 +860,23 @@ def _level_value(e: cst.BaseExpression) -> int:
         return int(e.value)
     name = e.attr.value if isinstance(e, cst.Attribute) else string_value(e) if isinstance(e, cst.SimpleString) else None
     return L.LOG_LEVELS.get((name or "").upper(), 0)
+
+
+def _counted(root: cst.CSTNode, attrs: bool) -> Set[str]:
+    """Names (or, with `attrs`, `self.` attributes) incremented by a constant under `root`,
+    and loop variables over `range(...)` / the index of `enumerate(...)`."""
+    out: Set[str] = set()
+    for n in descendants(root, stop=()):
+        if isinstance(n, cst.AugAssign) and isinstance(n.operator, cst.AddAssign) and isinstance(n.value, cst.Integer):
+            t = n.target
+            if not attrs and isinstance(t, cst.Name):
+                out.add(t.value)
+            elif attrs and isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                out.add(t.attr.value)
+        elif not attrs and isinstance(n, cst.For) and isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Name):
+            if n.iter.func.value == "range" and isinstance(n.target, cst.Name):
+                out.add(n.target.value)
+            elif (n.iter.func.value == "enumerate" and isinstance(n.target, cst.Tuple) and n.target.elements
+                  and isinstance(n.target.elements[0].value, cst.Name)):
+                out.add(n.target.elements[0].value.value)
+    return out
