@@ -1,4 +1,4 @@
-from typing import Iterable
+from typing import Iterable, Optional
 
 import libcst as cst
 
@@ -6,6 +6,7 @@ from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, positional, receiver, short
 from synclint.rules._host_readback import is_builtin, last_identifier, only_on_error_path, string_literal
 from synclint.semantic import EVIDENT
+from synclint.semantic import values as V
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
 
@@ -189,26 +190,32 @@ class TensorFormatting(Rule):
         ),
     )
 
-    def _check(self, exprs: Iterable[cst.BaseExpression]) -> None:
+    def _check(self, exprs: Iterable[cst.BaseExpression], at: Optional[cst.CSTNode] = None) -> None:
+        """Report each GPU tensor among `exprs`, at itself or at the formatting operation `at`."""
         if only_on_error_path(self.ctx):
             return
         for e in exprs:
             if self.ctx.gpu(e, EVIDENT) is not None:
-                self.report(e, recv=short(e))
+                self.report(at if at is not None else e, recv=short(e))
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         self._check([node.expression])
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not isinstance(node.operator, cst.Modulo) or not string_literal(node.left):
+        if not isinstance(node.operator, cst.Modulo):
             return
+        if not string_literal(node.left):  # `("%10s" * 2 + "%10.4g" * 6) % (...)`: a built format string
+            left = self.ctx.infer(node.left)
+            if not (left.kind == V.PY and left.py == "str"):
+                return
+        # reported at the `%` operation (the sync), which may span lines: `fmt % (\n ..., *mloss)`
         right = node.right
         if isinstance(right, cst.Tuple):
-            self._check(el.value for el in right.elements)
+            self._check((el.value for el in right.elements), node)
         elif isinstance(right, cst.Dict):
-            self._check(el.value for el in right.elements if isinstance(el, cst.DictElement))
+            self._check((el.value for el in right.elements if isinstance(el, cst.DictElement)), node)
         else:
-            self._check([right])
+            self._check([right], node)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -75,6 +75,10 @@ class Inference:
                 return v.with_(dtype=v.dtype if isinstance(e.operator, cst.BitInvert) or v.dtype != V.BOOL else None)
             return v
         if t is cst.BinaryOperation:
+            if isinstance(e.operator, (cst.Multiply, cst.Modulo)):  # "%10s" * 2, "%g" % x: a str
+                left = self._infer(e.left)
+                if left.kind == V.PY and left.py == "str":
+                    return V.py("str")
             if isinstance(e.operator, cst.Divide):
                 v = self.combine([self._infer(e.left), self._infer(e.right)])
                 return V.py("float") if v.kind == V.PY and v.py == "int" else v
