@@ -75,6 +75,13 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
         first = SemanticModel(source, filename, module_name=module_name)
         first.set_module(module)
         Walker(first, ()).walk(module)
+        if first.forward_refs:
+            # calls above the functions they call: walk again from what the first walk
+            # learned, so that a chain (loss -> assign -> geometry) is known before linting
+            again = SemanticModel(source, filename, facts=first.summary(), module_name=module_name)
+            again.set_module(module)
+            Walker(again, ()).walk(module)
+            first = again
     return Analysis(source, filename, module_name, module, first.summary(), first.module_summary(module_name or ""))
 
 

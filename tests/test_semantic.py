@@ -295,3 +295,15 @@ def test_first_steps_and_exits_run_once_even_with_a_loop_inside():
     seen, _ = probe(src)
     # the first steps and the exit: cold; a loop under a periodic guard still repeats: hot
     assert [hot for _, hot in seen] == [False, False, True]
+
+
+def test_a_chain_of_methods_defined_below_their_callers_is_known():
+    from synclint.engine import analyse
+
+    src = ("import torch\nclass Head(torch.nn.Module):\n    def loss(self, x):\n        m = self.assign(x)\n"
+           "        return x[m]\n    def assign(self, x):\n        return self.geometry(x) > 0\n"
+           "    def geometry(self, x):\n        return torch.rand(4, device='cuda')\n")
+    a = analyse(src, "head.py", "head")
+    # two walks before linting: `assign` knows `geometry`, so `loss` knows `assign`'s mask
+    assert a.facts.method_returns[("Head", "assign")].device == V.CUDA
+    assert a.facts.method_returns[("Head", "assign")].mask

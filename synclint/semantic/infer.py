@@ -413,6 +413,8 @@ class Inference:
             ret = self.func_returns.get(name)
             if ret is not None:
                 return ret
+            if name not in self.all_funcs:
+                self.forward_refs = True  # a function defined further down: known next walk
             return V.UNKNOWN_VAL
         return V.UNKNOWN_VAL
 
@@ -605,6 +607,8 @@ class Inference:
                 ret = self.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
+                if f"{recv.cls}.{m}" not in self.all_funcs and recv.cls in self.classes_by_name:
+                    self.forward_refs = True  # a method defined further down: known next walk
             return V.UNKNOWN_VAL
         if k == V.OBJECT:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
@@ -613,6 +617,8 @@ class Inference:
                 ret = self.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
+                if f"{recv.cls}.{m}" not in self.all_funcs and recv.cls in self.classes_by_name:
+                    self.forward_refs = True  # a method defined further down: known next walk
             return V.UNKNOWN_VAL
         if k == V.NUMPY:
             if m in ("item", "tolist"):

@@ -132,6 +132,9 @@ class SemanticModel(Inference):
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
         self._inlining: Set[str] = set()
+        # a call met an in-file function or method before its definition was walked: its
+        # return was not known yet (the engine walks such a file once more before linting)
+        self.forward_refs = False
         self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
         # (callee key, positional values, keyword values) of calls to in-file functions
         # (calling function, callee key, skipped params, positional, keyword values) of calls
