@@ -56,7 +56,6 @@ def eval_named(name: str) -> bool:
 class _Frame:
     name: str
     eval_named: bool
-    evaled: Set[str] = field(default_factory=set)  # receivers `.eval()` was called on
     needs_grad: bool = False  # also: a Lightning hook or a test function (never flagged)
     calls: Set[str] = field(default_factory=set)
     cand: Optional[Tuple[cst.Call, Site, str]] = None
@@ -309,14 +308,9 @@ class InferenceWithoutNoGrad(Rule):
                 elif frame is not None:
                     frame.needs_grad = True
                 return
-            if m == "eval" and not node.args and frame is not None:
-                recv = dotted_name(func.value)
-                if recv is not None:
-                    frame.evaled.add(recv)
-                return
+            if m in ("eval", "train"):
+                return  # the mode switch itself (the model records it on the module's value)
         if frame is None or frame.cand is not None or ctx.in_no_grad or self._grad_depth:
-            return
-        if not (frame.eval_named or frame.evaled):
             return
         if self._is_module_call(frame, func):
             frame.cand = (node, site(ctx), short(node))
@@ -327,14 +321,14 @@ class InferenceWithoutNoGrad(Rule):
             self._skip_file = True  # `p.requires_grad = False`: frozen parameters
 
     def _is_module_call(self, frame: _Frame, func: cst.BaseExpression) -> bool:
+        """A call of a module in eval mode (`model.eval()` before it), or of any module in
+        a function named for evaluation."""
         if isinstance(func, cst.Attribute) and func.attr.value == "forward":
             func = func.value
-        name = dotted_name(func)
-        if name is None:
+        if dotted_name(func) is None:
             return False
-        if name in frame.evaled:
-            return True
-        return self.ctx.infer(func).kind == V.MODULE
+        v = self.ctx.infer(func)
+        return v.kind == V.MODULE and (v.py == "eval" or frame.eval_named)
 
     def leave_Module(self, node: cst.Module) -> None:
         if self._skip_file:

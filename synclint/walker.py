@@ -417,8 +417,8 @@ class Walker:
         elif isinstance(call.func, cst.Attribute):
             m = call.func.attr.value
             recv = call.func.value
-            if m in ("to", "cuda", "cpu") and isinstance(recv, (cst.Name, cst.Attribute)):
-                if ctx.infer(recv).kind == V.MODULE:  # `model.to(device)` moves the module in place
+            if m in ("to", "cuda", "cpu", "eval", "train") and isinstance(recv, (cst.Name, cst.Attribute)):
+                if ctx.infer(call).kind == V.MODULE:  # `model.to(device)`, `.eval()`: in place
                     ctx.bind_target(recv, ctx.infer(call))
             elif m in ("append", "extend", "insert") and isinstance(recv, (cst.Name, cst.Attribute)) and call.args:
                 # `losses.append(loss)`: the list now holds tensors.

@@ -598,7 +598,12 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.MODULE:
             if m in L.MODULE_SELF_RETURNING:
-                return recv.with_(device=self._module_device_after(recv, m, call))
+                out = recv.with_(device=self._module_device_after(recv, m, call))
+                if m in ("eval", "train"):  # the mode: `model.eval()`, `model.train(False)`
+                    off = m == "eval" or call.args and isinstance(call.args[0].value, cst.Name) \
+                        and call.args[0].value.value == "False"
+                    out = out.with_(py="eval" if off else "train")
+                return out
             if m in ("parameters", "buffers"):
                 return Val(V.TENSORS, recv.device)
             if m in ("forward", "__call__"):
@@ -640,6 +645,8 @@ class Inference:
             v = self._infer(call.args[0].value)
             if v.kind == V.LOADER:
                 return v  # `metric_logger.log_every(loader, 10)` yields the loader's batches
+        if k == V.UNKNOWN and m == "eval" and not call.args and not ref_target(recv):
+            return Val(V.MODULE, py="eval")  # only modules switch to eval mode (tensors have no `eval`)
         if k == V.UNKNOWN and ref_target(recv) and m in L.MODULE_SELF_RETURNING:
             # `make_model().cuda()`: what the call returns, moved; the linker resolves it
             return recv.with_(device=self._module_device_after(recv, m, call))

@@ -65,7 +65,9 @@ class Val:
         self.ndim = ndim
         self.elems = elems  # per-element values of a tuple/list, when known
         self.assumed = assumed
-        self.py = py  # for PY: "int", "float", "str", "list", "dict", "none", ... when known
+        # for PY: "int", "float", "str", "list", "dict", "none", ... when known; for OPTIM
+        # "fused"/"unfused", for DIST "validating", for MODULE its mode "eval"/"train"
+        self.py = py
         self.cls = cls  # for OBJECT, LOADER items and MODULE: the class key, when known
 
     @property
