@@ -1,5 +1,6 @@
 import libcst as cst
 
+from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
 from synclint.semantic import EVIDENT
@@ -35,6 +36,10 @@ class TensorMembership(Rule):
     FIX_TITLE = "Keep `(t == v).any()` on the GPU"
     CATALOGUE = ("A3",)
     VALID = [
+        Valid(  # a key held in a name: the container is a mapping (a model's output dict)
+            "import torch\nmodel = torch.nn.Linear(2, 2).cuda().eval()\nkey = 'text_features'\n"
+            "for x in [torch.ones(2, device='cuda')]:\n    out = model(x)\n    paired = key in out\n"
+        ),
         Valid("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\nm = M()\nfor b in range(2):\n    out = m(torch.ones(2, device='cuda'))\n    if \"loss\" not in out:\n        pass\n"),
         Valid("import torch\nt = torch.arange(5, device='cuda')\nd = {'a': 1}\nfor _ in range(3):\n    a = 'a' in d\n    b = 3 in [1, 2]\n    c = 5 in t.shape\n"),
         Valid("import torch\nt = torch.arange(5)\nfor _ in range(3):\n    a = 3 in t\n"),
@@ -139,7 +144,8 @@ class TensorMembership(Rule):
         left = node.left
         for comp in node.comparisons:
             # `"loss" in outputs`: a string key means a mapping (a model's output dict), not a tensor
-            is_key = isinstance(left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+            lv = self.ctx.infer(left)
+            is_key = lv.kind == V.PY and lv.py == "str"  # a literal or a name holding a str
             left = comp.comparator
             if is_key:
                 continue
