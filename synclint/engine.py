@@ -75,7 +75,7 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
         first = SemanticModel(source, filename, module_name=module_name)
         first.set_module(module)
         Walker(first, ()).walk(module)
-        if first.forward_refs:
+        if first.forward_refs_known():
             # calls above the functions they call: walk again from what the first walk
             # learned, so that a chain (loss -> assign -> geometry) is known before linting
             again = SemanticModel(source, filename, facts=first.summary(), module_name=module_name)

@@ -414,7 +414,7 @@ class Inference:
             if ret is not None:
                 return ret
             if name not in self.all_funcs:
-                self.forward_refs = True  # a function defined further down: known next walk
+                self.forward_refs.add(name)  # a function defined further down: known next walk
             return V.UNKNOWN_VAL
         return V.UNKNOWN_VAL
 
@@ -613,7 +613,7 @@ class Inference:
                 if ret is not None:
                     return ret
                 if f"{recv.cls}.{m}" not in self.all_funcs and recv.cls in self.classes_by_name:
-                    self.forward_refs = True  # a method defined further down: known next walk
+                    self.forward_refs.add((recv.cls, m))  # a method defined further down: known next walk
             return V.UNKNOWN_VAL
         if k == V.OBJECT:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
@@ -623,7 +623,7 @@ class Inference:
                 if ret is not None:
                     return ret
                 if f"{recv.cls}.{m}" not in self.all_funcs and recv.cls in self.classes_by_name:
-                    self.forward_refs = True  # a method defined further down: known next walk
+                    self.forward_refs.add((recv.cls, m))  # a method defined further down: known next walk
             return V.UNKNOWN_VAL
         if k == V.NUMPY:
             if m in ("item", "tolist"):

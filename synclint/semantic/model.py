@@ -134,7 +134,7 @@ class SemanticModel(Inference):
         self._inlining: Set[str] = set()
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
-        self.forward_refs = False
+        self.forward_refs: Set[object] = set()  # function names and (class, method) keys
         self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
         # (callee key, positional values, keyword values) of calls to in-file functions
         # (calling function, callee key, skipped params, positional, keyword values) of calls
@@ -672,6 +672,15 @@ class SemanticModel(Inference):
         """Inside a function under torch.compile / torch.jit."""
         f = self.func
         return f is not None and f.compiled
+
+    def forward_refs_known(self) -> bool:
+        """After a walk: a function or method called before its definition turned out to
+        return something worth knowing (so a second walk would see more)."""
+        for k in self.forward_refs:
+            v = self.method_returns.get(k) if isinstance(k, tuple) else self.func_returns.get(k)
+            if v is not None and v.kind not in (V.UNKNOWN, V.PY):
+                return True
+        return False
 
     def is_counter(self, e: cst.BaseExpression) -> bool:
         """A step counter: a name this function increments (`n += 1`) or loops over a
