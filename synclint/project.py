@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
-from synclint.semantic.heat import hot_name, spread
+from synclint.semantic.callgraph import hot_name, spread
 from synclint.semantic.values import Val
 
 MAX_DEPTH = 8  # re-exports and references followed at most this deep (cycles end here too)

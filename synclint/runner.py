@@ -71,7 +71,8 @@ def check_files(
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         cache = Cache(cache_dir, key, False)
-    # path -> [digest, facts digest, findings, graph, error, hot scopes, second-walk summary]
+    # path -> [digest, facts digest, findings, graph, error, hot scopes, second-walk summary,
+    #          the first linking round's facts digest]
     entries: Dict[str, list] = {}
     if cache is not None:
         entries = _unchanged_project(cache, texts, digests)
@@ -215,21 +216,24 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
         # Phase 2: the rules, with what the project tells each file.
         todo = []
         facts: Dict[str, Tuple[str, dict]] = {}
+        first: Dict[str, str] = {}  # the first round's facts digest of each file
         for path, text in texts.items():
             if path in errors:
-                out[path] = [digests[path], "", [], None, errors[path], [], None]
+                out[path] = [digests[path], "", [], None, errors[path], [], None, ""]
                 continue
             pf = project.facts_for(path)
             fd = pf.digest()
+            first[path] = fd
             hit = cache.get(path, digests[path]) if cache is not None else None
-            if hit is not None and hit[1] == fd:
+            # linted with these facts, or with the second round's facts that followed them
+            if hit is not None and fd in (hit[1], hit[7]):
                 out[path] = hit
                 continue
             facts[path] = (fd, pf.to_json())
             todo.append(("lint", path, text, names[path], facts[path][1]))
         for _, job, (found, graph, error, summary) in runner.run(todo, affinity):
             path = job[1]
-            out[path] = [digests[path], facts[path][0], found, graph, error, [], summary]
+            out[path] = [digests[path], facts[path][0], found, graph, error, [], summary, first[path]]
         # Round 2: what the second walks learned (a parameter's value from another module,
         # passed on to a third) is linked once more; files whose facts change are linted
         # again. One extra round: a chain of three modules is seen, a longer one may not be.
@@ -252,7 +256,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
                     todo.append(("lint", path, texts[path], names[path], facts[path][1]))
             for _, job, (found, graph, error, summary) in runner.run(todo, affinity):
                 path = job[1]
-                out[path] = [digests[path], facts[path][0], found, graph, error, [], summary]
+                out[path] = [digests[path], facts[path][0], found, graph, error, [], summary, first[path]]
     finally:
         runner.close()
     # Heat over the whole project's call graph.

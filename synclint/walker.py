@@ -18,7 +18,8 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
-from synclint.semantic.heat import classify_test, hot_name, lazy_init
+from synclint.semantic.callgraph import hot_name
+from synclint.semantic.heat import classify_test, lazy_init
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda

@@ -9,19 +9,12 @@ optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, TypeVar
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from synclint.semantic import library as L
+from synclint.semantic.callgraph import hot_name, spread
 from synclint.semantic.syntax import descendants, string_value
-
-T = TypeVar("T")
-
-
-def hot_name(name: str) -> bool:
-    return name in L.HOT_FUNCTION_NAMES or name.endswith("_step")
-
 
 def hot_functions(model) -> Set[str]:
     """In-file functions that run hot: hot by name, or called from a loop or hot code."""
@@ -32,24 +25,6 @@ def hot_functions(model) -> Set[str]:
         edges.setdefault(caller, []).append(callee)
     per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not hot_name(info.name)}
     return spread(frontier, edges, per_epoch)
-
-
-def spread(frontier: List[T], edges: Dict, per_epoch: Set[T]) -> Set[T]:
-    """Everything hot code reaches along call edges from `frontier` (the callees of loops
-    and the hooks hot by name). A per-epoch function (one that loops over batches itself)
-    stops the spread: its batch loop is hot, the rest of it is not."""
-    hot: Set[T] = set()
-    seen: Set[T] = set()
-    while frontier:
-        node = frontier.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        if node in per_epoch:
-            continue
-        hot.add(node)
-        frontier.extend(edges.get(node, ()))
-    return hot
 
 
 # --------------------------------------------------------------------- `if` tests

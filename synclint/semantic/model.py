@@ -19,7 +19,7 @@ from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
-from synclint.semantic.heat import hot_name
+from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted, string_value
 from synclint.semantic.ownership import Fresh

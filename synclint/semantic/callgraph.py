@@ -1,0 +1,35 @@
+"""The call graph's heat, without LibCST: hot by name, and heat spread along call edges.
+
+The project linker (`synclint.project`) uses this on cached call graphs, so a run where only
+linking is needed does not import LibCST.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Set, TypeVar
+
+from synclint.semantic import library as L
+
+T = TypeVar("T")
+
+
+def hot_name(name: str) -> bool:
+    return name in L.HOT_FUNCTION_NAMES or name.endswith("_step")
+
+
+def spread(frontier: List[T], edges: Dict, per_epoch: Set[T]) -> Set[T]:
+    """Everything hot code reaches along call edges from `frontier` (the callees of loops
+    and the hooks hot by name). A per-epoch function (one that loops over batches itself)
+    stops the spread: its batch loop is hot, the rest of it is not."""
+    hot: Set[T] = set()
+    seen: Set[T] = set()
+    while frontier:
+        node = frontier.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node in per_epoch:
+            continue
+        hot.add(node)
+        frontier.extend(edges.get(node, ()))
+    return hot
