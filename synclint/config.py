@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
-        "docs-url"}
+        "docs-url", "tests-hot-only"}
 
 
 class ConfigError(ValueError):
@@ -23,6 +23,9 @@ class Config:
     exclude: List[str] = field(default_factory=list)
     per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
     hot_only: bool = False
+    # in test files (pytest's naming: test_*.py, *_test.py, conftest.py, tests/), report only
+    # hot findings: a cold `.item()` in an assertion is what a test is for
+    tests_hot_only: bool = True
     cache_dir: Optional[str] = None
     docs_url: Optional[str] = None  # where rule pages are linked from (None: synclint.findings' default)
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
@@ -93,6 +96,10 @@ def load_config(path: Optional[Path]) -> Config:
     if not isinstance(hot, bool):
         raise ConfigError(f"{path}: [tool.synclint] hot-only must be true or false")
     cfg.hot_only = hot
+    tests_hot = table.get("tests-hot-only", True)
+    if not isinstance(tests_hot, bool):
+        raise ConfigError(f"{path}: [tool.synclint] tests-hot-only must be true or false")
+    cfg.tests_hot_only = tests_hot
     cache_dir = table.get("cache-dir")
     if cache_dir is not None and not isinstance(cache_dir, str):
         raise ConfigError(f"{path}: [tool.synclint] cache-dir must be a string")
@@ -129,9 +136,12 @@ def per_file_ignored(cfg: Config, filename: str) -> List[str]:
 
 
 def drop_per_file_ignored(cfg: Config, findings: list) -> list:
-    """Findings minus those that per-file-ignores silences (codes, prefixes or names), and
-    minus those a `# noqa` silenced (the runner hands them on only to be counted)."""
+    """Findings minus those that per-file-ignores silences (codes, prefixes or names), minus
+    cold ones in test files (`tests-hot-only`, on by default), and minus those a `# noqa`
+    silenced (the runner hands them on only to be counted)."""
     findings = [f for f in findings if not f.suppressed]
+    if cfg.tests_hot_only:
+        findings = [f for f in findings if f.hot or not _in_tests(cfg, f.filename)]
     if not cfg.per_file_ignores:
         return findings
     kept = []
@@ -141,6 +151,13 @@ def drop_per_file_ignored(cfg: Config, findings: list) -> list:
             continue
         kept.append(f)
     return kept
+
+
+def _in_tests(cfg: Config, filename: str) -> bool:
+    from synclint.project import is_test_path
+
+    rel = os.path.relpath(os.path.abspath(filename), cfg.root)
+    return is_test_path(rel if not rel.startswith("..") else os.path.basename(filename))
 
 
 def cache_dir_for(cfg: Config, no_cache: bool) -> Optional[Path]:

@@ -69,13 +69,10 @@ def lint_document(source: str, path: Optional[str]):
             findings = lint_source(source, "<editor>", rules, hot_only=hot_only)
     except LintError as e:
         return [], str(e)
-    if cfg.per_file_ignores and path:
-        from synclint.config import per_file_ignored
+    if path:
+        from synclint.config import drop_per_file_ignored
 
-        ignored = per_file_ignored(cfg, path)
-        if ignored:
-            findings = [f for f in findings
-                        if not any(f.code.startswith(c.upper()) or f.name == c for c in ignored)]
+        findings = drop_per_file_ignored(cfg, findings)  # per-file-ignores, tests-hot-only
     return findings, None
 
 

@@ -34,7 +34,7 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def is_test_path(path: str) -> bool:
     """A test module by pytest's conventions: `test_*.py`, `*_test.py`, `conftest.py`, or a
-    file under a `tests`/`test` folder."""
+    file under a `tests`/`test` folder (`path` relative to the project's root)."""
     parts = os.path.normpath(path).split(os.sep)
     name = parts[-1]
     return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
@@ -380,7 +380,7 @@ class Project:
             return self._incoming
         out: Dict[str, Dict[str, Dict[str, Val]]] = {}
         for path, s in self.summaries.items():
-            if s is None or is_test_path(path):
+            if s is None or is_test_path(os.path.relpath(path, self.root)):
                 continue  # tests call library code with small CPU tensors: not how it runs
             for q, skip, pos, kws in s.calls_out:
                 callee = self._callee(q, path)
@@ -396,7 +396,7 @@ class Project:
         # `self.m(...)` in a base class reaches the override of `m` in a subclass elsewhere
         overrides = self._overrides()
         for path, s in self.summaries.items():
-            if s is None or is_test_path(path):
+            if s is None or is_test_path(os.path.relpath(path, self.root)):
                 continue
             for q, pos, kws in s.self_calls:
                 for p2, qual in overrides.get((path, q), ()):

@@ -300,3 +300,20 @@ def test_named_files_are_checked_unless_force_exclude(tmp_path):
     assert run(["check", "generated/t.py"], tmp_path).exit_code == 1
     r = run(["check", "--force-exclude", "generated/t.py"], tmp_path)
     assert r.exit_code == 0 and "0 files checked" in r.stdout
+
+
+def test_cold_findings_in_tests_are_left_out_unless_asked(tmp_path):
+    """A test asserts on values (`.item()` once) on purpose: in test files (pytest's names)
+    only hot findings are reported, unless `tests-hot-only = false`."""
+    body = ("import torch\ndef test_mean():\n    x = torch.ones(3, device='cuda')\n    assert x.mean().item() == 1\n"
+            "    for _ in range(3):\n        assert x.sum().item() == 3\n")
+    write(tmp_path / "tests" / "test_model.py", body)
+    write(tmp_path / "train.py", "import torch\nx = torch.ones(3, device='cuda')\nv = x.mean().item()\n")
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    out = json.loads(run(["check", ".", "--no-cache", "--output-format", "json"], tmp_path).output)
+    got = sorted((Path(d["filename"]).name, d["location"]["row"]) for d in out)
+    assert got == [("test_model.py", 6), ("train.py", 3)]  # the test's cold line 4 is left out
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\ntests-hot-only = false\n")
+    out = json.loads(run(["check", ".", "--no-cache", "--output-format", "json"], tmp_path).output)
+    assert sorted((Path(d["filename"]).name, d["location"]["row"]) for d in out) == [
+        ("test_model.py", 4), ("test_model.py", 6), ("train.py", 3)]
