@@ -213,9 +213,11 @@ class Walker:
             elif forward_like:
                 val = V.tensor(None, assumed=True)
             elif step_like:
-                if pname in L.BATCH_PARAM_NAMES or "batch" in pname and not pname.endswith(("idx", "size")):
+                if is_method and info.name in L.LIGHTNING_STEP_HOOKS and i >= 2:
+                    val = V.py("int")  # Lightning: (self, batch, batch_idx[, dataloader_idx])
+                elif pname in L.BATCH_PARAM_NAMES or "batch" in pname and not pname.endswith(("idx", "size", "_nb")):
                     val = Val(V.TENSORS, None)
-                elif pname.endswith("idx"):
+                elif pname.endswith(("idx", "_nb")):
                     val = V.py("int")
             ctx.bind(pname, val if val is not None else V.UNKNOWN_VAL)
 

@@ -307,3 +307,10 @@ def test_a_chain_of_methods_defined_below_their_callers_is_known():
     # two walks before linting: `assign` knows `geometry`, so `loss` knows `assign`'s mask
     assert a.facts.method_returns[("Head", "assign")].device == V.CUDA
     assert a.facts.method_returns[("Head", "assign")].mask
+
+
+def test_a_lightning_step_hooks_second_parameter_is_the_batch_index():
+    src = ("import torch\nclass M(torch.nn.Module):\n    def validation_step(self, batch, batch_nb):\n"
+           "        probe(batch)\n        probe(batch_nb)\n")
+    seen, _ = probe(src)
+    assert seen[0][0].kind == V.TENSORS and (seen[1][0].kind, seen[1][0].py) == (V.PY, "int")

@@ -73,6 +73,7 @@ MODULE_BASE_NAMES = _set("modules", "base_names")
 MODULE_SELF_RETURNING = _set("modules", "self_returning")
 HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
 BATCH_PARAM_NAMES = _set("modules", "batch_params")
+LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 
 MODULE_NAME_WORDS = _set("modules", "name_words")
 MODULE_DICTS = _set("modules", "module_dicts")
