@@ -139,9 +139,7 @@ def drop_per_file_ignored(cfg: Config, findings: list) -> list:
     """Findings minus those that per-file-ignores silences (codes, prefixes or names), minus
     cold ones in test files (`tests-hot-only`, on by default), and minus those a `# noqa`
     silenced (the runner hands them on only to be counted)."""
-    findings = [f for f in findings if not f.suppressed]
-    if cfg.tests_hot_only:
-        findings = [f for f in findings if f.hot or not _in_tests(cfg, f.filename)]
+    findings = drop_cold_in_tests(cfg, [f for f in findings if not f.suppressed])
     if not cfg.per_file_ignores:
         return findings
     kept = []
@@ -151,6 +149,13 @@ def drop_per_file_ignored(cfg: Config, findings: list) -> list:
             continue
         kept.append(f)
     return kept
+
+
+def drop_cold_in_tests(cfg: Config, findings: list) -> list:
+    """Without the cold findings of test files, unless `tests-hot-only = false`."""
+    if not cfg.tests_hot_only:
+        return findings
+    return [f for f in findings if f.hot or not _in_tests(cfg, f.filename)]
 
 
 def _in_tests(cfg: Config, filename: str) -> bool:

@@ -19,15 +19,16 @@ from typing import Any, Iterator, List, Sequence, Tuple
 from synclint import __version__
 
 
-def _cache_dir(filename: str):
-    """The project's synclint cache (module summaries are shared with `synclint check`)."""
+def _project_config(filename: str):
+    """The file's `[tool.synclint]` (for the cache it shares with `synclint check`, and
+    `tests-hot-only`); flake8's own options decide codes and per-file ignores."""
     try:
         from pathlib import Path
 
-        from synclint.config import cache_dir_for, find_config, load_config
+        from synclint.config import find_config, load_config
 
-        return cache_dir_for(load_config(find_config(Path(filename).resolve().parent)), False)
-    except Exception:  # a broken config: no cache, same findings
+        return load_config(find_config(Path(filename).resolve().parent))
+    except Exception:  # a broken config: the defaults, same findings
         return None
 
 
@@ -84,8 +85,12 @@ class Plugin:
             if self.filename in ("stdin", "-") or not os.path.isfile(self.filename):
                 findings = lint_source(source, self.filename, all_rules(), hot_only=self.hot_only)
             else:  # with what the project's other modules say, as `synclint check` does
+                from synclint.config import Config, cache_dir_for, drop_cold_in_tests
+
+                cfg = _project_config(self.filename) or Config()
                 findings = check_source(source, self.filename, all_rules(), hot_only=self.hot_only,
-                                        cache_dir=_cache_dir(self.filename))
+                                        cache_dir=cache_dir_for(cfg, False))
+                findings = drop_cold_in_tests(cfg, findings)
         except (LintError, RecursionError, MemoryError):
             return  # flake8 reports a file that does not parse as E999 itself
         for f in findings:
