@@ -552,7 +552,10 @@ class SemanticModel(Inference):
                 v = self.attribute_of(cname, attr)
                 if v.kind != V.UNKNOWN or ref_target(v):
                     cf.attrs[attr] = v
-            cf.methods = {m: v for (c, m), v in self.method_returns.items() if c == cname}
+            # only what other modules can use: an unknown return tells them nothing (and
+            # would make every change of it look like a change of the facts they depend on)
+            cf.methods = {m: v for (c, m), v in self.method_returns.items()
+                          if c == cname and (v.kind != V.UNKNOWN or ref_target(v))}
             out.classes[cname] = cf
         for vname, b in self.module_scope.items():
             if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val):
