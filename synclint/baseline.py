@@ -188,7 +188,11 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, con
     for m in missing:
         click.echo(f"synclint: error: {m}: no such file or directory", err=True)
     result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir_for(cfg, no_cache))
-    findings = drop_per_file_ignored(cfg, result.findings)
+    from synclint.findings import split_internal
+
+    findings, internal = split_internal(result.findings)
+    result.errors.extend(internal)
+    findings = drop_per_file_ignored(cfg, findings)
     for e in result.errors:
         click.echo(f"synclint: error: {e}", err=True)
     write_baseline(findings, output)

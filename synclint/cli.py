@@ -165,7 +165,11 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
                              selection_key=selection_key)
     except SelectionError as e:
         raise _fail(str(e))
-    findings = drop_per_file_ignored(cfg, result.findings)
+    from synclint.findings import split_internal
+
+    findings, internal = split_internal(result.findings)
+    result.errors.extend(internal)
+    findings = drop_per_file_ignored(cfg, findings)
     if baseline is not None:
         from synclint.baseline import BaselineError, filter_new
 
@@ -242,7 +246,7 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
     """Fix each file that has fixable findings; returns (remaining findings, errors, whether
     a diff was shown)."""
     from synclint.engine import lint_source, read_source
-    from synclint.findings import FileError
+    from synclint.findings import FileError, split_internal
     from synclint.atomic import write_text_atomic
     from synclint.fixes import FixError, fix_text
 
@@ -276,6 +280,9 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
         elif n and write:
             write_text_atomic(path, new)
             fixed_count += n
+        if write:
+            left, internal = split_internal(left)
+            errors.extend(internal)
         remaining.extend(left if write else fs)
     if write and fixed_count:
         click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}.", err=True)

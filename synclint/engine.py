@@ -89,13 +89,14 @@ def lint_analysis(
     from synclint.walker import Walker
 
     source, module = a.source, a.module
+    failed: dict = {}  # rule class -> statement index where it raised
     with _deep_recursion():
         ctx = SemanticModel(source, a.filename, facts=a.facts, project=project, module_name=a.module_name)
         ctx.set_module(module)
-        instances = [r(ctx) for r in rules]
+        instances = _isolated_rules(rules, ctx, failed)
         Walker(ctx, instances).walk(module)
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
-    if not ctx.findings:
+    if not ctx.findings and not failed:
         return [], graph
     hot_funcs = hot_functions(ctx)
     positions = PositionIndex(module, source)
@@ -103,39 +104,107 @@ def lint_analysis(
     out: List[Finding] = []
     seen = set()
     for p in ctx.findings:
-        rule = p.rule
-        hot = p.hot or (p.func in hot_funcs and not p.guarded)
-        if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
+        rule = type(p.rule)
+        if rule in failed:
+            continue  # what a rule found before it raised is not trusted
+        try:
+            found = _finding(p, a, positions, noqa, hot_funcs, ctx)
+        except Exception:  # noqa: BLE001 - this rule's finding only: the error names it
+            failed.setdefault(rule, p.stmt_index)
             continue
-        row, col, end_row, end_col = positions.span(p.node, p.stmt, p.stmt_index)
-        noqa_rows = {row, end_row}
-        if p.stmt is not None and not _is_compound(p.stmt):
-            noqa_rows.update(positions.stmt_rows(p.stmt_index))
-        if suppressed(noqa, noqa_rows, rule.CODE):
-            continue
-        key = (rule.CODE, row, col)
-        if key in seen:
-            continue
-        seen.add(key)
-        fix = None
-        if p.replacement is not None:
-            t = positions.span(p.target, p.stmt, p.stmt_index)
-            content = _code_for(module, p.replacement, _indent_of(source, t[0]))
-            fix = Fix(
-                "safe" if p.safe else "unsafe",
-                p.fix_title or rule.FIX_TITLE or "",
-                (Edit((t[0], t[1] + 1), (t[2], t[3] + 1), content),),
-            )
-        out.append(
-            Finding(
-                code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
-                row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
-                hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
-                scope=p.func, guarded=p.guarded,
-            )
-        )
+        if found is not None and (found.code, found.row, found.column) not in seen:
+            seen.add((found.code, found.row, found.column))
+            out.append(found)
+    out = [f for f in out if f.code not in {r.CODE for r in failed}]
+    for rule, stmt_index in failed.items():
+        out.append(_internal_error(rule, a.filename, max(1, positions.stmt_rows(stmt_index)[0])))
     out.sort(key=Finding.sort_key)
     return out, graph
+
+
+def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
+    """The rules as one object for the walker, whose every visit_/leave_ method calls each
+    rule's in turn: a rule that raises is recorded in `failed` (with the statement it was
+    on) and is silent for the rest of the file, while the other rules go on. (One call per
+    node for all rules, not a wrapper per rule: 34 rules visit every Call.)"""
+    cls = _FANOUT.get(tuple(rules))
+    if cls is None:
+        names = sorted({a for r in rules for a in dir(r) if a.startswith(("visit_", "leave_")) and callable(getattr(r, a))})
+        cls = _FANOUT[tuple(rules)] = type("IsolatedRules", (_IsolatedRules,), {n: _fan_out(n) for n in names})
+    return [cls(rules, ctx, failed)]
+
+
+class _IsolatedRules:
+    def __init__(self, rules: Sequence[type], ctx, failed: dict) -> None:
+        self.ctx, self.failed = ctx, failed
+        self.table: dict = {}  # method name -> [(rule class, bound method)]
+        for r in rules:
+            try:
+                rule = r(ctx)
+            except Exception:  # noqa: BLE001
+                failed.setdefault(r, -1)
+                continue
+            for name in dir(r):
+                if name.startswith(("visit_", "leave_")) and callable(getattr(r, name)):
+                    self.table.setdefault(name, []).append((r, getattr(rule, name)))
+
+    def drop(self, rule: type) -> None:
+        self.failed.setdefault(rule, self.ctx.stmt_index)
+        for name, methods in self.table.items():
+            self.table[name] = [m for m in methods if m[0] is not rule]
+
+
+def _fan_out(name: str):
+    def call(self, node) -> None:
+        for rule, method in self.table.get(name, ()):
+            try:
+                method(node)
+            except Exception:  # noqa: BLE001 - RecursionError included: one rule, one file
+                self.drop(rule)
+
+    call.__name__ = name
+    return call
+
+
+_FANOUT: dict = {}  # rule classes -> their IsolatedRules class (the walker caches by class)
+
+
+def _internal_error(rule: type, filename: str, row: int) -> Finding:
+    """A rule that raised on this file, reported as one line for the file (not a finding:
+    `Finding.internal`), so that the run and the other rules go on."""
+    return Finding(
+        code=rule.CODE, name=rule.NAME, message=f"internal error in {rule.CODE}; please report",
+        filename=filename, row=row, column=1, end_row=row, end_column=1, hot=True, internal=True,
+    )
+
+
+def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx) -> Optional[Finding]:
+    """The finding a rule reported, placed; None when noqa or a timing function silences it."""
+    rule = p.rule
+    hot = p.hot or (p.func in hot_funcs and not p.guarded)
+    if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
+        return None
+    row, col, end_row, end_col = positions.span(p.node, p.stmt, p.stmt_index)
+    noqa_rows = {row, end_row}
+    if p.stmt is not None and not _is_compound(p.stmt):
+        noqa_rows.update(positions.stmt_rows(p.stmt_index))
+    if suppressed(noqa, noqa_rows, rule.CODE):
+        return None
+    fix = None
+    if p.replacement is not None:
+        t = positions.span(p.target, p.stmt, p.stmt_index)
+        content = _code_for(a.module, p.replacement, positions.indent(t[0]))
+        fix = Fix(
+            "safe" if p.safe else "unsafe",
+            p.fix_title or rule.FIX_TITLE or "",
+            (Edit((t[0], t[1] + 1), (t[2], t[3] + 1), content),),
+        )
+    return Finding(
+        code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
+        row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
+        hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
+        scope=p.func, guarded=p.guarded,
+    )
 
 
 def lint_source(
@@ -183,12 +252,6 @@ def _deep_recursion():
         raise LintError("cannot analyse: nesting too deep") from None
     finally:
         sys.setrecursionlimit(old_limit)
-
-
-def _indent_of(source: str, row: int) -> str:
-    lines = source.splitlines()
-    line = lines[row - 1] if 0 < row <= len(lines) else ""
-    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def _code_for(module, node, indent: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 DOCS_URL = "https://synclint.dev/rules/{name}"
 
@@ -57,6 +57,8 @@ class Finding:
     # periodic guard (then a hot caller does not make it hot). Not part of the JSON output.
     scope: Optional[str] = field(default=None, repr=False, compare=False)
     guarded: bool = field(default=False, repr=False, compare=False)
+    # A rule that raised on this file: reported as the file's error, not as a finding.
+    internal: bool = field(default=False, repr=False, compare=False)
 
     @property
     def url(self) -> str:
@@ -101,13 +103,15 @@ class Finding:
             d["location"]["row"], d["location"]["column"],
             d["end_location"]["row"], d["end_location"]["column"],
             d["hot"], d.get("fix_title"), fix,
-            scope=d.get("scope"), guarded=bool(d.get("guarded")),
+            scope=d.get("scope"), guarded=bool(d.get("guarded")), internal=bool(d.get("internal")),
         )
 
     def to_cache(self) -> dict:
         """`to_json` plus what the project's heat needs (cached findings get it too)."""
         d = self.to_json()
         d["scope"], d["guarded"] = self.scope, self.guarded
+        if self.internal:
+            d["internal"] = True
         return d
 
 
@@ -117,6 +121,21 @@ class FileError:
 
     filename: str
     reason: str
+    row: Optional[int] = None  # the line it happened at, where known (a rule that raised)
 
     def __str__(self) -> str:
-        return f"{self.filename}: {self.reason}"
+        where = f"{self.filename}:{self.row}" if self.row else self.filename
+        return f"{where}: {self.reason}"
+
+
+def split_internal(findings: Sequence[Finding]) -> Tuple[List[Finding], List[FileError]]:
+    """(findings, errors): a rule that raised on a file travels with that file's findings
+    (through workers and the cache) and becomes that file's one-line error here."""
+    kept: List[Finding] = []
+    errors: List[FileError] = []
+    for f in findings:
+        if f.internal:
+            errors.append(FileError(f.filename, f.message, f.row))
+        else:
+            kept.append(f)
+    return kept, errors

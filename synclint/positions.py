@@ -77,6 +77,11 @@ class PositionIndex:
             return (1, 0, 1, 0)
         return (r.start.line, r.start.column, r.end.line, r.end.column)
 
+    def indent(self, row: int) -> str:
+        """The leading blanks of a line (a fix's continuation lines keep them)."""
+        line = self.lines[row - 1] if 0 < row <= len(self.lines) else ""
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
     def stmt_rows(self, stmt_index: int) -> Tuple[int, int]:
         stmts = self._ast()
         if 0 <= stmt_index < len(stmts):
