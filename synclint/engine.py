@@ -108,7 +108,8 @@ def lint_analysis(
         if rule in failed:
             continue  # what a rule found before it raised is not trusted
         try:
-            found = _finding(p, a, positions, noqa, hot_funcs, ctx)
+            with _deep_recursion():  # positions and fixes regenerate code: as deep as the tree
+                found = _finding(p, a, positions, noqa, hot_funcs, ctx)
         except Exception:  # noqa: BLE001 - this rule's finding only: the error names it
             failed.setdefault(rule, p.stmt_index)
             continue
@@ -234,6 +235,11 @@ def lint_source(
 def _parse(source: str):
     import libcst as cst
 
+    from synclint.nesting import nesting_problem
+
+    problem = nesting_problem(source)  # deeper than this would kill the process in the parser
+    if problem is not None:
+        raise LintError(problem)
     try:
         return _parse_module(source)
     except cst.ParserSyntaxError as e:

@@ -50,6 +50,8 @@ def fix_text(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = Fal
     """Fix until stable. Returns (text, number of fixes, remaining findings)."""
     import libcst as cst
 
+    from synclint.nesting import nesting_problem
+
     total = 0
     findings = lint(text)
     for _ in range(MAX_PASSES):
@@ -57,6 +59,8 @@ def fix_text(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = Fal
         if n == 0:
             return text, total, findings
         try:
+            if nesting_problem(new) is not None:
+                raise RecursionError
             cst.parse_module(new)
         except Exception as e:  # a fix must never leave code that does not parse
             raise FixError(f"a fix produced code that does not parse ({type(e).__name__}); nothing was written") from None

@@ -93,3 +93,47 @@ def test_match_in_a_loop_does_not_break_any_rule():
     findings = lint_source(source, "m.py", all_rules())
     assert not [f for f in findings if f.internal], [f.message for f in findings]
     assert {"SYN501", "SYN503"} <= {f.code for f in findings}
+
+
+# ------------------------------------------------------------------ depth and size
+DEEP = {
+    "brackets": "x = " + "(" * 3000 + ")" * 3000 + "\n",
+    "calls": "x = " + "f(" * 2000 + ")" * 2000 + "\n",
+    "unary": "x = " + "-" * 20000 + "1\n",
+    "lambdas": "x = " + "lambda: " * 5000 + "1\n",
+    "plus-chain": "x = " + "+".join(["a"] * 100_000) + "\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP))
+def test_code_that_would_kill_the_parser_is_refused_in_one_line(tmp_path, kind):
+    """Each of these segfaults LibCST's parser or parses for minutes: refused before parsing,
+    the good file next to it still checked."""
+    write(tmp_path / "deep.py", "import torch\n" + DEEP[kind])
+    write(tmp_path / "good.py", HAZARD)
+    r = run(["check", "deep.py", "good.py", "--no-cache", "--no-source"], tmp_path)
+    assert r.exit_code == 2
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith("synclint: error: deep.py: too deeply nested to analyse (")
+    assert "good.py:5:9: SYN101" in r.stdout
+
+
+def test_nesting_limits_leave_real_code_alone():
+    from synclint.nesting import nesting_problem
+
+    ok = [
+        "x = " + "(" * 200 + "1" + ")" * 200 + "\n",  # CPython's own limit
+        "y = " + " + ".join(["-a ** -b"] * 900) + "\n",  # operands, not a nest
+        "z = [" + ", ".join(["-1"] * 50_000) + "]\n",  # a long flat list
+        "f = lambda a, b=1, *c, **d: lambda: a if b else c\n" * 2000,
+        "w = (\r" + "a +\r" * 900 + "b)\r",  # CR-only line endings
+    ]
+    assert [nesting_problem(s) for s in ok] == [None] * len(ok)
+
+
+@pytest.mark.parametrize("chain", [".abs()" * 246 + ".item()", ".item()" + ".real" * 491])
+def test_long_chains_get_positions(tmp_path, chain):
+    """Positions regenerate the statement: these chains raised RecursionError there."""
+    src = 'import torch\nx = torch.ones(3, device="cuda")\nfor i in range(3):\n    y = x' + chain + "\n"
+    findings = lint_source(src, "c.py", all_rules())
+    assert [(f.code, f.row, f.column, f.internal) for f in findings] == [("SYN101", 4, 9, False)]
