@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import click
 
 from synclint.findings import Finding
+from synclint.lines import source_lines
 
 FORMAT_VERSION = 1
 DEFAULT_FILE = ".synclint-baseline.json"
@@ -55,12 +56,10 @@ def relative_path(filename: str, root: Path) -> str:
 
 def _read_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
     if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError:
-            text = ""
-        cache[path] = text.lstrip("\ufeff").splitlines()
+        from synclint.engine import read_source
+
+        text = read_source(path)  # as the check read it: coding cookie, BOM
+        cache[path] = source_lines(text) if isinstance(text, str) else []
     return cache[path]
 
 

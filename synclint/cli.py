@@ -184,6 +184,11 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
             findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
         errors.extend(fix_errors)
         if diff:
+            for e in errors:
+                click.echo(f"synclint: error: {e}", err=True)
+            risky = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
+            if risky and not unsafe_fixes:
+                click.echo(f"{risky} more fix{'es' if risky != 1 else ''} with `--diff --unsafe-fixes` (review the change).", err=True)
             _exit(errors, missing, 0, exit_zero, diff_changed=diff_changed)
 
     findings.sort(key=lambda f: f.sort_key())
@@ -245,10 +250,11 @@ def _exit(errors, missing, n_findings, exit_zero, diff_changed=False):
 def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
     """Fix each file that has fixable findings; returns (remaining findings, errors, whether
     a diff was shown)."""
-    from synclint.engine import lint_source, read_source
-    from synclint.findings import FileError, split_internal
     from synclint.atomic import write_text_atomic
+    from synclint.engine import LintError, decode_source, lint_source, source_encoding
+    from synclint.findings import FileError, split_internal
     from synclint.fixes import FixError, fix_text
+    from synclint.lines import source_lines
 
     by_file = {}
     for f in findings:
@@ -260,14 +266,21 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
         if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
             remaining.extend(fs)
             continue
-        text = read_source(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            errors.append(FileError(path, f"cannot read: {e.strerror or e}"))
+            remaining.extend(fs)
+            continue
+        text = decode_source(path, data)
         if isinstance(text, FileError):
             errors.append(text)
             remaining.extend(fs)
             continue
         try:
             new, n, left = fix_text(text, lambda s: lint_source(s, path, rules, hot_only=hot_only), unsafe=unsafe)
-        except FixError as e:
+        except (FixError, LintError) as e:
             errors.append(FileError(path, str(e)))
             remaining.extend(fs)
             continue
@@ -276,9 +289,15 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
             import difflib
 
             click.echo("".join(difflib.unified_diff(
-                text.splitlines(True), new.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
+                source_lines(text, True), source_lines(new, True), fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
         elif n and write:
-            write_text_atomic(path, new)
+            try:  # in the file's own encoding, with its BOM if it had one
+                write_text_atomic(path, new, source_encoding(data), data.startswith(b"\xef\xbb\xbf"))
+            except (OSError, UnicodeEncodeError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+                errors.append(FileError(path, f"cannot write the fixes: {reason}; the file is unchanged"))
+                remaining.extend(fs)
+                continue
             fixed_count += n
         if write:
             left, internal = split_internal(left)

@@ -185,15 +185,17 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx) -> Optional[Findin
     hot = p.hot or (p.func in hot_funcs and not p.guarded)
     if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
         return None
-    row, col, end_row, end_col = positions.span(p.node, p.stmt, p.stmt_index)
+    number = positions.stmt_number(p.stmt, p.stmt_index)
+    row, col, end_row, end_col = positions.span(p.node, p.stmt, number)
     noqa_rows = {row, end_row}
     if p.stmt is not None and not _is_compound(p.stmt):
-        noqa_rows.update(positions.stmt_rows(p.stmt_index))
+        noqa_rows.update(positions.stmt_rows(number))
     if suppressed(noqa, noqa_rows, rule.CODE):
         return None
     fix = None
-    if p.replacement is not None:
-        t = positions.span(p.target, p.stmt, p.stmt_index)
+    if p.replacement is not None and _comments(p.target) == _comments(p.replacement):
+        # (A fix that would drop or repeat a comment is not offered: it must keep them.)
+        t = positions.span(p.target, p.stmt, number)
         content = _code_for(a.module, p.replacement, positions.indent(t[0]))
         fix = Fix(
             "safe" if p.safe else "unsafe",
@@ -206,6 +208,21 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx) -> Optional[Findin
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded,
     )
+
+
+def _comments(node) -> List[str]:
+    """The comments inside a LibCST subtree, sorted (iterative: a long chain is deep)."""
+    import libcst as cst
+
+    out: List[str] = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Comment):
+            out.append(n.value)
+        else:
+            todo.extend(n.children)
+    return sorted(out)
 
 
 def lint_source(
@@ -340,11 +357,31 @@ def read_source(path: str) -> Union[str, FileError]:
     return decode_source(path, data)
 
 
+def source_encoding(data: bytes) -> str:
+    """The encoding Python reads a source file in: UTF-8 (with or without a BOM) unless a
+    PEP 263 coding cookie in the first two lines names another. Raises `SyntaxError` for a
+    cookie Python would refuse."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    if b"coding" not in (data[:second] if second >= 0 else data):  # a cookie is on line 1 or 2
+        return "utf-8"
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
 def decode_source(path: str, data: bytes) -> Union[str, FileError]:
     try:
-        text = data.decode("utf-8")
+        encoding = source_encoding(data)
+    except SyntaxError as e:
+        return FileError(path, f"cannot read: {e}")
+    try:
+        text = data.decode(encoding)
     except UnicodeDecodeError as e:
-        return FileError(path, f"not UTF-8: invalid byte 0x{data[e.start]:02x} at offset {e.start}")
+        name = "UTF-8" if encoding == "utf-8" else encoding
+        return FileError(path, f"not {name}: invalid byte 0x{data[e.start]:02x} at offset {e.start}")
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, List, Sequence, Tuple
 
 from synclint.findings import Finding
+from synclint.lines import line_starts
 
 MAX_PASSES = 10
 
@@ -14,17 +15,9 @@ class FixError(Exception):
     pass
 
 
-def _offsets(text: str) -> List[int]:
-    starts = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            starts.append(i + 1)
-    return starts
-
-
 def apply_edits(text: str, findings: Sequence[Finding], unsafe: bool) -> Tuple[str, int]:
     """Apply the non-overlapping fixes of `findings`; returns (new text, fixes applied)."""
-    starts = _offsets(text)
+    starts = line_starts(text)
 
     def off(pos: Tuple[int, int]) -> int:
         row, col = pos

@@ -13,15 +13,15 @@ from typing import Dict, List, Sequence
 import click
 
 from synclint.findings import FileError, Finding
+from synclint.lines import source_lines
 
 
 def _source_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
     if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                cache[path] = fh.read().splitlines()
-        except OSError:
-            cache[path] = []
+        from synclint.engine import read_source
+
+        text = read_source(path)  # as the check read it: coding cookie, BOM
+        cache[path] = source_lines(text) if isinstance(text, str) else []
     return cache[path]
 
 
@@ -33,21 +33,27 @@ def text_report(findings: Sequence[Finding], show_source: bool = True) -> str:
         loc = click.style(f"{f.filename}:{f.row}:{f.column}:", bold=True)
         out.append(f"{loc} {click.style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
         if show_source:
+            gutter = " " * len(str(f.row))
             lines = _source_lines(f.filename, sources)
             if 0 < f.row <= len(lines):
-                line = lines[f.row - 1].expandtabs(4) if "\t" not in lines[f.row - 1] else lines[f.row - 1]
-                gutter = " " * len(str(f.row))
+                line = lines[f.row - 1]
                 width = (f.end_column - f.column) if f.end_row == f.row else len(line) - f.column + 1
-                caret = " " * (f.column - 1) + "^" * max(1, width)
+                # The caret's lead keeps the line's tabs, so it lines up at any tab width.
+                lead = "".join("\t" if c == "\t" else " " for c in line[: f.column - 1])
+                caret = lead + "^" * max(1, width)
                 out.append(click.style(f"{gutter} |", fg="blue"))
                 out.append(click.style(f"{f.row} |", fg="blue") + f" {line}")
                 out.append(click.style(f"{gutter} |", fg="blue") + " " + click.style(caret, fg="red"))
             if f.fix_title:
-                tag = " [*]" if f.fix else ""
+                tag = " [*]" if _safe_fix(f) else ""  # [*]: what plain `--fix` applies
                 out.append(click.style(f"{gutter} = help{tag}: ", fg="cyan") + f.fix_title)
             out.append(click.style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
             out.append("")
     return "\n".join(out)
+
+
+def _safe_fix(f: Finding) -> bool:
+    return f.fix is not None and f.fix.applicability == "safe"
 
 
 def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool) -> str:
@@ -79,7 +85,7 @@ def json_report(findings: Sequence[Finding]) -> str:
 def statistics(findings: Sequence[Finding], fmt: str) -> str:
     counts = Counter(f.code for f in findings)
     hot = Counter(f.code for f in findings if f.hot)
-    fixable = Counter(f.code for f in findings if f.fix)
+    fixable = Counter(f.code for f in findings if _safe_fix(f))
     names = {f.code: f.name for f in findings}
     rows = sorted(counts, key=lambda c: (-counts[c], c))
     if fmt == "json":

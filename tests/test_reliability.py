@@ -137,3 +137,190 @@ def test_long_chains_get_positions(tmp_path, chain):
     src = 'import torch\nx = torch.ones(3, device="cuda")\nfor i in range(3):\n    y = x' + chain + "\n"
     findings = lint_source(src, "c.py", all_rules())
     assert [(f.code, f.row, f.column, f.internal) for f in findings] == [("SYN101", 4, 9, False)]
+
+
+# ------------------------------------------------------------------ fix safety
+@pytest.mark.parametrize("call, safe", [
+    ("torch.zeros(3).cuda(device)", False),  # device may be None: .cuda(None) is cuda:0
+    ("torch.zeros(3).cuda()", True),
+    ("torch.zeros(3).cuda(1)", True),
+    ('torch.zeros(3).cuda("cuda:1")', True),
+    ('torch.zeros(3).cuda(torch.device("cuda", 1))', True),
+    ("torch.zeros(3).cuda(x.device)", True),
+    ("torch.zeros(3).to(device)", True),  # .to(None) and device=None are both the CPU
+])
+def test_cuda_device_fix_is_safe_only_for_a_device_that_is_not_none(call, safe):
+    src = f"import torch\ndef f(device):\n    x = torch.ones(2, device='cuda')\n    return {call}\n"
+    [f] = [f for f in lint_source(src, "f.py", all_rules()) if f.code == "SYN301"]
+    assert f.fix is not None and f.fix.applicability == ("safe" if safe else "unsafe")
+
+
+def _comment_variants(src):
+    """`src` with a comment and a line break after each `(`, `[` or `,` inside brackets."""
+    import io
+    import tokenize
+
+    starts = [0]
+    for line in src.splitlines(True):
+        starts.append(starts[-1] + len(line))
+    depth = 0
+    for t in tokenize.generate_tokens(io.StringIO(src).readline):
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+        if t.type == tokenize.OP and t.string in "([{," and depth > 0:
+            i = starts[t.end[0] - 1] + t.end[1]
+            if src[i:].split("\n", 1)[0].strip():
+                yield src[:i] + "  # keep me\n" + " " * 8 + src[i:].lstrip(" ")
+
+
+def _comments_of(src):
+    import io
+    import tokenize
+
+    return sorted(t.string for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT)
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if r.FIX != "never"], ids=lambda r: r.CODE)
+def test_fixes_keep_comments_and_add_no_trailing_whitespace(rule):
+    """Every fixable rule's examples, with comments inside the flagged call: any fix applied
+    (unsafe ones too) keeps each comment once and leaves no trailing blanks."""
+    import libcst
+
+    from synclint.testing import fixed_source
+
+    tried = 0
+    for example in rule.INVALID:
+        for src in _comment_variants(example.code):
+            try:
+                compile(src, "v", "exec")
+                libcst.parse_module(src)
+            except (SyntaxError, libcst.ParserSyntaxError):
+                continue
+            new = fixed_source(all_rules(), src, unsafe=True)
+            compile(new, "fixed", "exec")
+            assert _comments_of(new) == _comments_of(src), new
+            added = set(new.splitlines()) - set(src.splitlines())
+            assert not [line for line in added if line != line.rstrip()], new
+            tried += 1
+    assert tried, "no example with a bracket to put a comment in"
+
+
+# ------------------------------------------------------------------ positions
+POS_BASE = 'import torch\nx = torch.ones(3, device="cuda")\n'
+
+
+def test_finding_in_a_case_guard_has_the_guards_line(tmp_path):
+    src = POS_BASE + (
+        "for i in range(3):\n    match i:\n        case 0 if x.sum().item() > 0:\n            pass\n"
+        "        case _:\n            y = x.item()\n"
+    )
+    write(tmp_path / "g.py", src)
+    r = run(["check", "g.py", "--no-cache", "--select", "SYN101"], tmp_path)
+    assert r.exit_code == 1
+    assert "g.py:5:19: SYN101" in r.stdout and "g.py:8:17: SYN101" in r.stdout
+    assert "5 |         case 0 if x.sum().item() > 0:" in r.stdout
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n", "mixed"])
+def test_line_endings_are_kept_by_fix_and_diff(tmp_path, newline):
+    src = POS_BASE + "for i in range(3):\n    y = torch.zeros(3).cuda()\n    z = x.item()\n"
+    if newline == "mixed":
+        lines = src.splitlines(True)
+        src = "".join(line.replace("\n", "\r\n" if i % 2 else "\r") for i, line in enumerate(lines))
+    else:
+        src = src.replace("\n", newline)
+    p = tmp_path / "e.py"
+    p.write_bytes(src.encode())
+    d = run(["check", "e.py", "--no-cache", "--diff"], tmp_path)
+    assert d.exit_code == 1 and "+    y = torch.zeros(3, device=\"cuda\")" in d.stdout
+    r = run(["check", "e.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 1  # the .item() is left
+    want = src.replace("torch.zeros(3).cuda()", 'torch.zeros(3, device="cuda")')
+    assert p.read_bytes() == want.encode()
+
+
+def test_form_feed_and_unicode_line_separators_do_not_shift_lines(tmp_path):
+    src = POS_BASE + '\x0c\nfor i in range(3):\n    s = "a\u2028b\x85c"\n    z = x.item()  # noqa: SYN101\n    w = x.item()\n'
+    write(tmp_path / "f.py", src)
+    r = run(["check", "f.py", "--no-cache", "--select", "SYN101"], tmp_path)
+    assert r.stdout.count(": SYN101 [") == 1  # the noqa on line 6 holds
+    assert "f.py:7:9: SYN101" in r.stdout and "7 |     w = x.item()" in r.stdout
+    from synclint.baseline import fingerprints
+
+    [f] = lint_source(src, str(tmp_path / "f.py"), [r for r in all_rules() if r.CODE == "SYN101"])
+    [fp] = fingerprints([f], tmp_path)
+    assert "w = x.item()" in str(fp)
+
+
+def test_coding_cookie_is_honoured_and_kept_by_fix(tmp_path):
+    src = "# -*- coding: latin-1 -*-\n" + POS_BASE + 'name = "caf\xe9"\nfor i in range(3):\n    y = torch.zeros(3).cuda()\n'
+    p = tmp_path / "l.py"
+    p.write_bytes(src.encode("latin-1"))
+    r = run(["check", "l.py", "--no-cache"], tmp_path)
+    assert r.exit_code == 1 and "l.py:6:9: SYN301" in r.stdout, r.stderr
+    run(["check", "l.py", "--no-cache", "--fix"], tmp_path)
+    assert p.read_bytes() == src.replace("torch.zeros(3).cuda()", 'torch.zeros(3, device="cuda")').encode("latin-1")
+
+
+def test_tabs_keep_columns_and_the_caret_lines_up(tmp_path):
+    write(tmp_path / "t.py", POS_BASE + "for i in range(3):\n\tif i:\n\t\tz = x.item()\n")
+    r = run(["check", "t.py", "--no-cache"], tmp_path)
+    assert "t.py:5:7: SYN101" in r.stdout
+    assert "  | \t\t    ^^^^^^^^" in r.stdout  # the caret's lead repeats the tabs
+
+
+# ------------------------------------------------------------------ writing fixes
+FIXABLE = POS_BASE + "for i in range(3):\n    y = torch.zeros(3).cuda()\n"
+FIXED = FIXABLE.replace("torch.zeros(3).cuda()", 'torch.zeros(3, device="cuda")')
+
+
+def test_fix_writes_through_a_symlink_to_its_target(tmp_path):
+    target = write(tmp_path / "real" / "a.py", FIXABLE)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    r = run(["check", "link.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 0, r.stderr
+    assert link.is_symlink() and target.read_text() == FIXED
+
+
+def test_fix_keeps_hardlinks_mode_and_bom(tmp_path):
+    import os
+    import stat
+
+    p = tmp_path / "a.py"
+    p.write_bytes(b"\xef\xbb\xbf" + FIXABLE.encode())
+    os.chmod(p, 0o751)
+    other = tmp_path / "b.py"
+    os.link(p, other)
+    r = run(["check", "a.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 0, r.stderr
+    assert p.read_bytes() == b"\xef\xbb\xbf" + FIXED.encode()
+    assert os.path.samefile(p, other)
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o751
+
+
+def test_a_failed_write_is_one_line_for_that_file(tmp_path, monkeypatch):
+    """A full disk while writing a.py: one line for it, ok.py still fixed, no temp file."""
+    import errno
+    import os
+
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path / "full")):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write(tmp_path / "full" / "a.py", FIXABLE)
+    write(tmp_path / "ok.py", FIXABLE)
+    r = run(["check", "full/a.py", "ok.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 2
+    assert r.stderr.splitlines() == [
+        "Fixed 1 finding.",
+        "synclint: error: full/a.py: cannot write the fixes: No space left on device; the file is unchanged",
+    ]
+    assert (tmp_path / "full" / "a.py").read_text() == FIXABLE and (tmp_path / "ok.py").read_text() == FIXED
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["a.py"]  # no temp file left
