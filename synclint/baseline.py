@@ -183,9 +183,10 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, con
         rules = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
-    files, missing = discover(paths, cfg.exclude, cfg.root)
+    found = discover(paths, cfg.exclude, cfg.root)
+    files, missing = found.files, found.errors
     for m in missing:
-        click.echo(f"synclint: error: {m}: no such file or directory", err=True)
+        click.echo(f"synclint: error: {m}", err=True)
     result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir_for(cfg, no_cache))
     from synclint.findings import split_internal
 

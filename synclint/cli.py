@@ -104,9 +104,11 @@ def main() -> None:
 @click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
+@click.option("--verbose", "-v", is_flag=True, help="Also name each folder or file the walk skipped, and why.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
-          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, bench_file):
+          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, verbose,
+          bench_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -154,9 +156,13 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
 
-    files, missing = discover(paths, cfg.exclude, cfg.root, force_exclude)
+    found = discover(paths, cfg.exclude, cfg.root, force_exclude)
+    files, missing = found.files, found.errors
     for m in missing:
-        click.echo(f"synclint: error: {m}: no such file or directory", err=True)
+        click.echo(f"synclint: error: {m}", err=True)
+    if verbose:
+        for path, why in found.skipped:
+            click.echo(f"synclint: skipped {path}: {why}", err=True)
 
     from synclint.runner import check_files
 
@@ -211,11 +217,12 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
         if findings:
             click.echo(text_report(findings, show_source=not no_source))
-        click.echo(summary(findings, errors, len(files), unsafe_fixes))
+        click.echo(summary(findings, missing + errors, len(files), unsafe_fixes, skipped=len(found.skipped),
+                           verbose=verbose))
     else:
         from synclint.formats import render
 
-        click.echo(render(output_format, findings, errors))
+        click.echo(render(output_format, findings, missing + errors))
     _exit(errors, missing, len(findings), exit_zero)
 
 

@@ -56,16 +56,30 @@ def _safe_fix(f: Finding) -> bool:
     return f.fix is not None and f.fix.applicability == "safe"
 
 
-def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool) -> str:
-    if not findings:
-        msg = click.style("All checks passed!", fg="green", bold=True) + f" ({files} file{'s' if files != 1 else ''} checked)"
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool, skipped: int = 0,
+            verbose: bool = False) -> str:
+    """The last lines of a text check. "All checks passed!" only when every file named was
+    checked and there was at least one; skipped folders are counted (`--verbose` names them)."""
+    checked = f"{_n(files, 'file')} checked"
+    if skipped:
+        checked += f", {skipped} skipped" + ("" if verbose else " (--verbose names them)")
+    if not findings and not files and not errors:
+        msg = click.style("warning:", fg="yellow", bold=True) + f" no Python files to check ({checked})."
+    elif not findings and errors:
+        msg = f"No findings in the files that could be checked ({checked})."
+    elif not findings:
+        msg = click.style("All checks passed!", fg="green", bold=True) + f" ({checked})"
     else:
         hot = sum(f.hot for f in findings)
         nfiles = len({f.filename for f in findings})
         msg = (
             f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} "
             f"({hot} hot, {len(findings) - hot} cold) in {nfiles} file{'s' if nfiles != 1 else ''} "
-            f"({files} checked)."
+            f"({checked})."
         )
         safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
         risky = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
@@ -74,7 +88,7 @@ def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int
         if risky and not unsafe:
             msg += f"\n{risky} more fixable with `--fix --unsafe-fixes` (review the change)."
     if errors:
-        msg += "\n" + click.style(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be checked.", fg="red")
+        msg += "\n" + click.style(f"{_n(len(errors), 'file')} could not be checked.", fg="red")
     return msg
 
 
