@@ -104,11 +104,12 @@ def main() -> None:
 @click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
+@click.option("--stdin-filename", metavar="PATH", help="With `-` as the path: the name of the file read from stdin (config, per-file-ignores and output use it).")
 @click.option("--verbose", "-v", is_flag=True, help="Also name each folder or file the walk skipped, and why.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
-          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, verbose,
-          bench_file):
+          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, stdin_filename,
+          verbose, bench_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -132,8 +133,13 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
     _FAST_EXIT.append(True)
     paths = list(paths) or ["."]
+    stdin = paths == ["-"]
+    if "-" in paths and not stdin:
+        raise _fail("`-` (read stdin) cannot be mixed with other paths")
+    if stdin_filename and not stdin:
+        raise _fail("--stdin-filename needs `-` as the path")
     try:
-        cfg_path = config_file if config_file else find_config(Path(paths[0]))
+        cfg_path = config_file if config_file else find_config(Path(stdin_filename or ".") if stdin else Path(paths[0]))
         if config_file and not config_file.exists():
             raise ConfigError(f"{config_file}: no such file")
         cfg = merge_cli(load_config(cfg_path), _split(select), _split(ignore), _split(extend_select), hot_only)
@@ -156,6 +162,10 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
 
+    if stdin:
+        _check_stdin(stdin_filename or "-", cfg, rules() if callable(rules) else rules, output_format=output_format,
+                     fix=fix, diff=diff, unsafe=unsafe_fixes, force_exclude=force_exclude, exit_zero=exit_zero,
+                     no_source=no_source)
     found = discover(paths, cfg.exclude, cfg.root, force_exclude)
     files, missing = found.files, found.errors
     for m in missing:
@@ -224,6 +234,64 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
         click.echo(render(output_format, findings, missing + errors))
     _exit(errors, missing, len(findings), exit_zero)
+
+
+def _check_stdin(name, cfg, rules, *, output_format, fix, diff, unsafe, force_exclude, exit_zero, no_source):
+    """`synclint check - --stdin-filename PATH`: the text on stdin, checked as if it were PATH
+    (its config, per-file-ignores and name). With --fix the fixed text goes to stdout and
+    the findings left to stderr, as Ruff does; with --diff, the diff goes to stdout."""
+    from synclint.config import drop_per_file_ignored
+    from synclint.discovery import discover
+    from synclint.engine import LintError, decode_source, lint_source
+    from synclint.findings import FileError, split_internal
+    from synclint.fixes import FixError, fix_text
+    from synclint.lines import source_lines
+
+    data = click.get_binary_stream("stdin").read()
+    if force_exclude and name != "-" and not discover([name], cfg.exclude, cfg.root, True).files and os.path.exists(name):
+        if fix:
+            click.echo(data.decode("utf-8", "surrogateescape"), nl=False)
+        raise click.exceptions.Exit(EXIT_CLEAN)  # excluded: nothing to say, the text unchanged
+    text = decode_source(name, data)
+    if isinstance(text, FileError):
+        raise _fail(str(text))
+
+    def lint(source):
+        found, internal = split_internal(lint_source(source, name, rules, hot_only=cfg.hot_only))
+        for e in internal:
+            click.echo(f"synclint: error: {e}", err=True)
+        return drop_per_file_ignored(cfg, found)
+
+    try:
+        findings = lint(text)
+        if fix or diff:
+            new, n, findings = fix_text(text, lint, unsafe=unsafe)
+            findings = drop_per_file_ignored(cfg, findings)
+    except (LintError, FixError) as e:
+        if fix:
+            click.echo(text, nl=False)  # a filter never swallows its input
+        raise _fail(f"{name}: {e}")
+    if diff:
+        import difflib
+
+        click.echo("".join(difflib.unified_diff(source_lines(text, True), source_lines(new, True),
+                                                fromfile=f"a/{name}", tofile=f"b/{name}")), nl=False)
+        raise click.exceptions.Exit(EXIT_FINDINGS if n and not exit_zero else EXIT_CLEAN)
+    if fix:
+        click.echo(new, nl=False)
+        for f in findings:
+            click.echo(f"{f.filename}:{f.row}:{f.column}: {f.code} {f.message}", err=True)
+    elif output_format == "text":
+        from synclint.render import summary, text_report
+
+        if findings:
+            click.echo(text_report(findings, show_source=not no_source, sources={name: source_lines(text)}))
+        click.echo(summary(findings, [], 1, unsafe))
+    else:
+        from synclint.formats import render
+
+        click.echo(render(output_format, findings, []))
+    raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
 
 
 def _selection_key(cfg) -> str:

@@ -323,14 +323,21 @@ def _parse_module(source: str):
 
 
 def _syntax_check(source: str) -> None:
+    """A file no rule can fire in must still parse. LibCST's grammar is the one that decides
+    (every file that is analysed is parsed by it, and it knows newer syntax than the Python
+    running us may); `ast` is only the fast path for the usual, valid file."""
     import ast
 
     try:
         ast.parse(source)
-    except SyntaxError as e:
-        raise LintError(f"cannot parse: {e.msg} (line {e.lineno}, column {e.offset or 0})") from None
-    except (ValueError, RecursionError, MemoryError) as e:
-        raise LintError(f"cannot parse: {e}") from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        try:
+            _parse(source)  # newer syntax than this Python's is accepted here
+        except LintError as refused:
+            if not isinstance(e, SyntaxError) or str(refused).startswith("too deeply nested"):
+                raise
+            # Python's message names the problem better than LibCST's "Syntax Error @ 1:1".
+            raise LintError(f"cannot parse: {e.msg} (line {e.lineno}, column {e.offset or 0})") from None
 
 
 def _is_compound(stmt) -> bool:

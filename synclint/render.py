@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import click
 
@@ -25,9 +25,11 @@ def _source_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
     return cache[path]
 
 
-def text_report(findings: Sequence[Finding], show_source: bool = True) -> str:
+def text_report(findings: Sequence[Finding], show_source: bool = True,
+                sources: Optional[Dict[str, List[str]]] = None) -> str:
+    """`sources`: the lines of files not to be read from disk (stdin)."""
     out: List[str] = []
-    sources: Dict[str, List[str]] = {}
+    sources = dict(sources or {})
     for f in findings:
         heat = click.style("hot", fg="red", bold=True) if f.hot else click.style("cold", fg="blue")
         loc = click.style(f"{f.filename}:{f.row}:{f.column}:", bold=True)
