@@ -247,7 +247,7 @@ def _check_stdin(name, cfg, rules, *, output_format, fix, diff, unsafe, force_ex
     from synclint.fixes import FixError, fix_text
     from synclint.lines import source_lines
 
-    data = click.get_binary_stream("stdin").read()
+    data = sys.stdin.buffer.read()
     if force_exclude and name != "-" and not discover([name], cfg.exclude, cfg.root, True).files and os.path.exists(name):
         if fix:
             click.echo(data.decode("utf-8", "surrogateescape"), nl=False)

@@ -260,6 +260,14 @@ def _parse(source: str):
     try:
         return _parse_module(source)
     except cst.ParserSyntaxError as e:
+        import ast
+
+        try:  # Python's message names the problem better than LibCST's "Syntax Error @ 2:1"
+            ast.parse(source)
+        except SyntaxError as better:
+            raise LintError(f"cannot parse: {better.msg} (line {better.lineno}, column {better.offset or 0})") from None
+        except (ValueError, RecursionError, MemoryError):
+            pass
         raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
     except (RecursionError, MemoryError):
         raise LintError("cannot parse: nesting too deep") from None

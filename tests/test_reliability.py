@@ -324,3 +324,35 @@ def test_a_failed_write_is_one_line_for_that_file(tmp_path, monkeypatch):
     ]
     assert (tmp_path / "full" / "a.py").read_text() == FIXABLE and (tmp_path / "ok.py").read_text() == FIXED
     assert [p.name for p in (tmp_path / "full").iterdir()] == ["a.py"]  # no temp file left
+
+
+# ------------------------------------------------------------------ stdin
+def _stdin(args, text, cwd):
+    import os
+
+    from click.testing import CliRunner
+
+    from synclint.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, args, input=text, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def test_stdin_takes_config_and_per_file_ignores_from_its_name(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.synclint]\nper-file-ignores = { "gen/*.py" = ["SYN101"] }\n')
+    r = _stdin(["check", "-", "--stdin-filename", "gen/x.py", "--no-cache"], HAZARD, tmp_path)
+    assert r.exit_code == 1 and "gen/x.py:6:9: SYN102" in r.stdout and "SYN101" not in r.stdout
+    assert "6 |     w = x.tolist()" in r.stdout  # the excerpt comes from stdin, not the disk
+
+
+def test_stdin_fix_writes_the_fixed_text_to_stdout(tmp_path):
+    r = _stdin(["check", "-", "--stdin-filename", "a.py", "--fix"], FIXABLE, tmp_path)
+    assert r.exit_code == 0 and r.stdout == FIXED and not (tmp_path / "a.py").exists()
+    bad = "import torch\nx = (\n"
+    r = _stdin(["check", "-", "--fix"], bad, tmp_path)
+    assert r.exit_code == 2 and r.stdout == bad  # a filter never swallows its input
+    assert r.stderr.strip() == "synclint: error: -: cannot parse: '(' was never closed (line 2, column 5)"
