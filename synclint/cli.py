@@ -324,7 +324,21 @@ def _exit(errors, missing, n_findings, exit_zero, diff_changed=False):
 
 def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
     """Fix each file that has fixable findings; returns (remaining findings, errors, whether
-    a diff was shown)."""
+    a diff was shown). A SIGTERM meanwhile ends the run like Ctrl-C: the file being written
+    is left as it was, with no temp file beside it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _fix_files(findings, rules, hot_only, write=write, unsafe=unsafe, show_diff=show_diff)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return _fix_files(findings, rules, hot_only, write=write, unsafe=unsafe, show_diff=show_diff)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _fix_files(findings, rules, hot_only, *, write, unsafe, show_diff):
     from synclint.atomic import write_text_atomic
     from synclint.engine import LintError, decode_source, lint_source, source_encoding
     from synclint.findings import FileError, split_internal

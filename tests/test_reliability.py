@@ -356,3 +356,48 @@ def test_stdin_fix_writes_the_fixed_text_to_stdout(tmp_path):
     r = _stdin(["check", "-", "--fix"], bad, tmp_path)
     assert r.exit_code == 2 and r.stdout == bad  # a filter never swallows its input
     assert r.stderr.strip() == "synclint: error: -: cannot parse: '(' was never closed (line 2, column 5)"
+
+
+# ------------------------------------------------------------------ flake8
+def test_flake8_plugin_never_raises(monkeypatch, item_rule_raises_on_boom):
+    from synclint import engine
+    from synclint.flake8_plugin import Plugin
+
+    src = "# BOOM\n" + HAZARD
+    got = [(row, text) for row, _col, text, _t in Plugin(None, src.splitlines(True), "b.py").run()]
+    assert (6, "SYN101 internal error in SYN101; please report") in got  # the rule's own code
+    assert any(text.startswith("SYN102 ") for _row, text in got)  # the other rules still run
+
+    def broken(*a, **k):
+        raise TypeError("a bug outside the rules")
+
+    monkeypatch.setattr(engine, "lint_source", broken)
+    got = [(row, text) for row, _col, text, _t in Plugin(None, ["import torch\n"], "c.py").run()]
+    assert got == [(1, "SYN000 internal error in synclint (TypeError); please report")]
+
+
+# ------------------------------------------------------------------ cache
+def test_cache_of_the_wrong_shape_is_discarded_and_rewritten(tmp_path):
+    import json
+
+    write(tmp_path / "t.py", HAZARD)
+    first = run(["check", "t.py", "--output-format", "json"], tmp_path)
+    files = sorted((tmp_path / ".synclint_cache").glob("*.json"))
+    assert files
+    for f in files:  # valid JSON, every entry of the wrong shape
+        data = json.loads(f.read_text())
+        table = data["files"] if "files" in data else data
+        for k in table:
+            table[k] = [table[k][0], {"n": 5}, [{"code": 1}], 7, None, "x"][: len(table[k])]
+        f.write_text(json.dumps(data))
+    again = run(["check", "t.py", "--output-format", "json"], tmp_path)
+    assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)
+    from synclint.cache import _entry_shaped, _summary_shaped
+
+    for f in files:  # rewritten in the right shape
+        data = json.loads(f.read_text())
+        if "files" in data:
+            assert all(_entry_shaped(e) for e in data["files"].values())
+        else:
+            assert all(_summary_shaped(e) for e in data.values())
+    assert not list((tmp_path / ".synclint_cache").glob(".tmp-*"))
