@@ -99,7 +99,8 @@ def _full_disk(d, mp):
     real = os.fsync
 
     def fsync(fd):
-        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(d / ".synclint-")):
+        where = os.readlink(f"/proc/self/fd/{fd}")  # a temp file: unnamed, or .synclint-*
+        if where.startswith(str(d)) and ("(deleted)" in where or ".synclint-" in where):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(fd)
 

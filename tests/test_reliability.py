@@ -401,3 +401,23 @@ def test_cache_of_the_wrong_shape_is_discarded_and_rewritten(tmp_path):
         else:
             assert all(_summary_shaped(e) for e in data.values())
     assert not list((tmp_path / ".synclint_cache").glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named-temp"])
+def test_atomic_write_leaves_only_the_file(tmp_path, monkeypatch, unnamed):
+    import os
+
+    from synclint import atomic
+
+    if not unnamed:
+        monkeypatch.setattr(atomic, "_linkat", lambda: None)
+    p = write(tmp_path / "a.py", "old\n")
+    os.chmod(p, 0o640)
+    atomic.write_text_atomic(p, "new\n")
+    assert p.read_text() == "new\n" and oct(os.stat(p).st_mode & 0o777) == oct(0o640)
+    assert [q.name for q in tmp_path.iterdir()] == ["a.py"]
+    stale = tmp_path / ".synclint-0123456789abcdef.tmp"  # left by a run killed mid-write
+    stale.write_text("half")
+    os.utime(stale, (0, 0))
+    atomic.write_text_atomic(p, "newer\n")
+    assert [q.name for q in tmp_path.iterdir()] == ["a.py"]
