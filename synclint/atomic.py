@@ -51,8 +51,10 @@ def write_text_atomic(path: Union[str, Path], text: str, encoding: str = "utf-8"
                 os.umask(umask)
                 os.fchmod(fh.fileno(), 0o666 & ~umask)
             os.fsync(fh.fileno())
-            if tmp is None:  # unnamed until complete: named only for the rename
+            if tmp is None:  # unnamed until complete: named only for the rename, at once
                 tmp = _name(fh.fileno(), directory)
+                os.replace(tmp, path)
+                return
         os.replace(tmp, path)
     except BaseException:
         if tmp is not None:

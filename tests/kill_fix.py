@@ -67,6 +67,7 @@ def main(argv) -> None:
                     path = os.path.join(d, name)
                     if not name.endswith(".py"):
                         totals["temp files"] += 1
+                        print("left behind:", os.path.relpath(path, root), file=sys.stderr)
                         continue
                     i = int(name[1:-3])
                     with open(path) as fh:
