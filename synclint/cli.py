@@ -241,14 +241,14 @@ def _check_stdin(name, cfg, rules, *, output_format, fix, diff, unsafe, force_ex
     (its config, per-file-ignores and name). With --fix the fixed text goes to stdout and
     the findings left to stderr, as Ruff does; with --diff, the diff goes to stdout."""
     from synclint.config import drop_per_file_ignored
-    from synclint.discovery import discover
+    from synclint.discovery import excluded_by_config
     from synclint.engine import LintError, decode_source, lint_source
     from synclint.findings import FileError, split_internal
     from synclint.fixes import FixError, fix_text
     from synclint.lines import source_lines
 
     data = sys.stdin.buffer.read()
-    if force_exclude and name != "-" and not discover([name], cfg.exclude, cfg.root, True).files and os.path.exists(name):
+    if force_exclude and name != "-" and excluded_by_config(name, cfg.exclude, cfg.root):
         if fix:
             click.echo(data.decode("utf-8", "surrogateescape"), nl=False)
         raise click.exceptions.Exit(EXIT_CLEAN)  # excluded: nothing to say, the text unchanged

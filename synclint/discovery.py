@@ -69,6 +69,15 @@ def not_checkable(path: str) -> Optional[str]:
     return f"not a regular file ({kind})" if kind.startswith("a ") else kind
 
 
+def excluded_by_config(path: str, exclude: List[str], root: Path) -> bool:
+    """`path` (existing or not: stdin's name) matches the configuration's `exclude`."""
+    if not exclude:
+        return False
+    rel = os.path.relpath(os.path.abspath(path), str(root)).replace(os.sep, "/")
+    spec = _spec(exclude)
+    return spec.match_file(rel) or spec.match_file(rel + "/")
+
+
 def discover(
     paths: Iterable[str], exclude: List[str], root: Path, force_exclude: bool = False
 ) -> Discovery:

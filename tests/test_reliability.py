@@ -421,3 +421,11 @@ def test_atomic_write_leaves_only_the_file(tmp_path, monkeypatch, unnamed):
     os.utime(stale, (0, 0))
     atomic.write_text_atomic(p, "newer\n")
     assert [q.name for q in tmp_path.iterdir()] == ["a.py"]
+
+
+def test_stdin_with_force_exclude_passes_an_excluded_file_through(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.synclint]\nexclude = ["gen/"]\n')
+    r = _stdin(["check", "-", "--stdin-filename", "gen/new.py", "--force-exclude", "--fix"], FIXABLE, tmp_path)
+    assert (r.exit_code, r.stdout) == (0, FIXABLE)  # not checked, not changed
+    r = _stdin(["check", "-", "--stdin-filename", "src/new.py", "--force-exclude"], HAZARD, tmp_path)
+    assert r.exit_code == 1 and "src/new.py:5:9: SYN101" in r.stdout
