@@ -50,18 +50,27 @@ def main(argv) -> None:
         make_tree(ref, 1)
         t = time.perf_counter()
         make_tree(ref, n)
-        subprocess.run(CMD, cwd=ref, capture_output=True)
+        subprocess.run(CMD, cwd=ref, capture_output=True, start_new_session=True)
         full = time.perf_counter() - t
         with open(os.path.join(ref, "pkg0", "m0.py")) as fh:
             fixed0 = fh.read()
-        totals = {"as it was": 0, "fully fixed": 0, "other": 0, "temp files": 0, "not compiling": 0}
+        totals = {"as it was": 0, "fully fixed": 0, "other": 0, "temp files": 0, "not compiling": 0,
+                  "runs that left workers": 0}
         for k in range(kills):
             root = os.path.join(work, f"r{k}")
             make_tree(root, n)
-            p = subprocess.Popen(CMD, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            p = subprocess.Popen(CMD, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
             time.sleep(random.uniform(0, full))
             p.send_signal(sig)
             p.wait()
+            time.sleep(0.5)
+            try:  # worker processes that outlived the killed main process
+                os.killpg(p.pid, 0)
+                totals["runs that left workers"] += 1
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             for d, _dirs, files in os.walk(root):
                 for name in files:
                     path = os.path.join(d, name)
