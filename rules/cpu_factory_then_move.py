@@ -41,8 +41,10 @@ class CpuFactoryThenMove(Rule):
     change), for `linspace`/`logspace` and float `arange` (the device kernels may round the
     last bit differently: on an H200, float `arange` differed from the CPU result in 27 of 36
     cases and `logspace` in 280 of 480; `linspace` matched in all 480 but is not guaranteed to),
-    when a dtype moves into `full`/`arange`, and when the factory has
-    `requires_grad=True` (the result becomes a leaf). No fix is offered when `.to()` also has
+    when a dtype moves into `full`/`arange`, when the factory has
+    `requires_grad=True` (the result becomes a leaf), and for `.cuda(dev)` unless `dev` is
+    known not to be `None` (a literal, `torch.device(...)`, `t.device`): `.cuda(None)` is the
+    current GPU but `device=None` is the CPU. No fix is offered when `.to()` also has
     `non_blocking`, `copy` or `memory_format`, when it takes a tensor (`.to(other)` also
     changes the dtype), or when the factory has `pin_memory` or `out`.
 
@@ -105,6 +107,10 @@ class CpuFactoryThenMove(Rule):
         Invalid(
             "import torch\ndef f(x):\n    return torch.zeros(3, dtype=torch.int64).to(x.device, torch.float16)\n",
             fixed="import torch\ndef f(x):\n    return torch.zeros(3, dtype=torch.int64).to(x.device, torch.float16)\n",
+        ),
+        Invalid(  # unsafe: `device` may be None, and `.cuda(None)` is not `device=None`
+            "import torch\ndef f(device):\n    return torch.zeros(3).cuda(device)\n",
+            fixed="import torch\ndef f(device):\n    return torch.zeros(3, device=device)\n",
         ),
         Invalid(
             "import torch\ndef f(dev):\n    return torch.randn(3, 3).to(dev)\n",
@@ -182,11 +188,24 @@ class CpuFactoryThenMove(Rule):
                 return None, False
             new = with_kwarg(new, "dtype", move.dtype)
             safe = safe and name in _EXACT_WITH_DTYPE
+        if move.method == "cuda" and move.device is not None and not _never_none(self.ctx, move.device):
+            safe = False  # `.cuda(None)` is the current GPU, `device=None` the CPU
         rg = _kw(fcall, "requires_grad")
         if rg is not None and not (isinstance(rg, cst.Name) and rg.value == "False"):
             safe = False
         replacement = new if not through else receiver(move.call).deep_replace(fcall, new)
         return replacement, safe
+
+
+def _never_none(ctx, dev: cst.BaseExpression) -> bool:
+    """`dev` is a device that cannot be None: a literal, `torch.device(...)`, `t.device`."""
+    if isinstance(dev, (cst.SimpleString, cst.Integer)):
+        return True
+    if isinstance(dev, cst.Call):
+        return ctx.torch_name(dev.func) == "device"
+    if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+        return ctx.infer(dev.value).kind == V.TENSOR
+    return False
 
 
 def _kw(call: cst.Call, name: str):

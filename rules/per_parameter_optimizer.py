@@ -85,7 +85,12 @@ def _flatten(stmt: cst.CSTNode) -> List[cst.CSTNode]:
         return [stmt]
     if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not isinstance(stmt, cst.BaseCompoundStatement):
         return []
-    out = _statements(stmt.body)
+    out: List[cst.CSTNode] = []
+    if isinstance(stmt, cst.Match):  # cases instead of a body
+        for case in stmt.cases:
+            out.extend(_statements(case.body))
+        return out
+    out.extend(_statements(stmt.body))
     orelse = getattr(stmt, "orelse", None)
     if isinstance(orelse, cst.If):
         out.extend(_flatten(orelse))

@@ -1,33 +1,127 @@
-"""Write a text file atomically: readers see the old file or the new one, never half."""
+"""Write a source file back as it was, with new text: readers see the old file or the new
+one, never half of it, and a run killed at any moment leaves no temp file behind.
+
+The file keeps its encoding (a PEP 263 cookie's), its UTF-8 BOM, its mode and, where we
+may, its owner. A symlink is followed: its target is the file, and the link stays a link.
+A file with other hard links is the one exception to "never half": replacing it would
+detach this name from the others, so it is rewritten in place (one write, then fsync).
+"""
 
 from __future__ import annotations
 
+import codecs
 import os
 import tempfile
 from pathlib import Path
-from typing import Union
+from typing import Optional, Tuple, Union
+
+AT_FDCWD, AT_SYMLINK_FOLLOW = -100, 0x400  # <fcntl.h>, Linux
 
 
-def write_text_atomic(path: Union[str, Path], text: str) -> None:
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".synclint-", suffix=".tmp", dir=d)
+def write_text_atomic(path: Union[str, Path], text: str, encoding: str = "utf-8", bom: bool = False) -> None:
+    """Raises OSError (or UnicodeEncodeError) with nothing changed and no temp file left."""
+    path = os.path.realpath(os.fspath(path))
+    data = (codecs.BOM_UTF8 if bom else b"") + text.encode(encoding)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and st.st_nlink > 1:
+        with open(path, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
             fh.flush()
             os.fsync(fh.fileno())
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except OSError:  # a new file: the mode open() would give it
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
+        return
+    directory = os.path.dirname(path)
+    _drop_stale_temps(directory)
+    fd, tmp = _temp_file(directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if st is not None:
+                os.fchmod(fh.fileno(), st.st_mode & 0o7777)
+                try:
+                    os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+                except OSError:  # not ours to give away: the new file is the writer's
+                    pass
+            else:  # a new file: the mode open() would give it
+                umask = os.umask(0)
+                os.umask(umask)
+                os.fchmod(fh.fileno(), 0o666 & ~umask)
+            os.fsync(fh.fileno())
+            if tmp is None:  # unnamed until complete: named only for the rename, at once
+                tmp = _name(fh.fileno(), directory)
+                os.replace(tmp, path)
+                return
         os.replace(tmp, path)
     except BaseException:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+
+
+def _temp_file(directory: str) -> Tuple[int, Optional[str]]:
+    """(fd, name) of a new file in `directory`. On Linux the file has no name (O_TMPFILE)
+    while it is written, so a run killed then (SIGKILL: no cleanup runs) leaves nothing;
+    the name is then None. Elsewhere a named temp file."""
+    if _linkat() is not None and hasattr(os, "O_TMPFILE"):
         try:
-            os.unlink(tmp)
+            return os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o600), None
+        except OSError:  # a filesystem without O_TMPFILE
+            pass
+    return tempfile.mkstemp(prefix=".synclint-", suffix=".tmp", dir=directory)
+
+
+def _name(fd: int, directory: str) -> str:
+    """A fresh temp name for the unnamed file `fd`. `os.link` cannot do this (it calls
+    link(2), which will not follow /proc/self/fd/N), hence linkat(2) itself."""
+    import ctypes
+    import secrets
+
+    linkat = _linkat()
+    while True:
+        name = os.path.join(directory, f".synclint-{secrets.token_hex(8)}.tmp")
+        if linkat(AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD, os.fsencode(name), AT_SYMLINK_FOLLOW) == 0:
+            return name
+        err = ctypes.get_errno()
+        if err != 17:  # EEXIST: draw another name
+            raise OSError(err, os.strerror(err), name)
+
+
+_LINKAT: list = []
+
+
+def _linkat():
+    """libc's linkat where there is one (Linux with /proc), else None."""
+    if not _LINKAT:
+        fn = None
+        if os.path.isdir("/proc/self/fd"):
+            try:
+                import ctypes
+
+                fn = ctypes.CDLL(None, use_errno=True).linkat
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+                fn.restype = ctypes.c_int
+            except (OSError, AttributeError):
+                fn = None
+        _LINKAT.append(fn)
+    return _LINKAT[0]
+
+
+def _drop_stale_temps(directory: str) -> None:
+    """Named temp files of a run killed mid-write where O_TMPFILE is not available, once a
+    minute old (no run is still writing them)."""
+    import glob
+    import time
+
+    for p in glob.glob(os.path.join(glob.escape(directory), ".synclint-*.tmp")):
+        try:
+            if time.time() - os.stat(p).st_mtime > 60:
+                os.unlink(p)
         except OSError:
             pass
-        raise

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import click
 
 from synclint.findings import Finding
+from synclint.lines import source_lines
 
 FORMAT_VERSION = 1
 DEFAULT_FILE = ".synclint-baseline.json"
@@ -55,12 +56,10 @@ def relative_path(filename: str, root: Path) -> str:
 
 def _read_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
     if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError:
-            text = ""
-        cache[path] = text.lstrip("\ufeff").splitlines()
+        from synclint.engine import read_source
+
+        text = read_source(path)  # as the check read it: coding cookie, BOM
+        cache[path] = source_lines(text) if isinstance(text, str) else []
     return cache[path]
 
 
@@ -184,11 +183,16 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, con
         rules = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
     except (ConfigError, SelectionError) as e:
         raise _fail(str(e))
-    files, missing = discover(paths, cfg.exclude, cfg.root)
+    found = discover(paths, cfg.exclude, cfg.root)
+    files, missing = found.files, found.errors
     for m in missing:
-        click.echo(f"synclint: error: {m}: no such file or directory", err=True)
+        click.echo(f"synclint: error: {m}", err=True)
     result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir_for(cfg, no_cache))
-    findings = drop_per_file_ignored(cfg, result.findings)
+    from synclint.findings import split_internal
+
+    findings, internal = split_internal(result.findings)
+    result.errors.extend(internal)
+    findings = drop_per_file_ignored(cfg, findings)
     for e in result.errors:
         click.echo(f"synclint: error: {e}", err=True)
     write_baseline(findings, output)

@@ -70,7 +70,7 @@ class _Store:
                 data = json.load(fh)
             if isinstance(data, dict):
                 self.data = data
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # unreadable, not JSON, absurdly nested
             pass
 
     def save(self) -> None:
@@ -81,6 +81,7 @@ class _Store:
             gi = self.directory / ".gitignore"
             if not gi.exists():
                 gi.write_text("# created by synclint\n*\n")
+            self._drop_stale_temps()
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -94,6 +95,17 @@ class _Store:
             self._prune()
         except OSError:
             pass  # a read-only tree or a full disk: nothing is left behind
+
+    def _drop_stale_temps(self) -> None:
+        """Temp files of runs that were killed mid-save (an hour old: no run still writes them)."""
+        import time
+
+        for p in self.directory.glob(".tmp-*.json"):
+            try:
+                if time.time() - p.stat().st_mtime > 3600:
+                    p.unlink()
+            except OSError:
+                pass
 
     def _prune(self) -> None:
         """Each new synclint build or rule selection starts a new file: keep the newest few."""
@@ -133,9 +145,9 @@ class Cache(_Store):
 
     def get(self, path: str, digest: str) -> Optional[list]:
         e = self.entries.get(os.path.abspath(path))
-        if isinstance(e, list) and len(e) == 8 and e[0] == digest and isinstance(e[2], list):
+        if isinstance(e, list) and len(e) == 8 and e[0] == digest and _entry_shaped(e):
             return e
-        return None
+        return None  # absent, stale or of the wrong shape: analysed again and rewritten
 
     def put(self, path: str, entry: list) -> None:
         self.entries[os.path.abspath(path)] = entry
@@ -153,10 +165,47 @@ class SummaryCache(_Store):
 
     def get(self, path: str, digest: str) -> Optional[list]:
         e = self.data.get(os.path.abspath(path))
-        if isinstance(e, list) and len(e) == 3 and e[0] == digest:
+        if isinstance(e, list) and len(e) == 3 and e[0] == digest and _summary_shaped(e):
             return e
         return None
 
     def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str]) -> None:
         self.data[os.path.abspath(path)] = [digest, summary, error]
         self.dirty = True
+
+
+# A cache file can be valid JSON of another shape (another build's, an edit, a bad disk):
+# an entry is used only if it reads back as exactly what this build writes.
+_BAD_SHAPE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def _entry_shaped(e: list) -> bool:
+    from synclint.findings import Finding
+
+    try:
+        if not (isinstance(e[1], str) and (e[4] is None or isinstance(e[4], str))
+                and isinstance(e[5], list) and all(isinstance(s, str) for s in e[5])
+                and (e[6] is None or isinstance(e[6], dict)) and isinstance(e[7], str)):
+            return False
+        if any(Finding.from_json(d).to_cache() != d for d in e[2]):
+            return False
+        if e[3] is not None:
+            from synclint.engine import Graph
+
+            return Graph.from_json(e[3]).to_json() == e[3]
+        return True
+    except _BAD_SHAPE:
+        return False
+
+
+def _summary_shaped(e: list) -> bool:
+    if not (e[2] is None or isinstance(e[2], str)):
+        return False
+    if e[1] is None:
+        return True
+    from synclint.semantic.facts import ModuleSummary
+
+    try:
+        return ModuleSummary.from_json(e[1]).to_json() == e[1]
+    except _BAD_SHAPE:
+        return False

@@ -106,11 +106,13 @@ def main() -> None:
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (after --baseline), to adopt synclint on an existing tree; writes files, exits 0.")
+@click.option("--stdin-filename", metavar="PATH", help="With `-` as the path: the name of the file read from stdin (config, per-file-ignores and output use it).")
+@click.option("--verbose", "-v", is_flag=True, help="Also name each folder or file the walk skipped, and why.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
 @click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A `synclint trace` JSON of a run of these files: --report shows each finding's measured cost in it.")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
           config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, add_noqa,
-          bench_file, trace_file):
+          stdin_filename, verbose, bench_file, trace_file):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -138,8 +140,13 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     if trace_file is not None and report_file is None:
         raise _fail("--trace goes with --report FILE (the report shows the traced cost per finding)")
     paths = list(paths) or ["."]
+    stdin = paths == ["-"]
+    if "-" in paths and not stdin:
+        raise _fail("`-` (read stdin) cannot be mixed with other paths")
+    if stdin_filename and not stdin:
+        raise _fail("--stdin-filename needs `-` as the path")
     try:
-        cfg_path = config_file if config_file else find_config(Path(paths[0]))
+        cfg_path = config_file if config_file else find_config(Path(stdin_filename or ".") if stdin else Path(paths[0]))
         if config_file and not config_file.exists():
             raise ConfigError(f"{config_file}: no such file")
         cfg = merge_cli(load_config(cfg_path), _split(select), _split(ignore), _split(extend_select), hot_only)
@@ -166,9 +173,17 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
         set_docs_url(cfg.docs_url)
 
-    files, missing = discover(paths, cfg.exclude, cfg.root, force_exclude)
+    if stdin:
+        _check_stdin(stdin_filename or "-", cfg, rules() if callable(rules) else rules, output_format=output_format,
+                     fix=fix, diff=diff, unsafe=unsafe_fixes, force_exclude=force_exclude, exit_zero=exit_zero,
+                     no_source=no_source)
+    found = discover(paths, cfg.exclude, cfg.root, force_exclude)
+    files, missing = found.files, found.errors
     for m in missing:
-        click.echo(f"synclint: error: {m}: no such file or directory", err=True)
+        click.echo(f"synclint: error: {m}", err=True)
+    if verbose:
+        for path, why in found.skipped:
+            click.echo(f"synclint: skipped {path}: {why}", err=True)
 
     from synclint.runner import check_files
 
@@ -177,8 +192,12 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
                              selection_key=selection_key)
     except SelectionError as e:
         raise _fail(str(e))
-    silenced = {"noqa": sum(1 for f in result.findings if f.suppressed == "noqa")}
-    findings = drop_per_file_ignored(cfg, result.findings)
+    from synclint.findings import split_internal
+
+    findings, internal = split_internal(result.findings)
+    result.errors.extend(internal)
+    silenced = {"noqa": sum(1 for f in findings if f.suppressed == "noqa")}
+    findings = drop_per_file_ignored(cfg, findings)
     if baseline is not None:
         from synclint.baseline import BaselineError, filter_new
 
@@ -204,6 +223,11 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
             findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
         errors.extend(fix_errors)
         if diff:
+            for e in errors:
+                click.echo(f"synclint: error: {e}", err=True)
+            risky = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
+            if risky and not unsafe_fixes:
+                click.echo(f"{risky} more fix{'es' if risky != 1 else ''} with `--diff --unsafe-fixes` (review the change).", err=True)
             _exit(errors, missing, 0, exit_zero, diff_changed=diff_changed)
 
     findings.sort(key=lambda f: f.sort_key())
@@ -226,12 +250,71 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
 
         if findings:
             click.echo(text_report(findings, show_source=not no_source and output_format == "text"))
-        click.echo(summary(findings, errors, len(files), unsafe_fixes, silenced))
+        click.echo(summary(findings, missing + errors, len(files), unsafe_fixes, skipped=len(found.skipped),
+                           verbose=verbose, silenced=silenced))
     else:
         from synclint.formats import render
 
-        click.echo(render(output_format, findings, errors))
+        click.echo(render(output_format, findings, missing + errors))
     _exit(errors, missing, len(findings), exit_zero)
+
+
+def _check_stdin(name, cfg, rules, *, output_format, fix, diff, unsafe, force_exclude, exit_zero, no_source):
+    """`synclint check - --stdin-filename PATH`: the text on stdin, checked as if it were PATH
+    (its config, per-file-ignores and name). With --fix the fixed text goes to stdout and
+    the findings left to stderr, as Ruff does; with --diff, the diff goes to stdout."""
+    from synclint.config import drop_per_file_ignored
+    from synclint.discovery import excluded_by_config
+    from synclint.engine import LintError, decode_source, lint_source
+    from synclint.findings import FileError, split_internal
+    from synclint.fixes import FixError, fix_text
+    from synclint.lines import source_lines
+
+    data = sys.stdin.buffer.read()
+    if force_exclude and name != "-" and excluded_by_config(name, cfg.exclude, cfg.root):
+        if fix:
+            click.echo(data.decode("utf-8", "surrogateescape"), nl=False)
+        raise click.exceptions.Exit(EXIT_CLEAN)  # excluded: nothing to say, the text unchanged
+    text = decode_source(name, data)
+    if isinstance(text, FileError):
+        raise _fail(str(text))
+
+    def lint(source):
+        found, internal = split_internal(lint_source(source, name, rules, hot_only=cfg.hot_only))
+        for e in internal:
+            click.echo(f"synclint: error: {e}", err=True)
+        return drop_per_file_ignored(cfg, found)
+
+    try:
+        findings = lint(text)
+        if fix or diff:
+            new, n, findings = fix_text(text, lint, unsafe=unsafe)
+            findings = drop_per_file_ignored(cfg, findings)
+    except (LintError, FixError) as e:
+        if fix:
+            click.echo(text, nl=False)  # a filter never swallows its input
+        raise _fail(f"{name}: {e}")
+    if diff:
+        import difflib
+
+        click.echo("".join(difflib.unified_diff(source_lines(text, True), source_lines(new, True),
+                                                fromfile=f"a/{name}", tofile=f"b/{name}")), nl=False)
+        raise click.exceptions.Exit(EXIT_FINDINGS if n and not exit_zero else EXIT_CLEAN)
+    if fix:
+        click.echo(new, nl=False)
+        for f in findings:
+            click.echo(f"{f.filename}:{f.row}:{f.column}: {f.code} {f.message}", err=True)
+    elif output_format == "text":
+        from synclint.render import summary, text_report
+
+        if findings:
+            click.echo(text_report(findings, show_source=not no_source, sources={name: source_lines(text)}))
+        click.echo(summary(findings, [], 1, unsafe))
+    else:
+        from synclint.formats import render
+
+        click.echo(render(output_format, findings, []))
+    raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
 
 
 def _selection_key(cfg) -> str:
@@ -264,11 +347,26 @@ def _exit(errors, missing, n_findings, exit_zero, diff_changed=False):
 
 def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
     """Fix each file that has fixable findings; returns (remaining findings, errors, whether
-    a diff was shown)."""
-    from synclint.engine import lint_source, read_source
-    from synclint.findings import FileError
+    a diff was shown). A SIGTERM meanwhile ends the run like Ctrl-C: the file being written
+    is left as it was, with no temp file beside it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _fix_files(findings, rules, hot_only, write=write, unsafe=unsafe, show_diff=show_diff)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return _fix_files(findings, rules, hot_only, write=write, unsafe=unsafe, show_diff=show_diff)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _fix_files(findings, rules, hot_only, *, write, unsafe, show_diff):
     from synclint.atomic import write_text_atomic
+    from synclint.engine import LintError, decode_source, lint_source, source_encoding
+    from synclint.findings import FileError, split_internal
     from synclint.fixes import FixError, fix_text
+    from synclint.lines import source_lines
 
     by_file = {}
     for f in findings:
@@ -280,14 +378,21 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
         if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
             remaining.extend(fs)
             continue
-        text = read_source(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            errors.append(FileError(path, f"cannot read: {e.strerror or e}"))
+            remaining.extend(fs)
+            continue
+        text = decode_source(path, data)
         if isinstance(text, FileError):
             errors.append(text)
             remaining.extend(fs)
             continue
         try:
             new, n, left = fix_text(text, lambda s: lint_source(s, path, rules, hot_only=hot_only), unsafe=unsafe)
-        except FixError as e:
+        except (FixError, LintError) as e:
             errors.append(FileError(path, str(e)))
             remaining.extend(fs)
             continue
@@ -296,10 +401,19 @@ def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
             import difflib
 
             click.echo("".join(difflib.unified_diff(
-                text.splitlines(True), new.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
+                source_lines(text, True), source_lines(new, True), fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
         elif n and write:
-            write_text_atomic(path, new)
+            try:  # in the file's own encoding, with its BOM if it had one
+                write_text_atomic(path, new, source_encoding(data), data.startswith(b"\xef\xbb\xbf"))
+            except (OSError, UnicodeEncodeError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+                errors.append(FileError(path, f"cannot write the fixes: {reason}; the file is unchanged"))
+                remaining.extend(fs)
+                continue
             fixed_count += n
+        if write:
+            left, internal = split_internal(left)
+            errors.extend(internal)
         remaining.extend(left if write else fs)
     if write and fixed_count:
         click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}.", err=True)

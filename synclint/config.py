@@ -44,6 +44,8 @@ def _load_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except UnicodeDecodeError as e:  # TOML is UTF-8 only
+        raise ConfigError(f"{path}: not UTF-8: invalid byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
 
 
 def find_config(start: Path) -> Optional[Path]:
@@ -74,7 +76,10 @@ def load_config(path: Optional[Path]) -> Config:
     if path is None:
         return Config()
     data = _load_toml(path)
-    table = data.get("tool", {}).get("synclint", {})
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table, not {type(tool).__name__} ({tool!r})")
+    table = tool.get("synclint", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.synclint] must be a table")
     unknown = sorted(set(table) - KEYS)

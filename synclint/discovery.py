@@ -1,14 +1,34 @@
-"""Which files to check: directories walked, .gitignore and `exclude` respected."""
+"""Which files to check: directories walked, .gitignore and `exclude` respected.
+
+A path named on the command line is always checked, as Ruff does: a named file even when
+`exclude` or .gitignore match it, a named directory even when it is ignored itself (what
+is inside it is still filtered), unless `--force-exclude` (pre-commit names every staged
+file). What the walk passes over is recorded (`skipped`) so that `--verbose` can name it,
+and a named path that cannot be checked gets its own reason (no such file, a FIFO, a
+symlink loop), never a silent "0 files checked".
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
+
+from synclint.findings import FileError
 
 ALWAYS_SKIP = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs",
                "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".synclint_cache",
                "site-packages", "build", "dist", "__pypackages__"}
+
+
+@dataclass
+class Discovery:
+    files: List[str] = field(default_factory=list)
+    errors: List[FileError] = field(default_factory=list)  # named paths that cannot be checked
+    skipped: List[Tuple[str, str]] = field(default_factory=list)  # (path, why) passed over in a walk
 
 
 def _spec(lines: Iterable[str]):
@@ -28,38 +48,72 @@ def _read_gitignore(d: str):
     return _spec(lines) if lines else None
 
 
+def not_checkable(path: str) -> Optional[str]:
+    """Why a path named on the command line cannot be checked, or None for a file or
+    directory."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "symlink loop"
+        if e.errno == errno.ENOENT and os.path.islink(path):
+            return f"broken symlink (to {os.readlink(path)})"
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "no such file or directory"
+        return f"cannot read: {e.strerror or e}"
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
+            else "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file")
+    return f"not a regular file ({kind})" if kind.startswith("a ") else kind
+
+
+def excluded_by_config(path: str, exclude: List[str], root: Path) -> bool:
+    """`path` (existing or not: stdin's name) matches the configuration's `exclude`."""
+    if not exclude:
+        return False
+    rel = os.path.relpath(os.path.abspath(path), str(root)).replace(os.sep, "/")
+    spec = _spec(exclude)
+    return spec.match_file(rel) or spec.match_file(rel + "/")
+
+
 def discover(
     paths: Iterable[str], exclude: List[str], root: Path, force_exclude: bool = False
-) -> Tuple[List[str], List[str]]:
-    """(python files to check, paths that do not exist). Named files are checked even when
-    `exclude` matches them, unless `force_exclude` (pre-commit names every staged file)."""
-    files: List[str] = []
-    missing: List[str] = []
+) -> Discovery:
+    """The python files to check under `paths`, the named paths that cannot be checked, and
+    what the walk skipped."""
+    out = Discovery()
     excl = _spec(exclude) if exclude else None
     root_s = str(root)
+
+    def rel_to_root(path: str) -> str:
+        return os.path.relpath(os.path.abspath(path), root_s).replace(os.sep, "/")
 
     def excluded(path: str) -> bool:
         if excl is None:
             return False
-        rel = os.path.relpath(os.path.abspath(path), root_s).replace(os.sep, "/")
+        rel = rel_to_root(path)
         return excl.match_file(rel) or excl.match_file(rel + "/")
 
+    files: List[str] = []
     for p in paths:
-        if os.path.isfile(p):
-            if not (force_exclude and excluded(p)):
-                files.append(p)
+        why = not_checkable(p)
+        if why is not None:
+            out.errors.append(FileError(p, why))
+        elif force_exclude and excluded(p):
+            out.skipped.append((p, "excluded by the configuration (--force-exclude)"))
         elif os.path.isdir(p):
-            files.extend(_walk(p, excluded))
+            files.extend(_walk(p, excl, rel_to_root, out.skipped))
         else:
-            missing.append(p)
+            files.append(p)
     seen = set()
-    out = []
     for f in files:
         key = os.path.abspath(f)
         if key not in seen:
             seen.add(key)
-            out.append(f)
-    return out, missing
+            out.files.append(f)
+    return out
 
 
 def _ancestor_gitignores(top: str) -> List[Tuple[str, object]]:
@@ -89,9 +143,31 @@ def _ignored(path: str, is_dir: bool, specs: List[Tuple[str, object]]) -> bool:
     return False
 
 
-def _walk(top: str, excluded) -> List[str]:
+def _without_matches_of(spec, rel_dir: str):
+    """`spec` less the patterns that match `rel_dir` (a directory named on the command line:
+    what ignores the directory itself must not ignore everything inside it)."""
+    import pathspec
+
+    keep = [p for p in spec.patterns if not (p.include and p.match_file(rel_dir + "/"))]
+    return pathspec.GitIgnoreSpec(keep) if len(keep) != len(spec.patterns) else spec
+
+
+def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[str]:
     out: List[str] = []
-    specs: List[Tuple[str, object]] = _ancestor_gitignores(top)
+    top_abs = os.path.abspath(top)
+    specs: List[Tuple[str, object]] = [
+        (base, _without_matches_of(spec, os.path.relpath(top_abs, base).replace(os.sep, "/")))
+        for base, spec in _ancestor_gitignores(top)
+    ]
+    if excl is not None:
+        excl = _without_matches_of(excl, rel_to_root(top))
+
+    def excluded(path: str) -> bool:
+        if excl is None:
+            return False
+        rel = rel_to_root(path)
+        return excl.match_file(rel) or excl.match_file(rel + "/")
+
     stack: List[Tuple[str, List[Tuple[str, object]]]] = [(top, specs)]
     while stack:
         d, specs = stack.pop()
@@ -100,22 +176,47 @@ def _walk(top: str, excluded) -> List[str]:
             specs = specs + [(os.path.abspath(d), own)]
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError:
+        except OSError as e:
+            skipped.append((d, f"cannot read the directory: {e.strerror or e}"))
             continue
         subdirs = []
         for e in entries:
             full = os.path.join(d, e.name)
             absf = os.path.abspath(full)
-            if e.is_dir(follow_symlinks=False):
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+                is_py = not is_dir and e.name.endswith(".py")
+                is_file = is_py and e.is_file()
+            except OSError as err:  # a symlink loop (ELOOP) and the like
+                if e.name.endswith(".py"):
+                    skipped.append((full, _link_problem(full, err)))
+                continue
+            if is_dir:  # (a symlink to a directory is not followed: a link up would loop)
                 if e.name in ALWAYS_SKIP or e.name.endswith(".egg-info"):
+                    skipped.append((full, "a tool or environment folder"))
                     continue
-                if _ignored(absf, True, specs) or excluded(full):
+                if _ignored(absf, True, specs):
+                    skipped.append((full, "ignored by .gitignore"))
+                    continue
+                if excluded(full):
+                    skipped.append((full, "excluded by the configuration"))
                     continue
                 subdirs.append(full)
-            elif e.name.endswith(".py") and e.is_file():
+            elif is_py:
+                if not is_file:
+                    if e.is_symlink():
+                        skipped.append((full, _link_problem(full, None)))
+                    continue
                 if _ignored(absf, False, specs) or excluded(full):
                     continue
                 out.append(full)
         for s in reversed(subdirs):
             stack.append((s, specs))
     return sorted(out)
+
+
+def _link_problem(path: str, err: Optional[OSError]) -> str:
+    why = not_checkable(path)
+    if why is None and err is not None:
+        why = f"cannot read: {err.strerror or err}"
+    return why or "not a regular file"

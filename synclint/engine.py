@@ -97,61 +97,149 @@ def lint_analysis(
     from synclint.walker import Walker
 
     source, module = a.source, a.module
+    failed: dict = {}  # rule class -> statement index where it raised
     with _deep_recursion():
         ctx = SemanticModel(source, a.filename, facts=a.facts, project=project, module_name=a.module_name)
         ctx.set_module(module)
-        instances = [r(ctx) for r in rules]
+        instances = _isolated_rules(rules, ctx, failed)
         Walker(ctx, instances).walk(module)
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
     comment_rules = [r for r in rules if hasattr(r, "noqa_findings")]
-    if not ctx.findings and not comment_rules:
+    if not ctx.findings and not failed and not comment_rules:
         return [], graph, summary
+    hot_funcs = hot_functions(ctx)
+    positions = PositionIndex(module, source)
     noqa = noqa_map(source)
-    used: set = set()
+    used: set = set()  # the noqa directive entries that silenced something
     out: List[Finding] = []
     seen = set()
-    if ctx.findings:
-        hot_funcs = hot_functions(ctx)
-        positions = PositionIndex(module, source)
     for p in ctx.findings:
-        rule = p.rule
-        hot = p.hot or (p.func in hot_funcs and not p.guarded)
-        if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
+        rule = type(p.rule)
+        if rule in failed:
+            continue  # what a rule found before it raised is not trusted
+        try:
+            with _deep_recursion():  # positions and fixes regenerate code: as deep as the tree
+                found = _finding(p, a, positions, noqa, hot_funcs, ctx, used)
+        except Exception:  # noqa: BLE001 - this rule's finding only: the error names it
+            failed.setdefault(rule, p.stmt_index)
             continue
-        row, col, end_row, end_col = positions.span(p.node, p.stmt, p.stmt_index)
-        noqa_rows = {row, end_row}
-        if p.stmt is not None and not _is_compound(p.stmt):
-            noqa_rows.update(positions.stmt_rows(p.stmt_index))
-        silenced_by = suppressing(noqa, noqa_rows, rule.CODE)
-        used.update(silenced_by)
-        key = (rule.CODE, row, col)
-        if key in seen:
-            continue
-        seen.add(key)
-        fix = None
-        if p.replacement is not None and not silenced_by:
-            t = positions.span(p.target, p.stmt, p.stmt_index)
-            content = _code_for(module, p.replacement, _indent_of(source, t[0]))
-            fix = Fix(
-                "safe" if p.safe else "unsafe",
-                p.fix_title or rule.FIX_TITLE or "",
-                (Edit((t[0], t[1] + 1), (t[2], t[3] + 1), content),),
-            )
-        out.append(
-            Finding(
-                code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
-                row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
-                hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
-                scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
-            )
-        )
+        if found is not None and (found.code, found.row, found.column) not in seen:
+            seen.add((found.code, found.row, found.column))
+            out.append(found)
+    out = [f for f in out if f.code not in {r.CODE for r in failed}]
+    for rule, stmt_index in failed.items():
+        out.append(_internal_error(rule, a.filename, max(1, positions.stmt_rows(stmt_index)[0])))
     for r in comment_rules:
         out.extend(r.noqa_findings(source, a.filename, noqa, used, rules))
     out.sort(key=Finding.sort_key)
     return out, graph, summary
+
+
+def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
+    """The rules as one object for the walker, whose every visit_/leave_ method calls each
+    rule's in turn: a rule that raises is recorded in `failed` (with the statement it was
+    on) and is silent for the rest of the file, while the other rules go on. (One call per
+    node for all rules, not a wrapper per rule: 34 rules visit every Call.)"""
+    cls = _FANOUT.get(tuple(rules))
+    if cls is None:
+        names = sorted({a for r in rules for a in dir(r) if a.startswith(("visit_", "leave_")) and callable(getattr(r, a))})
+        cls = _FANOUT[tuple(rules)] = type("IsolatedRules", (_IsolatedRules,), {n: _fan_out(n) for n in names})
+    return [cls(rules, ctx, failed)]
+
+
+class _IsolatedRules:
+    def __init__(self, rules: Sequence[type], ctx, failed: dict) -> None:
+        self.ctx, self.failed = ctx, failed
+        self.table: dict = {}  # method name -> [(rule class, bound method)]
+        for r in rules:
+            try:
+                rule = r(ctx)
+            except Exception:  # noqa: BLE001
+                failed.setdefault(r, -1)
+                continue
+            for name in dir(r):
+                if name.startswith(("visit_", "leave_")) and callable(getattr(r, name)):
+                    self.table.setdefault(name, []).append((r, getattr(rule, name)))
+
+    def drop(self, rule: type) -> None:
+        self.failed.setdefault(rule, self.ctx.stmt_index)
+        for name, methods in self.table.items():
+            self.table[name] = [m for m in methods if m[0] is not rule]
+
+
+def _fan_out(name: str):
+    def call(self, node) -> None:
+        for rule, method in self.table.get(name, ()):
+            try:
+                method(node)
+            except Exception:  # noqa: BLE001 - RecursionError included: one rule, one file
+                self.drop(rule)
+
+    call.__name__ = name
+    return call
+
+
+_FANOUT: dict = {}  # rule classes -> their IsolatedRules class (the walker caches by class)
+
+
+def _internal_error(rule: type, filename: str, row: int) -> Finding:
+    """A rule that raised on this file, reported as one line for the file (not a finding:
+    `Finding.internal`), so that the run and the other rules go on."""
+    return Finding(
+        code=rule.CODE, name=rule.NAME, message=f"internal error in {rule.CODE}; please report",
+        filename=filename, row=row, column=1, end_row=row, end_column=1, hot=True, internal=True,
+    )
+
+
+def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set) -> Optional[Finding]:
+    """The finding a rule reported, placed; None when a timing function exempts it. One that
+    a `# noqa` silences is kept, marked `suppressed` (counted, never shown), and the
+    directive entries that silenced it go into `used` (for unused-noqa)."""
+    rule = p.rule
+    hot = p.hot or (p.func in hot_funcs and not p.guarded)
+    if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
+        return None
+    number = positions.stmt_number(p.stmt, p.stmt_index)
+    row, col, end_row, end_col = positions.span(p.node, p.stmt, number)
+    noqa_rows = {row, end_row}
+    if p.stmt is not None and not _is_compound(p.stmt):
+        noqa_rows.update(positions.stmt_rows(number))
+    silenced_by = suppressing(noqa, noqa_rows, rule.CODE)
+    used.update(silenced_by)
+    fix = None
+    if p.replacement is not None and not silenced_by and _comments(p.target) == _comments(p.replacement):
+        # (A fix that would drop or repeat a comment is not offered: it must keep them.)
+        t = positions.span(p.target, p.stmt, number)
+        content = _code_for(a.module, p.replacement, positions.indent(t[0]))
+        fix = Fix(
+            "safe" if p.safe else "unsafe",
+            p.fix_title or rule.FIX_TITLE or "",
+            (Edit((t[0], t[1] + 1), (t[2], t[3] + 1), content),),
+        )
+    return Finding(
+        code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
+        row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
+        hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
+        scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
+    )
+
+
+def _comments(node) -> List[str]:
+    """The comments inside a LibCST subtree, sorted (iterative: a long chain is deep)."""
+    import libcst as cst
+
+    out: List[str] = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Comment):
+            out.append(n.value)
+        else:
+            todo.extend(n.children)
+    return sorted(out)
 
 
 def lint_source(
@@ -181,9 +269,22 @@ def lint_source(
 def _parse(source: str):
     import libcst as cst
 
+    from synclint.nesting import nesting_problem
+
+    problem = nesting_problem(source)  # deeper than this would kill the process in the parser
+    if problem is not None:
+        raise LintError(problem)
     try:
         return _parse_module(source)
     except cst.ParserSyntaxError as e:
+        import ast
+
+        try:  # Python's message names the problem better than LibCST's "Syntax Error @ 2:1"
+            ast.parse(source)
+        except SyntaxError as better:
+            raise LintError(f"cannot parse: {better.msg} (line {better.lineno}, column {better.offset or 0})") from None
+        except (ValueError, RecursionError, MemoryError):
+            pass
         raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
     except (RecursionError, MemoryError):
         raise LintError("cannot parse: nesting too deep") from None
@@ -199,12 +300,6 @@ def _deep_recursion():
         raise LintError("cannot analyse: nesting too deep") from None
     finally:
         sys.setrecursionlimit(old_limit)
-
-
-def _indent_of(source: str, row: int) -> str:
-    lines = source.splitlines()
-    line = lines[row - 1] if 0 < row <= len(lines) else ""
-    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def _code_for(module, node, indent: str) -> str:
@@ -253,14 +348,21 @@ def _parse_module(source: str):
 
 
 def _syntax_check(source: str) -> None:
+    """A file no rule can fire in must still parse. LibCST's grammar is the one that decides
+    (every file that is analysed is parsed by it, and it knows newer syntax than the Python
+    running us may); `ast` is only the fast path for the usual, valid file."""
     import ast
 
     try:
         ast.parse(source)
-    except SyntaxError as e:
-        raise LintError(f"cannot parse: {e.msg} (line {e.lineno}, column {e.offset or 0})") from None
-    except (ValueError, RecursionError, MemoryError) as e:
-        raise LintError(f"cannot parse: {e}") from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        try:
+            _parse(source)  # newer syntax than this Python's is accepted here
+        except LintError as refused:
+            if not isinstance(e, SyntaxError) or str(refused).startswith("too deeply nested"):
+                raise
+            # Python's message names the problem better than LibCST's "Syntax Error @ 1:1".
+            raise LintError(f"cannot parse: {e.msg} (line {e.lineno}, column {e.offset or 0})") from None
 
 
 def _is_compound(stmt) -> bool:
@@ -287,11 +389,31 @@ def read_source(path: str) -> Union[str, FileError]:
     return decode_source(path, data)
 
 
+def source_encoding(data: bytes) -> str:
+    """The encoding Python reads a source file in: UTF-8 (with or without a BOM) unless a
+    PEP 263 coding cookie in the first two lines names another. Raises `SyntaxError` for a
+    cookie Python would refuse."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    if b"coding" not in (data[:second] if second >= 0 else data):  # a cookie is on line 1 or 2
+        return "utf-8"
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
 def decode_source(path: str, data: bytes) -> Union[str, FileError]:
     try:
-        text = data.decode("utf-8")
+        encoding = source_encoding(data)
+    except SyntaxError as e:
+        return FileError(path, f"cannot read: {e}")
+    try:
+        text = data.decode(encoding)
     except UnicodeDecodeError as e:
-        return FileError(path, f"not UTF-8: invalid byte 0x{data[e.start]:02x} at offset {e.start}")
+        name = "UTF-8" if encoding == "utf-8" else encoding
+        return FileError(path, f"not {name}: invalid byte 0x{data[e.start]:02x} at offset {e.start}")
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:

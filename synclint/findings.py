@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 # The rule pages are docs/rules/<name>.md in synclint's repository. Where they are served
 # from is the user's choice (`[tool.synclint] docs-url`); by default they are the pages in
@@ -86,6 +86,8 @@ class Finding:
     # "noqa": silenced by a `# noqa` comment. The engine hands such findings on (through the
     # cache and the runner) only so that the summary can count them; they are never shown.
     suppressed: Optional[str] = field(default=None, repr=False, compare=False)
+    # A rule that raised on this file: reported as the file's error, not as a finding.
+    internal: bool = field(default=False, repr=False, compare=False)
 
     @property
     def url(self) -> Optional[str]:
@@ -131,7 +133,7 @@ class Finding:
             d["end_location"]["row"], d["end_location"]["column"],
             d["hot"], d.get("fix_title"), fix,
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
-            noqa_rows=tuple(d.get("noqa_rows", ())),
+            noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")),
         )
 
     def to_cache(self) -> dict:
@@ -141,6 +143,8 @@ class Finding:
         d["noqa_rows"] = list(self.noqa_rows)  # where `--add-noqa` may put a comment
         if self.suppressed:
             d["suppressed"] = self.suppressed
+        if self.internal:
+            d["internal"] = True
         return d
 
 
@@ -150,6 +154,21 @@ class FileError:
 
     filename: str
     reason: str
+    row: Optional[int] = None  # the line it happened at, where known (a rule that raised)
 
     def __str__(self) -> str:
-        return f"{self.filename}: {self.reason}"
+        where = f"{self.filename}:{self.row}" if self.row else self.filename
+        return f"{where}: {self.reason}"
+
+
+def split_internal(findings: Sequence[Finding]) -> Tuple[List[Finding], List[FileError]]:
+    """(findings, errors): a rule that raised on a file travels with that file's findings
+    (through workers and the cache) and becomes that file's one-line error here."""
+    kept: List[Finding] = []
+    errors: List[FileError] = []
+    for f in findings:
+        if f.internal:
+            errors.append(FileError(f.filename, f.message, f.row))
+        else:
+            kept.append(f)
+    return kept, errors

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, List, Sequence, Tuple
 
 from synclint.findings import Finding
+from synclint.lines import line_starts
 
 MAX_PASSES = 10
 
@@ -14,17 +15,9 @@ class FixError(Exception):
     pass
 
 
-def _offsets(text: str) -> List[int]:
-    starts = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            starts.append(i + 1)
-    return starts
-
-
 def apply_edits(text: str, findings: Sequence[Finding], unsafe: bool) -> Tuple[str, int]:
     """Apply the non-overlapping fixes of `findings`; returns (new text, fixes applied)."""
-    starts = _offsets(text)
+    starts = line_starts(text)
 
     def off(pos: Tuple[int, int]) -> int:
         row, col = pos
@@ -50,6 +43,8 @@ def fix_text(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = Fal
     """Fix until stable. Returns (text, number of fixes, remaining findings)."""
     import libcst as cst
 
+    from synclint.nesting import nesting_problem
+
     total = 0
     findings = lint(text)
     for _ in range(MAX_PASSES):
@@ -57,6 +52,8 @@ def fix_text(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = Fal
         if n == 0:
             return text, total, findings
         try:
+            if nesting_problem(new) is not None:
+                raise RecursionError
             cst.parse_module(new)
         except Exception as e:  # a fix must never leave code that does not parse
             raise FixError(f"a fix produced code that does not parse ({type(e).__name__}); nothing was written") from None

@@ -18,6 +18,10 @@ from typing import Any, Iterator, List, Sequence, Tuple
 
 from synclint import __version__
 
+# A failure outside any rule (the semantic model, a bad install): not a rule's code, but
+# under SYN so that flake8 shows it exactly when synclint's codes are selected.
+INTERNAL_CODE = "SYN000"
+
 
 def _project_config(filename: str):
     """The file's `[tool.synclint]` (for the cache it shares with `synclint check`, and
@@ -72,16 +76,20 @@ class Plugin:
         cls.hot_only = bool(getattr(options, "synclint_hot_only", False))
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        from synclint.engine import LintError, lint_source
-        from synclint.registry import all_rules
-        from synclint.runner import check_source
-
+        try:
+            from synclint.engine import LintError, lint_source
+            from synclint.registry import all_rules
+            from synclint.runner import check_source
+        except Exception as e:  # noqa: BLE001 - a broken install: one line, not a traceback
+            yield 1, 0, f"{INTERNAL_CODE} synclint cannot run ({type(e).__name__}: {e}); please report", type(self)
+            return
         source = "".join(self.lines)
         if source.startswith("\ufeff"):
             source = source[1:]
         try:
             # Every rule runs; flake8's select/ignore (with the default ignore list set in
-            # add_options) decides which codes are shown.
+            # add_options) decides which codes are shown. A rule that raises comes back as
+            # one line under its own code ("internal error in SYN503; please report").
             if self.filename in ("stdin", "-") or not os.path.isfile(self.filename):
                 findings = lint_source(source, self.filename, all_rules(), hot_only=self.hot_only)
             else:  # with what the project's other modules say, as `synclint check` does
@@ -93,5 +101,8 @@ class Plugin:
                 findings = drop_cold_in_tests(cfg, findings)
         except (LintError, RecursionError, MemoryError):
             return  # flake8 reports a file that does not parse as E999 itself
+        except Exception as e:  # noqa: BLE001 - never a traceback inside flake8's run
+            yield 1, 0, f"{INTERNAL_CODE} internal error in synclint ({type(e).__name__}); please report", type(self)
+            return
         for f in findings:
             yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from synclint.lines import source_lines
+
 # `# noqa` alone, or `# noqa: SYN101, SYN2` (codes or prefixes), as flake8 writes them.
 NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]*(?:[,\s]+[A-Z]+[0-9]*)*))?",
@@ -24,7 +26,7 @@ def noqa_map(source: str) -> NoqaMap:
     out: NoqaMap = {}
     if "noqa" not in source.lower():
         return out
-    for row, line in enumerate(source.splitlines(), start=1):
+    for row, line in enumerate(source_lines(source), start=1):
         if "#" not in line:
             continue
         m = NOQA_RE.search(line)

@@ -17,6 +17,8 @@ from libcst._position import CodeRange
 from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+from synclint.lines import source_lines
+
 Span = Tuple[int, int, int, int]  # row, col (0-based), end row, end col (0-based, exclusive)
 
 
@@ -47,14 +49,64 @@ def ast_statements(tree: ast.AST) -> List[ast.stmt]:
     return out
 
 
+def cst_statements(module: cst.Module) -> List[cst.CSTNode]:
+    """LibCST's statements in the order `ast_statements` lists Python's (small statements one
+    by one; a block's statements after the statement that holds them). Iterative: the
+    nesting is Python's (at most 100 blocks), but no recursion is cheaper still."""
+    out: List[cst.CSTNode] = []
+    todo: List[cst.CSTNode] = list(reversed(module.body))
+    while todo:
+        s = todo.pop()
+        if isinstance(s, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            todo.extend(reversed(s.body))
+            continue
+        out.append(s)
+        if isinstance(s, cst.BaseCompoundStatement):
+            todo.extend(reversed(_inner_statements(s)))
+    return out
+
+
+def _inner_statements(stmt: cst.BaseCompoundStatement) -> List[cst.CSTNode]:
+    """The statements of a compound statement's blocks, in source order (`elif`: the If)."""
+    blocks: List[cst.CSTNode] = []
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.BaseSuite):
+        blocks.append(body)
+    blocks.extend(h.body for h in getattr(stmt, "handlers", ()))
+    blocks.extend(c.body for c in getattr(stmt, "cases", ()))
+    out: List[cst.CSTNode] = []
+    for block in blocks:
+        out.extend(block.body)
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.If):
+        out.append(orelse)
+    elif orelse is not None:
+        out.extend(orelse.body.body)
+    final = getattr(stmt, "finalbody", None)
+    if final is not None:
+        out.extend(final.body.body)
+    return out
+
+
 class PositionIndex:
     def __init__(self, module: cst.Module, source: str) -> None:
         self.module = module
         self.source = source
-        self.lines = source.splitlines(True)
+        self.lines = source_lines(source, keepends=True)
         self._stmts: Optional[List[ast.stmt]] = None
         self._cache: Dict[int, Dict[cst.CSTNode, CodeRange]] = {}
         self._full: Optional[Dict[cst.CSTNode, CodeRange]] = None
+        self._numbers: Optional[Dict[int, int]] = None  # id(LibCST statement) -> its number
+
+    def stmt_number(self, stmt: Optional[cst.CSTNode], walked: int) -> int:
+        """The number of `stmt` among the statements (what `ast_statements` indexes). The
+        walker's count (`walked`) is the last statement it entered, which is not `stmt` for
+        an expression visited after a nested block (a `case ... if guard:`)."""
+        if stmt is None:
+            return walked
+        if self._numbers is None:
+            self._numbers = {id(s): i for i, s in enumerate(cst_statements(self.module))}
+        return self._numbers.get(id(stmt), walked)
 
     def _ast(self) -> Optional[List[ast.stmt]]:
         if self._stmts is None:
@@ -76,6 +128,11 @@ class PositionIndex:
         if r is None:  # pragma: no cover - every node reaches codegen
             return (1, 0, 1, 0)
         return (r.start.line, r.start.column, r.end.line, r.end.column)
+
+    def indent(self, row: int) -> str:
+        """The leading blanks of a line (a fix's continuation lines keep them)."""
+        line = self.lines[row - 1] if 0 < row <= len(self.lines) else ""
+        return line[: len(line) - len(line.lstrip(" \t"))]
 
     def stmt_rows(self, stmt_index: int) -> Tuple[int, int]:
         stmts = self._ast()

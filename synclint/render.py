@@ -13,54 +13,75 @@ from typing import Dict, List, Optional, Sequence
 import click
 
 from synclint.findings import FileError, Finding
+from synclint.lines import source_lines
 
 
 def _source_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
     if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                cache[path] = fh.read().splitlines()
-        except OSError:
-            cache[path] = []
+        from synclint.engine import read_source
+
+        text = read_source(path)  # as the check read it: coding cookie, BOM
+        cache[path] = source_lines(text) if isinstance(text, str) else []
     return cache[path]
 
 
-def text_report(findings: Sequence[Finding], show_source: bool = True) -> str:
+def text_report(findings: Sequence[Finding], show_source: bool = True,
+                sources: Optional[Dict[str, List[str]]] = None) -> str:
+    """`sources`: the lines of files not to be read from disk (stdin)."""
     out: List[str] = []
-    sources: Dict[str, List[str]] = {}
+    sources = dict(sources or {})
     for f in findings:
         heat = click.style("hot", fg="red", bold=True) if f.hot else click.style("cold", fg="blue")
         loc = click.style(f"{f.filename}:{f.row}:{f.column}:", bold=True)
         out.append(f"{loc} {click.style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
         if show_source:
+            gutter = " " * len(str(f.row))
             lines = _source_lines(f.filename, sources)
             if 0 < f.row <= len(lines):
-                line = lines[f.row - 1].expandtabs(4) if "\t" not in lines[f.row - 1] else lines[f.row - 1]
-                gutter = " " * len(str(f.row))
+                line = lines[f.row - 1]
                 width = (f.end_column - f.column) if f.end_row == f.row else len(line) - f.column + 1
-                caret = " " * (f.column - 1) + "^" * max(1, width)
+                # The caret's lead keeps the line's tabs, so it lines up at any tab width.
+                lead = "".join("\t" if c == "\t" else " " for c in line[: f.column - 1])
+                caret = lead + "^" * max(1, width)
                 out.append(click.style(f"{gutter} |", fg="blue"))
                 out.append(click.style(f"{f.row} |", fg="blue") + f" {line}")
                 out.append(click.style(f"{gutter} |", fg="blue") + " " + click.style(caret, fg="red"))
             if f.fix_title:
-                tag = " [*]" if f.fix else ""
+                tag = " [*]" if _safe_fix(f) else ""  # [*]: what plain `--fix` applies
                 out.append(click.style(f"{gutter} = help{tag}: ", fg="cyan") + f.fix_title)
             out.append(click.style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
             out.append("")
     return "\n".join(out)
 
 
-def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool,
-            silenced: Optional[Dict[str, int]] = None) -> str:
-    if not findings:
-        msg = click.style("All checks passed!", fg="green", bold=True) + f" ({files} file{'s' if files != 1 else ''} checked)"
+def _safe_fix(f: Finding) -> bool:
+    return f.fix is not None and f.fix.applicability == "safe"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool, skipped: int = 0,
+            verbose: bool = False, silenced: Optional[Dict[str, int]] = None) -> str:
+    """The last lines of a text check. "All checks passed!" only when every file named was
+    checked and there was at least one; skipped folders are counted (`--verbose` names them)."""
+    checked = f"{_n(files, 'file')} checked"
+    if skipped:
+        checked += f", {skipped} skipped" + ("" if verbose else " (--verbose names them)")
+    if not findings and not files and not errors:
+        msg = click.style("warning:", fg="yellow", bold=True) + f" no Python files to check ({checked})."
+    elif not findings and errors:
+        msg = f"No findings in the files that could be checked ({checked})."
+    elif not findings:
+        msg = click.style("All checks passed!", fg="green", bold=True) + f" ({checked})"
     else:
         hot = sum(f.hot for f in findings)
         nfiles = len({f.filename for f in findings})
         msg = (
             f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} "
             f"({hot} hot, {len(findings) - hot} cold) in {nfiles} file{'s' if nfiles != 1 else ''} "
-            f"({files} checked)."
+            f"({checked})."
         )
         safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
         risky = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
@@ -73,7 +94,7 @@ def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int
     if hidden:
         msg += f"\nNot shown: {', '.join(hidden)}."
     if errors:
-        msg += "\n" + click.style(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be checked.", fg="red")
+        msg += "\n" + click.style(f"{_n(len(errors), 'file')} could not be checked.", fg="red")
     return msg
 
 
@@ -84,7 +105,7 @@ def json_report(findings: Sequence[Finding]) -> str:
 def statistics(findings: Sequence[Finding], fmt: str) -> str:
     counts = Counter(f.code for f in findings)
     hot = Counter(f.code for f in findings if f.hot)
-    fixable = Counter(f.code for f in findings if f.fix)
+    fixable = Counter(f.code for f in findings if _safe_fix(f))
     names = {f.code: f.name for f in findings}
     rows = sorted(counts, key=lambda c: (-counts[c], c))
     if fmt == "json":

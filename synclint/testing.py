@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from synclint.engine import lint_source
 from synclint.fixes import fix_text
+from synclint.lines import source_lines
 
 # `# error: SYN101` / `# error: SYN101 [cold], SYN105 [hot]`
 EXPECT_RE = re.compile(r"#\s*error:\s*(?P<items>SYN\d{3}(?:\s*\[(?:hot|cold)\])?(?:\s*,\s*SYN\d{3}(?:\s*\[(?:hot|cold)\])?)*)")
@@ -21,7 +22,7 @@ Expectation = Dict[Tuple[int, str], Optional[bool]]  # (row, code) -> hot (None:
 
 def expectations(source: str) -> Expectation:
     out: Expectation = {}
-    for row, line in enumerate(source.splitlines(), start=1):
+    for row, line in enumerate(source_lines(source), start=1):
         m = EXPECT_RE.search(line)
         if not m:
             continue
@@ -31,7 +32,7 @@ def expectations(source: str) -> Expectation:
 
 
 def unflagged_sync_rows(source: str) -> Set[int]:
-    return {row for row, line in enumerate(source.splitlines(), 1) if UNFLAGGED_SYNC_RE.search(line)}
+    return {row for row, line in enumerate(source_lines(source), 1) if UNFLAGGED_SYNC_RE.search(line)}
 
 
 def fixture_paths(root: Path) -> List[Path]:

@@ -282,7 +282,9 @@ def _loop_statements(loop: cst.CSTNode):
                 continue
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 out.append(stmt)
-                walk(stmt.body)
+                walk(getattr(stmt, "body", None))  # a `match` has no body of its own
+                for case in getattr(stmt, "cases", ()):
+                    walk(case.body)
                 orelse = getattr(stmt, "orelse", None)
                 while isinstance(orelse, cst.If):
                     out.append(orelse)

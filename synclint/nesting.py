@@ -1,0 +1,113 @@
+"""How deeply a source nests, measured with Python's own tokenizer before LibCST parses it.
+
+LibCST's native parser recurses once per level of nesting and a deep enough nest
+overflows its stack and kills the process (a segfault, not an exception we could catch):
+about 1,500 nested brackets, calls or lists; 4,000 nested lambdas; 10,000 unary minus
+signs or `**`. A chain of binary operators or attribute accesses is not deep for the
+parser but makes a left-deep tree whose parse time grows with the square of its length
+(4,000 `+` terms: 3.4 s; 100,000: many minutes). None of this is real code: CPython itself
+refuses more than 200 nested brackets ("too many nested parentheses"). A file beyond the
+limits below is refused with one line before the parser sees it.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from typing import List, Optional
+
+MAX_BRACKETS = 200  # CPython's own limit (MAXLEVEL in its tokenizer)
+# Brackets plus right-nested operators (`-`, `~`, `not`, `**`, `lambda`, `x if c else`,
+# `await`) open at once: a third of the smallest nest that crashed the parser.
+MAX_NESTING = 1000
+# Binary operators or attribute accesses chained at one level of one expression. LibCST
+# parses 1,000 in 0.1-1.5 s and 4,000 in 3-4 s (quadratic in the length), and 4,900 chained
+# method calls crashed a later pass; no file of the installed torch chains more than 300.
+# Generated algebra goes beyond (sympy's resolvent_lookup.py: 4,563 terms) but mentions no
+# tensor, so it is only syntax-checked by Python's own parser, never refused here.
+MAX_CHAIN = 1000
+
+_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
+# Tokens after which the operands start again (the chain is cut without nesting).
+_SEPARATORS = frozenset({",", ":", ";", "=", "->", ":=", "+=", "-=", "*=", "/=", "//=", "%=", "@=",
+                         "&=", "|=", "^=", ">>=", "<<=", "**="})
+_UNARY = frozenset({"-", "+", "~"})
+_PREFIX_WORDS = frozenset({"not", "await"})
+# These nest until the expression ends: `a if c else b if d else ...`, `lambda: lambda: ...`.
+_OPEN_ENDED_WORDS = frozenset({"lambda", "if"})
+_LEFT_WORDS = frozenset({"and", "or", "in", "is"})
+
+
+class _Level:
+    """One open bracket (or the statement itself): what is chained and nested in it."""
+
+    __slots__ = ("chain", "prefix", "open_ended", "lambdas")
+
+    def __init__(self) -> None:
+        self.chain = 0  # binary operators since the last separator
+        self.prefix = 0  # unary operators, `not`, `**` in a row: a binary operator ends them
+        self.open_ended = 0  # conditional expressions and lambdas since the last separator
+        self.lambdas = 0  # lambdas whose `:` is still to come (that `:` cuts nothing)
+
+    @property
+    def right(self) -> int:
+        return self.prefix + self.open_ended
+
+
+def nesting_problem(source: str) -> Optional[str]:
+    """Why LibCST must not parse `source` (too deep a nest or too long a chain), or None.
+
+    Tokenizer errors are not reported here: the parser reports its own syntax errors, and
+    what was measured up to the error is still checked."""
+    levels: List[_Level] = [_Level()]
+    nested = 0  # brackets and right-nested operators open now
+    operand_next = True  # the next token starts an operand (so `-` there is unary)
+    tokens = tokenize.generate_tokens(io.StringIO(source, newline=None).readline)
+    try:
+        for tok in tokens:
+            kind, s = tok.type, tok.string
+            level = levels[-1]
+            if kind == tokenize.OP and s in _OPEN:
+                levels.append(_Level())
+                nested += 1
+                if len(levels) - 1 > MAX_BRACKETS:
+                    return _deep(f"more than {MAX_BRACKETS} nested brackets", tok)
+                operand_next = True
+            elif kind == tokenize.OP and s in _CLOSE:
+                if len(levels) > 1:
+                    nested -= 1 + levels.pop().right
+                operand_next = False
+            elif kind == tokenize.NEWLINE or (kind == tokenize.OP and s in _SEPARATORS):
+                if level.lambdas and s in (":", ",", "="):  # a lambda's parameters or its `:`
+                    level.lambdas -= s == ":"
+                else:
+                    nested -= level.right
+                    level.chain = level.prefix = level.open_ended = 0
+                operand_next = True
+            elif (kind == tokenize.OP and (s == "**" or (operand_next and s in _UNARY))) or (
+                    kind == tokenize.NAME and s in _PREFIX_WORDS | _OPEN_ENDED_WORDS):
+                if s in _OPEN_ENDED_WORDS:
+                    level.open_ended += 1
+                    level.lambdas += s == "lambda"
+                else:
+                    level.prefix += 1
+                nested += 1
+                if nested > MAX_NESTING:
+                    return _deep(f"more than {MAX_NESTING} nested brackets and operators", tok)
+                operand_next = True
+            elif kind == tokenize.OP or (kind == tokenize.NAME and s in _LEFT_WORDS):
+                nested -= level.prefix  # `-a * -b`: two operands, not a nest
+                level.prefix = 0
+                level.chain += 1
+                if level.chain > MAX_CHAIN:
+                    return _deep(f"an expression chains more than {MAX_CHAIN} operators", tok)
+                operand_next = True
+            elif kind not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                operand_next = False
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return None
+
+
+def _deep(what: str, tok: tokenize.TokenInfo) -> str:
+    return f"too deeply nested to analyse ({what} at line {tok.start[0]})"

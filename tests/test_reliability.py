@@ -1,0 +1,431 @@
+"""Reliability under bad input and hostile code (issue 9): one file's trouble is one line
+for that file, and every other file and rule is still reported."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from synclint.engine import lint_source
+from synclint.registry import all_rules
+from synclint.testing import run_cli as run
+
+HAZARD = textwrap.dedent(
+    """\
+    import torch
+
+    x = torch.ones(3, device="cuda")
+    for _ in range(3):
+        v = x.sum().item()
+        w = x.tolist()
+    """
+)
+
+
+def write(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def item_rule_raises_on_boom(monkeypatch):
+    """SYN101 raises at `.item()` in a file that mentions BOOM (a stand-in for a rule's bug)."""
+    from synclint.rules.tensor_item import TensorItem
+
+    real = TensorItem.visit_Call
+
+    def visit_Call(self, node):
+        if "BOOM" in self.ctx.source and getattr(getattr(node.func, "attr", None), "value", "") == "item":
+            raise AttributeError("'Match' object has no attribute 'body'")
+        return real(self, node)
+
+    monkeypatch.setattr(TensorItem, "visit_Call", visit_Call)
+
+
+def test_a_rule_that_raises_is_one_line_for_that_file(tmp_path, item_rule_raises_on_boom):
+    write(tmp_path / "bad.py", "# BOOM\n" + HAZARD)
+    write(tmp_path / "good.py", HAZARD)
+    r = run(["check", "bad.py", "good.py", "--no-cache", "--select", "SYN101,SYN102", "--no-source"], tmp_path)
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == ["synclint: error: bad.py:6: internal error in SYN101; please report"]
+    out = r.stdout
+    assert "good.py:5:9: SYN101" in out  # the other file: every rule
+    assert "good.py:6:9: SYN102" in out
+    assert "bad.py:7:9: SYN102" in out  # the same file: the other rules
+    assert "bad.py:6:9: SYN101" not in out
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_internal_error_is_not_a_finding_in_json(tmp_path, item_rule_raises_on_boom):
+    write(tmp_path / "bad.py", "# BOOM\n" + HAZARD)
+    r = run(["check", "bad.py", "--no-cache", "--output-format", "json"], tmp_path)
+    assert r.exit_code == 2
+    import json
+
+    codes = {f["code"] for f in json.loads(r.stdout)}
+    assert "SYN101" not in codes and "SYN102" in codes
+
+
+def test_match_in_a_loop_does_not_break_any_rule():
+    """The crash of issue 9: SYN501/SYN503 assumed every compound statement has `.body`."""
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        def step(model, kind, lr):
+            for p in model.parameters():
+                match kind:
+                    case "sgd" if lr > 0:
+                        p -= lr * p.grad
+                    case {"x": y}:
+                        p.grad = None
+                    case _:
+                        pass
+            x = torch.ones(3, device="cuda")
+            for i in range(3):
+                match i:
+                    case 0:
+                        x = x.mul(2)
+            return x
+        """
+    )
+    findings = lint_source(source, "m.py", all_rules())
+    assert not [f for f in findings if f.internal], [f.message for f in findings]
+    assert {"SYN501", "SYN503"} <= {f.code for f in findings}
+
+
+# ------------------------------------------------------------------ depth and size
+DEEP = {
+    "brackets": "x = " + "(" * 3000 + ")" * 3000 + "\n",
+    "calls": "x = " + "f(" * 2000 + ")" * 2000 + "\n",
+    "unary": "x = " + "-" * 20000 + "1\n",
+    "lambdas": "x = " + "lambda: " * 5000 + "1\n",
+    "plus-chain": "x = " + "+".join(["a"] * 100_000) + "\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP))
+def test_code_that_would_kill_the_parser_is_refused_in_one_line(tmp_path, kind):
+    """Each of these segfaults LibCST's parser or parses for minutes: refused before parsing,
+    the good file next to it still checked."""
+    write(tmp_path / "deep.py", "import torch\n" + DEEP[kind])
+    write(tmp_path / "good.py", HAZARD)
+    r = run(["check", "deep.py", "good.py", "--no-cache", "--no-source"], tmp_path)
+    assert r.exit_code == 2
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith("synclint: error: deep.py: too deeply nested to analyse (")
+    assert "good.py:5:9: SYN101" in r.stdout
+
+
+def test_nesting_limits_leave_real_code_alone():
+    from synclint.nesting import nesting_problem
+
+    ok = [
+        "x = " + "(" * 200 + "1" + ")" * 200 + "\n",  # CPython's own limit
+        "y = " + " + ".join(["-a ** -b"] * 900) + "\n",  # operands, not a nest
+        "z = [" + ", ".join(["-1"] * 50_000) + "]\n",  # a long flat list
+        "f = lambda a, b=1, *c, **d: lambda: a if b else c\n" * 2000,
+        "w = (\r" + "a +\r" * 900 + "b)\r",  # CR-only line endings
+    ]
+    assert [nesting_problem(s) for s in ok] == [None] * len(ok)
+
+
+@pytest.mark.parametrize("chain", [".abs()" * 246 + ".item()", ".item()" + ".real" * 491])
+def test_long_chains_get_positions(tmp_path, chain):
+    """Positions regenerate the statement: these chains raised RecursionError there."""
+    src = 'import torch\nx = torch.ones(3, device="cuda")\nfor i in range(3):\n    y = x' + chain + "\n"
+    findings = lint_source(src, "c.py", all_rules())
+    assert [(f.code, f.row, f.column, f.internal) for f in findings] == [("SYN101", 4, 9, False)]
+
+
+# ------------------------------------------------------------------ fix safety
+@pytest.mark.parametrize("call, safe", [
+    ("torch.zeros(3).cuda(device)", False),  # device may be None: .cuda(None) is cuda:0
+    ("torch.zeros(3).cuda()", True),
+    ("torch.zeros(3).cuda(1)", True),
+    ('torch.zeros(3).cuda("cuda:1")', True),
+    ('torch.zeros(3).cuda(torch.device("cuda", 1))', True),
+    ("torch.zeros(3).cuda(x.device)", True),
+    ("torch.zeros(3).to(device)", True),  # .to(None) and device=None are both the CPU
+])
+def test_cuda_device_fix_is_safe_only_for_a_device_that_is_not_none(call, safe):
+    src = f"import torch\ndef f(device):\n    x = torch.ones(2, device='cuda')\n    return {call}\n"
+    [f] = [f for f in lint_source(src, "f.py", all_rules()) if f.code == "SYN301"]
+    assert f.fix is not None and f.fix.applicability == ("safe" if safe else "unsafe")
+
+
+def _comment_variants(src):
+    """`src` with a comment and a line break after each `(`, `[` or `,` inside brackets."""
+    import io
+    import tokenize
+
+    starts = [0]
+    for line in src.splitlines(True):
+        starts.append(starts[-1] + len(line))
+    depth = 0
+    for t in tokenize.generate_tokens(io.StringIO(src).readline):
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+        if t.type == tokenize.OP and t.string in "([{," and depth > 0:
+            i = starts[t.end[0] - 1] + t.end[1]
+            if src[i:].split("\n", 1)[0].strip():
+                yield src[:i] + "  # keep me\n" + " " * 8 + src[i:].lstrip(" ")
+
+
+def _comments_of(src):
+    import io
+    import tokenize
+
+    return sorted(t.string for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT)
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if r.FIX != "never"], ids=lambda r: r.CODE)
+def test_fixes_keep_comments_and_add_no_trailing_whitespace(rule):
+    """Every fixable rule's examples, with comments inside the flagged call: any fix applied
+    (unsafe ones too) keeps each comment once and leaves no trailing blanks."""
+    import libcst
+
+    from synclint.testing import fixed_source
+
+    tried = 0
+    for example in rule.INVALID:
+        for src in _comment_variants(example.code):
+            try:
+                compile(src, "v", "exec")
+                libcst.parse_module(src)
+            except (SyntaxError, libcst.ParserSyntaxError):
+                continue
+            new = fixed_source(all_rules(), src, unsafe=True)
+            compile(new, "fixed", "exec")
+            assert _comments_of(new) == _comments_of(src), new
+            added = set(new.splitlines()) - set(src.splitlines())
+            assert not [line for line in added if line != line.rstrip()], new
+            tried += 1
+    assert tried, "no example with a bracket to put a comment in"
+
+
+# ------------------------------------------------------------------ positions
+POS_BASE = 'import torch\nx = torch.ones(3, device="cuda")\n'
+
+
+def test_finding_in_a_case_guard_has_the_guards_line(tmp_path):
+    src = POS_BASE + (
+        "for i in range(3):\n    match i:\n        case 0 if x.sum().item() > 0:\n            pass\n"
+        "        case _:\n            y = x.item()\n"
+    )
+    write(tmp_path / "g.py", src)
+    r = run(["check", "g.py", "--no-cache", "--select", "SYN101"], tmp_path)
+    assert r.exit_code == 1
+    assert "g.py:5:19: SYN101" in r.stdout and "g.py:8:17: SYN101" in r.stdout
+    assert "5 |         case 0 if x.sum().item() > 0:" in r.stdout
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n", "mixed"])
+def test_line_endings_are_kept_by_fix_and_diff(tmp_path, newline):
+    src = POS_BASE + "for i in range(3):\n    y = torch.zeros(3).cuda()\n    z = x.item()\n"
+    if newline == "mixed":
+        lines = src.splitlines(True)
+        src = "".join(line.replace("\n", "\r\n" if i % 2 else "\r") for i, line in enumerate(lines))
+    else:
+        src = src.replace("\n", newline)
+    p = tmp_path / "e.py"
+    p.write_bytes(src.encode())
+    d = run(["check", "e.py", "--no-cache", "--diff"], tmp_path)
+    assert d.exit_code == 1 and "+    y = torch.zeros(3, device=\"cuda\")" in d.stdout
+    r = run(["check", "e.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 1  # the .item() is left
+    want = src.replace("torch.zeros(3).cuda()", 'torch.zeros(3, device="cuda")')
+    assert p.read_bytes() == want.encode()
+
+
+def test_form_feed_and_unicode_line_separators_do_not_shift_lines(tmp_path):
+    src = POS_BASE + '\x0c\nfor i in range(3):\n    s = "a\u2028b\x85c"\n    z = x.item()  # noqa: SYN101\n    w = x.item()\n'
+    write(tmp_path / "f.py", src)
+    r = run(["check", "f.py", "--no-cache", "--select", "SYN101"], tmp_path)
+    assert r.stdout.count(": SYN101 [") == 1  # the noqa on line 6 holds
+    assert "f.py:7:9: SYN101" in r.stdout and "7 |     w = x.item()" in r.stdout
+    from synclint.baseline import fingerprints
+
+    [f] = lint_source(src, str(tmp_path / "f.py"), [r for r in all_rules() if r.CODE == "SYN101"])
+    [fp] = fingerprints([f], tmp_path)
+    assert "w = x.item()" in str(fp)
+
+
+def test_coding_cookie_is_honoured_and_kept_by_fix(tmp_path):
+    src = "# -*- coding: latin-1 -*-\n" + POS_BASE + 'name = "caf\xe9"\nfor i in range(3):\n    y = torch.zeros(3).cuda()\n'
+    p = tmp_path / "l.py"
+    p.write_bytes(src.encode("latin-1"))
+    r = run(["check", "l.py", "--no-cache"], tmp_path)
+    assert r.exit_code == 1 and "l.py:6:9: SYN301" in r.stdout, r.stderr
+    run(["check", "l.py", "--no-cache", "--fix"], tmp_path)
+    assert p.read_bytes() == src.replace("torch.zeros(3).cuda()", 'torch.zeros(3, device="cuda")').encode("latin-1")
+
+
+def test_tabs_keep_columns_and_the_caret_lines_up(tmp_path):
+    write(tmp_path / "t.py", POS_BASE + "for i in range(3):\n\tif i:\n\t\tz = x.item()\n")
+    r = run(["check", "t.py", "--no-cache"], tmp_path)
+    assert "t.py:5:7: SYN101" in r.stdout
+    assert "  | \t\t    ^^^^^^^^" in r.stdout  # the caret's lead repeats the tabs
+
+
+# ------------------------------------------------------------------ writing fixes
+FIXABLE = POS_BASE + "for i in range(3):\n    y = torch.zeros(3).cuda()\n"
+FIXED = FIXABLE.replace("torch.zeros(3).cuda()", 'torch.zeros(3, device="cuda")')
+
+
+def test_fix_writes_through_a_symlink_to_its_target(tmp_path):
+    target = write(tmp_path / "real" / "a.py", FIXABLE)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    r = run(["check", "link.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 0, r.stderr
+    assert link.is_symlink() and target.read_text() == FIXED
+
+
+def test_fix_keeps_hardlinks_mode_and_bom(tmp_path):
+    import os
+    import stat
+
+    p = tmp_path / "a.py"
+    p.write_bytes(b"\xef\xbb\xbf" + FIXABLE.encode())
+    os.chmod(p, 0o751)
+    other = tmp_path / "b.py"
+    os.link(p, other)
+    r = run(["check", "a.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 0, r.stderr
+    assert p.read_bytes() == b"\xef\xbb\xbf" + FIXED.encode()
+    assert os.path.samefile(p, other)
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o751
+
+
+def test_a_failed_write_is_one_line_for_that_file(tmp_path, monkeypatch):
+    """A full disk while writing a.py: one line for it, ok.py still fixed, no temp file."""
+    import errno
+    import os
+
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path / "full")):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write(tmp_path / "full" / "a.py", FIXABLE)
+    write(tmp_path / "ok.py", FIXABLE)
+    r = run(["check", "full/a.py", "ok.py", "--no-cache", "--fix"], tmp_path)
+    assert r.exit_code == 2
+    assert r.stderr.splitlines() == [
+        "Fixed 1 finding.",
+        "synclint: error: full/a.py: cannot write the fixes: No space left on device; the file is unchanged",
+    ]
+    assert (tmp_path / "full" / "a.py").read_text() == FIXABLE and (tmp_path / "ok.py").read_text() == FIXED
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["a.py"]  # no temp file left
+
+
+# ------------------------------------------------------------------ stdin
+def _stdin(args, text, cwd):
+    import os
+
+    from click.testing import CliRunner
+
+    from synclint.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, args, input=text, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def test_stdin_takes_config_and_per_file_ignores_from_its_name(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.synclint]\nper-file-ignores = { "gen/*.py" = ["SYN101"] }\n')
+    r = _stdin(["check", "-", "--stdin-filename", "gen/x.py", "--no-cache"], HAZARD, tmp_path)
+    assert r.exit_code == 1 and "gen/x.py:6:9: SYN102" in r.stdout and "SYN101" not in r.stdout
+    assert "6 |     w = x.tolist()" in r.stdout  # the excerpt comes from stdin, not the disk
+
+
+def test_stdin_fix_writes_the_fixed_text_to_stdout(tmp_path):
+    r = _stdin(["check", "-", "--stdin-filename", "a.py", "--fix"], FIXABLE, tmp_path)
+    assert r.exit_code == 0 and r.stdout == FIXED and not (tmp_path / "a.py").exists()
+    bad = "import torch\nx = (\n"
+    r = _stdin(["check", "-", "--fix"], bad, tmp_path)
+    assert r.exit_code == 2 and r.stdout == bad  # a filter never swallows its input
+    assert r.stderr.strip() == "synclint: error: -: cannot parse: '(' was never closed (line 2, column 5)"
+
+
+# ------------------------------------------------------------------ flake8
+def test_flake8_plugin_never_raises(monkeypatch, item_rule_raises_on_boom):
+    from synclint import engine
+    from synclint.flake8_plugin import Plugin
+
+    src = "# BOOM\n" + HAZARD
+    got = [(row, text) for row, _col, text, _t in Plugin(None, src.splitlines(True), "b.py").run()]
+    assert (6, "SYN101 internal error in SYN101; please report") in got  # the rule's own code
+    assert any(text.startswith("SYN102 ") for _row, text in got)  # the other rules still run
+
+    def broken(*a, **k):
+        raise TypeError("a bug outside the rules")
+
+    monkeypatch.setattr(engine, "lint_source", broken)
+    got = [(row, text) for row, _col, text, _t in Plugin(None, ["import torch\n"], "c.py").run()]
+    assert got == [(1, "SYN000 internal error in synclint (TypeError); please report")]
+
+
+# ------------------------------------------------------------------ cache
+def test_cache_of_the_wrong_shape_is_discarded_and_rewritten(tmp_path):
+    import json
+
+    write(tmp_path / "t.py", HAZARD)
+    first = run(["check", "t.py", "--output-format", "json"], tmp_path)
+    files = sorted((tmp_path / ".synclint_cache").glob("*.json"))
+    assert files
+    for f in files:  # valid JSON, every entry of the wrong shape
+        data = json.loads(f.read_text())
+        table = data["files"] if "files" in data else data
+        for k in table:
+            table[k] = [table[k][0], {"n": 5}, [{"code": 1}], 7, None, "x"][: len(table[k])]
+        f.write_text(json.dumps(data))
+    again = run(["check", "t.py", "--output-format", "json"], tmp_path)
+    assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)
+    from synclint.cache import _entry_shaped, _summary_shaped
+
+    for f in files:  # rewritten in the right shape
+        data = json.loads(f.read_text())
+        if "files" in data:
+            assert all(_entry_shaped(e) for e in data["files"].values())
+        else:
+            assert all(_summary_shaped(e) for e in data.values())
+    assert not list((tmp_path / ".synclint_cache").glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named-temp"])
+def test_atomic_write_leaves_only_the_file(tmp_path, monkeypatch, unnamed):
+    import os
+
+    from synclint import atomic
+
+    if not unnamed:
+        monkeypatch.setattr(atomic, "_linkat", lambda: None)
+    p = write(tmp_path / "a.py", "old\n")
+    os.chmod(p, 0o640)
+    atomic.write_text_atomic(p, "new\n")
+    assert p.read_text() == "new\n" and oct(os.stat(p).st_mode & 0o777) == oct(0o640)
+    assert [q.name for q in tmp_path.iterdir()] == ["a.py"]
+    stale = tmp_path / ".synclint-0123456789abcdef.tmp"  # left by a run killed mid-write
+    stale.write_text("half")
+    os.utime(stale, (0, 0))
+    atomic.write_text_atomic(p, "newer\n")
+    assert [q.name for q in tmp_path.iterdir()] == ["a.py"]
+
+
+def test_stdin_with_force_exclude_passes_an_excluded_file_through(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.synclint]\nexclude = ["gen/"]\n')
+    r = _stdin(["check", "-", "--stdin-filename", "gen/new.py", "--force-exclude", "--fix"], FIXABLE, tmp_path)
+    assert (r.exit_code, r.stdout) == (0, FIXABLE)  # not checked, not changed
+    r = _stdin(["check", "-", "--stdin-filename", "src/new.py", "--force-exclude"], HAZARD, tmp_path)
+    assert r.exit_code == 1 and "src/new.py:5:9: SYN101" in r.stdout
