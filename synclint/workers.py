@@ -76,10 +76,16 @@ class Worker:
         return [f.to_cache() for f in findings], graph.to_json(), None, summary.to_json()
 
 
-def _serve(conn, codes: Sequence[str]) -> None:
-    """A worker process: one job at a time from the pipe, until it is closed."""
+def _serve(conn, codes: Sequence[str], inherited: Sequence = ()) -> None:
+    """A worker process: one job at a time from the pipe, until it is closed.
+
+    `inherited` are the main process's pipe ends that a forked worker holds copies of (its
+    own pipe's and the other workers'): closed at once, or a killed run would leave workers
+    waiting forever on pipes that they themselves keep open."""
     import gc
 
+    for c in inherited:
+        c.close()
     worker = Worker(codes)
     # Each parse makes some hundred thousand objects; with the default threshold (700) the
     # collector ran constantly and re-scanned the imported modules: frozen, and run ten
@@ -115,7 +121,9 @@ class Pool:
 
     def _start(self, i: int) -> None:
         parent, child = self._mp.Pipe()
-        p = self._mp.Process(target=_serve, args=(child, self.codes), daemon=True)
+        # the main process's ends it inherits: its own pipe's and the other workers'
+        inherited = [c for c in self.conns if c is not None] + [parent]
+        p = self._mp.Process(target=_serve, args=(child, self.codes, inherited), daemon=True)
         p.start()
         child.close()
         self.procs[i], self.conns[i] = p, parent
