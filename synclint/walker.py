@@ -85,6 +85,7 @@ class Walker:
         if is_stmt:
             ctx.stmt_index += 1
             ctx.stmt_stack.append(node)
+            ctx.forget()
         name = t.__name__
         for fn in self.visit.get(name, ()):
             fn(node)

@@ -314,3 +314,27 @@ def test_a_lightning_step_hooks_second_parameter_is_the_batch_index():
            "        probe(batch)\n        probe(batch_nb)\n")
     seen, _ = probe(src)
     assert seen[0][0].kind == V.TENSORS and (seen[1][0].kind, seen[1][0].py) == (V.PY, "int")
+
+
+def test_a_long_chain_is_inferred_in_linear_work(monkeypatch):
+    """Every link of `x.abs().abs()...` is asked about (by the walk and the rules, for its
+    value and its ownership): each is computed once per statement, not once per question."""
+    from synclint.engine import lint_source
+    from synclint.registry import default_rules
+    from synclint.semantic.infer import Inference
+
+    counted = {"n": 0}
+    real = Inference._infer_node
+
+    def counting(self, e):
+        counted["n"] += 1
+        return real(self, e)
+
+    monkeypatch.setattr(Inference, "_infer_node", counting)
+    work = []
+    for n in (100, 400):
+        counted["n"] = 0
+        src = "import torch\nx = torch.ones(3, device='cuda')\ny = x" + ".abs()" * n + "\nv = y.item()\n"
+        assert [f.code for f in lint_source(src, "chain.py", default_rules())] == ["SYN101"]
+        work.append(counted["n"])
+    assert work[1] < 5 * work[0]  # four times the chain, about four times the work

@@ -31,6 +31,18 @@ class Inference:
         return v
 
     def _infer(self, e: cst.BaseExpression) -> Val:
+        # Within one statement (no binding changes) each expression is inferred once: a
+        # chain `a.b().c()...` whose every call a rule asks about stays linear, not quadratic.
+        # `SemanticModel.forget` empties the memo whenever what a name holds may change.
+        memo = self._memo
+        got = memo.get(id(e))
+        if got is not None and got[0] is e:
+            return got[1]
+        v = self._infer_node(e)
+        memo[id(e)] = (e, v)
+        return v
+
+    def _infer_node(self, e: cst.BaseExpression) -> Val:
         t = type(e)
         if t is cst.Name:
             if e.value in ("True", "False"):
@@ -768,13 +780,13 @@ class Inference:
         scope = FuncInfo(name, name, None)
         for p in params:
             scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
-        saved = self.funcs
-        self.funcs = [scope]
+        saved, memo = self.funcs, self._memo
+        self.funcs, self._memo = [scope], {}  # another scope: what was inferred here does not hold
         self._inlining.add(name)
         try:
             return self._infer(expr)
         finally:
-            self.funcs = saved
+            self.funcs, self._memo = saved, memo
             self._inlining.discard(name)
 
     def _loader(self, call: cst.Call) -> Val:

@@ -132,6 +132,7 @@ class SemanticModel(Inference):
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
         self._inlining: Set[str] = set()
+        self._memo: Dict[int, tuple] = {}  # node id -> (node, value), until a binding changes (`forget`)
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
         self.forward_refs: Set[object] = set()  # function names and (class, method) keys
@@ -310,7 +311,13 @@ class SemanticModel(Inference):
         b = self.binding(name)
         return b.expr if b is not None else None
 
+    def forget(self) -> None:
+        """What names hold may change (a binding, a new statement, a scope): inferred values
+        are inferred again."""
+        self._memo = {}
+
     def bind(self, name: str, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
+        self._memo = {}
         scope = self._scope_for(name)
         # evaluated now, while `name` still holds its old value (`x = x * 2`)
         fresh = ownership.fresh(self, expr) if expr is not None and val.kind == V.TENSOR else None
@@ -375,6 +382,7 @@ class SemanticModel(Inference):
 
     def merge(self, branches: List[Dict[str, Binding]]) -> None:
         """After an if/else, try/except or loop: each name holds the join of its branches."""
+        self._memo = {}
         scope = self._scope_for("")
         names = set().union(*branches)
         for name in names:
@@ -393,6 +401,7 @@ class SemanticModel(Inference):
             scope[name] = Binding(val if val is not None else V.UNKNOWN_VAL, expr, None, fresh)
 
     def restore(self, snap: Dict[str, Binding]) -> None:
+        self._memo = {}
         scope = self._scope_for("")
         scope.clear()
         scope.update(snap)
@@ -431,16 +440,17 @@ class SemanticModel(Inference):
         if not exprs or (cls_name, attr) in self._resolving:
             return self._base_member(info, attr, _depth, method=False)
         self._resolving.add((cls_name, attr))
-        saved_funcs, saved_classes = self.funcs, self.classes
+        saved_funcs, saved_classes, saved_memo = self.funcs, self.classes, self._memo
         self.funcs = [FuncInfo("<attr>", "<attr>", info)]
         self.classes = [info]
+        self._memo = {}  # another scope: what was inferred here does not hold
         try:
             out: Optional[Val] = None
             for e in exprs:
                 v = self._infer(e) if isinstance(e, cst.BaseExpression) else e
                 out = v if out is None else V.join(out, v)
         finally:
-            self.funcs, self.classes = saved_funcs, saved_classes
+            self.funcs, self.classes, self._memo = saved_funcs, saved_classes, saved_memo
             self._resolving.discard((cls_name, attr))
         return out if out is not None else V.UNKNOWN_VAL
 

@@ -73,7 +73,19 @@ def _name_fresh(model, name: str) -> Optional[Fresh]:
 
 
 def fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
-    """`e` makes a new tensor that nothing else references: with or without history."""
+    """`e` makes a new tensor that nothing else references: with or without history.
+    Remembered per node like inferred values (a chain `x.abs().abs()...` asks each link
+    twice, for its history and for its dtype: without this, exponential)."""
+    key = ("fresh", id(e))
+    got = model._memo.get(key)
+    if got is not None and got[0] is e:
+        return got[1]
+    v = _fresh(model, e)
+    model._memo[key] = (e, v)
+    return v
+
+
+def _fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
     if model.infer(e).kind != V.TENSOR:
         return None
     ng = model.in_no_grad
