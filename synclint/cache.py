@@ -185,7 +185,8 @@ def _entry_shaped(e: list) -> bool:
     try:
         if not (isinstance(e[1], str) and (e[4] is None or isinstance(e[4], str))
                 and isinstance(e[5], list) and all(isinstance(s, str) for s in e[5])
-                and (e[6] is None or isinstance(e[6], dict)) and isinstance(e[7], str)):
+                and (e[6] is None or isinstance(e[6], dict)) and isinstance(e[7], list)
+                and all(isinstance(k, list) and all(isinstance(p, str) for p in k) for k in e[7])):
             return False
         if any(Finding.from_json(d).to_cache() != d for d in e[2]):
             return False

@@ -18,7 +18,8 @@ from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 # Jobs: ("summarise", path, text, module_name[, keep]) -> (summary JSON or None, error or None)
 #       ("lint", path, text, module_name, project facts JSON)
-#           -> (findings, graph JSON, error, summary JSON of this walk or None)
+#           -> (findings, graph JSON, error, summary JSON of this walk or None,
+#               the questions the walk asked the project facts: `ProjectFacts.reads`)
 Job = Tuple
 
 
@@ -39,7 +40,7 @@ class Worker:
             return self._lint(*job[1:])
         except Exception as e:  # noqa: BLE001 - one file's internal error must not end the run
             msg = f"internal error in synclint ({type(e).__name__}: {e}); please report it"
-            return (None, msg) if job[0] == "summarise" else ([], None, msg, None)
+            return (None, msg) if job[0] == "summarise" else ([], None, msg, None, [])
 
     def _summarise(self, path: str, text: str, module_name: str, keep: bool = True):
         from synclint.engine import LintError, analyse, might_fire
@@ -60,20 +61,23 @@ class Worker:
 
         a = self.held.get(path)  # kept: a second linking round may lint the file again
         if not might_fire(text):
-            return [], None, None, None  # summarised for others; no rule can fire here
+            return [], None, None, None, []  # summarised for others; no rule can fire here
         if a is None:
             try:
                 a = analyse(text, path, module_name)
             except LintError as e:
-                return [], None, str(e), None
+                return [], None, str(e), None, []
             if a is None:
-                return [], None, None, None
+                return [], None, None, None, []
             self.held[path] = a
+        facts = ProjectFacts.from_json(project) if project else ProjectFacts()
+        facts.record()
         try:
-            findings, graph, summary = lint_analysis(a, self.rules, ProjectFacts.from_json(project) if project else None)
+            findings, graph, summary = lint_analysis(a, self.rules, facts)
         except LintError as e:
-            return [], None, str(e), None
-        return [f.to_cache() for f in findings], graph.to_json(), None, summary.to_json()
+            return [], None, str(e), None, []
+        reads = sorted(list(k) for k in facts.reads)
+        return [f.to_cache() for f in findings], graph.to_json(), None, summary.to_json(), reads
 
 
 def _serve(conn, codes: Sequence[str], inherited: Sequence = ()) -> None:
@@ -168,7 +172,7 @@ class Pool:
                     job = busy.pop(i)
                     code = proc.exitcode
                     msg = f"cannot analyse: synclint's worker died on this file (exit code {code})"
-                    yield i, job, ((None, msg) if job[0] == "summarise" else ([], None, msg, None))
+                    yield i, job, ((None, msg) if job[0] == "summarise" else ([], None, msg, None, []))
                     shared.extend(own[i])  # its trees are gone: any worker re-parses them
                     own[i].clear()
                     self._start(i)

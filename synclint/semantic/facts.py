@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.semantic.values import MODULE, OBJECT, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
@@ -148,12 +148,18 @@ class ModuleSummary:
 
 @dataclass
 class ProjectFacts:
+    """What the project tells one file. The second walk asks through the methods below, which
+    note each question (`record`): a file is linted again only when the answer to one of the
+    questions it asked changes (`answers_digest`), not when anything about the names it
+    imports changes (most of that it never looks at)."""
+
     funcs: Dict[str, Val] = field(default_factory=dict)  # qualified name -> returned value
     classes: Dict[str, ClassFacts] = field(default_factory=dict)  # any spelling -> class
     values: Dict[str, Val] = field(default_factory=dict)  # qualified module-level name -> value
     params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # this file's function qual -> param -> value
     cuda_default: bool = False
     aliases: Dict[str, str] = field(default_factory=dict)  # names a `from m import *` brings in
+    reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
         return {
@@ -173,12 +179,86 @@ class ProjectFacts:
         data = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
 
+    # ------------------------------------------------------------------ the questions
+    def record(self) -> None:
+        """From now on, note every question asked (`reads`)."""
+        self.reads = set()
+
+    def _ask(self, *key: str) -> None:
+        if self.reads is not None:
+            self.reads.add(key)
+
+    def value(self, q: str, default: Val) -> Val:
+        """A module-level value of another module (`config.device`)."""
+        self._ask("v", q)
+        return self.values.get(q, default)
+
+    def class_facts(self, name: str) -> Optional[ClassFacts]:
+        """Whether `name` is a class of another module, whether an nn.Module, its key. Its
+        members are asked for one by one (`class_member`)."""
+        self._ask("c", name)
+        return self.classes.get(name)
+
+    def class_member(self, name: str, member: str, method: bool) -> Optional[Val]:
+        """An attribute's value (or a method's return) of another module's class."""
+        self._ask("m" if method else "a", name, member)
+        return _member(self.classes.get(name), member, method)
+
+    def param(self, qual: str, name: str) -> Optional[Val]:
+        """What other modules pass for a parameter of this file's function."""
+        self._ask("p", qual, name)
+        return self.params.get(qual, {}).get(name)
+
+    def star_names(self) -> Dict[str, str]:
+        """The names this file's `from m import *` bring (name -> qualified name)."""
+        self._ask("s")
+        return self.aliases
+
+    def makes_cuda_default(self) -> bool:
+        """An importing script made CUDA the default device."""
+        self._ask("d")
+        return self.cuda_default
+
     def call_val(self, q: str) -> Optional[Val]:
         """What calling `q` gives: a function's return, or an instance of a class."""
+        self._ask("f", q)
         v = self.funcs.get(q)
         if v is not None:
             return v
-        c = self.classes.get(q)
+        c = self.class_facts(q)
         if c is not None:
             return Val(MODULE if c.is_module else OBJECT, cls=c.key)
         return None
+
+    def answer(self, key: Sequence[str]):
+        """The JSON form of what a question (as `reads` holds it) gets now."""
+        kind = key[0]
+        if kind == "v":
+            v = self.values.get(key[1])
+            return v.to_json() if v is not None else None
+        if kind == "c":
+            c = self.classes.get(key[1])
+            return [c.is_module, c.key] if c is not None else None
+        if kind in ("a", "m"):
+            v = _member(self.classes.get(key[1]), key[2], kind == "m")
+            return v.to_json() if v is not None else None
+        if kind == "p":
+            v = self.params.get(key[1], {}).get(key[2])
+            return v.to_json() if v is not None else None
+        if kind == "s":
+            return self.aliases
+        if kind == "d":
+            return self.cuda_default
+        if kind == "f":
+            v = self.funcs.get(key[1])
+            return v.to_json() if v is not None else None
+        raise ValueError(f"unknown question {key!r}")
+
+    def answers_digest(self, keys: Sequence[Sequence[str]]) -> str:
+        """A digest of the answers to `keys` now: equal, and a file asking them learns the same."""
+        data = json.dumps([[list(k), self.answer(k)] for k in keys], separators=(",", ":"))
+        return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
+
+
+def _member(c: Optional[ClassFacts], member: str, method: bool) -> Optional[Val]:
+    return None if c is None else (c.methods if method else c.attrs).get(member)

@@ -166,7 +166,7 @@ class Inference:
             if q.startswith("torch.") and q[6:] in L.LEGACY_CUDA_CTORS | L.LEGACY_CTORS:
                 # `torch.cuda.HalfTensor` as a value: a tensor type that names its device
                 return Val(V.PY, V.CUDA if q[6:] in L.LEGACY_CUDA_CTORS else V.CPU, py="typestr")
-            return self.project.values.get(q, V.PY_VAL)  # torch.float32, np.pi, config.device
+            return self.project.value(q, V.PY_VAL)  # torch.float32, np.pi, config.device
         base = self._infer(e.value)
         if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
             if attr in self.cls.methods and attr not in self.cls.pending:

@@ -149,7 +149,7 @@ class SemanticModel(Inference):
         # inside a block that runs once at most (`if step == 0:`, `if x is None: x = ...`,
         # a branch that exits): cold, loops inside it too
         self.once_depth = 0
-        self.default_device = V.CUDA if self.project.cuda_default or self.facts.cuda_default else V.CPU
+        self.default_device = V.CUDA if self.project.makes_cuda_default() or self.facts.cuda_default else V.CPU
         self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
         # (a library module that does not is still used on the GPU). Set by `set_module`.
@@ -206,7 +206,7 @@ class SemanticModel(Inference):
             self._note_module(mod)
             if isinstance(node.names, cst.ImportStar):
                 self.stars.append(mod)
-                for name, q in self.project.aliases.items():  # what the project says it brings
+                for name, q in self.project.star_names().items():  # what the project says it brings
                     if q.startswith(mod + "."):
                         self.aliases.setdefault(name, q)
                 return
@@ -301,7 +301,7 @@ class SemanticModel(Inference):
             if q in L.PASSTHROUGH:
                 return V.PASSTHROUGH_VAL  # `tqdm`: iterating what it wraps yields its items
             # an imported module, function or class (not a tensor), or a module-level value
-            return self.project.values.get(q, V.PY_VAL)
+            return self.project.value(q, V.PY_VAL)
         if name in L.PASSTHROUGH:
             return V.PASSTHROUGH_VAL  # the builtins `iter`, `reversed`
         return V.UNKNOWN_VAL
@@ -428,8 +428,7 @@ class SemanticModel(Inference):
         class holds; for a class of another module, what the project says."""
         info = self.classes_by_name.get(cls_name)
         if info is None:
-            ext = self.project.classes.get(cls_name)
-            v = ext.attrs.get(attr) if ext is not None else None
+            v = self.project.class_member(cls_name, attr, method=False)
             return self.resolve(v) if v is not None else V.UNKNOWN_VAL
         v = info.attrs.get(attr)
         if v is None:
@@ -464,15 +463,14 @@ class SemanticModel(Inference):
         if info is not None:
             v = self._base_member(info, method, _depth, method=True)
             return v if v.kind != V.UNKNOWN else None
-        ext = self.project.classes.get(cls_name)
-        v = ext.methods.get(method) if ext is not None else None
+        v = self.project.class_member(cls_name, method, method=True)
         return self.resolve(v) if v is not None else None
 
     def _base_member(self, info: ClassInfo, name: str, depth: int, method: bool) -> Val:
         if depth > 8:
             return V.UNKNOWN_VAL
         for b in info.bases:
-            key = b if b in self.classes_by_name or b in self.project.classes else None
+            key = b if b in self.classes_by_name or self.project.class_facts(b) is not None else None
             if key is None:
                 continue
             if method:
@@ -488,7 +486,7 @@ class SemanticModel(Inference):
         info = self.classes_by_name.get(name)
         if info is not None:
             return info.is_module
-        ext = self.project.classes.get(name)
+        ext = self.project.class_facts(name)
         return ext is not None and ext.is_module
 
     def class_val(self, name: str) -> Optional[Val]:
@@ -496,7 +494,7 @@ class SemanticModel(Inference):
         info = self.classes_by_name.get(name)
         if info is not None:
             return Val(V.MODULE if info.is_module else V.OBJECT, cls=info.name)
-        ext = self.project.classes.get(name)
+        ext = self.project.class_facts(name)
         if ext is not None:
             return Val(V.MODULE if ext.is_module else V.OBJECT, cls=ext.key)
         return None
@@ -523,7 +521,7 @@ class SemanticModel(Inference):
             if v is not None:
                 v = self.resolve(v)
                 here = v if here is None else V.join(here, v)
-        there = self.project.params.get(qual, {}).get(name)
+        there = self.project.param(qual, name)
         if here is None or there is None:
             return here if there is None else there
         return V.join(here, there)
