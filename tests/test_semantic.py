@@ -338,3 +338,24 @@ def test_a_long_chain_is_inferred_in_linear_work(monkeypatch):
         assert [f.code for f in lint_source(src, "chain.py", default_rules())] == ["SYN101"]
         work.append(counted["n"])
     assert work[1] < 5 * work[0]  # four times the chain, about four times the work
+
+
+@pytest.mark.parametrize("expr", [
+    "torch.get_float32_matmul_precision()",  # a str
+    "torch.autograd._profiler_enabled()",  # a bool
+    "torch.initial_seed()",  # an int
+    "mp.get_all_start_methods()",  # `import torch.multiprocessing as mp`: a list of str
+    "mp.start_processes(f, nprocs=2, join=False).join()",
+    "torch.nn.init._calculate_fan_in_and_fan_out(w)[0]",  # ints
+    "torch.is_autocast_enabled()",
+])
+def test_torch_functions_that_return_python_values_are_not_tensors(expr):
+    # (Lightning had each of these flagged as a GPU tensor in `if`/`in`/an f-string.)
+    v = val(HEAD + "import torch.multiprocessing as mp\nw = torch.ones(2, 3, device=device)\n"
+            f"probe({expr})\n")
+    assert v.kind != V.TENSOR, v
+
+
+def test_torch_tensor_functions_stay_tensors_near_those():
+    assert val(HEAD + "x = torch.ones(2, device=device)\nprobe(torch.isfinite(x))\n").kind == V.TENSOR
+    assert val(HEAD + "x = torch.ones(2, device=device)\nprobe(torch.nn.init.normal_(x))\n").kind == V.TENSOR
