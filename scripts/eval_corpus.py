@@ -50,9 +50,13 @@ class Repo:
 def load_repos(split: str = "all") -> List[Repo]:
     out = []
     for path in sorted(LABELS.glob("*.toml")):
-        data = tomllib.loads(path.read_text())
-        r = Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"),
-                 data.get("file", []), data.get("sync", []), data.get("maybe", []))
+        try:
+            data = tomllib.loads(path.read_text())
+            r = Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"),
+                     data.get("file", []), data.get("sync", []), data.get("maybe", []))
+        except (tomllib.TOMLDecodeError, KeyError) as e:
+            # every command reads all label files (--split's choices), so say which one is bad
+            raise SystemExit(f"{path}: not a label file ({type(e).__name__}: {e})")
         if split in ("all", r.split):
             out.append(r)
     return out
