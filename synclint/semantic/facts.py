@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from synclint.semantic.values import MODULE, OBJECT, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
+from synclint.semantic.values import MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
 # A key among a call's keyword values: the call also passes `*args`/`**kwargs`, so a
 # parameter it does not name may still be given (its default is not what it receives).
@@ -33,7 +33,11 @@ STARRED = "*"
 def join_call(seen: Dict[str, Val], order: List[str], defaulted, pos: List[Val], kws: Dict[str, Val],
               value=lambda v: v) -> None:
     """Join into `seen` (parameter -> value) what one call passes to parameters `order`.
-    `value` maps each passed value first (the linker resolves references with it)."""
+    `value` maps each passed value first (the linker resolves references with it). A
+    `**name` entry of `order` receives the keywords no other parameter takes, as a dict of
+    their joined values (`update(loss=x)` to `def update(self, **kwargs)`)."""
+    rest = next((p[2:] for p in order if p.startswith("**")), None)
+    order = [p for p in order if not p.startswith("**")]
     given = dict(zip(order, (value(v) for v in pos)))
     given.update((k, value(v)) for k, v in kws.items() if k in order)
     starred = STARRED in kws
@@ -44,6 +48,16 @@ def join_call(seen: Dict[str, Val], order: List[str], defaulted, pos: List[Val],
                 continue  # the default: what the function itself says
             v = UNKNOWN_VAL
         seen[p] = join(seen[p], v) if p in seen else v
+    if rest is not None:
+        extra = [value(v) for k, v in kws.items() if k not in order and k != STARRED]
+        if starred:
+            seen[rest] = UNKNOWN_VAL  # `f(**options)`: keys and values not known here
+        elif extra:
+            item = seen[rest].elems[0] if rest in seen and seen[rest].elems else None
+            for v in extra:
+                item = v if item is None else join(item, v)
+            if rest not in seen or seen[rest].elems:
+                seen[rest] = Val(PY, py="dict", elems=(item,))
 
 
 def ref(qualname: str) -> Val:

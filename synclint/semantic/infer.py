@@ -185,6 +185,8 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.NUMPY:
             return base if attr in ("T", "real", "imag", "flat") else V.PY_VAL
+        if k == V.OPTIM and attr == "param_groups":
+            return V.py("param_groups")
         if k == V.TENSORS:
             if attr in ("indices", "values"):  # topk/sort/max(dim) results
                 return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
@@ -231,6 +233,16 @@ class Inference:
                     "numpy.where", "numpy.nonzero"):
                 return Val(V.NUMPY, ndim=1)  # np.where(m)[0]: an index array
             return Val(V.NUMPY)  # an element, or fancy indexing: array-ness unknown
+        if V.is_dict_of(base):
+            return base.elems[0]  # kwargs["loss"]: any of the values callers pass
+        if base.kind == V.PY and base.py in ("param_groups", "param_group") and len(e.slice) == 1:
+            if base.py == "param_groups":
+                return V.py("param_group")
+            key = e.slice[0].slice
+            # an optimizer's group: its tensors under "params", hyperparameters (lr, betas,
+            # weight_decay: Python numbers unless the user gave tensors) under the rest
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+                return Val(V.TENSORS) if key.value.evaluated_value == "params" else V.py("number")
         if base.kind in (V.PY, V.UNKNOWN) and base.elems is not None and len(e.slice) == 1:
             idx = e.slice[0].slice
             if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
@@ -442,6 +454,8 @@ class Inference:
                 return V.UNKNOWN_VAL  # sum() over unknown values is not a plain number
             if args and all(v.kind == V.PY and v.py == "int" for v in args):
                 return V.py("int")
+            if args and all(v.kind == V.PY and v.py in V.NUMBERS for v in args):
+                return V.py("number")
             return V.PY_VAL
         if name in ("next", "iter") or name in L.PASSTHROUGH:
             arg = call.args[0].value if call.args else None
@@ -639,7 +653,7 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.NUMPY:
             if m in ("item", "tolist"):
-                return V.PY_VAL
+                return V.py("number") if m == "item" else V.PY_VAL
             if m in L.NUMPY_KEEP_METHODS:
                 return recv
             pos = [a for a in call.args if a.keyword is None]
@@ -670,6 +684,8 @@ class Inference:
                 return V.tensor(None, dtype=V.INT if m in ("argmax", "argmin") else None)
             return V.UNKNOWN_VAL
         if k == V.PY:
+            if V.is_dict_of(recv) and m in ("values", "get", "pop"):
+                return recv if m == "values" else recv.elems[0]
             if m in ("item", "items", "keys", "values", "format", "join", "split", "strip", "lower",
                      "upper", "copy", "startswith", "endswith", "replace"):
                 return V.PY_VAL
@@ -718,6 +734,8 @@ class Inference:
         if m in ("item", "tolist", "equal", "allclose", "is_nonzero", "is_same_size") or m in L.HOST_METHODS:
             if m in ("size", "stride"):
                 return V.py("int") if call.args else V.py("shape")
+            if m == "item":
+                return V.py("number")
             return V.py("int") if m in ("dim", "numel", "nelement", "ndimension") else V.PY_VAL
         if m == "pin_memory":
             return recv.with_(device=V.CPU, pinned=True, assumed=assumed)

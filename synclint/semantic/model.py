@@ -640,7 +640,7 @@ class SemanticModel(Inference):
     def is_host_number(self, e: cst.BaseExpression) -> bool:
         """A Python number or bool (what `x[i] = v` turns into a CPU scalar tensor)."""
         v = self.infer(e)
-        return v.kind == V.PY and (v.py in ("int", "float", "bool") or v.py is None and not isinstance(
+        return v.kind == V.PY and (v.py in V.NUMBERS or v.py is None and not isinstance(
             e, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.Lambda, cst.Imaginary)))
 
     def is_int_index(self, e: cst.BaseExpression) -> bool:
