@@ -284,6 +284,8 @@ class Project:
         kind, p2, name = sym
         s = self.summaries[p2]
         if kind == "func":
+            if name in s.one_liners:
+                pf.one_liners[q] = s.one_liners[name]
             got = s.funcs.get(name)
             if got is not None:
                 v = self.value(p2, got)

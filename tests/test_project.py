@@ -228,6 +228,38 @@ def test_an_edit_relints_only_the_files_that_asked_about_what_changed(tmp_path, 
     assert "train.py" in linted
 
 
+def test_a_one_line_helper_of_another_module_follows_each_calls_arguments(tmp_path):
+    """G2: `doubled(cuda_tensor)` is a CUDA tensor at the call site, `doubled(cpu_tensor)` a
+    CPU one (not the join over callers), with the helper's own imports (`F` there, not here)."""
+    paths = _project(tmp_path, {
+        "lib.py": """\
+            import torch
+            import torch.nn.functional as F
+
+            def doubled(lengths):
+                return lengths * 2
+
+            def probs(logits):
+                return F.softmax(logits, dim=-1)
+            """,
+        "train.py": """\
+            import torch
+            from lib import doubled, probs
+
+            F = None  # this module's own `F`: not the helper's
+
+            def train(steps):
+                for _ in range(steps):
+                    b = float(doubled(torch.ones(2, device="cuda")).sum())
+                    c = float(doubled(torch.ones(2)).sum())
+                    d = float(probs(torch.ones(2, device="cuda")).max())
+                    e = float(probs(torch.ones(2)).max())
+            """,
+    })
+    found = _found(paths)
+    assert {(n, row) for n, row, code, _ in found if code == "SYN104"} == {("train.py", 8), ("train.py", 10)}
+
+
 def test_summaries_survive_json_and_references_resolve():
     from synclint.engine import analyse
     from synclint.semantic.facts import ModuleSummary

@@ -123,6 +123,24 @@ class ClassFacts:
 
 
 @dataclass
+class OneLiner:
+    """`def doubled(x): return x * 2` as another module sees it: the returned expression's
+    code and the imports it names, so an importer infers `doubled(cuda_tensor)` from that
+    call's own arguments (G2), in the defining module's names."""
+
+    params: List[str]
+    code: str
+    aliases: Dict[str, str]  # the defining module's imports the expression names
+
+    def to_json(self) -> list:
+        return [self.params, self.code, self.aliases]
+
+    @staticmethod
+    def from_json(d: list) -> "OneLiner":
+        return OneLiner(list(d[0]), d[1], dict(d[2]))
+
+
+@dataclass
 class ModuleSummary:
     name: str = ""  # the dotted module name the file has in its package ("" for a loose script)
     funcs: Dict[str, Val] = field(default_factory=dict)
@@ -138,9 +156,12 @@ class ModuleSummary:
     # `self.m(...)` calls in a class's methods, as (method qual, positional, keyword values):
     # a subclass in another module that overrides `m` receives them too
     self_calls: List[Tuple[str, List[Val], Dict[str, Val]]] = field(default_factory=list)
+    # one-line helpers other modules infer at each call (`OneLiner`)
+    one_liners: Dict[str, "OneLiner"] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
+            "ol": {k: o.to_json() for k, o in self.one_liners.items()},
             "sc": [[q, [v.to_json() for v in pos], _vals(kws)] for q, pos, kws in self.self_calls],
             "s": self.stars, "n": self.name, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "a": self.aliases, "i": self.imports,
@@ -157,6 +178,7 @@ class ModuleSummary:
             [(q, skip, [Val.from_json(v) for v in pos], _unvals(kws)) for q, skip, pos, kws in d["o"]],
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
+            {k: OneLiner.from_json(o) for k, o in d["ol"].items()},
         )
 
 
@@ -173,12 +195,14 @@ class ProjectFacts:
     params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # this file's function qual -> param -> value
     cuda_default: bool = False
     aliases: Dict[str, str] = field(default_factory=dict)  # names a `from m import *` brings in
+    one_liners: Dict[str, OneLiner] = field(default_factory=dict)  # qualified name -> helper
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
         return {
             "a": self.aliases, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
+            "o": {k: o.to_json() for k, o in self.one_liners.items()},
         }
 
     @staticmethod
@@ -186,6 +210,7 @@ class ProjectFacts:
         return ProjectFacts(
             _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
+            {k: OneLiner.from_json(o) for k, o in d["o"].items()},
         )
 
     def digest(self) -> str:
@@ -233,6 +258,11 @@ class ProjectFacts:
         self._ask("d")
         return self.cuda_default
 
+    def one_liner(self, q: str) -> Optional[OneLiner]:
+        """Another module's one-line helper, inferred at each call from its arguments."""
+        self._ask("o", q)
+        return self.one_liners.get(q)
+
     def call_val(self, q: str) -> Optional[Val]:
         """What calling `q` gives: a function's return, or an instance of a class."""
         self._ask("f", q)
@@ -266,6 +296,9 @@ class ProjectFacts:
         if kind == "f":
             v = self.funcs.get(key[1])
             return v.to_json() if v is not None else None
+        if kind == "o":
+            o = self.one_liners.get(key[1])
+            return o.to_json() if o is not None else None
         raise ValueError(f"unknown question {key!r}")
 
     def answers_digest(self, keys: Sequence[Sequence[str]]) -> str:

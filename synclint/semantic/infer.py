@@ -514,6 +514,12 @@ class Inference:
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
+        helper = self.project.one_liner(q) if q not in self._inlining else None
+        if helper is not None:
+            v = self._inlined_foreign(q, helper, call)
+            if v.kind != V.UNKNOWN:
+                return v
+            # (it names what its own module defines, `return Rays(n)`: what the module says)
         got = self.project.call_val(q)
         if got is not None:
             return self.resolve(got)
@@ -784,28 +790,50 @@ class Inference:
     def _inlined(self, name: str, call: cst.Call) -> Val:
         """`def loss(p, t): return (p - t).abs().mean()` called here: its result from this
         call's arguments (not the join over every caller), in the function's own scope."""
-        from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one
-
         params, expr = self.one_liners[name]
         if any(a.star for a in call.args):
             return self.func_returns.get(name, V.UNKNOWN_VAL)
+        return self._infer_in_scope(name, params, expr, call, None)
+
+    def _inlined_foreign(self, q: str, helper, call: cst.Call) -> Val:
+        """Another module's one-line helper (`facts.OneLiner`) called here: inferred from this
+        call's arguments, with that module's imports and none of this file's names."""
+        if any(a.star for a in call.args):
+            return V.UNKNOWN_VAL
+        expr = self._foreign_exprs.get(q)
+        if expr is None:
+            try:
+                expr = cst.parse_expression(helper.code)
+            except Exception:  # noqa: BLE001 - a summary from another build: tells nothing
+                return V.UNKNOWN_VAL
+            self._foreign_exprs[q] = expr
+        return self._infer_in_scope(q, helper.params, expr, call, helper.aliases)
+
+    def _infer_in_scope(self, key: str, params, expr, call: cst.Call, foreign_aliases) -> Val:
+        from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one
+
         given: dict = {}
         for p, a in zip(params, [a for a in call.args if a.keyword is None]):
             given[p] = self._infer(a.value)
         for a in call.args:
             if a.keyword is not None and a.keyword.value in params:
                 given[a.keyword.value] = self._infer(a.value)
-        scope = FuncInfo(name, name, None)
+        scope = FuncInfo(key, key, None)
         for p in params:
             scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
-        saved, memo = self.funcs, self._memo
+        saved = (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.func_returns,
+                 self.classes_by_name, self.forward_refs)
         self.funcs, self._memo = [scope], {}  # another scope: what was inferred here does not hold
-        self._inlining.add(name)
+        if foreign_aliases is not None:  # another module: its imports, none of this file's names
+            self.aliases, self.module_scope, self.one_liners, self.func_returns = dict(foreign_aliases), {}, {}, {}
+            self.classes_by_name, self.forward_refs = {}, set()
+        self._inlining.add(key)
         try:
             return self._infer(expr)
         finally:
-            self.funcs, self._memo = saved, memo
-            self._inlining.discard(name)
+            (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.func_returns,
+             self.classes_by_name, self.forward_refs) = saved
+            self._inlining.discard(key)
 
     def _loader(self, call: cst.Call) -> Val:
         """A DataLoader: CPU batches (pinned with `pin_memory=True`), unless its dataset's

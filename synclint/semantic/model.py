@@ -18,7 +18,7 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
+from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted, string_value
@@ -132,6 +132,7 @@ class SemanticModel(Inference):
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
         self._inlining: Set[str] = set()
+        self._foreign_exprs: Dict[str, cst.BaseExpression] = {}  # other modules' one-liners, parsed
         self._memo: Dict[int, tuple] = {}  # node id -> (node, value), until a binding changes (`forget`)
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
@@ -572,6 +573,10 @@ class SemanticModel(Inference):
             out.params[qual] = (list(info.param_order), sorted(info.defaults))
         out.calls_out = list(self.calls_out)
         out.self_calls = list(self.self_calls)
+        for fname, (params, expr) in self.one_liners.items():
+            named = {n.value for n in [expr, *descendants(expr)] if isinstance(n, cst.Name)}
+            out.one_liners[fname] = OneLiner(list(params), cst.Module([]).code_for_node(expr),
+                                             {n: self.aliases[n] for n in sorted(named) if n in self.aliases})
         return out
 
     # ----------------------------------------------------------------- questions rules ask
