@@ -146,7 +146,7 @@ def _unchanged_project(cache, texts: Dict[str, str], digests: Dict[str, str]) ->
         return {}
     out = {}
     for path in texts:
-        e = cache.get(path, digests[path])
+        e = cache.result(path, digests[path])
         if e is None:
             return {}
         out[path] = e
