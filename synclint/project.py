@@ -65,16 +65,53 @@ def module_name(path: str) -> str:
     return ".".join(reversed(parts))
 
 
+class _Summaries(dict):
+    """absolute path -> summary. Reading one, while `reading` holds a set, notes its path
+    there: what a file's facts were made from (`Project.may_change`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading: List[Set[str]] = []
+
+    def get(self, path, default=None):
+        if self.reading:
+            self.reading[-1].add(path)
+        return dict.get(self, path, default)
+
+    def __getitem__(self, path):
+        if self.reading:
+            self.reading[-1].add(path)
+        return dict.__getitem__(self, path)
+
+    def __contains__(self, path) -> bool:
+        if self.reading:
+            self.reading[-1].add(path)
+        return dict.__contains__(self, path)
+
+    def note(self, paths) -> None:
+        """What a remembered answer was made from counts as read now."""
+        if self.reading:
+            self.reading[-1].update(paths)
+
+
 class Project:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
-        self.summaries: Dict[str, Optional[ModuleSummary]] = {}  # absolute path -> summary
+        self.summaries: _Summaries = _Summaries()  # absolute path -> summary
         self.by_name: Dict[str, List[str]] = {}
         self._classes: Dict[Tuple[str, str], ClassFacts] = {}
         self._key_to_class: Dict[str, Tuple[str, str]] = {}
         self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._cuda: Optional[Set[str]] = None
         self._override_map: Optional[Dict[Tuple[str, str], List[Tuple[str, str]]]] = None
+        # (name, importer's directory) -> symbol: the same spelling from the same directory
+        # resolves the same way (one file's facts ask thousands of times); forgotten when a
+        # summary changes
+        self._resolved: Dict[Tuple[str, str], Tuple[Optional[Symbol], Set[str]]] = {}
+        self._class_reads: Dict[Tuple[str, str], Set[str]] = {}  # what each remembered class was made from
+        self.reads: Dict[str, Set[str]] = {}  # file -> the summaries its last facts were made from
+        self._classes_moved = False  # an update added or removed a class (class keys changed)
+        self._found_on_disk: Dict[Tuple[str, str], Optional[str]] = {}  # (name, directory) -> file
 
     # ------------------------------------------------------------------ modules
     def add(self, path: str, summary: Optional[ModuleSummary]) -> None:
@@ -91,15 +128,21 @@ class Project:
         if summary is not None:
             for cname in summary.classes:
                 self._key_to_class[self.class_key(path, cname)] = (path, cname)
+        self._resolved.clear()
 
     def update(self, path: str, summary: ModuleSummary) -> None:
         """Replace a module's summary with what its second walk found (knowing the rest of
         the project), and forget what was linked from the first."""
         path = os.path.abspath(path)
+        old = dict.get(self.summaries, path)
+        if old is None or set(old.classes) != set(summary.classes):
+            self._classes_moved = True
         self.summaries[path] = summary
         for cname in summary.classes:
             self._key_to_class[self.class_key(path, cname)] = (path, cname)
         self._classes.clear()
+        self._class_reads.clear()
+        self._resolved.clear()
         self._incoming = self._cuda = self._override_map = None
 
     def module_path(self, name: str, importer: str) -> Optional[str]:
@@ -126,23 +169,30 @@ class Project:
             if any(".".join(parts[:n]) in self.by_name for n in range(len(parts), 0, -1)):
                 continue  # already summarised (or a name inside such a module)
             for n in range(len(parts), 0, -1):
-                rel = os.path.join(*parts[:n])
-                hit = None
-                d = start
-                while hit is None:
-                    for cand in (rel + ".py", os.path.join(rel, "__init__.py")):
-                        p = os.path.join(d, cand)
-                        if os.path.isfile(p):
-                            hit = p
-                            break
-                    if d == self.root or not d.startswith(self.root):
-                        break
-                    d = os.path.dirname(d)
+                hit = self._file_for(os.path.join(*parts[:n]), start)
                 if hit is not None:
                     if hit not in self.summaries and hit not in found:
                         found.append(hit)
                     break
         return found
+
+    def _file_for(self, rel: str, start: str) -> Optional[str]:
+        """`rel.py` or `rel/__init__.py` in `start` or a directory above it, up to the root."""
+        key = (rel, start)
+        if key not in self._found_on_disk:
+            hit = None
+            d = start
+            while hit is None:
+                for cand in (rel + ".py", os.path.join(rel, "__init__.py")):
+                    p = os.path.join(d, cand)
+                    if os.path.isfile(p):
+                        hit = p
+                        break
+                if d == self.root or not d.startswith(self.root):
+                    break
+                d = os.path.dirname(d)
+            self._found_on_disk[key] = hit
+        return self._found_on_disk[key]
 
     # ------------------------------------------------------------------ names
     def class_key(self, path: str, name: str) -> str:
@@ -152,6 +202,21 @@ class Project:
 
     def resolve(self, q: str, importer: str, depth: int = 0) -> Optional[Symbol]:
         """What the qualified name `q`, as `importer` spells it, refers to."""
+        if depth:
+            return self._resolve(q, importer, depth)
+        key = (q, os.path.dirname(importer))
+        hit = self._resolved.get(key)
+        if hit is None:
+            self.summaries.reading.append(set())
+            try:
+                found = self._resolve(q, importer, 0)
+            finally:
+                reads = self.summaries.reading.pop()
+            hit = self._resolved[key] = (found, reads)
+        self.summaries.note(hit[1])
+        return hit[0]
+
+    def _resolve(self, q: str, importer: str, depth: int) -> Optional[Symbol]:
         parts = q.split(".")
         for i in range(len(parts), 0, -1):
             path = self.module_path(".".join(parts[:i]), importer)
@@ -222,7 +287,17 @@ class Project:
         key = (path, name)
         done = self._classes.get(key)
         if done is not None:
+            self.summaries.note(self._class_reads.get(key, ()))
             return done
+        self.summaries.reading.append(set())
+        try:
+            return self._class_facts(path, name, key, depth)
+        finally:
+            reads = self.summaries.reading.pop()
+            self._class_reads[key] = reads
+            self.summaries.note(reads)
+
+    def _class_facts(self, path: str, name: str, key: Tuple[str, str], depth: int) -> ClassFacts:
         s = self.summaries[path]
         raw = s.classes[name]
         out = ClassFacts(is_module=raw.is_module, key=self.class_key(path, name))
@@ -247,6 +322,27 @@ class Project:
     # ------------------------------------------------------------------ per file
     def facts_for(self, path: str) -> ProjectFacts:
         path = os.path.abspath(path)
+        incoming, cuda = self._incoming_params(), self._cuda_paths()  # the whole project's: not this file's reads
+        self.summaries.reading.append(set())
+        try:
+            pf = self._facts_for(path)
+        finally:
+            self.reads[path] = self.summaries.reading.pop()
+        pf.params = incoming.get(path, {})
+        pf.cuda_default = path in cuda
+        return pf
+
+    def may_change(self, path: str, updated: Set[str], before: ProjectFacts) -> bool:
+        """Whether `path`'s facts can differ from `before` now that the summaries of
+        `updated` changed: they were made from one of them, or other modules now pass its
+        functions other values, or a class appeared or went."""
+        path = os.path.abspath(path)
+        reads = self.reads.get(path)
+        return (reads is None or self._classes_moved or not reads.isdisjoint(updated)
+                or self._incoming_params().get(path, {}) != before.params
+                or (path in self._cuda_paths()) != before.cuda_default)
+
+    def _facts_for(self, path: str) -> ProjectFacts:
         pf = ProjectFacts()
         s = self.summaries.get(path)
         if s is None:
@@ -263,8 +359,6 @@ class Project:
                     pf.aliases[n] = f"{mod}.{n}"
                     self._tell(pf, f"{mod}.{n}", path, expand=False)
         self._close_classes(pf)
-        pf.params = self._incoming_params().get(path, {})
-        pf.cuda_default = path in self._cuda_paths()
         return pf
 
     def _tell(self, pf: ProjectFacts, q: str, path: str, expand: bool) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from synclint.cache import content_hash
 from synclint.findings import FileError, Finding
@@ -213,16 +213,24 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
             project.add(job[1], ModuleSummary.from_json(summary) if summary else None)
             if summaries is not None:
                 summaries.put(job[1], digests[job[1]], summary, None)
-        # Phase 2: the rules, with what the project tells each file. A file is linted again
-        # only when an answer to a question its last lint asked the project has changed.
+        # Phase 2: the rules, with what the project tells each file. Files unchanged since
+        # the last run bring back the summaries their last lint left (the state that run
+        # ended in); a file is linted again only when an answer to a question its last lint
+        # asked the project has changed.
         todo = []
         facts: Dict[str, ProjectFacts] = {}
+        hits: Dict[str, list] = {}
+        for path in texts:
+            hit = cache.get(path, digests[path]) if cache is not None and path not in errors else None
+            if hit is not None:
+                hits[path] = hit
+                _update(project, path, hit[6])
         for path, text in texts.items():
             if path in errors:
                 out[path] = [digests[path], "", [], None, errors[path], [], None, []]
                 continue
             pf = facts[path] = project.facts_for(path)
-            hit = cache.get(path, digests[path]) if cache is not None else None
+            hit = hits.get(path)
             if hit is not None and pf.answers_digest(hit[7]) == hit[1]:
                 out[path] = hit
                 continue
@@ -231,18 +239,12 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
         # Round 2: what the second walks learned (a parameter's value from another module,
         # passed on to a third) is linked once more; files whose answers change are linted
         # again. One extra round: a chain of three modules is seen, a longer one may not be.
-        changed = False
-        for path, e in out.items():
-            s2 = e[6]
-            s1 = project.summaries.get(os.path.abspath(path))
-            if s2 and s1 is not None and s2 != s1.to_json():
-                project.update(path, ModuleSummary.from_json(s2))
-                changed = True
-        if changed:
+        updated = {os.path.abspath(job[1]) for job in todo if _update(project, job[1], out[job[1]][6])}
+        if updated:
             todo = []
             for path, e in out.items():
-                if e[4] or path not in texts:
-                    continue
+                if e[4] or path not in texts or not project.may_change(path, updated, facts[path]):
+                    continue  # (made from none of the changed summaries: the same answers)
                 pf = facts[path] = project.facts_for(path)
                 if pf.answers_digest(e[7]) != e[1]:
                     todo.append(("lint", path, texts[path], names[path], pf.to_json()))
@@ -269,6 +271,17 @@ def _lint(runner, todo, affinity, facts, digests, out) -> None:
     for _, job, (found, graph, error, summary, reads) in runner.run(todo, affinity):
         path = job[1]
         out[path] = [digests[path], facts[path].answers_digest(reads), found, graph, error, [], summary, reads]
+
+
+def _update(project, path: str, summary: Optional[dict]) -> bool:
+    """Give the project what a file's second walk found, when it differs from what it has."""
+    from synclint.semantic.facts import ModuleSummary
+
+    now = project.summaries.get(os.path.abspath(path))
+    if not summary or now is None or summary == now.to_json():
+        return False
+    project.update(path, ModuleSummary.from_json(summary))
+    return True
 
 
 class _Runner:
