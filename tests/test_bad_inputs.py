@@ -80,6 +80,25 @@ def _cache_wrong_shape(d, mp):
         f.write_text(json.dumps(data))
 
 
+def _slow_rule(d, mp):
+    """An analysis that runs past any budget: SYN101 spins (for at most 30 s) on bad.py."""
+    import time
+
+    from synclint.rules.tensor_item import TensorItem
+
+    real = TensorItem.visit_Call
+
+    def visit_Call(self, node):
+        if self.ctx.filename.endswith("bad.py"):
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                pass
+        return real(self, node)
+
+    mp.setattr(TensorItem, "visit_Call", visit_Call)
+    _w(d / "bad.py", GOOD)
+
+
 def _unreadable_dir(d, mp):
     _w(d / "locked" / "a.py", GOOD)
     real = os.scandir
@@ -110,6 +129,7 @@ def _full_disk(d, mp):
 SETUPS = {
     "match-in-loop": _match_in_loop,
     "rule-raises": _rule_raises,
+    "slow-analysis": _slow_rule,
     "deep-brackets": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "(" * 3000 + ")" * 3000 + "\n"),
     "deep-brackets-plain": lambda d, mp: _w(d / "bad.py", "(" * 3000 + ")" * 3000 + "\n"),
     "deep-unary": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "-" * 20000 + "1\n"),
