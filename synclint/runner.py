@@ -282,7 +282,10 @@ class _Runner:
     """Jobs in this process (few files, one CPU) or in a pool of workers started on first use."""
 
     def __init__(self, n: int, codes: Sequence[str], budget: Optional[float] = None) -> None:
-        self.n, self.codes, self.budget = n, codes, budget
+        import math
+
+        self.n, self.codes = n, codes
+        self.budget = budget if budget and math.isfinite(budget) else None  # `inf`: no budget
         self.pool = None
         self.local = None
 

@@ -81,21 +81,9 @@ def _cache_wrong_shape(d, mp):
 
 
 def _slow_rule(d, mp):
-    """An analysis that runs past any budget: SYN101 spins (for at most 30 s) on bad.py."""
-    import time
+    from synclint.testing import spin_on
 
-    from synclint.rules.tensor_item import TensorItem
-
-    real = TensorItem.visit_Call
-
-    def visit_Call(self, node):
-        if self.ctx.filename.endswith("bad.py"):
-            end = time.monotonic() + 30
-            while time.monotonic() < end:
-                pass
-        return real(self, node)
-
-    mp.setattr(TensorItem, "visit_Call", visit_Call)
+    spin_on(mp, "bad.py")  # SYN101 runs past any budget there
     _w(d / "bad.py", GOOD)
 
 

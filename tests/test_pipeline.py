@@ -2,7 +2,6 @@
 file's error is decided once and reads the same through each of them."""
 
 import ast
-import time
 from pathlib import Path
 
 import pytest
@@ -17,18 +16,9 @@ TIMEOUT = "analysis took longer than 1 s; skipped (raise `file-timeout` in [tool
 def slow_bad_py(tmp_path, monkeypatch):
     """good.py and bad.py (the same code) in a project with `file-timeout = 1`; SYN101 spins
     on bad.py (for at most 30 s), an analysis past the budget."""
-    from synclint.rules.tensor_item import TensorItem
+    from synclint.testing import spin_on
 
-    real = TensorItem.visit_Call
-
-    def visit_Call(self, node):
-        if self.ctx.filename.endswith("bad.py"):
-            end = time.monotonic() + 30
-            while time.monotonic() < end:
-                pass
-        return real(self, node)
-
-    monkeypatch.setattr(TensorItem, "visit_Call", visit_Call)
+    spin_on(monkeypatch, "bad.py")
     (tmp_path / "pyproject.toml").write_text("[tool.synclint]\nfile-timeout = 1\n")
     for name in ("good.py", "bad.py"):
         (tmp_path / name).write_text(GOOD)

@@ -38,22 +38,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _spin_on(monkeypatch, name: str) -> None:
-    """SYN101 spins (for at most 30 s) on files called `name`: an analysis past any budget."""
-    from synclint.rules.tensor_item import TensorItem
-
-    real = TensorItem.visit_Call
-
-    def visit_Call(self, node):
-        if os.path.basename(self.ctx.filename) == name:
-            end = time.monotonic() + 30
-            while time.monotonic() < end:
-                pass
-        return real(self, node)
-
-    monkeypatch.setattr(TensorItem, "visit_Call", visit_Call)
-
-
 HOT_ITEM = "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = x.sum().item()\n"
 
 
@@ -61,12 +45,12 @@ HOT_ITEM = "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n
 def test_a_worker_past_its_budget_is_killed_and_replaced(tmp_path, monkeypatch):
     """-j 2 over 9 files: the one that spins is one error line after its budget; its worker
     is replaced and every other file's finding is reported."""
-    from synclint.testing import run_cli
+    from synclint.testing import run_cli, spin_on
 
     for i in range(8):
         (tmp_path / f"ok{i}.py").write_text(HOT_ITEM)
     (tmp_path / "slow.py").write_text(HOT_ITEM)
-    _spin_on(monkeypatch, "slow.py")  # forked workers inherit the patch
+    spin_on(monkeypatch, "slow.py")  # forked workers inherit the patch
     start = time.monotonic()
     r = run_cli(["check", "-j", "2", "--no-cache", "--file-timeout", "2", "--output-format", "concise", "."], tmp_path)
     took = time.monotonic() - start
@@ -84,9 +68,10 @@ def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
     put back, whether the job finished or not."""
     import signal
 
+    from synclint.testing import spin_on
     from synclint.workers import Worker, timeout_message
 
-    _spin_on(monkeypatch, "slow.py")
+    spin_on(monkeypatch, "slow.py")
     before = signal.getsignal(signal.SIGALRM)
     w = Worker(["SYN101"])
     for name in ("ok.py", "slow.py"):
