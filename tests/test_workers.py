@@ -84,3 +84,21 @@ def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
     assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert timeout_message(0.5) == ("analysis took longer than 0.5 s; skipped "
                                     "(raise `file-timeout` in [tool.synclint] to allow more)")
+
+
+def test_in_process_budget_keeps_the_hosts_own_timer(monkeypatch):
+    """A host (a test runner's timeout) may have an alarm of its own running: the budget
+    leaves it going with what was left of it."""
+    import signal
+
+    from synclint.testing import spin_on
+    from synclint.workers import Worker, timeout_message
+
+    spin_on(monkeypatch, "slow.py")
+    w = Worker(["SYN101"])
+    signal.setitimer(signal.ITIMER_REAL, 100)
+    try:
+        assert w.do(("lint", "slow.py", HOT_ITEM, "slow", None), 0.5)[2] == timeout_message(0.5)
+        assert 95 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
