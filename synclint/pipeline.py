@@ -14,9 +14,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from synclint.findings import FileError, Finding
+
+if TYPE_CHECKING:
+    from synclint.config import Config
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -29,7 +32,7 @@ class PipelineError(Exception):
 class Setup:
     """What a run is made with: the configuration and the rules it selects."""
 
-    cfg: "object"  # synclint.config.Config
+    cfg: "Config"
     # a zero-argument callable while importing the rules can wait (see `configure`)
     rules: Union[Sequence[type], Callable[[], Sequence[type]]]
     cache_dir: Optional[Path] = None
