@@ -2,7 +2,7 @@
 
     python scripts/eval_corpus.py fetch              # materialise ../synclint-corpus/ from local bare clones
     python scripts/eval_corpus.py score              # the dev split
-    python scripts/eval_corpus.py score --split holdout --json out.json
+    python scripts/eval_corpus.py score --split fresh --json out.json   # any split named in eval/labels/
 
 `fetch` reads each labelled repository from `<mirror>/<owner>+<name>/repo` (the layout the
 workplace's `fetch` tool leaves; `--mirror` to change it), writes its Python files at the
@@ -50,12 +50,21 @@ class Repo:
 def load_repos(split: str = "all") -> List[Repo]:
     out = []
     for path in sorted(LABELS.glob("*.toml")):
-        data = tomllib.loads(path.read_text())
-        r = Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"),
-                 data.get("file", []), data.get("sync", []), data.get("maybe", []))
+        try:
+            data = tomllib.loads(path.read_text())
+            r = Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"),
+                     data.get("file", []), data.get("sync", []), data.get("maybe", []))
+        except (tomllib.TOMLDecodeError, KeyError) as e:
+            # every command reads all label files (--split's choices), so say which one is bad
+            raise SystemExit(f"{path}: not a label file ({type(e).__name__}: {e})")
         if split in ("all", r.split):
             out.append(r)
     return out
+
+
+def splits() -> List[str]:
+    """The split names the label files use, so a new split needs no change here."""
+    return sorted({r.split for r in load_repos()})
 
 
 def fetch(mirror: Path) -> int:
@@ -212,7 +221,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     f = sub.add_parser("fetch", help="materialise the corpus from local bare clones")
     f.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     s = sub.add_parser("score", help="precision and recall per family, hot and cold apart")
-    s.add_argument("--split", choices=("dev", "holdout", "all"), default="dev")
+    s.add_argument("--split", choices=(*splits(), "all"), default="dev")
     s.add_argument("--json", type=Path, help="write the full result (with every miss and false finding)")
     s.add_argument("--verbose", "-v", action="store_true", help="list misses and false findings")
     s.add_argument("--python", default=sys.executable,

@@ -121,9 +121,15 @@ class _Store:
 
 
 class Cache(_Store):
-    """Findings per file: [content digest, project-facts digest, findings, call graph,
-    error, functions made hot by other modules], and the digest of the whole project at the
-    last run (when it matches, nothing anywhere changed and no summary is even loaded)."""
+    """Per file, what a run reports: [content digest, findings, error, functions made hot by
+    other modules], and the digest of the whole project at the last run (when it matches,
+    nothing anywhere changed: this small file is all a run reads). What re-linking needs
+    (the project questions a lint asked and its answers' digest, the call graph, the second
+    walk's summary) is kept apart in a `link-` file (`_Links`), read only when something
+    changed.
+
+    An entry as the runner sees it is one list: [digest, answers digest, findings, graph,
+    error, hot scopes, second-walk summary, questions]."""
 
     def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool) -> None:
         super().__init__(directory, cache_path(directory, codes, hot_only))
@@ -131,6 +137,13 @@ class Cache(_Store):
         if not isinstance(files, dict):
             self.data = {"files": {}, "project": None}
         self.entries: Dict[str, list] = self.data["files"]  # type: ignore[assignment]
+        self._links: Optional[_Links] = None
+
+    @property
+    def links(self) -> "_Links":
+        if self._links is None:
+            self._links = _Links(self.directory, self.path.with_name("link-" + self.path.name[1:]))
+        return self._links
 
     @property
     def project(self) -> Optional[str]:
@@ -143,15 +156,36 @@ class Cache(_Store):
             self.data["project"] = key
             self.dirty = True
 
-    def get(self, path: str, digest: str) -> Optional[list]:
+    def result(self, path: str, digest: str) -> Optional[list]:
+        """What the last run reported for the file (nothing changed anywhere): an entry
+        without its linking parts."""
         e = self.entries.get(os.path.abspath(path))
-        if isinstance(e, list) and len(e) == 8 and e[0] == digest and _entry_shaped(e):
-            return e
+        if isinstance(e, list) and len(e) == 4 and e[0] == digest and _result_shaped(e):
+            return [e[0], "", e[1], None, e[2], e[3], None, []]
+        return None
+
+    def get(self, path: str, digest: str) -> Optional[list]:
+        r = self.result(path, digest)
+        link = self.links.data.get(os.path.abspath(path)) if r is not None else None
+        if isinstance(link, list) and len(link) == 5 and link[0] == digest and _link_shaped(link):
+            return [digest, link[1], r[2], link[2], r[4], r[5], link[3], link[4]]
         return None  # absent, stale or of the wrong shape: analysed again and rewritten
 
     def put(self, path: str, entry: list) -> None:
-        self.entries[os.path.abspath(path)] = entry
-        self.dirty = True
+        key = os.path.abspath(path)
+        digest, answers, found, graph, error, hot, summary, questions = entry
+        self.entries[key] = [digest, found, error, hot]
+        self.links.data[key] = [digest, answers, graph, summary, questions]
+        self.dirty = self.links.dirty = True
+
+    def save(self) -> None:
+        super().save()
+        if self._links is not None:
+            self._links.save()
+
+
+class _Links(_Store):
+    GLOB = "link-*.json"
 
 
 class SummaryCache(_Store):
@@ -179,17 +213,22 @@ class SummaryCache(_Store):
 _BAD_SHAPE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
-def _entry_shaped(e: list) -> bool:
+def _result_shaped(e: list) -> bool:
     from synclint.findings import Finding
 
     try:
-        if not (isinstance(e[1], str) and (e[4] is None or isinstance(e[4], str))
-                and isinstance(e[5], list) and all(isinstance(s, str) for s in e[5])
-                and (e[6] is None or isinstance(e[6], dict)) and isinstance(e[7], str)):
+        return ((e[2] is None or isinstance(e[2], str)) and isinstance(e[3], list) and all(isinstance(s, str) for s in e[3])
+                and all(Finding.from_json(d).to_cache() == d for d in e[1]))
+    except _BAD_SHAPE:
+        return False
+
+
+def _link_shaped(e: list) -> bool:
+    try:
+        if not (isinstance(e[1], str) and (e[3] is None or isinstance(e[3], dict)) and isinstance(e[4], list)
+                and all(isinstance(k, list) and all(isinstance(p, str) for p in k) for k in e[4])):
             return False
-        if any(Finding.from_json(d).to_cache() != d for d in e[2]):
-            return False
-        g = e[3]  # a call graph: checked by shape (rebuilding each one was a third of a warm run)
+        g = e[2]  # a call graph: checked by shape (rebuilding each one was a third of a warm run)
         return g is None or (isinstance(g, list) and len(g) == 2 and isinstance(g[1], list)
                              and all(isinstance(c, list) and len(c) == 3 for c in g[0]))
     except _BAD_SHAPE:

@@ -179,7 +179,7 @@ def drop_cold_in_tests(cfg: Config, findings: list) -> list:
 
 
 def _in_tests(cfg: Config, filename: str) -> bool:
-    from synclint.project import is_test_path
+    from synclint.discovery import is_test_path
 
     rel = os.path.relpath(os.path.abspath(filename), cfg.root)
     return is_test_path(rel if not rel.startswith("..") else os.path.basename(filename))

@@ -220,3 +220,12 @@ def _link_problem(path: str, err: Optional[OSError]) -> str:
     if why is None and err is not None:
         why = f"cannot read: {err.strerror or err}"
     return why or "not a regular file"
+
+
+def is_test_path(path: str) -> bool:
+    """A test module by pytest's conventions: `test_*.py`, `*_test.py`, `conftest.py`, or a
+    file under a `tests`/`test` folder (`path` relative to the project's root)."""
+    parts = os.path.normpath(path).split(os.sep)
+    name = parts[-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test") for p in parts[:-1]))

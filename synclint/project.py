@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from synclint.discovery import is_test_path
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
 from synclint.semantic.callgraph import hot_name, spread
@@ -30,15 +31,6 @@ MAX_CLASSES = 200  # classes one file is told about (the closure of what its imp
 Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-
-
-def is_test_path(path: str) -> bool:
-    """A test module by pytest's conventions: `test_*.py`, `*_test.py`, `conftest.py`, or a
-    file under a `tests`/`test` folder (`path` relative to the project's root)."""
-    parts = os.path.normpath(path).split(os.sep)
-    name = parts[-1]
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or any(p in ("tests", "test") for p in parts[:-1]))
 
 
 def project_root(paths: Iterable[str]) -> str:
@@ -284,6 +276,8 @@ class Project:
         kind, p2, name = sym
         s = self.summaries[p2]
         if kind == "func":
+            if name in s.one_liners:
+                pf.one_liners[q] = s.one_liners[name]
             got = s.funcs.get(name)
             if got is not None:
                 v = self.value(p2, got)

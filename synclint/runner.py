@@ -73,8 +73,8 @@ def check_files(
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         cache = Cache(cache_dir, key, False)
-    # path -> [digest, facts digest, findings, graph, error, hot scopes, second-walk summary,
-    #          the first linking round's facts digest]
+    # path -> [digest, digest of the answers to the questions the lint asked the project,
+    #          findings, graph, error, hot scopes, second-walk summary, those questions]
     entries: Dict[str, list] = {}
     if cache is not None:
         entries = _unchanged_project(cache, texts, digests)
@@ -148,7 +148,7 @@ def _unchanged_project(cache, texts: Dict[str, str], digests: Dict[str, str]) ->
         return {}
     out = {}
     for path in texts:
-        e = cache.get(path, digests[path])
+        e = cache.result(path, digests[path])
         if e is None:
             return {}
         out[path] = e
@@ -157,7 +157,7 @@ def _unchanged_project(cache, texts: Dict[str, str], digests: Dict[str, str]) ->
 
 def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> Dict[str, list]:
     from synclint.project import Project, module_name, project_root
-    from synclint.semantic.facts import ModuleSummary
+    from synclint.semantic.facts import ModuleSummary, ProjectFacts
     from synclint.workers import timed_out
 
     summaries = None
@@ -216,33 +216,27 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
             project.add(job[1], ModuleSummary.from_json(summary) if summary else None)
             if summaries is not None and not timed_out(error):
                 summaries.put(job[1], digests[job[1]], summary, None)
-        # Phase 2: the rules, with what the project tells each file.
+        # Phase 2: the rules, with what the project tells each file. A file is linted again
+        # only when an answer to a question its last lint asked the project has changed.
         todo = []
-        facts: Dict[str, Tuple[str, dict]] = {}
-        first: Dict[str, str] = {}  # the first round's facts digest of each file
+        facts: Dict[str, ProjectFacts] = {}
         for path, text in texts.items():
             if path in errors:
-                out[path] = [digests[path], "", [], None, errors[path], [], None, ""]
+                out[path] = [digests[path], "", [], None, errors[path], [], None, []]
                 continue
-            pf = project.facts_for(path)
-            fd = pf.digest()
-            first[path] = fd
+            pf = facts[path] = project.facts_for(path)
             hit = cache.get(path, digests[path]) if cache is not None else None
-            # linted with these facts, or with the second round's facts that followed them
-            if hit is not None and fd in (hit[1], hit[7]):
+            if hit is not None and pf.answers_digest(hit[7]) == hit[1]:
                 out[path] = hit
                 continue
-            facts[path] = (fd, pf.to_json())
-            todo.append(("lint", path, text, names[path], facts[path][1]))
-        for _, job, (found, graph, error, summary) in runner.run(todo, affinity):
-            path = job[1]
-            out[path] = [digests[path], facts[path][0], found, graph, error, [], summary, first[path]]
+            todo.append(("lint", path, text, names[path], pf.to_json()))
+        _lint(runner, todo, affinity, facts, digests, out)
         # Round 2: what the second walks learned (a parameter's value from another module,
-        # passed on to a third) is linked once more; files whose facts change are linted
+        # passed on to a third) is linked once more; files whose answers change are linted
         # again. One extra round: a chain of three modules is seen, a longer one may not be.
         changed = False
         for path, e in out.items():
-            s2 = e[6] if len(e) > 6 else None
+            s2 = e[6]
             s1 = project.summaries.get(os.path.abspath(path))
             if s2 and s1 is not None and s2 != s1.to_json():
                 project.update(path, ModuleSummary.from_json(s2))
@@ -252,14 +246,10 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
             for path, e in out.items():
                 if e[4] or path not in texts:
                     continue
-                pf = project.facts_for(path)
-                fd = pf.digest()
-                if fd != e[1]:
-                    facts[path] = (fd, pf.to_json())
-                    todo.append(("lint", path, texts[path], names[path], facts[path][1]))
-            for _, job, (found, graph, error, summary) in runner.run(todo, affinity):
-                path = job[1]
-                out[path] = [digests[path], facts[path][0], found, graph, error, [], summary, first[path]]
+                pf = facts[path] = project.facts_for(path)
+                if pf.answers_digest(e[7]) != e[1]:
+                    todo.append(("lint", path, texts[path], names[path], pf.to_json()))
+            _lint(runner, todo, affinity, facts, digests, out)
     finally:
         runner.close()
     # Heat over the whole project's call graph.
@@ -276,6 +266,12 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
     if summaries is not None:
         summaries.save()
     return out
+
+
+def _lint(runner, todo, affinity, facts, digests, out) -> None:
+    for _, job, (found, graph, error, summary, reads) in runner.run(todo, affinity):
+        path = job[1]
+        out[path] = [digests[path], facts[path].answers_digest(reads), found, graph, error, [], summary, reads]
 
 
 class _Runner:

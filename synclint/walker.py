@@ -180,7 +180,7 @@ class Walker:
                 self.walk(p.default)
         ctx.funcs.append(info)
         for p in all_params(node.params):
-            _declare_param(info, p)
+            _declare_param(info, p, double_star=p is node.params.star_kwarg)
             callers = ctx.param_from_callers(name, p.name.value)
             ctx.bind(p.name.value, callers if callers is not None else V.UNKNOWN_VAL)
         self.walk(node.body)
@@ -196,7 +196,7 @@ class Walker:
         step_like = hot_name(info.name) and info.name.endswith("_step")
         for i, p in enumerate(params):
             pname = p.name.value
-            _declare_param(info, p)
+            _declare_param(info, p, double_star=p is node.params.star_kwarg)
             val = None
             callers = ctx.param_from_callers(info.qual, pname)
             if p.annotation is not None:
@@ -570,11 +570,12 @@ def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
     return V.methods_of(ctx.infer(fn))
 
 
-def _declare_param(info: FuncInfo, p: cst.Param) -> None:
-    """Record a parameter's name, position and whether it has a default."""
+def _declare_param(info: FuncInfo, p: cst.Param, double_star: bool = False) -> None:
+    """Record a parameter's name, position (`**name` for the keywords' dict) and whether it
+    has a default."""
     name = p.name.value
     info.params.add(name)
-    info.param_order.append(name)
+    info.param_order.append("**" + name if double_star else name)
     if p.default is not None:
         info.defaults.add(name)
 
@@ -616,6 +617,10 @@ def _narrow(ctx: SemanticModel, test: cst.BaseExpression) -> None:
             old = ctx.infer(test.args[0].value)
             if old.kind == V.TENSOR:
                 joined = old.with_(assumed=False)
+            elif old.kind == V.PY and (old.py in V.NUMBERS or old.py == "str"):
+                # known not to be a tensor on any path (a tensor joined with a number is a
+                # tensor): a dead branch, as when every caller passes a number
+                return
         ctx.bind(test.args[0].value.value, joined, ctx.assigned(test.args[0].value.value))
 
 
@@ -677,7 +682,7 @@ def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.Ba
             return
         if isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" and not it.args and len(els) == 2:
             recv = ctx.infer(it.func.value)
-            if recv.kind == V.TENSORS:
+            if recv.kind == V.TENSORS or V.is_dict_of(recv):
                 ctx.bind_target(els[0], V.py("str"))
                 ctx.bind_target(els[1], V.element_of(recv))
                 return

@@ -23,7 +23,8 @@ from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 # Jobs: ("summarise", path, text, module_name[, keep]) -> (summary JSON or None, error or None)
 #       ("lint", path, text, module_name, project facts JSON)
-#           -> (findings, graph JSON, error, summary JSON of this walk or None)
+#           -> (findings, graph JSON, error, summary JSON of this walk or None,
+#               the questions the walk asked the project facts: `ProjectFacts.reads`)
 Job = Tuple
 
 TIMEOUT_PREFIX = "analysis took longer than "
@@ -47,7 +48,7 @@ def timed_out(error: Optional[str]) -> bool:
 
 def failed(job: Job, message: str):
     """The result of a job that produced nothing but an error for its file."""
-    return (None, message) if job[0] == "summarise" else ([], None, message, None)
+    return (None, message) if job[0] == "summarise" else ([], None, message, None, [])
 
 
 @contextmanager
@@ -125,20 +126,23 @@ class Worker:
 
         a = self.held.get(path)  # kept: a second linking round may lint the file again
         if not might_fire(text):
-            return [], None, None, None  # summarised for others; no rule can fire here
+            return [], None, None, None, []  # summarised for others; no rule can fire here
         if a is None:
             try:
                 a = analyse(text, path, module_name)
             except LintError as e:
-                return [], None, str(e), None
+                return [], None, str(e), None, []
             if a is None:
-                return [], None, None, None
+                return [], None, None, None, []
             self.held[path] = a
+        facts = ProjectFacts.from_json(project) if project else ProjectFacts()
+        facts.record()
         try:
-            findings, graph, summary = lint_analysis(a, self.rules, ProjectFacts.from_json(project) if project else None)
+            findings, graph, summary = lint_analysis(a, self.rules, facts)
         except LintError as e:
-            return [], None, str(e), None
-        return [f.to_cache() for f in findings], graph.to_json(), None, summary.to_json()
+            return [], None, str(e), None, []
+        reads = sorted(list(k) for k in facts.reads)
+        return [f.to_cache() for f in findings], graph.to_json(), None, summary.to_json(), reads
 
 
 def _serve(conn, codes: Sequence[str], inherited: Sequence = ()) -> None:

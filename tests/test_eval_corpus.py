@@ -19,12 +19,15 @@ import eval_corpus  # noqa: E402
 def test_labels_are_well_formed():
     repos = eval_corpus.load_repos("all")
     assert len(repos) >= 10 and sum(len(r.files) for r in repos) >= 40
-    assert {r.split for r in repos} == {"dev", "holdout"}
+    # holdout has been scored and is spent; fresh is scored once, at the end of a session
+    assert {r.split for r in repos} == {"dev", "holdout", "fresh"}
     for r in repos:
-        paths = {f["path"] for f in r.files}
+        lines = {f["path"]: f["lines"] for f in r.files}
         assert len(r.commit) == 40, r.repo
         for s in r.syncs:
-            assert s["path"] in paths and s["family"] in (1, 2, 3, 4) and isinstance(s["hot"], bool), (r.repo, s)
+            assert s["path"] in lines and s["family"] in (1, 2, 3, 4) and isinstance(s["hot"], bool), (r.repo, s)
+        for s in r.syncs + r.maybes:
+            assert s["path"] in lines and 1 <= s["line"] <= lines[s["path"]], (r.repo, s)
             assert s["why"].strip(), (r.repo, s)
 
 

@@ -203,6 +203,63 @@ def test_an_edit_reanalyses_the_files_that_depend_on_it(tmp_path):
     assert ("train.py", 7, "SYN201", True) in _found(paths, cache_dir=cache)
 
 
+def test_an_edit_relints_only_the_files_that_asked_about_what_changed(tmp_path, monkeypatch):
+    """train.py asks about `Rays.depth`/`Rays.valid`; an edit that changes only another
+    attribute of the class leaves its lint as it was (no second walk), while one that
+    changes what it asked about lints it again."""
+    from synclint.workers import Worker
+
+    linted = []
+    real = Worker._lint
+    monkeypatch.setattr(Worker, "_lint", lambda self, path, *a: linted.append(Path(path).name) or real(self, path, *a))
+    sampler = SAMPLER.replace("self.valid = self.depth > 0.5\n", "self.valid = self.depth > 0.5\n            self.extra = None\n", 1)
+    paths = _project(tmp_path, {"pkg/__init__.py": "", "pkg/sampler.py": sampler, "train.py": TRAIN})
+    cache = tmp_path / ".cache"
+    assert ("train.py", 7, "SYN201", True) in _found(paths, cache_dir=cache, jobs=1)
+    assert "train.py" in linted
+    path = tmp_path / "pkg" / "sampler.py"
+    linted.clear()
+    path.write_text(path.read_text().replace("self.extra = None", "self.extra = torch.zeros(2, device='cuda')"))
+    assert ("train.py", 7, "SYN201", True) in _found(paths, cache_dir=cache, jobs=1)
+    assert linted and "train.py" not in linted  # sampler.py itself is linted again
+    linted.clear()
+    path.write_text(path.read_text().replace('self.depth = torch.rand(n, device="cuda")', "self.depth = torch.rand(n)", 1))
+    assert not any(name == "train.py" for name, *_ in _found(paths, cache_dir=cache, jobs=1))
+    assert "train.py" in linted
+
+
+def test_a_one_line_helper_of_another_module_follows_each_calls_arguments(tmp_path):
+    """G2: `doubled(cuda_tensor)` is a CUDA tensor at the call site, `doubled(cpu_tensor)` a
+    CPU one (not the join over callers), with the helper's own imports (`F` there, not here)."""
+    paths = _project(tmp_path, {
+        "lib.py": """\
+            import torch
+            import torch.nn.functional as F
+
+            def doubled(lengths):
+                return lengths * 2
+
+            def probs(logits):
+                return F.softmax(logits, dim=-1)
+            """,
+        "train.py": """\
+            import torch
+            from lib import doubled, probs
+
+            F = None  # this module's own `F`: not the helper's
+
+            def train(steps):
+                for _ in range(steps):
+                    b = float(doubled(torch.ones(2, device="cuda")).sum())
+                    c = float(doubled(torch.ones(2)).sum())
+                    d = float(probs(torch.ones(2, device="cuda")).max())
+                    e = float(probs(torch.ones(2)).max())
+            """,
+    })
+    found = _found(paths)
+    assert {(n, row) for n, row, code, _ in found if code == "SYN104"} == {("train.py", 8), ("train.py", 10)}
+
+
 def test_summaries_survive_json_and_references_resolve():
     from synclint.engine import analyse
     from synclint.semantic.facts import ModuleSummary

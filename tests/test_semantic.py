@@ -338,3 +338,71 @@ def test_a_long_chain_is_inferred_in_linear_work(monkeypatch):
         assert [f.code for f in lint_source(src, "chain.py", default_rules())] == ["SYN101"]
         work.append(counted["n"])
     assert work[1] < 5 * work[0]  # four times the chain, about four times the work
+
+
+@pytest.mark.parametrize("expr", [
+    "torch.get_float32_matmul_precision()",  # a str
+    "torch.autograd._profiler_enabled()",  # a bool
+    "torch.initial_seed()",  # an int
+    "mp.get_all_start_methods()",  # `import torch.multiprocessing as mp`: a list of str
+    "mp.start_processes(f, nprocs=2, join=False).join()",
+    "torch.nn.init._calculate_fan_in_and_fan_out(w)[0]",  # ints
+    "torch.is_autocast_enabled()",
+])
+def test_torch_functions_that_return_python_values_are_not_tensors(expr):
+    # (Lightning had each of these flagged as a GPU tensor in `if`/`in`/an f-string.)
+    v = val(HEAD + "import torch.multiprocessing as mp\nw = torch.ones(2, 3, device=device)\n"
+            f"probe({expr})\n")
+    assert v.kind != V.TENSOR, v
+
+
+def test_torch_tensor_functions_stay_tensors_near_those():
+    assert val(HEAD + "x = torch.ones(2, device=device)\nprobe(torch.isfinite(x))\n").kind == V.TENSOR
+    assert val(HEAD + "x = torch.ones(2, device=device)\nprobe(torch.nn.init.normal_(x))\n").kind == V.TENSOR
+
+
+METER = """
+class Meter:
+    def update(self, **kwargs):
+        for k, v in kwargs.items():
+            if isinstance(v, torch.Tensor):
+                v = v.item()
+                probe(v)
+            probe(kwargs[k])
+"""
+
+
+def test_keywords_reach_a_double_star_parameter_from_every_caller():
+    # every caller passes Python floats: the isinstance branch is dead, the values floats
+    seen, _ = probe(HEAD + METER + "m = Meter()\nloss = torch.ones(1, device=device)\n"
+                    "m.update(loss=loss.item(), lr=0.1)\nm.update(acc=float(loss))\n")
+    assert [v.kind for v, _ in seen] == [V.PY, V.PY]
+    # near-miss: one caller passes the GPU tensor itself, which `.item()` then reads back
+    seen, ctx = probe(HEAD + METER + "m = Meter()\nloss = torch.ones(1, device=device)\n"
+                      "m.update(loss=loss, lr=0.1)\n")
+    assert seen[1][0].kind == V.TENSOR and seen[1][0].device == V.CUDA
+    # and `f(**options)` passes keys and values nobody knows
+    seen, _ = probe(HEAD + METER + "m = Meter()\nopts = make()\nm.update(**opts)\n")
+    assert seen[-1][0].kind == V.UNKNOWN
+
+
+def test_a_meter_fed_floats_is_silent_and_one_fed_the_tensor_is_flagged():
+    from synclint.engine import lint_source
+    from synclint.registry import default_rules
+
+    meter = METER.replace("                probe(v)\n", "").replace("            probe(kwargs[k])\n", "")
+    loop = "m = Meter()\nfor _ in range(10):\n    loss = torch.ones(1, device=device).sum()\n"
+    floats = lint_source(HEAD + meter + loop + "    m.update(loss=loss.item(), lr=0.1)\n", "t.py", default_rules())
+    assert [f.row for f in floats if f.code == "SYN101"] == [12]  # the caller's `loss.item()` only
+    tensors = lint_source(HEAD + meter + loop + "    m.update(loss=loss, lr=0.1)\n", "t.py", default_rules())
+    assert [f.row for f in tensors if f.code == "SYN101"] == [8]  # inside the meter
+
+
+def test_an_optimizers_hyperparameters_are_numbers_and_its_params_tensors():
+    seen, _ = probe("import torch\nfrom torch.optim import Optimizer\n"
+                    "def f(opt: Optimizer, sched: torch.optim.lr_scheduler.StepLR):\n"
+                    "    probe(opt.param_groups[0]['lr'])\n"
+                    "    for g in opt.param_groups:\n        probe(max(0.0, g['lr']))\n        probe(g['params'])\n"
+                    "    probe(sched)\n")
+    assert [(v.kind, v.py) for v, _ in seen] == [(V.PY, "number"), (V.PY, "number"), (V.TENSORS, None),
+                                                 (V.UNKNOWN, None)]

@@ -65,6 +65,9 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         return Val(V.MODULE)
     if last == "DataLoader":
         return Val(V.LOADER, V.CPU)
+    if (q or "").startswith("torch.optim.") and last[:1].isupper() and ".lr_scheduler" not in q or (
+            q is None and last == "Optimizer"):
+        return Val(V.OPTIM, cls=q)  # fused-ness unknown
     if last == "device":
         return Val(V.DEVICE)
     if model is not None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from synclint.semantic.values import MODULE, OBJECT, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
+from synclint.semantic.values import MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
 # A key among a call's keyword values: the call also passes `*args`/`**kwargs`, so a
 # parameter it does not name may still be given (its default is not what it receives).
@@ -33,7 +33,11 @@ STARRED = "*"
 def join_call(seen: Dict[str, Val], order: List[str], defaulted, pos: List[Val], kws: Dict[str, Val],
               value=lambda v: v) -> None:
     """Join into `seen` (parameter -> value) what one call passes to parameters `order`.
-    `value` maps each passed value first (the linker resolves references with it)."""
+    `value` maps each passed value first (the linker resolves references with it). A
+    `**name` entry of `order` receives the keywords no other parameter takes, as a dict of
+    their joined values (`update(loss=x)` to `def update(self, **kwargs)`)."""
+    rest = next((p[2:] for p in order if p.startswith("**")), None)
+    order = [p for p in order if not p.startswith("**")]
     given = dict(zip(order, (value(v) for v in pos)))
     given.update((k, value(v)) for k, v in kws.items() if k in order)
     starred = STARRED in kws
@@ -44,6 +48,16 @@ def join_call(seen: Dict[str, Val], order: List[str], defaulted, pos: List[Val],
                 continue  # the default: what the function itself says
             v = UNKNOWN_VAL
         seen[p] = join(seen[p], v) if p in seen else v
+    if rest is not None:
+        extra = [value(v) for k, v in kws.items() if k not in order and k != STARRED]
+        if starred:
+            seen[rest] = UNKNOWN_VAL  # `f(**options)`: keys and values not known here
+        elif extra:
+            item = seen[rest].elems[0] if rest in seen and seen[rest].elems else None
+            for v in extra:
+                item = v if item is None else join(item, v)
+            if rest not in seen or seen[rest].elems:
+                seen[rest] = Val(PY, py="dict", elems=(item,))
 
 
 def ref(qualname: str) -> Val:
@@ -109,6 +123,24 @@ class ClassFacts:
 
 
 @dataclass
+class OneLiner:
+    """`def doubled(x): return x * 2` as another module sees it: the returned expression's
+    code and the imports it names, so an importer infers `doubled(cuda_tensor)` from that
+    call's own arguments (G2), in the defining module's names."""
+
+    params: List[str]
+    code: str
+    aliases: Dict[str, str]  # the defining module's imports the expression names
+
+    def to_json(self) -> list:
+        return [self.params, self.code, self.aliases]
+
+    @staticmethod
+    def from_json(d: list) -> "OneLiner":
+        return OneLiner(list(d[0]), d[1], dict(d[2]))
+
+
+@dataclass
 class ModuleSummary:
     name: str = ""  # the dotted module name the file has in its package ("" for a loose script)
     funcs: Dict[str, Val] = field(default_factory=dict)
@@ -124,9 +156,12 @@ class ModuleSummary:
     # `self.m(...)` calls in a class's methods, as (method qual, positional, keyword values):
     # a subclass in another module that overrides `m` receives them too
     self_calls: List[Tuple[str, List[Val], Dict[str, Val]]] = field(default_factory=list)
+    # one-line helpers other modules infer at each call (`OneLiner`)
+    one_liners: Dict[str, "OneLiner"] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
+            "ol": {k: o.to_json() for k, o in self.one_liners.items()},
             "sc": [[q, [v.to_json() for v in pos], _vals(kws)] for q, pos, kws in self.self_calls],
             "s": self.stars, "n": self.name, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "a": self.aliases, "i": self.imports,
@@ -143,22 +178,31 @@ class ModuleSummary:
             [(q, skip, [Val.from_json(v) for v in pos], _unvals(kws)) for q, skip, pos, kws in d["o"]],
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
+            {k: OneLiner.from_json(o) for k, o in d["ol"].items()},
         )
 
 
 @dataclass
 class ProjectFacts:
+    """What the project tells one file. The second walk asks through the methods below, which
+    note each question (`record`): a file is linted again only when the answer to one of the
+    questions it asked changes (`answers_digest`), not when anything about the names it
+    imports changes (most of that it never looks at)."""
+
     funcs: Dict[str, Val] = field(default_factory=dict)  # qualified name -> returned value
     classes: Dict[str, ClassFacts] = field(default_factory=dict)  # any spelling -> class
     values: Dict[str, Val] = field(default_factory=dict)  # qualified module-level name -> value
     params: Dict[str, Dict[str, Val]] = field(default_factory=dict)  # this file's function qual -> param -> value
     cuda_default: bool = False
     aliases: Dict[str, str] = field(default_factory=dict)  # names a `from m import *` brings in
+    one_liners: Dict[str, OneLiner] = field(default_factory=dict)  # qualified name -> helper
+    reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
         return {
             "a": self.aliases, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
+            "o": {k: o.to_json() for k, o in self.one_liners.items()},
         }
 
     @staticmethod
@@ -166,6 +210,7 @@ class ProjectFacts:
         return ProjectFacts(
             _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
+            {k: OneLiner.from_json(o) for k, o in d["o"].items()},
         )
 
     def digest(self) -> str:
@@ -173,12 +218,94 @@ class ProjectFacts:
         data = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
 
+    # ------------------------------------------------------------------ the questions
+    def record(self) -> None:
+        """From now on, note every question asked (`reads`)."""
+        self.reads = set()
+
+    def _ask(self, *key: str) -> None:
+        if self.reads is not None:
+            self.reads.add(key)
+
+    def value(self, q: str, default: Val) -> Val:
+        """A module-level value of another module (`config.device`)."""
+        self._ask("v", q)
+        return self.values.get(q, default)
+
+    def class_facts(self, name: str) -> Optional[ClassFacts]:
+        """Whether `name` is a class of another module, whether an nn.Module, its key. Its
+        members are asked for one by one (`class_member`)."""
+        self._ask("c", name)
+        return self.classes.get(name)
+
+    def class_member(self, name: str, member: str, method: bool) -> Optional[Val]:
+        """An attribute's value (or a method's return) of another module's class."""
+        self._ask("m" if method else "a", name, member)
+        return _member(self.classes.get(name), member, method)
+
+    def param(self, qual: str, name: str) -> Optional[Val]:
+        """What other modules pass for a parameter of this file's function."""
+        self._ask("p", qual, name)
+        return self.params.get(qual, {}).get(name)
+
+    def star_names(self) -> Dict[str, str]:
+        """The names this file's `from m import *` bring (name -> qualified name)."""
+        self._ask("s")
+        return self.aliases
+
+    def makes_cuda_default(self) -> bool:
+        """An importing script made CUDA the default device."""
+        self._ask("d")
+        return self.cuda_default
+
+    def one_liner(self, q: str) -> Optional[OneLiner]:
+        """Another module's one-line helper, inferred at each call from its arguments."""
+        self._ask("o", q)
+        return self.one_liners.get(q)
+
     def call_val(self, q: str) -> Optional[Val]:
         """What calling `q` gives: a function's return, or an instance of a class."""
+        self._ask("f", q)
         v = self.funcs.get(q)
         if v is not None:
             return v
-        c = self.classes.get(q)
+        c = self.class_facts(q)
         if c is not None:
             return Val(MODULE if c.is_module else OBJECT, cls=c.key)
         return None
+
+    def answer(self, key: Sequence[str]):
+        """The JSON form of what a question (as `reads` holds it) gets now."""
+        kind = key[0]
+        if kind == "v":
+            v = self.values.get(key[1])
+            return v.to_json() if v is not None else None
+        if kind == "c":
+            c = self.classes.get(key[1])
+            return [c.is_module, c.key] if c is not None else None
+        if kind in ("a", "m"):
+            v = _member(self.classes.get(key[1]), key[2], kind == "m")
+            return v.to_json() if v is not None else None
+        if kind == "p":
+            v = self.params.get(key[1], {}).get(key[2])
+            return v.to_json() if v is not None else None
+        if kind == "s":
+            return self.aliases
+        if kind == "d":
+            return self.cuda_default
+        if kind == "f":
+            v = self.funcs.get(key[1])
+            return v.to_json() if v is not None else None
+        if kind == "o":
+            o = self.one_liners.get(key[1])
+            return o.to_json() if o is not None else None
+        raise ValueError(f"unknown question {key!r}")
+
+    def answers_digest(self, keys: Sequence[Sequence[str]]) -> str:
+        """A digest of the answers to `keys` now: equal, and a file asking them learns the same."""
+        data = json.dumps([[list(k), self.answer(k)] for k in keys], separators=(",", ":"))
+        return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
+
+
+def _member(c: Optional[ClassFacts], member: str, method: bool) -> Optional[Val]:
+    return None if c is None else (c.methods if method else c.attrs).get(member)

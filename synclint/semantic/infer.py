@@ -166,7 +166,7 @@ class Inference:
             if q.startswith("torch.") and q[6:] in L.LEGACY_CUDA_CTORS | L.LEGACY_CTORS:
                 # `torch.cuda.HalfTensor` as a value: a tensor type that names its device
                 return Val(V.PY, V.CUDA if q[6:] in L.LEGACY_CUDA_CTORS else V.CPU, py="typestr")
-            return self.project.values.get(q, V.PY_VAL)  # torch.float32, np.pi, config.device
+            return self.project.value(q, V.PY_VAL)  # torch.float32, np.pi, config.device
         base = self._infer(e.value)
         if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
             if attr in self.cls.methods and attr not in self.cls.pending:
@@ -185,6 +185,8 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.NUMPY:
             return base if attr in ("T", "real", "imag", "flat") else V.PY_VAL
+        if k == V.OPTIM and attr == "param_groups":
+            return V.py("param_groups")
         if k == V.TENSORS:
             if attr in ("indices", "values"):  # topk/sort/max(dim) results
                 return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
@@ -231,6 +233,16 @@ class Inference:
                     "numpy.where", "numpy.nonzero"):
                 return Val(V.NUMPY, ndim=1)  # np.where(m)[0]: an index array
             return Val(V.NUMPY)  # an element, or fancy indexing: array-ness unknown
+        if V.is_dict_of(base):
+            return base.elems[0]  # kwargs["loss"]: any of the values callers pass
+        if base.kind == V.PY and base.py in ("param_groups", "param_group") and len(e.slice) == 1:
+            if base.py == "param_groups":
+                return V.py("param_group")
+            key = e.slice[0].slice
+            # an optimizer's group: its tensors under "params", hyperparameters (lr, betas,
+            # weight_decay: Python numbers unless the user gave tensors) under the rest
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+                return Val(V.TENSORS) if key.value.evaluated_value == "params" else V.py("number")
         if base.kind in (V.PY, V.UNKNOWN) and base.elems is not None and len(e.slice) == 1:
             idx = e.slice[0].slice
             if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
@@ -442,6 +454,8 @@ class Inference:
                 return V.UNKNOWN_VAL  # sum() over unknown values is not a plain number
             if args and all(v.kind == V.PY and v.py == "int" for v in args):
                 return V.py("int")
+            if args and all(v.kind == V.PY and v.py in V.NUMBERS for v in args):
+                return V.py("number")
             return V.PY_VAL
         if name in ("next", "iter") or name in L.PASSTHROUGH:
             arg = call.args[0].value if call.args else None
@@ -500,6 +514,12 @@ class Inference:
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
+        helper = self.project.one_liner(q) if q not in self._inlining else None
+        if helper is not None:
+            v = self._inlined_foreign(q, helper, call)
+            if v.kind != V.UNKNOWN:
+                return v
+            # (it names what its own module defines, `return Rays(n)`: what the module says)
         got = self.project.call_val(q)
         if got is not None:
             return self.resolve(got)
@@ -639,7 +659,7 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.NUMPY:
             if m in ("item", "tolist"):
-                return V.PY_VAL
+                return V.py("number") if m == "item" else V.PY_VAL
             if m in L.NUMPY_KEEP_METHODS:
                 return recv
             pos = [a for a in call.args if a.keyword is None]
@@ -670,6 +690,8 @@ class Inference:
                 return V.tensor(None, dtype=V.INT if m in ("argmax", "argmin") else None)
             return V.UNKNOWN_VAL
         if k == V.PY:
+            if V.is_dict_of(recv) and m in ("values", "get", "pop"):
+                return recv if m == "values" else recv.elems[0]
             if m in ("item", "items", "keys", "values", "format", "join", "split", "strip", "lower",
                      "upper", "copy", "startswith", "endswith", "replace"):
                 return V.PY_VAL
@@ -718,6 +740,8 @@ class Inference:
         if m in ("item", "tolist", "equal", "allclose", "is_nonzero", "is_same_size") or m in L.HOST_METHODS:
             if m in ("size", "stride"):
                 return V.py("int") if call.args else V.py("shape")
+            if m == "item":
+                return V.py("number")
             return V.py("int") if m in ("dim", "numel", "nelement", "ndimension") else V.PY_VAL
         if m == "pin_memory":
             return recv.with_(device=V.CPU, pinned=True, assumed=assumed)
@@ -766,28 +790,50 @@ class Inference:
     def _inlined(self, name: str, call: cst.Call) -> Val:
         """`def loss(p, t): return (p - t).abs().mean()` called here: its result from this
         call's arguments (not the join over every caller), in the function's own scope."""
-        from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one
-
         params, expr = self.one_liners[name]
         if any(a.star for a in call.args):
             return self.func_returns.get(name, V.UNKNOWN_VAL)
+        return self._infer_in_scope(name, params, expr, call, None)
+
+    def _inlined_foreign(self, q: str, helper, call: cst.Call) -> Val:
+        """Another module's one-line helper (`facts.OneLiner`) called here: inferred from this
+        call's arguments, with that module's imports and none of this file's names."""
+        if any(a.star for a in call.args):
+            return V.UNKNOWN_VAL
+        expr = self._foreign_exprs.get(q)
+        if expr is None:
+            try:
+                expr = cst.parse_expression(helper.code)
+            except Exception:  # noqa: BLE001 - a summary from another build: tells nothing
+                return V.UNKNOWN_VAL
+            self._foreign_exprs[q] = expr
+        return self._infer_in_scope(q, helper.params, expr, call, helper.aliases)
+
+    def _infer_in_scope(self, key: str, params, expr, call: cst.Call, foreign_aliases) -> Val:
+        from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one
+
         given: dict = {}
         for p, a in zip(params, [a for a in call.args if a.keyword is None]):
             given[p] = self._infer(a.value)
         for a in call.args:
             if a.keyword is not None and a.keyword.value in params:
                 given[a.keyword.value] = self._infer(a.value)
-        scope = FuncInfo(name, name, None)
+        scope = FuncInfo(key, key, None)
         for p in params:
             scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
-        saved, memo = self.funcs, self._memo
+        saved = (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.func_returns,
+                 self.classes_by_name, self.forward_refs)
         self.funcs, self._memo = [scope], {}  # another scope: what was inferred here does not hold
-        self._inlining.add(name)
+        if foreign_aliases is not None:  # another module: its imports, none of this file's names
+            self.aliases, self.module_scope, self.one_liners, self.func_returns = dict(foreign_aliases), {}, {}, {}
+            self.classes_by_name, self.forward_refs = {}, set()
+        self._inlining.add(key)
         try:
             return self._infer(expr)
         finally:
-            self.funcs, self._memo = saved, memo
-            self._inlining.discard(name)
+            (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.func_returns,
+             self.classes_by_name, self.forward_refs) = saved
+            self._inlining.discard(key)
 
     def _loader(self, call: cst.Call) -> Val:
         """A DataLoader: CPU batches (pinned with `pin_memory=True`), unless its dataset's

@@ -18,7 +18,7 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
+from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted, string_value
@@ -132,6 +132,7 @@ class SemanticModel(Inference):
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
         self._inlining: Set[str] = set()
+        self._foreign_exprs: Dict[str, cst.BaseExpression] = {}  # other modules' one-liners, parsed
         self._memo: Dict[int, tuple] = {}  # node id -> (node, value), until a binding changes (`forget`)
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
@@ -149,7 +150,7 @@ class SemanticModel(Inference):
         # inside a block that runs once at most (`if step == 0:`, `if x is None: x = ...`,
         # a branch that exits): cold, loops inside it too
         self.once_depth = 0
-        self.default_device = V.CUDA if self.project.cuda_default or self.facts.cuda_default else V.CPU
+        self.default_device = V.CUDA if self.project.makes_cuda_default() or self.facts.cuda_default else V.CPU
         self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
         # (a library module that does not is still used on the GPU). Set by `set_module`.
@@ -206,7 +207,7 @@ class SemanticModel(Inference):
             self._note_module(mod)
             if isinstance(node.names, cst.ImportStar):
                 self.stars.append(mod)
-                for name, q in self.project.aliases.items():  # what the project says it brings
+                for name, q in self.project.star_names().items():  # what the project says it brings
                     if q.startswith(mod + "."):
                         self.aliases.setdefault(name, q)
                 return
@@ -301,7 +302,7 @@ class SemanticModel(Inference):
             if q in L.PASSTHROUGH:
                 return V.PASSTHROUGH_VAL  # `tqdm`: iterating what it wraps yields its items
             # an imported module, function or class (not a tensor), or a module-level value
-            return self.project.values.get(q, V.PY_VAL)
+            return self.project.value(q, V.PY_VAL)
         if name in L.PASSTHROUGH:
             return V.PASSTHROUGH_VAL  # the builtins `iter`, `reversed`
         return V.UNKNOWN_VAL
@@ -428,8 +429,7 @@ class SemanticModel(Inference):
         class holds; for a class of another module, what the project says."""
         info = self.classes_by_name.get(cls_name)
         if info is None:
-            ext = self.project.classes.get(cls_name)
-            v = ext.attrs.get(attr) if ext is not None else None
+            v = self.project.class_member(cls_name, attr, method=False)
             return self.resolve(v) if v is not None else V.UNKNOWN_VAL
         v = info.attrs.get(attr)
         if v is None:
@@ -464,15 +464,14 @@ class SemanticModel(Inference):
         if info is not None:
             v = self._base_member(info, method, _depth, method=True)
             return v if v.kind != V.UNKNOWN else None
-        ext = self.project.classes.get(cls_name)
-        v = ext.methods.get(method) if ext is not None else None
+        v = self.project.class_member(cls_name, method, method=True)
         return self.resolve(v) if v is not None else None
 
     def _base_member(self, info: ClassInfo, name: str, depth: int, method: bool) -> Val:
         if depth > 8:
             return V.UNKNOWN_VAL
         for b in info.bases:
-            key = b if b in self.classes_by_name or b in self.project.classes else None
+            key = b if b in self.classes_by_name or self.project.class_facts(b) is not None else None
             if key is None:
                 continue
             if method:
@@ -488,7 +487,7 @@ class SemanticModel(Inference):
         info = self.classes_by_name.get(name)
         if info is not None:
             return info.is_module
-        ext = self.project.classes.get(name)
+        ext = self.project.class_facts(name)
         return ext is not None and ext.is_module
 
     def class_val(self, name: str) -> Optional[Val]:
@@ -496,7 +495,7 @@ class SemanticModel(Inference):
         info = self.classes_by_name.get(name)
         if info is not None:
             return Val(V.MODULE if info.is_module else V.OBJECT, cls=info.name)
-        ext = self.project.classes.get(name)
+        ext = self.project.class_facts(name)
         if ext is not None:
             return Val(V.MODULE if ext.is_module else V.OBJECT, cls=ext.key)
         return None
@@ -523,7 +522,7 @@ class SemanticModel(Inference):
             if v is not None:
                 v = self.resolve(v)
                 here = v if here is None else V.join(here, v)
-        there = self.project.params.get(qual, {}).get(name)
+        there = self.project.param(qual, name)
         if here is None or there is None:
             return here if there is None else there
         return V.join(here, there)
@@ -574,6 +573,10 @@ class SemanticModel(Inference):
             out.params[qual] = (list(info.param_order), sorted(info.defaults))
         out.calls_out = list(self.calls_out)
         out.self_calls = list(self.self_calls)
+        for fname, (params, expr) in self.one_liners.items():
+            named = {n.value for n in [expr, *descendants(expr)] if isinstance(n, cst.Name)}
+            out.one_liners[fname] = OneLiner(list(params), cst.Module([]).code_for_node(expr),
+                                             {n: self.aliases[n] for n in sorted(named) if n in self.aliases})
         return out
 
     # ----------------------------------------------------------------- questions rules ask
@@ -642,7 +645,7 @@ class SemanticModel(Inference):
     def is_host_number(self, e: cst.BaseExpression) -> bool:
         """A Python number or bool (what `x[i] = v` turns into a CPU scalar tensor)."""
         v = self.infer(e)
-        return v.kind == V.PY and (v.py in ("int", "float", "bool") or v.py is None and not isinstance(
+        return v.kind == V.PY and (v.py in V.NUMBERS or v.py is None and not isinstance(
             e, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.Lambda, cst.Imaginary)))
 
     def is_int_index(self, e: cst.BaseExpression) -> bool:

@@ -179,6 +179,8 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
     if a.kind == b.kind:
         if a == b:
             return a
+        if is_dict_of(a) and is_dict_of(b):  # two callers' `**kwargs`: their values joined
+            return Val(PY, py="dict", elems=(join(a.elems[0], b.elems[0]),))
         if a.kind == PY and a.py == b.py == "method":  # `self.run_cuda if c else self.run`
             return Val(PY, py="method", elems=tuple(Val(PY, py="method", cls=k)
                                                     for k in dict.fromkeys(methods_of(a) + methods_of(b))))
@@ -189,7 +191,7 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             ndim=a.ndim if a.ndim == b.ndim else None,
             dtype=a.dtype if a.dtype == b.dtype else None,
             assumed=a.assumed and b.assumed,
-            py=a.py if a.py == b.py else None,
+            py=a.py if a.py == b.py else "number" if a.py in NUMBERS and b.py in NUMBERS else None,
             cls=a.cls if a.cls == b.cls else None,
             elems=a.elems if a.elems == b.elems else None,
         )
@@ -197,10 +199,19 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
         if t.kind in (TENSOR, TENSORS) and other.kind in (PY, UNKNOWN, TENSOR, TENSORS):
             if other.kind == PY and other.py in ("list", "tuple") and t.kind == TENSORS:
                 return t.with_(elems=None)  # a list that tensors were appended to
-            if other.kind == PY and other.py not in (None, "none", "int", "float", "bool"):
+            if other.kind == PY and other.py not in (None, "none") and other.py not in NUMBERS:
                 continue  # a tensor or a str/dict: nothing to say
             return t
     return UNKNOWN_VAL
+
+
+# `py` tags of Python numbers: two of them joined are still a number
+NUMBERS = frozenset(("int", "float", "bool", "number"))
+
+
+def is_dict_of(val: Val) -> bool:
+    """A dict whose values are known (joined): `**kwargs` from its callers."""
+    return val.kind == PY and val.py == "dict" and bool(val.elems)
 
 
 def element_of(val: Val) -> Val:
@@ -223,6 +234,8 @@ def element_of(val: Val) -> Val:
         for e in val.elems[1:]:
             out = join(out, e)
         return out
+    if val.kind == PY and val.py == "param_groups":
+        return py("param_group")
     if val.kind == PY:
         return PY_VAL if val.py not in ("list", "tuple", "dict", "set") else UNKNOWN_VAL
     return UNKNOWN_VAL
