@@ -13,6 +13,8 @@ a third identical one is new.
 
     synclint baseline src/ --output .synclint-baseline.json
     synclint check src/ --baseline .synclint-baseline.json
+
+(The `baseline` command is in synclint/cli.py; recording runs through synclint/pipeline.py.)
 """
 
 from __future__ import annotations
@@ -24,13 +26,10 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import click
-
 from synclint.findings import Finding
 from synclint.lines import source_lines
 
 FORMAT_VERSION = 1
-DEFAULT_FILE = ".synclint-baseline.json"
 
 Fingerprint = Tuple[str, str, str, int]  # (relative path, code, normalized line, occurrence)
 
@@ -136,67 +135,9 @@ def load_baseline(path: Path) -> set:
 
 def filter_new(findings: Sequence[Finding], path: Path) -> List[Finding]:
     """The findings that are not in the baseline at `path`."""
-    path = Path(path)
-    known = load_baseline(path)
-    root = path.resolve().parent
+    return without_known(findings, load_baseline(path), Path(path).resolve().parent)
+
+
+def without_known(findings: Sequence[Finding], known: set, root: Path) -> List[Finding]:
+    """The findings whose fingerprints (paths relative to `root`) are not in `known`."""
     return [f for f, fp in zip(findings, fingerprints(findings, root)) if fp not in known]
-
-
-@click.command("baseline")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_FILE,
-              show_default=True, help="Where to write the baseline.")
-@click.option("--select", multiple=True, metavar="RULES", help="Rules to record instead of the defaults (as for check).")
-@click.option("--ignore", multiple=True, metavar="RULES", help="Rules to leave out (as for check).")
-@click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to add to the defaults (as for check).")
-@click.option("--hot-only", is_flag=True, help="Record only findings in hot code.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-def baseline_command(paths, output, select, ignore, extend_select, hot_only, config_file, no_cache):
-    """Record today's findings in PATHS so that `check --baseline FILE` reports only new ones.
-
-    \b
-    Findings are matched by file, rule and the text of the flagged line (not its
-    number), so they stay matched when code above them moves.
-    Use the same selection options for `baseline` and `check`.
-
-    \b
-    Example:
-      synclint baseline src/ -o .synclint-baseline.json
-      synclint check src/ --baseline .synclint-baseline.json
-    """
-    from synclint.cli import EXIT_ERROR, _fail, _split
-    from synclint.config import (
-        ConfigError, cache_dir_for, drop_per_file_ignored, find_config, load_config, merge_cli,
-    )
-    from synclint.discovery import discover
-    from synclint.registry import SelectionError, select as select_rules
-    from synclint.runner import check_files
-
-    paths = list(paths) or ["."]
-    try:
-        if config_file and not config_file.exists():
-            raise ConfigError(f"{config_file}: no such file")
-        cfg_path = config_file if config_file else find_config(Path(paths[0]))
-        cfg = merge_cli(load_config(cfg_path), _split(select), _split(ignore), _split(extend_select), hot_only)
-        rules = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
-    except (ConfigError, SelectionError) as e:
-        raise _fail(str(e))
-    found = discover(paths, cfg.exclude, cfg.root)
-    files, missing = found.files, found.errors
-    for m in missing:
-        click.echo(f"synclint: error: {m}", err=True)
-    result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir_for(cfg, no_cache))
-    from synclint.findings import split_internal
-
-    findings, internal = split_internal(result.findings)
-    result.errors.extend(internal)
-    findings = drop_per_file_ignored(cfg, findings)
-    for e in result.errors:
-        click.echo(f"synclint: error: {e}", err=True)
-    write_baseline(findings, output)
-    n = len(findings)
-    click.echo(f"Recorded {n} finding{'s' if n != 1 else ''} from {len(files)} file{'s' if len(files) != 1 else ''} in {output}.", err=True)
-    if result.errors or missing:
-        raise click.exceptions.Exit(EXIT_ERROR)

@@ -5,24 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Optional
 
 import click
 
 from synclint import __version__
+from synclint.output import fail as _fail
+from synclint.pipeline import EXIT_CLEAN, EXIT_ERROR
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ["text", "concise", "json", "sarif", "github", "junit", "gitlab"]
-
-
-def _split(values: Sequence[str]) -> List[str]:
-    """`--select SYN1,SYN2 --select SYN401` -> ['SYN1', 'SYN2', 'SYN401']."""
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
-
-
-def _fail(message: str) -> "click.exceptions.Exit":
-    click.echo(f"synclint: error: {message}", err=True)
-    return click.exceptions.Exit(EXIT_ERROR)
 
 
 _FAST_EXIT = []  # non-empty once `check` has run: the process may end without teardown
@@ -110,9 +101,10 @@ def main() -> None:
 @click.option("--verbose", "-v", is_flag=True, help="Also name each folder or file the walk skipped, and why.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
 @click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A `synclint trace` JSON of a run of these files: --report shows each finding's measured cost in it.")
+@click.option("--file-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Seconds one file's analysis may take in each phase before it is skipped with an error (default: `file-timeout` in [tool.synclint], else 300).")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
           config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, add_noqa,
-          stdin_filename, verbose, bench_file, trace_file):
+          stdin_filename, verbose, bench_file, trace_file, file_timeout):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -128,11 +120,8 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
       synclint check . --extend-select SYN115 --ignore tensor-formatting
       synclint check . --fix --diff
     """
-    from synclint.config import (
-        ConfigError, cache_dir_for, drop_per_file_ignored, find_config, load_config, merge_cli,
-    )
-    from synclint.discovery import discover
-    from synclint.registry import SelectionError, select as select_rules
+    from synclint import pipeline
+    from synclint.output import echo_errors, echo_skipped, emit
 
     _FAST_EXIT.append(True)
     if add_noqa and (fix or diff):
@@ -146,131 +135,66 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     if stdin_filename and not stdin:
         raise _fail("--stdin-filename needs `-` as the path")
     try:
-        cfg_path = config_file if config_file else find_config(Path(stdin_filename or ".") if stdin else Path(paths[0]))
-        if config_file and not config_file.exists():
-            raise ConfigError(f"{config_file}: no such file")
-        cfg = merge_cli(load_config(cfg_path), _split(select), _split(ignore), _split(extend_select), hot_only)
-
-        def selected_rules():
-            chosen = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
-            for codes in cfg.per_file_ignores.values():
-                for c in codes:
-                    _match(c)  # an unknown code in per-file-ignores is a configuration error
-            return chosen
-
-        cache_dir = cache_dir_for(cfg, no_cache)
-        selection_key = _selection_key(cfg)
-        # A selection with a cache file for this build was valid when that file was written,
-        # so importing the rules (and LibCST) can wait until some file is not in the cache.
-        if fix or diff or cache_dir is None or not _cache_path(cache_dir, [selection_key], cfg.hot_only).exists():
-            rules = selected_rules()
-        else:
-            rules = selected_rules
-    except (ConfigError, SelectionError) as e:
+        setup = pipeline.configure(
+            config_file=config_file, start=Path(stdin_filename or ".") if stdin else Path(paths[0]),
+            select=select, ignore=ignore, extend_select=extend_select, hot_only=hot_only,
+            no_cache=no_cache, file_timeout=file_timeout, lazy=not (fix or diff))
+        if stdin:
+            _check_stdin(setup, stdin_filename or "-", output_format=output_format, statistics=statistics, fix=fix,
+                         diff=diff, unsafe=unsafe_fixes, force_exclude=force_exclude, exit_zero=exit_zero,
+                         no_source=no_source)
+        outcome = pipeline.run(setup, paths, force_exclude=force_exclude, jobs=jobs, baseline=baseline)
+    except pipeline.PipelineError as e:
         raise _fail(str(e))
-    if cfg.docs_url:
-        from synclint.findings import set_docs_url
-
-        set_docs_url(cfg.docs_url)
-
-    if stdin:
-        _check_stdin(stdin_filename or "-", cfg, rules() if callable(rules) else rules, output_format=output_format,
-                     fix=fix, diff=diff, unsafe=unsafe_fixes, force_exclude=force_exclude, exit_zero=exit_zero,
-                     no_source=no_source)
-    found = discover(paths, cfg.exclude, cfg.root, force_exclude)
-    files, missing = found.files, found.errors
-    for m in missing:
-        click.echo(f"synclint: error: {m}", err=True)
+    echo_errors(outcome.missing)
     if verbose:
-        for path, why in found.skipped:
-            click.echo(f"synclint: skipped {path}: {why}", err=True)
+        echo_skipped(outcome.skipped)
 
-    from synclint.runner import check_files
-
-    try:
-        result = check_files(files, rules, hot_only=cfg.hot_only, cache_dir=cache_dir, jobs=jobs,
-                             selection_key=selection_key)
-    except SelectionError as e:
-        raise _fail(str(e))
-    from synclint.findings import split_internal
-
-    findings, internal = split_internal(result.findings)
-    result.errors.extend(internal)
-    silenced = {"noqa": sum(1 for f in findings if f.suppressed == "noqa")}
-    findings = drop_per_file_ignored(cfg, findings)
-    if baseline is not None:
-        from synclint.baseline import BaselineError, filter_new
-
-        try:
-            before = len(findings)
-            findings = filter_new(findings, baseline)
-            silenced["baseline"] = before - len(findings)
-        except BaselineError as e:
-            raise _fail(str(e))
-
-    errors = list(result.errors)
     if add_noqa:
-        from synclint.noqa import add_noqa as add_directives
+        from synclint.autofix import add_noqa as add_directives
 
-        added, add_errors = add_directives(findings)
-        errors.extend(add_errors)
-        for e in errors:
-            click.echo(f"synclint: error: {e}", err=True)
+        added = add_directives(outcome)
+        echo_errors(outcome.errors)
         click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-        _exit(errors, missing, 0, exit_zero)
+        raise click.exceptions.Exit(outcome.exit_code(exit_zero, count_findings=False))
     if fix or diff:
-        findings, fix_errors, diff_changed = _apply_fixes(
-            findings, rules, cfg.hot_only, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
-        errors.extend(fix_errors)
-        if diff:
-            for e in errors:
-                click.echo(f"synclint: error: {e}", err=True)
-            risky = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
-            if risky and not unsafe_fixes:
-                click.echo(f"{risky} more fix{'es' if risky != 1 else ''} with `--diff --unsafe-fixes` (review the change).", err=True)
-            _exit(errors, missing, 0, exit_zero, diff_changed=diff_changed)
+        from synclint.autofix import fix_files, unfixable_note
 
-    findings.sort(key=lambda f: f.sort_key())
-    for e in errors:
-        click.echo(f"synclint: error: {e}", err=True)
+        changed = fix_files(setup, outcome, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
+        if diff:
+            echo_errors(outcome.errors)
+            note = unfixable_note(outcome, unsafe_fixes)
+            if note:
+                click.echo(note, err=True)
+            raise click.exceptions.Exit(outcome.exit_code(exit_zero, count_findings=False, changed=changed))
+
+    outcome.findings.sort(key=lambda f: f.sort_key())
+    echo_errors(outcome.errors)
 
     if report_file is not None:
         from synclint.report import write_report
 
-        write_report(findings, report_file, bench_file, trace_file)
+        write_report(outcome.findings, report_file, bench_file, trace_file)
 
-    if statistics:
-        from synclint.render import statistics as stats
-
-        text = stats(findings, "json" if output_format == "json" else "text")
-        if text:
-            click.echo(text)
-    elif output_format in ("text", "concise"):
-        from synclint.render import summary, text_report
-
-        if findings:
-            click.echo(text_report(findings, show_source=not no_source and output_format == "text"))
-        click.echo(summary(findings, missing + errors, len(files), unsafe_fixes, skipped=len(found.skipped),
-                           verbose=verbose, silenced=silenced))
-    else:
-        from synclint.formats import render
-
-        click.echo(render(output_format, findings, missing + errors))
-    _exit(errors, missing, len(findings), exit_zero)
+    emit(output_format, outcome, statistics=statistics, show_source=not no_source, unsafe=unsafe_fixes,
+         verbose=verbose)
+    raise click.exceptions.Exit(outcome.exit_code(exit_zero))
 
 
-def _check_stdin(name, cfg, rules, *, output_format, fix, diff, unsafe, force_exclude, exit_zero, no_source):
+def _check_stdin(setup, name, *, output_format, statistics, fix, diff, unsafe, force_exclude, exit_zero, no_source):
     """`synclint check - --stdin-filename PATH`: the text on stdin, checked as if it were PATH
     (its config, per-file-ignores and name). With --fix the fixed text goes to stdout and
     the findings left to stderr, as Ruff does; with --diff, the diff goes to stdout."""
-    from synclint.config import drop_per_file_ignored
+    from synclint import pipeline
     from synclint.discovery import excluded_by_config
-    from synclint.engine import LintError, decode_source, lint_source
-    from synclint.findings import FileError, split_internal
-    from synclint.fixes import FixError, fix_text
+    from synclint.engine import LintError, decode_source
+    from synclint.findings import FileError
+    from synclint.fixes import FixError
     from synclint.lines import source_lines
+    from synclint.output import echo_errors, emit
 
     data = sys.stdin.buffer.read()
+    cfg = setup.cfg
     if force_exclude and name != "-" and excluded_by_config(name, cfg.exclude, cfg.root):
         if fix:
             click.echo(data.decode("utf-8", "surrogateescape"), nl=False)
@@ -278,146 +202,78 @@ def _check_stdin(name, cfg, rules, *, output_format, fix, diff, unsafe, force_ex
     text = decode_source(name, data)
     if isinstance(text, FileError):
         raise _fail(str(text))
+    outcome = pipeline.run_text(setup, name, text)
+    if (fix or diff) and not any(e.code is None for e in outcome.errors):  # it parsed
+        from synclint.autofix import fix_stdin, unified_diff
 
-    def lint(source):
-        found, internal = split_internal(lint_source(source, name, rules, hot_only=cfg.hot_only))
-        for e in internal:
-            click.echo(f"synclint: error: {e}", err=True)
-        return drop_per_file_ignored(cfg, found)
-
-    try:
-        findings = lint(text)
-        if fix or diff:
-            new, n, findings = fix_text(text, lint, unsafe=unsafe)
-            findings = drop_per_file_ignored(cfg, findings)
-    except (LintError, FixError) as e:
-        if fix:
-            click.echo(text, nl=False)  # a filter never swallows its input
-        raise _fail(f"{name}: {e}")
-    if diff:
-        import difflib
-
-        click.echo("".join(difflib.unified_diff(source_lines(text, True), source_lines(new, True),
-                                                fromfile=f"a/{name}", tofile=f"b/{name}")), nl=False)
-        raise click.exceptions.Exit(EXIT_FINDINGS if n and not exit_zero else EXIT_CLEAN)
-    if fix:
+        try:
+            new, n = fix_stdin(setup, outcome, name, text, unsafe=unsafe)
+        except (LintError, FixError) as e:
+            outcome.errors.append(FileError(name, str(e)))
+    if fix or diff:
+        if any(e.code is None for e in outcome.errors):
+            if fix:
+                click.echo(text, nl=False)  # a filter never swallows its input
+            echo_errors(outcome.errors)
+            raise click.exceptions.Exit(EXIT_ERROR)
+        echo_errors(outcome.errors)
+        if diff:
+            click.echo(unified_diff(name, text, new), nl=False)
+            raise click.exceptions.Exit(outcome.exit_code(exit_zero, count_findings=False, changed=bool(n)))
         click.echo(new, nl=False)
-        for f in findings:
+        for f in outcome.findings:
             click.echo(f"{f.filename}:{f.row}:{f.column}: {f.code} {f.message}", err=True)
-    elif output_format == "text":
-        from synclint.render import summary, text_report
-
-        if findings:
-            click.echo(text_report(findings, show_source=not no_source, sources={name: source_lines(text)}))
-        click.echo(summary(findings, [], 1, unsafe))
-    else:
-        from synclint.formats import render
-
-        click.echo(render(output_format, findings, []))
-    raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+        raise click.exceptions.Exit(outcome.exit_code(exit_zero))
+    echo_errors(outcome.errors)
+    emit(output_format, outcome, statistics=statistics, show_source=not no_source, unsafe=unsafe,
+         sources={name: source_lines(text)})
+    raise click.exceptions.Exit(outcome.exit_code(exit_zero))
 
 
-def _selection_key(cfg) -> str:
-    """Everything the rule selection (and its validation) is made from, for the cache key."""
-    pfi = sorted({c for codes in cfg.per_file_ignores.values() for c in codes})
-    return "select=" + repr((sorted(cfg.select or ()), sorted(cfg.ignore), sorted(cfg.extend_select), pfi))
+@main.command("baseline")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path), default=".synclint-baseline.json",
+              show_default=True, help="Where to write the baseline.")
+@click.option("--select", multiple=True, metavar="RULES", help="Rules to record instead of the defaults (as for check).")
+@click.option("--ignore", multiple=True, metavar="RULES", help="Rules to leave out (as for check).")
+@click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to add to the defaults (as for check).")
+@click.option("--hot-only", is_flag=True, help="Record only findings in hot code.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--file-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Seconds one file's analysis may take in each phase (as for check).")
+def baseline_command(paths, output, select, ignore, extend_select, hot_only, config_file, no_cache, file_timeout):
+    """Record today's findings in PATHS so that `check --baseline FILE` reports only new ones.
 
+    \b
+    Findings are matched by file, rule and the text of the flagged line (not its
+    number), so they stay matched when code above them moves.
+    Use the same selection options for `baseline` and `check`.
 
-def _cache_path(cache_dir, key, hot_only):
-    from synclint.cache import cache_path
+    \b
+    Example:
+      synclint baseline src/ -o .synclint-baseline.json
+      synclint check src/ --baseline .synclint-baseline.json
+    """
+    from synclint import pipeline
+    from synclint.baseline import write_baseline
+    from synclint.output import echo_errors
 
-    return cache_path(cache_dir, key, hot_only)
-
-
-def _match(code):
-    from synclint.registry import match
-
-    return match(code)
-
-
-def _exit(errors, missing, n_findings, exit_zero, diff_changed=False):
-    if errors or missing:
-        raise click.exceptions.Exit(EXIT_ERROR)
-    if diff_changed and not exit_zero:
-        raise click.exceptions.Exit(EXIT_FINDINGS)
-    if n_findings and not exit_zero:
-        raise click.exceptions.Exit(EXIT_FINDINGS)
-    raise click.exceptions.Exit(EXIT_CLEAN)
-
-
-def _apply_fixes(findings, rules, hot_only, *, write, unsafe, show_diff):
-    """Fix each file that has fixable findings; returns (remaining findings, errors, whether
-    a diff was shown). A SIGTERM meanwhile ends the run like Ctrl-C: the file being written
-    is left as it was, with no temp file beside it."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return _fix_files(findings, rules, hot_only, write=write, unsafe=unsafe, show_diff=show_diff)
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    paths = list(paths) or ["."]
     try:
-        return _fix_files(findings, rules, hot_only, write=write, unsafe=unsafe, show_diff=show_diff)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _fix_files(findings, rules, hot_only, *, write, unsafe, show_diff):
-    from synclint.atomic import write_text_atomic
-    from synclint.engine import LintError, decode_source, lint_source, source_encoding
-    from synclint.findings import FileError, split_internal
-    from synclint.fixes import FixError, fix_text
-    from synclint.lines import source_lines
-
-    by_file = {}
-    for f in findings:
-        by_file.setdefault(f.filename, []).append(f)
-    remaining, errors = [], []
-    diff_changed = False
-    fixed_count = 0
-    for path, fs in by_file.items():
-        if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
-            remaining.extend(fs)
-            continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as e:
-            errors.append(FileError(path, f"cannot read: {e.strerror or e}"))
-            remaining.extend(fs)
-            continue
-        text = decode_source(path, data)
-        if isinstance(text, FileError):
-            errors.append(text)
-            remaining.extend(fs)
-            continue
-        try:
-            new, n, left = fix_text(text, lambda s: lint_source(s, path, rules, hot_only=hot_only), unsafe=unsafe)
-        except (FixError, LintError) as e:
-            errors.append(FileError(path, str(e)))
-            remaining.extend(fs)
-            continue
-        if n and show_diff:
-            diff_changed = True
-            import difflib
-
-            click.echo("".join(difflib.unified_diff(
-                source_lines(text, True), source_lines(new, True), fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
-        elif n and write:
-            try:  # in the file's own encoding, with its BOM if it had one
-                write_text_atomic(path, new, source_encoding(data), data.startswith(b"\xef\xbb\xbf"))
-            except (OSError, UnicodeEncodeError) as e:
-                reason = e.strerror if isinstance(e, OSError) and e.strerror else e
-                errors.append(FileError(path, f"cannot write the fixes: {reason}; the file is unchanged"))
-                remaining.extend(fs)
-                continue
-            fixed_count += n
-        if write:
-            left, internal = split_internal(left)
-            errors.extend(internal)
-        remaining.extend(left if write else fs)
-    if write and fixed_count:
-        click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}.", err=True)
-    return remaining, errors, diff_changed
+        setup = pipeline.configure(config_file=config_file, start=Path(paths[0]), select=select, ignore=ignore,
+                                   extend_select=extend_select, hot_only=hot_only,
+                                   no_cache=no_cache, file_timeout=file_timeout)
+        outcome = pipeline.run(setup, paths)
+    except pipeline.PipelineError as e:
+        raise _fail(str(e))
+    echo_errors(outcome.all_errors)
+    write_baseline(outcome.findings, output)
+    n, files = len(outcome.findings), outcome.checked
+    click.echo(f"Recorded {n} finding{'s' if n != 1 else ''} from {files} file{'s' if files != 1 else ''} in {output}.", err=True)
+    if outcome.all_errors:
+        raise click.exceptions.Exit(pipeline.EXIT_ERROR)
 
 
 @main.command()
@@ -570,7 +426,6 @@ def _add_optional_commands() -> None:
     from importlib.util import find_spec
 
     for mod, name, attr in (("synclint.bench.command", "bench", "bench"), ("synclint.lsp", "lsp", "lsp"),
-                            ("synclint.baseline", "baseline", "baseline_command"),
                             ("synclint.trace.command", "trace", "trace")):
         try:
             present = find_spec(mod) is not None

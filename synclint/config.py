@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
-        "docs-url", "tests-hot-only"}
+        "docs-url", "tests-hot-only", "file-timeout"}
+# Seconds one file's analysis may take in each phase. The largest real file we know, torch's
+# 1.3 MB common_methods_invocations.py, takes 7 s and 15 s (its two phases) on a loaded
+# 2-core machine, a generated 2 MB file with 26,000 findings 56 s and 207 s; a budget a
+# loaded CI machine can trip on real code would fail builds at random, and 300 s still ends
+# a hang (docs/reliability.md).
+DEFAULT_FILE_TIMEOUT = 300.0
 
 
 class ConfigError(ValueError):
@@ -27,6 +33,7 @@ class Config:
     # hot findings: a cold `.item()` in an assertion is what a test is for
     tests_hot_only: bool = True
     cache_dir: Optional[str] = None
+    file_timeout: float = DEFAULT_FILE_TIMEOUT
     docs_url: Optional[str] = None  # where rule pages are linked from (None: synclint.findings' default)
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
     path: Optional[Path] = None  # the file it came from
@@ -109,6 +116,7 @@ def load_config(path: Optional[Path]) -> Config:
     if cache_dir is not None and not isinstance(cache_dir, str):
         raise ConfigError(f"{path}: [tool.synclint] cache-dir must be a string")
     cfg.cache_dir = cache_dir
+    cfg.file_timeout = file_timeout(table.get("file-timeout", DEFAULT_FILE_TIMEOUT), f"{path}: [tool.synclint] file-timeout")
     docs_url = table.get("docs-url")
     if docs_url is not None:
         from urllib.parse import urlsplit
@@ -119,6 +127,13 @@ def load_config(path: Optional[Path]) -> Config:
                               f"\"https://github.com/ORG/synclint/blob/v0.1.0/docs/rules\" (got {docs_url!r})")
         cfg.docs_url = docs_url
     return cfg
+
+
+def file_timeout(value, where: str) -> float:
+    """A time budget in seconds: a positive number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"{where} must be a positive number of seconds (got {value!r})")
+    return float(value)
 
 
 def per_file_ignored(cfg: Config, filename: str) -> List[str]:

@@ -148,6 +148,11 @@ class Finding:
         return d
 
 
+# A file's error that no rule's code names (flake8 needs a code for every line): under SYN
+# so that flake8 shows it exactly when synclint's codes are selected.
+INTERNAL_CODE = "SYN000"
+
+
 @dataclass(frozen=True)
 class FileError:
     """A file that could not be checked: reported in one line, exit code 2."""
@@ -155,6 +160,7 @@ class FileError:
     filename: str
     reason: str
     row: Optional[int] = None  # the line it happened at, where known (a rule that raised)
+    code: Optional[str] = None  # the rule that raised (flake8 shows the error under its code)
 
     def __str__(self) -> str:
         where = f"{self.filename}:{self.row}" if self.row else self.filename
@@ -168,7 +174,7 @@ def split_internal(findings: Sequence[Finding]) -> Tuple[List[Finding], List[Fil
     errors: List[FileError] = []
     for f in findings:
         if f.internal:
-            errors.append(FileError(f.filename, f.message, f.row))
+            errors.append(FileError(f.filename, f.message, f.row, f.code))
         else:
             kept.append(f)
     return kept, errors

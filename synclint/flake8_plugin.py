@@ -13,27 +13,10 @@ Options (command line or `[flake8]` config):
 
 from __future__ import annotations
 
-import os
 from typing import Any, Iterator, List, Sequence, Tuple
 
 from synclint import __version__
-
-# A failure outside any rule (the semantic model, a bad install): not a rule's code, but
-# under SYN so that flake8 shows it exactly when synclint's codes are selected.
-INTERNAL_CODE = "SYN000"
-
-
-def _project_config(filename: str):
-    """The file's `[tool.synclint]` (for the cache it shares with `synclint check`, and
-    `tests-hot-only`); flake8's own options decide codes and per-file ignores."""
-    try:
-        from pathlib import Path
-
-        from synclint.config import find_config, load_config
-
-        return load_config(find_config(Path(filename).resolve().parent))
-    except Exception:  # a broken config: the defaults, same findings
-        return None
+from synclint.findings import INTERNAL_CODE  # a failure outside any rule (a bad install)
 
 
 def _off_by_default_codes() -> List[str]:
@@ -76,10 +59,13 @@ class Plugin:
         cls.hot_only = bool(getattr(options, "synclint_hot_only", False))
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        """The file through synclint's pipeline (`pipeline.run_buffer`), every rule on:
+        flake8's select/ignore (with the default ignore list set in add_options) decides
+        which codes are shown. A file's error (a rule that raised, the time budget) is the
+        line `check` prints for it, under the rule's code or SYN000."""
         try:
-            from synclint.engine import LintError, lint_source
-            from synclint.registry import all_rules
-            from synclint.runner import check_source
+            from synclint.output import flake8_lines
+            from synclint.pipeline import run_buffer
         except Exception as e:  # noqa: BLE001 - a broken install: one line, not a traceback
             yield 1, 0, f"{INTERNAL_CODE} synclint cannot run ({type(e).__name__}: {e}); please report", type(self)
             return
@@ -87,22 +73,9 @@ class Plugin:
         if source.startswith("\ufeff"):
             source = source[1:]
         try:
-            # Every rule runs; flake8's select/ignore (with the default ignore list set in
-            # add_options) decides which codes are shown. A rule that raises comes back as
-            # one line under its own code ("internal error in SYN503; please report").
-            if self.filename in ("stdin", "-") or not os.path.isfile(self.filename):
-                findings = lint_source(source, self.filename, all_rules(), hot_only=self.hot_only)
-            else:  # with what the project's other modules say, as `synclint check` does
-                from synclint.config import Config, cache_dir_for, drop_cold_in_tests
-
-                cfg = _project_config(self.filename) or Config()
-                findings = check_source(source, self.filename, all_rules(), hot_only=self.hot_only,
-                                        cache_dir=cache_dir_for(cfg, False))
-                findings = drop_cold_in_tests(cfg, findings)
-        except (LintError, RecursionError, MemoryError):
-            return  # flake8 reports a file that does not parse as E999 itself
+            lines = list(flake8_lines(run_buffer(self.filename, source, hot_only=self.hot_only)))
         except Exception as e:  # noqa: BLE001 - never a traceback inside flake8's run
             yield 1, 0, f"{INTERNAL_CODE} internal error in synclint ({type(e).__name__}); please report", type(self)
             return
-        for f in findings:
-            yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)
+        for row, column, text in lines:
+            yield row, column, text, type(self)

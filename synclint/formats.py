@@ -1,4 +1,5 @@
-"""Machine-readable output formats for `synclint check --output-format`.
+"""Machine-readable output formats for `synclint check --output-format` (chosen by
+`synclint.output`, the dispatcher of every format).
 
 - `json`: the documented list of findings (see DESIGN.md).
 - `sarif`: SARIF 2.1.0 for GitHub code scanning (and any SARIF viewer). Rules carry their
@@ -28,22 +29,6 @@ DESCRIPTION_MAX = 1000  # GitHub code scanning truncates rule descriptions at ab
 
 def _clip(text: str, limit: int = DESCRIPTION_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def render(fmt: str, findings: Sequence[Finding], errors: Sequence[FileError]) -> str:
-    if fmt == "json":
-        from synclint.render import json_report
-
-        return json_report(findings)
-    if fmt == "sarif":
-        return json.dumps(sarif_log(findings, errors), indent=2, ensure_ascii=False)
-    if fmt == "github":
-        return github_annotations(findings, errors)
-    if fmt == "junit":
-        return junit_xml(findings, errors)
-    if fmt == "gitlab":
-        return json.dumps(gitlab_code_quality(findings, errors), indent=2, ensure_ascii=False)
-    raise ValueError(f"unknown output format {fmt!r}")
 
 
 # ---------------------------------------------------------------- paths

@@ -31,6 +31,7 @@ def check_files(
     selection_key: Optional[str] = None,
     sources: Optional[Dict[str, str]] = None,
     cache_findings: bool = True,
+    file_timeout: Optional[float] = None,
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
@@ -40,7 +41,8 @@ def check_files(
     are then imported only when some file is not in the cache.
 
     `sources` gives the text of files that are not (or not yet) saved, an editor's buffer;
-    with `cache_findings=False` only the module summaries are cached (their bytes decide)."""
+    with `cache_findings=False` only the module summaries are cached (their bytes decide).
+    `file_timeout`: the seconds each file's analysis may take per phase (see `workers`)."""
     from synclint.engine import decode_source
 
     selected: List[Sequence[type]] = []
@@ -77,7 +79,7 @@ def check_files(
     if cache is not None:
         entries = _unchanged_project(cache, texts, digests)
     if len(entries) != len(texts):
-        entries = _analyse(texts, digests, get_rules, cache, cache_dir, jobs)
+        entries = _analyse(texts, digests, get_rules, cache, cache_dir, jobs, file_timeout)
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -100,7 +102,7 @@ def check_files(
 
 
 def check_source(source: str, path: str, rules: Sequence[type], *, hot_only: bool = False,
-                 cache_dir: Optional[Path] = None) -> List[Finding]:
+                 cache_dir: Optional[Path] = None, file_timeout: Optional[float] = None) -> List[Finding]:
     """One file's findings as `synclint check path` gives them, from `source` (an editor's
     buffer, flake8's lines): with the project modules it imports read from disk (their
     summaries cached in `cache_dir`), so the flake8 plugin and the LSP see what the CLI
@@ -108,7 +110,7 @@ def check_source(source: str, path: str, rules: Sequence[type], *, hot_only: boo
     from synclint.engine import LintError
 
     result = check_files([path], rules, hot_only=hot_only, cache_dir=cache_dir, jobs=1,
-                         sources={path: source}, cache_findings=False)
+                         sources={path: source}, cache_findings=False, file_timeout=file_timeout)
     if result.errors:
         raise LintError(result.errors[0].reason)
     return [f for f in result.findings if not f.suppressed]  # `# noqa` holds here too
@@ -153,9 +155,10 @@ def _unchanged_project(cache, texts: Dict[str, str], digests: Dict[str, str]) ->
     return out
 
 
-def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, list]:
+def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> Dict[str, list]:
     from synclint.project import Project, module_name, project_root
     from synclint.semantic.facts import ModuleSummary, ProjectFacts
+    from synclint.workers import timed_out
 
     summaries = None
     if cache_dir is not None:
@@ -169,7 +172,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
     affinity: Dict[str, int] = {}
     codes = [r.CODE for r in get_rules()]
     n_jobs = jobs or usable_cpus()
-    runner = _Runner(n_jobs, codes)
+    runner = _Runner(n_jobs, codes, budget)
     try:
         # Phase 1: what each module offers.
         todo = []
@@ -188,7 +191,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
             project.add(path, ModuleSummary.from_json(summary) if summary else None)
             if error:
                 errors[path] = error
-            if summaries is not None:
+            if summaries is not None and not timed_out(error):
                 summaries.put(path, digests[path], summary, error)
         # Modules the checked files import that were not named on the command line.
         extra: List[str] = []
@@ -209,9 +212,9 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
             text = data.decode("utf-8", errors="replace")
             digests[path] = digest
             extra_jobs.append(("summarise", path, text, module_name(path), False))
-        for _, job, (summary, _error) in runner.run(extra_jobs):
+        for _, job, (summary, error) in runner.run(extra_jobs):
             project.add(job[1], ModuleSummary.from_json(summary) if summary else None)
-            if summaries is not None:
+            if summaries is not None and not timed_out(error):
                 summaries.put(job[1], digests[job[1]], summary, None)
         # Phase 2: the rules, with what the project tells each file. Files unchanged since
         # the last run bring back the summaries their last lint left (the state that run
@@ -258,7 +261,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs) -> Dict[str, lis
     hot = project.hot_scopes(graphs)
     for path, e in out.items():
         e[5] = sorted(hot.get(os.path.abspath(path), ()))
-        if cache is not None:
+        if cache is not None and not timed_out(e[4]):
             cache.put(path, e)
     if cache is not None:
         cache.project = _project_key(texts, digests, extra) + "|" + "|".join(extra)
@@ -287,8 +290,11 @@ def _update(project, path: str, summary: Optional[dict]) -> bool:
 class _Runner:
     """Jobs in this process (few files, one CPU) or in a pool of workers started on first use."""
 
-    def __init__(self, n: int, codes: Sequence[str]) -> None:
+    def __init__(self, n: int, codes: Sequence[str], budget: Optional[float] = None) -> None:
+        import math
+
         self.n, self.codes = n, codes
+        self.budget = budget if budget and math.isfinite(budget) else None  # `inf`: no budget
         self.pool = None
         self.local = None
 
@@ -303,12 +309,12 @@ class _Runner:
             if self.local is None:
                 self.local = Worker(self.codes)
             for job in jobs:
-                yield 0, job, self.local.do(job)
+                yield 0, job, self.local.do(job, self.budget)
             return
         if self.pool is None:
             from synclint.workers import Pool
 
-            self.pool = Pool(min(self.n, len(jobs)), self.codes)
+            self.pool = Pool(min(self.n, len(jobs)), self.codes, self.budget)
         yield from self.pool.run(jobs, affinity)
 
     def close(self) -> None:

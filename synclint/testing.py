@@ -60,3 +60,22 @@ def run_cli(args, cwd: Path):
         return CliRunner().invoke(main, args, catch_exceptions=False)
     finally:
         os.chdir(old)
+
+
+def spin_on(monkeypatch, suffix: str, seconds: float = 30.0) -> None:
+    """Make SYN101 spin (busy, for at most `seconds`) on files whose name ends with `suffix`:
+    an analysis that runs past any time budget. Forked workers inherit it."""
+    import time
+
+    from synclint.rules.tensor_item import TensorItem
+
+    real = TensorItem.visit_Call
+
+    def visit_Call(self, node):
+        if self.ctx.filename.endswith(suffix):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                pass
+        return real(self, node)
+
+    monkeypatch.setattr(TensorItem, "visit_Call", visit_Call)

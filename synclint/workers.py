@@ -7,13 +7,18 @@ first phase and the second phase sends each file back to the worker that holds i
 (a LibCST tree is about 1 KB per line: 120 MB for the 110k lines of the Lightning sources).
 
 A worker that dies (a segfault in the parser on absurdly deep code) fails the file it was
-on with a one-line error; its files are checked again by a fresh worker.
+on with a one-line error; its files are checked again by a fresh worker. So does a worker
+that spends longer than the time budget on one job (`file-timeout`): it is killed. In this
+process the budget is a timer signal (`time_limit`): a process of its own for one file
+would cost a fork and sending the trees back, and what runs long is our Python code
+(LibCST's native parse is bounded by the nesting limits), which a signal interrupts.
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
+from contextlib import contextmanager
 from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 # Jobs: ("summarise", path, text, module_name[, keep]) -> (summary JSON or None, error or None)
@@ -21,6 +26,62 @@ from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 #           -> (findings, graph JSON, error, summary JSON of this walk or None,
 #               the questions the walk asked the project facts: `ProjectFacts.reads`)
 Job = Tuple
+
+TIMEOUT_PREFIX = "analysis took longer than "
+
+
+class FileTimeout(BaseException):
+    """The time budget ran out (a BaseException, so that no `except Exception` on the way,
+    a rule's isolation included, takes it for that code's own error)."""
+
+
+def timeout_message(seconds: float) -> str:
+    return (f"{TIMEOUT_PREFIX}{seconds:g} s; skipped "
+            "(raise `file-timeout` in [tool.synclint] to allow more)")
+
+
+def timed_out(error: Optional[str]) -> bool:
+    """The error is the time budget's: it says how long this run allowed, not what the file
+    is, so it is never cached."""
+    return bool(error) and error.startswith(TIMEOUT_PREFIX)
+
+
+def failed(job: Job, message: str):
+    """The result of a job that produced nothing but an error for its file."""
+    return (None, message) if job[0] == "summarise" else ([], None, message, None, [])
+
+
+@contextmanager
+def time_limit(seconds: Optional[float]):
+    """Raise FileTimeout in this thread after `seconds` (SIGALRM). Only the main thread can
+    take a signal: elsewhere (an editor's analysis thread) the code runs unbounded."""
+    import signal
+    import threading
+
+    if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise FileTimeout
+
+    import time
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    if outer and outer <= seconds:  # the host's own timer (a test runner's) ends sooner: leave it be
+        signal.setitimer(signal.ITIMER_REAL, outer, interval)
+        signal.signal(signal.SIGALRM, previous)
+        yield
+        return
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:  # the host's timer goes on with what was left of it
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3), interval)
 
 
 class Worker:
@@ -33,14 +94,18 @@ class Worker:
         self.rules = tuple(by_code[c] for c in codes)
         self.held: Dict[str, object] = {}
 
-    def do(self, job: Job):
+    def do(self, job: Job, budget: Optional[float] = None):
+        """`budget`: seconds this job may take in this process (see `time_limit`)."""
         try:
-            if job[0] == "summarise":
-                return self._summarise(*job[1:])
-            return self._lint(*job[1:])
+            with time_limit(budget):
+                if job[0] == "summarise":
+                    return self._summarise(*job[1:])
+                return self._lint(*job[1:])
+        except FileTimeout:
+            self.held.pop(job[1], None)  # a tree left half-walked
+            return failed(job, timeout_message(budget))
         except Exception as e:  # noqa: BLE001 - one file's internal error must not end the run
-            msg = f"internal error in synclint ({type(e).__name__}: {e}); please report it"
-            return (None, msg) if job[0] == "summarise" else ([], None, msg, None, [])
+            return failed(job, f"internal error in synclint ({type(e).__name__}: {e}); please report it")
 
     def _summarise(self, path: str, text: str, module_name: str, keep: bool = True):
         from synclint.engine import LintError, analyse, might_fire
@@ -108,9 +173,10 @@ def _serve(conn, codes: Sequence[str], inherited: Sequence = ()) -> None:
 
 class Pool:
     """Worker processes with a job queue each (jobs for the trees they hold) and a shared
-    one; an idle worker takes its own jobs first, then shared ones, then another's."""
+    one; an idle worker takes its own jobs first, then shared ones, then another's. A worker
+    that dies, or that is still on a job `budget` seconds after it began, is replaced."""
 
-    def __init__(self, n: int, codes: Sequence[str]) -> None:
+    def __init__(self, n: int, codes: Sequence[str], budget: Optional[float] = None) -> None:
         import multiprocessing as mp
 
         import libcst  # noqa: F401 - imported once here, inherited by forked workers
@@ -118,6 +184,7 @@ class Pool:
         methods = mp.get_all_start_methods()
         self._mp = mp.get_context("fork" if "fork" in methods else methods[0])
         self.codes = list(codes)
+        self.budget = budget
         self.procs: List = [None] * n
         self.conns: List = [None] * n
         for i in range(n):
@@ -135,6 +202,7 @@ class Pool:
     def run(self, jobs: Sequence[Job], affinity: Optional[Dict[str, int]] = None) -> Iterator[Tuple[int, Job, object]]:
         """Yield (worker index, job, result) as jobs finish; `affinity` sends a path's job to
         the worker that holds its tree."""
+        import time
         from multiprocessing.connection import wait
 
         n = len(self.procs)
@@ -144,18 +212,29 @@ class Pool:
             w = (affinity or {}).get(job[1])
             (own[w] if w is not None else shared).append(job)
         busy: Dict[int, Job] = {}
+        deadline: Dict[int, float] = {}
 
         def feed(i: int) -> None:
             q = own[i] if own[i] else shared if shared else max(own, key=len)
             if q:
                 job = q.popleft()
                 busy[i] = job
+                deadline[i] = time.monotonic() + (self.budget or float("inf"))
                 self.conns[i].send(job)
+
+        def replace(i: int, message: str):
+            job = busy.pop(i)
+            shared.extend(own[i])  # its trees are gone: any worker re-parses them
+            own[i].clear()
+            self._start(i)
+            feed(i)
+            return i, job, failed(job, message)
 
         for i in range(n):
             feed(i)
         while busy:
-            ready = wait([self.conns[i] for i in busy] + [self.procs[i].sentinel for i in busy])
+            wait_s = max(0.0, min(deadline[i] for i in busy) - time.monotonic()) if self.budget else None
+            ready = wait([self.conns[i] for i in busy] + [self.procs[i].sentinel for i in busy], wait_s)
             for i in list(busy):
                 conn, proc = self.conns[i], self.procs[i]
                 if conn in ready or (proc.sentinel in ready and conn.poll()):
@@ -169,14 +248,12 @@ class Pool:
                         feed(i)
                         continue
                 if proc.sentinel in ready or not proc.is_alive():
-                    job = busy.pop(i)
-                    code = proc.exitcode
-                    msg = f"cannot analyse: synclint's worker died on this file (exit code {code})"
-                    yield i, job, ((None, msg) if job[0] == "summarise" else ([], None, msg, None, []))
-                    shared.extend(own[i])  # its trees are gone: any worker re-parses them
-                    own[i].clear()
-                    self._start(i)
-                    feed(i)
+                    yield replace(i, f"cannot analyse: synclint's worker died on this file (exit code {proc.exitcode})")
+                elif time.monotonic() >= deadline[i]:
+                    proc.kill()
+                    proc.join()
+                    self.conns[i].close()
+                    yield replace(i, timeout_message(self.budget))
 
     def close(self) -> None:
         for conn in self.conns:

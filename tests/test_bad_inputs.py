@@ -80,6 +80,13 @@ def _cache_wrong_shape(d, mp):
         f.write_text(json.dumps(data))
 
 
+def _slow_rule(d, mp):
+    from synclint.testing import spin_on
+
+    spin_on(mp, "bad.py")  # SYN101 runs past any budget there
+    _w(d / "bad.py", GOOD)
+
+
 def _unreadable_dir(d, mp):
     _w(d / "locked" / "a.py", GOOD)
     real = os.scandir
@@ -110,6 +117,7 @@ def _full_disk(d, mp):
 SETUPS = {
     "match-in-loop": _match_in_loop,
     "rule-raises": _rule_raises,
+    "slow-analysis": _slow_rule,
     "deep-brackets": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "(" * 3000 + ")" * 3000 + "\n"),
     "deep-brackets-plain": lambda d, mp: _w(d / "bad.py", "(" * 3000 + ")" * 3000 + "\n"),
     "deep-unary": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "-" * 20000 + "1\n"),

@@ -36,3 +36,70 @@ def _alive(pid: int) -> bool:
             return not any(line.startswith("State:") and ("Z" in line.split()[1]) for line in fh)
     except OSError:
         return False
+
+
+HOT_ITEM = "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = x.sum().item()\n"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
+def test_a_worker_past_its_budget_is_killed_and_replaced(tmp_path, monkeypatch):
+    """-j 2 over 9 files: the one that spins is one error line after its budget; its worker
+    is replaced and every other file's finding is reported."""
+    from synclint.testing import run_cli, spin_on
+
+    for i in range(8):
+        (tmp_path / f"ok{i}.py").write_text(HOT_ITEM)
+    (tmp_path / "slow.py").write_text(HOT_ITEM)
+    spin_on(monkeypatch, "slow.py")  # forked workers inherit the patch
+    start = time.monotonic()
+    r = run_cli(["check", "-j", "2", "--no-cache", "--file-timeout", "2", "--output-format", "concise", "."], tmp_path)
+    took = time.monotonic() - start
+    assert r.exit_code == 2, r.output
+    assert ("synclint: error: ./slow.py: analysis took longer than 2 s; skipped "
+            "(raise `file-timeout` in [tool.synclint] to allow more)") in r.stderr.splitlines()
+    assert sorted(line.split(":")[0] for line in r.stdout.splitlines() if "SYN101" in line) == [
+        f"./ok{i}.py" for i in range(8)]
+    assert took < 25  # the spin (30 s) was cut short
+
+
+def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
+    """In this process (one file, -j 1) the budget is SIGALRM: the job that runs out is its
+    file's error, the tree it left half-walked is dropped, and the handler and the timer are
+    put back, whether the job finished or not."""
+    import signal
+
+    from synclint.testing import spin_on
+    from synclint.workers import Worker, timeout_message
+
+    spin_on(monkeypatch, "slow.py")
+    before = signal.getsignal(signal.SIGALRM)
+    w = Worker(["SYN101"])
+    for name in ("ok.py", "slow.py"):
+        assert w.do(("summarise", name, HOT_ITEM, name[:-3]), 0.5)[1] is None
+    start = time.monotonic()
+    found, _graph, error, _summary, _reads = w.do(("lint", "slow.py", HOT_ITEM, "slow", None), 0.5)
+    assert (found, error) == ([], timeout_message(0.5))
+    assert time.monotonic() - start < 5 and "slow.py" not in w.held
+    found, _graph, error, _summary, _reads = w.do(("lint", "ok.py", HOT_ITEM, "ok", None), 0.5)
+    assert error is None and [f["code"] for f in found] == ["SYN101"]
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert timeout_message(0.5) == ("analysis took longer than 0.5 s; skipped "
+                                    "(raise `file-timeout` in [tool.synclint] to allow more)")
+
+
+def test_in_process_budget_keeps_the_hosts_own_timer(monkeypatch):
+    """A host (a test runner's timeout) may have an alarm of its own running: the budget
+    leaves it going with what was left of it."""
+    import signal
+
+    from synclint.testing import spin_on
+    from synclint.workers import Worker, timeout_message
+
+    spin_on(monkeypatch, "slow.py")
+    w = Worker(["SYN101"])
+    signal.setitimer(signal.ITIMER_REAL, 100)
+    try:
+        assert w.do(("lint", "slow.py", HOT_ITEM, "slow", None), 0.5)[2] == timeout_message(0.5)
+        assert 95 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)

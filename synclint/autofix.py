@@ -1,0 +1,127 @@
+"""What `check --fix`, `--diff`, `--unsafe-fixes` and `--add-noqa` do with a pipeline
+`Outcome`: fix each file that has fixable findings (written atomically, or shown as a
+diff), fix stdin's text, or add `# noqa` comments. The edits themselves are
+`synclint.fixes`; the findings left after fixing replace the outcome's."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import click
+
+from synclint.findings import FileError, Finding
+
+
+def fix_files(setup, outcome, *, write: bool, unsafe: bool, show_diff: bool) -> bool:
+    """Fix the files of `outcome`'s findings (or print their diff); the findings left and
+    the files that could not be fixed go back into `outcome`. Returns whether a diff was
+    shown. A SIGTERM meanwhile ends the run like Ctrl-C: the file being written is left as
+    it was, with no temp file beside it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _fix_files(setup, outcome, write=write, unsafe=unsafe, show_diff=show_diff)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return _fix_files(setup, outcome, write=write, unsafe=unsafe, show_diff=show_diff)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _fix_files(setup, outcome, *, write, unsafe, show_diff) -> bool:
+    from synclint.atomic import write_text_atomic
+    from synclint.engine import LintError, decode_source, source_encoding
+    from synclint.findings import split_internal
+    from synclint.fixes import FixError, fix_text
+    from synclint.pipeline import lint_fixed
+
+    by_file = {}
+    for f in outcome.findings:
+        by_file.setdefault(f.filename, []).append(f)
+    remaining: List[Finding] = []
+    errors = outcome.errors
+    diff_changed = False
+    fixed_count = 0
+    for path, fs in by_file.items():
+        if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
+            remaining.extend(fs)
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            errors.append(FileError(path, f"cannot read: {e.strerror or e}"))
+            remaining.extend(fs)
+            continue
+        text = decode_source(path, data)
+        if isinstance(text, FileError):
+            errors.append(text)
+            remaining.extend(fs)
+            continue
+        try:
+            new, n, left = fix_text(text, lint_fixed(setup, path), unsafe=unsafe)
+        except (FixError, LintError) as e:
+            errors.append(FileError(path, str(e)))
+            remaining.extend(fs)
+            continue
+        if n and show_diff:
+            diff_changed = True
+            click.echo(unified_diff(path, text, new), nl=False)
+        elif n and write:
+            try:  # in the file's own encoding, with its BOM if it had one
+                write_text_atomic(path, new, source_encoding(data), data.startswith(b"\xef\xbb\xbf"))
+            except (OSError, UnicodeEncodeError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+                errors.append(FileError(path, f"cannot write the fixes: {reason}; the file is unchanged"))
+                remaining.extend(fs)
+                continue
+            fixed_count += n
+        if write:
+            left, internal = split_internal(left)
+            errors.extend(internal)
+        remaining.extend(left if write else fs)
+    if write and fixed_count:
+        click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}.", err=True)
+    outcome.findings = remaining
+    return diff_changed
+
+
+def fix_stdin(setup, outcome, name: str, text: str, *, unsafe: bool) -> Tuple[str, int]:
+    """stdin's `text` fixed: (the new text, fixes applied); `outcome` gets the findings left.
+    Raises FixError or LintError when it cannot be fixed."""
+    from synclint.findings import split_internal
+    from synclint.fixes import fix_text
+    from synclint.pipeline import lint_fixed
+
+    new, n, left = fix_text(text, lint_fixed(setup, name), unsafe=unsafe)
+    outcome.findings, internal = split_internal(left)
+    outcome.errors = internal
+    return new, n
+
+
+def unfixable_note(outcome, unsafe: bool) -> str:
+    """For `--diff`: how many fixes it left out because they need `--unsafe-fixes` ("" if none)."""
+    risky = sum(1 for f in outcome.findings if f.fix and f.fix.applicability == "unsafe")
+    if not risky or unsafe:
+        return ""
+    return f"{risky} more fix{'es' if risky != 1 else ''} with `--diff --unsafe-fixes` (review the change)."
+
+
+def unified_diff(name: str, old: str, new: str) -> str:
+    import difflib
+
+    from synclint.lines import source_lines
+
+    return "".join(difflib.unified_diff(source_lines(old, True), source_lines(new, True),
+                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+
+
+def add_noqa(outcome) -> int:
+    """`# noqa: CODE` on each line of `outcome`'s findings; returns how many were added
+    (the files that could not be written go into `outcome`)."""
+    from synclint.noqa import add_noqa as add_directives
+
+    added, errors = add_directives(outcome.findings)
+    outcome.errors.extend(errors)
+    return added

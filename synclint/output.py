@@ -1,0 +1,85 @@
+"""The one output dispatcher: a pipeline `Outcome` printed in the format asked for (text,
+concise, statistics, json, sarif, github, junit, gitlab) or handed to flake8, and the one
+shape of an error line (`synclint: error: PATH: REASON`). The renderers themselves are
+`synclint.render` (text, statistics, json) and `synclint.formats` (the CI formats)."""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+import click
+
+from synclint.findings import INTERNAL_CODE, FileError
+
+
+def error_line(message: object) -> str:
+    return f"synclint: error: {message}"
+
+
+def echo_errors(errors: Iterable[FileError]) -> None:
+    for e in errors:
+        click.echo(error_line(e), err=True)
+
+
+def echo_skipped(skipped: Iterable[Tuple[str, str]]) -> None:
+    for path, why in skipped:
+        click.echo(f"synclint: skipped {path}: {why}", err=True)
+
+
+def fail(message: str) -> "click.exceptions.Exit":
+    """Print `message` as the run's error line; the exit (2) to raise."""
+    from synclint.pipeline import EXIT_ERROR
+
+    click.echo(error_line(message), err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = True, unsafe: bool = False,
+           verbose: bool = False, sources: Optional[Dict[str, List[str]]] = None) -> Optional[str]:
+    """The report of `outcome` (a `pipeline.Outcome`, findings sorted) in `fmt`; None when
+    there is nothing to print. `sources`: the lines of files not on disk (stdin)."""
+    findings, errors = outcome.findings, outcome.all_errors
+    if statistics:
+        from synclint.render import statistics as stats
+
+        return stats(findings, "json" if fmt == "json" else "text") or None
+    if fmt in ("text", "concise"):
+        from synclint.render import summary, text_report
+
+        report = text_report(findings, show_source=show_source and fmt == "text", sources=sources) if findings else ""
+        tail = summary(findings, errors, outcome.checked, unsafe, skipped=len(outcome.skipped), verbose=verbose,
+                       silenced=outcome.suppressed)
+        return f"{report}\n{tail}" if report else tail
+    if fmt == "json":
+        from synclint.render import json_report
+
+        return json_report(findings)
+    import json
+
+    from synclint import formats
+
+    if fmt == "sarif":
+        return json.dumps(formats.sarif_log(findings, errors), indent=2, ensure_ascii=False)
+    if fmt == "github":
+        return formats.github_annotations(findings, errors)
+    if fmt == "junit":
+        return formats.junit_xml(findings, errors)
+    if fmt == "gitlab":
+        return json.dumps(formats.gitlab_code_quality(findings, errors), indent=2, ensure_ascii=False)
+    raise ValueError(f"unknown output format {fmt!r}")
+
+
+def emit(fmt: str, outcome, **options) -> None:
+    """Print `render`'s report to stdout."""
+    text = render(fmt, outcome, **options)
+    if text is not None:
+        click.echo(text)
+
+
+def flake8_lines(outcome) -> Iterator[Tuple[int, int, str]]:
+    """(row, 0-based column, "CODE message") for flake8: each finding, and each file error as
+    the same reason `check` prints, under the code of the rule that raised or SYN000."""
+    for e in outcome.all_errors:
+        yield e.row or 1, 0, f"{e.code or INTERNAL_CODE} {e.reason}"
+    for f in outcome.findings:
+        yield f.row, f.column - 1, f"{f.code} {f.message}"

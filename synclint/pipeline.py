@@ -1,0 +1,236 @@
+"""One pipeline for `check`, `baseline` and the flake8 plugin: the configuration, the rule
+selection, discovery, the runner (workers, cache, project linking, the time budget) and
+the filters a finding passes (`# noqa`, per-file ignores, tests-hot-only, the baseline).
+
+Each front end parses its options, calls `configure` and then `run` (files and folders),
+`run_text` (stdin) or `run_buffer` (flake8's lines), and hands the `Outcome` to
+`synclint.output`. A failure a user can cause comes back as a `FileError` in the outcome
+or as a `PipelineError` (the configuration, the selection, the baseline), so a fix to
+error handling made here is made for every front end.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from synclint.findings import FileError, Finding
+
+if TYPE_CHECKING:
+    from synclint.config import Config
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class PipelineError(Exception):
+    """Nothing can be checked: a configuration, rule selection or baseline error."""
+
+
+@dataclass
+class Setup:
+    """What a run is made with: the configuration and the rules it selects."""
+
+    cfg: "Config"
+    # a zero-argument callable while importing the rules can wait (see `configure`)
+    rules: Union[Sequence[type], Callable[[], Sequence[type]]]
+    cache_dir: Optional[Path] = None
+    selection_key: Optional[str] = None
+
+    def selected(self) -> Sequence[type]:
+        try:
+            if callable(self.rules):
+                self.rules = self.rules()
+        except Exception as e:
+            _reraise(e)
+        return self.rules
+
+
+@dataclass
+class Outcome:
+    """Everything a front end reports about one run."""
+
+    findings: List[Finding] = field(default_factory=list)
+    # named paths that cannot be checked (found before any file is read), then the files
+    # that could not be analysed
+    missing: List[FileError] = field(default_factory=list)
+    errors: List[FileError] = field(default_factory=list)
+    skipped: List[Tuple[str, str]] = field(default_factory=list)  # (path, why) the walk passed over
+    checked: int = 0
+    suppressed: Dict[str, int] = field(default_factory=dict)  # "noqa", "baseline" -> findings not shown
+
+    @property
+    def all_errors(self) -> List[FileError]:
+        return self.missing + self.errors
+
+    def exit_code(self, exit_zero: bool = False, *, count_findings: bool = True, changed: bool = False) -> int:
+        """2 when anything could not be checked, else 1 for findings (or a diff), else 0."""
+        if self.missing or self.errors:
+            return EXIT_ERROR
+        if (changed or (count_findings and self.findings)) and not exit_zero:
+            return EXIT_FINDINGS
+        return EXIT_CLEAN
+
+
+def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), select: Sequence[str] = (),
+              ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
+              no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True) -> Setup:
+    """The configuration (`config_file`, or the nearest one above `start`) with the command
+    line's choices on top (rule lists as given to `--select`: repeated, comma-separated),
+    and the rules it selects. With `lazy`, a cache and a cache file
+    for this selection, the rules are selected only when some file is not in the cache
+    (a selection was valid when its cache file was written): a warm run imports no LibCST."""
+    from synclint.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
+
+    try:
+        if config_file and not config_file.exists():
+            raise ConfigError(f"{config_file}: no such file")
+        cfg = merge_cli(load_config(config_file if config_file else find_config(start)),
+                        _codes(select), _codes(ignore), _codes(extend_select), hot_only)
+        if file_timeout is not None:
+            cfg.file_timeout = file_timeout
+        cache_dir = cache_dir_for(cfg, no_cache)
+        key = _selection_key(cfg)
+
+        def selected_rules():
+            from synclint.registry import match, select as select_rules
+
+            chosen = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
+            for codes in cfg.per_file_ignores.values():
+                for c in codes:
+                    match(c)  # an unknown code in per-file-ignores is a configuration error
+            return chosen
+
+        from synclint.cache import cache_path
+
+        if not lazy or cache_dir is None or not cache_path(cache_dir, [key], cfg.hot_only).exists():
+            rules = selected_rules()
+        else:
+            rules = selected_rules
+    except Exception as e:
+        _reraise(e)
+    if cfg.docs_url:
+        from synclint.findings import set_docs_url
+
+        set_docs_url(cfg.docs_url)
+    return Setup(cfg, rules, cache_dir, key)
+
+
+def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs: Optional[int] = None,
+        baseline: Optional[Path] = None) -> Outcome:
+    """Check the files under `paths` as one project."""
+    from synclint.discovery import discover
+    from synclint.runner import check_files
+
+    known = _load_baseline(baseline)
+    cfg = setup.cfg
+    found = discover(paths, cfg.exclude, cfg.root, force_exclude)
+    try:
+        result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
+                             selection_key=setup.selection_key, file_timeout=cfg.file_timeout)
+    except Exception as e:
+        _reraise(e)
+    out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files))
+    return _filtered(setup, out, result.findings, result.errors, known)
+
+
+def run_text(setup: Setup, name: str, text: str) -> Outcome:
+    """`text` checked on its own as if it were the file `name` (stdin): no project linking,
+    since the modules around it may not be what the text's file will import."""
+    from synclint.engine import LintError, lint_source
+
+    try:
+        found = lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only)
+    except LintError as e:
+        return Outcome(errors=[FileError(name, str(e))], checked=1)
+    return _filtered(setup, Outcome(checked=1), found, [], None)
+
+
+def run_buffer(filename: str, source: str, *, hot_only: bool) -> Outcome:
+    """One file's text from flake8, every rule on: flake8's own options decide the codes
+    shown and the per-file ignores; the file's `[tool.synclint]` gives the cache,
+    tests-hot-only and the time budget (a broken one: the defaults, the same findings)."""
+    from synclint.config import Config, ConfigError, cache_dir_for, find_config, load_config
+    from synclint.registry import all_rules
+    from synclint.runner import check_files
+
+    try:
+        cfg = load_config(find_config(Path(filename).resolve().parent))
+    except (ConfigError, OSError):
+        cfg = Config()
+    cfg.per_file_ignores, cfg.hot_only = {}, hot_only
+    setup = Setup(cfg, all_rules(), cache_dir_for(cfg, False))
+    if filename in ("stdin", "-") or not os.path.isfile(filename):
+        return run_text(setup, filename, source)
+    # with what the project's other modules say, as `synclint check` does
+    result = check_files([filename], setup.rules, hot_only=hot_only, cache_dir=setup.cache_dir, jobs=1,
+                         sources={filename: source}, cache_findings=False, file_timeout=cfg.file_timeout)
+    return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)
+
+
+def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:
+    """The function `fixes.fix_text` re-lints each fixed text of `name` with: the check's
+    rules and filters, so that a finding per-file-ignores silences is not fixed either (a
+    rule's internal error stays among the findings, for `split_internal`)."""
+    from synclint.config import drop_per_file_ignored
+    from synclint.engine import lint_source
+
+    def lint(text: str) -> List[Finding]:
+        return drop_per_file_ignored(setup.cfg, lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only))
+
+    return lint
+
+
+def _filtered(setup: Setup, out: Outcome, findings: List[Finding], errors: List[FileError],
+              known: Optional[Tuple[set, Path]]) -> Outcome:
+    """`out` with the findings a user is shown: a rule's internal error is its file's error
+    line; `# noqa`, per-file ignores, tests-hot-only and the baseline leave findings out
+    (those of noqa and the baseline are counted)."""
+    from synclint.config import drop_per_file_ignored
+    from synclint.findings import split_internal
+
+    findings, internal = split_internal(findings)
+    out.errors = list(errors) + internal
+    out.suppressed = {"noqa": sum(1 for f in findings if f.suppressed == "noqa")}
+    findings = drop_per_file_ignored(setup.cfg, findings)
+    if known is not None:
+        from synclint.baseline import without_known
+
+        before = len(findings)
+        findings = without_known(findings, *known)
+        out.suppressed["baseline"] = before - len(findings)
+    out.findings = findings
+    return out
+
+
+def _load_baseline(path: Optional[Path]) -> Optional[Tuple[set, Path]]:
+    if path is None:
+        return None
+    from synclint.baseline import BaselineError, load_baseline
+
+    try:
+        return load_baseline(path), Path(path).resolve().parent
+    except BaselineError as e:
+        raise PipelineError(str(e)) from None
+
+
+def _codes(values: Sequence[str]) -> List[str]:
+    """`--select SYN1,SYN2 --select SYN401` -> ['SYN1', 'SYN2', 'SYN401']."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _selection_key(cfg) -> str:
+    """Everything the rule selection (and its validation) is made from, for the cache key."""
+    pfi = sorted({c for codes in cfg.per_file_ignores.values() for c in codes})
+    return "select=" + repr((sorted(cfg.select or ()), sorted(cfg.ignore), sorted(cfg.extend_select), pfi))
+
+
+def _reraise(e: Exception):
+    """A configuration or selection error as a PipelineError; anything else as it is."""
+    from synclint.config import ConfigError
+    from synclint.registry import SelectionError
+
+    if isinstance(e, (ConfigError, SelectionError)):
+        raise PipelineError(str(e)) from None
+    raise e
