@@ -115,6 +115,9 @@ def run(options: Options) -> Trace:
         elif options.steps is not None and window.steps >= options.warmup + options.steps:
             window.stopped = "steps"
             raise _WindowClosed()
+        elif window.timer_fired:  # the timer's interrupt was lost (it landed in a torch callback, which swallows it)
+            window.stopped = "time-limit"
+            raise _WindowClosed()
 
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
