@@ -19,7 +19,7 @@ _STATUS_WORDS = {
 
 def status_words(row: Row) -> str:
     if row.status == NOT_REACHED and row.ran is not None:
-        return "ran, no sync" if row.ran else "did not run"
+        return "ran, no sync" if row.ran else "not run in the window"
     return _STATUS_WORDS[row.status]
 
 
@@ -52,8 +52,11 @@ def _n(count: int, word: str) -> str:
 
 def _summary_line(joined: Joined) -> str:
     c = _counts(joined)
-    return (f"{_n(c[CONFIRMED], 'finding')} confirmed, {_n(c[MISSED], 'sync site')} missed by the rules, "
-            f"{_n(c[NOT_REACHED], 'finding')} not reached or not a sync in this run.")
+    head = f"{_n(c[CONFIRMED], 'finding')} confirmed, {_n(c[MISSED], 'sync site')} missed by the rules, "
+    if joined.trace.lines is None:
+        return head + f"{_n(c[NOT_REACHED], 'finding')} not reached or not a sync in this run."
+    ran = sum(1 for r in joined.by_status(NOT_REACHED) if r.ran)
+    return head + f"{_n(ran, 'finding')} ran without a sync, {c[NOT_REACHED] - ran} not run in the window."
 
 
 def _rules(row: Row) -> str:
@@ -161,7 +164,8 @@ def measured_cells(joined: Joined) -> Dict[int, str]:
             if r.status == CONFIRMED:
                 cells[id(f)] = f"{r.count} syncs, {_ms(r.blocked_ms)} ms ({_pct(joined, r.blocked_ms)} of wall)"
             else:
-                cells[id(f)] = "not reached / no sync in the run"
+                cells[id(f)] = {None: "not reached / no sync in the run", True: "ran, no sync in the run",
+                                False: "not run in the traced window"}[r.ran]
     return cells
 
 
