@@ -84,7 +84,8 @@ def fetch(mirror: Path) -> int:
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(r.stdout)
-    print(f"{len(load_manifest())} programs in {PROGRAMS}" + (f"; {bad} files could not be materialised" if bad else ""))
+    problems = f"; {bad} files could not be materialised" if bad else ""
+    print(f"{len(load_manifest())} programs in {PROGRAMS}{problems}")
     return 1 if bad else 0
 
 
@@ -151,7 +152,8 @@ def gpu(out: Path, time_limit: float, jobs: int, only: Optional[List[str]] = Non
 # Syncs that are real but are not labels (eval/README.md: what no linter should report):
 # one-time moves of a module to the device, checkpoints. Shown, not scored.
 NOT_LABELS = {"nn/modules/module.py:to": "setup move of a module", "nn/modules/module.py:cuda": "setup move of a module",
-              "nn/parallel/data_parallel.py:__init__": "setup of DataParallel", "torch/serialization.py:save": "checkpoint save"}
+              "nn/parallel/data_parallel.py:__init__": "setup of DataParallel",
+              "torch/serialization.py:save": "checkpoint save"}
 
 
 def _not_a_label(via: Optional[str]) -> Optional[str]:

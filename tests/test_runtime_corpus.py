@@ -30,7 +30,8 @@ def test_manifest_and_traces_are_well_formed():
         trace = load(str(runtime_corpus.CORPUS_DIR / f"{p['name']}.json"))
         m = trace.meta
         assert m["gpu"].startswith("NVIDIA") and m["exit_code"] == 0 and m["stopped"] in ("end", "time-limit"), p["name"]
-        own = {os.path.relpath(dest, runtime_corpus.PROGRAMS / p["name"]) for _, _, dest in runtime_corpus.program_files(p)}
+        here = runtime_corpus.PROGRAMS / p["name"]
+        own = {os.path.relpath(dest, here) for _, _, dest in runtime_corpus.program_files(p)}
         assert all(s.file in own for s in trace.sites if s.user), p["name"]
         # the lines that ran are recorded, and every line that synced is among them
         assert trace.lines and set(trace.lines) <= own, p["name"]

@@ -2,15 +2,13 @@
 
 torch runs its sync callbacks inside C++, before the blocking call. Its CallbackRegistry
 logs and swallows what they raise (c10 would too: "cuda trace hook execution failed").
-Two ways that did not work, seen on the device (torch 2.11, Python 3.12): raising from the
-sync debug mode's warning ("SystemError: error return without exception set" at the
-line), and arming a trace function from the callback (a segmentation fault on a
-boolean-mask index, which syncs twice inside one C call).
-
-A third did not either: an asynchronous exception (`PyThreadState_SetAsyncExc`) for the
-syncing thread, set as the callback returns to c10, is delivered by the interpreter while
-c10's hook is still running (seen on `x.nonzero()`, `torch.unique`, `masked_select`,
-`allclose`), and c10 swallows it there.
+Three ways out that did not work, seen on the device (torch 2.11, Python 3.12): raising
+from the sync debug mode's warning ("SystemError: error return without exception set" at
+the line); arming a trace function from the callback (a segmentation fault on a
+boolean-mask index, which syncs twice inside one C call); and an asynchronous exception
+(`PyThreadState_SetAsyncExc`) for the syncing thread, set as the callback returns to c10:
+the interpreter delivers it while c10's hook is still running (seen on `x.nonzero()`,
+`torch.unique`, `masked_select`, `allclose`), and c10 swallows it there.
 
 So the callback only *arms* the error for its thread (`arm`), and it is raised:
 
@@ -32,7 +30,6 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Optional
 
-
 _state = threading.local()  # .pending: the first armed error of this thread
 
 
@@ -49,9 +46,6 @@ def take_pending() -> Optional[BaseException]:
     exc = pending()
     _state.pending = None
     return exc
-
-
-# ---------------------------------------------------------------- 1. wrappers
 
 
 def call_and_raise_armed(original: Callable, *args: Any, **kwargs: Any) -> Any:
