@@ -10,7 +10,7 @@ changed, 1 when one did, 2 when the runs cannot be compared (different GPUs or t
 file that is not a timed results document). When the two runs must go in two device calls
 (each run is up to 5 minutes), run `scripts/gpu_run.sh --name bench-run1.json` and
 `--name bench-run2.json`, then `compare` here. Commit the second run as
-synclint/data/bench-h200.json and the comparison beside it (scripts/take_gpu_results.py
+synclint/data/bench.json and the comparison beside it (scripts/take_gpu_results.py
 --stability does both).
 """
 

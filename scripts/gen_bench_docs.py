@@ -3,7 +3,7 @@
 
     python scripts/gen_bench_docs.py [RESULTS_JSON] [--docs DIR] [--check]
 
-RESULTS_JSON defaults to the shipped synclint/data/bench-h200.json; the `.item()` sweep
+RESULTS_JSON defaults to the shipped synclint/data/bench.json; the `.item()` sweep
 (item-sweep.json) and the two-run comparison (bench-stability.json) are read from beside
 it when there. With --check nothing is written; the exit status says whether the docs are
 up to date (for CI).
@@ -35,7 +35,7 @@ def readme_with_bench(readme: str, data) -> str:
     lines = [
         START,
         f"Measured by `synclint bench` on **{meta.get('gpu')}**, torch {meta.get('torch')}, "
-        f"{day(meta.get('date'))} (generated from `synclint/data/bench-h200.json`; full table and "
+        f"{day(meta.get('date'))} (generated from `synclint/data/bench.json`; full table and "
         "method in [docs/benchmarks.md](docs/benchmarks.md)):",
         "",
         "![Speedup of each rule's fix, log scale](docs/speedups.svg)",
@@ -71,7 +71,7 @@ def _beside(results: Path, name: str):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", nargs="?", default=str(ROOT / "synclint" / "data" / "bench-h200.json"))
+    ap.add_argument("results", nargs="?", default=str(ROOT / "synclint" / "data" / "bench.json"))
     ap.add_argument("--docs", default=str(ROOT / "docs"))
     ap.add_argument("--check", action="store_true", help="only report whether the docs are current")
     a = ap.parse_args(argv)

@@ -2,7 +2,7 @@
 """On the GPU machine: the `.item()` sweep, the full `synclint bench` and the fixture sync record.
 
 Run through scripts/gpu_run.sh (which installs the carried libcst wheel first). Writes
-into --out (default $OUT): item-sweep.json (with --sweep), bench-h200.json (results; --name
+into --out (default $OUT): item-sweep.json (with --sweep), bench.json (results; --name
 changes the file name), gpu-sync-record.json (fixtures' synced lines), progress.log, and
 prints the results table and how long each part took.
 """
@@ -42,7 +42,7 @@ def ensure_rules_package() -> None:
     synclint.rules = mod
 
 
-def run_bench(out: Path, name: str = "bench-h200.json", select: str = "", repeat: int = 4, passes: int = 7) -> int:
+def run_bench(out: Path, name: str = "bench.json", select: str = "", repeat: int = 4, passes: int = 7) -> int:
     """The full bench (both regimes) into out/name; 0 when every pair ran and agreed."""
     from synclint.bench import harness
     from synclint.bench.command import render_text
@@ -91,7 +91,7 @@ def run_item_sweep(out: Path) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "gpu-out"))
-    ap.add_argument("--name", default="bench-h200.json", help="file name of the bench results under --out")
+    ap.add_argument("--name", default="bench.json", help="file name of the bench results under --out")
     ap.add_argument("--select", default="", help="comma-separated rule selectors for the bench")
     ap.add_argument("--repeat", type=int, default=4)
     ap.add_argument("--passes", type=int, default=7)

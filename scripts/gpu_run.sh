@@ -3,7 +3,7 @@
 #   bash scripts/gpu_run.sh [--sweep] [--name run1.json] [--select SYN1,SYN2] [--repeat 5] [--passes 5] [--isolate] [--skip-bench|--skip-record]
 # Needs the libcst wheel carried in .whl/ (the device image has no libcst; pyyaml, click,
 # rich, pathspec and torch are there). Results land in $OUT (default ./gpu-out):
-# item-sweep.json, bench-h200.json, gpu-sync-record.json, progress.log, gpu-run.log.
+# item-sweep.json, bench.json, gpu-sync-record.json, progress.log, gpu-run.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"

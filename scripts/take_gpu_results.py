@@ -3,12 +3,12 @@
 
     python scripts/take_gpu_results.py FOLDER [--bench NAME] [--force]
 
-FOLDER holds bench-h200.json (or --bench NAME), and where they were made, item-sweep.json
+FOLDER holds bench.json (or --bench NAME), and where they were made, item-sweep.json
 and gpu-sync-record.json (the `run` tool's files_at). Each is checked first: the results
 document must validate, cover every rule that has a BENCH pair, and have no pair that
 errored or whose sides differ; the sweep must have points; the record must cover every
 fixture with none that raised. Only then (or with --force) are they copied to
-synclint/data/bench-h200.json, synclint/data/item-sweep.json and
+synclint/data/bench.json, synclint/data/item-sweep.json and
 tests/data/gpu-sync-record.json, and the docs regenerated (scripts/gen_bench_docs.py).
 A missing sweep or record is skipped; a missing bench is an error.
 """
@@ -70,12 +70,12 @@ def check_sweep(data) -> list:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path)
-    ap.add_argument("--bench", default="bench-h200.json", help="the results file's name in FOLDER")
+    ap.add_argument("--bench", default="bench.json", help="the results file's name in FOLDER")
     ap.add_argument("--force", action="store_true", help="copy even if incomplete")
     a = ap.parse_args(argv)
     status = 0
     for name, dst, check, required in (
-        (a.bench, ROOT / "synclint" / "data" / "bench-h200.json", check_bench, True),
+        (a.bench, ROOT / "synclint" / "data" / "bench.json", check_bench, True),
         ("item-sweep.json", ROOT / "synclint" / "data" / "item-sweep.json", check_sweep, False),
         ("gpu-sync-record.json", ROOT / "tests" / "data" / "gpu-sync-record.json", check_record, False),
     ):
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
         print(f"copied {src} -> {dst.relative_to(ROOT)}")
-    if (ROOT / "synclint" / "data" / "bench-h200.json").is_file():
+    if (ROOT / "synclint" / "data" / "bench.json").is_file():
         rc = subprocess.call([sys.executable, str(ROOT / "scripts" / "gen_bench_docs.py")])
         status = status or rc
     return status

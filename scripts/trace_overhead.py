@@ -4,7 +4,8 @@
 Windows of --steps steps alternate between plain, traced (the trace's recorder with the
 debug-mode cross-check, as `synclint trace` runs by default) and traced without the debug
 mode; each window ends with a synchronize, and the median ms/step of each mode over
---rounds rounds is printed with the spread. The loop is fixtures/trace/train_sites.py's
+--rounds rounds is printed with the spread. A fourth mode adds the record of the lines
+that ran (synclint/trace/lines.py), which `synclint trace` keeps by default. The loop is fixtures/trace/train_sites.py's
 (about 12 syncs per step: the per-step sites there). Needs a CUDA device.
 
     python scripts/trace_overhead.py [--steps 50] [--rounds 7] [--width 4096]
@@ -32,6 +33,7 @@ def main() -> int:
 
     from synclint.trace.frames import UserCode
     from synclint.trace.intercept import acquire, release
+    from synclint.trace.lines import LineRecorder
     from synclint.trace.record import Recorder
 
     dev = torch.device("cuda")
@@ -67,16 +69,22 @@ def main() -> int:
 
     window(10)  # warm-up: kernel loading, allocator
     user = UserCode([str(Path(__file__).resolve().parent)])
-    times = {"plain": [], "traced": [], "traced-no-debug-mode": []}
+    times = {"plain": [], "traced": [], "traced-no-debug-mode": [], "traced-no-debug-mode-lines": []}
     syncs_per_step = None
     for _ in range(args.rounds):
         times["plain"].append(window(args.steps))
-        for mode, debug in (("traced", True), ("traced-no-debug-mode", False)):
+        for mode, debug, lines in (("traced", True, False), ("traced-no-debug-mode", False, False),
+                                   ("traced-no-debug-mode-lines", False, True)):
             rec = Recorder((str(Path(__file__).resolve().parent),), debug_mode=debug)
             acquire(rec, user=user, debug_mode=debug)
+            line_recorder = LineRecorder(user) if lines else None
+            if line_recorder:
+                line_recorder.start()
             try:
                 times[mode].append(window(args.steps))
             finally:
+                if line_recorder:
+                    line_recorder.stop()
                 release(rec)
             syncs_per_step = sum(s.count for s in rec.sites()) / args.steps
     plain = statistics.median(times["plain"])
@@ -87,7 +95,7 @@ def main() -> int:
         med = statistics.median(ts)
         out["modes"][mode] = {"median_ms": round(med, 4), "min_ms": round(min(ts), 4), "max_ms": round(max(ts), 4),
                               "overhead_pct": round(100 * (med - plain) / plain, 2)}
-        print(f"{mode:22s} {med:7.3f} ms/step (min {min(ts):.3f}, max {max(ts):.3f}) "
+        print(f"{mode:28s} {med:7.3f} ms/step (min {min(ts):.3f}, max {max(ts):.3f}) "
               f"{100 * (med - plain) / plain:+6.1f}%")
     print(f"{syncs_per_step} syncs per step; {out['gpu']}, torch {out['torch']}, {out['date']}")
     if args.json:

@@ -36,8 +36,13 @@ def _measured_line(rule) -> Optional[str]:
              f"at {measured_at(r, {**run, **meta})}")
     if r.get("flagged_us") is None or r.get("fixed_us") is None:
         return f"Measured on {where}: {r.get('verdict', 'n/a')}."
+    from synclint.bench.report import fmt_ci, regime_phrase
+
     line = (f"Measured on {where}: flagged {r['flagged_us']:.1f} us, fixed {r['fixed_us']:.1f} us "
-            f"({r.get('speedup', 0):.2f}x, {r.get('verdict', '')})")
+            f"({r.get('speedup', 0):.2f}x, 95% CI {fmt_ci(r.get('ci'))}, {r.get('verdict', '')})")
+    others = {k: g for k, g in (r.get("regimes") or {}).items() if k != r.get("regime")}
+    if others:  # the other regime, so a verdict of one loop is not read as the rule's only figure
+        line += "; " + "; ".join(f"{k}: {regime_phrase(g)}, {g.get('verdict', '')}" for k, g in sorted(others.items()))
     if r.get("peak_mem_flagged") and r.get("peak_mem_fixed"):
         line += f"; peak memory {r['peak_mem_flagged'] / 2**20:.0f} MiB vs {r['peak_mem_fixed'] / 2**20:.0f} MiB"
     line += "."

@@ -1,6 +1,7 @@
 """`synclint check --report FILE`: a Markdown report that joins each finding with what its
-rule's fix was measured to save by `synclint bench` (the H200 results shipped with the
-package by default, or `--bench FILE`).
+rule's fix was measured to save by `synclint bench` (the results shipped with the package
+by default, `synclint/data/bench.json`, which name the GPU they were taken on; or `--bench
+FILE`).
 
 What the harness measured is what the report says: a fix that was not faster on the GPU
 at hand is reported as not faster, with the reason the harness gave (memory, fewer syncs,
@@ -19,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from synclint.findings import Finding
 from synclint.jsonio import read_json
 
-SHIPPED = "data/bench-h200.json"
+SHIPPED = "data/bench.json"
 
 
 class ReportError(Exception):

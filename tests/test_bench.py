@@ -27,7 +27,7 @@ from synclint.rule import BenchPair
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "data" / "bench-recorded.json"
-SHIPPED = ROOT / "synclint" / "data" / "bench-h200.json"
+SHIPPED = ROOT / "synclint" / "data" / "bench.json"
 
 MODULES = rule_modules()  # one broken module must not break the collection
 RULES = sorted((r for _, got in MODULES if not isinstance(got, Exception) for r in got), key=lambda r: r.CODE)
@@ -334,7 +334,7 @@ def test_measured_reads_a_document():
 
 def test_shipped_results_are_valid_and_current():
     if not SHIPPED.is_file():
-        pytest.skip("no shipped results yet (synclint/data/bench-h200.json)")
+        pytest.skip("no shipped results yet (synclint/data/bench.json)")
     data = json.loads(SHIPPED.read_text())
     assert validate(data) == []
     assert data["meta"]["timed"] is True

@@ -24,7 +24,7 @@ from synclint.bench.sweep import render_svg as sweep_svg, summarize as sweep_sum
 from synclint.rule import BenchPair
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "synclint" / "data" / "bench-h200.json"
+SHIPPED = ROOT / "synclint" / "data" / "bench.json"
 
 
 def noisy(level: float, n_pass: int, n_loop: int, sd: float, seed: int, drift=None):

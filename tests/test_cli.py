@@ -246,6 +246,22 @@ def test_explain_shows_the_rule_page():
     assert bad.exit_code == 2
 
 
+def test_explain_shows_each_measured_figure_with_its_interval():
+    import re
+
+    from synclint.bench.report import measured
+
+    m = measured("SYN101")
+    if m is None:
+        pytest.skip("no shipped bench results")
+    line = next(ln for ln in CliRunner().invoke(main, ["explain", "SYN101"]).stdout.splitlines()
+                if ln.startswith("Measured on"))
+    lo, hi = m["ci"]
+    assert f"({m['speedup']:.2f}x, 95% CI {lo:.2f}–{hi:.2f}x, {m['verdict']})" in line
+    for regime in m.get("regimes", {}):  # both loops are shown, each with its interval
+        assert re.search(rf"{regime}: [\d.]+x \(95% CI [\d.]+–[\d.]+x\)", line) or regime == m["regime"]
+
+
 def test_help_teaches():
     r = CliRunner().invoke(main, ["check", "--help"])
     assert "Exit status" in r.stdout and "--select" in r.stdout and "Examples" in r.stdout

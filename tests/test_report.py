@@ -94,7 +94,7 @@ def test_untimed_bench_shows_no_speedups(project, tmp_path):
 def test_default_is_the_shipped_results_or_says_there_are_none(project):
     from importlib.resources import files
 
-    shipped = files("synclint").joinpath("data/bench-h200.json")
+    shipped = files("synclint").joinpath("data/bench.json")
     r = run(["check", "--no-cache", "train.py", "--report", "r.md"], project)
     text = (project / "r.md").read_text(encoding="utf-8")
     if shipped.is_file():

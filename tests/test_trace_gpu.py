@@ -32,16 +32,20 @@ def _names(exc, line):
     return f"test_trace_gpu.py:{line}:" in str(exc) and f"line {line}," in note
 
 
-def test_disallow_names_the_item_line_with_its_rule(x):
+def test_disallow_raises_at_the_item_line_with_its_rule(x):
+    ran = []
     with pytest.raises(synclint.SyncError) as e:
         with synclint.guard("disallow"):
             y = x * 2
             line = _line(); y.sum().item()  # noqa: E702
+            ran.append("the next line")
     assert _names(e.value, line) and "SYN101" in str(e.value)
+    assert _raised_at(e.value) == line and ran == []
 
 
-@pytest.mark.parametrize("what", ["mask", "fstring", "if", "cpu"])
-def test_disallow_raises_for_syncs_inside_torch_python_code_too(x, what):
+@pytest.mark.parametrize("what", ["mask", "fstring", "if", "bool", "cpu", "print", "nonzero"])
+def test_disallow_raises_at_the_line_for_syncs_in_operators_and_torch_python_code(x, what, capsys):
+    ran = []
     with pytest.raises(synclint.SyncError) as e:
         with synclint.guard("disallow"):
             if what == "mask":
@@ -49,10 +53,20 @@ def test_disallow_raises_for_syncs_inside_torch_python_code_too(x, what):
             elif what == "fstring":
                 line = _line(); f"{x.sum():.3f}"  # noqa: E702
             elif what == "if":
+                line = _line() + 1
+                if x.sum() > 0:
+                    ran.append("the if's body")
+            elif what == "bool":
                 line = _line(); bool(x.sum() > 0)  # noqa: E702
+            elif what == "print":
+                line = _line(); print(x.sum())  # noqa: E702
+            elif what == "nonzero":
+                line = _line(); x.nonzero()  # noqa: E702
             else:
                 line = _line(); x.cpu()  # noqa: E702
+            ran.append("the next line")
     assert _names(e.value, line)  # x[mask] syncs twice inside one C call: reported once
+    assert _raised_at(e.value) == line and ran == []
 
 
 @pytest.mark.parametrize("what, rule", [("synchronize", "SYN401"), ("event", "SYN402"),
@@ -71,8 +85,7 @@ def test_disallow_raises_for_the_debug_modes_blind_spots(x, what, rule):
                 line = _line(); torch.cuda.current_stream().synchronize()  # noqa: E702
             else:
                 line = _line(); host.to("cuda", non_blocking=True)  # noqa: E702
-    if what in ("event", "pageable"):  # seen in synclint's wrappers: raised at once, on the line
-        assert _raised_at(e.value) == line
+    assert _raised_at(e.value) == line  # raised as the call returns, on its line
     assert _names(e.value, line)
 
 
@@ -100,6 +113,35 @@ def test_another_threads_syncs_do_not_fire(x):
     assert len(done) == 1 and g.events == [] and y.is_cuda
 
 
+def test_a_sync_in_a_function_synclint_does_not_wrap_is_raised_when_the_block_ends(x):
+    ran = []
+    with pytest.raises(synclint.SyncError) as e:
+        with synclint.guard("disallow"):
+            line = _line(); torch.nonzero(x)  # noqa: E702
+            ran.append("the rest of the block")
+    assert _names(e.value, line) and ran == ["the rest of the block"]
+
+
+def test_another_threads_syncs_pass_while_the_guard_raises_at_the_line(x):
+    done, started, go = [], threading.Event(), threading.Event()
+
+    def other():
+        started.set()
+        go.wait(10)
+        for _ in range(3):
+            done.append(x.sum().item())
+
+    t = threading.Thread(target=other)
+    t.start()
+    started.wait(10)
+    with pytest.raises(synclint.SyncError):
+        with synclint.guard("disallow"):
+            go.set()
+            t.join()
+            x.sum().item()
+    assert len(done) == 3
+
+
 def test_log_counts_each_sync(x):
     with synclint.guard("log") as g:
         for _ in range(3):
@@ -117,7 +159,11 @@ def test_no_sync_means_no_event(x):
 
 
 def test_the_guard_leaves_torch_as_it_found_it(x):
-    to, sync = torch.Tensor.to, torch.cuda.Event.synchronize
+    to, sync, device_sync = torch.Tensor.to, torch.cuda.Event.synchronize, torch.cuda.synchronize
+    item, getitem = torch.Tensor.item, torch.Tensor.__getitem__
     with synclint.guard("disallow"):
         pass
     assert torch.Tensor.to is to and torch.cuda.Event.synchronize is sync and "to" not in torch.Tensor.__dict__
+    assert torch.cuda.synchronize is device_sync and torch.Tensor.item is item and torch.Tensor.__getitem__ is getitem
+    assert "__getitem__" not in torch.Tensor.__dict__ and "__bool__" not in torch.Tensor.__dict__
+    assert "nonzero" not in torch.Tensor.__dict__ and "__repr__" in torch.Tensor.__dict__

@@ -221,3 +221,13 @@ def test_plugin_without_cuda_says_so_in_one_line(pytester, monkeypatch):
     result = pytester.runpytest_inprocess("--sync-guard=disallow")
     result.assert_outcomes(passed=1)
     assert result.stdout.str().count("sync-guard: no CUDA GPU is visible to torch 2.13.0; tests ran unguarded") == 1
+
+
+def test_a_wrapped_call_raises_the_error_armed_inside_it():
+    from synclint.trace import raising
+
+    err = synclint.SyncError("at z.py:3")
+    wrapped = raising.raise_armed_after(lambda: raising.arm(err))
+    with pytest.raises(synclint.SyncError, match="z.py:3"):
+        wrapped()
+    assert raising.pending() is None

@@ -154,3 +154,20 @@ def test_check_trace_needs_report_and_a_usable_trace(tmp_path):
     assert r.exit_code == 2 and "--trace goes with --report" in r.output
     r = run_cli(["check", SCRIPT, "--no-cache", "--report", str(tmp_path / "r.md"), "--trace", str(bad)], REPO)
     assert r.exit_code == 2 and f"{bad}: not a synclint trace" in r.output and not (tmp_path / "r.md").exists()
+
+
+def test_a_trace_with_line_records_tells_ran_without_a_sync_from_not_run():
+    from synclint.trace.lines import ran
+    from synclint.trace.output import status_words
+    from synclint.trace.schema import load
+
+    trace = load(str(REPO / "fixtures/trace/h100-train-sites-lines.json"))
+    assert trace.lines is not None and trace.meta["lines"] == "sys.monitoring"
+    findings, _ = static_findings([str(REPO / SCRIPT)])
+    joined = join(trace, findings, str(REPO))
+    loader = next(r for r in joined.rows if r.status == NOT_REACHED)
+    # the DataLoader is built before the 3 warm-up steps: the window never ran its line
+    assert loader.codes == ["SYN504"] and loader.ran is False and status_words(loader) == "not run in the window"
+    assert "0 findings ran without a sync, 1 not run in the window." in render_text(joined)
+    confirmed_line = next(r for r in joined.rows if r.status == CONFIRMED).line
+    assert ran(trace.lines[SCRIPT], confirmed_line, confirmed_line)

@@ -189,3 +189,25 @@ def test_the_program_is_what_follows_python(tmp_path):
                         (["python", str(tmp_path / "nope.py")], "no such file")):
         with pytest.raises(TraceUnavailable, match=reason):
             program_argv(bad)
+
+
+def test_the_lines_that_ran_are_recorded_for_the_users_files_only(tmp_path):
+    from synclint.trace.frames import UserCode
+    from synclint.trace.lines import LineRecorder, ran
+
+    prog = tmp_path / "prog.py"
+    prog.write_text("def f(n):\n    if n > 5:\n        return 'big'\n    return 'small'\n")
+    namespace = {}
+    exec(compile(prog.read_text(), str(prog), "exec"), namespace)
+    rec = LineRecorder(UserCode([str(tmp_path)]))
+    rec.start()
+    try:
+        for n in range(3):
+            namespace["f"](n)
+        import json  # library code runs too, and is not recorded
+        json.dumps([1])
+    finally:
+        rec.stop()
+    runs = rec.lines()
+    assert list(runs) == ["prog.py"] and runs["prog.py"] == [[2, 2], [4, 4]]
+    assert ran(runs["prog.py"], 3, 4) and not ran(runs["prog.py"], 3, 3)

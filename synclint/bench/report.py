@@ -1,7 +1,8 @@
 """Reports from a `synclint bench` results document: Markdown page, SVG chart, one-line figures.
 
-`measured(code)` reads the results shipped with the package (`synclint/data/bench-h200.json`)
-so that `synclint explain` and CI reports can show what a rule's fix was measured to save.
+`measured(code)` reads the results shipped with the package (`synclint/data/bench.json`: named
+for no card, the GPU that measured them is in its `meta`) so that `synclint explain` and CI
+reports can show what a rule's fix was measured to save.
 No torch, no matplotlib: the chart is SVG written by hand.
 """
 
@@ -13,7 +14,7 @@ from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
-SHIPPED = "data/bench-h200.json"
+SHIPPED = "data/bench.json"
 
 VERDICT_COLOURS = {
     "faster": "#2e7d32",
@@ -174,7 +175,7 @@ def _cell(text: Any) -> str:
 
 def render_markdown(
     data: Dict[str, Any],
-    source: str = "synclint/data/bench-h200.json",
+    source: str = "synclint/data/bench.json",
     chart: Optional[str] = "speedups.svg",
     sweep: Optional[Dict[str, Any]] = None,
     sweep_chart: Optional[str] = "item-sweep.svg",
@@ -230,7 +231,9 @@ def render_markdown(
         "between loops or passes hits both loops of a pair alike and cancels); its **95% CI** comes from a "
         f"bootstrap that resamples passes, then loops within them ({meta.get('resamples', '?')} resamples). A pair is "
         "*faster* (or *slower*) only when the interval excludes 1.0 in that regime (and the gain is at least "
-        "3%); the verdict names the regime it rests on. Otherwise it is *memory* when the fix lowers peak GPU "
+        "3%); the verdict names the regime it rests on. (This replaces the harness contract's \"median of "
+        "repeats after warm-up\" in DESIGN.md: one median per side, compared without an interval, let verdicts "
+        "near 1.0x flip between runs.) Otherwise it is *memory* when the fix lowers peak GPU "
         "memory, and else *no measurable gain*. Sizes matter: a gain at 1e7 elements is that size's gain, "
         "not a universal factor. Syncs are counted with `torch.cuda.set_sync_debug_mode(\"warn\")`; "
         "*not visible* marks syncs that the debug mode cannot see (`torch.cuda.synchronize()`, "

@@ -50,7 +50,8 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
     Event.synchronize() and non_blocking copies from pageable memory) is charged to the
     innermost line of your code, with the host time it blocked and its share of the wall
     time. The table joins the static findings: confirmed (the line synced), missed by the
-    rules, not reached. Needs a CUDA GPU; the trace is JSON (-o), readable with --load.
+    rules, and for a finding with no sync, whether its line ran (the trace records the
+    lines that ran). Needs a CUDA GPU; the trace is JSON (-o), readable with --load.
     """
     from synclint.trace.schema import TraceError, load as load_trace
 

@@ -10,11 +10,12 @@
         with synclint.allow_sync("logged every 100 steps"):
             print(loss.item())            # allowed: recorded with its reason, no error
 
-When it raises: a sync that torch reports through its callback (almost all) is raised
-when the block ends, since an exception cannot leave that callback safely (raising.py);
-the message names the line, what blocked and the rule, and a note carries the stack at the
-sync. A sync seen in synclint's own wrappers (pageable copies, `Event.synchronize()`)
-raises at once, on its line.
+When it raises: on the syncing line, as the call that synced returns, for the common syncs
+(`.item()`, `.tolist()`, `.cpu()`, `if t`, `x[mask]`, f-strings and `print` of a tensor,
+`.nonzero()`, `torch.cuda.synchronize()`, `Stream`/`Event.synchronize()`, pageable
+copies); a sync in a torch function synclint does not wrap (`torch.nonzero(x)`) is raised
+when the block ends (raising.py says how and why). The message names the line, what blocked and
+the rule, and a note carries the stack at the sync.
 
 The guard is scoped to the thread that entered it: torch's sync callbacks run on the
 syncing thread, so a sync on another thread (a data-loading thread, another test's
@@ -92,7 +93,7 @@ _listener = _GuardListener()
 
 class guard:
     """Check the CUDA syncs of this thread inside the block: "disallow" raises SyncError for
-    the first one (when the block ends, or at once where synclint's wrappers saw it), "log"
+    the first one (on its line; else when the block ends), "log"
     records and logs each, "allow" records nothing. Guards nest: the innermost decides."""
 
     def __init__(self, level: str = "disallow") -> None:
@@ -111,7 +112,9 @@ class guard:
                 _no_device_said.append(reason)
                 warnings.warn(f"synclint.guard: {reason}; the guard checks nothing", RuntimeWarning, stacklevel=2)
             return self
-        acquire(_listener)
+        interceptor = acquire(_listener)
+        if self.level == "disallow":
+            interceptor.raise_at_the_line()
         self.active = True
         _state.guards.append(self)
         return self
@@ -126,7 +129,7 @@ class guard:
         release(_listener)
         self.active = False
         if self.level == "disallow":
-            armed = take_pending()  # a sync seen inside torch's callback: raised here
+            armed = take_pending()  # armed but not raised on its line (raising.py): raised here
             if armed is not None and exc[0] is None:
                 raise armed
 

@@ -24,8 +24,9 @@ Choice of mechanism (torch 2.11 on the device, 2.13 here; read in their sources)
 
 A callback's exceptions are swallowed by torch's CallbackRegistry, so a listener that wants
 to stop the program (the guard) returns the exception and this module arms it for the
-guard to raise when its block ends (raising.py says why not sooner); the wrappers raise at
-once.
+syncing thread (raising.py): a wrapper of the call that synced raises it on the syncing
+line as that call returns (`raise_at_the_line`), else the guard raises it when its block
+ends.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ from typing import Any, Callable, List, Optional
 from synclint.trace.frames import Attribution, Place, UserCode
 
 DEBUG_MODE_MESSAGE = "called a synchronizing CUDA operation"
+# What a raising guard wraps: the operations behind the common syncs. The operators among
+# them (`if t`, `x[mask]`, `x[m] = v`) are not calls in the user's frame, so only a wrapper
+# can raise on their line; print and f-strings reach `item`/`tolist` through torch's
+# Python formatting code, wrapped too so that nothing of it runs on after the sync.
+SYNCING_TENSOR_METHODS = ("item", "tolist", "cpu", "numpy", "__bool__", "__getitem__", "__setitem__",
+                          "__format__", "__repr__", "__int__", "__float__", "__index__",
+                          "nonzero", "masked_select", "unique", "equal", "allclose")
 
 
 @dataclass
@@ -85,12 +93,15 @@ class Interceptor:
         self._undo: List[Callable[[], None]] = []
         self._waiter = None
         self.debug_mode = False
+        self.raise_at_line = False  # raise_at_the_line() installed its wrappers
+        self._torch: Any = None
 
     # ------------------------------------------------------------ install / remove
 
     def install(self, torch: Any, *, debug_mode: bool = False) -> None:
         from torch.cuda import _gpu_trace
 
+        from synclint.trace.raising import raise_armed_after
         from synclint.trace.timing import GpuWaiter
 
         self._waiter = GpuWaiter(torch)
@@ -101,12 +112,28 @@ class Interceptor:
             registry.add_callback(cb)
             self._undo.append(lambda r=registry, c=cb: r.callback_list.remove(c))
         self._wrap(torch.cuda.Event, "synchronize", self._timed_event_synchronize)
+        self._wrap(torch.cuda, "synchronize", raise_armed_after)
+        self._wrap(torch.cuda.Stream, "synchronize", raise_armed_after)
         self._wrap(torch.Tensor, "to", self._copy_wrapper("to"))
         self._wrap(torch.Tensor, "cuda", self._copy_wrapper("cuda"))
         self._wrap(torch.Tensor, "copy_", self._copy_wrapper("copy_"))
         self._torch = torch
         if debug_mode:
             self._install_debug_mode(torch)
+
+    def raise_at_the_line(self) -> None:
+        """For a guard that raises: wrap the Tensor operations that sync most (`item`,
+        `tolist`, `cpu`, `__bool__`, indexing, formatting, ...) so that an error armed inside
+        one is raised as it returns, on the caller's line (raising.py). They stay until the
+        interceptor is uninstalled (each costs a Python call)."""
+        if self._torch is None or self.raise_at_line:  # a test's stand-in, or done already
+            return
+        from synclint.trace.raising import raise_armed_after
+
+        for name in SYNCING_TENSOR_METHODS:
+            self._wrap(self._torch.Tensor, name, raise_armed_after)
+        self.raise_at_line = True
+        self._undo.append(lambda: setattr(self, "raise_at_line", False))
 
     def uninstall(self) -> None:
         while self._undo:
@@ -236,12 +263,16 @@ class Interceptor:
         return synchronize
 
     def _copy_wrapper(self, name: str) -> Callable[[Callable], Callable]:
+        from synclint.trace.raising import call_and_raise_armed
+
         interceptor = self
 
         def make(original: Callable) -> Callable:
             def wrapper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
                 if (not interceptor.listeners or interceptor._busy()
                         or not _pageable_to_cuda(interceptor._torch, name, tensor, args, kwargs)):
+                    if interceptor.raise_at_line:  # a copy to the host that synced: raise on its line
+                        return call_and_raise_armed(original, tensor, *args, **kwargs)
                     return original(tensor, *args, **kwargs)
                 t0 = time.perf_counter()
                 out = original(tensor, *args, **kwargs)

@@ -3,7 +3,8 @@
 * confirmed: a finding whose lines (row to end row) hold a traced sync: its count and
   blocked time are the cost measured in this run;
 * not-reached: a finding with no traced sync on its lines: the line did not run in the
-  traced window, or it ran and did not sync (a CPU tensor, say);
+  traced window, or it ran and did not sync (a CPU tensor, say); where the trace recorded
+  which lines ran (lines.py), `Row.ran` says which of the two;
 * missed: a traced sync on a line no finding covers: the rules missed it (or it was
   silenced), shown as a finding of its own with what blocked, so nothing the GPU saw is
   hidden. Syncs with no user frame (a library thread) are missed too, under that frame.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding
+from synclint.trace.lines import ran
 from synclint.trace.schema import Site, Trace
 
 CONFIRMED, NOT_REACHED, MISSED = "confirmed", "not-reached", "missed"
@@ -38,6 +40,7 @@ class Row:
     findings: List[Finding] = field(default_factory=list)
     sites: List[Site] = field(default_factory=list)
     text: str = ""  # the line's source, for a finding no sync reached
+    ran: Optional[bool] = None  # not-reached rows: did a line of the finding run? None: not recorded
 
     @property
     def count(self) -> int:
@@ -132,6 +135,8 @@ def join(trace: Trace, findings: Sequence[Finding], root: str) -> Joined:
                 path = f.filename if os.path.isabs(f.filename) else os.path.join(root, f.filename)
                 row = rows[(shown, f.row, NOT_REACHED)] = Row(NOT_REACHED, shown, f.row,
                                                               text=linecache.getline(path, f.row).strip())
+            if trace.lines is not None:
+                row.ran = bool(row.ran) or ran(trace.lines.get(shown), f.row, f.end_row)
         row.findings.append(f)
 
     for s in trace.sites:

@@ -17,6 +17,12 @@ _STATUS_WORDS = {
 }
 
 
+def status_words(row: Row) -> str:
+    if row.status == NOT_REACHED and row.ran is not None:
+        return "ran, no sync" if row.ran else "not run in the window"
+    return _STATUS_WORDS[row.status]
+
+
 def _ms(x: float) -> str:
     return f"{x:.3f}" if x < 1 else f"{x:.1f}"
 
@@ -46,8 +52,11 @@ def _n(count: int, word: str) -> str:
 
 def _summary_line(joined: Joined) -> str:
     c = _counts(joined)
-    return (f"{_n(c[CONFIRMED], 'finding')} confirmed, {_n(c[MISSED], 'sync site')} missed by the rules, "
-            f"{_n(c[NOT_REACHED], 'finding')} not reached or not a sync in this run.")
+    head = f"{_n(c[CONFIRMED], 'finding')} confirmed, {_n(c[MISSED], 'sync site')} missed by the rules, "
+    if joined.trace.lines is None:
+        return head + f"{_n(c[NOT_REACHED], 'finding')} not reached or not a sync in this run."
+    ran = sum(1 for r in joined.by_status(NOT_REACHED) if r.ran)
+    return head + f"{_n(ran, 'finding')} ran without a sync, {c[NOT_REACHED] - ran} not run in the window."
 
 
 def _rules(row: Row) -> str:
@@ -71,7 +80,7 @@ def render_text(joined: Joined, limit: Optional[int] = None) -> str:
         table.add_column(col, justify=just, overflow="fold", no_wrap=col in ("where", "syncs", "blocked ms", "% wall"))
     rows = joined.rows if limit is None else joined.rows[:limit]
     for r in rows:
-        table.add_row(f"{r.file}:{r.line}", _STATUS_WORDS[r.status], _rules(r), r.op or "-",
+        table.add_row(f"{r.file}:{r.line}", status_words(r), _rules(r), r.op or "-",
                       str(r.count) if r.sites else "0", _debug(r),
                       _ms(r.blocked_ms) if r.sites else "-", _pct(joined, r.blocked_ms) if r.sites else "-")
     buf = StringIO()
@@ -85,6 +94,7 @@ def render_text(joined: Joined, limit: Optional[int] = None) -> str:
 def _row_json(joined: Joined, r: Row) -> Dict[str, Any]:
     return {
         "status": r.status,
+        "ran": r.ran,
         "file": r.file,
         "line": r.line,
         "rules": r.codes,
@@ -134,7 +144,7 @@ def render_markdown(joined: Joined) -> str:
             "|---|---|---|---|---:|---:|---:|---|"]
     for r in joined.rows:
         out.append(
-            f"| `{_cell(r.file)}:{r.line}` | {_STATUS_WORDS[r.status]} | {_cell(_rules(r))} | {_cell(r.op or '-')} | "
+            f"| `{_cell(r.file)}:{r.line}` | {status_words(r)} | {_cell(_rules(r))} | {_cell(r.op or '-')} | "
             f"{r.count} | {_ms(r.blocked_ms) if r.sites else '-'} | {_pct(joined, r.blocked_ms) if r.sites else '-'} | "
             f"`{_cell(r.source)}` |")
     out.append("")
@@ -154,7 +164,8 @@ def measured_cells(joined: Joined) -> Dict[int, str]:
             if r.status == CONFIRMED:
                 cells[id(f)] = f"{r.count} syncs, {_ms(r.blocked_ms)} ms ({_pct(joined, r.blocked_ms)} of wall)"
             else:
-                cells[id(f)] = "not reached / no sync in the run"
+                cells[id(f)] = {None: "not reached / no sync in the run", True: "ran, no sync in the run",
+                                False: "not run in the traced window"}[r.ran]
     return cells
 
 

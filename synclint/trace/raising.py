@@ -1,25 +1,36 @@
-"""How a guard's exception gets out of torch's sync callback: it waits for the block's end.
+"""How a guard's exception gets out of torch's sync callback and onto the syncing line.
 
-torch runs its sync callbacks inside C++. Its CallbackRegistry logs and swallows what they
-raise; an exception set from a warning hook there breaks the interpreter state (seen on
-the device: "SystemError: error return without exception set"); and arming a trace
-function from the callback to raise in the user's frame crashed Python 3.12 with torch
-2.11 on a boolean-mask index (two syncs inside one C call: "cuda trace hook execution
-failed ... returned a result with an exception set", then a segmentation fault), while
-raising at the next line event would skip the `__exit__` of a `with` that ends there.
+torch runs its sync callbacks inside C++, before the blocking call. Its CallbackRegistry
+logs and swallows what they raise (c10 would too: "cuda trace hook execution failed").
+Three ways out that did not work, seen on the device (torch 2.11, Python 3.12): raising
+from the sync debug mode's warning ("SystemError: error return without exception set" at
+the line); arming a trace function from the callback (a segmentation fault on a
+boolean-mask index, which syncs twice inside one C call); and an asynchronous exception
+(`PyThreadState_SetAsyncExc`) for the syncing thread, set as the callback returns to c10:
+the interpreter delivers it while c10's hook is still running (seen on `x.nonzero()`,
+`torch.unique`, `masked_select`, `allclose`), and c10 swallows it there.
 
-So a sync seen in a callback is *armed* here, per thread, and the guard raises it when its
-block ends, with the line that synced, the op, the rule and the user's stack at the sync
-in the message. Syncs seen in synclint's own Python wrappers (pageable copies,
-`Event.synchronize()`) raise at once. The first sync of the block is the one reported.
+So the callback only *arms* the error for its thread (`arm`), and it is raised:
+
+1. on the syncing line, as the call that synced returns, by a synclint wrapper around that
+   call (`raise_armed_after`): `torch.cuda.synchronize`, `Stream.synchronize`,
+   `Event.synchronize`, `Tensor.to`/`cuda`/`copy_`, and while a raising guard is on, the
+   Tensor operations behind the common syncs (intercept.py's SYNCING_TENSOR_METHODS:
+   `.item()`, `if t`, `x[mask]`, f-strings, `print`, `.cpu()`, `.nonzero()`, ...). The
+   operators among them (`if t`, `x[mask]`) are no calls in the user's frame: only a
+   wrapper of the Tensor method behind them can stop the code right there;
+2. otherwise (a torch function synclint does not wrap, such as `torch.nonzero(x)`), when
+   the guard's block ends, with the syncing line in the message.
+
+The message always names the syncing line, and a note carries the stack at the sync.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Optional
+from typing import Any, Callable, Optional
 
-_state = threading.local()  # .pending: the first armed exception of this thread
+_state = threading.local()  # .pending: the first armed error of this thread
 
 
 def arm(exc: BaseException) -> None:
@@ -35,3 +46,22 @@ def take_pending() -> Optional[BaseException]:
     exc = pending()
     _state.pending = None
     return exc
+
+
+def call_and_raise_armed(original: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Call `original`; if a sync inside it armed an error, raise it now (on the caller's line)."""
+    before = pending()
+    out = original(*args, **kwargs)
+    if before is None and pending() is not None:
+        raise take_pending()  # type: ignore[misc]
+    return out
+
+
+def raise_armed_after(original: Callable) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return call_and_raise_armed(original, *args, **kwargs)
+
+    wrapper.__name__ = getattr(original, "__name__", "wrapper")
+    wrapper.__qualname__ = getattr(original, "__qualname__", wrapper.__name__)
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    return wrapper

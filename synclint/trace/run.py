@@ -48,6 +48,7 @@ class Options:
     time_limit: Optional[float] = None
     debug_mode: bool = False
     cross_check: bool = False  # also run the profiler and record its sync-call time
+    lines: bool = True  # also record which lines of the user's files ran (lines.py)
 
 
 @dataclass
@@ -82,6 +83,7 @@ def program_argv(command: Sequence[str]) -> List[str]:
 def run(options: Options) -> Trace:
     from synclint.trace.intercept import acquire, cuda_state, release
     from synclint.trace.frames import UserCode
+    from synclint.trace.lines import LineRecorder
     from synclint.trace.record import Recorder
 
     reason = cuda_state()
@@ -94,10 +96,14 @@ def run(options: Options) -> Trace:
     recorder = Recorder(roots, debug_mode=options.debug_mode)
     recorder.recording = False  # open_window starts it, after its own synchronize
     window = _Window()
+    user = UserCode(roots)
+    line_recorder = LineRecorder(user) if options.lines else None
 
     def open_window() -> None:
         torch.cuda.synchronize()  # warm-up work must not be charged to the first recorded sync
         recorder.recording = True
+        if line_recorder is not None:
+            line_recorder.start()
         if options.cross_check:
             window.profiler = _start_profiler(torch)
         window.started = time.perf_counter()
@@ -108,6 +114,9 @@ def run(options: Options) -> Trace:
             open_window()
         elif options.steps is not None and window.steps >= options.warmup + options.steps:
             window.stopped = "steps"
+            raise _WindowClosed()
+        elif window.timer_fired:  # the timer's interrupt was lost (it landed in a torch callback, which swallows it)
+            window.stopped = "time-limit"
             raise _WindowClosed()
 
     from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -122,7 +131,7 @@ def run(options: Options) -> Trace:
         timer = threading.Timer(options.time_limit, out_of_time)
         timer.daemon = True
 
-    interceptor = acquire(recorder, user=UserCode(roots), debug_mode=options.debug_mode)
+    interceptor = acquire(recorder, user=user, debug_mode=options.debug_mode)
     exit_code = 0
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     wall_start = time.perf_counter()
@@ -146,6 +155,8 @@ def run(options: Options) -> Trace:
             timer.cancel()
         window.ended = time.perf_counter()
         recorder.recording = False
+        if line_recorder is not None:
+            line_recorder.stop()
         for h in window.hooks:
             h.remove()
         sys.argv[:], sys.path[:] = saved_argv, saved_path
@@ -170,8 +181,9 @@ def run(options: Options) -> Trace:
         "stopped": window.stopped,
         "exit_code": exit_code,
         "profiler": profile,
+        "lines": line_recorder.mechanism if line_recorder is not None else None,
     }
-    return Trace(meta, recorder.sites())
+    return Trace(meta, recorder.sites(), line_recorder.lines() if line_recorder is not None else None)
 
 
 def _run_program(program: List[str]) -> int:

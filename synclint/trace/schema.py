@@ -9,7 +9,8 @@
      "sites": [{"file": "train.py", "line": 42, "function": "main", "kind": "stream",
                 "via": "torch/_tensor.py:__format__" | null, "source": "print(f'{loss}')",
                 "count": 20, "blocked_ms": 3.1, "timed": 20, "debug_mode": 20 | null,
-                "callers": ["train.py:80:<module>"], "threads": ["MainThread"], "user": true}]}
+                "callers": ["train.py:80:<module>"], "threads": ["MainThread"], "user": true}],
+     "lines": {"train.py": [[1, 30], [34, 52]]}}
 
 A site is one (file, line, kind). `kind` is what blocked: "stream" (a stream sync: every
 sync the debug mode sees, and `Stream.synchronize()`), "device" (`torch.cuda.synchronize()`),
@@ -18,6 +19,9 @@ pageable memory, which blocks without any sync call). `user` is false for a sync
 user frame on its stack (a library thread): then file/line are the innermost library frame.
 `debug_mode` counts what `torch.cuda.set_sync_debug_mode("warn")` reported at the line (null
 when it was off); `timed` counts the syncs whose blocked time was measured.
+`lines` (optional; absent in traces taken before it existed) holds, per user file, the runs
+of lines that executed in the window (lines.py): what separates a finding whose line ran
+without syncing from one whose line never ran.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ class Site:
 class Trace:
     meta: Dict[str, Any]
     sites: List[Site]
+    lines: Optional[Dict[str, List[List[int]]]] = None  # None: not recorded
 
     @property
     def wall_ms(self) -> float:
@@ -72,8 +77,11 @@ class Trace:
         return sum(s.blocked_ms for s in self.sites)
 
     def to_json(self) -> Dict[str, Any]:
-        return {"schema": SCHEMA, "version": VERSION, "meta": self.meta,
-                "sites": [asdict(s) for s in self.sites]}
+        out = {"schema": SCHEMA, "version": VERSION, "meta": self.meta,
+               "sites": [asdict(s) for s in self.sites]}
+        if self.lines is not None:
+            out["lines"] = self.lines
+        return out
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1) + "\n"
@@ -109,7 +117,18 @@ def from_json(data: Any, where: str) -> Trace:
     meta, sites = data.get("meta"), data.get("sites")
     if not isinstance(meta, dict) or not isinstance(sites, list):
         raise TraceError(f"{where}: a trace needs \"meta\" (an object) and \"sites\" (a list)")
-    return Trace(meta, [_site(d, i, where) for i, d in enumerate(sites)])
+    return Trace(meta, [_site(d, i, where) for i, d in enumerate(sites)], _lines(data.get("lines"), where))
+
+
+def _lines(d: Any, where: str) -> Optional[Dict[str, List[List[int]]]]:
+    if d is None:
+        return None
+    ok = isinstance(d, dict) and all(
+        isinstance(runs, list) and all(isinstance(r, list) and len(r) == 2 and all(isinstance(n, int) for n in r)
+                                       for r in runs) for runs in d.values())
+    if not ok:
+        raise TraceError(f"{where}: \"lines\" must map each file to a list of [first, last] line runs")
+    return {str(k): v for k, v in d.items()}
 
 
 def load(path: str) -> Trace:
