@@ -99,7 +99,7 @@ def main() -> None:
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (after --baseline), to adopt synclint on an existing tree; writes files, exits 0.")
 @click.option("--stdin-filename", metavar="PATH", help="With `-` as the path: the name of the file read from stdin (config, per-file-ignores and output use it).")
 @click.option("--verbose", "-v", is_flag=True, help="Also name each folder or file the walk skipped, and why.")
-@click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped H200 results).")
+@click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped results, whose file names the GPU they were measured on).")
 @click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A `synclint trace` JSON of a run of these files: --report shows each finding's measured cost in it.")
 @click.option("--file-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Seconds one file's analysis may take in each phase before it is skipped with an error (default: `file-timeout` in [tool.synclint], else 300).")
 def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
