@@ -24,7 +24,9 @@ class GradScalerUnfusedStep(Rule):
     `_step_supports_amp_scaling`; the scaler then hands them `found_inf` and `grad_scale` as
     GPU tensors and the skip happens inside the fused kernel, with no read-back. Measured on
     an H200 with torch 2.11: `scaler.step` with a foreach `Adam` is caught by
-    `torch.cuda.set_sync_debug_mode`, with `Adam(fused=True)` it is not.
+    `torch.cuda.set_sync_debug_mode`, with `Adam(fused=True)` it is not. `synclint bench`
+    (8 Linear layers of 256, 20 steps; H100, torch 2.11, 2026-11-26): 1.11x faster with
+    `fused=True` when the host has work between steps (95% interval 1.08-1.15x).
 
     ## Use instead
     ```python
@@ -38,7 +40,6 @@ class GradScalerUnfusedStep(Rule):
     and it rounds slightly differently from the foreach implementation.
 
     ## Known problems
-    Off by default: the cost is one read-back per step, which the harness did not time.
     The model must know where the optimizer and the scaler were created (a local, an
     attribute, another module's function that returns them); an optimizer whose origin is
     unknown is never flagged. Optimizers with
@@ -50,9 +51,18 @@ class GradScalerUnfusedStep(Rule):
     NAME = "grad-scaler-unfused-step"
     MESSAGE = "`{call}` reads the inf/NaN check back to the host because `{opt}` is not fused"
     FIX_TITLE = "Create `{opt}` with `fused=True` so that `GradScaler` skips bad steps on the GPU"
-    DEFAULT_ON = False
+    DEFAULT_ON = True
     CATALOGUE = ("F1",)
     VALID = [
+        Valid(  # one path builds an optimizer with no fused form: no switch to flip
+            "import torch\nimport torch.optim as optim\nfrom torch.cuda import amp\nfrom lars import LARS\n"
+            "def train(model, adam, xs):\n"
+            "    if adam:\n        opt = optim.Adam(model.parameters())\n"
+            "    else:\n        opt = LARS(model.parameters())\n"
+            "    scaler = amp.GradScaler(enabled=True)\n"
+            "    for x in xs:\n        scaler.scale(model(x).sum()).backward()\n"
+            "        scaler.step(opt)\n        scaler.update()\n"
+        ),
         Valid(
             "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
             "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n"
@@ -110,6 +120,17 @@ class GradScalerUnfusedStep(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            "import torch\nimport torch.optim as optim\nfrom torch.cuda import amp\n"
+            "def train(model, adam, xs):\n"
+            "    if adam:\n        opt = optim.Adam(model.parameters())\n"
+            "    else:\n        opt = optim.SGD(model.parameters(), lr=0.1)\n"
+            "    scaler = amp.GradScaler(enabled=True)\n"
+            "    for x in xs:\n        scaler.scale(model(x).sum()).backward()\n"
+            "        scaler.step(opt)\n        scaler.update()\n",
+            line=12,
+            hot=True,
+        ),
         Invalid(
             "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
             "scaler = torch.amp.GradScaler('cuda')\nfor _ in range(3):\n"
@@ -190,5 +211,6 @@ class GradScalerUnfusedStep(Rule):
         if scaler.kind != V.OBJECT or scaler.cls != "torch.amp.GradScaler" or scaler.device == V.CPU:
             return
         o = ctx.infer(opt)
-        if o.kind == V.OPTIM and o.py == "unfused" and (o.cls or "").rsplit(".", 1)[-1] in _FUSABLE:
+        classes = (o.cls or "").split("|")  # one per path that creates it
+        if o.kind == V.OPTIM and o.py == "unfused" and all(c.rsplit(".", 1)[-1] in _FUSABLE for c in classes):
             self.report(node, call=short(node), opt=short(opt))

@@ -192,7 +192,7 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             dtype=a.dtype if a.dtype == b.dtype else None,
             assumed=a.assumed and b.assumed,
             py=a.py if a.py == b.py else "number" if a.py in NUMBERS and b.py in NUMBERS else None,
-            cls=a.cls if a.cls == b.cls else None,
+            cls=a.cls if a.cls == b.cls else _either_class(a, b),
             elems=a.elems if a.elems == b.elems else None,
         )
     for t, other in ((a, b), (b, a)):
@@ -207,6 +207,14 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
 
 # `py` tags of Python numbers: two of them joined are still a number
 NUMBERS = frozenset(("int", "float", "bool", "number"))
+
+
+def _either_class(a: Val, b: Val) -> Optional[str]:
+    """Optimizers of two classes on two paths (`Adam if opt == "adam" else SGD`): both, as
+    "torch.optim.Adam|torch.optim.SGD" (a rule asks whether every one of them can fuse)."""
+    if a.kind != OPTIM or not a.cls or not b.cls:
+        return None
+    return "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|"))))
 
 
 def is_dict_of(val: Val) -> bool:
