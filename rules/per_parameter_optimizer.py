@@ -5,6 +5,7 @@ import libcst as cst
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, short
 from synclint.rules._overhead import Site, code_children, report_at, site
+from synclint.semantic import values as V
 
 # In-place tensor methods that are not parameter updates (zeroing, flags).
 NOT_UPDATES = {"zero_", "requires_grad_", "detach_", "share_memory_", "retain_grad"}
@@ -324,7 +325,8 @@ class PerParameterOptimizer(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._reads_grads = ".grad" in ctx.source  # no update loop without it
-        self._pending: List[Tuple[cst.CSTNode, Site, str, str]] = []
+        # (node, site, what, fix title, whether its parameters are known to be on CUDA)
+        self._pending: List[Tuple[cst.CSTNode, Site, str, str, bool]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.torch_name(node.func)
@@ -340,17 +342,24 @@ class PerParameterOptimizer(Rule):
         if isinstance(fused, cst.Name) and fused.value == "True":
             return
         if not self.ctx.cuda_less_depth:
-            self._pending.append((node, site(self.ctx), f"{last}(..., foreach=False)", CTOR_TITLE))
+            params = node.args[0].value if node.args and node.args[0].keyword is None else kwarg(node, "params")
+            self._pending.append((node, site(self.ctx), f"{last}(..., foreach=False)", CTOR_TITLE,
+                                  self._on_cuda(params)))
 
     def visit_For(self, node: cst.For) -> None:
         if not self._reads_grads or self.ctx.cuda_less_depth:
             return
         if updates_params_with_grad(node):
             what = f"for {short(node.target, 20)} in {short(node.iter, 30)}"
-            self._pending.append((node, site(self.ctx), what, LOOP_TITLE))
+            self._pending.append((node, site(self.ctx), what, LOOP_TITLE, self._on_cuda(node.iter)))
+
+    def _on_cuda(self, params) -> bool:
+        """The parameters are known to be on CUDA (another module's model moved there)."""
+        return params is not None and self.ctx.infer(params).device == V.CUDA
 
     def leave_Module(self, node: cst.Module) -> None:
-        if not self.ctx.puts_on_cuda:
-            return
-        for n, where, what, title in self._pending:
-            report_at(self, where, n, fix_title=title, what=what)
+        # A file that puts something on CUDA, or parameters the model knows are there: a
+        # CPU-only script's per-parameter loop costs nothing this rule is about.
+        for n, where, what, title, on_cuda in self._pending:
+            if on_cuda or self.ctx.puts_on_cuda:
+                report_at(self, where, n, fix_title=title, what=what)

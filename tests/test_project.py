@@ -260,6 +260,34 @@ def test_a_one_line_helper_of_another_module_follows_each_calls_arguments(tmp_pa
     assert {(n, row) for n, row, code, _ in found if code == "SYN104"} == {("train.py", 8), ("train.py", 10)}
 
 
+def test_an_update_loop_over_another_modules_cuda_model_in_a_file_that_never_says_cuda(tmp_path):
+    """G8: SYN503 asks where the parameters are, not whether the file mentions CUDA; the
+    near-miss is the same loop over a model the other module leaves on the CPU."""
+    paths = _project(tmp_path, {
+        "optim.py": """\
+            import torch
+
+            class Trainer:
+                def __init__(self):
+                    self.model = torch.nn.Linear(4, 4).cuda()
+                    self.host = torch.nn.Linear(4, 4)
+            """,
+        "train.py": """\
+            import torch
+            from optim import Trainer
+
+            def train(steps):
+                t = Trainer()
+                for _ in range(steps):
+                    for p in t.model.parameters():
+                        p.data.add_(p.grad, alpha=-0.1)
+                    for p in t.host.parameters():
+                        p.data.add_(p.grad, alpha=-0.1)
+            """,
+    })
+    assert {(n, row) for n, row, code, _ in _found(paths) if code == "SYN503"} == {("train.py", 7)}
+
+
 def test_summaries_survive_json_and_references_resolve():
     from synclint.engine import analyse
     from synclint.semantic.facts import ModuleSummary
