@@ -42,6 +42,10 @@ class HostIndexIntoGpuTensor(Rule):
     FIX_TITLE = "Build the index on the GPU once, outside the hot path (`torch.tensor([...], device=...)`)"
     CATALOGUE = ()
     VALID = [
+        Valid(  # the helper's indices are already on the GPU
+            "import torch\ndef keep_ids():\n    return torch.arange(3, device='cuda') * 2\n"
+            "x = torch.randn(10, device='cuda')\nfor _ in range(3):\n    y = x[keep_ids()]\n"
+        ),
         Valid(
             "import torch\nx = torch.randn(10, 4, device='cuda')\n"
             "a = x[0]\nb = x[1:3]\nc = x[..., 0]\nd = x[None]\ne = x[(0, 1)]\nf = x[0, 1]\n"
@@ -92,6 +96,12 @@ class HostIndexIntoGpuTensor(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            "import torch\ndef keep_ids():\n    return [0, 2, 5]\nx = torch.randn(10, device='cuda')\n"
+            "for _ in range(3):\n    y = x[keep_ids()]\n",
+            line=6,
+            hot=True,
+        ),
         Invalid(
             "import torch\nx = torch.randn(10, device='cuda')\nfor _ in range(3):\n    y = x[[0, 2, 5]]\n",
             line=4,
@@ -172,6 +182,8 @@ class HostIndexIntoGpuTensor(Rule):
         if ctx.is_numpy_array(e):
             return "NumPy array"
         v = ctx.infer(e)
+        if v.kind == V.PY and v.py == "list" and v.elems and all(x.kind == V.PY and x.py == "int" for x in v.elems):
+            return "list"  # `keep_ids()` returning `[0, 2, 5]`: the model knows its items
         if v.kind == V.TENSOR and V.on_host(v) and not v.mask and v.ndim != 0 and not _zero_dim(ctx, e):
             return "CPU tensor"
         return None

@@ -60,6 +60,10 @@ class OutOfPlaceRebind(Rule):
     FIX = "always"
     CATALOGUE = ()
     VALID = [
+        Valid(  # the helper hands back a tensor kept elsewhere: `*=` would change it
+            "import torch\nBUF = torch.randn(1000, device='cuda')\ndef noise(n):\n    return BUF\n"
+            "for _ in range(10):\n    z = noise(1000)\n    z = z * 0.1\n"
+        ),
         # Autograd needs the old value: forward activations outside no_grad.
         Valid(
             "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -121,6 +125,12 @@ class OutOfPlaceRebind(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # a one-line helper's factory: each call makes a tensor the caller owns
+            "import torch\ndef noise(n):\n    return torch.randn(n, device='cuda')\n"
+            "for _ in range(10):\n    z = noise(1000)\n    z = z * 0.1\n",
+            line=6,
+            hot=True,
+        ),
         Invalid(
             "import torch\nfor _ in range(10):\n    noise = torch.randn(1000, device='cuda')\n    noise = noise.mul(0.1)\n",
             line=4,

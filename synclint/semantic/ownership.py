@@ -99,6 +99,9 @@ def _fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
         return Fresh(ng or nograd(model, e.expression), d if d in ("float", "int") else None)
     if not isinstance(e, cst.Call):
         return None
+    helper = _one_line_factory(model, e)
+    if helper is not None:  # `noise(n)` whose body is `return torch.randn(n, device="cuda")`
+        e = helper
     t = model.torch_name(e.func)
     if t is not None:
         if t in FACTORIES:
@@ -123,6 +126,18 @@ def _fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
         m = e.func.attr.value
         return Fresh(ng or (nograd(model, recv) and all(nograd(model, a.value) for a in e.args)),
                      _op_dtype(model, m, recv, e, skip_first=False))
+    return None
+
+
+def _one_line_factory(model, call: cst.Call) -> Optional[cst.Call]:
+    """The factory call an in-file one-line helper returns (`def noise(n): return
+    torch.randn(n, device="cuda")`): each call of it makes a new tensor."""
+    f = call.func
+    if not (isinstance(f, cst.Name) and f.value in model.one_liners and model.lookup(f.value) == V.FUNCTION_VAL):
+        return None
+    expr = model.one_liners[f.value][1]
+    if isinstance(expr, cst.Call) and model.torch_name(expr.func) in FACTORIES:
+        return expr
     return None
 
 
@@ -273,6 +288,8 @@ def _makes_new(model, e: cst.BaseExpression) -> bool:
     if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
         return True
     if isinstance(e, cst.Call):
+        if _one_line_factory(model, e) is not None:
+            return True
         t = model.torch_name(e.func)
         if t is not None:
             return t in FACTORIES or t in NEW_TENSOR_OPS
