@@ -60,6 +60,11 @@ class OutOfPlaceRebind(Rule):
     FIX = "always"
     CATALOGUE = ()
     VALID = [
+        Valid(  # the attribute is a Parameter: the product has autograd history to keep
+            "import torch\nclass Scale(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.scale = torch.nn.Parameter(torch.ones(8, device='cuda'))\ns = Scale()\n"
+            "for _ in range(3):\n    n = torch.randn(8, device='cuda')\n    n = n * s.scale\n"
+        ),
         Valid(  # the helper hands back a tensor kept elsewhere: `*=` would change it
             "import torch\nBUF = torch.randn(1000, device='cuda')\ndef noise(n):\n    return BUF\n"
             "for _ in range(10):\n    z = noise(1000)\n    z = z * 0.1\n"
@@ -125,6 +130,13 @@ class OutOfPlaceRebind(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # an operand that is an attribute of a local object, built by a factory
+            "import torch\nclass Scale:\n    def __init__(self):\n"
+            "        self.scale = torch.full((8,), 0.1, device='cuda')\ns = Scale()\n"
+            "for _ in range(3):\n    n = torch.randn(8, device='cuda')\n    n = n * s.scale\n",
+            line=8,
+            hot=True,
+        ),
         Invalid(  # a one-line helper's factory: each call makes a tensor the caller owns
             "import torch\ndef noise(n):\n    return torch.randn(n, device='cuda')\n"
             "for _ in range(10):\n    z = noise(1000)\n    z = z * 0.1\n",

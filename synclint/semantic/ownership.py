@@ -154,8 +154,21 @@ def nograd(model, e: cst.BaseExpression) -> bool:
         return True
     if kind != V.TENSOR:
         return False
+    if isinstance(e, cst.Attribute) and _attribute_from_factories(model, e):
+        return True
     f = fresh(model, e) if not isinstance(e, cst.Name) else None
     return f is not None and f.nograd
+
+
+def _attribute_from_factories(model, e: cst.Attribute) -> bool:
+    """`s.scale` where every assignment of `scale` in `s`'s in-file class is a factory
+    without `requires_grad` (a tensor with no autograd history)."""
+    base = model.infer(e.value)
+    info = model.classes_by_name.get(base.cls) if base.kind in (V.OBJECT, V.MODULE) and base.cls else None
+    exprs = info.pending.get(e.attr.value) if info is not None else None
+    return bool(exprs) and all(
+        isinstance(x, cst.Call) and model.torch_name(x.func) in FACTORIES and kwarg(x, "requires_grad") is None
+        for x in exprs)
 
 
 def dtype(model, e: cst.BaseExpression) -> Optional[str]:
@@ -275,9 +288,14 @@ def loop_rebinds_ok(model, loop: cst.CSTNode, name: str) -> bool:
             if not _makes_new(model, stmt.value):
                 return False
             if not model.in_no_grad:
-                for n in _names_in(stmt.value, set()) - {name}:
-                    f = _name_fresh(model, n)
-                    if not (f is not None and f.nograd) and model.lookup(n).kind != V.PY:
+                for o in _operands_in(stmt.value):
+                    if isinstance(o, cst.Name):
+                        if o.value == name:
+                            continue
+                        f = _name_fresh(model, o.value)
+                        if not (f is not None and f.nograd) and model.lookup(o.value).kind != V.PY:
+                            return False
+                    elif not nograd(model, o):  # `s.scale`: the attribute, not the object
                         return False
     return True
 
@@ -332,18 +350,33 @@ def _loop_statements(loop: cst.CSTNode):
     return out
 
 
-def _names_in(node: cst.CSTNode, out: Set[str]) -> Set[str]:
-    if isinstance(node, cst.Name):
-        out.add(node.value)
-    elif isinstance(node, cst.Attribute):
-        _names_in(node.value, out)  # not the attribute's own name
-        return out
-    elif isinstance(node, cst.Arg):
-        _names_in(node.value, out)
-        return out
-    for c in node.children:
-        _names_in(c, out)
+def _operands_in(node: cst.CSTNode) -> List[cst.BaseExpression]:
+    """The names and attribute chains (`s.scale`) an expression computes with, not the
+    functions it calls."""
+    out: List[cst.BaseExpression] = []
+    todo: List[cst.CSTNode] = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Name):
+            out.append(n)
+        elif isinstance(n, cst.Attribute) and _is_chain(n):
+            out.append(n)
+        elif isinstance(n, cst.Call):
+            if not _is_chain(n.func):
+                todo.append(n.func)
+            elif isinstance(n.func, cst.Attribute):
+                todo.append(n.func.value)  # `n.mul(...)`: the receiver computes
+            todo.extend(a.value for a in n.args)
+        else:
+            todo.extend(n.children)
     return out
+
+
+def _is_chain(e: cst.BaseExpression) -> bool:
+    """`a`, `a.b`, `a.b.c`: names and attributes only."""
+    while isinstance(e, cst.Attribute):
+        e = e.value
+    return isinstance(e, cst.Name)
 
 
 def bound_names(t: cst.CSTNode) -> Set[str]:
