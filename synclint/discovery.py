@@ -22,6 +22,10 @@ from synclint.findings import FileError
 ALWAYS_SKIP = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs",
                "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".synclint_cache",
                "site-packages", "build", "dist", "__pypackages__"}
+# Of those, the ones that never hold source anyone wrote (version control, tools' caches):
+# skipped without being counted, or every run would report synclint's own cache.
+QUIET_SKIP = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+              ".synclint_cache"}
 
 
 @dataclass
@@ -193,7 +197,8 @@ def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[s
                 continue
             if is_dir:  # (a symlink to a directory is not followed: a link up would loop)
                 if e.name in ALWAYS_SKIP or e.name.endswith(".egg-info"):
-                    skipped.append((full, "a tool or environment folder"))
+                    if e.name not in QUIET_SKIP:
+                        skipped.append((full, "a tool or environment folder"))
                     continue
                 if _ignored(absf, True, specs):
                     skipped.append((full, "ignored by .gitignore"))

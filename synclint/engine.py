@@ -61,10 +61,12 @@ class Graph:
         return Graph([tuple(c) for c in d[0]], list(d[1]))
 
 
-def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None) -> Optional[Analysis]:
+def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
+            force: bool = False) -> Optional[Analysis]:
     """Parse and walk a file once, without rules. None when the file cannot hold a tensor we
-    know about (not parsed). Raises `LintError` on bad input."""
-    if not might_inform(source):
+    know about (not parsed), unless `force` (it imports project modules that can). Raises
+    `LintError` on bad input."""
+    if not force and not might_inform(source):
         _syntax_check(source)  # nothing to learn, but a file that does not parse is still an error
         return None
     from synclint.semantic import SemanticModel

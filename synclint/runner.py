@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -216,6 +217,20 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
             project.add(job[1], ModuleSummary.from_json(summary) if summary else None)
             if summaries is not None and not timed_out(error):
                 summaries.put(job[1], digests[job[1]], summary, None)
+        # Files that never name torch but import project modules that hold tensors (a
+        # script using only what `logs.py` gives it): analysed too (GAPS G4).
+        forced = _forced(texts, errors, project)
+        force_jobs = [("summarise", p, texts[p], names[p], True, True) for p in forced
+                      if project.summaries.get(os.path.abspath(p)) is None]
+        for worker, job, (summary, error) in runner.run(force_jobs):
+            path = job[1]
+            affinity[path] = worker
+            if summary:
+                project.update(path, ModuleSummary.from_json(summary))
+            if error:
+                errors[path] = error
+            if summaries is not None and not timed_out(error):
+                summaries.put(path, digests[path], summary, error)
         # Phase 2: the rules, with what the project tells each file. Files unchanged since
         # the last run bring back the summaries their last lint left (the state that run
         # ended in); a file is linted again only when an answer to a question its last lint
@@ -237,7 +252,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
             if hit is not None and pf.answers_digest(hit[7]) == hit[1]:
                 out[path] = hit
                 continue
-            todo.append(("lint", path, text, names[path], pf.to_json()))
+            todo.append(("lint", path, text, names[path], pf.to_json(), path in forced))
         _lint(runner, todo, affinity, facts, digests, out)
         # Round 2: what the second walks learned (a parameter's value from another module,
         # passed on to a third) is linked once more; files whose answers change are linted
@@ -250,7 +265,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
                     continue  # (made from none of the changed summaries: the same answers)
                 pf = facts[path] = project.facts_for(path)
                 if pf.answers_digest(e[7]) != e[1]:
-                    todo.append(("lint", path, texts[path], names[path], pf.to_json()))
+                    todo.append(("lint", path, texts[path], names[path], pf.to_json(), path in forced))
             _lint(runner, todo, affinity, facts, digests, out)
     finally:
         runner.close()
@@ -274,6 +289,35 @@ def _lint(runner, todo, affinity, facts, digests, out) -> None:
     for _, job, (found, graph, error, summary, reads) in runner.run(todo, affinity):
         path = job[1]
         out[path] = [digests[path], facts[path].answers_digest(reads), found, graph, error, [], summary, reads]
+
+
+# `import a.b`, `from a.b import c`, `from . import c` at the start of a line
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.M)
+
+
+def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
+    """Files the prefilter would skip (no torch, tensor, cuda... in them) that import a module
+    of the project the first phase found tensors in: what they use may be a GPU tensor."""
+    from synclint.engine import might_inform
+
+    out: Set[str] = set()
+    for path, text in texts.items():
+        if path in errors or might_inform(text):
+            continue
+        for dots, src, plain in _IMPORT.findall(text):
+            name = src or plain
+            if dots or any(project.summaries.get(p) is not None
+                           for p in _module_paths(project, name, os.path.abspath(path))):
+                out.add(path)
+                break
+    return out
+
+
+def _module_paths(project, name: str, importer: str) -> List[str]:
+    """The project files `name` (or a package above it) may be."""
+    parts = name.split(".")
+    found = (project.module_path(".".join(parts[:i]), importer) for i in range(len(parts), 0, -1))
+    return [p for p in found if p is not None]
 
 
 def _update(project, path: str, summary: Optional[dict]) -> bool:

@@ -21,8 +21,8 @@ from collections import deque
 from contextlib import contextmanager
 from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
-# Jobs: ("summarise", path, text, module_name[, keep]) -> (summary JSON or None, error or None)
-#       ("lint", path, text, module_name, project facts JSON)
+# Jobs: ("summarise", path, text, module_name[, keep[, force]]) -> (summary JSON or None, error or None)
+#       ("lint", path, text, module_name, project facts JSON[, force])
 #           -> (findings, graph JSON, error, summary JSON of this walk or None,
 #               the questions the walk asked the project facts: `ProjectFacts.reads`)
 Job = Tuple
@@ -107,29 +107,29 @@ class Worker:
         except Exception as e:  # noqa: BLE001 - one file's internal error must not end the run
             return failed(job, f"internal error in synclint ({type(e).__name__}: {e}); please report it")
 
-    def _summarise(self, path: str, text: str, module_name: str, keep: bool = True):
+    def _summarise(self, path: str, text: str, module_name: str, keep: bool = True, force: bool = False):
         from synclint.engine import LintError, analyse, might_fire
 
         try:
-            a = analyse(text, path, module_name)
+            a = analyse(text, path, module_name, force)
         except LintError as e:
             return None, str(e)
         if a is None:
             return None, None
-        if keep and might_fire(text):  # a file to lint next: its tree waits here for the second phase
+        if keep and (force or might_fire(text)):  # a file to lint next: its tree waits here for the second phase
             self.held[path] = a
         return a.summary.to_json(), None
 
-    def _lint(self, path: str, text: str, module_name: str, project: Optional[dict]):
+    def _lint(self, path: str, text: str, module_name: str, project: Optional[dict], force: bool = False):
         from synclint.engine import LintError, analyse, lint_analysis, might_fire
         from synclint.semantic.facts import ProjectFacts
 
         a = self.held.get(path)  # kept: a second linking round may lint the file again
-        if not might_fire(text):
+        if not force and not might_fire(text):
             return [], None, None, None, []  # summarised for others; no rule can fire here
         if a is None:
             try:
-                a = analyse(text, path, module_name)
+                a = analyse(text, path, module_name, force)
             except LintError as e:
                 return [], None, str(e), None, []
             if a is None:

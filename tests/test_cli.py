@@ -333,3 +333,14 @@ def test_cold_findings_in_tests_are_left_out_unless_asked(tmp_path):
     out = json.loads(run(["check", ".", "--no-cache", "--output-format", "json"], tmp_path).output)
     assert sorted((Path(d["filename"]).name, d["location"]["row"]) for d in out) == [
         ("test_model.py", 4), ("test_model.py", 6), ("train.py", 3)]
+
+
+def test_synclints_own_cache_is_not_counted_as_a_skipped_folder(tmp_path):
+    (tmp_path / "train.py").write_text(CLEAN)
+    (tmp_path / "venv").mkdir()
+    (tmp_path / "venv" / "x.py").write_text(CLEAN)
+    first = run(["check", "."], tmp_path)
+    assert (tmp_path / ".synclint_cache").is_dir()
+    again = run(["check", "-v", "."], tmp_path)
+    assert "1 skipped" in first.output and "1 skipped" in again.output  # venv/, counted and named
+    assert ".synclint_cache" not in again.output + (again.stderr if again.stderr_bytes is not None else "")

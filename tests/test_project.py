@@ -288,6 +288,44 @@ def test_an_update_loop_over_another_modules_cuda_model_in_a_file_that_never_say
     assert {(n, row) for n, row, code, _ in _found(paths) if code == "SYN503"} == {("train.py", 7)}
 
 
+def test_a_file_that_never_names_torch_sees_the_gpu_tensors_other_modules_give_it(tmp_path):
+    """G4: `train.py` only uses what `logs.py` returns; the prefilter would skip it (no
+    torch, tensor or cuda in it), but it imports a project module with tensors. The
+    near-miss is a file that imports only the standard library: still not parsed."""
+    paths = _project(tmp_path, {
+        "logs.py": """\
+            import torch
+
+            class Running:
+                def __init__(self):
+                    self.total = torch.zeros((), device="cuda")
+
+            def step_loss(n):
+                return torch.rand(n, device="cuda").mean()
+            """,
+        "train.py": """\
+            from logs import Running, step_loss
+
+            def train(steps):
+                running = Running()
+                for _ in range(steps):
+                    loss = step_loss(8)
+                    print(f"loss {loss:.4f}")
+                    print("running", running.total)
+            """,
+        "util.py": """\
+            import os
+
+            def show(x):
+                print(f"{x}")
+            """,
+    })
+    found = _found(paths)
+    assert {(n, row, code) for n, row, code, _ in found} == {("train.py", 7, "SYN106"), ("train.py", 8, "SYN106")}
+    cache = tmp_path / ".cache"
+    assert _found(paths, cache_dir=cache) == found == _found(paths, cache_dir=cache)  # cached alike
+
+
 def test_summaries_survive_json_and_references_resolve():
     from synclint.engine import analyse
     from synclint.semantic.facts import ModuleSummary
