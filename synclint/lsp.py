@@ -121,23 +121,23 @@ def _error_answering_protocol():
                 return super().structure_message(data)
             except JsonRpcException:
                 if isinstance(data, dict) and "jsonrpc" in data and _is_request(data):
-                    self._send_response(data["id"], error=JsonRpcInvalidParams(
-                        f"invalid params for {data['method']!r}").to_response_error())
+                    error = (JsonRpcInvalidParams(f"invalid params for {data['method']!r}")
+                             if data["jsonrpc"] == "2.0" else JsonRpcInvalidRequest("not a JSON-RPC 2.0 request"))
+                    self._send_response(data["id"], error=error.to_response_error())
                     return answered
                 raise
 
         def handle_message(self, message):
             if message is answered:
                 return
-            if isinstance(message, dict) and _is_request(message):  # not JSON-RPC 2.0: never structured
-                self._send_response(message["id"], error=JsonRpcInvalidRequest(
-                    "not a JSON-RPC 2.0 request").to_response_error())
-                return
-            if getattr(message, "jsonrpc", "2.0") != "2.0" and isinstance(getattr(message, "id", None), (int, str)) \
-                    and getattr(message, "method", None):
-                self._send_response(message.id, error=JsonRpcInvalidRequest(
-                    "not a JSON-RPC 2.0 request").to_response_error())
-                return
+            msg_id, method = getattr(message, "id", None), getattr(message, "method", None)
+            if isinstance(msg_id, (int, str)) and method:  # a request: pygls drops these two unanswered
+                if getattr(message, "jsonrpc", None) != "2.0":
+                    self._send_response(msg_id, error=JsonRpcInvalidRequest("not a JSON-RPC 2.0 request").to_response_error())
+                    return
+                if self._shutdown:
+                    self._send_response(msg_id, error=JsonRpcInvalidRequest("the server is shutting down").to_response_error())
+                    return
             super().handle_message(message)
 
     return Protocol
