@@ -321,9 +321,11 @@ def create_server(max_chars: int = MAX_DOCUMENT_CHARS, budget_s: float = TIME_BU
         if want_quickfix:
             r = params.range
             wanted_range = (r.start.line, r.start.character, r.end.line, r.end.character)
-            for rng, diag, quick in buf.findings:
+            for rng, prepared in buf.findings:
                 if not overlaps(rng, wanted_range):
                     continue
+                quick = json.loads(prepared)
+                diag = quick["diagnostic"]
                 diagnostic = converter.structure(diag, types.Diagnostic)
                 fix = quick["fix"]
                 if fix is not None:
@@ -335,9 +337,10 @@ def create_server(max_chars: int = MAX_DOCUMENT_CHARS, budget_s: float = TIME_BU
                     actions.append(types.CodeAction(
                         title=f"synclint: ignore {diag['code']} on this line (# noqa)",
                         kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic], edit=lsp_edit(uri, [quick["noqa"]])))
-        if want_fix_all and buf.fix_all is not None:
+        asked_for_fix_all = any(k.startswith("source") for k in only)  # else a request for everything
+        if want_fix_all and buf.fix_all is not None and (buf.fix_all.done() or asked_for_fix_all):
             version, fix_all = buf.version, buf.fix_all
-            try:
+            try:  # waits only when asked for by kind: quick fixes are never held up by it
                 new = await asyncio.shield(fix_all)
             except asyncio.CancelledError:
                 new = None  # the buffer changed meanwhile

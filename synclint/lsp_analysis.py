@@ -99,19 +99,23 @@ _last: Dict[Optional[str], Tuple[str, list]] = {}
 def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16") -> Dict[str, Any]:
     """Lint `source` (the buffer of `path`) and prepare everything the server sends about it:
     {"diagnostics": JSON text of the Diagnostic list, "end": the buffer's end
-    position, "findings": [(range, diagnostic, quick fixes)] in source order, "safe_fixes": bool, "error": message or None}."""
+    position, "findings": [(range, JSON text of {"diagnostic", "fix", "noqa"})] in source order, "safe_fixes": bool, "error": message or None}."""
     from synclint.lsp import lint_document, rule_link
 
     findings, error = lint_document(source, path)
     _last.clear()
     _last[path] = (source, findings)
     pos = ClientPositions(source, encoding)
-    prepared: List[Tuple[Range, Dict[str, Any], Dict[str, Any]]] = []
+    diagnostics: List[Dict[str, Any]] = []
+    prepared: List[Tuple[Range, str]] = []
     for f in findings:
         rng = pos.range(f.row, f.column, f.end_row, f.end_column)
-        prepared.append((rng, _diagnostic(f, rng, rule_link(f, path)), _quick_fixes(f, pos)))
+        diagnostics.append(_diagnostic(f, rng, rule_link(f, path)))
+        # as JSON text: the server unpickles one string per finding (thousands of nested dicts
+        # would hold its event loop for tens of ms) and decodes only those a request asks for
+        prepared.append((rng, json.dumps({"diagnostic": diagnostics[-1], **_quick_fixes(f, pos)})))
     return {
-        "diagnostics": json.dumps([d for _, d, _ in prepared]),
+        "diagnostics": json.dumps(diagnostics),
         "end": pos.end(),
         "findings": prepared,
         "safe_fixes": any(f.fix is not None and f.fix.applicability == "safe" for f in findings),
