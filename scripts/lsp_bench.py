@@ -123,8 +123,12 @@ class Client:
                 name, _, value = line.decode("ascii").partition(":")
                 if name.strip().lower() == "content-length":
                     length = int(value)
-            msg = json.loads(out.read(length))
+            body = out.read(length)
             now = time.perf_counter()
+            if length > 65536:  # big diagnostics: decoded by the consumer, so that the answers
+                self.inbox.put((now, body))  # queued behind them are timed as they arrive
+                continue
+            msg = json.loads(body)
             if "id" in msg and "method" not in msg:
                 self.replies[msg["id"]] = now
             self.inbox.put((now, msg))
@@ -156,6 +160,8 @@ class Client:
                 t, msg = self.inbox.get(timeout=left)
             except queue.Empty:
                 continue
+            if isinstance(msg, bytes):
+                msg = json.loads(msg)
             if predicate(msg):
                 return t, msg
 
@@ -228,21 +234,30 @@ def stall(server, work: Path) -> dict:
     t0 = time.perf_counter()
     prober = threading.Thread(target=probing)
     prober.start()
-    c.open(big, text)
+    time.sleep(0.2)
+    events = {"open": c.open(big, text) - t0}
     t_diag, msg = c.diagnostics(big.as_uri(), 1)
-    first = t_diag - t0
+    events["diagnostics 1"] = t_diag - t0
+    first = t_diag - events["open"] - t0
     n_diags = len(msg["params"]["diagnostics"])
-    for v in (2, 3, 4):  # edits: each one re-analysed (and the stale analysis interrupted)
-        c.change(big, v, 100 * v, f"x{v} = torch.ones(3, device=device).sum().item()\n")
+    lines = text.splitlines()
+    for v in (2, 3, 4):  # edits (new module-level lines): each re-analysed, the stale analysis interrupted
+        line = lines.index(f"class Classifier{100 * v}(nn.Module):") + v - 2
+        events[f"edit {v}"] = c.change(big, v, line, f"x{v} = torch.ones(3, device=device).sum().item()\n") - t0
         time.sleep(0.2)
-    c.diagnostics(big.as_uri(), 4)
+    t_diag, msg = c.diagnostics(big.as_uri(), 4)
+    events["diagnostics 4"] = t_diag - t0
+    assert len(msg["params"]["diagnostics"]) == n_diags + 3, "the edits should each add one finding"
     time.sleep(0.3)
     stop.set()
     prober.join()
     time.sleep(0.5)  # the last probes' answers
     lat = [(c.replies[i] - c.sent[i]) * 1000 for i in ids if i in c.replies]
+    worst = sorted(((c.replies[i] - c.sent[i]) * 1000, c.sent[i] - t0) for i in ids if i in c.replies)[-5:]
     c.close()
-    return {"lines": text.count("\n"), "chars": len(text), "diagnostics": n_diags, "first_diagnostics_s": first,
+    return {"events_s": {k: round(v, 3) for k, v in events.items()},
+            "worst_ms_at_s": [(round(ms, 1), round(at, 3)) for ms, at in reversed(worst)],
+            "lines": text.count("\n"), "chars": len(text), "diagnostics": n_diags, "first_diagnostics_s": first,
             "probes": len(ids), "answered": len(lat), "max_ms": max(lat), "p99_ms": _pct(lat, 99),
             "median_ms": statistics.median(lat)}
 

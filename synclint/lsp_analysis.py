@@ -10,7 +10,8 @@ event loop only filters it and frames it."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from array import array
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from synclint.lines import line_starts
 
@@ -56,6 +57,39 @@ class ClientPositions:
         return self.position(row, column) + self.position(end_row, end_column)
 
 
+class PreparedActions:
+    """Each finding's range and its code actions' material (JSON text of {"diagnostic",
+    "fix", "noqa"}), packed flat: a few big objects cross the process boundary in
+    microseconds, where thousands of small ones cost the event loop tens of ms to unpickle.
+    Only the findings a request overlaps are decoded."""
+
+    def __init__(self) -> None:
+        self.ranges = array("l")  # 4 numbers a finding
+        self.offsets = array("q", [0])  # where each finding's JSON starts in `text` (+ the end)
+        self.parts: List[str] = []
+        self.text = ""
+
+    def add(self, rng: Range, material: Dict[str, Any]) -> None:
+        self.ranges.extend(rng)
+        self.parts.append(json.dumps(material))  # JSON text has no raw newline: "\n" separates
+        self.offsets.append(self.offsets[-1] + len(self.parts[-1]) + 1)
+
+    def __getstate__(self):
+        return {"ranges": self.ranges, "offsets": self.offsets, "text": "\n".join(self.parts) + "\n"}
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state, parts=[])
+
+    def overlapping(self, rng: Range) -> Iterator[Dict[str, Any]]:
+        """The material of each finding whose range touches `rng`, in source order."""
+        text = self.text or "\n".join(self.parts) + "\n"
+        r = self.ranges
+        for i in range(len(r) // 4):
+            a = r[4 * i: 4 * i + 4]
+            if (a[0], a[1]) <= (rng[2], rng[3]) and (rng[0], rng[1]) <= (a[2], a[3]):
+                yield json.loads(text[self.offsets[i]: self.offsets[i + 1] - 1])
+
+
 def lsp_range(r: Range) -> Dict[str, Any]:
     return {"start": {"line": r[0], "character": r[1]}, "end": {"line": r[2], "character": r[3]}}
 
@@ -99,7 +133,7 @@ _last: Dict[Optional[str], Tuple[str, list]] = {}
 def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16") -> Dict[str, Any]:
     """Lint `source` (the buffer of `path`) and prepare everything the server sends about it:
     {"diagnostics": JSON text of the Diagnostic list, "end": the buffer's end
-    position, "findings": [(range, JSON text of {"diagnostic", "fix", "noqa"})] in source order, "safe_fixes": bool, "error": message or None}."""
+    position, "findings": PreparedActions, "safe_fixes": bool, "error": message or None}."""
     from synclint.lsp import lint_document, rule_link
 
     findings, error = lint_document(source, path)
@@ -107,13 +141,11 @@ def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16") -
     _last[path] = (source, findings)
     pos = ClientPositions(source, encoding)
     diagnostics: List[Dict[str, Any]] = []
-    prepared: List[Tuple[Range, str]] = []
+    prepared = PreparedActions()
     for f in findings:
         rng = pos.range(f.row, f.column, f.end_row, f.end_column)
         diagnostics.append(_diagnostic(f, rng, rule_link(f, path)))
-        # as JSON text: the server unpickles one string per finding (thousands of nested dicts
-        # would hold its event loop for tens of ms) and decodes only those a request asks for
-        prepared.append((rng, json.dumps({"diagnostic": diagnostics[-1], **_quick_fixes(f, pos)})))
+        prepared.add(rng, {"diagnostic": diagnostics[-1], **_quick_fixes(f, pos)})
     return {
         "diagnostics": json.dumps(diagnostics),
         "end": pos.end(),
