@@ -106,16 +106,45 @@ def _is_request(data: Any) -> bool:
             and isinstance(data["id"], (int, str)) and not isinstance(data["id"], bool))
 
 
-def _error_answering_protocol():
-    """pygls' protocol, answering every malformed request that has an id with an error
+def _synclint_protocol():
+    """pygls' protocol with two fixes: it answers every malformed request that has an id with an error
     response (pygls only logs one whose params do not fit, or whose jsonrpc is not 2.0,
-    and the client waits forever)."""
+    and the client waits forever), and counting lines as LSP does."""
     from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
     from pygls.protocol import LanguageServerProtocol
+    from pygls.workspace import TextDocument
+
+    from synclint.lines import source_lines
 
     answered = object()
 
+    class PythonLinesDocument(TextDocument):
+        """Lines broken at \\r\\n, \\r and \\n only, as LSP positions count them: pygls uses
+        str.splitlines, which also breaks at form feeds, \\u2028 and the like, so an
+        incremental edit below one landed on the wrong line."""
+
+        @property
+        def lines(self):
+            return source_lines(self.source, keepends=True)
+
+    def python_lines(doc):
+        doc.__class__ = PythonLinesDocument
+        return doc
+
     class Protocol(LanguageServerProtocol):
+        # pygls builds its workspace at `initialize`: each document it makes counts lines as
+        # LSP and Python do
+        @property
+        def _workspace(self):
+            return self.__dict__.get("_synclint_workspace")
+
+        @_workspace.setter
+        def _workspace(self, workspace) -> None:
+            if workspace is not None:
+                make = workspace._create_text_document
+                workspace._create_text_document = lambda *a, **k: python_lines(make(*a, **k))
+            self.__dict__["_synclint_workspace"] = workspace
+
         def structure_message(self, data):
             try:
                 return super().structure_message(data)
@@ -163,7 +192,7 @@ def create_server(max_chars: int = MAX_DOCUMENT_CHARS, budget_s: float = TIME_BU
     from synclint.lsp_worker import AnalysisWorker
 
     server = LanguageServer("synclint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                            protocol_cls=_error_answering_protocol())
+                            protocol_cls=_synclint_protocol())
     worker = AnalysisWorker(budget_s)
     buffers: Dict[str, _Buffer] = {}
     converter = default_converter()

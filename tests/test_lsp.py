@@ -413,6 +413,21 @@ def test_sync_is_incremental_and_gives_what_a_full_open_gives(client, tmp_path):
     assert {d["range"]["start"]["line"] for d in full if d["code"] == "SYN101"} == {2, 4}
 
 
+def test_incremental_edits_count_lines_as_python_does(client, tmp_path):
+    """A form feed (or \\u2028, \\x1c...) is no line break for Python nor for LSP, whatever
+    str.splitlines says: an edit below one lands where the editor put it."""
+    base = "import torch\n\x0c\nw = torch.ones(8, device='cuda')\ns = '\u2028'\n"
+    path = tmp_path / "ff.py"
+    _open(client, path, base)
+    client.diagnostics(_uri(path), version=1)
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": _uri(path), "version": 2},
+        "contentChanges": [{"range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 0}},
+                            "text": "v = w.sum().item()\n"}]})
+    diags = client.diagnostics(_uri(path), version=2)["diagnostics"]
+    assert [(d["code"], d["range"]["start"]["line"]) for d in diags] == [("SYN101", 4)]
+
+
 def test_initialize_announces_incremental_sync(tmp_path):
     c = LspClient([sys.executable, "-m", "synclint", "lsp"], cwd=tmp_path)
     try:
