@@ -19,6 +19,32 @@ SOURCE = "synclint"
 Range = Tuple[int, int, int, int]  # LSP (start line, start character, end line, end character)
 
 
+def _unit_count(ch: str, encoding: str) -> int:
+    if encoding == "utf-8":
+        return len(ch.encode("utf-8", "surrogatepass"))
+    return 2 if ord(ch) > 0xFFFF else 1  # UTF-16: astral characters take two units
+
+
+def units(text: str, encoding: str) -> int:
+    """The length of `text` in the client's units."""
+    if encoding == "utf-32" or text.isascii():
+        return len(text)
+    return sum(_unit_count(ch, encoding) for ch in text)
+
+
+def code_points(line: str, character: int, encoding: str) -> int:
+    """A client's `character` on `line` (without its line ending) as an index into it; past
+    the end is the end, as LSP says."""
+    if encoding == "utf-32" or line.isascii():
+        return min(character, len(line))
+    n = 0
+    for i, ch in enumerate(line):
+        if n >= character:
+            return i
+        n += _unit_count(ch, encoding)
+    return len(line)
+
+
 class ClientPositions:
     """A finding's (row, column) (1-based, code points) as an LSP position (0-based, in the
     client's `encoding`: "utf-16", "utf-8" or "utf-32")."""
@@ -35,11 +61,7 @@ class ClientPositions:
         return self.source[start:end].rstrip("\r\n")
 
     def _units(self, text: str) -> int:
-        if self.encoding == "utf-32" or text.isascii():
-            return len(text)
-        if self.encoding == "utf-8":
-            return len(text.encode("utf-8", "surrogatepass"))
-        return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)  # astral: 2 UTF-16 units
+        return units(text, self.encoding)
 
     def position(self, row: int, column: int) -> Tuple[int, int]:
         if row < 1:

@@ -428,6 +428,49 @@ def test_incremental_edits_count_lines_as_python_does(client, tmp_path):
     assert [(d["code"], d["range"]["start"]["line"]) for d in diags] == [("SYN101", 4)]
 
 
+def test_incremental_edits_apply_where_the_client_means(tmp_path):
+    """300 random edits (line endings of each kind, form feeds, astral characters, ranges
+    past a line's end) leave the server's buffer equal to the client's, computed here
+    the slow way: LSP lines, UTF-16 columns, past the end meaning the end."""
+    import random
+
+    from lsprotocol import types
+    from pygls.workspace import Workspace
+
+    from synclint.lines import source_lines
+    from synclint.lsp import _synclint_protocol
+
+    protocol = _synclint_protocol().__new__(_synclint_protocol())
+    protocol._workspace = ws = Workspace(None)  # as pygls does at `initialize`
+    uri, text = "file:///t.py", "import torch\n\x0c\nw = '\u00e9\U0001F600'\r\nx = 1\ry = 2\n"
+    ws.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+
+    def offset(line, character):
+        lines = source_lines(text, keepends=True)
+        if line >= len(lines):
+            return len(text)
+        units, i, content = 0, 0, lines[line].rstrip("\r\n")
+        while i < len(content) and units < character:
+            units += 2 if ord(content[i]) > 0xFFFF else 1
+            i += 1
+        return sum(map(len, lines[:line])) + i
+
+    rnd = random.Random(9)
+    for version in range(2, 302):
+        n = len(source_lines(text)) + 1
+        sl, el = sorted((rnd.randrange(n), rnd.randrange(n)))
+        sc, ec = rnd.randrange(8), rnd.randrange(8)
+        if sl == el:
+            sc, ec = sorted((sc, ec))
+        new = rnd.choice(["", "a", "\n", "\u00e9", "\U0001F600", "\r\n", "\r", "\x0c", "xy\nz = 1\n", "torch"])
+        ws.update_text_document(types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                                types.TextDocumentContentChangePartial(range=types.Range(
+                                    start=types.Position(line=sl, character=sc), end=types.Position(line=el, character=ec)),
+                                    text=new))
+        text = text[:offset(sl, sc)] + new + text[offset(el, ec):]
+        assert ws.get_text_document(uri).source == text, version
+
+
 def test_initialize_announces_incremental_sync(tmp_path):
     c = LspClient([sys.executable, "-m", "synclint", "lsp"], cwd=tmp_path)
     try:
