@@ -123,7 +123,7 @@ class Client:
         self.replies = {}  # id -> time the response arrived
         self.sent = {}  # id -> time the request was sent
         self.next_id = 0
-        self.write_lock = threading.Lock()
+        self.write_lock = threading.RLock()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -150,19 +150,23 @@ class Client:
             self.inbox.put((now, msg))
 
     def send(self, msg):
+        """Send `msg`; returns the time just before it was written."""
         body = json.dumps(msg).encode()
         with self.write_lock:
+            t = time.perf_counter()
             self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
             self.proc.stdin.flush()
-            return time.perf_counter()
+            return t
 
     def notify(self, method, params):
         return self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def request_async(self, method, params) -> int:
-        self.next_id += 1
-        rid = self.next_id
-        self.sent[rid] = self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        with self.write_lock:
+            self.next_id += 1
+            rid = self.next_id
+        self.sent[rid] = time.perf_counter()  # before the answer can come
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         return rid
 
     def wait(self, predicate, timeout=300):
@@ -315,7 +319,8 @@ def edit_and_actions(server, work: Path, repeats: int) -> dict:
     c.close()
     return {"lines": text.count("\n"), "diagnostics": len(diags),
             "edit_to_diagnostics_s": {"median": statistics.median(latencies), "max": max(latencies), "n": len(latencies)},
-            "quickfix_ms": {"median": statistics.median(quick), "max": max(quick), "n": len(quick)},
+            "quickfix_ms": {"median": statistics.median(quick), "max": max(quick), "n": len(quick),
+                            "slowest_at": quick.index(max(quick))},
             "fix_all_ms": {"median": statistics.median(fix_all), "max": max(fix_all), "n": len(fix_all)}}
 
 
