@@ -105,6 +105,10 @@ def _headline(body: bytes) -> dict:
     """A big publishDiagnostics without decoding it: method, uri, version (this server writes
     them before the list), the diagnostics' count, and the raw body for `decoded`."""
     m = _HEAD.search(body[:4096])
+    if m is None:  # another server's key order: decode it after all
+        msg = json.loads(body)
+        msg["params"]["count"] = len(msg["params"].get("diagnostics", ()))
+        return msg
     return {"method": m.group(1).decode(), "params": {"uri": json.loads(m.group(2)), "version": int(m.group(3)),
             "count": body.count(b'"source": "synclint"')}, "body": body}
 
