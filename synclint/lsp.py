@@ -1,14 +1,14 @@
 """`synclint lsp`: a language server (stdio) for editors.
 
-Diagnostics on open, on save and on change (after a short pause), one per finding: code = the rule
-code, source "synclint", severity Warning in hot code and Information in cold code, and a
+Diagnostics on open, on save and on change (after a short pause), one per finding: code =
+the rule code, source "synclint", severity Warning in hot code and Information in cold code, and a
 link to the rule's page (`[tool.synclint] docs-url`; by default docs/rules/ of the source
 tree synclint runs from, none when there is no such tree). Code actions: the finding's fix as a quick fix (unsafe ones say
 so in their title), "ignore this line" (`# noqa: CODE`), and "fix all safe findings"
 (`source.fixAll.synclint`).
 
-The event loop only moves messages: documents are synced incrementally (pygls applies the
-edits), analysis runs in a worker process (`lsp_worker`; a newer edit interrupts a stale
+The event loop only moves messages: documents are synced incrementally (each edit applied
+by offset, lines counted as LSP counts them), analysis runs in a worker process (`lsp_worker`; a newer edit interrupts a stale
 analysis), which also prepares the diagnostics' JSON and every code action
 (`lsp_analysis`), so code actions are served from the last analysis. A buffer over
 `--max-size` gets one "too large to analyse" diagnostic instead, and every malformed

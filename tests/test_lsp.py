@@ -408,8 +408,6 @@ def test_sync_is_incremental_and_gives_what_a_full_open_gives(client, tmp_path):
     _open(client, other, final)
     full = client.diagnostics(_uri(other))["diagnostics"]
     assert incremental == full
-    assert [(d["code"], d["range"]["start"]["line"]) for d in full] == [("SYN101", 2), ("SYN102", 4), ("SYN101", 4)] \
-        or {d["code"] for d in full} >= {"SYN101"}
     assert {d["range"]["start"]["line"] for d in full if d["code"] == "SYN101"} == {2, 4}
 
 
