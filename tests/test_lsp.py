@@ -354,3 +354,236 @@ def test_diagnostic_links_follow_the_files_docs_url(client, tmp_path):
 
     diags = client.diagnostics(_uri(other))["diagnostics"]
     assert [d for d in diags if d["code"] == "SYN101"][0]["codeDescription"]["href"] == (RULE_PAGES / "tensor-item.md").as_uri()
+
+
+# ---------------------------------------------------------------- off the event loop (issue 9, point 8)
+
+
+def _block(i: int) -> str:
+    return (f"\n\ndef step{i}(model, x, y, opt):\n"
+            "    loss = model(x).sub(y).pow(2).mean()\n"
+            "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+            "    if (loss > 10).any():\n        print(loss.item())\n"
+            "    return torch.zeros(1).cuda()\n")
+
+
+def _big(blocks: int) -> str:
+    return "import torch\n" + "".join(_block(i) for i in range(blocks))
+
+
+def _publications(client, uri, until_version, settle=0.5, timeout=60):
+    """Every publishDiagnostics for `uri` up to the one for `until_version`, and any that
+    follow within `settle` seconds."""
+    seen = [client.diagnostics(uri, timeout=timeout)]
+    while seen[-1].get("version") != until_version:
+        seen.append(client.diagnostics(uri, timeout=timeout))
+    try:
+        while True:
+            seen.append(client.diagnostics(uri, timeout=settle))
+    except TimeoutError:
+        pass
+    return seen
+
+
+def test_sync_is_incremental_and_gives_what_a_full_open_gives(client, tmp_path):
+    base = "import torch\nw = torch.ones(8, device='cuda')\ns = '\U0001F600' + str(w.sum().item())\n"
+    final = ("import torch\nw = torch.ones(8, device='cuda')\ns = '\U0001F600' + str(w.mean().item())\n"
+             "for _ in range(3):\n    print(w.sum().item())\n")
+    path = tmp_path / "inc.py"
+    _open(client, path, base)
+    client.diagnostics(_uri(path), version=1)
+
+    def change(version, *edits):
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": _uri(path), "version": version},
+            "contentChanges": [{"range": {"start": {"line": a, "character": b}, "end": {"line": c, "character": d}},
+                                "text": text} for (a, b, c, d), text in edits]})
+
+    change(2, ((0, 0, 0, 0), "# training\n"))
+    change(3, ((3, 17, 3, 20), "mean"),  # after the emoji: 2 UTF-16 units
+           ((4, 0, 4, 0), "for _ in range(3):\n    print(w.sum().item())\n"))
+    change(4, ((0, 0, 1, 0), ""))
+    incremental = client.diagnostics(_uri(path), version=4)["diagnostics"]
+    other = tmp_path / "full.py"
+    _open(client, other, final)
+    full = client.diagnostics(_uri(other))["diagnostics"]
+    assert incremental == full
+    assert {d["range"]["start"]["line"] for d in full if d["code"] == "SYN101"} == {2, 4}
+
+
+def test_incremental_edits_count_lines_as_python_does(client, tmp_path):
+    """A form feed (or \\u2028, \\x1c...) is no line break for Python nor for LSP, whatever
+    str.splitlines says: an edit below one lands where the editor put it."""
+    base = "import torch\n\x0c\nw = torch.ones(8, device='cuda')\ns = '\u2028'\n"
+    path = tmp_path / "ff.py"
+    _open(client, path, base)
+    client.diagnostics(_uri(path), version=1)
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": _uri(path), "version": 2},
+        "contentChanges": [{"range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 0}},
+                            "text": "v = w.sum().item()\n"}]})
+    diags = client.diagnostics(_uri(path), version=2)["diagnostics"]
+    assert [(d["code"], d["range"]["start"]["line"]) for d in diags] == [("SYN101", 4)]
+
+
+def test_incremental_edits_apply_where_the_client_means(tmp_path):
+    """300 random edits (line endings of each kind, form feeds, astral characters, ranges
+    past a line's end) leave the server's buffer equal to the client's, computed here
+    the slow way: LSP lines, UTF-16 columns, past the end meaning the end."""
+    import random
+
+    from lsprotocol import types
+    from pygls.workspace import Workspace
+
+    from synclint.lines import source_lines
+    from synclint.lsp import _synclint_protocol
+
+    protocol = _synclint_protocol().__new__(_synclint_protocol())
+    protocol._workspace = ws = Workspace(None)  # as pygls does at `initialize`
+    uri, text = "file:///t.py", "import torch\n\x0c\nw = '\u00e9\U0001F600'\r\nx = 1\ry = 2\n"
+    ws.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+
+    def offset(line, character):
+        lines = source_lines(text, keepends=True)
+        if line >= len(lines):
+            return len(text)
+        units, i, content = 0, 0, lines[line].rstrip("\r\n")
+        while i < len(content) and units < character:
+            units += 2 if ord(content[i]) > 0xFFFF else 1
+            i += 1
+        return sum(map(len, lines[:line])) + i
+
+    rnd = random.Random(9)
+    for version in range(2, 302):
+        n = len(source_lines(text)) + 1
+        sl, el = sorted((rnd.randrange(n), rnd.randrange(n)))
+        sc, ec = rnd.randrange(8), rnd.randrange(8)
+        if sl == el:
+            sc, ec = sorted((sc, ec))
+        new = rnd.choice(["", "a", "\n", "\u00e9", "\U0001F600", "\r\n", "\r", "\x0c", "xy\nz = 1\n", "torch"])
+        ws.update_text_document(types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                                types.TextDocumentContentChangePartial(range=types.Range(
+                                    start=types.Position(line=sl, character=sc), end=types.Position(line=el, character=ec)),
+                                    text=new))
+        text = text[:offset(sl, sc)] + new + text[offset(el, ec):]
+        assert ws.get_text_document(uri).source == text, version
+
+
+def test_initialize_announces_incremental_sync(tmp_path):
+    c = LspClient([sys.executable, "-m", "synclint", "lsp"], cwd=tmp_path)
+    try:
+        caps = c.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})["capabilities"]
+        sync = caps["textDocumentSync"]
+        assert (sync["change"] if isinstance(sync, dict) else sync) == 2  # Incremental
+    finally:
+        c.close()
+
+
+def test_a_stale_result_is_never_published(client, tmp_path):
+    path = tmp_path / "stale.py"
+    _open(client, path, _big(300))  # about 3,000 lines: the worker is still on it when the edit comes
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": _uri(path), "version": 2}, "contentChanges": [{"text": HAZARD}]})
+    seen = _publications(client, _uri(path), until_version=2)
+    assert [p["version"] for p in seen] == [2]
+    assert [d["code"] for d in seen[0]["diagnostics"]] == [f.code for f in _expected(path, HAZARD)]
+
+
+def test_the_worker_interrupts_a_stale_job_and_stays_warm(tmp_path):
+    import threading
+
+    from synclint.lsp_worker import AnalysisWorker
+
+    w = AnalysisWorker(budget_s=60)
+    try:
+        assert w._roundtrip(("analyse", "import torch\n", None))[0] == "ok"  # started and warm
+        replies = []
+        t = threading.Thread(target=lambda: replies.append(w._roundtrip(("analyse", _big(600), None))))
+        t.start()
+        time.sleep(0.3)
+        w.interrupt()
+        t.join(60)
+        assert replies == [("cancelled", None)]
+        pid = w._proc.pid
+        status, result = w._roundtrip(("analyse", HAZARD, None))
+        assert status == "ok" and "SYN101" in result["diagnostics"] and w._proc.pid == pid
+    finally:
+        w.stop()
+
+
+def test_code_actions_come_from_the_last_analysis(client, tmp_path):
+    """Served from what the analysis prepared: a config change on disk after it (which a
+    new lint would follow) does not change them until the buffer is analysed again."""
+    source, found = _fixable_source()
+    if source is None:
+        pytest.skip("no enabled rule offers a fix yet")
+    proj = tmp_path / "p"
+    proj.mkdir()
+    path = proj / "c.py"
+    _open(client, path, source)
+    diags = client.diagnostics(_uri(path))["diagnostics"]
+    f = next(f for f in found if f.fix is not None)
+    target = next(d for d in diags if d["code"] == f.code)
+    (proj / "pyproject.toml").write_text('[tool.synclint]\nselect = ["SYN4"]\n', encoding="utf-8")
+    request = {"textDocument": {"uri": _uri(path)}, "range": target["range"], "context": {"diagnostics": [target]}}
+    start = time.monotonic()
+    actions = client.request("textDocument/codeAction", request)
+    assert time.monotonic() - start < 5
+    assert any(a["kind"] == "quickfix" and "noqa" not in a["title"] for a in actions)
+    client.notify("textDocument/didSave", {"textDocument": {"uri": _uri(path)}})  # analysed again: the new config
+    assert not [d for d in client.diagnostics(_uri(path))["diagnostics"] if d["code"] == f.code]
+    assert client.request("textDocument/codeAction", request) == []
+
+
+def test_a_5_mb_buffer_says_too_large_within_10_s(client, tmp_path):
+    path = tmp_path / "huge.py"
+    text = _big(24_000)
+    assert len(text) > 5_000_000
+    start = time.monotonic()
+    _open(client, path, text)
+    (d,) = client.diagnostics(_uri(path), timeout=10)["diagnostics"]
+    assert time.monotonic() - start < 10
+    assert "too large to analyse" in d["message"] and d["range"]["start"] == {"line": 0, "character": 0}
+    assert client.request("textDocument/codeAction", {
+        "textDocument": {"uri": _uri(path)}, "range": d["range"], "context": {"diagnostics": [d]}}) == []
+
+
+def test_the_time_budget_stops_a_long_analysis(tmp_path):
+    c = LspClient([sys.executable, "-m", "synclint", "lsp", "--time-budget", "0.001"], cwd=tmp_path)
+    try:
+        c.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        c.notify("initialized", {})
+        path = tmp_path / "slow.py"
+        _open(c, path, _big(50))
+        (d,) = c.diagnostics(_uri(path))["diagnostics"]
+        assert "analysis stopped after 0.001 s" in d["message"]
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("message, code", [
+    ({"method": "textDocument/codeAction", "params": {}}, -32602),  # params missing their fields
+    ({"method": "textDocument/codeAction", "params": 5}, -32602),
+    ({"method": "textDocument/hover", "params": {"textDocument": {"uri": 3}, "position": "x"}}, -32602),
+    ({"method": "synclint/no-such-method", "params": {}}, -32601),
+    ({"method": "textDocument/codeAction", "params": {}, "jsonrpc": "1.0"}, -32600),
+])
+def test_malformed_requests_get_an_error_response(client, message, code):
+    msg = {"jsonrpc": "2.0", "id": 4242, **message}
+    client._send(msg)
+    reply = client.wait(lambda m: m.get("id") == 4242 and "method" not in m, timeout=10)
+    assert reply["error"]["code"] == code
+    assert client.request("textDocument/codeAction", {  # still serving
+        "textDocument": {"uri": "file:///nowhere.py"}, "range": {"start": {"line": 0, "character": 0},
+                                                                 "end": {"line": 0, "character": 0}},
+        "context": {"diagnostics": []}}) is None
+
+
+def test_requests_after_shutdown_get_an_error_response(client):
+    assert client.request("shutdown") is None
+    with pytest.raises(RuntimeError, match="-32600"):
+        client.request("textDocument/codeAction", {
+            "textDocument": {"uri": "file:///nowhere.py"}, "context": {"diagnostics": []},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}, timeout=10)
+    client.notify("exit")
+    assert client.proc.wait(timeout=10) == 0
