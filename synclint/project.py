@@ -555,6 +555,8 @@ class Project:
             if s is not None:
                 frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1]))
             for caller, callee, hot in g.calls:
+                if hot is None:
+                    continue  # a guarded or run-once call site: heat does not cross it
                 if callee.startswith("@"):
                     c = self._callee(callee[1:], path)
                     if c is None:

@@ -454,7 +454,9 @@ class Walker:
         func = node.func
         f = ctx.func
         timing = False
-        hot = ctx.site_hot()
+        # per call edge: True when this site runs every step, None under a periodic guard or
+        # in a block that runs once (heat does not spread from its caller), else False
+        hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
         caller = f.qual if f else None
         callee = None  # (key of an in-file function, leading parameters the call does not pass)
         bound_methods: Tuple[str, ...] = ()  # the in-file methods a bound-method variable may be
@@ -464,7 +466,7 @@ class Walker:
             cls = ctx.classes_by_name.get(func.value)
             q = ctx.qualname(func)
             if cls is not None:
-                ctx.calls.append((caller, f"{func.value}.__init__", False))
+                ctx.calls.append((caller, f"{func.value}.__init__", None if hot is None else False))
                 callee = (f"{func.value}.__init__", 1)
             elif q is not None:
                 outside = (q, 0)  # a function (or, the linker finds, a class) of another module

@@ -146,6 +146,36 @@ def test_heat_follows_calls_across_modules(tmp_path):
     })
     assert ("util.py", 4, "SYN101", True) in _found(loop)
     assert ("util.py", 4, "SYN101", False) in _found(once)  # called once: cold
+    # called from hot code, but under a periodic guard: every tenth step, cold (here and
+    # through a method of another module's class, YOLOX's `self.exp.random_resize`)
+    guarded = _project(tmp_path / "c", {
+        "util.py": util + """\
+
+        class Exp:
+            def resize(self, x):
+                return x.max().item()
+        """,
+        "train.py": """\
+            import torch
+            from util import stats, Exp
+
+            class Trainer:
+                def __init__(self):
+                    self.exp = Exp()
+
+                def after_iter(self, step, x):
+                    if (step + 1) % 10 == 0:
+                        stats(x)
+                        self.exp.resize(x)
+
+                def train(self, steps):
+                    x = torch.ones(3, device="cuda")
+                    for step in range(steps):
+                        self.after_iter(step, x)
+            """,
+    })
+    found = {(n, row, hot) for n, row, code, hot in _found(guarded) if code == "SYN101"}
+    assert found == {("util.py", 4, False), ("util.py", 8, False)}
 
 
 def test_relative_and_star_imports_and_cuda_default_from_the_entry_script(tmp_path):

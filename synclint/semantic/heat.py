@@ -21,8 +21,9 @@ def hot_functions(model) -> Set[str]:
     frontier = [callee for caller, callee, in_loop in model.calls if in_loop]
     frontier += [q for q in model.all_funcs if hot_name(q.rsplit(".", 1)[-1])]
     edges: Dict[Optional[str], List[str]] = {}
-    for caller, callee, _ in model.calls:
-        edges.setdefault(caller, []).append(callee)
+    for caller, callee, site in model.calls:
+        if site is not None:  # (None: a guarded or run-once site, which heat skips)
+            edges.setdefault(caller, []).append(callee)
     per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not hot_name(info.name)}
     return spread(frontier, edges, per_epoch)
 

@@ -160,7 +160,7 @@ class SemanticModel(Inference):
         self.findings: List[PendingFinding] = []
         # call graph for "called from a loop": (caller qual or None, callee key, in loop);
         # a callee in another module is "@" + its qualified name
-        self.calls: List[Tuple[Optional[str], str, bool]] = []
+        self.calls: List[Tuple[Optional[str], str, Optional[bool]]] = []  # (caller, callee, site: see `_call`)
         # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
         self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
         # `self.m(...)` calls: (method qual, positional, keyword values), for subclasses elsewhere
