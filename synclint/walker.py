@@ -137,8 +137,9 @@ class Walker:
             ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in COMPILERS
             for d in node.decorators)
         ctx.all_funcs[qual] = info
-        saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth)
-        ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = ctx.once_depth = 0
+        saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
+                 ctx.container_loop_depth)
+        ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = ctx.once_depth = ctx.container_loop_depth = 0
         ctx.loop_nodes = []
         ctx.funcs.append(info)
         self._bind_params(info, node)
@@ -150,7 +151,8 @@ class Walker:
         if info.name == "__init__":
             ctx.end_init(info)
         ctx.funcs.pop()
-        ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth = saved
+        (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
+         ctx.container_loop_depth) = saved
         if info.timing:
             ctx.timing_funcs.add(qual)
         ret = info.returns
@@ -249,14 +251,17 @@ class Walker:
         # An epoch loop (its body loops over batches) runs its own statements once per
         # epoch: cold; the batch loop inside is hot.
         per_step = 0 if _epoch_loop(ctx, node) else 1
+        container = per_step if _container_loop(node.iter) else 0
         # A loop under a periodic guard (validation every N steps) still repeats its body.
         ctx.loop_depth += per_step
+        ctx.container_loop_depth += container
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
         self.walk_field(node.body)
         ctx.guard_depth = guard
         ctx.loop_nodes.pop()
         ctx.loop_depth -= per_step
+        ctx.container_loop_depth -= container
         ctx.merge([before, ctx.snapshot()])  # the body ran zero or more times
         if node.orelse is not None:
             self.walk(node.orelse)
@@ -624,6 +629,28 @@ def _narrow(ctx: SemanticModel, test: cst.BaseExpression) -> None:
                 # tensor): a dead branch, as when every caller passes a number
                 return
         ctx.bind(test.args[0].value.value, joined, ctx.assigned(test.args[0].value.value))
+
+
+# Methods whose result is a model's or a dict's contents: a loop over them visits items,
+# it is not a training step (`for k, v in model.state_dict().items(): v.cpu()`).
+_CONTAINER_METHODS = frozenset((
+    "items", "keys", "values", "parameters", "named_parameters", "buffers", "named_buffers",
+    "modules", "named_modules", "children", "named_children", "state_dict",
+))
+
+
+def _container_loop(it: cst.BaseExpression) -> bool:
+    """`for x in <it>` walks a container's items: a method above, possibly under
+    enumerate/zip/sorted/reversed/list."""
+    while isinstance(it, cst.Call):
+        f = it.func
+        if isinstance(f, cst.Attribute):
+            return f.attr.value in _CONTAINER_METHODS
+        if isinstance(f, cst.Name) and f.value in ("enumerate", "zip", "sorted", "reversed", "list", "tuple") and it.args:
+            it = it.args[0].value
+            continue
+        return False
+    return False
 
 
 def _epoch_loop(ctx: SemanticModel, node: cst.For) -> bool:

@@ -406,3 +406,14 @@ def test_an_optimizers_hyperparameters_are_numbers_and_its_params_tensors():
                     "    probe(sched)\n")
     assert [(v.kind, v.py) for v, _ in seen] == [(V.PY, "number"), (V.PY, "number"), (V.TENSORS, None),
                                                  (V.UNKNOWN, None)]
+
+
+def test_a_loop_over_a_containers_items_is_not_a_training_step():
+    # saving a checkpoint: once, though it loops; the same loop inside a step loop is hot
+    src = (HEAD + "model = torch.nn.Linear(2, 2).to(device)\n"
+           "def save(model):\n    for k, v in model.state_dict().items():\n        probe(v)\n"
+           "    for i, p in enumerate(model.parameters()):\n        probe(p)\n"
+           "def train(loader):\n    for x in loader:\n        for p in model.parameters():\n            probe(p)\n"
+           "    for i in range(3):\n        probe(i)\n")
+    seen, _ = probe(src)
+    assert [hot for _, hot in seen] == [False, False, True, True]

@@ -143,6 +143,9 @@ class SemanticModel(Inference):
         # to in-file functions, by callee key
         self.call_args: Dict[str, List[Tuple[Optional[str], int, List[Val], Dict[str, Val]]]] = {}
         self.loop_depth = 0  # for/while bodies (comprehensions count in comp_depth)
+        # of those, loops over a container's items (`state_dict().items()`, `parameters()`):
+        # repeated, but not a step of training, so not hot by themselves
+        self.container_loop_depth = 0
         self.comp_depth = 0
         self.no_grad_depth = 0
         self.cuda_less_depth = 0  # inside `if not torch.cuda.is_available():`
@@ -760,7 +763,7 @@ class SemanticModel(Inference):
         Functions called from hot code are added after the walk (`heat.hot_functions`)."""
         if self.guard_depth or self.once_depth:
             return False
-        if self.loop_depth:
+        if self.loop_depth > self.container_loop_depth:
             return True
         f = self.func
         return f is not None and hot_name(f.name)
