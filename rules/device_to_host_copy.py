@@ -6,6 +6,7 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.semantic import NOT_MODULE
+from synclint.semantic.moves import host_type_move
 
 
 class DeviceToHostCopy(Rule):
@@ -51,6 +52,11 @@ class DeviceToHostCopy(Rule):
     FIX_TITLE = "Move results to the host once, outside the hot loop, or copy with `non_blocking=True` and synchronize before reading"
     CATALOGUE = ("B1", "B3")
     VALID = [
+        Valid(  # the same cast of host data, or to a CUDA type: no copy back
+            "import torch\nfrom torchvision import datasets\nds = datasets.MNIST('.', download=False)\n"
+            "x = torch.unsqueeze(ds.data, dim=1).type(torch.FloatTensor)[:100].cuda()\n"
+            "y = torch.ones(8, device='cuda').type(torch.cuda.HalfTensor)\n"
+        ),
         # torch_xla code: tensors of unknown device are XLA (TPU) tensors, not CUDA ones
         Valid("import torch\nimport torch_xla.core.xla_model as xm\ndef gather(t: torch.Tensor):\n    return t.cpu()\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = x.to('cpu', non_blocking=True)\n"),
@@ -105,6 +111,12 @@ class DeviceToHostCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # old-style cast to a CPU tensor type: a copy back from the GPU
+            "import torch\npred = torch.ones(8, device='cuda')\nfor _ in range(3):\n"
+            "    acc = (pred > 0).sum().type(torch.FloatTensor) / 8\n",
+            line=4,
+            hot=True,
+        ),
         Invalid(
             "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = (x * 2).cpu().numpy()\n",
             line=4,
@@ -183,7 +195,7 @@ class DeviceToHostCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        m = method_call(node, ("cpu", "to", "numpy", "save"))
+        m = method_call(node, ("cpu", "to", "numpy", "save", "type", "type_as"))
         if m is None:
             return
         if m == "save":
@@ -200,6 +212,10 @@ class DeviceToHostCopy(Rule):
             elif m == "to" and self._to_cpu_blocking(node) and ctx.gpu(recv, NOT_MODULE) is not None:
                 self.report(node, expr=short(node))
             elif m == "numpy" and _is_true(kwarg(node, "force")) and self._numpy_source(recv):
+                self.report(node, expr=short(node))
+            elif m in ("type", "type_as") and host_type_move(ctx, node) and ctx.infer(recv).device == V.CUDA:
+                # `.type(torch.FloatTensor)`: old code's dtype cast, mostly of host data, so
+                # only a receiver known to be on the GPU
                 self.report(node, expr=short(node))
 
     def _to_cpu_blocking(self, node: cst.Call) -> bool:

@@ -104,6 +104,25 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
     return Move(call, m, dev, dev_is_tensor, dtype, _nb(nb_expr), extra, nb_expr is not None)
 
 
+def host_type_move(model, call: cst.Call) -> bool:
+    """`x.type(torch.FloatTensor)`, `x.type("torch.LongTensor")` or `x.type_as(cpu_tensor)`:
+    a move to the CPU (a copy back from the GPU when `x` is there)."""
+    m = _method(call)
+    pos = [a.value for a in call.args if a.keyword is None and not a.star]
+    if m == "type_as":
+        return len(pos) == 1 and model.infer(pos[0]).kind == V.TENSOR and model.device_of_arg(pos[0])[1] == V.CPU
+    if m != "type":
+        return False
+    arg = kwarg(call, "dtype") or (pos[0] if pos else None)
+    if arg is None:
+        return False
+    v = model.infer(arg)
+    if v.kind == V.PY and v.py == "typestr":
+        return v.device == V.CPU
+    s = string_value(arg)
+    return s is not None and s.startswith("torch.") and s.endswith("Tensor") and not s.startswith("torch.cuda.")
+
+
 def _nb(e: Optional[cst.BaseExpression]) -> Optional[bool]:
     if e is None:
         return False
