@@ -55,23 +55,14 @@ def _run(job: Tuple) -> Tuple[str, Any]:
 
 def _serve(conn) -> None:
     """The worker process's loop: a job from the pipe, its reply, until the pipe closes."""
-    import gc
+    from synclint.workers import serve
 
     os.dup2(2, 1)  # stdout is the LSP stream: a stray print here must not corrupt it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the editor's Ctrl-C is for the server
     if _INTERRUPT is not None:
         signal.signal(_INTERRUPT, _on_interrupt)
     _run(("analyse", "import torch\n", None))  # warm up: imports and the parser
-    gc.freeze()  # as in synclint.workers: fewer collections re-scanning the imported modules
-    gc.set_threshold(10000, 50, 1000)
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError):
-            return
-        if job is None:
-            return
-        conn.send(_run(job))
+    serve(conn, _run)
 
 
 class AnalysisWorker:
