@@ -36,20 +36,6 @@ FIX_ALL_KIND = "source.fixAll.synclint"
 # ---------------------------------------------------------------- linting (no pygls)
 
 
-def _rules_for(path: Optional[str]):
-    """(rules, hot_only, config) for a file, from the nearest [tool.synclint]."""
-    from pathlib import Path
-
-    from synclint.config import find_config, load_config
-    from synclint.registry import select
-
-    start = Path(path) if path else Path.cwd()
-    if not start.exists():
-        start = start.parent if start.parent.exists() else Path.cwd()
-    cfg = load_config(find_config(start))
-    return select(cfg.select, cfg.ignore, cfg.extend_select), cfg.hot_only, cfg
-
-
 _DOCS_URLS: Dict[Optional[str], Optional[str]] = {}  # path -> its config's docs-url, for the diagnostics' links
 
 
@@ -61,28 +47,16 @@ def rule_link(f, path: Optional[str]) -> Optional[str]:
 
 
 def lint_document(source: str, path: Optional[str]):
-    """(findings, error message or None) for an editor buffer."""
-    from synclint.config import cache_dir_for
-    from synclint.engine import LintError, lint_source
-    from synclint.runner import check_source
+    """(findings, error message or None) for an editor buffer, through the one pipeline."""
+    from synclint.pipeline import PipelineError, run_editor
 
     try:
-        rules, hot_only, cfg = _rules_for(path)
-    except Exception as e:  # a broken pyproject.toml: say so instead of linting with defaults
+        outcome, cfg = run_editor(path, source)
+    except PipelineError as e:  # a broken pyproject.toml: say so instead of linting with defaults
         return [], f"configuration: {e}"
     _DOCS_URLS[path] = cfg.docs_url
-    try:
-        if path:  # with what the project's other modules say, as `synclint check` does
-            findings = check_source(source, path, rules, hot_only=hot_only, cache_dir=cache_dir_for(cfg, False))
-        else:
-            findings = lint_source(source, "<editor>", rules, hot_only=hot_only)
-    except LintError as e:
-        return [], str(e)
-    if path:
-        from synclint.config import drop_per_file_ignored
-
-        findings = drop_per_file_ignored(cfg, findings)  # per-file-ignores, tests-hot-only
-    return findings, None
+    # (a rule's internal error, or a time budget run out: its line beside the other findings)
+    return outcome.findings, outcome.errors[0].reason if outcome.errors else None
 
 
 # ---------------------------------------------------------------- the server

@@ -3,7 +3,8 @@ selection, discovery, the runner (workers, cache, project linking, the time budg
 the filters a finding passes (`# noqa`, per-file ignores, tests-hot-only, the baseline).
 
 Each front end parses its options, calls `configure` and then `run` (files and folders),
-`run_text` (stdin) or `run_buffer` (flake8's lines), and hands the `Outcome` to
+`run_text` (stdin), `run_buffer` (flake8's lines) or `run_editor` (the LSP's buffers),
+and hands the `Outcome` to
 `synclint.output`. A failure a user can cause comes back as a `FileError` in the outcome
 or as a `PipelineError` (the configuration, the selection, the baseline), so a fix to
 error handling made here is made for every front end.
@@ -75,12 +76,15 @@ class Outcome:
 
 def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), select: Sequence[str] = (),
               ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
-              no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True) -> Setup:
+              no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True,
+              own_process: bool = True) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
     line's choices on top (rule lists as given to `--select`: repeated, comma-separated),
     and the rules it selects. With `lazy`, a cache and a cache file
     for this selection, the rules are selected only when some file is not in the cache
-    (a selection was valid when its cache file was written): a warm run imports no LibCST."""
+    (a selection was valid when its cache file was written): a warm run imports no LibCST.
+    `own_process`: the run is the process's only one, so the configuration's `docs-url`
+    becomes the default for every link (an editor's server keeps one per file instead)."""
     from synclint.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
 
     try:
@@ -110,7 +114,7 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
             rules = selected_rules
     except Exception as e:
         _reraise(e)
-    if cfg.docs_url:
+    if cfg.docs_url and own_process:  # (a server answering for many projects keeps it per file)
         from synclint.findings import set_docs_url
 
         set_docs_url(cfg.docs_url)
@@ -167,6 +171,27 @@ def run_buffer(filename: str, source: str, *, hot_only: bool) -> Outcome:
     result = check_files([filename], setup.rules, hot_only=hot_only, cache_dir=setup.cache_dir, jobs=1,
                          sources={filename: source}, cache_findings=False, file_timeout=cfg.file_timeout)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)
+
+
+def run_editor(path: Optional[str], source: str) -> Tuple[Outcome, "Config"]:
+    """An editor's buffer (the LSP): its file's own configuration and rule selection, with
+    what the project's other modules say when the buffer is a file on disk, as `synclint
+    check <file>` sees it. Raises `PipelineError` for a broken configuration."""
+    from synclint.runner import check_files
+
+    start = Path(path).resolve().parent if path else Path.cwd()
+    if not start.is_dir():
+        start = Path.cwd()
+    setup = configure(start=start, lazy=False, own_process=False)
+    if not path or not os.path.isfile(path):
+        return run_text(setup, path or "<editor>", source), setup.cfg
+    try:
+        result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
+                             jobs=1, sources={path: source}, cache_findings=False,
+                             file_timeout=setup.cfg.file_timeout)
+    except Exception as e:
+        _reraise(e)
+    return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None), setup.cfg
 
 
 def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:
