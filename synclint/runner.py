@@ -102,21 +102,6 @@ def check_files(
     return result
 
 
-def check_source(source: str, path: str, rules: Sequence[type], *, hot_only: bool = False,
-                 cache_dir: Optional[Path] = None, file_timeout: Optional[float] = None) -> List[Finding]:
-    """One file's findings as `synclint check path` gives them, from `source` (an editor's
-    buffer, flake8's lines): with the project modules it imports read from disk (their
-    summaries cached in `cache_dir`), so the flake8 plugin and the LSP see what the CLI
-    sees. Raises `LintError` when the source cannot be analysed."""
-    from synclint.engine import LintError
-
-    result = check_files([path], rules, hot_only=hot_only, cache_dir=cache_dir, jobs=1,
-                         sources={path: source}, cache_findings=False, file_timeout=file_timeout)
-    if result.errors:
-        raise LintError(result.errors[0].reason)
-    return [f for f in result.findings if not f.suppressed]  # `# noqa` holds here too
-
-
 def _read(path: str, errors: Dict[str, str]) -> Optional[bytes]:
     try:
         with open(path, "rb") as fh:
