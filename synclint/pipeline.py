@@ -157,7 +157,6 @@ def run_buffer(filename: str, source: str, *, hot_only: bool) -> Outcome:
     tests-hot-only and the time budget (a broken one: the defaults, the same findings)."""
     from synclint.config import Config, ConfigError, cache_dir_for, find_config, load_config
     from synclint.registry import all_rules
-    from synclint.runner import check_files
 
     try:
         cfg = load_config(find_config(Path(filename).resolve().parent))
@@ -167,9 +166,20 @@ def run_buffer(filename: str, source: str, *, hot_only: bool) -> Outcome:
     setup = Setup(cfg, all_rules(), cache_dir_for(cfg, False))
     if filename in ("stdin", "-") or not os.path.isfile(filename):
         return run_text(setup, filename, source)
-    # with what the project's other modules say, as `synclint check` does
-    result = check_files([filename], setup.rules, hot_only=hot_only, cache_dir=setup.cache_dir, jobs=1,
-                         sources={filename: source}, cache_findings=False, file_timeout=cfg.file_timeout)
+    return _one_file(setup, filename, source)
+
+
+def _one_file(setup: Setup, path: str, source: str) -> Outcome:
+    """A file's unsaved text, with what the project's other modules say (read from disk,
+    their summaries cached), as `synclint check <path>` sees it."""
+    from synclint.runner import check_files
+
+    try:
+        result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
+                             jobs=1, sources={path: source}, cache_findings=False,
+                             file_timeout=setup.cfg.file_timeout)
+    except Exception as e:
+        _reraise(e)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)
 
 
@@ -177,21 +187,13 @@ def run_editor(path: Optional[str], source: str) -> Tuple[Outcome, "Config"]:
     """An editor's buffer (the LSP): its file's own configuration and rule selection, with
     what the project's other modules say when the buffer is a file on disk, as `synclint
     check <file>` sees it. Raises `PipelineError` for a broken configuration."""
-    from synclint.runner import check_files
-
     start = Path(path).resolve().parent if path else Path.cwd()
     if not start.is_dir():
         start = Path.cwd()
     setup = configure(start=start, lazy=False, own_process=False)
     if not path or not os.path.isfile(path):
         return run_text(setup, path or "<editor>", source), setup.cfg
-    try:
-        result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
-                             jobs=1, sources={path: source}, cache_findings=False,
-                             file_timeout=setup.cfg.file_timeout)
-    except Exception as e:
-        _reraise(e)
-    return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None), setup.cfg
+    return _one_file(setup, path, source), setup.cfg
 
 
 def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:
