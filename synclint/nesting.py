@@ -94,7 +94,7 @@ def _surely_shallow(source: str) -> bool:
         lo, hi = starts[first], starts[min(last, len(starts) - 1)]
         if hi - lo > _SPAN_LIMIT and len(_COUNTED.findall(source, lo, hi)) - sum(
                 len(_COUNTED.findall(source, max(lo, s), min(hi, e)))
-                for s, e in _string_insides(edges[first], starts)) > _SPAN_LIMIT:
+                for s, e in _string_insides(edges.get(first, []), starts)) > _SPAN_LIMIT:
             return False
     return True
 

@@ -153,6 +153,7 @@ _PLACES = [
     "try:\n    pass\nexcept E({}):\n    pass\n",
     "a = 1; b = {}\n",
     'g("""\nstring\n""", {})\n',
+    "# " + "." * 900 + "\nx = {}\n",  # a long run of lines before the first statement
 ]
 
 
@@ -163,7 +164,7 @@ def test_fast_nesting_check_refuses_what_the_measure_refuses(nest):
     from synclint.nesting import _measured_problem, nesting_problem
 
     for place in _PLACES:
-        source = "import torch\n" + place.format(_NESTS[nest])
+        source = place.format(_NESTS[nest]) + "import torch\n"
         measured = _measured_problem(source)
         assert measured is not None, (nest, place)
         assert nesting_problem(source) == measured, (nest, place)
