@@ -21,9 +21,10 @@ import ast
 import io
 import re
 import tokenize
+from itertools import accumulate
 from typing import Dict, List, Optional
 
-from synclint.lines import line_starts
+from synclint.lines import source_lines
 
 MAX_BRACKETS = 200  # CPython's own limit (MAXLEVEL in its tokenizer)
 # Brackets plus right-nested operators (`-`, `~`, `not`, `**`, `lambda`, `x if c else`,
@@ -87,43 +88,43 @@ def _surely_shallow(source: str) -> bool:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return False  # newer syntax, an error, or too deep for Python itself: measure it
-    starts = line_starts(source) + [len(source)]  # line r starts at starts[r - 1]
+    starts = [0, *accumulate(map(len, source_lines(source, keepends=True)))]  # line r: starts[r - 1]
     edges = _statement_edges(tree)
     rows = sorted(edges)
-    for first, last in zip([0] + rows, rows + [len(starts) - 1]):
-        lo, hi = starts[first], starts[min(last, len(starts) - 1)]
+    for first, last in zip([0, *rows], [*rows, len(starts) - 1]):
+        lo, hi = starts[first], starts[last]
         if hi - lo > _SPAN_LIMIT and len(_COUNTED.findall(source, lo, hi)) - sum(
                 len(_COUNTED.findall(source, max(lo, s), min(hi, e)))
-                for s, e in _string_insides(edges.get(first, []), starts)) > _SPAN_LIMIT:
+                for s, e in _string_insides(edges.get(first), starts)) > _SPAN_LIMIT:
             return False
     return True
 
 
-def _statement_edges(tree: ast.Module) -> Dict[int, List[ast.AST]]:
-    """Lines after which a logical line surely ends, each with the statements that start
-    on the next line: the line before each statement (and each `except`, each `case`), and
-    the last line of each simple statement."""
-    edges: Dict[int, List[ast.AST]] = {}
+def _statement_edges(tree: ast.Module) -> Dict[int, Optional[ast.AST]]:
+    """Lines after which a logical line surely ends: the line before each statement (and
+    each `except`, each `case`), with a statement that starts on the next line, and the
+    last line of each simple statement."""
+    edges: Dict[int, Optional[ast.AST]] = {}
     todo: List[ast.AST] = list(tree.body)
-    while todo:
-        node = todo.pop()
-        first = getattr(node, "lineno", None) or node.pattern.lineno  # a match_case has no position
-        edges.setdefault(first - 1, []).append(node)
-        blocks = [getattr(node, name, None) for name in ("body", "orelse", "finalbody", "handlers", "cases")]
-        blocks = [b for b in blocks if isinstance(b, list) and b]
-        if blocks:
-            for block in blocks:
-                todo.extend(block)
-        elif isinstance(node, ast.stmt):
-            edges.setdefault(node.end_lineno, [])
+    for node in todo:  # grows as it goes
+        edges[(getattr(node, "lineno", 0) or node.pattern.lineno) - 1] = node  # a match_case has no position
+        if isinstance(node, ast.Match):
+            todo += node.cases
+        elif isinstance(getattr(node, "body", None), list):
+            todo += node.body
+            todo += getattr(node, "orelse", ())
+            todo += getattr(node, "handlers", ())
+            todo += getattr(node, "finalbody", ())
+        elif node.end_lineno not in edges:
+            edges[node.end_lineno] = None
     return edges
 
 
-def _string_insides(nodes: List[ast.AST], starts: List[int]):
+def _string_insides(node: Optional[ast.AST], starts: List[int]):
     """(start, end) offsets of the lines wholly inside a string of three lines or more in
-    `nodes` (docstrings, the text of `_add_docstr(f, r"...")`): nothing there is a token the measure
-    counts. f-strings are left whole (their parts' positions are not theirs in Python 3.11)."""
-    todo = list(nodes)
+    `node` (docstrings, the text of `_add_docstr(f, r"...")`): nothing there is a token the
+    measure counts. f-strings are left whole (their parts' positions are not theirs in 3.11)."""
+    todo = [node] if node is not None else []
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
