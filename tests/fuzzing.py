@@ -146,6 +146,9 @@ _BLOCKS = (
     ("with torch.inference_mode():", ""),
     ("with torch.autocast('cuda'):", ""),
     ("if {i}:", "else:\n    pass"),
+    ("if(flag and {i}):", ""),  # no space after the keyword: LibCST keeps that in the node
+    ("while(not {i}):", ""),
+    ("with(torch.no_grad()):", ""),
     ("try:", "except Exception:\n    pass"),
     ("try:", "finally:\n    pass"),
     ("match {i}:\n    case [a, *rest] if a:", ""),
