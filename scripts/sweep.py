@@ -55,6 +55,7 @@ def sweep(tree: Path, jobs: int, config: Path) -> dict:
     error_lines: List[str] = []
     skipped_why: Dict[str, int] = collections.Counter()
     left_out: List[str] = []  # skipped and never reached (no .py inside, a link, unreadable)
+    named: List[str] = []  # skipped folders with .py files, named in a later run
     tracebacks = 0
     todo = [[str(tree)]]
     while todo:
@@ -85,6 +86,7 @@ def sweep(tree: Path, jobs: int, config: Path) -> dict:
                 out["files checked"] += int(m.group(1))
             elif line.startswith("Traceback (most recent call last)"):
                 tracebacks += 1
+        named += again
         todo += [again[i:i + BATCH] for i in range(0, len(again), BATCH)]
     out["time s"] = round(out["time s"], 1)
     out["findings"] = sum(by_rule.values())
@@ -93,6 +95,7 @@ def sweep(tree: Path, jobs: int, config: Path) -> dict:
     out["internal errors"] = sum(n for k, n in errors.items() if k.startswith(("internal error", "cannot analyse")))
     out["tracebacks"] = tracebacks
     out["skipped by why"] = dict(skipped_why)
+    out["skipped, then named"] = named
     out["skipped, not reached"] = left_out
     out["error lines"] = error_lines
     return out
@@ -112,6 +115,7 @@ def main() -> int:
             r = sweep(tree.resolve(), args.jobs, config)
             results.append(r)
             brief = {k: v for k, v in r.items() if k not in ("error lines", "skipped, not reached", "findings by rule")}
+            brief["skipped, not reached"] = len(r["skipped, not reached"])
             print(json.dumps(brief), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"python": sys.version.split()[0], "results": results}, indent=1) + "\n")
