@@ -8,13 +8,23 @@ parser but makes a left-deep tree whose parse time grows with the square of its 
 (4,000 `+` terms: 3.4 s; 100,000: many minutes). None of this is real code: CPython itself
 refuses more than 200 nested brackets ("too many nested parentheses"). A file beyond the
 limits below is refused with one line before the parser sees it.
+
+Measuring every token is a tenth of a cold check, so the usual file is cleared first with
+Python's own parser (`ast`, C, twice as fast as `tokenize`): where it accepts the file and
+no logical line of it is long enough to hold a nest or chain near the limits, no token is
+measured. Anything else is measured as before.
 """
 
 from __future__ import annotations
 
+import ast
 import io
+import re
 import tokenize
-from typing import List, Optional
+from itertools import accumulate
+from typing import Dict, List, Optional
+
+from synclint.lines import source_lines
 
 MAX_BRACKETS = 200  # CPython's own limit (MAXLEVEL in its tokenizer)
 # Brackets plus right-nested operators (`-`, `~`, `not`, `**`, `lambda`, `x if c else`,
@@ -56,6 +66,76 @@ class _Level:
 
 def nesting_problem(source: str) -> Optional[str]:
     """Why LibCST must not parse `source` (too deep a nest or too long a chain), or None.
+
+    Tokenizer errors are not reported here: the parser reports its own syntax errors."""
+    return None if _surely_shallow(source) else _measured_problem(source)
+
+
+# Whatever a token the measure counts can be (a bracket, an operator, a separator, `.`, a
+# keyword that nests or chains) matches at least once: an upper bound on what it counts.
+_COUNTED = re.compile(r"[^\w\s]|\b(?:not|await|lambda|if|and|or|in|is)\b")
+# Grouping brackets before a statement's first node lie outside its `ast` position (and so
+# in the span before it); Python's parser accepted at most MAX_BRACKETS of them.
+_SPAN_LIMIT = min(MAX_NESTING, MAX_CHAIN) - MAX_BRACKETS
+
+
+def _surely_shallow(source: str) -> bool:
+    """True when no limit can be reached, known without measuring a token: Python's parser
+    accepts the source (so no more than MAX_BRACKETS nested brackets: CPython's own limit,
+    the same count), and every run of lines between two statement boundaries holds fewer
+    countable characters than _SPAN_LIMIT (a nest or chain lies within one logical line)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False  # newer syntax, an error, or too deep for Python itself: measure it
+    starts = [0, *accumulate(map(len, source_lines(source, keepends=True)))]  # line r: starts[r - 1]
+    edges = _statement_edges(tree)
+    rows = sorted(edges)
+    for first, last in zip([0, *rows], [*rows, len(starts) - 1]):
+        lo, hi = starts[first], starts[last]
+        if hi - lo > _SPAN_LIMIT and len(_COUNTED.findall(source, lo, hi)) - sum(
+                len(_COUNTED.findall(source, max(lo, s), min(hi, e)))
+                for s, e in _string_insides(edges.get(first), starts)) > _SPAN_LIMIT:
+            return False
+    return True
+
+
+def _statement_edges(tree: ast.Module) -> Dict[int, Optional[ast.AST]]:
+    """Lines after which a logical line surely ends: the line before each statement (and
+    each `except`, each `case`), with a statement that starts on the next line, and the
+    last line of each simple statement."""
+    edges: Dict[int, Optional[ast.AST]] = {}
+    todo: List[ast.AST] = list(tree.body)
+    for node in todo:  # grows as it goes
+        edges[(getattr(node, "lineno", 0) or node.pattern.lineno) - 1] = node  # a match_case has no position
+        if isinstance(node, ast.Match):
+            todo += node.cases
+        elif isinstance(getattr(node, "body", None), list):
+            todo += node.body
+            todo += getattr(node, "orelse", ())
+            todo += getattr(node, "handlers", ())
+            todo += getattr(node, "finalbody", ())
+        elif node.end_lineno not in edges:
+            edges[node.end_lineno] = None
+    return edges
+
+
+def _string_insides(node: Optional[ast.AST], starts: List[int]):
+    """(start, end) offsets of the lines wholly inside a string of three lines or more in
+    `node` (docstrings, the text of `_add_docstr(f, r"...")`): nothing there is a token the
+    measure counts. f-strings are left whole (their parts' positions are not theirs in 3.11)."""
+    todo = [node] if node is not None else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            if node.end_lineno - node.lineno >= 2:
+                yield starts[node.lineno], starts[node.end_lineno - 1]
+        elif not isinstance(node, ast.JoinedStr):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _measured_problem(source: str) -> Optional[str]:
+    """`nesting_problem`, measured token by token.
 
     Tokenizer errors are not reported here: the parser reports its own syntax errors, and
     what was measured up to the error is still checked."""

@@ -131,6 +131,45 @@ def test_nesting_limits_leave_real_code_alone():
     assert [nesting_problem(s) for s in ok] == [None] * len(ok)
 
 
+# Nests and chains just past each limit, each hidden in a place where a statement-by-statement
+# bound could lose track of it: spread over lines, around multi-line strings, behind
+# grouping brackets on lines of their own, in headers, decorators, guards and handlers.
+_NESTS = {
+    "brackets": "(" * 201 + "1" + ")" * 201,
+    "unary": "-" * 1010 + "1",
+    "chain": "+".join(["a"] * 1002),
+    "lambdas": "lambda: " * 1001 + "1",
+    "spread-chain": "(a\n" + "+ a\n" * 1001 + ")",
+    "split-by-strings": ("lambda: " + '"""\n\n\n"""' + " if c else ") * 600 + "1",
+    "grouped-first": "(\n" * 190 + "-" * 850 + "1" + ")" * 190,
+}
+_PLACES = [
+    "x = {}\n",
+    '"""A docstring\n\nover lines\n"""\nx = {}\n',
+    "def f():\n    '''doc\n\n    '''\n    return {}\n",
+    "if {}:\n    pass\n",
+    "@d({})\ndef f():\n    pass\n",
+    "match v:\n    case 1 if {}:\n        pass\n",
+    "try:\n    pass\nexcept E({}):\n    pass\n",
+    "a = 1; b = {}\n",
+    'g("""\nstring\n""", {})\n',
+    "# " + "." * 900 + "\nx = {}\n",  # a long run of lines before the first statement
+]
+
+
+@pytest.mark.parametrize("nest", sorted(_NESTS))
+def test_fast_nesting_check_refuses_what_the_measure_refuses(nest):
+    """The shortcut that skips measuring tokens (`_surely_shallow`) never clears a file
+    the token measure refuses: the same answer, with the same line, wherever the nest is."""
+    from synclint.nesting import _measured_problem, nesting_problem
+
+    for place in _PLACES:
+        source = place.format(_NESTS[nest]) + "import torch\n"
+        measured = _measured_problem(source)
+        assert measured is not None, (nest, place)
+        assert nesting_problem(source) == measured, (nest, place)
+
+
 @pytest.mark.parametrize("chain", [".abs()" * 246 + ".item()", ".item()" + ".real" * 491])
 def test_long_chains_get_positions(tmp_path, chain):
     """Positions regenerate the statement: these chains raised RecursionError there."""

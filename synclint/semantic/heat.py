@@ -144,7 +144,10 @@ def lazy_init(node: cst.If) -> bool:
     also as one side of `and` (`if rank == 0 and features is None: features = ...`)."""
     test = node.test
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return lazy_init(node.with_changes(test=test.left)) or lazy_init(node.with_changes(test=test.right))
+        # `if(a and b):` needs no space after `if`; either side alone may (LibCST checks)
+        space = cst.SimpleWhitespace(" ")
+        return (lazy_init(node.with_changes(test=test.left, whitespace_before_test=space))
+                or lazy_init(node.with_changes(test=test.right, whitespace_before_test=space)))
     subject = None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         c = test.comparisons[0]
