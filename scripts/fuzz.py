@@ -8,6 +8,8 @@ Every program that fails (an exception, an internal error, a position outside th
 fix that does not compile or does not converge, more than `--timeout` seconds) is written
 to OUT/<kind>-<n>.py with its problems in a comment; the program being checked is always in
 OUT/current-<kind>.py, so a run killed by the parser (a segfault) leaves its culprit there.
+The first 50 programs refused with one line (a parse error LibCST reports on code Python
+compiles, a file nested too deeply) go to OUT/<kind>-<n>-refused.py.
 Prints a summary as JSON (also OUT/<kind>-summary.json).
 """
 
@@ -72,6 +74,8 @@ def main() -> int:
         tally["with fixes"] += bool(outcome.fixes)
         if outcome.refused:
             refused[outcome.refused.split(" (")[0]] += 1
+            if sum(refused.values()) <= 50:  # kept to look at: a valid program refused is worth knowing
+                (args.out / f"{args.kind}-{n}-refused.py").write_text(f"# {outcome.refused}\n" + source)
         for code in set(expect):
             expected[code] += 1
             fired[code] += code in outcome.codes
