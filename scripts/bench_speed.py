@@ -17,7 +17,9 @@ What it does:
   3. Times, with hyperfine when it is on PATH (otherwise a loop here, same statistics):
      cold `synclint check --no-cache` and `torchfix` on the whole tree, a second synclint run
      with nothing changed (the content-hash cache, on by default), and `synclint check` of one
-     file, cold and warm. Each timing is the median of N runs, with min-max.
+     file, cold and warm, a re-check after editing one file, and cold runs over 25%, 50% and
+     400% of the tree (files copied under WORK_DIR/scale) to show how cost grows with size.
+     Each timing is the median of N runs, with min-max.
   4. Prints a Markdown table with the machine (CPU, cores, load), Python, libcst, synclint and
      TorchFix versions and the date, and writes it into docs/speed.md between markers.
 
@@ -117,6 +119,30 @@ def median_file(tree: Path):
     sized.sort()
     lines, rel = sized[len(sized) // 2]
     return rel, lines
+
+
+def scaled_trees(tree: Path, work: Path) -> List[tuple]:
+    """(label, folder, its top-level folders) for 25% and 50% of the tree's files (every
+    4th / every 2nd .py file by path, their folders kept, so imports still resolve) and for
+    four copies of the tree side by side (copy0/..copy3/): how cold cost grows with size."""
+    files = sorted(p.relative_to(tree) for p in tree.rglob("*.py"))
+    base = work / "scale"
+    out = []
+    for label, step in (("25%", 4), ("50%", 2)):
+        dest = base / label.rstrip("%")
+        if not dest.exists():
+            for rel in files[::step]:
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(tree / rel, dest / rel)
+        out.append((label, dest, sorted(d.name for d in dest.iterdir() if d.is_dir())))
+    four = base / "x4"
+    if not four.exists():
+        for i in range(4):
+            for rel in files:
+                (four / f"copy{i}" / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(tree / rel, four / f"copy{i}" / rel)
+    out.append(("400% (four copies)", four, [f"copy{i}" for i in range(4)]))
+    return out
 
 
 def find_torchfix(work: Path, given: Optional[str]) -> Path:
@@ -380,6 +406,15 @@ def run(a) -> str:
                [sys.executable, "-c", BARE_PARSE, *pkgs], runs=a.runs)
     add("reference: `python -c pass` (interpreter start)", [sys.executable, "-c", "pass"], runs=a.runs * 2)
     add("reference: `python -c 'import libcst'`", [sys.executable, "-c", "import libcst"], runs=a.runs * 2)
+    # How cold cost grows with the project's size (the 100% row is the cold row above).
+    scaling = []
+    if not a.no_scaling:
+        for label, folder, tops in scaled_trees(tree, work):
+            shutil.rmtree(folder / ".synclint_cache", ignore_errors=True)
+            r = add(f"synclint, cold (`--no-cache`), {label} of the tree", syn + ["check", "--no-cache", "--exit-zero", *tops],
+                    cwd=folder, runs=max(2, a.runs // 2))
+            scaling.append((label, count_py(folder), r))
+        scaling.insert(2, ("100%", size, cold))
     info["load_after"] = loadavg()
     shutil.rmtree(cache, ignore_errors=True)
 
@@ -420,6 +455,16 @@ def run(a) -> str:
         lines += ["", f"**Cold synclint vs TorchFix: {tf_row['median'] / cold['median']:.1f}x faster** in wall "
                       f"time (medians; same files, same machine, same run), "
                       f"{tf_row['cpu'] / cold['cpu']:.1f}x less CPU time."]
+    if scaling:
+        unit = cold["cpu"] / size["lines"]
+        lines += ["", "How the cold check grows with the code base (files chosen by path: every 4th, every "
+                  "2nd, all, and four copies of the tree side by side):", "",
+                  "| share of the tree | files | lines | median wall | CPU (user+sys) | CPU per 10k lines | vs 100% |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for label, sz, r in scaling:
+            per = r["cpu"] / sz["lines"]
+            lines.append(f"| {label} | {sz['files']} | {sz['lines']:,} | {cell(r)} | {r['cpu']:.2f} s | "
+                         f"{per * 10000:.2f} s | {per / unit:.2f}x |")
     lines += [
         "",
         "| machine | |",
@@ -486,6 +531,7 @@ def main(argv=None) -> int:
                     help="before each timing, wait up to this long for the machine to be idle")
     ap.add_argument("--quiet-load", type=float, default=0.3,
                     help="CPUs kept busy by other processes below which the machine counts as idle")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the 25%%, 50%% and 400%% cold runs")
     ap.add_argument("--no-write", action="store_true", help=f"print the table, do not write {DOC.relative_to(ROOT)}")
     a = ap.parse_args(argv)
     table = run(a)

@@ -287,6 +287,9 @@ def _parse(source: str):
             raise LintError(f"cannot parse: {better.msg} (line {better.lineno}, column {better.offset or 0})") from None
         except (ValueError, RecursionError, MemoryError):
             pass
+        else:  # valid Python LibCST's parser refuses, e.g. `(x): int = 1` (LibCST issue #1011)
+            raise LintError(f"cannot parse: valid Python that LibCST's parser does not accept "
+                            f"(line {e.raw_line}, column {e.raw_column + 1})") from None
         raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
     except (RecursionError, MemoryError):
         raise LintError("cannot parse: nesting too deep") from None

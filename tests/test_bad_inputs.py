@@ -134,6 +134,7 @@ SETUPS = {
     "not-utf8": lambda d, mp: _w(d / "bad.py", b'import torch\ns = "caf\xe9"\n', True),
     "nul-byte": lambda d, mp: _w(d / "bad.py", b"import torch\x00\n", True),
     "syntax-error": lambda d, mp: _w(d / "bad.py", "import torch\nx = (\n"),
+    "libcst-refuses": lambda d, mp: _w(d / "bad.py", "import torch\n(pars): bool = True\n"),
     "python-3.12-syntax": lambda d, mp: _w(d / "bad.py", "type Pair = tuple[int, int]\ndef first[T](p: tuple[T, T]) -> T:\n    return p[0]\n"),
     "tabs": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n\tif i:\n\t\tw = x.item()\n"),
     "cuda-device-fix": lambda d, mp: _w(d / "bad.py", "import torch\ndef f(device):\n    for i in range(3):\n        y = torch.zeros(3).cuda(device)\n"),

@@ -417,3 +417,33 @@ def test_a_loop_over_a_containers_items_is_not_a_training_step():
            "    for i in range(3):\n        probe(i)\n")
     seen, _ = probe(src)
     assert [hot for _, hot in seen] == [False, False, True, True]
+
+
+class _GpuProbe(_Probe):
+    """Records `ctx.gpu(arg, RECEIVER)` for every `probe(arg)`."""
+
+    def visit_Call(self, node):
+        if isinstance(node.func, cst.Name) and node.func.value == "probe":
+            from synclint.semantic import RECEIVER
+
+            self.seen.append(self.ctx.gpu(node.args[0].value, RECEIVER))
+
+
+def _gpu(source: str):
+    module = _parse_module(source)
+    ctx = SemanticModel(source)
+    ctx.set_module(module)
+    p = _GpuProbe(ctx)
+    Walker(ctx, [p]).walk(module)
+    return p.seen
+
+
+def test_a_file_that_never_names_torch_holds_no_tensor_of_its_own():
+    # CPython's re/_compiler.py and tempfile.py passed the prefilter on `.tolist()` and
+    # `.detach()`: a memoryview and a weakref.finalize were taken for GPU tensors
+    plain = ("def codes(b):\n    a = memoryview(b).cast('I')\n    probe(a)\n"
+             "def close(self):\n    probe(self._finalizer.detach())\n")
+    assert _gpu(plain) == [None, None]
+    # the same code in a module that names torch: an unknown receiver where only a tensor
+    # fits, and `.detach()`'s result, are taken for tensors (a library: its callers decide)
+    assert all(v is not None for v in _gpu("import torch\n" + plain))

@@ -100,6 +100,7 @@ RECEIVER = "receiver"  # KNOWN, or an unknown value used where only tensors fit 
 # `text_encoder.cpu()`): the receiver of `.cpu()`, which only tensors and modules answer
 NOT_MODULE = "not-module"
 
+_TORCH_WORDS = ("torch", "tensor", "Tensor", "cuda")
 _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|amp")
 
 
@@ -158,6 +159,11 @@ class SemanticModel(Inference):
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
         # (a library module that does not is still used on the GPU). Set by `set_module`.
         self.gpu_evident = True
+        # The file names torch, tensors or CUDA somewhere. One that never does (it passed the
+        # prefilter on `.tolist()`, `.item()`...) holds no tensor of its own: an unknown
+        # receiver there is a memoryview, an array, a NumPy value, and `x.detach()` is a
+        # weakref.finalize's; only what the project tells it (a caller's CUDA tensor) counts.
+        self.names_torch = any(w in source for w in _TORCH_WORDS)
         self.stmt_index = -1
         self.stmt_stack: List[cst.CSTNode] = []
         self.findings: List[PendingFinding] = []
@@ -590,7 +596,8 @@ class SemanticModel(Inference):
         """The value of `e` if it is a GPU tensor under `policy`, else None.
 
         A tensor of unknown device counts (a GPU program's tensors are on the GPU) except in
-        a script that never mentions a device, CUDA or an accelerator. KNOWN takes any tensor
+        a script that never mentions a device, CUDA or an accelerator, and in a file that
+        never names torch, tensors or CUDA (there only a tensor known to be on the GPU does). KNOWN takes any tensor
         the model placed there; EVIDENT also wants a reason better than an unannotated
         parameter (`if use_cache:`); RECEIVER also takes a value of unknown kind, for
         positions where only a tensor fits.
@@ -602,7 +609,7 @@ class SemanticModel(Inference):
             v = V.element_of(v)  # `parameters=`: a tensor or tensors, fit the same
         # DataLoader workers run data-pipeline code on the CPU: only a tensor known to be on
         # the GPU is there
-        unplaced_ok = self.gpu_evident and not self.in_data_pipeline()
+        unplaced_ok = self.gpu_evident and self.names_torch and not self.in_data_pipeline()
         if v.kind == V.TENSOR:
             if v.device == V.CPU or (v.device is None and not unplaced_ok):
                 return None
