@@ -444,6 +444,9 @@ def test_a_file_that_never_names_torch_holds_no_tensor_of_its_own():
     plain = ("def codes(b):\n    a = memoryview(b).cast('I')\n    probe(a)\n"
              "def close(self):\n    probe(self._finalizer.detach())\n")
     assert _gpu(plain) == [None, None]
+    # sympy speaks of tensors without being a torch program
+    assert _gpu("from sympy.tensor.array import NDimArray\n" + plain) == [None, None]
     # the same code in a module that names torch: an unknown receiver where only a tensor
     # fits, and `.detach()`'s result, are taken for tensors (a library: its callers decide)
     assert all(v is not None for v in _gpu("import torch\n" + plain))
+    assert all(v is not None for v in _gpu("import torchvision.transforms as T\n" + plain))

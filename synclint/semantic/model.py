@@ -100,7 +100,9 @@ RECEIVER = "receiver"  # KNOWN, or an unknown value used where only tensors fit 
 # `text_encoder.cpu()`): the receiver of `.cpu()`, which only tensors and modules answer
 NOT_MODULE = "not-module"
 
-_TORCH_WORDS = ("torch", "tensor", "Tensor", "cuda")
+# torch, torchvision, torchmetrics..., CUDA: what a file of a PyTorch program names. Not
+# "tensor": sympy's modules speak of tensors (`from sympy.tensor.array import NDimArray`)
+_TORCH_WORDS = re.compile(r"\b(?:torch|cuda)")
 _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|amp")
 
 
@@ -159,11 +161,11 @@ class SemanticModel(Inference):
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
         # (a library module that does not is still used on the GPU). Set by `set_module`.
         self.gpu_evident = True
-        # The file names torch, tensors or CUDA somewhere. One that never does (it passed the
-        # prefilter on `.tolist()`, `.item()`...) holds no tensor of its own: an unknown
-        # receiver there is a memoryview, an array, a NumPy value, and `x.detach()` is a
-        # weakref.finalize's; only what the project tells it (a caller's CUDA tensor) counts.
-        self.names_torch = any(w in source for w in _TORCH_WORDS)
+        # The file names torch (or a torch library) or CUDA somewhere. One that never does (it
+        # passed the prefilter on `.tolist()`, `.item()`...) holds no tensor of its own: an
+        # unknown receiver there is a memoryview, an array, a sympy Matrix, and `x.detach()`
+        # is a weakref.finalize's; only what the project tells it (a caller's CUDA tensor) is.
+        self.names_torch = _TORCH_WORDS.search(source) is not None
         self.stmt_index = -1
         self.stmt_stack: List[cst.CSTNode] = []
         self.findings: List[PendingFinding] = []
@@ -597,7 +599,7 @@ class SemanticModel(Inference):
 
         A tensor of unknown device counts (a GPU program's tensors are on the GPU) except in
         a script that never mentions a device, CUDA or an accelerator, and in a file that
-        never names torch, tensors or CUDA (there only a tensor known to be on the GPU does). KNOWN takes any tensor
+        never names torch or CUDA (there only a tensor known to be on the GPU does). KNOWN takes any tensor
         the model placed there; EVIDENT also wants a reason better than an unannotated
         parameter (`if use_cache:`); RECEIVER also takes a value of unknown kind, for
         positions where only a tensor fits.
