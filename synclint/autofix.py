@@ -31,7 +31,8 @@ def fix_files(setup, outcome, *, write: bool, unsafe: bool, show_diff: bool) -> 
 
 def _fix_files(setup, outcome, *, write, unsafe, show_diff) -> bool:
     from synclint.atomic import write_text_atomic
-    from synclint.engine import LintError, decode_source, source_encoding
+    from synclint.engine import LintError
+    from synclint.source import decode_source, source_encoding
     from synclint.findings import split_internal
     from synclint.fixes import FixError, fix_text
     from synclint.pipeline import lint_fixed

@@ -55,7 +55,7 @@ def relative_path(filename: str, root: Path) -> str:
 
 def _read_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
     if path not in cache:
-        from synclint.engine import read_source
+        from synclint.source import read_source
 
         text = read_source(path)  # as the check read it: coding cookie, BOM
         cache[path] = source_lines(text) if isinstance(text, str) else []

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -82,6 +81,8 @@ class _Store:
             if not gi.exists():
                 gi.write_text("# created by synclint\n*\n")
             self._drop_stale_temps()
+            import tempfile  # only when writing: a warm run that changes nothing never does
+
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -187,7 +187,8 @@ def _check_stdin(setup, name, *, output_format, statistics, fix, diff, unsafe, f
     the findings left to stderr, as Ruff does; with --diff, the diff goes to stdout."""
     from synclint import pipeline
     from synclint.discovery import excluded_by_config
-    from synclint.engine import LintError, decode_source
+    from synclint.engine import LintError
+    from synclint.source import decode_source
     from synclint.findings import FileError
     from synclint.fixes import FixError
     from synclint.lines import source_lines

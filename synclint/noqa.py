@@ -119,7 +119,7 @@ def add_noqa(findings) -> Tuple[int, list]:
     extended, FileErrors). A finding all of whose lines end inside a string or a backslash
     continuation gets none (no comment can go there)."""
     from synclint.atomic import write_text_atomic
-    from synclint.engine import read_source
+    from synclint.source import read_source
     from synclint.findings import FileError
 
     wanted: Dict[str, List[Tuple[Tuple[int, ...], str]]] = {}

@@ -44,7 +44,7 @@ def check_files(
     `sources` gives the text of files that are not (or not yet) saved, an editor's buffer;
     with `cache_findings=False` only the module summaries are cached (their bytes decide).
     `file_timeout`: the seconds each file's analysis may take per phase (see `workers`)."""
-    from synclint.engine import decode_source
+    from synclint.source import decode_source
 
     selected: List[Sequence[type]] = []
 

@@ -12,7 +12,7 @@ try:
     main(sys.argv[1:])
 except SystemExit as e:
     code = e.code
-print("@@" + json.dumps([code, "libcst" in sys.modules, "rich" in sys.modules]))
+print("@@" + json.dumps([code, "libcst" in sys.modules, "rich" in sys.modules, "synclint.engine" in sys.modules]))
 """
 
 SRC = "import torch\n\ndef train(model, loader):\n    for x in loader:\n        loss = model(x)\n        print(loss.item())\n"
@@ -22,8 +22,8 @@ def _run(cwd, *args):
     p = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
     out, _, tail = p.stdout.rpartition("@@")
     assert tail, p.stderr
-    code, libcst, rich = json.loads(tail)
-    return code, libcst, rich, out, p.stderr
+    code, libcst, rich, engine = json.loads(tail)
+    return code, libcst or engine, rich, out, p.stderr  # a warm run imports neither LibCST nor the engine
 
 
 def _project(tmp_path):

@@ -209,7 +209,8 @@ def _rules_for(event: SyncEvent) -> Tuple[str, ...]:
     if by_line is None:
         by_line = {}
         try:
-            from synclint.engine import lint_source, read_source
+            from synclint.engine import lint_source
+            from synclint.source import read_source
             from synclint.registry import all_rules
 
             text = read_source(path)

@@ -1,0 +1,50 @@
+"""A source file's text as Python reads it: the encoding its PEP 263 cookie or BOM names,
+and the one-line reason when it cannot be read. Kept apart from the engine so that a warm
+run (every file in the cache) reads and decodes files without importing the analysis."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from synclint.findings import FileError
+
+
+def read_source(path: str) -> Union[str, FileError]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        return FileError(path, f"cannot read: {e.strerror or e}")
+    return decode_source(path, data)
+
+
+def source_encoding(data: bytes) -> str:
+    """The encoding Python reads a source file in: UTF-8 (with or without a BOM) unless a
+    PEP 263 coding cookie in the first two lines names another. Raises `SyntaxError` for a
+    cookie Python would refuse."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    if b"coding" not in (data[:second] if second >= 0 else data):  # a cookie is on line 1 or 2
+        return "utf-8"
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
+def decode_source(path: str, data: bytes) -> Union[str, FileError]:
+    try:
+        encoding = source_encoding(data)
+    except SyntaxError as e:
+        return FileError(path, f"cannot read: {e}")
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as e:
+        name = "UTF-8" if encoding == "utf-8" else encoding
+        return FileError(path, f"not {name}: invalid byte 0x{data[e.start]:02x} at offset {e.start}")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\x00" in text:
+        return FileError(path, "cannot parse: source contains a null byte")
+    return text
