@@ -252,11 +252,14 @@ class Walker:
         # epoch: cold; the batch loop inside is hot.
         per_step = 0 if _epoch_loop(ctx, node) else 1
         container = per_step if _container_loop(node.iter) else 0
-        # A loop under a periodic guard (validation every N steps) still repeats its body.
+        # A loop under a periodic guard (validation every N steps) still repeats its body;
+        # a loop over a container's items runs where it is, so the guard still holds there.
         ctx.loop_depth += per_step
         ctx.container_loop_depth += container
         ctx.loop_nodes.append(node)
-        guard, ctx.guard_depth = ctx.guard_depth, 0
+        guard = ctx.guard_depth
+        if not container:
+            ctx.guard_depth = 0
         self.walk_field(node.body)
         ctx.guard_depth = guard
         ctx.loop_nodes.pop()

@@ -419,6 +419,29 @@ def test_a_loop_over_a_containers_items_is_not_a_training_step():
     assert [hot for _, hot in seen] == [False, False, True, True]
 
 
+def test_a_periodic_guard_that_steps_only_a_learning_rate_scheduler_is_a_guard():
+    # validation every N steps, then `scheduler.step(val_score)`: not gradient accumulation
+    # (which steps the optimizer, with or without a scheduler beside it)
+    body = ("import torch\nfrom torch import optim\ndef train(model, loader, n):\n"
+            "    opt = optim.SGD(model.parameters(), lr=0.1)\n"
+            "    sched = optim.lr_scheduler.ReduceLROnPlateau(opt, 'max')\n"
+            "    for step, x in enumerate(loader):\n        if step % n == 0:\n            probe(x)\n{}")
+    seen, _ = probe(body.format("            sched.step(0.5)\n"))
+    assert [hot for _, hot in seen] == [False]
+    seen, _ = probe(body.format("            opt.step()\n            sched.step(0.5)\n"))
+    assert [hot for _, hot in seen] == [True]
+
+
+def test_a_container_loop_under_a_periodic_guard_stays_guarded():
+    # Pytorch-UNet's weight histograms every N steps: the loop over the parameters runs
+    # where it is; a step loop under the same guard (validation) still repeats its body
+    src = ("import torch\ndef train(model, loader, val_loader, n):\n    for step, x in enumerate(loader):\n"
+           "        if step % n == 0:\n            for name, p in model.named_parameters():\n                probe(p)\n"
+           "            for v in val_loader:\n                probe(v)\n")
+    seen, _ = probe(src)
+    assert [hot for _, hot in seen] == [False, True]
+
+
 class _GpuProbe(_Probe):
     """Records `ctx.gpu(arg, RECEIVER)` for every `probe(arg)`."""
 

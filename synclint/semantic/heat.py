@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 
 from synclint.semantic.callgraph import hot_name, spread
+from synclint.semantic import values as V
 from synclint.semantic.syntax import descendants, string_value
 
 def hot_functions(model) -> Set[str]:
@@ -52,7 +53,7 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
             if is_dev and s is not None:
                 cpu_side = s.startswith("cpu") != isinstance(comp.operator, cst.NotEqual)
                 return "cpu-body" if cpu_side != negated else "cpu-else"
-    if not negated and _periodic(test, model) and not _steps_optimizer(body):
+    if not negated and _periodic(test, model) and not _steps_optimizer(body, model):
         return "guard"
     if _exits(body):
         return "once"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
@@ -129,13 +130,22 @@ def _exits(body: cst.CSTNode) -> bool:
     return False
 
 
-def _steps_optimizer(body: cst.CSTNode) -> bool:
+def _steps_optimizer(body: cst.CSTNode, model=None) -> bool:
     """The guarded body calls `.step()` of something (an optimizer, a scaler, a scheduler
-    next to one): gradient accumulation, which runs every optimizer step."""
-    return any(
-        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "step"
-        for n in descendants(body)
-    )
+    next to one): gradient accumulation, which runs every optimizer step. A learning-rate
+    scheduler stepped alone (`scheduler.step(val_score)` after a validation every N steps)
+    is not one."""
+    for n in descendants(body):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "step":
+            if model is not None and _lr_scheduler(model.infer(n.func.value)):
+                continue
+            return True
+    return False
+
+
+def _lr_scheduler(v) -> bool:
+    return v.kind == V.OPTIM and bool(v.cls) and all(
+        c.startswith("torch.optim.lr_scheduler.") for c in v.cls.split("|"))
 
 
 def lazy_init(node: cst.If) -> bool:
