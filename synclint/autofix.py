@@ -32,7 +32,7 @@ def fix_files(setup, outcome, *, write: bool, unsafe: bool, show_diff: bool) -> 
 def _fix_files(setup, outcome, *, write, unsafe, show_diff) -> bool:
     from synclint.atomic import write_text_atomic
     from synclint.engine import LintError
-    from synclint.source import decode_source, source_encoding
+    from synclint.source import decode_source, read_bytes, source_encoding
     from synclint.findings import split_internal
     from synclint.fixes import FixError, fix_text
     from synclint.pipeline import lint_fixed
@@ -48,11 +48,9 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff) -> bool:
         if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
             remaining.extend(fs)
             continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as e:
-            errors.append(FileError(path, f"cannot read: {e.strerror or e}"))
+        data = read_bytes(path)
+        if isinstance(data, FileError):
+            errors.append(data)
             remaining.extend(fs)
             continue
         text = decode_source(path, data)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
-from synclint.findings import Edit, FileError, Finding, Fix
+from synclint.findings import Edit, Finding, Fix
 from synclint.noqa import noqa_map, suppressing
 
 if TYPE_CHECKING:  # the semantic package imports LibCST: a cached run never loads it

@@ -6,10 +6,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from synclint.cache import content_hash
 from synclint.findings import FileError, Finding
+from synclint.source import decode_source, read_bytes
 from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
@@ -44,8 +45,6 @@ def check_files(
     `sources` gives the text of files that are not (or not yet) saved, an editor's buffer;
     with `cache_findings=False` only the module summaries are cached (their bytes decide).
     `file_timeout`: the seconds each file's analysis may take per phase (see `workers`)."""
-    from synclint.source import decode_source
-
     selected: List[Sequence[type]] = []
 
     def get_rules() -> Sequence[type]:
@@ -103,12 +102,11 @@ def check_files(
 
 
 def _read(path: str, errors: Dict[str, str]) -> Optional[bytes]:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as e:
-        errors[path] = f"cannot read: {e.strerror or e}"
+    data = read_bytes(path)
+    if isinstance(data, FileError):
+        errors[path] = data.reason
         return None
+    return data
 
 
 def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence[str]) -> str:

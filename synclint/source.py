@@ -9,13 +9,17 @@ from typing import Union
 from synclint.findings import FileError
 
 
-def read_source(path: str) -> Union[str, FileError]:
+def read_bytes(path: str) -> Union[bytes, FileError]:
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read()
     except OSError as e:
         return FileError(path, f"cannot read: {e.strerror or e}")
-    return decode_source(path, data)
+
+
+def read_source(path: str) -> Union[str, FileError]:
+    data = read_bytes(path)
+    return data if isinstance(data, FileError) else decode_source(path, data)
 
 
 def source_encoding(data: bytes) -> str:

@@ -92,7 +92,7 @@ def test_front_end_modules_import_each_other_without_a_circle():
     (baseline, cli and formats did, in a circle)."""
     graph = {m: _imports(m) for m in FRONT}
     assert not [m for m in FRONT if "cli" in graph[m]]
-    seen, done = set(), set()
+    done = set()
 
     def visit(m, path):
         assert m not in path, " -> ".join(path + [m])

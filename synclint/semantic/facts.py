@@ -213,11 +213,6 @@ class ProjectFacts:
             {k: OneLiner.from_json(o) for k, o in d["o"].items()},
         )
 
-    def digest(self) -> str:
-        """Changes when anything this file would learn from the project changes."""
-        data = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
-        return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
-
     # ------------------------------------------------------------------ the questions
     def record(self) -> None:
         """From now on, note every question asked (`reads`)."""

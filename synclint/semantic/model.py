@@ -329,7 +329,7 @@ class SemanticModel(Inference):
         self._memo = {}
 
     def bind(self, name: str, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
-        self._memo = {}
+        self.forget()
         scope = self._scope_for(name)
         # evaluated now, while `name` still holds its old value (`x = x * 2`)
         fresh = ownership.fresh(self, expr) if expr is not None and val.kind == V.TENSOR else None
@@ -394,7 +394,7 @@ class SemanticModel(Inference):
 
     def merge(self, branches: List[Dict[str, Binding]]) -> None:
         """After an if/else, try/except or loop: each name holds the join of its branches."""
-        self._memo = {}
+        self.forget()
         scope = self._scope_for("")
         names = set().union(*branches)
         for name in names:
@@ -413,7 +413,7 @@ class SemanticModel(Inference):
             scope[name] = Binding(val if val is not None else V.UNKNOWN_VAL, expr, None, fresh)
 
     def restore(self, snap: Dict[str, Binding]) -> None:
-        self._memo = {}
+        self.forget()
         scope = self._scope_for("")
         scope.clear()
         scope.update(snap)
