@@ -130,7 +130,8 @@ class Cache(_Store):
     changed.
 
     An entry as the runner sees it is one list: [digest, answers digest, findings, graph,
-    error, hot scopes, second-walk summary, questions]."""
+    error, hot scopes, second-walk summary, questions, what its facts were made from
+    (`Project.made_from`)]."""
 
     def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool) -> None:
         super().__init__(directory, cache_path(directory, codes, hot_only))
@@ -162,21 +163,21 @@ class Cache(_Store):
         without its linking parts."""
         e = self.entries.get(os.path.abspath(path))
         if isinstance(e, list) and len(e) == 4 and e[0] == digest and _result_shaped(e):
-            return [e[0], "", e[1], None, e[2], e[3], None, []]
+            return [e[0], "", e[1], None, e[2], e[3], None, [], None]
         return None
 
     def get(self, path: str, digest: str) -> Optional[list]:
         r = self.result(path, digest)
         link = self.links.data.get(os.path.abspath(path)) if r is not None else None
-        if isinstance(link, list) and len(link) == 5 and link[0] == digest and _link_shaped(link):
-            return [digest, link[1], r[2], link[2], r[4], r[5], link[3], link[4]]
+        if isinstance(link, list) and len(link) == 6 and link[0] == digest and _link_shaped(link):
+            return [digest, link[1], r[2], link[2], r[4], r[5], link[3], link[4], link[5]]
         return None  # absent, stale or of the wrong shape: analysed again and rewritten
 
     def put(self, path: str, entry: list) -> None:
         key = os.path.abspath(path)
-        digest, answers, found, graph, error, hot, summary, questions = entry
+        digest, answers, found, graph, error, hot, summary, questions, made_from = entry
         self.entries[key] = [digest, found, error, hot]
-        self.links.data[key] = [digest, answers, graph, summary, questions]
+        self.links.data[key] = [digest, answers, graph, summary, questions, made_from]
         self.dirty = self.links.dirty = True
 
     def save(self) -> None:
@@ -198,11 +199,13 @@ class SummaryCache(_Store):
         key = hashlib.blake2b(_build_fingerprint().encode(), digest_size=8).hexdigest()
         super().__init__(directory, directory / f"summaries-{__version__}-{key}.json")
 
-    def get(self, path: str, digest: str) -> Optional[list]:
+    def get(self, path: str, digest: str) -> Optional[tuple]:
+        """(summary JSON, the summary, error) when the file's bytes are those of `digest`."""
         e = self.data.get(os.path.abspath(path))
-        if isinstance(e, list) and len(e) == 3 and e[0] == digest and _summary_shaped(e):
-            return e
-        return None
+        if not (isinstance(e, list) and len(e) == 3 and e[0] == digest):
+            return None
+        summary = _summary(e)
+        return None if summary is False else (e[1], summary, e[2])
 
     def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str]) -> None:
         self.data[os.path.abspath(path)] = [digest, summary, error]
@@ -229,6 +232,10 @@ def _link_shaped(e: list) -> bool:
         if not (isinstance(e[1], str) and (e[3] is None or isinstance(e[3], dict)) and isinstance(e[4], list)
                 and all(isinstance(k, list) and all(isinstance(p, str) for p in k) for k in e[4])):
             return False
+        m = e[5]  # [positions read, digest] or None
+        if m is not None and not (isinstance(m, list) and len(m) == 2 and isinstance(m[0], list)
+                                  and all(type(i) is int for i in m[0]) and isinstance(m[1], str)):
+            return False
         g = e[2]  # a call graph: checked by shape (rebuilding each one was a third of a warm run)
         return g is None or (isinstance(g, list) and len(g) == 2 and isinstance(g[1], list)
                              and all(isinstance(c, list) and len(c) == 3 for c in g[0]))
@@ -236,14 +243,16 @@ def _link_shaped(e: list) -> bool:
         return False
 
 
-def _summary_shaped(e: list) -> bool:
+def _summary(e: list):
+    """The entry's summary (None for none), or False when the entry is not one this build wrote."""
     if not (e[2] is None or isinstance(e[2], str)):
         return False
     if e[1] is None:
-        return True
+        return None
     from synclint.semantic.facts import ModuleSummary
 
     try:
-        return ModuleSummary.from_json(e[1]).to_json() == e[1]
+        summary = ModuleSummary.from_json(e[1])
+        return summary if summary.to_json() == e[1] else False
     except _BAD_SHAPE:
         return False

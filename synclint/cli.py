@@ -122,8 +122,10 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     """
     from synclint import pipeline
     from synclint.output import echo_errors, echo_skipped, emit
+    from synclint.workers import collect_less
 
     _FAST_EXIT.append(True)
+    collect_less()
     if add_noqa and (fix or diff):
         raise _fail("--add-noqa cannot be combined with --fix or --diff")
     if trace_file is not None and report_file is None:

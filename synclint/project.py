@@ -54,15 +54,28 @@ def module_name(path: str) -> str:
     """The dotted name a file has in its package (`pkg/sub/mod.py` -> `pkg.sub.mod` while
     `pkg/` and `pkg/sub/` hold an `__init__.py`); a package's `__init__.py` keeps the
     `.__init__` part so that its relative imports stay inside it."""
-    path = os.path.abspath(path)
-    d, base = os.path.split(path)
-    parts = [os.path.splitext(base)[0]]
-    while os.path.exists(os.path.join(d, "__init__.py")):
-        d, pkg = os.path.split(d)
-        parts.append(pkg)
-        if not pkg:
-            break
-    return ".".join(reversed(parts))
+    return module_names([path])[path]
+
+
+def module_names(paths: Iterable[str]) -> Dict[str, str]:
+    """`module_name` of each path, each directory looked at once (files share folders)."""
+    packages: Dict[str, List[str]] = {}  # directory -> the package names from it up
+
+    def package(d: str) -> List[str]:
+        got = packages.get(d)
+        if got is None:
+            got = []
+            if os.path.exists(os.path.join(d, "__init__.py")):
+                parent, pkg = os.path.split(d)
+                got = [pkg] + (package(parent) if pkg else [])
+            packages[d] = got
+        return got
+
+    out = {}
+    for path in paths:
+        d, base = os.path.split(os.path.abspath(path))
+        out[path] = ".".join(reversed([os.path.splitext(base)[0]] + package(d)))
+    return out
 
 
 class _Summaries(dict):
@@ -110,13 +123,26 @@ class Project:
         self._resolved: Dict[Tuple[str, str], Tuple[Optional[Symbol], Set[str]]] = {}
         self._class_reads: Dict[Tuple[str, str], Set[str]] = {}  # what each remembered class was made from
         self.reads: Dict[str, Set[str]] = {}  # file -> the summaries its last facts were made from
-        self._classes_moved = False  # an update added or removed a class (class keys changed)
+        # Updates are counted: a file's facts are stale when a summary they read, or the set
+        # of classes, changed after they were made (`may_change`)
+        self.generation = 0
+        self._updated_at: Dict[str, int] = {}  # path -> generation of its last update
+        self._classes_moved_at = -1  # generation of the last update that added or removed a class
+        self._made_at: Dict[str, int] = {}  # file -> generation its last facts were made at
         self._found_on_disk: Dict[Tuple[str, str], Optional[str]] = {}  # (name, directory) -> file
+        self._is_file: Dict[str, bool] = {}
+        self._names_in: Dict[str, Set[str]] = {}  # folder -> names `_visible` from it
+        # absolute path -> what identifies the summary held for it (the file's content digest,
+        # and the answers of the walk that made it): equal versions, equal summaries
+        self.versions: Dict[str, str] = {}
+        self._index: Optional[Tuple[str, Dict[str, int]]] = None  # (shape digest, path -> position)
 
     # ------------------------------------------------------------------ modules
-    def add(self, path: str, summary: Optional[ModuleSummary]) -> None:
+    def add(self, path: str, summary: Optional[ModuleSummary], version: str = "") -> None:
         path = os.path.abspath(path)
         self.summaries[path] = summary
+        self.versions[path] = version
+        self._index = None
         rel = os.path.relpath(path, self.root)
         parts = rel[:-3].split(os.sep) if rel.endswith(".py") else rel.split(os.sep)
         if parts and parts[-1] == "__init__":
@@ -130,14 +156,18 @@ class Project:
                 self._key_to_class[self.class_key(path, cname)] = (path, cname)
         self._resolved.clear()
 
-    def update(self, path: str, summary: ModuleSummary) -> None:
+    def update(self, path: str, summary: ModuleSummary, version: str = "") -> None:
         """Replace a module's summary with what its second walk found (knowing the rest of
         the project), and forget what was linked from the first."""
         path = os.path.abspath(path)
+        self.generation += 1
+        self._updated_at[path] = self.generation
         old = dict.get(self.summaries, path)
         if old is None or set(old.classes) != set(summary.classes):
-            self._classes_moved = True
+            self._classes_moved_at = self.generation
+            self._index = None
         self.summaries[path] = summary
+        self.versions[path] = version
         for cname in summary.classes:
             self._key_to_class[self.class_key(path, cname)] = (path, cname)
         self._classes.clear()
@@ -162,10 +192,11 @@ class Project:
 
         found: List[str] = []
         start = os.path.dirname(os.path.abspath(importer))
+        visible = self._visible(start)
         for name in names:
             parts = name.split(".")
-            if parts[0] in LIBRARY_ROOTS and parts[0] not in self.by_name:
-                continue  # torch, numpy, the standard library: not the project's
+            if parts[0] not in visible or parts[0] in LIBRARY_ROOTS and parts[0] not in self.by_name:
+                continue  # torch, numpy, the standard library, any other installed package
             if any(".".join(parts[:n]) in self.by_name for n in range(len(parts), 0, -1)):
                 continue  # already summarised (or a name inside such a module)
             for n in range(len(parts), 0, -1):
@@ -176,6 +207,21 @@ class Project:
                     break
         return found
 
+    def _visible(self, start: str) -> Set[str]:
+        """The module and package names in `start` and the folders above it, up to the root:
+        what `_file_for` can find (one listing per folder, not a stat per imported name)."""
+        got = self._names_in.get(start)
+        if got is None:
+            try:
+                got = {n[:-3] if n.endswith(".py") else n for n in os.listdir(start)}
+            except OSError:
+                got = set()
+            parent = os.path.dirname(start)
+            if start != self.root and start.startswith(self.root) and parent != start:
+                got |= self._visible(parent)
+            self._names_in[start] = got
+        return got
+
     def _file_for(self, rel: str, start: str) -> Optional[str]:
         """`rel.py` or `rel/__init__.py` in `start` or a directory above it, up to the root."""
         key = (rel, start)
@@ -185,7 +231,10 @@ class Project:
             while hit is None:
                 for cand in (rel + ".py", os.path.join(rel, "__init__.py")):
                     p = os.path.join(d, cand)
-                    if os.path.isfile(p):
+                    found = self._is_file.get(p)
+                    if found is None:  # (the same folders are asked about from many importers)
+                        found = self._is_file[p] = os.path.isfile(p)
+                    if found:
                         hit = p
                         break
                 if d == self.root or not d.startswith(self.root):
@@ -328,19 +377,90 @@ class Project:
             pf = self._facts_for(path)
         finally:
             self.reads[path] = self.summaries.reading.pop()
+            self._made_at[path] = self.generation
         pf.params = incoming.get(path, {})
         pf.cuda_default = path in cuda
         return pf
 
-    def may_change(self, path: str, updated: Set[str], before: ProjectFacts) -> bool:
-        """Whether `path`'s facts can differ from `before` now that the summaries of
-        `updated` changed: they were made from one of them, or other modules now pass its
-        functions other values, or a class appeared or went."""
+    def may_change(self, path: str, before: ProjectFacts) -> bool:
+        """Whether `path`'s facts can differ from `before` (made earlier in this run): a
+        summary they were made from changed since, or other modules now pass its functions
+        other values, or a class appeared or went."""
         path = os.path.abspath(path)
-        reads = self.reads.get(path)
-        return (reads is None or self._classes_moved or not reads.isdisjoint(updated)
+        reads, made = self.reads.get(path), self._made_at.get(path, -1)
+        return (reads is None or self._classes_moved_at > made
+                or any(self._updated_at.get(p, -1) > made for p in reads)
                 or self._incoming_params().get(path, {}) != before.params
                 or (path in self._cuda_paths()) != before.cuda_default)
+
+    def made_from(self, path: str) -> Optional[list]:
+        """What `path`'s last facts were made from, as the cache keeps it beside its lint:
+        [positions of the summaries they read, a digest of those summaries' versions, the
+        values other modules pass its functions, CUDA as default, and the project's shape].
+        None when that cannot be told (a summary without a version)."""
+        shape, index = self._shape()
+        try:
+            read = sorted(index[p] for p in self.reads.get(os.path.abspath(path), ()))
+        except KeyError:
+            return None
+        digest = self._made_from_digest(path, read, shape)
+        return None if digest is None else [read, digest]
+
+    def facts_unchanged(self, path: str, made_from: Optional[list]) -> bool:
+        """Whether `path`'s facts now would be the ones `made_from` describes: then its last
+        lint stands without making them again (the edit path: most files read nothing that
+        changed). Afterwards `reads` and `may_change` know the file as if they were made."""
+        if not made_from:
+            return False
+        read, digest = made_from
+        shape, index = self._shape()
+        paths = list(index)
+        if any(not isinstance(i, int) or not 0 <= i < len(paths) for i in read):
+            return False
+        if self._made_from_digest(path, read, shape) != digest:
+            return False
+        self.reads[os.path.abspath(path)] = {paths[i] for i in read}
+        self._made_at[os.path.abspath(path)] = self.generation
+        return True
+
+    def facts_stub(self, path: str) -> ProjectFacts:
+        """For a file whose facts were not made again (`facts_unchanged`): what `may_change`
+        compares a later round with."""
+        path = os.path.abspath(path)
+        return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths())
+
+    def _made_from_digest(self, path: str, read: List[int], shape: str) -> Optional[str]:
+        import hashlib
+        import json
+
+        path = os.path.abspath(path)
+        paths = list(self._shape()[1])
+        h = hashlib.blake2b(shape.encode(), digest_size=12)
+        for i in read:
+            version = self.versions.get(paths[i])
+            if not version:
+                return None
+            h.update(f"|{version}".encode())
+        params = self._incoming_params().get(path)
+        if params:
+            h.update(json.dumps({q: {n: v.to_json() for n, v in ps.items()} for q, ps in params.items()},
+                                sort_keys=True).encode())
+        h.update(b"|cuda" if path in self._cuda_paths() else b"|-")
+        return h.hexdigest()
+
+    def _shape(self) -> Tuple[str, Dict[str, int]]:
+        """The project's modules and classes (a digest), and each module's position in sorted
+        order. Facts are told through names: a module or class that appears or goes can
+        change what a name resolves to in any file."""
+        if self._index is None:
+            import hashlib
+
+            paths = sorted(self.summaries)
+            h = hashlib.blake2b(digest_size=12)
+            h.update("\n".join(paths).encode())
+            h.update("\n".join(sorted(self._key_to_class)).encode())
+            self._index = (h.hexdigest(), {p: i for i, p in enumerate(paths)})
+        return self._index
 
     def _facts_for(self, path: str) -> ProjectFacts:
         pf = ProjectFacts()

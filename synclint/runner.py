@@ -140,138 +140,203 @@ def _unchanged_project(cache, texts: Dict[str, str], digests: Dict[str, str]) ->
 
 
 def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> Dict[str, list]:
-    from synclint.project import Project, module_name, project_root
-    from synclint.semantic.facts import ModuleSummary, ProjectFacts
-    from synclint.workers import timed_out
-
     summaries = None
     if cache_dir is not None:
         from synclint.cache import SummaryCache
 
         summaries = SummaryCache(cache_dir)
-    project = Project(project_root(list(texts)))
-    names = {p: module_name(p) for p in texts}
-    out: Dict[str, list] = {}
-    errors: Dict[str, str] = {}
-    affinity: Dict[str, int] = {}
-    codes = [r.CODE for r in get_rules()]
-    n_jobs = jobs or usable_cpus()
-    runner = _Runner(n_jobs, codes, budget)
+    run = _Run(texts, digests, cache, summaries, _Runner(jobs or usable_cpus(), [r.CODE for r in get_rules()], budget))
     try:
-        # Phase 1: what each module offers.
-        todo = []
-        for path, text in texts.items():
-            hit = summaries.get(path, digests[path]) if summaries is not None else None
-            if hit is not None:
-                project.add(path, ModuleSummary.from_json(hit[1]) if hit[1] else None)
-                if hit[2]:
-                    errors[path] = hit[2]
-            else:
-                todo.append(("summarise", path, text, names[path]))
+        run.summarise()
+        run.lint()
+    finally:
+        run.runner.close()
+    run.heat()
+    if cache is not None:
+        cache.project = _project_key(texts, digests, run.extra) + "|" + "|".join(run.extra)
+    if summaries is not None:
+        summaries.save()
+    return run.out
+
+
+class _Run:
+    """One check of a project with a cache: the state the phases share."""
+
+    def __init__(self, texts, digests, cache, summaries, runner) -> None:
+        from synclint.project import Project, module_names, project_root
+
+        self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
+        self.project = Project(project_root(list(texts)))
+        self.names = module_names(texts)
+        self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
+        self.errors: Dict[str, str] = {}
+        self.affinity: Dict[str, int] = {}  # path -> the worker that holds its tree
+        self.extra: List[str] = []  # modules the checked files import, not named on the command line
+        self.forced: Set[str] = set()
+        self.facts: Dict[str, object] = {}  # path -> the ProjectFacts its (last) lint was given
+        # absolute path -> the summary JSON of the first walk, and the one the project holds
+        # now (compared as JSON: cheaper than making it again from the objects)
+        self.first: Dict[str, Optional[dict]] = {}
+        self.held: Dict[str, Optional[dict]] = {}
+
+    def _add(self, path: str, summary: Optional[dict], version: str, made=None) -> None:
+        """Give the project a first walk's summary (`made`: the object, when at hand)."""
+        from synclint.semantic.facts import ModuleSummary
+
+        if made is None and summary:
+            made = ModuleSummary.from_json(summary)
+        self.project.add(path, made, version)
+        self.first[os.path.abspath(path)] = self.held[os.path.abspath(path)] = summary
+
+    def _cached_summary(self, path: str, digest: str) -> bool:
+        hit = self.summaries.get(path, digest) if self.summaries is not None else None
+        if hit is None:
+            return False
+        self._add(path, hit[0], digest, hit[1])
+        if hit[2] and path in self.texts:
+            self.errors[path] = hit[2]
+        return True
+
+    def _keep_summary(self, path: str, summary: Optional[dict], error: Optional[str]) -> None:
+        from synclint.workers import timed_out
+
+        if self.summaries is not None and not timed_out(error):
+            self.summaries.put(path, self.digests[path], summary, error)
+
+    # ------------------------------------------------------------------ phase 1
+    def summarise(self) -> None:
+        """What each module offers: the checked files, the project modules they import, and
+        files that never name torch but import modules that hold tensors."""
+        todo = [("summarise", p, t, self.names[p]) for p, t in self.texts.items()
+                if not self._cached_summary(p, self.digests[p])]
         todo.sort(key=lambda j: -len(j[2]))  # biggest first: no worker is left with a long one at the end
-        for worker, job, (summary, error) in runner.run(todo):
+        for worker, job, (summary, error) in self.runner.run(todo):
             path = job[1]
-            affinity[path] = worker
-            project.add(path, ModuleSummary.from_json(summary) if summary else None)
+            self.affinity[path] = worker
+            self._add(path, summary, self.digests[path])
             if error:
-                errors[path] = error
-            if summaries is not None and not timed_out(error):
-                summaries.put(path, digests[path], summary, error)
-        # Modules the checked files import that were not named on the command line.
-        extra: List[str] = []
-        for path in texts:
+                self.errors[path] = error
+            self._keep_summary(path, summary, error)
+        from synclint.project import module_name
+
+        project = self.project
+        for path in self.texts:
             s = project.summaries.get(os.path.abspath(path))
             if s is not None:
-                extra.extend(p for p in project.on_disk(path, list(s.aliases.values()) + s.imports) if p not in extra)
-        extra_jobs = []
-        for path in extra:
+                self.extra.extend(p for p in project.on_disk(path, list(s.aliases.values()) + s.imports)
+                                  if p not in self.extra)
+        todo = []
+        for path in self.extra:
             data = _read(path, {})
             if data is None:
                 continue
-            digest = content_hash(data)
-            hit = summaries.get(path, digest) if summaries is not None else None
-            if hit is not None:
-                project.add(path, ModuleSummary.from_json(hit[1]) if hit[1] else None)
-                continue
-            text = data.decode("utf-8", errors="replace")
-            digests[path] = digest
-            extra_jobs.append(("summarise", path, text, module_name(path), False))
-        for _, job, (summary, error) in runner.run(extra_jobs):
-            project.add(job[1], ModuleSummary.from_json(summary) if summary else None)
-            if summaries is not None and not timed_out(error):
-                summaries.put(job[1], digests[job[1]], summary, None)
+            self.digests[path] = content_hash(data)
+            if not self._cached_summary(path, self.digests[path]):
+                todo.append(("summarise", path, data.decode("utf-8", errors="replace"), module_name(path), False))
+        for _, job, (summary, error) in self.runner.run(todo):
+            self._add(job[1], summary, self.digests[job[1]])
+            self._keep_summary(job[1], summary, None)
         # Files that never name torch but import project modules that hold tensors (a
         # script using only what `logs.py` gives it): analysed too (GAPS G4).
-        forced = _forced(texts, errors, project)
-        force_jobs = [("summarise", p, texts[p], names[p], True, True) for p in forced
-                      if project.summaries.get(os.path.abspath(p)) is None]
-        for worker, job, (summary, error) in runner.run(force_jobs):
+        self.forced = _forced(self.texts, self.errors, project)
+        todo = [("summarise", p, self.texts[p], self.names[p], True, True) for p in self.forced
+                if project.summaries.get(os.path.abspath(p)) is None]
+        for worker, job, (summary, error) in self.runner.run(todo):
             path = job[1]
-            affinity[path] = worker
+            self.affinity[path] = worker
             if summary:
-                project.update(path, ModuleSummary.from_json(summary))
+                self._add(path, summary, self.digests[path] + "!")
             if error:
-                errors[path] = error
-            if summaries is not None and not timed_out(error):
-                summaries.put(path, digests[path], summary, error)
-        # Phase 2: the rules, with what the project tells each file. Files unchanged since
-        # the last run bring back the summaries their last lint left (the state that run
-        # ended in); a file is linted again only when an answer to a question its last lint
-        # asked the project has changed.
-        todo = []
-        facts: Dict[str, ProjectFacts] = {}
+                self.errors[path] = error
+            self._keep_summary(path, summary, error)
+
+    # ------------------------------------------------------------------ phase 2
+    def lint(self) -> None:
+        """The rules, with what the project tells each file.
+
+        Files unchanged since the last run bring back the summaries their last lint left
+        (the state that run ended in). New and edited files are linted first, so that what
+        their walks learn reaches the others' facts before those are made: an edit's
+        dependents are linted once, not twice. A file with a last lint is linted again only
+        when an answer to a question it asked the project has changed; one whose facts
+        would be made from the same summaries as last time (no edit reached them) is not
+        even asked (`Project.facts_unchanged`). A last round links what the walks learned
+        once more (a parameter's value from another module, passed on to a third): a chain
+        of three modules is seen, a longer one may not be."""
+        project, cache = self.project, self.cache
         hits: Dict[str, list] = {}
-        for path in texts:
-            hit = cache.get(path, digests[path]) if cache is not None and path not in errors else None
+        for path in self.texts:
+            hit = cache.get(path, self.digests[path]) if cache is not None and path not in self.errors else None
             if hit is not None:
                 hits[path] = hit
-                _update(project, path, hit[6])
-        for path, text in texts.items():
-            if path in errors:
-                out[path] = [digests[path], "", [], None, errors[path], [], None, []]
-                continue
-            pf = facts[path] = project.facts_for(path)
-            hit = hits.get(path)
-            if hit is not None and pf.answers_digest(hit[7]) == hit[1]:
-                out[path] = hit
-                continue
-            todo.append(("lint", path, text, names[path], pf.to_json(), path in forced))
-        _lint(runner, todo, affinity, facts, digests, out)
-        # Round 2: what the second walks learned (a parameter's value from another module,
-        # passed on to a third) is linked once more; files whose answers change are linted
-        # again. One extra round: a chain of three modules is seen, a longer one may not be.
-        updated = {os.path.abspath(job[1]) for job in todo if _update(project, job[1], out[job[1]][6])}
-        if updated:
-            todo = []
-            for path, e in out.items():
-                if e[4] or path not in texts or not project.may_change(path, updated, facts[path]):
-                    continue  # (made from none of the changed summaries: the same answers)
-                pf = facts[path] = project.facts_for(path)
-                if pf.answers_digest(e[7]) != e[1]:
-                    todo.append(("lint", path, texts[path], names[path], pf.to_json(), path in forced))
-            _lint(runner, todo, affinity, facts, digests, out)
-    finally:
-        runner.close()
-    # Heat over the whole project's call graph.
-    from synclint.engine import Graph
+                self._update(path, hit[6], hit[1])
+        for path in self.errors:
+            if path in self.texts:
+                self.out[path] = [self.digests[path], "", [], None, self.errors[path], [], None, [], None]
+        fresh = [p for p in self.texts if p not in self.errors and p not in hits]
+        for path in fresh:
+            self.facts[path] = project.facts_for(path)
+        self._lint(fresh)
+        todo = []
+        for path, hit in hits.items():
+            if project.facts_unchanged(path, hit[8]):
+                self.facts[path] = project.facts_stub(path)
+                self.out[path] = hit
+            elif self._same_answers(path, hit):
+                self.out[path] = hit
+            else:
+                todo.append(path)
+        self._lint(todo)
+        self._lint([p for p, e in self.out.items()
+                    if not e[4] and project.may_change(p, self.facts[p]) and not self._same_answers(p, e)])
 
-    graphs = {p: Graph.from_json(e[3]) for p, e in out.items() if e[3]}
-    hot = project.hot_scopes(graphs)
-    for path, e in out.items():
-        e[5] = sorted(hot.get(os.path.abspath(path), ()))
-        if cache is not None and not timed_out(e[4]):
-            cache.put(path, e)
-    if cache is not None:
-        cache.project = _project_key(texts, digests, extra) + "|" + "|".join(extra)
-    if summaries is not None:
-        summaries.save()
-    return out
+    def _same_answers(self, path: str, entry: list) -> bool:
+        """Make `path`'s facts now; whether they answer its last lint's questions alike."""
+        pf = self.facts[path] = self.project.facts_for(path)
+        if pf.answers_digest(entry[7]) != entry[1]:
+            return False
+        entry[8] = self.project.made_from(path)
+        return True
 
+    def _lint(self, paths: List[str]) -> None:
+        """Lint `paths` with the facts just made for them, then give the project what their
+        walks found."""
+        jobs = [("lint", p, self.texts[p], self.names[p], self.facts[p].to_json(), p in self.forced) for p in paths]
+        for _, job, (found, graph, error, summary, reads) in self.runner.run(jobs, self.affinity):
+            path = job[1]
+            answers = self.facts[path].answers_digest(reads)
+            self.out[path] = [self.digests[path], answers, found, graph, error, [], summary, reads,
+                              self.project.made_from(path)]
+        for path in paths:
+            e = self.out[path]
+            self._update(path, e[6], e[1])
 
-def _lint(runner, todo, affinity, facts, digests, out) -> None:
-    for _, job, (found, graph, error, summary, reads) in runner.run(todo, affinity):
-        path = job[1]
-        out[path] = [digests[path], facts[path].answers_digest(reads), found, graph, error, [], summary, reads]
+    def _update(self, path: str, summary: Optional[dict], answers: str) -> None:
+        """Give the project what a file's second walk found, when it differs from what it holds."""
+        from synclint.semantic.facts import ModuleSummary
+
+        key = os.path.abspath(path)
+        if not summary or self.held.get(key) is None or summary == self.held[key]:
+            return
+        version = f"{self.digests[path]}{'!' if path in self.forced else ''}:{answers}"
+        self.project.update(path, ModuleSummary.from_json(summary), version)
+        self.held[key] = summary
+
+    # ------------------------------------------------------------------ heat
+    def heat(self) -> None:
+        """Heat over the whole project's call graph; every entry goes to the cache, its
+        second-walk summary left out where it is the first walk's (most files)."""
+        from synclint.engine import Graph
+        from synclint.workers import timed_out
+
+        graphs = {p: Graph.from_json(e[3]) for p, e in self.out.items() if e[3]}
+        hot = self.project.hot_scopes(graphs)
+        for path, e in self.out.items():
+            e[5] = sorted(hot.get(os.path.abspath(path), ()))
+            if self.cache is not None and not timed_out(e[4]):
+                if e[6] is not None and e[6] == self.first.get(os.path.abspath(path)):
+                    e = e[:6] + [None] + e[7:]
+                self.cache.put(path, e)
 
 
 # `import a.b`, `from a.b import c`, `from . import c` at the start of a line
@@ -301,17 +366,6 @@ def _module_paths(project, name: str, importer: str) -> List[str]:
     parts = name.split(".")
     found = (project.module_path(".".join(parts[:i]), importer) for i in range(len(parts), 0, -1))
     return [p for p in found if p is not None]
-
-
-def _update(project, path: str, summary: Optional[dict]) -> bool:
-    """Give the project what a file's second walk found, when it differs from what it has."""
-    from synclint.semantic.facts import ModuleSummary
-
-    now = project.summaries.get(os.path.abspath(path))
-    if not summary or now is None or summary == now.to_json():
-        return False
-    project.update(path, ModuleSummary.from_json(summary))
-    return True
 
 
 class _Runner:

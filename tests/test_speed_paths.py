@@ -88,7 +88,7 @@ def test_cache_directory_keeps_only_recent_files(tmp_path):
         p.write_text("{}")
         os.utime(p, (1000 + i, 1000 + i))
     c = Cache(tmp_path, ["SYN101"], False)
-    c.put("a.py", ["digest", "", [], None, None, [], None, []])
+    c.put("a.py", ["digest", "", [], None, None, [], None, [], None])
     c.save()
     left = sorted(p.name for p in tmp_path.glob("v*.json"))
     assert c.path.name in left and len(left) == KEEP_FILES
