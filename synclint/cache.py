@@ -3,7 +3,8 @@
 - `v<version>-<key>.json`, one per (rule selection, synclint build): each file's findings,
   valid while its bytes and what the project tells it (a digest of its `ProjectFacts`)
   are unchanged;
-- `summaries-<version>-<build>.json`: each module's summary, by its bytes alone.
+- `link-<version>-<key>/`: what re-linking needs, in `SHARDS` files (`_Sharded`);
+- `summaries-<version>-<build>/`: each module's summary, by its bytes alone, likewise.
 
 A file whose bytes and facts are unchanged is not parsed again; a run where no file of the
 project changed reads only the first file."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -39,6 +41,9 @@ def _build_fingerprint() -> str:
 
 
 KEEP_FILES = 8  # cache files kept per cache directory (one per recent build and selection)
+
+
+SHARDS = 16  # files a large table (module summaries, link data) is kept in
 
 
 def content_hash(data: bytes) -> str:
@@ -93,7 +98,8 @@ class _Store:
             except BaseException:
                 os.unlink(tmp)
                 raise
-            self._prune()
+            if self.GLOB:
+                self._prune()
         except OSError:
             pass  # a read-only tree or a full disk: nothing is left behind
 
@@ -121,6 +127,63 @@ class _Store:
                 pass
 
 
+class _Sharded:
+    """A table too large to rewrite whole on every run (module summaries, link data), kept in
+    SHARDS files in a folder of its own: a run that changes a few entries (an edit) rewrites
+    a few files. Each file is replaced atomically; an entry is only used when its content
+    digest matches, so shards of different runs side by side are safe."""
+
+    GLOB = ""  # the folders of this kind, of every build and selection
+
+    def __init__(self, directory: Path, folder: Path) -> None:
+        self.directory, self.folder = directory, folder
+        self.parts = [_Part(folder, folder / f"{i}.json") for i in range(SHARDS)]
+
+    def _part(self, key: str) -> "_Part":
+        return self.parts[zlib.crc32(key.encode()) % SHARDS]
+
+    def get(self, key: str):
+        return self._part(key).data.get(key)
+
+    def set(self, key: str, value) -> None:
+        part = self._part(key)
+        if part.data.get(key) != value:
+            part.data[key] = value
+            part.dirty = True
+
+    def save(self) -> None:
+        if not any(p.dirty for p in self.parts):
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            gi = self.directory / ".gitignore"
+            if not gi.exists():
+                gi.write_text("# created by synclint\n*\n")
+        except OSError:
+            return
+        for p in self.parts:
+            p.save()
+        self._prune()
+
+    def _prune(self) -> None:
+        """Keep the newest few builds' and selections' tables (and no older single files)."""
+        import shutil
+
+        old = [p for p in self.directory.glob(self.GLOB) if p != self.folder]
+        if len(old) < KEEP_FILES and not any(p.is_file() for p in old):
+            return
+        old.sort(key=lambda p: (p.is_dir(), p.stat().st_mtime), reverse=True)
+        for p in old[KEEP_FILES - 1:] + [p for p in old[:KEEP_FILES - 1] if p.is_file()]:
+            try:
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+            except OSError:
+                pass
+
+
+class _Part(_Store):
+    GLOB = ""  # pruned as a whole folder (`_Sharded`)
+
+
 class Cache(_Store):
     """Per file, what a run reports: [content digest, findings, error, functions made hot by
     other modules], and the digest of the whole project at the last run (when it matches,
@@ -144,7 +207,7 @@ class Cache(_Store):
     @property
     def links(self) -> "_Links":
         if self._links is None:
-            self._links = _Links(self.directory, self.path.with_name("link-" + self.path.name[1:]))
+            self._links = _Links(self.directory, self.path.with_name("link-" + self.path.stem[1:]))
         return self._links
 
     @property
@@ -168,7 +231,7 @@ class Cache(_Store):
 
     def get(self, path: str, digest: str) -> Optional[list]:
         r = self.result(path, digest)
-        link = self.links.data.get(os.path.abspath(path)) if r is not None else None
+        link = self.links.get(os.path.abspath(path)) if r is not None else None
         if isinstance(link, list) and len(link) == 6 and link[0] == digest and _link_shaped(link):
             return [digest, link[1], r[2], link[2], r[4], r[5], link[3], link[4], link[5]]
         return None  # absent, stale or of the wrong shape: analysed again and rewritten
@@ -176,9 +239,11 @@ class Cache(_Store):
     def put(self, path: str, entry: list) -> None:
         key = os.path.abspath(path)
         digest, answers, found, graph, error, hot, summary, questions, made_from = entry
-        self.entries[key] = [digest, found, error, hot]
-        self.links.data[key] = [digest, answers, graph, summary, questions, made_from]
-        self.dirty = self.links.dirty = True
+        entry = [digest, found, error, hot]
+        if self.entries.get(key) != entry:
+            self.entries[key] = entry
+            self.dirty = True
+        self.links.set(key, [digest, answers, graph, summary, questions, made_from])
 
     def save(self) -> None:
         super().save()
@@ -186,30 +251,29 @@ class Cache(_Store):
             self._links.save()
 
 
-class _Links(_Store):
-    GLOB = "link-*.json"
+class _Links(_Sharded):
+    GLOB = "link-*"
 
 
-class SummaryCache(_Store):
+class SummaryCache(_Sharded):
     """Module summaries by content digest: a file's summary depends on nothing else."""
 
-    GLOB = "summaries-*.json"
+    GLOB = "summaries-*"
 
     def __init__(self, directory: Path) -> None:
         key = hashlib.blake2b(_build_fingerprint().encode(), digest_size=8).hexdigest()
-        super().__init__(directory, directory / f"summaries-{__version__}-{key}.json")
+        super().__init__(directory, directory / f"summaries-{__version__}-{key}")
 
-    def get(self, path: str, digest: str) -> Optional[tuple]:
+    def get(self, path: str, digest: str) -> Optional[tuple]:  # type: ignore[override]
         """(summary JSON, the summary, error) when the file's bytes are those of `digest`."""
-        e = self.data.get(os.path.abspath(path))
+        e = super().get(os.path.abspath(path))
         if not (isinstance(e, list) and len(e) == 3 and e[0] == digest):
             return None
         summary = _summary(e)
         return None if summary is False else (e[1], summary, e[2])
 
     def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str]) -> None:
-        self.data[os.path.abspath(path)] = [digest, summary, error]
-        self.dirty = True
+        self.set(os.path.abspath(path), [digest, summary, error])
 
 
 # A cache file can be valid JSON of another shape (another build's, an edit, a bad disk):
@@ -229,8 +293,8 @@ def _result_shaped(e: list) -> bool:
 
 def _link_shaped(e: list) -> bool:
     try:
-        if not (isinstance(e[1], str) and (e[3] is None or isinstance(e[3], dict)) and isinstance(e[4], list)
-                and all(isinstance(k, list) and all(isinstance(p, str) for p in k) for k in e[4])):
+        # (the questions, e[4], are checked where they are asked again: `ProjectFacts.answers_digest`)
+        if not (isinstance(e[1], str) and (e[3] is None or isinstance(e[3], dict)) and isinstance(e[4], list)):
             return False
         m = e[5]  # [positions read, digest] or None
         if m is not None and not (isinstance(m, list) and len(m) == 2 and isinstance(m[0], list)

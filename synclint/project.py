@@ -131,11 +131,12 @@ class Project:
         self._made_at: Dict[str, int] = {}  # file -> generation its last facts were made at
         self._found_on_disk: Dict[Tuple[str, str], Optional[str]] = {}  # (name, directory) -> file
         self._is_file: Dict[str, bool] = {}
+        self._tests: Dict[str, bool] = {}  # path -> a test file (tests call code unlike how it runs)
         self._names_in: Dict[str, Set[str]] = {}  # folder -> names `_visible` from it
         # absolute path -> what identifies the summary held for it (the file's content digest,
         # and the answers of the walk that made it): equal versions, equal summaries
         self.versions: Dict[str, str] = {}
-        self._index: Optional[Tuple[str, Dict[str, int]]] = None  # (shape digest, path -> position)
+        self._index: Optional[Tuple[str, Dict[str, int], List[str]]] = None  # see `_shape`
 
     # ------------------------------------------------------------------ modules
     def add(self, path: str, summary: Optional[ModuleSummary], version: str = "") -> None:
@@ -398,12 +399,12 @@ class Project:
         [positions of the summaries they read, a digest of those summaries' versions, the
         values other modules pass its functions, CUDA as default, and the project's shape].
         None when that cannot be told (a summary without a version)."""
-        shape, index = self._shape()
+        _, index, _ = self._shape()
         try:
             read = sorted(index[p] for p in self.reads.get(os.path.abspath(path), ()))
         except KeyError:
             return None
-        digest = self._made_from_digest(path, read, shape)
+        digest = self._made_from_digest(path, read)
         return None if digest is None else [read, digest]
 
     def facts_unchanged(self, path: str, made_from: Optional[list]) -> bool:
@@ -413,14 +414,12 @@ class Project:
         if not made_from:
             return False
         read, digest = made_from
-        shape, index = self._shape()
-        paths = list(index)
-        if any(not isinstance(i, int) or not 0 <= i < len(paths) for i in read):
+        paths = self._shape()[2]
+        if any(not 0 <= i < len(paths) for i in read) or self._made_from_digest(path, read) != digest:
             return False
-        if self._made_from_digest(path, read, shape) != digest:
-            return False
-        self.reads[os.path.abspath(path)] = {paths[i] for i in read}
-        self._made_at[os.path.abspath(path)] = self.generation
+        path = os.path.abspath(path)
+        self.reads[path] = {paths[i] for i in read}
+        self._made_at[path] = self.generation
         return True
 
     def facts_stub(self, path: str) -> ProjectFacts:
@@ -429,18 +428,17 @@ class Project:
         path = os.path.abspath(path)
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths())
 
-    def _made_from_digest(self, path: str, read: List[int], shape: str) -> Optional[str]:
+    def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
         import hashlib
         import json
 
         path = os.path.abspath(path)
-        paths = list(self._shape()[1])
+        shape, _, paths = self._shape()
+        versions = [self.versions.get(paths[i]) for i in read]
+        if not all(versions):
+            return None
         h = hashlib.blake2b(shape.encode(), digest_size=12)
-        for i in read:
-            version = self.versions.get(paths[i])
-            if not version:
-                return None
-            h.update(f"|{version}".encode())
+        h.update("|".join(versions).encode())
         params = self._incoming_params().get(path)
         if params:
             h.update(json.dumps({q: {n: v.to_json() for n, v in ps.items()} for q, ps in params.items()},
@@ -448,10 +446,10 @@ class Project:
         h.update(b"|cuda" if path in self._cuda_paths() else b"|-")
         return h.hexdigest()
 
-    def _shape(self) -> Tuple[str, Dict[str, int]]:
-        """The project's modules and classes (a digest), and each module's position in sorted
-        order. Facts are told through names: a module or class that appears or goes can
-        change what a name resolves to in any file."""
+    def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
+        """The project's modules and classes (a digest), each module's position in sorted
+        order, and that order. Facts are told through names: a module or class that appears
+        or goes can change what a name resolves to in any file."""
         if self._index is None:
             import hashlib
 
@@ -459,7 +457,7 @@ class Project:
             h = hashlib.blake2b(digest_size=12)
             h.update("\n".join(paths).encode())
             h.update("\n".join(sorted(self._key_to_class)).encode())
-            self._index = (h.hexdigest(), {p: i for i, p in enumerate(paths)})
+            self._index = (h.hexdigest(), {p: i for i, p in enumerate(paths)}, paths)
         return self._index
 
     def _facts_for(self, path: str) -> ProjectFacts:
@@ -588,7 +586,7 @@ class Project:
             return self._incoming
         out: Dict[str, Dict[str, Dict[str, Val]]] = {}
         for path, s in self.summaries.items():
-            if s is None or is_test_path(os.path.relpath(path, self.root)):
+            if s is None or self._is_test(path):
                 continue  # tests call library code with small CPU tensors: not how it runs
             for q, skip, pos, kws in s.calls_out:
                 callee = self._callee(q, path)
@@ -604,7 +602,7 @@ class Project:
         # `self.m(...)` in a base class reaches the override of `m` in a subclass elsewhere
         overrides = self._overrides()
         for path, s in self.summaries.items():
-            if s is None or is_test_path(os.path.relpath(path, self.root)):
+            if s is None or self._is_test(path):
                 continue
             for q, pos, kws in s.self_calls:
                 for p2, qual in overrides.get((path, q), ()):
@@ -614,6 +612,12 @@ class Project:
                                   lambda v, path=path: self.value(path, v))
         self._incoming = out
         return out
+
+    def _is_test(self, path: str) -> bool:
+        got = self._tests.get(path)
+        if got is None:
+            got = self._tests[path] = is_test_path(os.path.relpath(path, self.root))
+        return got
 
     def _overrides(self) -> Dict[Tuple[str, str], List[Tuple[str, str]]]:
         """(path, "Base.m") -> the (path, "Sub.m") methods that override it in other modules."""

@@ -293,7 +293,10 @@ class _Run:
     def _same_answers(self, path: str, entry: list) -> bool:
         """Make `path`'s facts now; whether they answer its last lint's questions alike."""
         pf = self.facts[path] = self.project.facts_for(path)
-        if pf.answers_digest(entry[7]) != entry[1]:
+        try:
+            if pf.answers_digest(entry[7]) != entry[1]:
+                return False
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError):  # cached questions of another shape
             return False
         entry[8] = self.project.made_from(path)
         return True

@@ -2,6 +2,7 @@
 (timings live in scripts/bench_speed.py and docs/speed.md)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -93,6 +94,52 @@ def test_cache_directory_keeps_only_recent_files(tmp_path):
     left = sorted(p.name for p in tmp_path.glob("v*.json"))
     assert c.path.name in left and len(left) == KEEP_FILES
     assert f"v0.0.0-old{KEEP_FILES + 3}.json" in left and "v0.0.0-old0.json" not in left
+
+
+def test_large_tables_keep_only_recent_builds_and_drop_single_file_ones(tmp_path):
+    import os
+
+    from synclint.cache import KEEP_FILES, SummaryCache
+
+    for i in range(KEEP_FILES + 2):
+        d = tmp_path / f"summaries-0.0.0-old{i}"
+        d.mkdir()
+        (d / "0.json").write_text("{}")
+        os.utime(d, (1000 + i, 1000 + i))
+    (tmp_path / "summaries-0.0.0-single.json").write_text("{}")  # the layout before shards
+    c = SummaryCache(tmp_path)
+    c.put("a.py", "digest", None, None)
+    c.save()
+    left = sorted(p.name for p in tmp_path.glob("summaries-*"))
+    assert c.folder.name in left and len(left) == KEEP_FILES
+    assert f"summaries-0.0.0-old{KEEP_FILES + 1}" in left and "summaries-0.0.0-old0" not in left
+    assert "summaries-0.0.0-single.json" not in left
+
+
+def test_an_edit_rewrites_a_few_shards_not_the_whole_cache(tmp_path):
+    """The edit path: one changed file changes a few entries of the large tables; the
+    other shard files are not written again (their bytes and times stay)."""
+    from click.testing import CliRunner
+
+    from synclint.cli import main
+
+    for i in range(40):
+        (tmp_path / f"m{i}.py").write_text(f"import torch\n\ndef f{i}(x):\n    return x.item()\n")
+    runner = CliRunner()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert runner.invoke(main, ["check", "--exit-zero", "-j", "1", "."]).exit_code == 0
+        shards = sorted((tmp_path / ".synclint_cache").glob("*/*.json"))
+        assert len(shards) > 20  # two tables, most of their shards hold some file
+        before = {p: p.stat().st_mtime_ns for p in shards}
+        (tmp_path / "m7.py").write_text("import torch\n\ndef f7(x):\n    return x.tolist()\n")
+        got = runner.invoke(main, ["check", "-j", "1", "--output-format", "concise", "."])
+        assert "m7.py:4:12: SYN102" in got.output
+    finally:
+        os.chdir(cwd)
+    rewritten = [p for p in shards if p.stat().st_mtime_ns != before[p]]
+    assert 1 <= len(rewritten) <= 2, rewritten  # m7's summary and its link entry
 
 
 def test_parse_without_revalidation_gives_the_same_tree_and_keeps_validation():
