@@ -13,7 +13,7 @@ PINNED_TITLE = "Pass `non_blocking=True`: the source is pinned"
 class BlockingHostToDeviceCopy(Rule):
     """
     ## What it does
-    Flags blocking copies of CPU tensors to the GPU in hot code: `x.to(device)`, `x.cuda()` or
+    Flags blocking copies of CPU tensors to the GPU: `x.to(device)`, `x.cuda()` or
     `gpu_buf.copy_(cpu_x)` without `non_blocking=True`, where `x` is known to be on the CPU
     (typically a batch from a DataLoader inside the training loop).
 

@@ -50,7 +50,7 @@ class CpuFactoryThenMove(Rule):
 
     ## Known problems
     `torch.tensor(data).to(device)` is not flagged here: `device=` alone buys nothing when the
-    cost is converting a Python list (measured 13473 us vs 13346 us). SYN302 flags it in hot code.
+    cost is converting a Python list (measured 13473 us vs 13346 us). SYN302 flags it.
     """
 
     CODE = "SYN301"

@@ -8,7 +8,7 @@ SYNCHRONIZE = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 class DeviceSynchronizeInHotPath(Rule):
     """
     ## What it does
-    Flags `torch.cuda.synchronize()` (and `torch.accelerator.synchronize()`) in hot code: a
+    Flags `torch.cuda.synchronize()` (and `torch.accelerator.synchronize()`): a
     loop body, a `forward`, a `*_step`, or a function called from them.
 
     ## Why is this bad?

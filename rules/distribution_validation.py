@@ -38,7 +38,7 @@ class _DefaultOff(cst.CSTVisitor):
 class DistributionValidation(Rule):
     """
     ## What it does
-    Flags constructing a `torch.distributions` distribution from GPU tensors in hot code
+    Flags constructing a `torch.distributions` distribution from GPU tensors
     without `validate_args=False`, in a file that does not turn validation off with
     `Distribution.set_default_validate_args(False)`; and `d.log_prob(x)` (`cdf`, `icdf`) of
     such a distribution with a GPU `x`, which checks `x` against the support on each call.

@@ -8,7 +8,7 @@ EMPTY_CACHE = {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"}
 class EmptyCacheInHotPath(Rule):
     """
     ## What it does
-    Flags `torch.cuda.empty_cache()` in hot code (a loop body, a `forward`, a `*_step`, or a
+    Flags `torch.cuda.empty_cache()`, tagged hot in a loop body, a `forward`, a `*_step`, or a
     function called from them).
 
     ## Why is this bad?

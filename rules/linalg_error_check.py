@@ -27,7 +27,7 @@ class LinalgErrorCheck(Rule):
     ## What it does
     Flags `torch.linalg.inv`, `cholesky`, `solve`, `lu_factor`, `ldl_factor`, `torch.inverse`,
     `torch.cholesky` (and the `Tensor.inverse()`/`Tensor.cholesky()` methods) on GPU tensors
-    in hot code, and the `_ex` forms called with `check_errors=True`.
+    and the `_ex` forms called with `check_errors=True`.
 
     ## Why is this bad?
     After the factorization these functions call `_linalg_check_errors`

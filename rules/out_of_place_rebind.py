@@ -17,7 +17,7 @@ class OutOfPlaceRebind(Rule):
     """
     ## What it does
     Flags an out-of-place tensor op whose result is bound back to the same name
-    (`x = x * 2`, `x = x.mul(2)`, `x = torch.clamp(x, 0, 1)`) in hot code, where the
+    (`x = x * 2`, `x = x.mul(2)`, `x = torch.clamp(x, 0, 1)`), where the
     in-place twin is safe: the tensor is owned by that name alone and carries no autograd
     history.
 

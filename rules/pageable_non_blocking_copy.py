@@ -12,7 +12,7 @@ class PageableNonBlockingCopy(Rule):
     """
     ## What it does
     Flags `.to(device, non_blocking=True)`, `.cuda(non_blocking=True)` and
-    `gpu.copy_(src, non_blocking=True)` in hot code when the source is known to be in pageable
+    `gpu.copy_(src, non_blocking=True)` when the source is known to be in pageable
     host memory: a CPU factory result without `pin_memory=True`, `torch.from_numpy(...)`, or a
     batch from a `DataLoader` built in the file without `pin_memory=True`.
 
@@ -37,7 +37,7 @@ class PageableNonBlockingCopy(Rule):
 
     ## Known problems
     Only sources whose provenance is visible in the file are checked; a tensor of unknown
-    origin is left alone. Flagged in hot code only: a one-time copy at setup costs little. The
+    origin is left alone. A one-time copy at setup costs little (reported `[cold]`). The
     size is not known statically: an occasional copy of a few hundred KB may not block.
     """
 

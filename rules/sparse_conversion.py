@@ -11,7 +11,7 @@ class SparseConversion(Rule):
     """
     ## What it does
     Flags dense-to-sparse conversions (`x.to_sparse()`, `to_sparse_csr/csc/bsr/bsc`) of
-    GPU tensors in hot code.
+    GPU tensors.
 
     ## Why is this bad?
     A sparse tensor stores one entry per nonzero element, so the conversion must count

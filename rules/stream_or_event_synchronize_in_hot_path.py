@@ -9,7 +9,7 @@ class StreamOrEventSynchronizeInHotPath(Rule):
     """
     ## What it does
     Flags `event.synchronize()` on a `torch.cuda.Event` and `stream.synchronize()` on a CUDA
-    stream (including `torch.cuda.current_stream().synchronize()`) in hot code.
+    stream (including `torch.cuda.current_stream().synchronize()`).
 
     ## Why is this bad?
     `Event.synchronize()` calls `cudaEventSynchronize` (`c10/cuda/CUDAEvent.h`) and

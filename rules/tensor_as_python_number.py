@@ -62,6 +62,16 @@ class TensorAsPythonNumber(Rule):
     FIX_TITLE = _SIZE_HINT
     CATALOGUE = ("A5",)
     VALID = [
+        # an object of unknown kind with a method named like a tensor's (xFormers' attention
+        # bias splits a batch back into sequences): the argument is no 0-d count
+        Valid(
+            "import torch\n"
+            "def block(attn_bias, x_list):\n"
+            "    x = torch.cat(x_list).cuda()\n"
+            "    for _ in range(3):\n"
+            "        x = x + x.relu()\n"
+            "    return attn_bias.split(x)\n"
+        ),
         Valid(
             "import torch\nx = torch.randn(8, 4, device='cuda')\nfor _ in range(3):\n"
             "    n = x.shape[0]\n    a = torch.arange(n, device='cuda')\n    y = x[: x.size(0) // 2]\n"
@@ -238,7 +248,8 @@ class TensorAsPythonNumber(Rule):
         m = func.attr.value
         if m not in _SIZE_METHODS and m not in _INT_ARG_METHODS and m != "new_full":
             return
-        if ctx.infer(func.value).kind not in (V.TENSOR, V.UNKNOWN):
+        recv = ctx.infer(func.value)
+        if recv.kind not in (V.TENSOR, V.UNKNOWN):
             return
         if m in _SIZE_METHODS or m == "new_full":
             pos = positional(node)
@@ -255,6 +266,9 @@ class TensorAsPythonNumber(Rule):
             return
         index, kw = _INT_ARG_METHODS[m]
         value = _arg(node, index, kw)
+        if value is not None and recv.kind == V.UNKNOWN and ctx.infer(value).ndim != 0:
+            return  # `mask.split(x)` of an object of unknown kind (xFormers' BlockDiagonalMask): a tensor
+            # argument that is not known to be a 0-d count says the method is not Tensor.split
         if value is not None:
             yield value, _SIZE_HINT
         if m == "narrow":

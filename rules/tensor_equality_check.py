@@ -13,7 +13,7 @@ class TensorEqualityCheck(Rule):
     """
     ## What it does
     Flags `torch.equal(a, b)`, `torch.allclose(a, b)`, `a.equal(b)` and `a.allclose(b)` on
-    GPU tensors in hot code.
+    GPU tensors.
 
     ## Why is this bad?
     Both return a Python bool, so they read their answer back to the host:

@@ -14,7 +14,7 @@ LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critic
 class TensorFormatting(Rule):
     """
     ## What it does
-    Flags printing or formatting a GPU tensor in hot code: `print(t)`, `f"{t}"`,
+    Flags printing or formatting a GPU tensor: `print(t)`, `f"{t}"`,
     `f"{t:.3f}"`, `"%s" % t`, `"{}".format(t)`, `str(t)`, `repr(t)`, `format(t, spec)` and
     logging calls such as `logger.info("loss %s", t)`.
 

@@ -11,7 +11,7 @@ from synclint.semantic.moves import factory_under, gpu_move, host_data
 class TensorFromHostDataInHotPath(Rule):
     """
     ## What it does
-    Flags GPU tensors built from host data in hot code: `torch.tensor(data, device=device)`,
+    Flags GPU tensors built from host data: `torch.tensor(data, device=device)`,
     `torch.as_tensor(list_or_array, device=device)`, `x.new_tensor(data)` on a GPU `x`, and
     `torch.tensor(data).cuda()`.
 

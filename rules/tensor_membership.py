@@ -9,7 +9,7 @@ from synclint.semantic import EVIDENT
 class TensorMembership(Rule):
     """
     ## What it does
-    Flags `v in t` and `v not in t` where `t` is a GPU tensor, in hot code.
+    Flags `v in t` and `v not in t` where `t` is a GPU tensor.
 
     ## Why is this bad?
     `Tensor.__contains__` is `bool((element == self).any().item())` (`torch/_tensor.py`):

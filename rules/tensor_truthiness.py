@@ -9,7 +9,7 @@ from synclint.semantic import EVIDENT
 class TensorTruthiness(Rule):
     """
     ## What it does
-    Flags a GPU tensor used as a Python bool in hot code: the test of `if`, `elif`,
+    Flags a GPU tensor used as a Python bool: the test of `if`, `elif`,
     `while`, `assert`, a conditional expression or a comprehension filter, an operand of
     `and`/`or`/`not`. This includes comparisons such as `if loss < best:` and reductions
     such as `if (x > 0).any():` or `if torch.isnan(x).any():`.

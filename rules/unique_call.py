@@ -12,7 +12,7 @@ class UniqueCall(Rule):
     """
     ## What it does
     Flags `torch.unique`, `torch.unique_consecutive` and their tensor methods on GPU
-    tensors in hot code (loops, `forward`, `*_step`, functions called from them).
+    tensors.
 
     ## Why is this bad?
     The number of distinct values sizes the output, and only the GPU knows it: the CUDA

@@ -39,14 +39,17 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
     """The report of `outcome` (a `pipeline.Outcome`, findings sorted) in `fmt`; None when
     there is nothing to print. `sources`: the lines of files not on disk (stdin)."""
     findings, errors = outcome.findings, outcome.all_errors
-    if statistics:
+    if statistics and fmt == "json":
         from synclint.render import statistics as stats
 
-        return stats(findings, "json" if fmt == "json" else "text") or None
-    if fmt in ("text", "concise"):
-        from synclint.render import summary, text_report
+        return stats(findings, "json") or None
+    if statistics or fmt in ("text", "concise"):
+        from synclint.render import statistics as stats, summary, text_report
 
-        report = text_report(findings, show_source=show_source and fmt == "text", sources=sources) if findings else ""
+        if statistics:  # the count per rule, then the same last lines as a full report
+            report = stats(findings, "text")
+        else:
+            report = text_report(findings, show_source=show_source and fmt == "text", sources=sources) if findings else ""
         tail = summary(findings, errors, outcome.checked, unsafe, skipped=len(outcome.skipped), verbose=verbose,
                        silenced=outcome.suppressed)
         return f"{report}\n{tail}" if report else tail

@@ -74,7 +74,7 @@ class Walker:
             cst.AugAssign: self._augassign, cst.Expr: self._expr,
             cst.Return: self._return, cst.Call: self._call, cst.NamedExpr: self._walrus,
             cst.Global: self._global, cst.Nonlocal: self._global,
-            cst.SimpleString: self._string,
+            cst.SimpleString: self._string, cst.Assert: self._assert, cst.Yield: self._yield,
         }
 
     # ------------------------------------------------------------- traversal
@@ -155,7 +155,7 @@ class Walker:
          ctx.container_loop_depth) = saved
         if info.timing:
             ctx.timing_funcs.add(qual)
-        ret = info.returns
+        ret = info.returns if info.yields is None else Val(V.ITER, elems=(info.yields,))
         if ret is None and node.returns is not None:
             ret = annotation_val(ctx, node.returns.annotation)
         if ret is not None:
@@ -339,9 +339,16 @@ class Walker:
         self._with_flags(body_flags, node.body)
         after_body = ctx.snapshot()
         ctx.restore(before)
+        _narrow(ctx, node.test, negated=True)
         if node.orelse is not None:
             self._with_flags(orelse_flags, node.orelse)
         ctx.merge([after_body, ctx.snapshot()])
+
+    def _assert(self, node: cst.Assert) -> None:
+        self.walk(node.test)
+        if node.msg is not None:
+            self.walk(node.msg)
+        _narrow(self.ctx, node.test)  # past `assert isinstance(v, float)`, v is a float
 
     def _try(self, node: cst.Try) -> None:
         ctx = self.ctx
@@ -452,6 +459,21 @@ class Walker:
         if f is not None:
             v = self.ctx.infer(node.value)
             f.returns = v if f.returns is None else V.join(f.returns, v)
+
+    def _yield(self, node: cst.Yield) -> None:
+        """`yield batch` (or `yield from loader`): calling the generator gives an iterator of it
+        (`def sample_data(loader): while True: yield from loader`)."""
+        if node.value is None:
+            return
+        self.walk(node.value)
+        f = self.ctx.func
+        if f is None:
+            return
+        if isinstance(node.value, cst.From):
+            v = V.element_of(self.ctx.infer(node.value.item))
+        else:
+            v = self.ctx.infer(node.value)
+        f.yields = v if f.yields is None else V.join(f.yields, v)
 
     def _string(self, node: cst.SimpleString) -> None:
         if not self.ctx.puts_on_cuda and is_cuda_string(node):
@@ -607,11 +629,17 @@ def _is_module_base(ctx: SemanticModel, b: cst.BaseExpression) -> bool:
     return False
 
 
-def _narrow(ctx: SemanticModel, test: cst.BaseExpression) -> None:
-    """In the body of `if isinstance(x, int):`, x is an int (`torch.Tensor`: a tensor)."""
+def _narrow(ctx: SemanticModel, test: cst.BaseExpression, negated: bool = False) -> None:
+    """In the body of `if isinstance(x, int):`, x is an int (`torch.Tensor`: a tensor).
+    `negated`: where the test is false (the else path, or the code after an `if` without
+    one): past `if isinstance(v, Tensor): v = v.item()`, v is no tensor on either path."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        _narrow(ctx, test.expression, not negated)
+        return
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        _narrow(ctx, test.left)
-        _narrow(ctx, test.right)
+        if not negated:  # (`not (a and b)` says nothing of either alone)
+            _narrow(ctx, test.left)
+            _narrow(ctx, test.right)
         return
     if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
             and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
@@ -619,10 +647,20 @@ def _narrow(ctx: SemanticModel, test: cst.BaseExpression) -> None:
     kinds = test.args[1].value
     names = [el.value for el in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
     vals = [annotation_val(ctx, n) for n in names]
+    if negated:
+        name = test.args[0].value.value
+        if vals and all(v is not None and v.kind == V.TENSOR for v in vals) and ctx.infer(
+                test.args[0].value).kind == V.TENSOR:
+            ctx.bind(name, V.UNKNOWN_VAL, ctx.assigned(name))  # not a tensor: what it is, is not known
+        return
     if vals and all(v is not None for v in vals):
         joined = vals[0]
         for v in vals[1:]:
             joined = V.join(joined, v)
+        if joined.kind == V.PY and joined.py in ("list", "tuple", "dict", "set", None):
+            old = ctx.infer(test.args[0].value)
+            if old.kind == V.TENSORS or old.elems is not None or old.kind == V.PY and old.py == joined.py:
+                return  # `assert isinstance(tensors, (list, tuple))`: it stays the list of tensors it was
         if joined.kind == V.TENSOR and joined.device is None:
             old = ctx.infer(test.args[0].value)
             if old.kind == V.TENSOR:

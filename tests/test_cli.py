@@ -215,6 +215,7 @@ def test_statistics(tmp_path):
     assert r.exit_code == 1
     assert "2  SYN101  tensor-item" in r.stdout
     assert "1 hot" in r.stdout
+    assert r.stdout.rstrip().splitlines()[-1].startswith("Found 2 findings (1 hot, 1 cold) in 1 file")
 
 
 def test_parallel_run_matches_serial(tmp_path):

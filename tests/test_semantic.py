@@ -137,6 +137,28 @@ def test_isinstance_narrows():
     assert val("import torch\ndef f(n):\n    if isinstance(n, int):\n        probe(n)\n").kind == V.PY
 
 
+def test_isinstance_narrows_the_else_path_and_after_an_assert():
+    gpu = "import torch\nv = torch.ones((), device='cuda')\n"
+    # past `if isinstance(v, Tensor): v = v.item()`, v is a tensor on neither path
+    assert val(gpu + "if isinstance(v, torch.Tensor):\n    v = v.item()\nprobe(v)\n").kind != V.TENSOR
+    assert val(gpu + "if not isinstance(v, torch.Tensor):\n    probe(v)\n").kind != V.TENSOR
+    assert val(gpu + "if not isinstance(v, torch.Tensor):\n    pass\nelse:\n    probe(v)\n").kind == V.TENSOR
+    assert val(gpu + "if isinstance(v, torch.Tensor):\n    pass\nprobe(v)\n").kind == V.TENSOR  # (it may be)
+    assert val("def f(v):\n    assert isinstance(v, (float, int))\n    probe(v)\n").kind == V.PY
+    # a list of tensors asserted to be a list stays the list of tensors it was
+    src = "import torch\nts = [torch.ones(2, device='cuda')]\nassert isinstance(ts, (list, tuple))\nprobe(ts[0])\n"
+    assert val(src).device == V.CUDA
+
+
+def test_a_generator_over_a_loader_yields_its_batches():
+    src = ("import torch\nloader = torch.utils.data.DataLoader(ds)\n"
+           "def sample_data(loader):\n    while True:\n        for batch in loader:\n            yield batch\n"
+           "def cycle(dl):\n    while True:\n        yield from dl\n"
+           "it = sample_data(loader)\nprobe(next(it))\nprobe(next(cycle(loader)))\n")
+    seen, _ = probe(src)
+    assert [(v.kind in (V.TENSOR, V.TENSORS), v.device) for v, _ in seen] == [(True, V.CPU), (True, V.CPU)]
+
+
 def test_numpy_values_are_numpy_whatever_the_imports():
     assert val("import numpy as np\nimport torch\na = np.zeros(3)\nprobe(a)\n").kind == V.NUMPY
     v = val("import numpy as np\nimport torch\nx = torch.ones(2, device='cuda')\nprobe(x)\n")

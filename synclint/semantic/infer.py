@@ -500,6 +500,11 @@ class Inference:
         return V.tensor(device)
 
     def _infer_qualified_call(self, q: str, call: cst.Call) -> Val:
+        if q in L.TRACKER_WRITERS:
+            return Val(V.OBJECT, cls=L.WRITER)
+        if q in L.SAME_DEVICE_FUNCTIONS:
+            ts = self.tensor_args(call)
+            return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL
         if q.startswith("torch."):
             return self._infer_torch_call(q[6:], call)
         root = q.split(".", 1)[0]

@@ -93,6 +93,13 @@ LOADER_NAMES = _set("iteration", "loader_names")
 PREPARE_OWNERS = _set("accelerate", "prepare_owners")
 PREPARE_METHODS = _set("accelerate", "prepare_methods")
 
+# experiment trackers: what they read back (see library.toml)
+TRACKER_WRITERS = tuple(_DATA["trackers"]["writers"])
+WRITER = TRACKER_WRITERS[0]  # the class every writer's instance is known as
+WRITER_METHODS = {m: tuple(a) for m, a in _DATA["trackers"]["writer_methods"].items()}
+TRACKER_FUNCTIONS = {f: tuple(a) for f, a in _DATA["trackers"]["functions"].items()}
+SAME_DEVICE_FUNCTIONS = _set("trackers", "same_device")
+
 # host-side libraries
 PYTHON_MODULES = _set("host", "python_modules")
 NUMPY_MODULES = _set("host", "numpy_modules")

@@ -48,6 +48,7 @@ class FuncInfo:
     timing: bool = False
     iterates_loader: bool = False  # has a loop over batches: a per-epoch function
     returns: Optional[Val] = None
+    yields: Optional[Val] = None  # what a generator yields (its call is an iterator of it)
     globals: Set[str] = field(default_factory=set)  # `global` / `nonlocal` names
     param_order: List[str] = field(default_factory=list)
     defaults: Set[str] = field(default_factory=set)  # parameters with a default

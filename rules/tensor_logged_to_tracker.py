@@ -1,0 +1,188 @@
+from typing import Iterable, Optional, Tuple
+
+import libcst as cst
+
+from synclint.rule import Invalid, Rule, Valid
+from synclint.rules._helpers import arg, receiver, short
+from synclint.semantic import EVIDENT
+from synclint.semantic import library as L
+from synclint.semantic import values as V
+
+
+class TensorLoggedToTracker(Rule):
+    """
+    ## What it does
+    Flags a GPU tensor handed to an experiment tracker that reads it back to the host:
+    TensorBoard's `writer.add_scalar(tag, t)` (and `add_scalars`, `add_histogram`,
+    `add_image(s)`, `add_audio`, `add_video`, `add_embedding`, `add_pr_curve`), from
+    `torch.utils.tensorboard` or `tensorboardX`; `wandb.log({"loss": t})`; and
+    torchvision's `save_image(t, path)`.
+
+    ## Why is this bad?
+    The tracker converts the tensor on the calling thread: TensorBoard's writer runs
+    `make_np`, which is `x.detach().cpu().numpy()` (`torch/utils/tensorboard/_convert_np.py`);
+    wandb's `json_friendly` calls `.item()` on a 0-d tensor and `.cpu().numpy()` otherwise;
+    `save_image` copies to the CPU to encode the image. Each is a blocking device-to-host
+    copy that waits for every kernel queued before it, once per value logged: three
+    `add_scalar` calls in a logging step are three syncs.
+
+    ## Use instead
+    Read the values once per logging step, in one transfer, and log the numbers:
+
+    ```python
+    if step % log_every == 0:
+        loss_v, acc_v = torch.stack([loss.detach(), acc]).tolist()   # one sync
+        writer.add_scalar("loss", loss_v, step)
+        writer.add_scalar("acc", acc_v, step)
+    ```
+
+    Logging every step is hot (tagged `[hot]`); under a logging guard it is reported
+    `[cold]`, and batching the values still saves a sync per extra value.
+
+    ## Cost
+    One blocking device-to-host copy per value logged: what SYN103 (`.cpu()`) and SYN101
+    (`.item()`) measure with `synclint bench`. This rule has no benchmark pair of its own:
+    the trackers are not installed where the harness runs.
+
+    ## Known problems
+    The writer must be known to be a tracker's: built from its class in the project (a
+    local, an attribute, a parameter its callers pass), not returned by an unknown helper.
+    A dict passed to `wandb.log` or `add_scalars` is checked when it is written out at the
+    call (`{"loss": loss}`). Other trackers (MLflow, Comet, Neptune) are not known yet.
+    """
+
+    CODE = "SYN117"
+    NAME = "tensor-logged-to-tracker"
+    MESSAGE = "`{call}` copies GPU tensor `{value}` to the host to log it and waits for all queued GPU work"
+    FIX_TITLE = "Read the logged values once per logging step (`torch.stack([...]).tolist()`) and log the numbers"
+    CATALOGUE = ("B1", "A1")
+    VALID = [
+        # the value is a Python number already (its `.item()` is SYN101's)
+        Valid(
+            "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
+            "w = torch.randn(4, 4, device='cuda')\nfor step in range(10):\n    loss = w.sum()\n"
+            "    writer.add_scalar('loss', 1.5, step)\n"
+        ),
+        # a CPU tensor: the conversion copies nothing from the GPU
+        Valid(
+            "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
+            "for step in range(10):\n    writer.add_histogram('w', torch.randn(100), step)\n"
+        ),
+        # not a tracker's writer: a project class with a method of the same name
+        Valid(
+            "import torch\n"
+            "class Meter:\n"
+            "    def __init__(self):\n"
+            "        self.total = torch.zeros((), device='cuda')\n"
+            "    def add_scalar(self, name, value):\n"
+            "        self.total += value\n"
+            "meter = Meter()\n"
+            "w = torch.randn(4, device='cuda')\n"
+            "for step in range(10):\n"
+            "    meter.add_scalar('loss', w.sum())\n"
+        ),
+        # the values read once, then logged as numbers
+        Valid(
+            "import torch\nimport wandb\n"
+            "w = torch.randn(4, device='cuda')\n"
+            "for step in range(10):\n"
+            "    loss, acc = w.sum(), w.mean()\n"
+            "    if step % 10 == 0:\n"
+            "        loss_v, acc_v = torch.stack([loss.detach(), acc]).tolist()\n"
+            "        wandb.log({'loss': loss_v, 'acc': acc_v})\n"
+        ),
+        # a helper whose every caller logs a CPU tensor
+        Valid(
+            "import torch\nfrom torchvision.utils import save_image\n"
+            "def dump(images, path):\n"
+            "    save_image(images, path)\n"
+            "for i in range(3):\n"
+            "    dump(torch.rand(4, 3, 8, 8), f'{i}.png')\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
+            "w = torch.randn(4, 4, device='cuda')\nfor step in range(10):\n    loss = (w @ w).sum()\n"
+            "    writer.add_scalar('loss', loss, step)\n",
+            line=7,
+            hot=True,
+            message="`writer.add_scalar('loss', loss, step)` copies GPU tensor `loss` to the host to log it "
+                    "and waits for all queued GPU work",
+        ),
+        # under a logging guard: once per N steps, reported cold
+        Invalid(
+            "import torch\nimport tensorboardX\nsw = tensorboardX.SummaryWriter('runs')\n"
+            "w = torch.randn(4, 4, device='cuda')\nfor step in range(100):\n    loss = (w @ w).sum()\n"
+            "    if step % 10 == 0:\n        sw.add_scalars('train', {'loss': loss, 'lr': 0.1}, step)\n",
+            line=8,
+            hot=False,
+        ),
+        Invalid(
+            "import torch\nimport wandb\nw = torch.randn(4, device='cuda')\nfor step in range(10):\n"
+            "    wandb.log({'loss': w.sum(), 'step': step})\n",
+            line=5,
+            hot=True,
+        ),
+        # crosses a function: the writer and the tensor are parameters its caller passes
+        Invalid(
+            "import torch\nfrom torch.utils.tensorboard import SummaryWriter\n"
+            "def log_loss(writer, loss, step):\n"
+            "    writer.add_scalar('loss', loss, step)\n"
+            "w = torch.randn(4, device='cuda')\nsw = SummaryWriter()\n"
+            "for step in range(10):\n"
+            "    log_loss(sw, w.abs().sum(), step)\n",
+            line=4,
+            hot=True,
+        ),
+        # through an attribute: the writer a trainer keeps
+        Invalid(
+            "import torch\nfrom torch.utils import tensorboard\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.model = torch.nn.Linear(8, 8).cuda()\n"
+            "        self.writer = tensorboard.SummaryWriter()\n"
+            "    def fit(self, loader):\n"
+            "        for step, x in enumerate(loader):\n"
+            "            out = self.model(x.cuda())\n"
+            "            self.writer.add_histogram('out', out, step)\n",
+            line=10,
+            hot=True,
+        ),
+        # once, after training: cold
+        Invalid(
+            "import torch\nimport torchvision.utils as vutils\n"
+            "model = torch.nn.Linear(8, 3 * 8 * 8).cuda()\n"
+            "z = torch.randn(16, 8, device='cuda')\n"
+            "for _ in range(100):\n"
+            "    fake = model(z).view(16, 3, 8, 8)\n"
+            "vutils.save_image(vutils.make_grid(fake), 'samples.png')\n",
+            line=7,
+            hot=False,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        where = self._logged_argument(node)
+        if where is None:
+            return
+        logged = arg(node, *where)
+        if logged is None:
+            return
+        values: Iterable[cst.BaseExpression] = [logged]
+        if isinstance(logged, cst.Dict):  # add_scalars / wandb.log: the dict's values
+            values = [el.value for el in logged.elements if isinstance(el, cst.DictElement)]
+        for v in values:
+            if self.ctx.gpu(v, EVIDENT) is not None:
+                self.report(node, call=short(node, 60), value=short(v))
+                return  # one finding per call: the call is the sync site
+
+    def _logged_argument(self, node: cst.Call) -> Optional[Tuple[int, str]]:
+        """(position, keyword) of the argument this call reads back, when it is a tracker's."""
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in L.WRITER_METHODS:
+            writer = self.ctx.infer(receiver(node))
+            if writer.kind == V.OBJECT and writer.cls == L.WRITER:
+                return L.WRITER_METHODS[func.attr.value]
+        q = self.ctx.qualname(func)
+        return L.TRACKER_FUNCTIONS.get(q) if q is not None else None
