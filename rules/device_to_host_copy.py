@@ -52,6 +52,16 @@ class DeviceToHostCopy(Rule):
     FIX_TITLE = "Move results to the host once, outside the hot loop, or copy with `non_blocking=True` and synchronize before reading"
     CATALOGUE = ("B1", "B3")
     VALID = [
+        # a branch that runs only while exporting an ONNX graph, never on the GPU
+        Valid(
+            "import torch\n"
+            "class Head(torch.nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        y = self.proj(x.cuda())\n"
+            "        if torch.onnx.is_in_onnx_export():\n"
+            "            return y.cpu()\n"
+            "        return y\n"
+        ),
         Valid(  # the same cast of host data, or to a CUDA type: no copy back
             "import torch\nfrom torchvision import datasets\nds = datasets.MNIST('.', download=False)\n"
             "x = torch.unsqueeze(ds.data, dim=1).type(torch.FloatTensor)[:100].cuda()\n"

@@ -47,6 +47,14 @@ class PageableNonBlockingCopy(Rule):
     FIX_TITLE = "Pin the source: `DataLoader(..., pin_memory=True)` or a tensor created with `pin_memory=True`"
     CATALOGUE = ("B5",)
     VALID = [
+        # pinned through a dict of the loader's keywords
+        Valid(
+            "import torch\n"
+            "kwargs = dict(batch_size=64, num_workers=4, pin_memory=True)\n"
+            "loader = torch.utils.data.DataLoader(ds, **kwargs)\n"
+            "for images, target in loader:\n"
+            "    images = images.cuda(non_blocking=True)\n"
+        ),
         Valid(
             "import torch\nfrom torch.utils.data import DataLoader\n"
             "loader = DataLoader(range(8), batch_size=4, pin_memory=True)\n"

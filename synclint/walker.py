@@ -493,7 +493,7 @@ class Walker:
         outside = None  # (qualified name of another module's function or method, leading params)
         if isinstance(func, cst.Name):
             ctx.calls.append((caller, func.value, hot))
-            cls = ctx.classes_by_name.get(func.value)
+            cls = ctx.defined_class(func.value)
             q = ctx.qualname(func)
             if cls is not None:
                 ctx.calls.append((caller, f"{func.value}.__init__", None if hot is None else False))
@@ -502,7 +502,7 @@ class Walker:
                 outside = (q, 0)  # a function (or, the linker finds, a class) of another module
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
-                if v.kind == V.MODULE and v.cls in ctx.classes_by_name:
+                if v.kind == V.MODULE and ctx.defined_class(v.cls) is not None:
                     callee = (f"{v.cls}.forward", 1)
                     ctx.calls.append((caller, callee[0], hot))
                 elif v.kind == V.MODULE and v.cls:
@@ -520,7 +520,7 @@ class Walker:
             recv = ctx.infer(func.value) if q is None else V.PY_VAL
             if q is not None:
                 outside = (q, 0)  # `utils.general.f(...)`
-            elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls in ctx.classes_by_name:
+            elif recv.kind in (V.MODULE, V.OBJECT) and ctx.defined_class(recv.cls) is not None:
                 callee = (f"{recv.cls}.{func.attr.value}", 1)
                 ctx.calls.append((caller, callee[0], hot))
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
@@ -529,7 +529,7 @@ class Walker:
                 outside = (f"{ref_target(recv)}().{func.attr.value}", 1)
             else:
                 v = ctx.infer(func)
-                if v.kind == V.MODULE and v.cls in ctx.classes_by_name:  # `self.encoder(x)`
+                if v.kind == V.MODULE and ctx.defined_class(v.cls) is not None:  # `self.encoder(x)`
                     callee = (f"{v.cls}.forward", 1)
                     ctx.calls.append((caller, callee[0], hot))
                 elif v.kind == V.MODULE and v.cls:

@@ -150,6 +150,34 @@ def test_isinstance_narrows_the_else_path_and_after_an_assert():
     assert val(src).device == V.CUDA
 
 
+def test_a_class_used_above_its_definition_is_known():
+    src = ("import torch\nimport torch.nn as nn\n"
+           "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.gen = Gen()\n"
+           "    def forward(self, x):\n        probe(self.gen)\n        return self.gen.build(x)\n"
+           "class Gen(nn.Module):\n    def build(self, x):\n        probe(x)\n        return x\n")
+    seen, ctx = probe(src)
+    assert seen[0][0].kind == V.MODULE and seen[0][0].cls == "Gen"
+    assert "Gen.build" in hot_functions(ctx)  # called from Outer.forward, which runs every step
+
+
+def test_accelerate_collectives_keep_the_device():
+    src = ("import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
+           "model, loader = acc.prepare(model, torch.utils.data.DataLoader(ds))\n"
+           "for x, y in loader:\n    preds, labels = acc.gather_for_metrics((x.argmax(-1), y))\n    probe(preds)\n")
+    assert val(src).device == V.CUDA
+
+
+def test_pin_memory_through_a_dict_of_keywords():
+    def pinned(kw):
+        src = f"import torch\nkw = {kw}\nloader = torch.utils.data.DataLoader(ds, **kw)\nfor x in loader:\n    probe(x)\n"
+        return val(src).pinned
+
+    assert pinned("dict(batch_size=4, pin_memory=True)") is True
+    assert pinned("{'batch_size': 4, 'pin_memory': True}") is True
+    assert pinned("dict(batch_size=4)") is False  # the dict says all it passes
+    assert pinned("make_kwargs()") is None  # keys unknown: pinned or not, not known
+
+
 def test_a_generator_over_a_loader_yields_its_batches():
     src = ("import torch\nloader = torch.utils.data.DataLoader(ds)\n"
            "def sample_data(loader):\n    while True:\n        for batch in loader:\n            yield batch\n"

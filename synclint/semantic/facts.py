@@ -101,6 +101,9 @@ class FileFacts:
     # the file makes CUDA the default device somewhere (typically under `__main__`, which
     # runs before the functions above it are called)
     cuda_default: bool = False
+    # class -> an nn.Module: the classes the file defines, so one used above its definition
+    # (`self.gen = Gen()` in a class defined first) is known on the second walk
+    classes: Dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass

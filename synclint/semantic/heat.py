@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
+from synclint.semantic import library as L
 from synclint.semantic.callgraph import hot_name, spread
 from synclint.semantic import values as V
 from synclint.semantic.syntax import descendants, string_value
@@ -41,6 +42,10 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "cpu-body" if negated else "cpu-else"
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         return "cpu-body" if negated else "cpu-else"
+    if isinstance(test, cst.Call) and model.torch_name(test.func) in L.EXPORT_ONLY:
+        # `if torch.onnx.is_in_onnx_export():` runs while exporting a graph, never in a
+        # training or inference run: as the CUDA-less path, nothing there is reported
+        return "cpu-else" if negated else "cpu-body"
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comp = test.comparisons[0]
         left = test.left

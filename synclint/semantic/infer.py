@@ -429,9 +429,9 @@ class Inference:
                 return self._loader_named(inner, self._infer(inner))
             if bound.kind == V.MODULE:
                 return self._module_output(bound, call)
-            cls = self.classes_by_name.get(name)
-            if cls is not None:
-                return Val(V.MODULE if cls.is_module else V.OBJECT, cls=name)
+            is_module = self.defined_class(name)
+            if is_module is not None:
+                return Val(V.MODULE if is_module else V.OBJECT, cls=name)
             if name in self.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
                 return self._inlined(name, call)
             ret = self.func_returns.get(name)
@@ -528,9 +528,9 @@ class Inference:
         got = self.project.call_val(q)
         if got is not None:
             return self.resolve(got)
-        cls = self.classes_by_name.get(last)
-        if cls is not None:
-            return Val(V.MODULE if cls.is_module else V.OBJECT, cls=last)
+        is_module = self.defined_class(last)
+        if is_module is not None:
+            return Val(V.MODULE if is_module else V.OBJECT, cls=last)
         if root in L.LIBRARY_ROOTS:
             return V.UNKNOWN_VAL
         return ref(q)  # another module's function or class: the project resolves it
@@ -655,6 +655,8 @@ class Inference:
         if k == V.OBJECT:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
                 return self._prepared(call)
+            if recv.cls in L.PREPARE_OWNERS and m in L.COLLECTIVE_METHODS:  # gathered onto this device
+                return self._infer(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
             if recv.cls is not None:
                 ret = self.method_return(recv.cls, m)
                 if ret is not None:
@@ -848,7 +850,30 @@ class Inference:
         device = self.dataset_device(ds) if ds is not None else None
         if device is not None and device != V.CPU:
             return Val(V.LOADER, device)
-        return Val(V.LOADER, V.CPU, pinned=is_true(kwarg(call, "pin_memory")))
+        known, pin = self.keyword(call, "pin_memory")
+        return Val(V.LOADER, V.CPU, pinned=is_true(pin) if known else None)
+
+    def keyword(self, call: cst.Call, name: str) -> Tuple[bool, Optional[cst.BaseExpression]]:
+        """(known, value) of a keyword argument, also when it comes in `**kw` of a dict this
+        scope built (`kw = dict(num_workers=4, pin_memory=True)`); not known when some `**`
+        is a dict of unknown keys. (known, None): the call does not pass it."""
+        got = kwarg(call, name)
+        if got is not None:
+            return True, got
+        for a in call.args:
+            if a.star != "**":
+                continue
+            d = self.assigned(a.value.value) if isinstance(a.value, cst.Name) else None
+            if (isinstance(d, cst.Call) and isinstance(d.func, cst.Name) and d.func.value == "dict"
+                    and all(x.keyword is not None for x in d.args)):
+                got = kwarg(d, name)
+            elif isinstance(d, cst.Dict) and all(isinstance(el, cst.DictElement) for el in d.elements):
+                got = next((el.value for el in d.elements if string_value(el.key) == name), None)
+            else:
+                return False, None
+            if got is not None:
+                return True, got
+        return True, None
 
     def dataset_device(self, e: cst.BaseExpression) -> Optional[str]:
         """Where a dataset's items live, where known."""

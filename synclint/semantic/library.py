@@ -36,6 +36,7 @@ ELEMENTWISE_WITH_TENSOR = _set("torch", "elementwise_with_tensor")
 VALUES_INDICES = _set("torch", "values_indices")
 INT_RESULTS = _set("torch", "int_results")
 CUDA_DEVICES = _set("torch", "cuda_devices")
+EXPORT_ONLY = _set("torch", "export_only")
 EVENTS = _set("torch", "events")
 STREAMS = _set("torch", "streams")
 LEGACY_CTORS = _set("torch", "legacy_ctors")
@@ -91,6 +92,7 @@ LOADER_NAMES = _set("iteration", "loader_names")
 
 # accelerate / Lightning Fabric
 PREPARE_OWNERS = _set("accelerate", "prepare_owners")
+COLLECTIVE_METHODS = _set("accelerate", "collective_methods")
 PREPARE_METHODS = _set("accelerate", "prepare_methods")
 
 # experiment trackers: what they read back (see library.toml)

@@ -494,6 +494,14 @@ class SemanticModel(Inference):
                 return v
         return V.UNKNOWN_VAL
 
+    def defined_class(self, name: str) -> Optional[bool]:
+        """Whether `name` is a class this file defines, walked already or further down (the
+        first walk saw it): None if not, else whether it is an nn.Module."""
+        info = self.classes_by_name.get(name)
+        if info is not None:
+            return info.is_module
+        return self.facts.classes.get(name)
+
     def is_module_class(self, name: str) -> bool:
         """An in-file or imported class that is an nn.Module."""
         info = self.classes_by_name.get(name)
@@ -552,7 +560,8 @@ class SemanticModel(Inference):
                           {name: dict(c.attrs) for name, c in self.classes_by_name.items()},
                           cuda_default=self.default_device == V.CUDA,
                           class_pending={name: c.pending for name, c in self.classes_by_name.items()},
-                          one_liners=dict(self.one_liners))
+                          one_liners=dict(self.one_liners),
+                          classes={name: c.is_module for name, c in self.classes_by_name.items()})
         for key in self.call_args:
             info = self.all_funcs.get(key)
             if info is not None:
