@@ -58,6 +58,14 @@ def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
     return directory / f"v{__version__}-{key}.json"
 
 
+def _make_directory(directory: Path) -> None:
+    """The cache directory, with a `.gitignore` that keeps it out of version control."""
+    directory.mkdir(parents=True, exist_ok=True)
+    gi = directory / ".gitignore"
+    if not gi.exists():
+        gi.write_text("# created by synclint\n*\n")
+
+
 class _Store:
     """One JSON file, read once and replaced atomically when changed; any unreadable or
     wrongly shaped content counts as empty (the cache is an optimisation, never an error)."""
@@ -81,10 +89,7 @@ class _Store:
         if not self.dirty:
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            gi = self.directory / ".gitignore"
-            if not gi.exists():
-                gi.write_text("# created by synclint\n*\n")
+            _make_directory(self.directory)
             self._drop_stale_temps()
             import tempfile  # only when writing: a warm run that changes nothing never does
 
@@ -155,10 +160,7 @@ class _Sharded:
         if not any(p.dirty for p in self.parts):
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            gi = self.directory / ".gitignore"
-            if not gi.exists():
-                gi.write_text("# created by synclint\n*\n")
+            _make_directory(self.directory)
         except OSError:
             return
         for p in self.parts:
