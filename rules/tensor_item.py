@@ -82,6 +82,20 @@ class TensorItem(Rule):
         ),
     ]
     INVALID = [
+        # a dict filled with the step's losses, read back in one comprehension per step
+        Invalid(
+            "import torch\n"
+            "def losses(x):\n"
+            "    out = {}\n"
+            "    out['ce'] = x.sum()\n"
+            "    out['l1'] = x.abs().mean()\n"
+            "    return out\n"
+            "w = torch.randn(8, device='cuda')\n"
+            "for step in range(10):\n"
+            "    logged = {k: v.item() for k, v in losses(w).items()}\n",
+            line=9,
+            hot=True,
+        ),
         Invalid(
             "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = x.sum().item()\n",
             line=4,

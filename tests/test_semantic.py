@@ -160,6 +160,13 @@ def test_a_class_used_above_its_definition_is_known():
     assert "Gen.build" in hot_functions(ctx)  # called from Outer.forward, which runs every step
 
 
+def test_a_dict_filled_with_tensors_holds_tensors():
+    src = ("import torch\nx = torch.randn(4, device='cuda')\nlosses = {}\nlosses['ce'] = x.sum()\n"
+           "losses['l1'] = x.abs().mean()\nfor k, v in losses.items():\n    probe(v)\nprobe(losses['ce'])\n")
+    seen, _ = probe(src)
+    assert [(v.kind, v.device) for v, _ in seen] == [(V.TENSOR, V.CUDA)] * 2
+
+
 def test_accelerate_collectives_keep_the_device():
     src = ("import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
            "model, loader = acc.prepare(model, torch.utils.data.DataLoader(ds))\n"

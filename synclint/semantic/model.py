@@ -362,6 +362,11 @@ class SemanticModel(Inference):
                 if b is not None and b.val.kind == V.TENSORS and b.val.device != val.device:  # not a tensor's slice
                     self.bind(target.value.value, b.val.with_(device=V.join_device(b.val.device, val.device),
                                                               pinned=None, elems=None), b.expr)
+                elif b is not None and b.val.kind == V.PY and b.val.py == "dict":
+                    # `loss_dict["ce"] = loss`: a dict of tensors (its values, joined)
+                    old = b.val.elems[0] if V.is_dict_of(b.val) else None
+                    self.bind(target.value.value, Val(V.PY, py="dict", elems=(V.join(old, val) if old else val,)),
+                              b.expr)
         elif t is cst.Attribute:
             if isinstance(target.value, cst.Name) and target.value.value == "self" and self.cls is not None:
                 attrs = self.cls.attrs
