@@ -258,6 +258,38 @@ def test_an_edit_relints_only_the_files_that_asked_about_what_changed(tmp_path, 
     assert "train.py" in linted
 
 
+def test_an_edit_two_modules_away_reaches_a_file_whose_facts_were_not_remade(tmp_path, monkeypatch):
+    """The edit path skips making a file's facts when no summary they read changed
+    (`Project.facts_unchanged`): what `train.py` is told comes through a re-export in
+    `api.py` from `impl.py`, so an edit of `impl.py` must still reach it, while an edit of
+    an unrelated module leaves it alone (not even its facts are made again)."""
+    from synclint.project import Project
+
+    remade = []
+    real = Project.facts_for
+    monkeypatch.setattr(Project, "facts_for", lambda self, path: remade.append(Path(path).name) or real(self, path))
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/impl.py": "import torch\n\ndef make(n):\n    return torch.rand(n, device='cuda')\n",
+        "pkg/api.py": "from pkg.impl import make\n",
+        "pkg/other.py": "import torch\n\ndef host(n):\n    return torch.rand(n)\n",
+        "train.py": "from pkg.api import make\n\nfor _ in range(10):\n    print(make(4).sum().item())\n",
+    })
+    cache = tmp_path / ".cache"
+    assert ("train.py", 4, "SYN101", True) in _found(paths, cache_dir=cache, jobs=1)
+    other = tmp_path / "pkg" / "other.py"
+    for i in range(2):  # (the first edit after a cold run remakes the facts its second round changed)
+        other.write_text(other.read_text() + f"\nx{i} = 1\n")
+        remade.clear()
+        assert ("train.py", 4, "SYN101", True) in _found(paths, cache_dir=cache, jobs=1)
+    assert "train.py" not in remade and "other.py" in remade
+    impl = tmp_path / "pkg" / "impl.py"
+    impl.write_text(impl.read_text().replace(", device='cuda'", ""))
+    assert not any(name == "train.py" for name, *_ in _found(paths, cache_dir=cache, jobs=1))
+    impl.write_text(impl.read_text().replace("torch.rand(n)", "torch.rand(n, device='cuda')"))
+    assert ("train.py", 4, "SYN101", True) in _found(paths, cache_dir=cache, jobs=1)
+
+
 def test_a_one_line_helper_of_another_module_follows_each_calls_arguments(tmp_path):
     """G2: `doubled(cuda_tensor)` is a CUDA tensor at the call site, `doubled(cpu_tensor)` a
     CPU one (not the join over callers), with the helper's own imports (`F` there, not here)."""
