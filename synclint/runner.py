@@ -74,7 +74,8 @@ def check_files(
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         cache = Cache(cache_dir, key, False)
     # path -> [digest, digest of the answers to the questions the lint asked the project,
-    #          findings, graph, error, hot scopes, second-walk summary, those questions]
+    #          findings, graph, error, hot scopes, second-walk summary, those questions,
+    #          what its facts were made from (`Project.made_from`)]
     entries: Dict[str, list] = {}
     if cache is not None:
         entries = _unchanged_project(cache, texts, digests)
