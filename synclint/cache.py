@@ -57,6 +57,18 @@ def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
     return directory / f"v{__version__}-{key}.json"
 
 
+def _drop_stale_temps(directory: Path) -> None:
+    """Temp files of runs that were killed mid-save (an hour old: no run still writes them)."""
+    import time
+
+    for p in directory.glob(".tmp-*.json"):
+        try:
+            if time.time() - p.stat().st_mtime > 3600:
+                p.unlink()
+        except OSError:
+            pass
+
+
 def _make_directory(directory: Path) -> None:
     """The cache directory, with a `.gitignore` that keeps it out of version control."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -89,34 +101,26 @@ class _Store:
             return
         try:
             _make_directory(self.directory)
-            self._drop_stale_temps()
-            import tempfile  # only when writing: a warm run that changes nothing never does
-
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    # dumps (C encoder), not dump (pure-Python streaming): a large cache
-                    # is written several times faster
-                    fh.write(json.dumps(self.data, separators=(",", ":")))
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-            if self.GLOB:
-                self._prune()
+            _drop_stale_temps(self.directory)
+            self._write()
+            self._prune()
         except OSError:
             pass  # a read-only tree or a full disk: nothing is left behind
 
-    def _drop_stale_temps(self) -> None:
-        """Temp files of runs that were killed mid-save (an hour old: no run still writes them)."""
-        import time
+    def _write(self) -> None:
+        """Replace the file with `data`, atomically (the folder exists)."""
+        import tempfile  # only when writing: a warm run that changes nothing never does
 
-        for p in self.directory.glob(".tmp-*.json"):
-            try:
-                if time.time() - p.stat().st_mtime > 3600:
-                    p.unlink()
-            except OSError:
-                pass
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                # dumps (C encoder), not dump (pure-Python streaming): a large cache is
+                # written several times faster
+                fh.write(json.dumps(self.data, separators=(",", ":")))
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
     def _prune(self) -> None:
         """Each new synclint build or rule selection starts a new file: keep the newest few."""
@@ -141,9 +145,9 @@ class _Sharded:
 
     def __init__(self, directory: Path, folder: Path) -> None:
         self.directory, self.folder = directory, folder
-        self.parts = [_Part(folder, folder / f"{i}.json") for i in range(SHARDS)]
+        self.parts = [_Store(folder, folder / f"{i}.json") for i in range(SHARDS)]
 
-    def _part(self, key: str) -> "_Part":
+    def _part(self, key: str) -> _Store:
         # (not crc32: it is linear, and paths that differ in a digit or two left shards empty)
         return self.parts[hashlib.blake2b(key.encode(), digest_size=2).digest()[0] % SHARDS]
 
@@ -157,14 +161,17 @@ class _Sharded:
             part.dirty = True
 
     def save(self) -> None:
-        if not any(p.dirty for p in self.parts):
+        dirty = [p for p in self.parts if p.dirty]
+        if not dirty:
             return
         try:
             _make_directory(self.directory)
+            self.folder.mkdir(exist_ok=True)
+            _drop_stale_temps(self.folder)
+            for p in dirty:
+                p._write()
         except OSError:
-            return
-        for p in self.parts:
-            p.save()
+            return  # a read-only tree or a full disk: each shard is whole, old or new
         self._prune()
 
     def _prune(self) -> None:
@@ -180,10 +187,6 @@ class _Sharded:
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
             except OSError:
                 pass
-
-
-class _Part(_Store):
-    GLOB = ""  # pruned as a whole folder (`_Sharded`)
 
 
 class Cache(_Store):

@@ -16,6 +16,8 @@ hash); this module then, in the main process and without parsing anything:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -151,7 +153,9 @@ class Project:
         if rel.startswith(".."):  # outside the root: its package name only
             parts = module_name(path).replace(".__init__", "").split(".")
         for i in range(len(parts)):
-            self.by_name.setdefault(".".join(parts[i:]), []).append(path)
+            named = self.by_name.setdefault(".".join(parts[i:]), [])
+            if path not in named:  # (added again: a file that imports tensors, summarised once more)
+                named.append(path)
         if summary is not None:
             for cname in summary.classes:
                 self._key_to_class[self.class_key(path, cname)] = (path, cname)
@@ -429,9 +433,6 @@ class Project:
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths())
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
-        import hashlib
-        import json
-
         path = os.path.abspath(path)
         shape, _, paths = self._shape()
         versions = [self.versions.get(paths[i]) for i in read]
@@ -451,8 +452,6 @@ class Project:
         order, and that order. Facts are told through names: a module or class that appears
         or goes can change what a name resolves to in any file."""
         if self._index is None:
-            import hashlib
-
             paths = sorted(self.summaries)
             h = hashlib.blake2b(digest_size=12)
             h.update("\n".join(paths).encode())
