@@ -325,10 +325,12 @@ class Project:
             return V.UNKNOWN_VAL
         changed = False
         cls = v.cls
-        if v.kind in (V.MODULE, V.OBJECT) and cls and "." not in cls:
+        if v.kind in (V.MODULE, V.OBJECT) and cls:  # each class ("A|B") by its project-wide key
             s = self.summaries.get(path)
-            if s is not None and cls in s.classes:
-                cls, changed = self.class_key(path, cls), True
+            keys = [self.class_key(path, k) if s is not None and "." not in k and k in s.classes else k
+                    for k in V.classes_of(v)]
+            if keys != cls.split("|"):
+                cls, changed = "|".join(sorted(set(keys))), True
         elems = v.elems
         if elems is not None:
             new = tuple(self.value(path, e, depth + 1) for e in elems)
@@ -517,15 +519,16 @@ class Project:
             v = todo.pop()
             if v.elems:
                 todo.extend(v.elems)
-            if v.kind not in (V.MODULE, V.OBJECT) or not v.cls or v.cls in pf.classes:
+            if v.kind not in (V.MODULE, V.OBJECT):
                 continue
-            where = self._key_to_class.get(v.cls)
-            if where is None:
-                continue
-            cf = self.class_facts(*where)
-            pf.classes[v.cls] = cf
-            todo.extend(cf.attrs.values())
-            todo.extend(cf.methods.values())
+            for k in V.classes_of(v):
+                where = self._key_to_class.get(k) if k not in pf.classes else None
+                if where is None:
+                    continue
+                cf = self.class_facts(*where)
+                pf.classes[k] = cf
+                todo.extend(cf.attrs.values())
+                todo.extend(cf.methods.values())
 
     def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
         """(path, function qual in it, leading parameters the call does not pass) of a call."""

@@ -489,8 +489,9 @@ class Walker:
         hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
         caller = f.qual if f else None
         callee = None  # (key of an in-file function, leading parameters the call does not pass)
-        bound_methods: Tuple[str, ...] = ()  # the in-file methods a bound-method variable may be
-        outside = None  # (qualified name of another module's function or method, leading params)
+        # the in-file methods a bound-method variable may be, or the classes an instance may have
+        bound_methods: Tuple[str, ...] = ()
+        outside: List[Tuple[str, int]] = []  # (qualified name of another module's function or method, leading params)
         if isinstance(func, cst.Name):
             ctx.calls.append((caller, func.value, hot))
             cls = ctx.defined_class(func.value)
@@ -499,19 +500,15 @@ class Walker:
                 ctx.calls.append((caller, f"{func.value}.__init__", None if hot is None else False))
                 callee = (f"{func.value}.__init__", 1)
             elif q is not None:
-                outside = (q, 0)  # a function (or, the linker finds, a class) of another module
+                outside = [(q, 0)]  # a function (or, the linker finds, a class) of another module
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
-                if v.kind == V.MODULE and ctx.defined_class(v.cls) is not None:
-                    callee = (f"{v.cls}.forward", 1)
-                    ctx.calls.append((caller, callee[0], hot))
-                elif v.kind == V.MODULE and v.cls:
-                    outside = (f"{v.cls}.forward", 1)
+                if v.kind == V.MODULE and v.cls:
+                    bound_methods, outside = _instance_methods(ctx, v, "forward")
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
-                    ctx.calls.extend((caller, k, hot) for k in bound_methods)
                 elif ctx.stars and func.value not in ctx.all_funcs and not ctx.is_local(func.value):
-                    outside = ("*" + func.value, 0)  # from `from m import *`: the linker finds it
+                    outside = [("*" + func.value, 0)]  # from `from m import *`: the linker finds it
                 else:
                     callee = (func.value, 0)
             timing = q in L.TIMING_NAMES  # from time import perf_counter
@@ -519,31 +516,29 @@ class Walker:
             q = ctx.qualname(func)
             recv = ctx.infer(func.value) if q is None else V.PY_VAL
             if q is not None:
-                outside = (q, 0)  # `utils.general.f(...)`
-            elif recv.kind in (V.MODULE, V.OBJECT) and ctx.defined_class(recv.cls) is not None:
-                callee = (f"{recv.cls}.{func.attr.value}", 1)
-                ctx.calls.append((caller, callee[0], hot))
+                outside = [(q, 0)]  # `utils.general.f(...)`
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
-                outside = (f"{recv.cls}.{func.attr.value}", 1)  # a method of another module's class
+                # a method of an in-file class or another module's (of each class it may be)
+                bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
             elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
-                outside = (f"{ref_target(recv)}().{func.attr.value}", 1)
+                outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
             else:
                 v = ctx.infer(func)
-                if v.kind == V.MODULE and ctx.defined_class(v.cls) is not None:  # `self.encoder(x)`
-                    callee = (f"{v.cls}.forward", 1)
-                    ctx.calls.append((caller, callee[0], hot))
-                elif v.kind == V.MODULE and v.cls:
-                    outside = (f"{v.cls}.forward", 1)
+                if v.kind == V.MODULE and v.cls:  # `self.encoder(x)`
+                    bound_methods, outside = _instance_methods(ctx, v, "forward")
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
+        if len(bound_methods) == 1 and not outside and isinstance(func, cst.Attribute):
+            callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses
         collate = _collate_fn(ctx, node)
         if collate:  # `DataLoader(..., collate_fn=self.collate)`: runs once per batch
             ctx.calls.extend((caller, k, True) for k in collate)
-        if outside is not None and outside[0].split(".", 1)[0] in L.LIBRARY_ROOTS:
-            outside = None
-        if outside is not None:
-            ctx.calls.append((caller, "@" + outside[0], hot))
-        targets = [(k, 1) for k in bound_methods] if bound_methods else [callee or outside]
-        if targets[0] is not None:
+        outside = [o for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS]
+        ctx.calls.extend((caller, "@" + o[0], hot) for o in outside)
+        ctx.calls.extend((caller, k, hot) for k in bound_methods)
+        targets = [(k, 1, True) for k in bound_methods] + [(k, skip, False) for k, skip in outside]
+        if callee is not None and not bound_methods:
+            targets = [(callee[0], callee[1], True)]
+        if targets:
             pos = []
             for a in node.args:
                 if a.star or a.keyword is not None:
@@ -552,8 +547,7 @@ class Walker:
             kws = {a.keyword.value: ctx.infer(a.value) for a in node.args if a.keyword is not None}
             if any(a.star for a in node.args):
                 kws[STARRED] = V.UNKNOWN_VAL
-            in_file = callee is not None or bool(bound_methods)
-            for key, skip in targets:
+            for key, skip, in_file in targets:
                 if in_file:
                     ctx.call_args.setdefault(key, []).append((caller, skip, pos, kws))
                 else:
@@ -577,6 +571,18 @@ class Walker:
 
 
 # --------------------------------------------------------------------- helpers
+def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[str, ...], List[Tuple[str, int]]]:
+    """The methods `obj.<method>(...)` may call, for an instance of one class or of several
+    (`"A|B"`, made on two paths): (in-file method keys, another module's methods)."""
+    here, there = [], []
+    for k in V.classes_of(v):
+        if ctx.defined_class(k) is not None:
+            here.append(f"{k}.{method}")
+        else:
+            there.append((f"{k}.{method}", 1))
+    return tuple(here), there
+
+
 def _single_return(node: cst.FunctionDef) -> Optional[cst.BaseExpression]:
     """The expression of a function whose body is `return <expr>` (after a docstring)."""
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()

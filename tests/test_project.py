@@ -525,3 +525,36 @@ def test_the_flake8_plugin_and_the_lsp_see_what_check_sees(tmp_path):
     # an unsaved edit in the editor is what the LSP lints: the mask now comes from HostRays
     edited = text.replace("make_rays(10)", "HostRays(10)").replace("import make_rays", "import make_rays, HostRays")
     assert lint_document(edited, train) == ([], None)
+
+
+def test_a_method_call_on_an_instance_of_one_of_two_classes_reaches_both(tmp_path):
+    # deep-text-recognition-benchmark: `converter = CTCLabelConverter(...) if ... else
+    # AttnLabelConverter(...)` in train.py, the classes in utils.py; `converter.decode(preds)`
+    # every step passes the GPU predictions to both classes' `decode`, which run hot
+    paths = _project(tmp_path, {
+        "utils.py": """\
+            import torch
+
+            class CTCConverter:
+                def decode(self, t):
+                    return [i for i in range(t.shape[0]) if t[i] != 0]
+
+            class AttnConverter:
+                def decode(self, t):
+                    return t.argmax(-1).tolist()
+            """,
+        "train.py": """\
+            import torch
+            from utils import AttnConverter, CTCConverter
+
+            def main(opt, loader):
+                converter = CTCConverter() if opt.ctc else AttnConverter()
+                model = torch.nn.Linear(4, 4).cuda()
+                for x in loader:
+                    preds = model(x.cuda(non_blocking=True))
+                    converter.decode(preds)
+            """,
+    })
+    found = {(n, row, code, hot) for n, row, code, hot in _found(paths) if code.startswith("SYN1")}
+    assert ("utils.py", 5, "SYN105", True) in found
+    assert ("utils.py", 9, "SYN102", True) in found

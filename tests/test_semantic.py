@@ -530,3 +530,30 @@ def test_a_file_that_never_names_torch_holds_no_tensor_of_its_own():
     # fits, and `.detach()`'s result, are taken for tensors (a library: its callers decide)
     assert all(v is not None for v in _gpu("import torch\n" + plain))
     assert all(v is not None for v in _gpu("import torchvision.transforms as T\n" + plain))
+
+
+def test_an_instance_made_on_two_paths_is_of_both_classes():
+    src = """\
+import torch
+class CTC:
+    def __init__(self):
+        self.blank = torch.zeros(1, device="cuda")
+    def decode(self, t):
+        return t.argmax(-1)
+class Attn:
+    def __init__(self):
+        self.blank = torch.zeros(1, device="cuda")
+    def decode(self, t):
+        return t.max(-1).indices
+def run(opt, x):
+    conv = CTC() if opt.ctc else Attn()
+    probe(conv)
+    probe(conv.blank)
+    probe(conv.decode(torch.ones(2, device="cuda")))
+"""
+    (obj, _), (attr, _), (ret, _) = probe(src)[0]
+    assert obj.kind == V.OBJECT and V.classes_of(obj) == ("Attn", "CTC")
+    assert attr.kind == V.TENSOR and attr.device == V.CUDA  # what both classes hold
+    assert ret.kind == V.TENSOR
+    # an instance of a class on one path and of an unknown one on the other: not known
+    assert val("import torch\nclass A:\n    pass\nif c:\n    a = A()\nelse:\n    a = make()\nprobe(a)\n").cls is None

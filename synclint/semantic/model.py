@@ -444,6 +444,8 @@ class SemanticModel(Inference):
         """`self.<attr>` / `obj.<attr>`: for an in-file class, what was assigned so far, else
         what any method assigns (inferred without that method's locals), else what a base
         class holds; for a class of another module, what the project says."""
+        if "|" in cls_name:  # one of several classes: what each holds, joined
+            return self._each_class(cls_name, lambda k: self.attribute_of(k, attr, _depth)) or V.UNKNOWN_VAL
         info = self.classes_by_name.get(cls_name)
         if info is None:
             v = self.project.class_member(cls_name, attr, method=False)
@@ -474,6 +476,8 @@ class SemanticModel(Inference):
     def method_return(self, cls_name: str, method: str, _depth: int = 0) -> Optional[Val]:
         """What `obj.<method>(...)` returns, for an in-file class (or its bases) or one of
         another module; None when nothing is known."""
+        if "|" in cls_name:
+            return self._each_class(cls_name, lambda k: self.method_return(k, method, _depth))
         v = self.method_returns.get((cls_name, method))
         if v is not None:
             return self.resolve(v)
@@ -483,6 +487,16 @@ class SemanticModel(Inference):
             return v if v.kind != V.UNKNOWN else None
         v = self.project.class_member(cls_name, method, method=True)
         return self.resolve(v) if v is not None else None
+
+    @staticmethod
+    def _each_class(keys: str, ask) -> Optional[Val]:
+        """The join of what each of the classes `"A|B"` answers; None when none knows."""
+        out: Optional[Val] = None
+        for k in keys.split("|"):
+            v = ask(k)
+            if v is not None and v.kind != V.UNKNOWN:
+                out = v if out is None else V.join(out, v)
+        return out
 
     def _base_member(self, info: ClassInfo, name: str, depth: int, method: bool) -> Val:
         if depth > 8:

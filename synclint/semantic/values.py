@@ -210,11 +210,22 @@ NUMBERS = frozenset(("int", "float", "bool", "number"))
 
 
 def _either_class(a: Val, b: Val) -> Optional[str]:
-    """Optimizers of two classes on two paths (`Adam if opt == "adam" else SGD`): both, as
-    "torch.optim.Adam|torch.optim.SGD" (a rule asks whether every one of them can fuse)."""
-    if a.kind != OPTIM or not a.cls or not b.cls:
+    """Instances of two classes on two paths (`VPSDE(...) if c else VESDE(...)`, `Adam if
+    opt == "adam" else SGD`): both, as "A|B". A method call or an attribute read asks each
+    class, and a rule asks whether every one of them fits (can every optimizer fuse)."""
+    if a.kind not in (OPTIM, OBJECT, MODULE) or not a.cls or not b.cls:
         return None
-    return "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|"))))
+    keys = sorted(set(a.cls.split("|")) | set(b.cls.split("|")))
+    return "|".join(keys) if len(keys) <= MAX_PATH_CLASSES else None
+
+
+# More classes than this on one name (a registry of models): too many to follow each
+MAX_PATH_CLASSES = 4
+
+
+def classes_of(v: Val) -> Tuple[str, ...]:
+    """The class keys an instance may have: one, or one per path that made it."""
+    return tuple(v.cls.split("|")) if v.cls else ()
 
 
 def is_dict_of(val: Val) -> bool:
