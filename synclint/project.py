@@ -37,7 +37,8 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def project_root(paths: Iterable[str]) -> str:
     """The nearest directory above the files' common directory with a project marker, else
-    that common directory."""
+    the directory that holds the package the common directory is in (`check pkg/` in a tree
+    without markers: `from pkg.sub import f` names `pkg/sub.py`), else that directory."""
     dirs = [os.path.dirname(os.path.abspath(p)) for p in paths]
     if not dirs:
         return os.getcwd()
@@ -48,8 +49,11 @@ def project_root(paths: Iterable[str]) -> str:
             return d
         parent = os.path.dirname(d)
         if parent == d:
-            return common
+            break
         d = parent
+    while os.path.exists(os.path.join(common, "__init__.py")) and os.path.dirname(common) != common:
+        common = os.path.dirname(common)
+    return common
 
 
 def module_name(path: str) -> str:

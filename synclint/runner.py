@@ -14,6 +14,9 @@ from synclint.source import decode_source, read_bytes
 from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
+# Linking rounds after the first lint: a file is linted again when what other files' walks
+# learned changes its answers (its callers' values reach it, its return reaches them)
+LINK_ROUNDS = 2
 
 
 @dataclass
@@ -262,8 +265,9 @@ class _Run:
         when an answer to a question it asked the project has changed; one whose facts
         would be made from the same summaries as last time (no edit reached them) is not
         even asked (`Project.facts_unchanged`). A last round links what the walks learned
-        once more (a parameter's value from another module, passed on to a third): a chain
-        of three modules is seen, a longer one may not be."""
+        again (a parameter's value from another module, passed on to a third, and what the
+        callee then returns to the caller), up to `LINK_ROUNDS` times: a chain of four
+        modules is seen, a longer one may not be."""
         project, cache = self.project, self.cache
         hits: Dict[str, list] = {}
         for path in self.texts:
@@ -288,8 +292,12 @@ class _Run:
             else:
                 todo.append(path)
         self._lint(todo)
-        self._lint([p for p, e in self.out.items()
-                    if not e[4] and project.may_change(p, self.facts[p]) and not self._same_answers(p, e)])
+        for _ in range(LINK_ROUNDS):
+            again = [p for p, e in self.out.items()
+                     if not e[4] and project.may_change(p, self.facts[p]) and not self._same_answers(p, e)]
+            if not again:
+                break
+            self._lint(again)
 
     def _same_answers(self, path: str, entry: list) -> bool:
         """Make `path`'s facts now; whether they answer its last lint's questions alike."""

@@ -20,6 +20,7 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.heat import classify_test, lazy_init
+from synclint.semantic.helpers import helper_body
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
@@ -163,10 +164,15 @@ class Walker:
                 ctx.method_returns[(cls.name, node.name.value)] = ret
             else:
                 ctx.func_returns[node.name.value] = ret
-        if cls is None and ctx.func is None and not node.decorators:
-            expr = _single_return(node)
-            if expr is not None and not isinstance(node.params.star_arg, cst.Param) and node.params.star_kwarg is None:
-                ctx.one_liners[node.name.value] = ([p.name.value for p in all_params(node.params)], expr)
+        if cls is None and ctx.func is None:
+            body = helper_body(node)  # a helper whose result follows each call's arguments
+            if body is None:
+                pass
+            elif body.one_line:
+                ctx.one_liners[node.name.value] = (body.params, body.returns[0])
+            elif ret is None or ret.kind in (V.TENSOR, V.TENSORS, V.UNKNOWN):
+                body.node = node
+                ctx.helpers[node.name.value] = body
         # The function's name is bound in the enclosing scope (it shadows imports).
         if ctx.func is not None or cls is None:
             ctx.bind(node.name.value, V.FUNCTION_VAL)
@@ -581,18 +587,6 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
         else:
             there.append((f"{k}.{method}", 1))
     return tuple(here), there
-
-
-def _single_return(node: cst.FunctionDef) -> Optional[cst.BaseExpression]:
-    """The expression of a function whose body is `return <expr>` (after a docstring)."""
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    stmts = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
-                                     and isinstance(s.body[0], cst.Expr) and isinstance(s.body[0].value, cst.SimpleString))]
-    if len(stmts) == 1 and isinstance(stmts[0], cst.SimpleStatementLine) and len(stmts[0].body) == 1:
-        ret = stmts[0].body[0]
-        if isinstance(ret, cst.Return) and ret.value is not None:
-            return ret.value
-    return None
 
 
 def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:

@@ -322,6 +322,42 @@ def test_a_one_line_helper_of_another_module_follows_each_calls_arguments(tmp_pa
     assert {(n, row) for n, row, code, _ in found if code == "SYN104"} == {("train.py", 8), ("train.py", 10)}
 
 
+def test_a_short_helper_of_another_module_follows_each_calls_arguments(tmp_path):
+    """G2 beyond one line (trl's `pad`): `pad([torch.tensor(ids) ...]).to(device)` copies a
+    CPU tensor every step; the same helper given GPU tensors returns a GPU tensor, so its
+    `.to(device)` is no copy (the near-miss), and its `.item()` is a read-back."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": """\
+            import numpy as np
+            import torch
+
+            def pad(tensors, padding_value=0):
+                shape = np.max([t.shape for t in tensors], 0).tolist()
+                out = torch.full((len(tensors), *shape), padding_value, device=tensors[0].device)
+                for i, t in enumerate(tensors):
+                    out[i][: t.shape[0]] = t
+                return out
+            """,
+        "pkg/train.py": """\
+            import torch
+            from pkg.utils import pad
+
+            def train(batches, device):
+                for ids in batches:
+                    x = pad([torch.tensor(i) for i in ids]).to(device)
+                    y = pad([x[0], x[1]]).to(device)
+                    n = pad([x[0]]).sum().item()
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if n == "train.py"}
+    assert found == {("train.py", 6, "SYN304"), ("train.py", 8, "SYN101")}
+    # checked as `synclint check pkg/` in a tree with no project marker: the files' common
+    # folder is the package itself, and `pkg.utils` is still found
+    (tmp_path / "pyproject.toml").unlink()
+    assert {(n, row, code) for n, row, code, _ in _found([p for p in paths if "/pkg/" in p]) if n == "train.py"} == found
+
+
 def test_an_update_loop_over_another_modules_cuda_model_in_a_file_that_never_says_cuda(tmp_path):
     """G8: SYN503 asks where the parameters are, not whether the file mentions CUDA; the
     near-miss is the same loop over a model the other module leaves on the CPU."""

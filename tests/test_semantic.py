@@ -326,6 +326,59 @@ def test_a_one_line_helper_is_inferred_from_each_calls_arguments():
     assert [v.device for v, _ in seen] == [V.CUDA, V.CPU]  # not the join over both callers
 
 
+def test_a_short_helper_is_replayed_from_each_calls_arguments():
+    # trl's `pad`: the result is made on `tensors[0].device`, after a loop and a branch
+    src = """\
+import torch
+def pad(tensors, value=0, side="right"):
+    shape = [max(t.shape[0] for t in tensors)]
+    if side == "left":
+        shape = [shape[0] + 1]
+    out = torch.full((len(tensors), *shape), value, device=tensors[0].device)
+    for i, t in enumerate(tensors):
+        out[i, : t.shape[0]] = t
+    return out
+def to_gpu(x):
+    x = x.contiguous()
+    if torch.cuda.is_available():
+        x = x.cuda(non_blocking=True)
+    return x
+def lengths_of(batch):
+    res = []
+    for b in batch:
+        res.append(b.sum())
+    return res
+probe(pad([torch.tensor([1, 2]), torch.tensor([3])]))
+probe(pad([torch.ones(2, device="cuda")]))
+probe(to_gpu(torch.ones(2)))
+probe(lengths_of([torch.ones(2, device="cuda")]))
+"""
+    (cpu, _), (gpu, _), (moved, _), (listed, _) = probe(src)[0]
+    assert (cpu.kind, cpu.device) == (V.TENSOR, V.CPU)  # not the join over both calls
+    assert (gpu.kind, gpu.device) == (V.TENSOR, V.CUDA)
+    assert moved.device == V.EITHER  # moved under a branch: either
+    # appends are not replayed: the walked return (a list of tensors), not "a plain list"
+    assert listed.kind != V.PY
+
+
+def test_what_a_helper_binds_in_ways_the_replay_does_not_follow_is_unknown():
+    from synclint.semantic.helpers import helper_body
+
+    def body(src):
+        return helper_body(cst.parse_module(src).body[0])
+
+    b = body("def f(xs, d):\n    for i, x in enumerate(xs):\n        y = x\n    (a, b), c = d\n    return y\n")
+    assert [(names, e is None, cond) for names, e, cond in b.steps] == [
+        (("i", "x"), True, True), (("y",), False, True), (("a", "b", "c"), True, False)]
+    # not straight-line code: a nested def, `global`, a generator, `*args`, no value returned
+    for src in ("def f(x):\n    def g():\n        pass\n    return x\n",
+                "def f(x):\n    global y\n    y = x\n    return y\n",
+                "def f(x):\n    yield x\n    return x\n",
+                "def f(*x):\n    y = x\n    return y\n",
+                "def f(x):\n    y = x\n"):
+        assert body(src) is None, src
+
+
 def test_an_item_stored_into_a_batch_moves_it_and_a_cuda_module_computes_on_cuda():
     src = ("import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
            "def train(steps, gpu):\n    for _ in range(steps):\n        images = [torch.ones(2, 4), torch.ones(2, 4)]\n"

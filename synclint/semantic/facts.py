@@ -96,6 +96,8 @@ class FileFacts:
     # function -> (parameter names, the expression it returns): one-line helpers, whose
     # result is inferred at each call from that call's arguments (`infer._inlined`)
     one_liners: Dict[str, Tuple[List[str], object]] = field(default_factory=dict)
+    # function -> its straight-line body (`helpers.HelperBody`): short helpers replayed at each call
+    helpers: Dict[str, object] = field(default_factory=dict)
     # class -> attribute -> the expressions assigned to it (syntactic, found once: `_collect_attrs`)
     class_pending: Dict[str, Dict[str, list]] = field(default_factory=dict)
     # the file makes CUDA the default device somewhere (typically under `__main__`, which
@@ -127,20 +129,22 @@ class ClassFacts:
 
 @dataclass
 class OneLiner:
-    """`def doubled(x): return x * 2` as another module sees it: the returned expression's
-    code and the imports it names, so an importer infers `doubled(cuda_tensor)` from that
-    call's own arguments (G2), in the defining module's names."""
+    """A helper as another module sees it, so an importer infers `doubled(cuda_tensor)` from
+    that call's own arguments (G2), in the defining module's names: `def doubled(x): return
+    x * 2` as its returned expression's code, or a short straight-line helper
+    (`helpers.HelperBody`) as its whole `def` (`whole`); and the imports the code names."""
 
     params: List[str]
     code: str
-    aliases: Dict[str, str]  # the defining module's imports the expression names
+    aliases: Dict[str, str]  # the defining module's imports the code names
+    whole: bool = False
 
     def to_json(self) -> list:
-        return [self.params, self.code, self.aliases]
+        return [self.params, self.code, self.aliases] + ([1] if self.whole else [])
 
     @staticmethod
     def from_json(d: list) -> "OneLiner":
-        return OneLiner(list(d[0]), d[1], dict(d[2]))
+        return OneLiner(list(d[0]), d[1], dict(d[2]), len(d) > 3)
 
 
 @dataclass

@@ -14,6 +14,7 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
+from synclint.semantic.helpers import HelperBody, helper_body
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
@@ -434,6 +435,10 @@ class Inference:
                 return Val(V.MODULE if is_module else V.OBJECT, cls=name)
             if name in self.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
                 return self._inlined(name, call)
+            if name in self.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
+                v = self._replayed(name, self.helpers[name], call, None)
+                if v is not None:
+                    return v
             ret = self.func_returns.get(name)
             if ret is not None:
                 return ret
@@ -800,25 +805,46 @@ class Inference:
         params, expr = self.one_liners[name]
         if any(a.star for a in call.args):
             return self.func_returns.get(name, V.UNKNOWN_VAL)
-        return self._infer_in_scope(name, params, expr, call, None)
+        return self._infer_in_scope(name, HelperBody(params, returns=[expr]), call, None)
 
     def _inlined_foreign(self, q: str, helper, call: cst.Call) -> Val:
-        """Another module's one-line helper (`facts.OneLiner`) called here: inferred from this
-        call's arguments, with that module's imports and none of this file's names."""
+        """Another module's helper (`facts.OneLiner`) called here: inferred from this call's
+        arguments, with that module's imports and none of this file's names."""
         if any(a.star for a in call.args):
             return V.UNKNOWN_VAL
-        expr = self._foreign_exprs.get(q)
-        if expr is None:
+        body = self._foreign_helpers.get(q)
+        if body is None:
             try:
-                expr = cst.parse_expression(helper.code)
+                if helper.whole:
+                    body = helper_body(cst.parse_module(helper.code).body[0])
+                else:
+                    body = HelperBody(helper.params, returns=[cst.parse_expression(helper.code)])
             except Exception:  # noqa: BLE001 - a summary from another build: tells nothing
+                body = None
+            if body is None:
                 return V.UNKNOWN_VAL
-            self._foreign_exprs[q] = expr
-        return self._infer_in_scope(q, helper.params, expr, call, helper.aliases)
+            self._foreign_helpers[q] = body
+        if helper.whole:
+            v = self._replayed(q, body, call, helper.aliases)
+            return v if v is not None else V.UNKNOWN_VAL
+        return self._infer_in_scope(q, body, call, helper.aliases)
 
-    def _infer_in_scope(self, key: str, params, expr, call: cst.Call, foreign_aliases) -> Val:
+    def _replayed(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Optional[Val]:
+        """A straight-line helper replayed for this call (`helpers`), when that tells more
+        than its walked return: a tensor (or tensors) on a known device. Anything else is
+        None: the replay does not follow `res.append(t)`, so a list it returns may well
+        hold tensors."""
+        if any(a.star for a in call.args):
+            return None
+        v = self._infer_in_scope(key, body, call, foreign_aliases)
+        if v.kind not in (V.TENSOR, V.TENSORS) or v.device is None:
+            return None
+        return v
+
+    def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Val:
         from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one
 
+        params = body.params
         given: dict = {}
         for p, a in zip(params, [a for a in call.args if a.keyword is None]):
             given[p] = self._infer(a.value)
@@ -828,18 +854,36 @@ class Inference:
         scope = FuncInfo(key, key, None)
         for p in params:
             scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
-        saved = (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.func_returns,
-                 self.classes_by_name, self.forward_refs)
+        for names, _, _ in body.steps:  # its locals shadow the module's names from the start
+            for n in names:
+                scope.scope.setdefault(n, Binding(V.UNKNOWN_VAL))
+        saved = (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.helpers,
+                 self.func_returns, self.classes_by_name, self.forward_refs)
         self.funcs, self._memo = [scope], {}  # another scope: what was inferred here does not hold
         if foreign_aliases is not None:  # another module: its imports, none of this file's names
-            self.aliases, self.module_scope, self.one_liners, self.func_returns = dict(foreign_aliases), {}, {}, {}
+            self.aliases, self.module_scope, self.one_liners, self.helpers, self.func_returns = \
+                dict(foreign_aliases), {}, {}, {}, {}
             self.classes_by_name, self.forward_refs = {}, set()
         self._inlining.add(key)
         try:
-            return self._infer(expr)
+            for names, expr, cond in body.steps:
+                v = self._infer(expr) if expr is not None else V.UNKNOWN_VAL
+                parts = v.elems if len(names) > 1 and v.elems and len(v.elems) == len(names) else None
+                for i, n in enumerate(names):
+                    got = parts[i] if parts is not None else v if len(names) == 1 else \
+                        V.element_of(v) if v.kind in (V.TENSOR, V.TENSORS) else V.UNKNOWN_VAL
+                    if cond and expr is not None:  # under a branch or loop: either value
+                        got = V.join(scope.scope[n].val, got)
+                    scope.scope[n] = Binding(got)
+                self._memo = {}
+            out: Optional[Val] = None
+            for r in body.returns:
+                v = self._infer(r)
+                out = v if out is None else V.join(out, v)
+            return out if out is not None else V.UNKNOWN_VAL
         finally:
-            (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.func_returns,
-             self.classes_by_name, self.forward_refs) = saved
+            (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.helpers,
+             self.func_returns, self.classes_by_name, self.forward_refs) = saved
             self._inlining.discard(key)
 
     def _loader(self, call: cst.Call) -> Val:

@@ -19,6 +19,7 @@ from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ProjectFacts, join_call, moved, ref_target
+from synclint.semantic.helpers import HelperBody
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted, string_value
@@ -135,8 +136,9 @@ class SemanticModel(Inference):
         # from what the first one found, so a call above the definition is known too
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
+        self.helpers: Dict[str, HelperBody] = dict(self.facts.helpers)  # replayed at each call
         self._inlining: Set[str] = set()
-        self._foreign_exprs: Dict[str, cst.BaseExpression] = {}  # other modules' one-liners, parsed
+        self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed
         self._memo: Dict[int, tuple] = {}  # node id -> (node, value), until a binding changes (`forget`)
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
@@ -579,7 +581,7 @@ class SemanticModel(Inference):
                           {name: dict(c.attrs) for name, c in self.classes_by_name.items()},
                           cuda_default=self.default_device == V.CUDA,
                           class_pending={name: c.pending for name, c in self.classes_by_name.items()},
-                          one_liners=dict(self.one_liners),
+                          one_liners=dict(self.one_liners), helpers=dict(self.helpers),
                           classes={name: c.is_module for name, c in self.classes_by_name.items()})
         for key in self.call_args:
             info = self.all_funcs.get(key)
@@ -613,11 +615,18 @@ class SemanticModel(Inference):
             out.params[qual] = (list(info.param_order), sorted(info.defaults))
         out.calls_out = list(self.calls_out)
         out.self_calls = list(self.self_calls)
+        code = cst.Module([]).code_for_node
         for fname, (params, expr) in self.one_liners.items():
-            named = {n.value for n in [expr, *descendants(expr)] if isinstance(n, cst.Name)}
-            out.one_liners[fname] = OneLiner(list(params), cst.Module([]).code_for_node(expr),
-                                             {n: self.aliases[n] for n in sorted(named) if n in self.aliases})
+            out.one_liners[fname] = OneLiner(list(params), code(expr), self._aliases_named(expr))
+        for fname, body in self.helpers.items():
+            if body.node is not None:
+                out.one_liners[fname] = OneLiner(list(body.params), code(body.node), self._aliases_named(body.node), True)
         return out
+
+    def _aliases_named(self, node: cst.CSTNode) -> Dict[str, str]:
+        """The imports a piece of this file's code names (what another module needs to read it)."""
+        named = {n.value for n in [node, *descendants(node)] if isinstance(n, cst.Name)}
+        return {n: self.aliases[n] for n in sorted(named) if n in self.aliases}
 
     # ----------------------------------------------------------------- questions rules ask
     def is_tensor(self, e: cst.BaseExpression) -> bool:

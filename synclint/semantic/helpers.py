@@ -1,0 +1,133 @@
+"""Helpers whose result is inferred at each call, from that call's own arguments.
+
+A module-level function such as trl's `pad(tensors, ...)`, whose result is made on
+`tensors[0].device`, returns a CPU tensor to the caller that passes CPU tensors and a GPU
+tensor to the one that passes GPU tensors. Its walked return is the join over every caller,
+which says neither. A short helper of straight-line code (assignments to names, `if`/`for`
+blocks of them, returns) is instead replayed at each call (`infer._infer_in_scope`): its
+parameters bound to the call's values, each assignment inferred in order (one under a
+branch or loop joined with what the name held before), and the returns joined. Names it
+binds in ways the replay does not follow (loop targets, `with ... as`) are unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from synclint.semantic.syntax import all_params
+
+# Longer helpers are not replayed: their walked return is what callers get.
+MAX_STEPS = 30
+
+
+@dataclass
+class HelperBody:
+    params: List[str]
+    # (names bound, the expression, under a branch or loop): a single name, or the names
+    # of a tuple target; expression None for a name bound in a way the replay does not follow
+    steps: List[Tuple[Tuple[str, ...], Optional[cst.BaseExpression], bool]] = field(default_factory=list, repr=False)
+    returns: List[cst.BaseExpression] = field(default_factory=list)
+    node: Optional[cst.FunctionDef] = field(default=None, repr=False)  # the definition (its code goes in the module summary)
+
+    @property
+    def one_line(self) -> bool:
+        return not self.steps and len(self.returns) == 1
+
+
+class _NotStraight(Exception):
+    pass
+
+
+def helper_body(node: cst.FunctionDef) -> Optional[HelperBody]:
+    """The replayable body of a function, or None (decorated, `*args`/`**kwargs`, a
+    generator, nested definitions, imports, `global`, no value returned, too long)."""
+    if node.decorators or isinstance(node.params.star_arg, cst.Param) or node.params.star_kwarg is not None:
+        return None
+    body = HelperBody([p.name.value for p in all_params(node.params)])
+    try:
+        _block(node.body, body, False)
+    except _NotStraight:
+        return None
+    if not body.returns or len(body.steps) > MAX_STEPS:
+        return None
+    return body
+
+
+def _block(block, out: HelperBody, cond: bool) -> None:
+    stmts = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for s in stmts:
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                _small(small, out, cond)
+        elif isinstance(s, cst.SimpleStatementSuite):
+            for small in s.body:
+                _small(small, out, cond)
+        elif isinstance(s, cst.If):
+            _block(s.body, out, True)
+            orelse = s.orelse
+            while orelse is not None:
+                _block(orelse.body, out, True)
+                orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+        elif isinstance(s, (cst.For, cst.While)):
+            if isinstance(s, cst.For):
+                out.steps.append((_names(s.target, unfollowed=True)[1:], None, True))
+            _block(s.body, out, True)
+            if s.orelse is not None:
+                _block(s.orelse.body, out, True)
+        elif isinstance(s, cst.With):
+            for item in s.items:
+                if item.asname is not None:
+                    out.steps.append((_names(item.asname.name, unfollowed=True)[1:], None, True))
+            _block(s.body, out, cond)
+        elif isinstance(s, cst.Try):
+            _block(s.body, out, True)
+            for h in s.handlers:
+                _block(h.body, out, True)
+            for extra in (s.orelse, s.finalbody):
+                if extra is not None:
+                    _block(extra.body, out, True)
+        else:  # a nested def or class, a match: not straight-line code
+            raise _NotStraight
+
+
+def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool) -> None:
+    if isinstance(small, cst.Return):
+        if small.value is not None:
+            out.returns.append(small.value)
+    elif isinstance(small, cst.Assign):
+        for t in small.targets:
+            names = _names(t.target, unfollowed=False)
+            if names[:1] == ("?",):
+                out.steps.append((names[1:], None, cond))
+            elif names:
+                out.steps.append((names, small.value, cond))
+    elif isinstance(small, cst.AnnAssign):
+        if small.value is not None and isinstance(small.target, cst.Name):
+            out.steps.append(((small.target.value,), small.value, cond))
+    # `x += y`: x keeps what it is (a tensor stays one); item and attribute stores, calls
+    # (`out.append(t)`), `raise`, `assert`: nothing the replay binds
+    elif isinstance(small, (cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom, cst.Del)):
+        raise _NotStraight
+    elif isinstance(small, cst.Expr) and isinstance(small.value, (cst.Yield, cst.Await)):
+        raise _NotStraight
+
+
+def _names(target: cst.BaseExpression, unfollowed: bool) -> Tuple[str, ...]:
+    """The names a target binds, for a step: `x` or `a, b` (item and attribute stores bind
+    none). A target the replay does not follow (a loop target, `a, *rest`, `(a, b), c`)
+    gives all its names with a "?" first, so the step binds them to unknown."""
+    if isinstance(target, cst.Name):
+        return ("?", target.value) if unfollowed else (target.value,)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        plain = all(isinstance(el.value, cst.Name) and not isinstance(el, cst.StarredElement)
+                    for el in target.elements)
+        if plain and not unfollowed:
+            return tuple(el.value.value for el in target.elements)
+        names = [n for el in target.elements for n in _names(el.value, True) if n != "?"]
+        return ("?", *names)
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value, True)
+    return ()
