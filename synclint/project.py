@@ -329,6 +329,9 @@ class Project:
             return V.UNKNOWN_VAL
         changed = False
         cls = v.cls
+        key = V.function_key(v)
+        if key and "." not in key:  # a nested function of this module, as others name it
+            return v.with_(cls=self.class_key(path, key))
         if v.kind in (V.MODULE, V.OBJECT) and cls:  # each class ("A|B") by its project-wide key
             s = self.summaries.get(path)
             keys = [self.class_key(path, k) if s is not None and "." not in k and k in s.classes else k

@@ -173,8 +173,11 @@ class Walker:
             elif ret is None or ret.kind in (V.TENSOR, V.TENSORS, V.UNKNOWN):
                 body.node = node
                 ctx.helpers[node.name.value] = body
-        # The function's name is bound in the enclosing scope (it shadows imports).
-        if ctx.func is not None or cls is None:
+        # The function's name is bound in the enclosing scope (it shadows imports); a nested
+        # one by its key, so that a factory's `return step_fn` says which function it gives
+        if ctx.func is not None:
+            ctx.bind(node.name.value, V.function(qual))
+        elif cls is None:
             ctx.bind(node.name.value, V.FUNCTION_VAL)
 
     def _module_lambda(self, name: str, node: cst.Lambda) -> None:
@@ -513,6 +516,14 @@ class Walker:
                     bound_methods, outside = _instance_methods(ctx, v, "forward")
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
+                elif V.function_key(v) and V.function_key(v) != func.value:
+                    # `step = get_step_fn(...); step(batch)`: the function the factory made
+                    key = V.function_key(v)
+                    if "." in key:
+                        outside = [(key, 0)]
+                    else:
+                        callee = (key, 0)
+                        ctx.calls.append((caller, key, hot))
                 elif ctx.stars and func.value not in ctx.all_funcs and not ctx.is_local(func.value):
                     outside = [("*" + func.value, 0)]  # from `from m import *`: the linker finds it
                 else:

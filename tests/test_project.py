@@ -594,3 +594,38 @@ def test_a_method_call_on_an_instance_of_one_of_two_classes_reaches_both(tmp_pat
     found = {(n, row, code, hot) for n, row, code, hot in _found(paths) if code.startswith("SYN1")}
     assert ("utils.py", 5, "SYN105", True) in found
     assert ("utils.py", 9, "SYN102", True) in found
+
+
+def test_a_function_a_factory_of_another_module_returns_runs_where_it_is_called(tmp_path):
+    """score_sde: `train_step_fn = losses.get_step_fn(...)` once, then `train_step_fn(state,
+    batch)` every step: the closure `step_fn` is hot (not the factory), and its return, the
+    loss, is a tensor where the loop reads it."""
+    paths = _project(tmp_path, {
+        "losses.py": """\
+            import torch
+
+            def get_step_fn(sde):
+                print(torch.ones(1, device="cuda").item())
+
+                def step_fn(state, batch):
+                    loss = torch.mean(state["model"](batch))
+                    print(loss.item())
+                    return loss
+                return step_fn
+            """,
+        "run.py": """\
+            import torch
+            import losses
+
+            def train(loader):
+                state = {"model": torch.nn.Linear(4, 4).cuda()}
+                train_step_fn = losses.get_step_fn(None)
+                for batch in loader:
+                    loss = train_step_fn(state, batch.cuda(non_blocking=True))
+                    if loss.isnan():
+                        break
+            """,
+    })
+    found = {(n, row, code, hot) for n, row, code, hot in _found(paths) if code in ("SYN101", "SYN105")}
+    assert found == {("losses.py", 4, "SYN101", False), ("losses.py", 8, "SYN101", True),
+                     ("run.py", 9, "SYN105", True)}

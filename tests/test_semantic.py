@@ -610,3 +610,22 @@ def run(opt, x):
     assert ret.kind == V.TENSOR
     # an instance of a class on one path and of an unknown one on the other: not known
     assert val("import torch\nclass A:\n    pass\nif c:\n    a = A()\nelse:\n    a = make()\nprobe(a)\n").cls is None
+
+
+def test_a_nested_function_a_factory_returns_is_known_by_its_key():
+    src = """\
+import torch
+def make_step(scale):
+    def step(x):
+        return x * scale
+    return step
+def train(loader):
+    f = make_step(2.0)
+    for x in loader:
+        probe(f(torch.ones(2, device="cuda")))
+probe(make_step(1.0))
+"""
+    seen, ctx = probe(src)
+    assert seen[1][0] == V.function("step")
+    assert seen[0][0].kind == V.TENSOR
+    assert "step" in hot_functions(ctx)  # called every step through `f`

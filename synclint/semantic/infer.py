@@ -439,6 +439,10 @@ class Inference:
                 v = self._replayed(name, self.helpers[name], call, None)
                 if v is not None:
                     return v
+            key = V.function_key(bound)
+            if key and key != name:  # a function a factory made: what it returns
+                got = self.project.call_val(key) if "." in key else self.func_returns.get(key)
+                return self.resolve(got) if got is not None else V.UNKNOWN_VAL
             ret = self.func_returns.get(name)
             if ret is not None:
                 return ret

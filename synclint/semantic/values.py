@@ -134,6 +134,17 @@ def methods_of(v: Val) -> Tuple[str, ...]:
 
 UNKNOWN_VAL = Val(UNKNOWN)
 FUNCTION_VAL = Val(PY, py="function")  # a name bound by `def`
+
+
+def function(key: str) -> Val:
+    """A function defined inside another (`def step_fn` in `get_step_fn`), by its key: what
+    the factory returns and its caller then calls each step. A key with a dot is another
+    module's (`pkg.losses.step_fn`, made by the linker)."""
+    return Val(PY, py="function", cls=key)
+
+
+def function_key(v: Val) -> Optional[str]:
+    return v.cls if v.kind == PY and v.py == "function" else None
 # A callable that passes its argument's items through (`tqdm`, `iter`), also when held in a
 # variable (`progress = tqdm if main else iter`).
 PASSTHROUGH_VAL = Val(PY, py="passthrough")
