@@ -214,6 +214,8 @@ class Walker:
                 # An annotation we cannot read (a user type) is still not a tensor by
                 # default: trust the author over the forward() heuristic.
                 val = annotation_val(ctx, p.annotation.annotation) or V.UNKNOWN_VAL
+                if callers is not None and callers.kind == val.kind != V.UNKNOWN:
+                    val = callers  # `optimizer: Optimizer`, and every caller passes an AdamW
             elif i == 0 and is_method and pname in ("self", "cls"):
                 val = Val(V.MODULE, cls=info.cls.name) if info.cls.is_module else Val(V.OBJECT, cls=info.cls.name)
             elif callers is not None and callers.kind != V.UNKNOWN:
@@ -512,8 +514,8 @@ class Walker:
                 outside = [(q, 0)]  # a function (or, the linker finds, a class) of another module
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
-                if v.kind == V.MODULE and v.cls:
-                    bound_methods, outside = _instance_methods(ctx, v, "forward")
+                if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `forward`, or an object's `__call__`
+                    bound_methods, outside = _instance_methods(ctx, v, "forward" if v.kind == V.MODULE else "__call__")
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
                 elif V.function_key(v) and V.function_key(v) != func.value:
@@ -541,8 +543,8 @@ class Walker:
                 outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
             else:
                 v = ctx.infer(func)
-                if v.kind == V.MODULE and v.cls:  # `self.encoder(x)`
-                    bound_methods, outside = _instance_methods(ctx, v, "forward")
+                if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `self.encoder(x)`, `self.loss_scaler(loss)`
+                    bound_methods, outside = _instance_methods(ctx, v, "forward" if v.kind == V.MODULE else "__call__")
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
         if len(bound_methods) == 1 and not outside and isinstance(func, cst.Attribute):
             callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses

@@ -629,3 +629,36 @@ probe(make_step(1.0))
     assert seen[1][0] == V.function("step")
     assert seen[0][0].kind == V.TENSOR
     assert "step" in hot_functions(ctx)  # called every step through `f`
+
+
+def test_an_instance_called_gives_what_its_call_method_returns():
+    src = """\
+import torch
+class Scaler:
+    def __call__(self, loss):
+        return loss.detach()
+def train(loader):
+    s = Scaler()
+    for x in loader:
+        probe(s(torch.ones(2, device="cuda")))
+"""
+    seen, ctx = probe(src)
+    assert seen[0][0].kind == V.TENSOR
+    assert "Scaler.__call__" in hot_functions(ctx)  # called every step
+
+
+def test_an_annotated_parameter_takes_its_callers_more_precise_value():
+    src = """\
+import torch
+def step(opt: torch.optim.Optimizer, x: torch.Tensor):
+    probe(opt)
+    probe(x)
+model = torch.nn.Linear(2, 2)
+step(torch.optim.AdamW(model.parameters()), torch.ones(2))
+"""
+    seen, _ = probe(src)
+    assert seen[0][0].cls == "torch.optim.AdamW" and seen[1][0].device == V.CPU
+    # a caller passing something of another kind leaves the annotation's value
+    src = src.replace("torch.ones(2))", "[1.0])")
+    seen, _ = probe(src)
+    assert seen[1][0].kind == V.TENSOR

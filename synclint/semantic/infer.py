@@ -417,6 +417,8 @@ class Inference:
                 sub = self._infer_attribute(func)
                 if sub.kind == V.MODULE:  # `self.norm(self.lin(x))`: a submodule's output
                     return self._module_output(sub, call)
+                if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
+                    return self.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
             return self._infer_method(recv, func.attr.value, call, func.value)
         if isinstance(func, cst.Name):
             name = func.value
@@ -430,6 +432,8 @@ class Inference:
                 return self._loader_named(inner, self._infer(inner))
             if bound.kind == V.MODULE:
                 return self._module_output(bound, call)
+            if bound.kind == V.OBJECT and bound.cls:  # an instance called: its `__call__`
+                return self.method_return(bound.cls, "__call__") or V.UNKNOWN_VAL
             is_module = self.defined_class(name)
             if is_module is not None:
                 return Val(V.MODULE if is_module else V.OBJECT, cls=name)
