@@ -503,6 +503,7 @@ class Walker:
         # the in-file methods a bound-method variable may be, or the classes an instance may have
         bound_methods: Tuple[str, ...] = ()
         outside: List[Tuple[str, int]] = []  # (qualified name of another module's function or method, leading params)
+        q = None
         if isinstance(func, cst.Name):
             ctx.calls.append((caller, func.value, hot))
             cls = ctx.defined_class(func.value)
@@ -551,6 +552,9 @@ class Walker:
         collate = _collate_fn(ctx, node)
         if collate:  # `DataLoader(..., collate_fn=self.collate)`: runs once per batch
             ctx.calls.extend((caller, k, True) for k in collate)
+        repeated = _repeated_callback(ctx, node, q)
+        if repeated:  # `solve_ivp(ode_func, ...)`: runs at every solver step
+            ctx.calls.append((caller, repeated, True))
         outside = [o for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS]
         ctx.calls.extend((caller, "@" + o[0], hot) for o in outside)
         ctx.calls.extend((caller, k, hot) for k in bound_methods)
@@ -600,6 +604,22 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
         else:
             there.append((f"{k}.{method}", 1))
     return tuple(here), there
+
+
+def _repeated_callback(ctx: SemanticModel, call: cst.Call, q: Optional[str]) -> Optional[str]:
+    """The in-file function a library call runs over and over (`L.REPEAT_CALLERS`)."""
+    where = L.REPEAT_CALLERS.get(q) if q else None
+    if where is None:
+        return None
+    pos, key = where
+    fn = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == key), None)
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if fn is None and len(positional) > pos:
+        fn = positional[pos]
+    if not isinstance(fn, cst.Name):
+        return None
+    key = V.function_key(ctx.lookup(fn.value))
+    return key or (fn.value if fn.value in ctx.all_funcs else None)
 
 
 def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:

@@ -662,3 +662,23 @@ step(torch.optim.AdamW(model.parameters()), torch.ones(2))
     src = src.replace("torch.ones(2))", "[1.0])")
     seen, _ = probe(src)
     assert seen[1][0].kind == V.TENSOR
+
+
+def test_a_function_a_solver_calls_at_every_step_is_hot():
+    src = """\
+import torch
+from scipy import integrate
+def get_sampler(model):
+    def ode_func(t, x):
+        return model(torch.from_numpy(x).cuda()).cpu().numpy()
+    def sampler(x):
+        return integrate.solve_ivp(ode_func, (1.0, 0.0), x, rtol=1e-5)
+    return sampler
+def helper(x):
+    return x
+def once(x):
+    return integrate.solve_ivp(fun=helper, t_span=(1.0, 0.0), y0=x)
+"""
+    _, ctx = probe(src)
+    assert {"ode_func", "helper"} <= hot_functions(ctx)
+    assert "sampler" not in hot_functions(ctx) and "once" not in hot_functions(ctx)
