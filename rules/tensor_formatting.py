@@ -1,4 +1,5 @@
-from typing import Iterable, Optional
+import string
+from typing import Iterable, List, Optional
 
 import libcst as cst
 
@@ -7,6 +8,7 @@ from synclint.rules._helpers import method_call, positional, receiver, short
 from synclint.rules._host_readback import is_builtin, last_identifier, only_on_error_path, string_literal
 from synclint.semantic import EVIDENT
 from synclint.semantic import values as V
+from synclint.semantic.syntax import string_value
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
 
@@ -16,7 +18,10 @@ class TensorFormatting(Rule):
     ## What it does
     Flags printing or formatting a GPU tensor: `print(t)`, `f"{t}"`,
     `f"{t:.3f}"`, `"%s" % t`, `"{}".format(t)`, `str(t)`, `repr(t)`, `format(t, spec)` and
-    logging calls such as `logger.info("loss %s", t)`.
+    logging calls such as `logger.info("loss %s", t)`; also a GPU tensor a format string
+    reaches through an attribute (`"{top1.avg:.3f}".format(top1=meter)`, a meter fed the
+    accuracy tensor every step). A meter instance given only Python numbers is not
+    reported, though its class also holds tensors elsewhere.
 
     ## Why is this bad?
     Formatting reads the values back to the host. `Tensor.__format__` of a 0-d tensor
@@ -51,6 +56,12 @@ class TensorFormatting(Rule):
     FIX_TITLE = "Print shapes, or format values once per N steps under a logging guard"
     CATALOGUE = ("B2", "A1")
     VALID = [
+        Valid(  # this meter was given plain numbers only; another instance holds tensors
+            "import torch\nclass Meter:\n    def update(self, val):\n        self.val = val\n"
+            "top1, clock = Meter(), Meter()\nfor _ in range(3):\n"
+            "    top1.update(torch.ones(1, device='cuda').sum())\n    clock.update(0.5)\n"
+            "    s = 'clock {c.val:.2f}'.format(c=clock)\n    t = f'{clock.val:.2f}'\n"
+        ),
         # point 7: below the level the file configures, a logging call formats nothing
         Valid(
             "import logging\nimport torch\nlogging.basicConfig(level=logging.INFO)\nlog = logging.getLogger(__name__)\n"
@@ -136,6 +147,15 @@ class TensorFormatting(Rule):
             "import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    s = 'x: %s' % (x,)\n    t = '{}'.format(x)\n    r = repr(x)\n",
             line=4,
             hot=True,
+        ),
+        Invalid(  # a meter's fields named in the format string (swav's `{top1.avg:.3f}`)
+            "import torch\nclass Meter:\n    def update(self, val):\n        self.val = val\n"
+            "top1, clock = Meter(), Meter()\nfor _ in range(3):\n"
+            "    top1.update(torch.ones(1, device='cuda').sum())\n    clock.update(0.5)\n"
+            "    s = 'clock {c.val:.2f} acc {t.val:.3f}'.format(c=clock, t=top1)\n",
+            line=9,
+            hot=True,
+            message="Formatting GPU tensor `top1.val` copies it to the host and waits for all queued GPU work",
         ),
         Invalid(
             "import torch\n"
@@ -232,6 +252,7 @@ class TensorFormatting(Rule):
         if m == "format":
             if string_literal(receiver(node)):
                 self._check(a.value for a in node.args if not a.star)
+                self._check(_attribute_fields(_literal_text(receiver(node)), node), node)
             return
         if m is not None and _is_logging_call(ctx, node.func):
             if ctx.logging_below_level(m):
@@ -251,3 +272,42 @@ def _is_logging_call(ctx, func: cst.Attribute) -> bool:
         return False
     low = name.lower().lstrip("_")
     return low in ("log", "logger", "logging", "lg") or low.endswith("logger")
+
+
+def _literal_text(e: cst.BaseExpression) -> Optional[str]:
+    """The text of a string literal, also of `"a" "b"` written over several lines."""
+    if isinstance(e, cst.ConcatenatedString):
+        v = e.evaluated_value
+        return v if isinstance(v, str) else None
+    return string_value(e)
+
+
+def _attribute_fields(fmt: Optional[str], call: cst.Call) -> List[cst.BaseExpression]:
+    """`"{top1.avg:.3f}".format(top1=top1)`: the attributes the fields read (`top1.avg`), as
+    expressions over the call's arguments (a meter's fields are what hold the tensors)."""
+    if fmt is None:
+        return []
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(fmt) if f]
+    except ValueError:
+        return []
+    pos = [a.value for a in call.args if a.keyword is None and not a.star]
+    kws = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    out: List[cst.BaseExpression] = []
+    auto = 0
+    for f in fields:
+        head, *attrs = f.split(".")
+        if "[" in f:
+            continue
+        if head == "":
+            arg, auto = (pos[auto] if auto < len(pos) else None), auto + 1
+        elif head.isdigit():
+            arg = pos[int(head)] if int(head) < len(pos) else None
+        else:
+            arg = kws.get(head)
+        if arg is None or not attrs or not all(a.isidentifier() for a in attrs):
+            continue
+        for a in attrs:
+            arg = cst.Attribute(value=arg, attr=cst.Name(a))
+        out.append(arg)
+    return out

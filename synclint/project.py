@@ -380,6 +380,7 @@ class Project:
                     out.methods.update(base.methods)
         out.attrs.update((a, self.value(path, v, depth + 1)) for a, v in raw.attrs.items())
         out.methods.update((m, self.value(path, v, depth + 1)) for m, v in raw.methods.items())
+        out.fed = raw.fed
         return out
 
     # ------------------------------------------------------------------ per file

@@ -356,13 +356,25 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \
 
 
 def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
-    """Files the prefilter would skip (no torch, tensor, cuda... in them) that import a module
-    of the project the first phase found tensors in: what they use may be a GPU tensor."""
+    """Files the prefilter would skip (no torch, tensor, cuda... in them) that a module of the
+    project the first phase found tensors in imports, or that import one: what they are
+    given, or use, may be a GPU tensor."""
     from synclint.engine import might_inform
 
     out: Set[str] = set()
+    skipped = {os.path.abspath(p): p for p, t in texts.items()
+               if p not in errors and project.summaries.get(os.path.abspath(p)) is None}
+    # a helper module of a file with tensors (an AverageMeter's `update(loss)`): it may be
+    # given GPU tensors
+    for path, s in list(project.summaries.items()):
+        if s is None:
+            continue
+        for name in set(s.aliases.values()) | set(s.imports):
+            for p in _module_paths(project, name, path):
+                if p in skipped:
+                    out.add(skipped[p])
     for path, text in texts.items():
-        if path in errors or might_inform(text):
+        if path in errors or path in out or might_inform(text):
             continue
         for dots, src, plain in _IMPORT.findall(text):
             name = src or plain

@@ -540,6 +540,8 @@ class Walker:
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
                 # a method of an in-file class or another module's (of each class it may be)
                 bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
+                if recv.kind == V.OBJECT and isinstance(func.value, cst.Name):
+                    ctx.record_instance_call(func.value.value, func.attr.value, *_arg_values(ctx, node))
             elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
                 outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
             else:
@@ -562,14 +564,7 @@ class Walker:
         if callee is not None and not bound_methods:
             targets = [(callee[0], callee[1], True)]
         if targets:
-            pos = []
-            for a in node.args:
-                if a.star or a.keyword is not None:
-                    break
-                pos.append(ctx.infer(a.value))  # positions after a `*args` are unknown
-            kws = {a.keyword.value: ctx.infer(a.value) for a in node.args if a.keyword is not None}
-            if any(a.star for a in node.args):
-                kws[STARRED] = V.UNKNOWN_VAL
+            pos, kws = _arg_values(ctx, node)
             for key, skip, in_file in targets:
                 if in_file:
                     ctx.call_args.setdefault(key, []).append((caller, skip, pos, kws))
@@ -594,6 +589,19 @@ class Walker:
 
 
 # --------------------------------------------------------------------- helpers
+def _arg_values(ctx: SemanticModel, call: cst.Call) -> Tuple[List[Val], Dict[str, Val]]:
+    """The values a call passes: positional (up to a `*args`) and by keyword."""
+    pos = []
+    for a in call.args:
+        if a.star or a.keyword is not None:
+            break
+        pos.append(ctx.infer(a.value))  # positions after a `*args` are unknown
+    kws = {a.keyword.value: ctx.infer(a.value) for a in call.args if a.keyword is not None}
+    if any(a.star for a in call.args):
+        kws[STARRED] = V.UNKNOWN_VAL
+    return pos, kws
+
+
 def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[str, ...], List[Tuple[str, int]]]:
     """The methods `obj.<method>(...)` may call, for an instance of one class or of several
     (`"A|B"`, made on two paths): (in-file method keys, another module's methods)."""

@@ -629,3 +629,44 @@ def test_a_function_a_factory_of_another_module_returns_runs_where_it_is_called(
     found = {(n, row, code, hot) for n, row, code, hot in _found(paths) if code in ("SYN101", "SYN105")}
     assert found == {("losses.py", 4, "SYN101", False), ("losses.py", 8, "SYN101", True),
                      ("run.py", 9, "SYN105", True)}
+
+
+def test_a_meter_in_a_module_that_never_names_torch_holds_the_gpu_tensors_it_is_given(tmp_path):
+    """swav/Swin: `top1.update(acc1[0], n)` every step, `AverageMeter` in a utils.py that
+    never names torch, and its fields formatted in a log line (f-string or `.format` with
+    attribute fields). The near-miss: `batch_time`, fed floats, formatted beside it."""
+    paths = _project(tmp_path, {
+        "utils.py": """\
+            class AverageMeter:
+                def __init__(self):
+                    self.val = self.sum = self.count = self.avg = 0
+
+                def update(self, val, n=1):
+                    self.val = val
+                    self.sum += val * n
+                    self.count += n
+                    self.avg = self.sum / self.count
+            """,
+        "train.py": """\
+            import logging
+            import time
+            import torch
+            from utils import AverageMeter
+
+            logger = logging.getLogger(__name__)
+
+            def train(loader, model):
+                top1, batch_time = AverageMeter(), AverageMeter()
+                end = time.time()
+                for i, x in enumerate(loader):
+                    out = model(x.cuda(non_blocking=True))
+                    top1.update((out.argmax(1) == 0).float().mean(), x.size(0))
+                    batch_time.update(time.time() - end)
+                    if i % 50 == 0:
+                        logger.info("Time {bt.avg:.3f} Prec {top1.avg:.3f}".format(bt=batch_time, top1=top1))
+                        logger.info(f"time {batch_time.avg:.3f}")
+                print(f"acc {top1.avg:.3f}")
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if code == "SYN106"}
+    assert found == {("train.py", 16, "SYN106"), ("train.py", 18, "SYN106")}

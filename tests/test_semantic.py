@@ -682,3 +682,50 @@ def once(x):
     _, ctx = probe(src)
     assert {"ode_func", "helper"} <= hot_functions(ctx)
     assert "sampler" not in hot_functions(ctx) and "once" not in hot_functions(ctx)
+
+
+AVERAGE_METER = """\
+class AverageMeter:
+    def __init__(self):
+        self.reset()
+    def reset(self):
+        self.val = 0
+        self.sum = 0
+        self.count = 0
+        self.avg = 0
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+"""
+
+
+def test_an_instance_fed_plain_numbers_holds_plain_numbers_though_its_class_also_holds_tensors():
+    src = "import time\nimport torch\n" + AVERAGE_METER + """\
+def train(loader, crit):
+    batch_time, top1, losses = AverageMeter(), AverageMeter(), AverageMeter()
+    end = time.time()
+    for x in loader:
+        out = torch.ones(2, device="cuda")
+        top1.update(out[0], x.size(0))
+        losses.update(crit(out).item())
+        batch_time.update(time.time() - end)
+    probe(top1.avg)
+    probe(batch_time.avg)
+    probe(losses.val)
+"""
+    (top1, _), (batch_time, _), (losses, _) = probe(src)[0]
+    assert top1.kind == V.TENSOR and top1.device == V.CUDA  # the class's value
+    assert batch_time.kind == V.PY and losses.kind == V.PY  # what this instance was given
+
+
+def test_which_attributes_are_made_from_method_parameters():
+    from synclint.semantic.instances import fed_attributes
+
+    fed = fed_attributes(cst.parse_module(AVERAGE_METER + "    def merge(self, other):\n        self.last = len(other)\n").body[0])
+    assert fed["avg"] == [("update", "n", 1, True), ("update", "val", 0, False)]
+    assert "last" not in fed  # a call's result: not made from parameters only
+    # an attribute made from one that is also assigned a call's result is not either
+    fed = fed_attributes(cst.parse_module(AVERAGE_METER + "    def merge(self, other):\n        self.count = len(other)\n").body[0])
+    assert "count" not in fed and "avg" not in fed and fed["val"] == [("update", "val", 0, False)]

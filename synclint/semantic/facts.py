@@ -118,13 +118,19 @@ class ClassFacts:
     methods: Dict[str, Val] = field(default_factory=dict)
     bases: List[str] = field(default_factory=list)
     key: str = ""  # the canonical qualified name (`pkg.mod.Class`)
+    # attribute -> the method parameters it is made from (`instances.fed_attributes`)
+    fed: Dict[str, List[Tuple[str, str, int, bool]]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"m": self.is_module, "a": _vals(self.attrs), "f": _vals(self.methods), "b": self.bases, "k": self.key}
+        out = {"m": self.is_module, "a": _vals(self.attrs), "f": _vals(self.methods), "b": self.bases, "k": self.key}
+        if self.fed:
+            out["d"] = self.fed
+        return out
 
     @staticmethod
     def from_json(d: dict) -> "ClassFacts":
-        return ClassFacts(d["m"], _unvals(d["a"]), _unvals(d["f"]), list(d["b"]), d["k"])
+        return ClassFacts(d["m"], _unvals(d["a"]), _unvals(d["f"]), list(d["b"]), d["k"],
+                          {a: [tuple(x) for x in xs] for a, xs in d.get("d", {}).items()})
 
 
 @dataclass
@@ -284,7 +290,7 @@ class ProjectFacts:
             return v.to_json() if v is not None else None
         if kind == "c":
             c = self.classes.get(key[1])
-            return [c.is_module, c.key] if c is not None else None
+            return [c.is_module, c.key, c.fed] if c is not None else None
         if kind in ("a", "m"):
             v = _member(self.classes.get(key[1]), key[2], kind == "m")
             return v.to_json() if v is not None else None

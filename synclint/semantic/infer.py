@@ -192,6 +192,10 @@ class Inference:
             if attr in ("indices", "values"):  # topk/sort/max(dim) results
                 return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
             return V.UNKNOWN_VAL
+        if k == V.OBJECT and isinstance(e.value, cst.Name) and base.cls and "|" not in base.cls:
+            v = self.instance_attribute(e.value.value, base.cls, attr)
+            if v is not None:
+                return v
         if k in (V.MODULE, V.OBJECT) and base.cls is not None:
             v = self.attribute_of(base.cls, attr)
             if v.kind != V.UNKNOWN:
@@ -706,6 +710,8 @@ class Inference:
             if m in ("cpu", "numpy"):
                 # whatever it was, the result of `.cpu()` lives on the host (a module's too)
                 return V.tensor(V.CPU) if m == "cpu" else Val(V.NUMPY)
+            if m in ("item", "tolist") and not call.args:  # whatever it was: a plain value
+                return V.py("number") if m == "item" else V.PY_VAL
             if m in L.TENSOR_ONLY_METHODS:
                 return V.tensor(None, dtype=V.INT if m in ("argmax", "argmin") else None)
             return V.UNKNOWN_VAL

@@ -20,6 +20,7 @@ from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.helpers import HelperBody
+from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import descendants, dotted, string_value
@@ -58,6 +59,9 @@ class FuncInfo:
     compiled: bool = False  # under torch.compile / torch.jit (itself or an enclosing function)
     escaped: Optional[Set[str]] = None  # names whose tensor may be reachable from elsewhere
     counters: Optional[Set[str]] = None  # names this function counts with (`is_counter`)
+    # local name -> (method, positional values, keyword values) of calls made on the instance
+    # it holds (`instances`)
+    instance_calls: Dict[str, List[tuple]] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,6 +80,7 @@ class ClassInfo:
     methods: Set[str] = field(default_factory=set)  # names of the methods defined in the class
     node: Optional[cst.ClassDef] = None
     counters: Optional[Set[str]] = None  # `self.x += 1` somewhere in the class (`is_counter`)
+    fed: Optional[dict] = None  # attributes made from method parameters (`instances.fed_attributes`)
 
 
 @dataclass
@@ -138,6 +143,7 @@ class SemanticModel(Inference):
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
         self.helpers: Dict[str, HelperBody] = dict(self.facts.helpers)  # replayed at each call
         self._inlining: Set[str] = set()
+        self.module_instance_calls: Dict[str, List[tuple]] = {}  # (`record_instance_call`)
         self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed
         self._memo: Dict[int, tuple] = {}  # node id -> (node, value), until a binding changes (`forget`)
         # a call met an in-file function or method before its definition was walked: its
@@ -490,6 +496,33 @@ class SemanticModel(Inference):
         v = self.project.class_member(cls_name, method, method=True)
         return self.resolve(v) if v is not None else None
 
+    def class_fed(self, cls_name: str) -> dict:
+        """The attributes of a class made only from its methods' parameters (`instances`)."""
+        info = self.classes_by_name.get(cls_name)
+        if info is None:
+            ext = self.project.class_facts(cls_name)
+            return ext.fed if ext is not None else {}
+        if info.fed is None:
+            # a subclass's attributes may come from its bases' methods too: not followed
+            plain = info.node is not None and all(b == "object" for b in info.bases)
+            info.fed = fed_attributes(info.node) if plain else {}
+        return info.fed
+
+    def record_instance_call(self, name: str, method: str, pos: list, kws: dict) -> None:
+        """`meter.update(x, n)` on the instance a local name holds."""
+        f = self.func
+        calls = f.instance_calls if f is not None else self.module_instance_calls
+        calls.setdefault(name, []).append((method, pos, kws))
+
+    def instance_attribute(self, name: str, cls_name: str, attr: str) -> Optional[Val]:
+        """`name.attr` when what this instance was given says more than its class: a plain
+        value when every call on it passed plain values for what `attr` is made from."""
+        f = self.func
+        calls = (f.instance_calls if f is not None else self.module_instance_calls).get(name)
+        if calls and instance_value(self.class_fed(cls_name), attr, calls):
+            return V.PY_VAL
+        return None
+
     @staticmethod
     def _each_class(keys: str, ask) -> Optional[Val]:
         """The join of what each of the classes `"A|B"` answers; None when none knows."""
@@ -598,7 +631,7 @@ class SemanticModel(Inference):
         for fname, v in self.func_returns.items():
             out.funcs[fname] = v
         for cname, info in self.classes_by_name.items():
-            cf = ClassFacts(is_module=info.is_module, bases=list(info.bases))
+            cf = ClassFacts(is_module=info.is_module, bases=list(info.bases), fed=self.class_fed(cname))
             for attr in set(info.attrs) | set(info.pending):
                 v = self.attribute_of(cname, attr)
                 if v.kind != V.UNKNOWN or ref_target(v):

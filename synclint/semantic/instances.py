@@ -1,0 +1,105 @@
+"""What one instance's attributes hold, from the calls made on that instance.
+
+A class's attribute is one value for all its instances: an `AverageMeter` that one loop
+feeds floats (`batch_time.update(time.time() - end)`) and another GPU tensors
+(`top1.update(acc1[0], n)`) holds "a tensor" in `val`, `sum` and `avg` for both. Formatting
+`batch_time.val` is then taken for a read-back. When the attribute is made only from the
+parameters of the class's own methods (`self.val = val`, `self.sum += val * n`, `self.avg =
+self.sum / self.count`), what this instance was given tells more: every call made on it in
+this scope passed plain numbers, so its attribute is a number.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from synclint.semantic.syntax import all_params, descendants
+
+# attribute -> (method, parameter, position after self, whether its default is a literal)
+Fed = Dict[str, List[Tuple[str, str, int, bool]]]
+
+
+def fed_attributes(node: cst.ClassDef) -> Fed:
+    """Attributes made only from method parameters, constants and other such attributes,
+    with the (method, parameter, position) each depends on; an attribute assigned anything
+    else (a call, a global) is left out."""
+    direct: Dict[str, Set[Tuple[str, str, int, bool]]] = {}
+    via: Dict[str, Set[str]] = {}
+    opaque: Set[str] = set()
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for m in body:
+        if not isinstance(m, cst.FunctionDef):
+            continue
+        params = all_params(m.params)
+        position = {p.name.value: i - 1 for i, p in enumerate(params) if i > 0}
+        literal = {p.name.value for p in params
+                   if isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString))}
+        for stmt in descendants(m):
+            if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+                target, value = stmt.targets[0].target, stmt.value
+            elif isinstance(stmt, (cst.AugAssign, cst.AnnAssign)) and stmt.value is not None:
+                target, value = stmt.target, stmt.value
+            else:
+                continue
+            attr = _self_attr(target)
+            if attr is None:
+                continue
+            for n in [value, *descendants(value)]:
+                if isinstance(n, cst.Attribute) and _self_attr(n) is not None:
+                    via.setdefault(attr, set()).add(n.attr.value)
+                elif isinstance(n, cst.Name) and n.value in position:
+                    direct.setdefault(attr, set()).add((m.name.value, n.value, position[n.value], n.value in literal))
+                elif isinstance(n, (cst.Call, cst.Subscript, cst.Lambda)) or (
+                        isinstance(n, cst.Name) and n.value not in position and n.value != "self"
+                        and not _is_attr_name(n, value)):
+                    opaque.add(attr)
+    out: Fed = {}
+    for attr in set(direct) | set(via):
+        deps: Set[Tuple[str, str, int, bool]] = set()
+        seen, todo, clean = set(), [attr], True
+        while todo:
+            a = todo.pop()
+            if a in seen:
+                continue
+            seen.add(a)
+            if a in opaque:
+                clean = False
+                break
+            deps |= direct.get(a, set())
+            todo.extend(via.get(a, ()))
+        if clean and deps:
+            out[attr] = sorted(deps)
+    return out
+
+
+def instance_value(fed: Optional[Fed], attr: str, calls: List[tuple]):
+    """True when every call made on this instance passed a plain Python value for each
+    parameter `attr` is made from (so it holds a plain value), else None."""
+    from synclint.semantic import values as V
+
+    deps = (fed or {}).get(attr)
+    if not deps or not calls:
+        return None
+    for method, param, pos, literal_default in deps:
+        for m, args, kws in calls:
+            if m != method:
+                continue
+            v = kws.get(param, args[pos] if pos < len(args) else None)
+            if v is None and literal_default:
+                continue  # `update(x)`: `n=1`
+            if v is None or v.kind != V.PY:
+                return None
+    return True
+
+
+def _self_attr(e: cst.BaseExpression) -> Optional[str]:
+    if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
+        return e.attr.value
+    return None
+
+
+def _is_attr_name(n: cst.Name, within: cst.BaseExpression) -> bool:
+    """`n` is the attribute part of some `x.n` (not a free name)."""
+    return any(isinstance(a, cst.Attribute) and a.attr is n for a in [within, *descendants(within)])
