@@ -670,3 +670,40 @@ def test_a_meter_in_a_module_that_never_names_torch_holds_the_gpu_tensors_it_is_
     })
     found = {(n, row, code) for n, row, code, _ in _found(paths) if code == "SYN106"}
     assert found == {("train.py", 16, "SYN106"), ("train.py", 18, "SYN106")}
+
+
+def test_every_kind_of_summary_fact_reads_back_from_the_cache_as_itself():
+    """The summary cache keeps an entry only if it reads back as exactly what was written
+    (`cache._summary`): a field that changes shape on the way (a tuple read back as a list)
+    would make every run summarise that file again."""
+    import json
+
+    from synclint.engine import analyse
+    from synclint.semantic.facts import ModuleSummary
+
+    src = textwrap.dedent("""\
+        import torch
+
+        class Meter:
+            def update(self, val, n=1):
+                self.val = val
+                self.sum = val * n
+
+        def pad(tensors):
+            out = torch.zeros(len(tensors), device=tensors[0].device)
+            return out
+
+        def doubled(x):
+            return x * 2
+
+        def make_step():
+            def step(x):
+                return x.sum()
+            return step
+
+        conv = Meter() if torch.cuda.is_available() else Meter()
+        """)
+    s = analyse(src, "m.py", "m").summary
+    assert s.classes["Meter"].fed and "pad" in s.one_liners and "doubled" in s.one_liners
+    stored = json.loads(json.dumps(s.to_json()))
+    assert ModuleSummary.from_json(stored).to_json() == stored

@@ -119,18 +119,18 @@ class ClassFacts:
     bases: List[str] = field(default_factory=list)
     key: str = ""  # the canonical qualified name (`pkg.mod.Class`)
     # attribute -> the method parameters it is made from (`instances.fed_attributes`)
-    fed: Dict[str, List[Tuple[str, str, int, bool]]] = field(default_factory=dict)
+    fed: Dict[str, List[list]] = field(default_factory=dict)  # [method, param, position, literal default]
 
     def to_json(self) -> dict:
         out = {"m": self.is_module, "a": _vals(self.attrs), "f": _vals(self.methods), "b": self.bases, "k": self.key}
         if self.fed:
-            out["d"] = self.fed
+            out["d"] = {a: [list(x) for x in xs] for a, xs in self.fed.items()}
         return out
 
     @staticmethod
     def from_json(d: dict) -> "ClassFacts":
         return ClassFacts(d["m"], _unvals(d["a"]), _unvals(d["f"]), list(d["b"]), d["k"],
-                          {a: [tuple(x) for x in xs] for a, xs in d.get("d", {}).items()})
+                          {a: [list(x) for x in xs] for a, xs in d.get("d", {}).items()})
 
 
 @dataclass

@@ -11,7 +11,7 @@ this scope passed plain numbers, so its attribute is a number.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -36,7 +36,7 @@ def fed_attributes(node: cst.ClassDef) -> Fed:
         position = {p.name.value: i - 1 for i, p in enumerate(params) if i > 0}
         literal = {p.name.value for p in params
                    if isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString))}
-        for stmt in descendants(m):
+        for stmt in _small_statements(m.body):
             if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
                 target, value = stmt.targets[0].target, stmt.value
             elif isinstance(stmt, (cst.AugAssign, cst.AnnAssign)) and stmt.value is not None:
@@ -46,14 +46,15 @@ def fed_attributes(node: cst.ClassDef) -> Fed:
             attr = _self_attr(target)
             if attr is None:
                 continue
-            for n in [value, *descendants(value)]:
+            nodes = [value, *descendants(value)]
+            attr_names = {id(a.attr) for a in nodes if isinstance(a, cst.Attribute)}
+            for n in nodes:
                 if isinstance(n, cst.Attribute) and _self_attr(n) is not None:
                     via.setdefault(attr, set()).add(n.attr.value)
                 elif isinstance(n, cst.Name) and n.value in position:
                     direct.setdefault(attr, set()).add((m.name.value, n.value, position[n.value], n.value in literal))
                 elif isinstance(n, (cst.Call, cst.Subscript, cst.Lambda)) or (
-                        isinstance(n, cst.Name) and n.value not in position and n.value != "self"
-                        and not _is_attr_name(n, value)):
+                        isinstance(n, cst.Name) and n.value != "self" and id(n) not in attr_names):
                     opaque.add(attr)
     out: Fed = {}
     for attr in set(direct) | set(via):
@@ -100,6 +101,20 @@ def _self_attr(e: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _is_attr_name(n: cst.Name, within: cst.BaseExpression) -> bool:
-    """`n` is the attribute part of some `x.n` (not a free name)."""
-    return any(isinstance(a, cst.Attribute) and a.attr is n for a in [within, *descendants(within)])
+def _small_statements(block) -> Iterator[cst.BaseSmallStatement]:
+    """The simple statements of a block and of the blocks nested in it (not of nested
+    functions or classes): where `self.x = ...` can be, without walking every expression."""
+    for stmt in block.body if isinstance(block, cst.IndentedBlock) else [block]:
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            yield from stmt.body
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        else:
+            for name in ("body", "orelse", "finalbody"):
+                sub = getattr(stmt, name, None)
+                if isinstance(sub, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                    yield from _small_statements(sub)
+                elif sub is not None and hasattr(sub, "body"):  # an Else/Finally/elif If
+                    yield from _small_statements(sub if isinstance(sub, cst.If) else sub.body)
+            for h in getattr(stmt, "handlers", ()):
+                yield from _small_statements(h.body)
