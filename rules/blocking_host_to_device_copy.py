@@ -4,7 +4,7 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.rules._helpers import with_kwarg
-from synclint.semantic.moves import factory_under, gpu_move
+from synclint.semantic.moves import factory_under, gpu_move, moves_own_attribute
 
 _TRUE = cst.Name("True")
 PINNED_TITLE = "Pass `non_blocking=True`: the source is pinned"
@@ -53,6 +53,14 @@ class BlockingHostToDeviceCopy(Rule):
     FIX = "sometimes"
     CATALOGUE = ("B4",)
     VALID = [
+        Valid(  # state moved where it then stays (a setup move, as `model.to(device)`); later
+            # calls find it there, and copies between its own slices stay on one device
+            "import torch\nclass Buf:\n    def __init__(self):\n        self.x = torch.zeros(4, 3)\n"
+            "    def to(self, device):\n        self.x = self.x.to(device)\n"
+            "    def roll(self):\n        self.x[0].copy_(self.x[-1])\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "b = Buf()\nb.to(device)\nfor _ in range(3):\n    b.roll()\n"
+        ),
         # point 7: the batches of a loader over CUDA tensors are already on the device
         Valid(
             "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
@@ -177,12 +185,14 @@ class BlockingHostToDeviceCopy(Rule):
                 return
             src = args[0].value
             v = ctx.infer(src)
+            if v.device == V.EITHER and ctx.infer(receiver(node)).device == V.EITHER:
+                return  # both placed by the same choice of device (`rollouts.to(device)`): no crossing
             if v.kind == V.TENSOR and V.on_host(v):
                 fix = with_kwarg(node, "non_blocking", _TRUE) if v.pinned else None
                 self.report(node, fix, fix_title=PINNED_TITLE if fix else None, expr=short(node))
             return
         move = gpu_move(ctx, node)
-        if move is None or move.non_blocking is not False:
+        if move is None or move.non_blocking is not False or moves_own_attribute(ctx, node):
             return
         src = receiver(node)
         if factory_under(ctx, src) is not None:

@@ -251,7 +251,8 @@ class TensorFormatting(Rule):
         m = method_call(node, LOG_METHODS | {"format"})
         if m == "format":
             if string_literal(receiver(node)):
-                self._check(a.value for a in node.args if not a.star)
+                # at the `.format(...)` call (the sync), which may span lines, as `%` is
+                self._check((a.value for a in node.args if not a.star), node)
                 self._check(_attribute_fields(_literal_text(receiver(node)), node), node)
             return
         if m is not None and _is_logging_call(ctx, node.func):

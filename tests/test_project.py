@@ -707,3 +707,49 @@ def test_every_kind_of_summary_fact_reads_back_from_the_cache_as_itself():
     assert s.classes["Meter"].fed and "pad" in s.one_liners and "doubled" in s.one_liners
     stored = json.loads(json.dumps(s.to_json()))
     assert ModuleSummary.from_json(stored).to_json() == stored
+
+
+def test_rollout_storage_moved_once_then_filled_every_step(tmp_path):
+    """pytorch-a2c-ppo-acktr-gail: a storage object's CPU buffers are moved with
+    `self.obs = self.obs.to(device)` once (a setup move, as `model.to(device)`), then filled
+    every step; copies between two of its own slices stay on one device; minibatches are
+    taken with the lists a BatchSampler yields (a host index, copied every time) and with a
+    0-d CPU element of `randperm` (a select read on the host, no copy)."""
+    paths = _project(tmp_path, {
+        "storage.py": """\
+            import torch
+            from torch.utils.data.sampler import BatchSampler, SubsetRandomSampler
+
+            class Storage:
+                def __init__(self, n):
+                    self.obs = torch.zeros(n + 1, 4)
+
+                def to(self, device):
+                    self.obs = self.obs.to(device)
+
+                def after_update(self):
+                    self.obs[0].copy_(self.obs[-1])
+
+                def batches(self, n):
+                    for indices in BatchSampler(SubsetRandomSampler(range(n)), 2, drop_last=True):
+                        yield self.obs[indices]
+                    perm = torch.randperm(n)
+                    for i in range(n):
+                        yield self.obs[:, perm[i]]
+            """,
+        "main.py": """\
+            import torch
+            from storage import Storage
+
+            def main(args):
+                device = torch.device("cuda:0" if args.cuda else "cpu")
+                rollouts = Storage(8)
+                rollouts.to(device)
+                for _ in range(10):
+                    for b in rollouts.batches(8):
+                        pass
+                    rollouts.after_update()
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if code.startswith("SYN3")}
+    assert found == {("storage.py", 16, "SYN305")}

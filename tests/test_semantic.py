@@ -729,3 +729,16 @@ def test_which_attributes_are_made_from_method_parameters():
     # an attribute made from one that is also assigned a call's result is not either
     fed = fed_attributes(cst.parse_module(AVERAGE_METER + "    def merge(self, other):\n        self.count = len(other)\n").body[0])
     assert "count" not in fed and "avg" not in fed and fed["val"] == [("update", "val", 0, False)]
+
+
+def test_sizes_dimensions_and_batch_sampler_indices():
+    # one argument that is a shape, not a size: the rank is not known
+    assert val("import torch\nshape = (4,)\nprobe(torch.zeros((3,) + shape))\n").ndim is None
+    assert val("import torch\nn = 3\nprobe(torch.zeros(n))\n").ndim == 1
+    # an element picked with Python ints is 0-d: an index the host reads, not a copy
+    v = val("import torch\nperm = torch.randperm(8)\nfor i in range(4):\n    probe(perm[i + 1])\n")
+    assert v.ndim == 0 and v.device == V.CPU
+    # a BatchSampler yields lists of Python ints
+    v = val("import torch\nfrom torch.utils.data import BatchSampler, SequentialSampler\n"
+            "for idx in BatchSampler(SequentialSampler(range(8)), 4, False):\n    probe(idx)\n")
+    assert v.py == "list" and v.elems[0].py == "int"

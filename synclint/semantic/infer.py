@@ -218,6 +218,10 @@ class Inference:
             idx = [self._infer(s.slice.value) for s in e.slice if isinstance(s.slice, cst.Index)]
             if len(e.slice) == 1 and idx and idx[0].kind == V.TENSOR and idx[0].mask and base.ndim == 1:
                 return base.with_(pinned=None)
+            if base.ndim is not None and len(idx) == len(e.slice) <= base.ndim and all(
+                    i.kind == V.PY and i.py in ("int", "number") for i in idx):
+                # `perm[i]` with Python ints: one dimension fewer per index (a 0-d element)
+                return base.with_(pinned=None, ndim=base.ndim - len(idx))
             return base.with_(pinned=None, ndim=None)  # any index of a bool tensor is bool
         if base.kind == V.TENSORS:
             if base.elems is not None and len(e.slice) == 1:
@@ -379,8 +383,9 @@ class Inference:
             if len(pos) == 1 and isinstance(pos[0].value, (cst.Tuple, cst.List)):
                 ndim = len(pos[0].value.elements)
             elif pos and all(isinstance(a.value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation)) for a in pos):
-                if len(pos) > 1 or not isinstance(pos[0].value, cst.Name) or self._infer(pos[0].value).kind == V.PY:
-                    ndim = len(pos)
+                one = pos[0].value
+                if len(pos) > 1 or isinstance(one, cst.Integer) or self._infer(one).py in ("int", "number"):
+                    ndim = len(pos)  # (one argument: a size, not a shape like `(n,) + low.shape`)
             if len(pos) == 1 and isinstance(pos[0].value, cst.Attribute) and pos[0].value.attr.value == "shape":
                 ndim = None  # torch.zeros(x.shape): as many dims as x
         elif name in ("arange", "linspace", "logspace", "randperm"):
@@ -522,6 +527,8 @@ class Inference:
         if q in L.SAME_DEVICE_FUNCTIONS:
             ts = self.tensor_args(call)
             return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL
+        if q in L.BATCH_SAMPLERS:  # `for indices in BatchSampler(...)`: lists of Python ints
+            return Val(V.ITER, elems=(Val(V.PY, py="list", elems=(V.py("int"),)),))
         if q.startswith("torch."):
             return self._infer_torch_call(q[6:], call)
         root = q.split(".", 1)[0]

@@ -89,6 +89,7 @@ PASSTHROUGH_METHODS = _set("iteration", "passthrough_methods")
 LOADERS = _set("iteration", "loaders")
 LOADER_NAME_SUFFIXES = tuple(_DATA["iteration"]["loader_name_suffixes"])
 LOADER_NAMES = _set("iteration", "loader_names")
+BATCH_SAMPLERS = _set("iteration", "batch_samplers")
 REPEAT_CALLERS = {f: tuple(a) for f, a in _DATA["iteration"]["repeat_callers"].items()}
 
 # accelerate / Lightning Fabric

@@ -104,6 +104,26 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
     return Move(call, m, dev, dev_is_tensor, dtype, _nb(nb_expr), extra, nb_expr is not None)
 
 
+def moves_own_attribute(model, call: cst.Call) -> bool:
+    """`self.obs = self.obs.to(device)`: state moved where it then stays. After the first
+    time the attribute is already there and the move does nothing: a setup move (as
+    `model.to(device)`), not a copy per step."""
+    stmt = model.stmt_stack[-1] if model.stmt_stack else None
+    if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.value is call):
+        return False
+    target, src = stmt.targets[0].target, call.func
+    if not isinstance(target, cst.Attribute) or not isinstance(src, cst.Attribute):
+        return False
+    src = src.value
+    # `self.images = self.images.to(dtype).to(device)`: through casts of the same attribute
+    while isinstance(src, cst.Call) and isinstance(src.func, cst.Attribute) and src.func.attr.value in _CASTS:
+        src = src.func.value
+    return target.deep_equals(src)
+
+
+_CASTS = frozenset(("to", "float", "half", "double", "bfloat16", "long", "int", "contiguous", "type"))
+
+
 def host_type_move(model, call: cst.Call) -> bool:
     """`x.type(torch.FloatTensor)`, `x.type("torch.LongTensor")` or `x.type_as(cpu_tensor)`:
     a move to the CPU (a copy back from the GPU when `x` is there)."""
