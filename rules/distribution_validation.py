@@ -42,6 +42,9 @@ class DistributionValidation(Rule):
     without `validate_args=False`, in a file that does not turn validation off with
     `Distribution.set_default_validate_args(False)`; and `d.log_prob(x)` (`cdf`, `icdf`) of
     such a distribution with a GPU `x`, which checks `x` against the support on each call.
+    A class of the project that derives from one (`class FixedCategorical(Categorical)`,
+    as RL code does) is one: its construction and its `super().log_prob(x)` are flagged
+    (no fix: its own `__init__` may not take `validate_args`).
 
     ## Why is this bad?
     With validation on (the default: `Distribution._validate_args = __debug__`), the
@@ -80,6 +83,11 @@ class DistributionValidation(Rule):
     FIX = "sometimes"
     CATALOGUE = ("E5",)
     VALID = [
+        Valid(  # a project class of the same name that is no distribution
+            "import torch\nclass Categorical:\n    def __init__(self, logits):\n        self.logits = logits\n"
+            "def act(net, batches):\n    for obs in batches:\n"
+            "        d = Categorical(logits=net(obs.cuda(non_blocking=True)))\n"
+        ),
         # point 7: a script that never mentions a device, CUDA or an accelerator
         Valid(
             "import torch\nfrom data import batches\ndef policy(x: torch.Tensor, y: torch.Tensor):\n"
@@ -135,6 +143,26 @@ class DistributionValidation(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # a project subclass of a torch distribution (pytorch-a2c-ppo-acktr-gail)
+            "import torch\nclass FixedCategorical(torch.distributions.Categorical):\n"
+            "    def mode(self):\n"
+            "        return self.probs.argmax(dim=-1, keepdim=True)\n"
+            "def act(net, batches):\n    for obs in batches:\n"
+            "        d = FixedCategorical(logits=net(obs.cuda(non_blocking=True)))\n"
+            "        a = d.sample()\n",
+            line=7,
+            hot=True,
+        ),
+        Invalid(
+            "import torch\nclass FixedCategorical(torch.distributions.Categorical):\n"
+            "    def log_probs(self, actions):\n"
+            "        return super().log_prob(actions.squeeze(-1)).unsqueeze(-1)\n"
+            "def act(net, batches):\n    for obs in batches:\n"
+            "        d = FixedCategorical(logits=net(obs.cuda(non_blocking=True)), validate_args=False)\n"
+            "        lp = d.log_probs(torch.ones(2, device='cuda'))\n",
+            line=4,
+            hot=True,
+        ),
         Invalid(
             "import torch\nfrom torch.distributions import Categorical\ndef score(probs, action):\n"
             "    return probs.log_prob(action)\n"
@@ -224,7 +252,12 @@ class DistributionValidation(Rule):
             return
         self._sample_check(node)
         q = self.ctx.qualname(node.func)
-        if q is None or not q.startswith("torch.distributions.") or q.rsplit(".", 1)[-1] not in _VALIDATING:
+        if q is not None and q.startswith("torch.distributions."):
+            base = q.rsplit(".", 1)[-1]
+        else:  # a class of the project deriving from one (`FixedCategorical(logits=x)`)
+            cls = self.ctx.infer(node).cls if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+            base = self.ctx.distribution_base(cls) if cls and "|" not in cls else None
+        if base not in _VALIDATING:
             return
         validate = None
         for a in node.args:
@@ -236,7 +269,10 @@ class DistributionValidation(Rule):
         if not any(self._gpu_param(p) for p in params):
             return
         replacement = None
-        if one_line(node) and validate is None:
+        subclass = not (q is not None and q.startswith("torch.distributions."))
+        if subclass:
+            pass  # its own `__init__` may not take `validate_args`: no fix offered
+        elif one_line(node) and validate is None:
             replacement = node.with_changes(args=_append_kwarg(node.args, "validate_args", cst.Name("False")))
         elif one_line(node) and _is_none(validate.value):
             replacement = node.with_changes(

@@ -742,3 +742,20 @@ def test_sizes_dimensions_and_batch_sampler_indices():
     v = val("import torch\nfrom torch.utils.data import BatchSampler, SequentialSampler\n"
             "for idx in BatchSampler(SequentialSampler(range(8)), 4, False):\n    probe(idx)\n")
     assert v.py == "list" and v.elems[0].py == "int"
+
+
+def test_a_project_subclass_of_a_torch_distribution_is_known_as_one():
+    src = """\
+import torch
+class FixedNormal(torch.distributions.Normal):
+    def log_probs(self, actions):
+        probe(super())
+        return super().log_prob(actions).sum(-1, keepdim=True)
+class Deeper(FixedNormal):
+    pass
+class Plain:
+    pass
+"""
+    seen, ctx = probe(src)
+    assert seen[0][0].kind == V.DIST and seen[0][0].py == "validating"
+    assert ctx.distribution_base("Deeper") == "Normal" and ctx.distribution_base("Plain") is None

@@ -439,6 +439,9 @@ class Inference:
             if bound == V.PASSTHROUGH_VAL and call.args:  # `progress = tqdm if main else iter`
                 inner = call.args[0].value
                 return self._loader_named(inner, self._infer(inner))
+            if name == "super" and not call.args and self.cls is not None \
+                    and self.distribution_base(self.cls.name) is not None:
+                return Val(V.DIST, py="validating")  # `super().log_prob(x)` in a distribution subclass
             if bound.kind == V.MODULE:
                 return self._module_output(bound, call)
             if bound.kind == V.OBJECT and bound.cls:  # an instance called: its `__call__`

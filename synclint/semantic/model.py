@@ -496,6 +496,24 @@ class SemanticModel(Inference):
         v = self.project.class_member(cls_name, method, method=True)
         return self.resolve(v) if v is not None else None
 
+    def distribution_base(self, cls_name: str, _depth: int = 0) -> Optional[str]:
+        """The `torch.distributions` class (`"Categorical"`) an in-file or project class
+        derives from (`class FixedCategorical(torch.distributions.Categorical)`), if any."""
+        info = self.classes_by_name.get(cls_name)
+        if info is not None:
+            bases = info.bases
+        else:
+            ext = self.project.class_facts(cls_name)
+            bases = ext.bases if ext is not None else []
+        for b in bases:
+            if b.startswith("torch.distributions."):
+                return b.rsplit(".", 1)[-1]
+            if _depth < 4 and b != cls_name:
+                got = self.distribution_base(b, _depth + 1)
+                if got is not None:
+                    return got
+        return None
+
     def class_fed(self, cls_name: str) -> dict:
         """The attributes of a class made only from its methods' parameters (`instances`)."""
         info = self.classes_by_name.get(cls_name)
