@@ -15,6 +15,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from synclint.semantic.callgraph import spread
 from synclint.semantic.syntax import all_params, descendants
 
 # attribute -> (method, parameter, position after self, whether its default is a literal)
@@ -58,19 +59,9 @@ def fed_attributes(node: cst.ClassDef) -> Fed:
                     opaque.add(attr)
     out: Fed = {}
     for attr in set(direct) | set(via):
-        deps: Set[Tuple[str, str, int, bool]] = set()
-        seen, todo, clean = set(), [attr], True
-        while todo:
-            a = todo.pop()
-            if a in seen:
-                continue
-            seen.add(a)
-            if a in opaque:
-                clean = False
-                break
-            deps |= direct.get(a, set())
-            todo.extend(via.get(a, ()))
-        if clean and deps:
+        made_from = spread([attr], via, set())  # the attributes it is computed from, itself too
+        deps = set().union(*(direct.get(a, set()) for a in made_from))
+        if deps and not made_from & opaque:
             out[attr] = sorted(deps)
     return out
 
