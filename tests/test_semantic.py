@@ -759,3 +759,34 @@ class Plain:
     seen, ctx = probe(src)
     assert seen[0][0].kind == V.DIST and seen[0][0].py == "validating"
     assert ctx.distribution_base("Deeper") == "Normal" and ctx.distribution_base("Plain") is None
+
+
+def test_a_list_of_instances_appended_on_several_paths_holds_each_class():
+    # whisper's DecodingTask: `self.logit_filters.append(SuppressBlank())` under one option,
+    # `SuppressTokens()` under another, then `for f in self.logit_filters: f.apply(...)`
+    src = """\
+import torch
+class SuppressBlank:
+    def apply(self, logits):
+        return logits
+class SuppressTokens:
+    def apply(self, logits):
+        return logits
+class Task:
+    def __init__(self, opts):
+        self.filters = []
+        if opts.blank:
+            self.filters.append(SuppressBlank())
+        if opts.tokens:
+            self.filters.append(SuppressTokens())
+    def run(self, logits):
+        for i in range(10):
+            for f in self.filters:
+                probe(f)
+                f.apply(logits)
+"""
+    seen, ctx = probe(src)
+    assert V.classes_of(seen[0][0]) == ("SuppressBlank", "SuppressTokens")
+    assert {"SuppressBlank.apply", "SuppressTokens.apply"} <= hot_functions(ctx)
+    # a literal list of values of other kinds keeps no such element
+    assert V.element_of(val("x = []\nif c:\n    x.append(1)\nprobe(x)\n")).kind != V.OBJECT

@@ -204,7 +204,7 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             assumed=a.assumed and b.assumed,
             py=a.py if a.py == b.py else "number" if a.py in NUMBERS and b.py in NUMBERS else None,
             cls=a.cls if a.cls == b.cls else _either_class(a, b),
-            elems=a.elems if a.elems == b.elems else None,
+            elems=a.elems if a.elems == b.elems else _appended(a, b),
         )
     for t, other in ((a, b), (b, a)):
         if t.kind in (TENSOR, TENSORS) and other.kind in (PY, UNKNOWN, TENSOR, TENSORS):
@@ -214,6 +214,17 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
                 continue  # a tensor or a str/dict: nothing to say
             return t
     return UNKNOWN_VAL
+
+
+def _appended(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
+    """A list that instances were appended to on one path (`if opts.blank: filters.append(
+    SuppressBlank())`) and not on the other: what it may hold is what was appended."""
+    if a.kind != PY or a.py != "list" or any(v.elems and len(v.elems) != 1 for v in (a, b)):
+        return None  # (an empty list literal has no items: `()`)
+    items = [v.elems[0] for v in (a, b) if v.elems]
+    if not items or any(e.kind not in (OBJECT, MODULE) for e in items):
+        return None
+    return (items[0] if len(items) == 1 else join(items[0], items[1]),)
 
 
 # `py` tags of Python numbers: two of them joined are still a number
