@@ -20,7 +20,7 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.heat import classify_test, lazy_init
-from synclint.semantic.helpers import helper_body
+from synclint.semantic.helpers import helper_body, returned_parameter
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
@@ -165,8 +165,12 @@ class Walker:
             else:
                 ctx.func_returns[node.name.value] = ret
         if cls is None and ctx.func is None:
-            body = helper_body(node)  # a helper whose result follows each call's arguments
-            if body is None:
+            given_back = returned_parameter(node)  # `...; return model`: the call's argument
+            body = helper_body(node) if given_back is None else None  # or a replayable helper
+            if given_back is not None:
+                ctx.one_liners[node.name.value] = ([p.name.value for p in all_params(node.params)],
+                                                   cst.Name(given_back))
+            elif body is None:
                 pass
             elif body.one_line:
                 ctx.one_liners[node.name.value] = (body.params, body.returns[0])

@@ -790,3 +790,36 @@ class Task:
     assert {"SuppressBlank.apply", "SuppressTokens.apply"} <= hot_functions(ctx)
     # a literal list of values of other kinds keeps no such element
     assert V.element_of(val("x = []\nif c:\n    x.append(1)\nprobe(x)\n")).kind != V.OBJECT
+
+
+def test_functions_that_give_back_the_model_they_are_given():
+    from synclint.semantic.helpers import returned_parameter
+
+    def given_back(src):
+        return returned_parameter(cst.parse_module(src).body[0])
+
+    # tacotron2's apply_gradient_allreduce: hooks defined inside, the module returned
+    assert given_back("def f(module):\n    def hook():\n        return 1\n    module.x = 1\n    return module\n") == "module"
+    assert given_back("def f(m):\n    m = m.cuda()\n    return m\n") is None  # rebound
+    assert given_back("def f(m, c):\n    if c:\n        return c\n    return m\n") is None
+    src = """\
+import torch
+from apex import amp
+def load_checkpoint(path, model, optimizer):
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["model"])
+    it = state["iteration"]
+    print("loaded", it)
+    return model, optimizer, it
+def load_model():
+    model = torch.nn.Linear(2, 2).cuda()
+    return model
+model = load_model()
+opt = torch.optim.Adam(model.parameters())
+model, opt = amp.initialize(model, opt, opt_level="O2")
+model, opt, it = load_checkpoint("c.pt", model, opt)
+probe(model)
+probe(opt)
+"""
+    (m, _), (o, _) = probe(src)[0]
+    assert m.kind == V.MODULE and m.device == V.CUDA and o.kind == V.OPTIM

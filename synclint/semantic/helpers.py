@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from synclint.semantic.syntax import all_params
+from synclint.semantic.syntax import all_params, descendants
 
 # Longer helpers are not replayed: their walked return is what callers get.
 MAX_STEPS = 30
@@ -131,3 +131,38 @@ def _names(target: cst.BaseExpression, unfollowed: bool) -> Tuple[str, ...]:
     if isinstance(target, cst.StarredElement):
         return _names(target.value, True)
     return ()
+
+
+def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
+    """`def apply_gradient_allreduce(module): ...; return module`: the parameter every
+    `return` gives back (never rebound in the function, nested functions aside), so a call's
+    result is what that call passed. None otherwise."""
+    if node.decorators or isinstance(node.params.star_arg, cst.Param) or node.params.star_kwarg is not None:
+        return None
+    params = {p.name.value for p in all_params(node.params)}
+    returned: set = set()
+    bound: set = set()
+    for n in descendants(node):  # (not into nested functions: their returns are theirs)
+        if isinstance(n, cst.Return):
+            if not (isinstance(n.value, cst.Name) and n.value.value in params):
+                return None
+            returned.add(n.value.value)
+        elif isinstance(n, cst.AssignTarget):
+            bound |= _bound_names(n.target)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+            bound |= _bound_names(n.target)
+        elif isinstance(n, cst.AsName):
+            bound |= _bound_names(n.name)
+    if len(returned) != 1 or returned & bound:
+        return None
+    return returned.pop()
+
+
+def _bound_names(target) -> set:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound_names(el.value) for el in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()

@@ -530,6 +530,10 @@ class Inference:
         if q in L.SAME_DEVICE_FUNCTIONS:
             ts = self.tensor_args(call)
             return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL
+        if q in L.RETURNS_ARGUMENTS:  # `model, optimizer = amp.initialize(model, optimizer)`
+            pos = [a.value for a in call.args if a.keyword is None and not a.star]
+            got = tuple(self._infer(pos[i]) if i < len(pos) else V.UNKNOWN_VAL for i in L.RETURNS_ARGUMENTS[q])
+            return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
         if q in L.BATCH_SAMPLERS:  # `for indices in BatchSampler(...)`: lists of Python ints
             return Val(V.ITER, elems=(Val(V.PY, py="list", elems=(V.py("int"),)),))
         if q.startswith("torch."):
@@ -855,15 +859,21 @@ class Inference:
 
     def _replayed(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Optional[Val]:
         """A straight-line helper replayed for this call (`helpers`), when that tells more
-        than its walked return: a tensor (or tensors) on a known device. Anything else is
-        None: the replay does not follow `res.append(t)`, so a list it returns may well
-        hold tensors."""
+        than its walked return: a tensor (or tensors) on a known device, or an instance of a
+        known class. Anything else is None: the replay does not follow `res.append(t)`, so a
+        list it returns may well hold tensors."""
         if any(a.star for a in call.args):
             return None
         v = self._infer_in_scope(key, body, call, foreign_aliases)
-        if v.kind not in (V.TENSOR, V.TENSORS) or v.device is None:
-            return None
-        return v
+        if v.kind in (V.TENSOR, V.TENSORS) and v.device is not None:
+            return v
+        if v.kind in (V.MODULE, V.OBJECT, V.OPTIM) and v.cls:  # `def load_model(h): ...; return model`
+            return v
+        if (v.kind == V.PY and v.py == "tuple" or v.kind == V.UNKNOWN) and v.elems and any(  # `return model, opt, lr, it`
+                e.kind in (V.MODULE, V.OBJECT, V.OPTIM) and e.cls or e.kind == V.TENSOR and e.device
+                for e in v.elems):
+            return v
+        return None
 
     def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Val:
         from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one

@@ -90,6 +90,7 @@ LOADERS = _set("iteration", "loaders")
 LOADER_NAME_SUFFIXES = tuple(_DATA["iteration"]["loader_name_suffixes"])
 LOADER_NAMES = _set("iteration", "loader_names")
 BATCH_SAMPLERS = _set("iteration", "batch_samplers")
+RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
 REPEAT_CALLERS = {f: tuple(a) for f, a in _DATA["iteration"]["repeat_callers"].items()}
 
 # accelerate / Lightning Fabric
