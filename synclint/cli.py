@@ -19,6 +19,10 @@ OUTPUT_FORMATS = ["text", "concise", "json", "sarif", "github", "junit", "gitlab
 _FAST_EXIT = []  # non-empty once `check` has run: the process may end without teardown
 
 
+# Words a user may type for `explain` (the nearest command name would be `rules`)
+_RULE_PAGE_WORDS = frozenset(("rule", "doc", "docs", "show", "describe", "help-rule", "info"))
+
+
 class _Group(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """Run as the program (`synclint check ...`; not CliRunner, which passes args), end a
@@ -43,6 +47,15 @@ class _Group(click.Group):
             except Exception:  # a closed pipe (`synclint check | head`): nothing left to say
                 pass
         os._exit(code)
+
+    def resolve_command(self, ctx, args):
+        """`synclint rule SYN101` (or `doc`, `show`): say which command shows a rule's page,
+        not only the nearest command name (`rules`, which lists them)."""
+        name = args[0] if args else ""
+        if self.get_command(ctx, name) is None and name in _RULE_PAGE_WORDS:
+            raise click.UsageError(f"No such command '{name}'. A rule's page: `synclint explain "
+                                   f"{args[1] if len(args) > 1 else 'SYN101'}`; every rule: `synclint rules`.", ctx)
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
         try:

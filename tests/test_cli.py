@@ -345,3 +345,10 @@ def test_synclints_own_cache_is_not_counted_as_a_skipped_folder(tmp_path):
     again = run(["check", "-v", "."], tmp_path)
     assert "1 skipped" in first.output and "1 skipped" in again.output  # venv/, counted and named
     assert ".synclint_cache" not in again.output + (again.stderr if again.stderr_bytes is not None else "")
+
+
+def test_a_word_for_a_rules_page_points_at_explain():
+    r = CliRunner().invoke(main, ["rule", "SYN105"])
+    assert r.exit_code == 2 and "`synclint explain SYN105`" in r.output
+    r = CliRunner().invoke(main, ["chek", "."])  # other typos: click's nearest command
+    assert r.exit_code == 2 and "Did you mean 'check'?" in r.output
