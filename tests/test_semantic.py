@@ -359,6 +359,11 @@ probe(lengths_of([torch.ones(2, device="cuda")]))
     assert moved.device == V.EITHER  # moved under a branch: either
     # appends are not replayed: the walked return (a list of tensors), not "a plain list"
     assert listed.kind != V.PY
+    # trl's entropy_from_logits: chunks appended, then `torch.cat`: not "a CPU tensor"
+    v = val("import torch\ndef ent(logits):\n    parts = []\n    for c in logits.split(2):\n"
+            "        parts.append(c.sum(-1))\n    parts = torch.cat(parts, dim=0)\n    return parts\n"
+            "probe(ent(torch.ones(4, 3, device='cuda')))\n")
+    assert v.device != V.CPU
 
 
 def test_what_a_helper_binds_in_ways_the_replay_does_not_follow_is_unknown():

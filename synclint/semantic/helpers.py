@@ -47,53 +47,60 @@ def helper_body(node: cst.FunctionDef) -> Optional[HelperBody]:
     if node.decorators or isinstance(node.params.star_arg, cst.Param) or node.params.star_kwarg is not None:
         return None
     body = HelperBody([p.name.value for p in all_params(node.params)])
+    mutated: set = set()
     try:
-        _block(node.body, body, False)
+        _block(node.body, body, False, mutated)
     except _NotStraight:
         return None
     if not body.returns or len(body.steps) > MAX_STEPS:
         return None
+    # `parts = []; ...; parts.append(t)`: what a container holds after calls on it is not
+    # replayed, so a name mutated that way is unknown (not "an empty list")
+    body.steps = [(names, None if mutated & set(names) else expr, cond) for names, expr, cond in body.steps]
     return body
 
 
-def _block(block, out: HelperBody, cond: bool) -> None:
+def _block(block, out: HelperBody, cond: bool, mutated: set) -> None:
     stmts = block.body if isinstance(block, cst.IndentedBlock) else [block]
     for s in stmts:
         if isinstance(s, cst.SimpleStatementLine):
             for small in s.body:
-                _small(small, out, cond)
+                _small(small, out, cond, mutated)
         elif isinstance(s, cst.SimpleStatementSuite):
             for small in s.body:
-                _small(small, out, cond)
+                _small(small, out, cond, mutated)
         elif isinstance(s, cst.If):
-            _block(s.body, out, True)
+            _block(s.body, out, True, mutated)
             orelse = s.orelse
             while orelse is not None:
-                _block(orelse.body, out, True)
+                _block(orelse.body, out, True, mutated)
                 orelse = orelse.orelse if isinstance(orelse, cst.If) else None
         elif isinstance(s, (cst.For, cst.While)):
             if isinstance(s, cst.For):
                 out.steps.append((_names(s.target, unfollowed=True)[1:], None, True))
-            _block(s.body, out, True)
+            _block(s.body, out, True, mutated)
             if s.orelse is not None:
-                _block(s.orelse.body, out, True)
+                _block(s.orelse.body, out, True, mutated)
         elif isinstance(s, cst.With):
             for item in s.items:
                 if item.asname is not None:
                     out.steps.append((_names(item.asname.name, unfollowed=True)[1:], None, True))
-            _block(s.body, out, cond)
+            _block(s.body, out, cond, mutated)
         elif isinstance(s, cst.Try):
-            _block(s.body, out, True)
+            _block(s.body, out, True, mutated)
             for h in s.handlers:
-                _block(h.body, out, True)
+                _block(h.body, out, True, mutated)
             for extra in (s.orelse, s.finalbody):
                 if extra is not None:
-                    _block(extra.body, out, True)
+                    _block(extra.body, out, True, mutated)
         else:  # a nested def or class, a match: not straight-line code
             raise _NotStraight
 
 
-def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool) -> None:
+_MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault"))
+
+
+def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool, mutated: set) -> None:
     if isinstance(small, cst.Return):
         if small.value is not None:
             out.returns.append(small.value)
@@ -113,6 +120,10 @@ def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool) -> None:
         raise _NotStraight
     elif isinstance(small, cst.Expr) and isinstance(small.value, (cst.Yield, cst.Await)):
         raise _NotStraight
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        f = small.value.func
+        if isinstance(f, cst.Attribute) and f.attr.value in _MUTATORS and isinstance(f.value, cst.Name):
+            mutated.add(f.value.value)
 
 
 def _names(target: cst.BaseExpression, unfollowed: bool) -> Tuple[str, ...]:
