@@ -7,7 +7,10 @@ which says neither. A short helper of straight-line code (assignments to names, 
 blocks of them, returns) is instead replayed at each call (`infer._infer_in_scope`): its
 parameters bound to the call's values, each assignment inferred in order (one under a
 branch or loop joined with what the name held before), and the returns joined. Names it
-binds in ways the replay does not follow (loop targets, `with ... as`) are unknown.
+binds in ways the replay does not follow (loop targets, `with ... as`, containers filled
+with `.append`) are unknown. A longer function that gives back one of its parameters
+unchanged (`def apply_gradient_allreduce(module): ...; return module`) returns, at each
+call, what that call passed (`returned_parameter`).
 """
 
 from __future__ import annotations
