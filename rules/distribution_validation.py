@@ -252,7 +252,8 @@ class DistributionValidation(Rule):
             return
         self._sample_check(node)
         q = self.ctx.qualname(node.func)
-        if q is not None and q.startswith("torch.distributions."):
+        subclass = not (q is not None and q.startswith("torch.distributions."))
+        if not subclass:
             base = q.rsplit(".", 1)[-1]
         else:  # a class of the project deriving from one (`FixedCategorical(logits=x)`)
             cls = self.ctx.infer(node).cls if isinstance(node.func, (cst.Name, cst.Attribute)) else None
@@ -269,7 +270,6 @@ class DistributionValidation(Rule):
         if not any(self._gpu_param(p) for p in params):
             return
         replacement = None
-        subclass = not (q is not None and q.startswith("torch.distributions."))
         if subclass:
             pass  # its own `__init__` may not take `validate_args`: no fix offered
         elif one_line(node) and validate is None:

@@ -219,8 +219,8 @@ class GradScalerUnfusedStep(Rule):
         if scaler.kind != V.OBJECT or scaler.cls != "torch.amp.GradScaler" or scaler.device == V.CPU:
             return
         o = ctx.infer(opt)
-        classes = (o.cls or "").split("|")  # one per path that creates it
-        if o.kind == V.OPTIM and o.py == "unfused" and all(c.rsplit(".", 1)[-1] in _FUSABLE for c in classes):
+        classes = V.classes_of(o)  # one per path that creates it
+        if o.kind == V.OPTIM and o.py == "unfused" and classes and all(c.rsplit(".", 1)[-1] in _FUSABLE for c in classes):
             self.report(node, call=short(node), why=f"because `{short(opt)}` is not fused", opt=short(opt))
         elif o.kind == V.UNKNOWN:
             # made where the model cannot see (a builder, a parameter): fused optimizers are

@@ -525,7 +525,7 @@ class Walker:
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
                 if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `forward`, or an object's `__call__`
-                    bound_methods, outside = _instance_methods(ctx, v, "forward" if v.kind == V.MODULE else "__call__")
+                    bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
                 elif V.function_key(v) and V.function_key(v) != func.value:
@@ -556,7 +556,7 @@ class Walker:
             else:
                 v = ctx.infer(func)
                 if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `self.encoder(x)`, `self.loss_scaler(loss)`
-                    bound_methods, outside = _instance_methods(ctx, v, "forward" if v.kind == V.MODULE else "__call__")
+                    bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
         if len(bound_methods) == 1 and not outside and isinstance(func, cst.Attribute):
             callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses
@@ -609,6 +609,10 @@ def _arg_values(ctx: SemanticModel, call: cst.Call) -> Tuple[List[Val], Dict[str
     if any(a.star for a in call.args):
         kws[STARRED] = V.UNKNOWN_VAL
     return pos, kws
+
+
+# the method that calling an instance runs: a module's `forward`, another object's `__call__`
+_CALLED = {V.MODULE: "forward", V.OBJECT: "__call__"}
 
 
 def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[str, ...], List[Tuple[str, int]]]:

@@ -149,8 +149,8 @@ def _steps_optimizer(body: cst.CSTNode, model=None) -> bool:
 
 
 def _lr_scheduler(v) -> bool:
-    return v.kind == V.OPTIM and bool(v.cls) and all(
-        c.startswith("torch.optim.lr_scheduler.") for c in v.cls.split("|"))
+    classes = V.classes_of(v)
+    return v.kind == V.OPTIM and bool(classes) and all(c.startswith("torch.optim.lr_scheduler.") for c in classes)
 
 
 def lazy_init(node: cst.If) -> bool:

@@ -44,10 +44,15 @@ class _NotStraight(Exception):
     pass
 
 
+def _plain_signature(node: cst.FunctionDef) -> bool:
+    """Undecorated, and every argument a call passes lands in a named parameter."""
+    return not node.decorators and not isinstance(node.params.star_arg, cst.Param) and node.params.star_kwarg is None
+
+
 def helper_body(node: cst.FunctionDef) -> Optional[HelperBody]:
     """The replayable body of a function, or None (decorated, `*args`/`**kwargs`, a
     generator, nested definitions, imports, `global`, no value returned, too long)."""
-    if node.decorators or isinstance(node.params.star_arg, cst.Param) or node.params.star_kwarg is not None:
+    if not _plain_signature(node):
         return None
     body = HelperBody([p.name.value for p in all_params(node.params)])
     mutated: set = set()
@@ -80,14 +85,14 @@ def _block(block, out: HelperBody, cond: bool, mutated: set) -> None:
                 orelse = orelse.orelse if isinstance(orelse, cst.If) else None
         elif isinstance(s, (cst.For, cst.While)):
             if isinstance(s, cst.For):
-                out.steps.append((_names(s.target, unfollowed=True)[1:], None, True))
+                out.steps.append((_bound_names(s.target), None, True))
             _block(s.body, out, True, mutated)
             if s.orelse is not None:
                 _block(s.orelse.body, out, True, mutated)
         elif isinstance(s, cst.With):
             for item in s.items:
                 if item.asname is not None:
-                    out.steps.append((_names(item.asname.name, unfollowed=True)[1:], None, True))
+                    out.steps.append((_bound_names(item.asname.name), None, True))
             _block(s.body, out, cond, mutated)
         elif isinstance(s, cst.Try):
             _block(s.body, out, True, mutated)
@@ -109,11 +114,9 @@ def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool, mutated: 
             out.returns.append(small.value)
     elif isinstance(small, cst.Assign):
         for t in small.targets:
-            names = _names(t.target, unfollowed=False)
-            if names[:1] == ("?",):
-                out.steps.append((names[1:], None, cond))
-            elif names:
-                out.steps.append((names, small.value, cond))
+            names = _bound_names(t.target)
+            if names:  # `a, *rest = ...`, `(a, b), c = ...`: bound, but not followed
+                out.steps.append((names, small.value if _followed(t.target) else None, cond))
     elif isinstance(small, cst.AnnAssign):
         if small.value is not None and isinstance(small.target, cst.Name):
             out.steps.append(((small.target.value,), small.value, cond))
@@ -129,29 +132,18 @@ def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool, mutated: 
             mutated.add(f.value.value)
 
 
-def _names(target: cst.BaseExpression, unfollowed: bool) -> Tuple[str, ...]:
-    """The names a target binds, for a step: `x` or `a, b` (item and attribute stores bind
-    none). A target the replay does not follow (a loop target, `a, *rest`, `(a, b), c`)
-    gives all its names with a "?" first, so the step binds them to unknown."""
-    if isinstance(target, cst.Name):
-        return ("?", target.value) if unfollowed else (target.value,)
+def _followed(target: cst.BaseExpression) -> bool:
+    """A target the replay binds from the value: `x`, or `a, b` of plain names."""
     if isinstance(target, (cst.Tuple, cst.List)):
-        plain = all(isinstance(el.value, cst.Name) and not isinstance(el, cst.StarredElement)
-                    for el in target.elements)
-        if plain and not unfollowed:
-            return tuple(el.value.value for el in target.elements)
-        names = [n for el in target.elements for n in _names(el.value, True) if n != "?"]
-        return ("?", *names)
-    if isinstance(target, cst.StarredElement):
-        return _names(target.value, True)
-    return ()
+        return all(isinstance(el, cst.Element) and isinstance(el.value, cst.Name) for el in target.elements)
+    return isinstance(target, cst.Name)
 
 
 def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
     """`def apply_gradient_allreduce(module): ...; return module`: the parameter every
     `return` gives back (never rebound in the function, nested functions aside), so a call's
     result is what that call passed. None otherwise."""
-    if node.decorators or isinstance(node.params.star_arg, cst.Param) or node.params.star_kwarg is not None:
+    if not _plain_signature(node):
         return None
     params = {p.name.value for p in all_params(node.params)}
     returned: set = set()
@@ -161,22 +153,21 @@ def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
             if not (isinstance(n.value, cst.Name) and n.value.value in params):
                 return None
             returned.add(n.value.value)
-        elif isinstance(n, cst.AssignTarget):
-            bound |= _bound_names(n.target)
-        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-            bound |= _bound_names(n.target)
+        elif isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+            bound.update(_bound_names(n.target))
         elif isinstance(n, cst.AsName):
-            bound |= _bound_names(n.name)
+            bound.update(_bound_names(n.name))
     if len(returned) != 1 or returned & bound:
         return None
     return returned.pop()
 
 
-def _bound_names(target) -> set:
+def _bound_names(target) -> Tuple[str, ...]:
+    """The names a target binds, in order (item and attribute stores bind none)."""
     if isinstance(target, cst.Name):
-        return {target.value}
+        return (target.value,)
     if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_bound_names(el.value) for el in target.elements))
+        return tuple(n for el in target.elements for n in _bound_names(el.value))
     if isinstance(target, cst.StarredElement):
         return _bound_names(target.value)
-    return set()
+    return ()

@@ -526,17 +526,19 @@ class SemanticModel(Inference):
             info.fed = fed_attributes(info.node) if plain else {}
         return info.fed
 
+    def _instance_calls(self) -> Dict[str, List[tuple]]:
+        """This scope's calls on the instances its names hold (`record_instance_call`)."""
+        f = self.func
+        return f.instance_calls if f is not None else self.module_instance_calls
+
     def record_instance_call(self, name: str, method: str, pos: list, kws: dict) -> None:
         """`meter.update(x, n)` on the instance a local name holds."""
-        f = self.func
-        calls = f.instance_calls if f is not None else self.module_instance_calls
-        calls.setdefault(name, []).append((method, pos, kws))
+        self._instance_calls().setdefault(name, []).append((method, pos, kws))
 
     def instance_attribute(self, name: str, cls_name: str, attr: str) -> Optional[Val]:
         """`name.attr` when what this instance was given says more than its class: a plain
         value when every call on it passed plain values for what `attr` is made from."""
-        f = self.func
-        calls = (f.instance_calls if f is not None else self.module_instance_calls).get(name)
+        calls = self._instance_calls().get(name)
         if calls and instance_value(self.class_fed(cls_name), attr, calls):
             return V.PY_VAL
         return None

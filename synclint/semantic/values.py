@@ -134,6 +134,10 @@ def methods_of(v: Val) -> Tuple[str, ...]:
 
 UNKNOWN_VAL = Val(UNKNOWN)
 FUNCTION_VAL = Val(PY, py="function")  # a name bound by `def`
+# A callable that passes its argument's items through (`tqdm`, `iter`), also when held in a
+# variable (`progress = tqdm if main else iter`).
+PASSTHROUGH_VAL = Val(PY, py="passthrough")
+PY_VAL = Val(PY)
 
 
 def function(key: str) -> Val:
@@ -144,11 +148,8 @@ def function(key: str) -> Val:
 
 
 def function_key(v: Val) -> Optional[str]:
+    """The key of the function a value is (`function`), if it is one."""
     return v.cls if v.kind == PY and v.py == "function" else None
-# A callable that passes its argument's items through (`tqdm`, `iter`), also when held in a
-# variable (`progress = tqdm if main else iter`).
-PASSTHROUGH_VAL = Val(PY, py="passthrough")
-PY_VAL = Val(PY)
 
 
 def py(kind: str) -> Val:
