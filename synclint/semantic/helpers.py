@@ -139,6 +139,9 @@ def _followed(target: cst.BaseExpression) -> bool:
     return isinstance(target, cst.Name)
 
 
+_TARGETED = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr})
+
+
 def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
     """`def apply_gradient_allreduce(module): ...; return module`: the parameter every
     `return` gives back (never rebound in the function, nested functions aside), so a call's
@@ -149,13 +152,14 @@ def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
     returned: set = set()
     bound: set = set()
     for n in descendants(node):  # (not into nested functions: their returns are theirs)
-        if isinstance(n, cst.Return):
+        kind = type(n)  # (by type: every node of every function, see `descendants`)
+        if kind is cst.Return:
             if not (isinstance(n.value, cst.Name) and n.value.value in params):
                 return None
             returned.add(n.value.value)
-        elif isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        elif kind in _TARGETED:
             bound.update(_bound_names(n.target))
-        elif isinstance(n, cst.AsName):
+        elif kind is cst.AsName:
             bound.update(_bound_names(n.name))
     if len(returned) != 1 or returned & bound:
         return None

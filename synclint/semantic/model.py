@@ -678,7 +678,7 @@ class SemanticModel(Inference):
 
     def _aliases_named(self, node: cst.CSTNode) -> Dict[str, str]:
         """The imports a piece of this file's code names (what another module needs to read it)."""
-        named = {n.value for n in [node, *descendants(node)] if isinstance(n, cst.Name)}
+        named = {n.value for n in [node, *descendants(node)] if type(n) is cst.Name}
         return {n: self.aliases[n] for n in sorted(named) if n in self.aliases}
 
     # ----------------------------------------------------------------- questions rules ask
@@ -968,7 +968,7 @@ def _configured_log_level(model) -> int:
     if "setLevel" not in model.source and "basicConfig" not in model.source:
         return 0
     levels = []
-    for n in descendants(model.module, stop=()):
+    for n in descendants(model.module, stop=frozenset()):
         if not isinstance(n, cst.Call) or not isinstance(n.func, (cst.Attribute, cst.Name)):
             continue
         name = n.func.attr.value if isinstance(n.func, cst.Attribute) else n.func.value
@@ -997,14 +997,15 @@ def _counted(root: cst.CSTNode, attrs: bool) -> Set[str]:
     """Names (or, with `attrs`, `self.` attributes) incremented by a constant under `root`,
     and loop variables over `range(...)` / the index of `enumerate(...)`."""
     out: Set[str] = set()
-    for n in descendants(root, stop=()):
-        if isinstance(n, cst.AugAssign) and isinstance(n.operator, cst.AddAssign) and isinstance(n.value, cst.Integer):
+    for n in descendants(root, stop=frozenset()):
+        kind = type(n)  # (by type: this visits every node of a function, see `descendants`)
+        if kind is cst.AugAssign and type(n.operator) is cst.AddAssign and type(n.value) is cst.Integer:
             t = n.target
             if not attrs and isinstance(t, cst.Name):
                 out.add(t.value)
             elif attrs and isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
                 out.add(t.attr.value)
-        elif not attrs and isinstance(n, cst.For) and isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Name):
+        elif not attrs and kind is cst.For and isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Name):
             if n.iter.func.value == "range" and isinstance(n.target, cst.Name):
                 out.add(n.target.value)
             elif (n.iter.func.value == "enumerate" and isinstance(n.target, cst.Tuple) and n.target.elements

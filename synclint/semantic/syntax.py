@@ -79,7 +79,7 @@ def target_names(t: cst.BaseExpression):
 # the cost of the parse); reading the dataclass fields directly is far cheaper. The walker
 # uses the same tables.
 import dataclasses  # noqa: E402
-from typing import Dict, Iterator, Tuple  # noqa: E402
+from typing import AbstractSet, Dict, Iterator, Tuple  # noqa: E402
 
 SKIP_TYPES = (
     cst.BaseParenthesizableWhitespace, cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen,
@@ -134,11 +134,16 @@ def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                     yield c
 
 
-def descendants(node: cst.CSTNode, stop=(cst.FunctionDef, cst.ClassDef, cst.Lambda)) -> Iterator[cst.CSTNode]:
-    """Every node under `node`, not entering nested function or class bodies."""
+SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def descendants(node: cst.CSTNode, stop: AbstractSet[type] = SCOPE_TYPES) -> Iterator[cst.CSTNode]:
+    """Every node under `node`, not entering nodes of the (concrete) types `stop`: by
+    default nested function or class bodies. Compared by type, not isinstance(), which goes
+    through ABCMeta for LibCST's classes (see `field_kind`)."""
     stack = list(child_nodes(node))
     while stack:
         n = stack.pop()
         yield n
-        if not isinstance(n, stop):
+        if type(n) not in stop:
             stack.extend(child_nodes(n))
