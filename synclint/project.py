@@ -22,6 +22,7 @@ import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from synclint.discovery import is_test_path
+from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
 from synclint.semantic.callgraph import hot_name, spread
@@ -513,7 +514,10 @@ class Project:
             if _informative(v):
                 pf.values[q] = v
         elif kind == "module" and expand and s is not None:
-            for n in list(s.funcs) + list(s.classes) + list(s.values):
+            # what it defines, and what it imports for its users (a package's `__init__`:
+            # `from .a2c import A2C`, read as `algo.A2C`)
+            names = list(s.funcs) + list(s.classes) + list(s.values) + [n for n in s.aliases if not n.startswith("_")]
+            for n in names:
                 self._tell(pf, f"{q}.{n}", path, expand=False)
 
     def _close_classes(self, pf: ProjectFacts) -> None:
@@ -540,13 +544,9 @@ class Project:
 
     def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
         """(path, function qual in it, leading parameters the call does not pass) of a call."""
-        if "()." in q:  # a method of what another module's call returns: `Meter().update`
-            made, method = q.rsplit("().", 1)
-            v = self.value(importer, ref(made))
-            if v.kind not in (V.MODULE, V.OBJECT) or not v.cls:
-                return None
-            where = self._key_to_class.get(v.cls)
-            found = self._defining(where[0], where[1], method) if where is not None else None
+        owner = self._method_owner(q, importer)
+        if owner is not None:
+            found = self._defining(*owner)
             return (found[0], found[1], 1) if found is not None else None
         if q.startswith("*"):  # a name that one of the importer's `from m import *` brings
             s = self.summaries.get(importer)
@@ -566,10 +566,72 @@ class Project:
             return p2, name, 0
         if kind == "class":
             return p2, f"{name}.__init__", 1
-        if kind == "method":
-            found = self._defining(p2, *name.split(".", 1))
-            return (found[0], found[1], 1) if found is not None else None
         return None
+
+    def _method_owner(self, q: str, importer: str) -> Optional[Tuple[str, str, str]]:
+        """(path, class, method) of a method call `q`: `pkg.mod.Cls.m`, or a method of what
+        another module's call returns (`Meter().update`)."""
+        if "()." in q:
+            made, method = q.rsplit("().", 1)
+            v = self.value(importer, ref(made))
+            if v.kind not in (V.MODULE, V.OBJECT) or not v.cls:
+                return None
+            where = self._key_to_class.get(v.cls)
+            return (where[0], where[1], method) if where is not None else None
+        if q.startswith("*"):
+            return None
+        sym = self.resolve(q, importer)
+        if sym is None or sym[0] != "method":
+            return None
+        cls, method = sym[2].split(".", 1)
+        return sym[1], cls, method
+
+    def _runs(self, path: str, cls: str, method: str) -> List[Tuple[str, str]]:
+        """What `obj.method()` runs on an instance of `path`'s `cls`: the method it defines
+        or inherits; else the methods of it that a library base's `method` calls
+        (`L.TEMPLATE_METHODS`: baselines' `VecEnvWrapper.step` runs `step_async`, `step_wait`)."""
+        found = self._defining(path, cls, method)
+        if found is not None:
+            return [found]
+        called = [m for base in self._library_bases(path, cls) for m in L.TEMPLATE_METHODS.get(f"{base}.{method}", ())]
+        return [f for f in (self._defining(path, cls, m) for m in dict.fromkeys(called)) if f is not None]
+
+    def _library_bases(self, path: str, cls: str, depth: int = 0) -> List[str]:
+        """The qualified names of the classes outside the project that `cls` derives from."""
+        s = self.summaries.get(path)
+        cf = s.classes.get(cls) if s is not None and depth <= MAX_DEPTH else None
+        out: List[str] = []
+        for base in cf.bases if cf is not None else ():
+            if base in s.classes:
+                out += self._library_bases(path, base, depth + 1)
+                continue
+            sym = self.resolve(base, path)
+            if sym is not None:
+                out += self._library_bases(sym[1], sym[2], depth + 1) if sym[0] == "class" else []
+                continue
+            head, _, rest = base.partition(".")  # (the summary qualifies what it can)
+            target = s.aliases.get(head)
+            out.append(base if target is None else f"{target}.{rest}" if rest else target)
+        return out
+
+    def _in_file(self, path: str, callee: str) -> List[Tuple[str, str]]:
+        """What an in-file call runs: its function; for `CNNBase._forward_gru` that
+        `CNNBase` inherits, its base's method (in this module or another, `_runs`)."""
+        s = self.summaries.get(path)
+        if s is None or callee in s.params or "." not in callee:
+            return [(path, callee)]
+        cls, method = callee.rsplit(".", 1)
+        if cls not in s.classes:
+            return [(path, callee)]
+        return self._runs(path, cls, method) or [(path, callee)]
+
+    def _call_runs(self, q: str, importer: str) -> List[Tuple[str, str]]:
+        """What a call of another module's `q` runs (see `_in_file`)."""
+        owner = self._method_owner(q, importer)
+        if owner is not None:
+            return self._runs(*owner)
+        c = self._callee(q, importer)
+        return [(c[0], c[1])] if c is not None else []
 
     def _defining(self, path: str, cls: str, method: str, depth: int = 0) -> Optional[Tuple[str, str]]:
         """(path, "Class.method") of the class that defines `method` for `cls`: itself, or
@@ -691,16 +753,10 @@ class Project:
             for caller, callee, hot in g.calls:
                 if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
-                if callee.startswith("@"):
-                    c = self._callee(callee[1:], path)
-                    if c is None:
-                        continue
-                    target = (c[0], c[1])
-                else:
-                    target = (path, callee)
-                edges.setdefault((path, caller), []).append(target)
+                targets = self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)
+                edges.setdefault((path, caller), []).extend(targets)
                 if hot:
-                    frontier.append(target)
+                    frontier.extend(targets)
         for base, subs in self._overrides().items():
             edges.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
         per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1])}

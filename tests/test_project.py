@@ -753,3 +753,121 @@ def test_rollout_storage_moved_once_then_filled_every_step(tmp_path):
     })
     found = {(n, row, code) for n, row, code, _ in _found(paths) if code.startswith("SYN3")}
     assert found == {("storage.py", 16, "SYN305")}
+
+
+def test_classes_a_package_reexports_are_known_through_the_package(tmp_path):
+    # a2c-ppo: `from a2c_ppo_acktr import algo`, then `agent = algo.A2C_ACKTR(...)` or
+    # `algo.PPO(...)` by the arguments; the package's `__init__` imports both classes. The
+    # update runs every iteration, so both classes' `.item()` calls are hot.
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/algo/__init__.py": "from .a2c import A2C\nfrom .ppo import PPO\n",
+        "pkg/algo/a2c.py": """\
+            class A2C:
+                def update(self, loss):
+                    return loss.item()
+            """,
+        "pkg/algo/ppo.py": """\
+            class PPO:
+                def update(self, loss):
+                    return loss.item()
+            """,
+        "main.py": """\
+            import torch
+            from pkg import algo
+
+            def main(kind, updates):
+                if kind == "a2c":
+                    agent = algo.A2C()
+                else:
+                    agent = algo.PPO()
+                for _ in range(updates):
+                    agent.update(torch.ones(3, device="cuda").sum())
+            """,
+    })
+    found = _found(paths)
+    assert ("a2c.py", 3, "SYN101", True) in found
+    assert ("ppo.py", 3, "SYN101", True) in found
+
+
+def test_a_method_a_class_inherits_runs_hot_from_the_subclass_forward(tmp_path):
+    # a2c-ppo's model.py: `CNNBase(NNBase).forward` calls `self._forward_gru(...)`, which
+    # only NNBase defines (here in another module); near-miss: a method no caller reaches
+    # stays cold
+    paths = _project(tmp_path, {
+        "base.py": """\
+            import torch
+
+            class NNBase(torch.nn.Module):
+                def _forward_gru(self, x, masks):
+                    return (masks == 0).nonzero()
+
+                def unused(self, masks):
+                    return (masks == 0).nonzero()
+            """,
+        "model.py": """\
+            import torch
+            from base import NNBase
+
+            class CNNBase(NNBase):
+                def forward(self, x, masks):
+                    return self._forward_gru(x, masks)
+
+            class Local(torch.nn.Module):
+                def helper(self, m):
+                    return (m == 0).nonzero()
+
+            class LocalSub(Local):
+                def forward(self, x):
+                    return self.helper(x)
+            """,
+    })
+    found = _found(paths)
+    assert ("base.py", 5, "SYN203", True) in found
+    assert ("base.py", 8, "SYN203", False) in found
+    assert ("model.py", 10, "SYN203", True) in found
+
+
+def test_a_library_base_class_step_runs_the_subclass_step_async_and_step_wait(tmp_path):
+    # a2c-ppo's envs.py: `VecPyTorch(VecEnvWrapper)` defines `step_async`/`step_wait`;
+    # the training loop calls `envs.step(action)`, which baselines' and stable-baselines3's
+    # VecEnvWrapper turn into those two calls (library.toml `template_methods`). Near-miss:
+    # a base the library table does not name tells nothing, so its subclass stays cold.
+    paths = _project(tmp_path, {
+        "envs.py": """\
+            import torch
+            from stable_baselines3.common.vec_env import VecEnvWrapper
+            from other_lib import Wrapper
+
+            class VecPyTorch(VecEnvWrapper):
+                def step_async(self, actions):
+                    self.venv.step_async(actions.cpu().numpy())
+
+                def step_wait(self):
+                    obs, reward, done, info = self.venv.step_wait()
+                    return torch.from_numpy(obs).float().to(self.device), reward, done, info
+
+            class Unknown(Wrapper):
+                def step_async(self, actions):
+                    self.venv.step_async(actions.cpu().numpy())
+
+            def make_envs(venv, device):
+                return VecPyTorch(venv, device)
+            """,
+        "main.py": """\
+            import torch
+            from envs import Unknown, make_envs
+
+            def main(venv, steps):
+                envs = make_envs(venv, torch.device("cuda"))
+                other = Unknown(venv)
+                for _ in range(steps):
+                    action = torch.zeros(4, device="cuda")
+                    envs.step(action)
+                    other.step(action)
+            """,
+    })
+    found = _found(paths)
+    assert ("envs.py", 7, "SYN103", True) in found
+    assert ("envs.py", 11, "SYN304", True) in found
+    assert ("envs.py", 15, "SYN103", False) in found

@@ -92,6 +92,7 @@ LOADER_NAMES = _set("iteration", "loader_names")
 BATCH_SAMPLERS = _set("iteration", "batch_samplers")
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
 REPEAT_CALLERS = {f: tuple(a) for f, a in _DATA["iteration"]["repeat_callers"].items()}
+TEMPLATE_METHODS = {m: tuple(c) for m, c in _DATA["iteration"]["template_methods"].items()}
 
 # accelerate / Lightning Fabric
 PREPARE_OWNERS = _set("accelerate", "prepare_owners")
