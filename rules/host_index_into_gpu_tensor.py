@@ -86,6 +86,15 @@ class HostIndexIntoGpuTensor(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # the index is on the GPU wherever the GPU is used: CPU only on the CPU-only path
+        Valid(
+            "import torch\n"
+            "def pick(n, use_cuda):\n"
+            "    x = torch.randn(n, device='cuda')\n"
+            "    idx = torch.randperm(n).cuda() if use_cuda else torch.randperm(n)\n"
+            "    for _ in range(3):\n"
+            "        y = x[idx]\n",
+        ),
         # every caller passes a CPU tensor
         Valid(
             "import torch\n"
@@ -185,6 +194,8 @@ class HostIndexIntoGpuTensor(Rule):
         if v.kind == V.PY and v.py == "list" and v.elems and all(x.kind == V.PY and x.py == "int" for x in v.elems):
             return "list"  # `keep_ids()` returning `[0, 2, 5]`: the model knows its items
         if v.kind == V.TENSOR and V.on_host(v) and not v.mask and v.ndim != 0 and not _zero_dim(ctx, e):
+            if v.device == V.EITHER:
+                return None  # on the GPU path, placed by the same choice of device as the rest (SSD's `suppress`)
             return "CPU tensor"
         return None
 

@@ -482,6 +482,8 @@ class Project:
             if sym is None or sym[0] != "module" or self.summaries.get(sym[1]) is None:
                 continue
             star = self.summaries[sym[1]]
+            if star.library_aliases:
+                pf.star_imports[mod] = dict(star.library_aliases)
             for n in list(star.funcs) + list(star.classes) + list(star.values) + list(star.params):
                 if not n.startswith("_") and "." not in n:
                     pf.aliases[n] = f"{mod}.{n}"

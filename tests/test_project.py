@@ -705,6 +705,7 @@ def test_every_kind_of_summary_fact_reads_back_from_the_cache_as_itself():
         """)
     s = analyse(src, "m.py", "m").summary
     assert s.classes["Meter"].fed and "pad" in s.one_liners and "doubled" in s.one_liners
+    assert s.library_aliases == {"torch": "torch"}
     stored = json.loads(json.dumps(s.to_json()))
     assert ModuleSummary.from_json(stored).to_json() == stored
 
@@ -871,3 +872,30 @@ def test_a_library_base_class_step_runs_the_subclass_step_async_and_step_wait(tm
     assert ("envs.py", 7, "SYN103", True) in found
     assert ("envs.py", 11, "SYN304", True) in found
     assert ("envs.py", 15, "SYN103", False) in found
+
+
+def test_a_star_import_brings_the_libraries_the_module_imports(tmp_path):
+    # the SSD tutorial's model.py: `from torch import nn; from utils import *`, and uses
+    # `torch` (which only utils imports) for every tensor it makes each step. Near-miss:
+    # a name utils keeps private (`_np`) is not brought, so nothing is said about it.
+    paths = _project(tmp_path, {
+        "utils.py": """\
+            import torch
+            import numpy as _np
+
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            """,
+        "model.py": """\
+            from torch import nn
+            from utils import *
+
+            class Loss(nn.Module):
+                def forward(self, scores, n):
+                    labels = torch.zeros((n,), dtype=torch.long).to(device)
+                    other = _np.zeros(n)
+                    return scores + labels
+            """,
+    })
+    found = _found(paths)
+    assert ("model.py", 6, "SYN301", True) in found
+    assert not any(row == 7 for name, row, _, _ in found if name == "model.py")

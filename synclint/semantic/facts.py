@@ -171,9 +171,12 @@ class ModuleSummary:
     self_calls: List[Tuple[str, List[Val], Dict[str, Val]]] = field(default_factory=list)
     # one-line helpers other modules infer at each call (`OneLiner`)
     one_liners: Dict[str, "OneLiner"] = field(default_factory=dict)
+    # the libraries it imports (`torch`, `F`): what a `from m import *` of it brings too
+    library_aliases: Dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
+            "la": self.library_aliases,
             "ol": {k: o.to_json() for k, o in self.one_liners.items()},
             "sc": [[q, [v.to_json() for v in pos], _vals(kws)] for q, pos, kws in self.self_calls],
             "s": self.stars, "n": self.name, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
@@ -191,7 +194,7 @@ class ModuleSummary:
             [(q, skip, [Val.from_json(v) for v in pos], _unvals(kws)) for q, skip, pos, kws in d["o"]],
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
-            {k: OneLiner.from_json(o) for k, o in d["ol"].items()},
+            {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]),
         )
 
 
@@ -209,11 +212,13 @@ class ProjectFacts:
     cuda_default: bool = False
     aliases: Dict[str, str] = field(default_factory=dict)  # names a `from m import *` brings in
     one_liners: Dict[str, OneLiner] = field(default_factory=dict)  # qualified name -> helper
+    # star-imported module -> the libraries it imports, which the star brings (`torch`)
+    star_imports: Dict[str, Dict[str, str]] = field(default_factory=dict)
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
         return {
-            "a": self.aliases, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
+            "a": self.aliases, "si": self.star_imports, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
         }
@@ -223,7 +228,7 @@ class ProjectFacts:
         return ProjectFacts(
             _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
-            {k: OneLiner.from_json(o) for k, o in d["o"].items()},
+            {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
         )
 
     # ------------------------------------------------------------------ the questions
@@ -260,6 +265,12 @@ class ProjectFacts:
         """The names this file's `from m import *` bring (name -> qualified name)."""
         self._ask("s")
         return self.aliases
+
+    def star_imports_of(self, module: str) -> Dict[str, str]:
+        """The libraries `from module import *` brings because `module` imports them
+        (`from utils import *` where utils has `import torch`: name -> qualified name)."""
+        self._ask("s")
+        return self.star_imports.get(module, {})
 
     def makes_cuda_default(self) -> bool:
         """An importing script made CUDA the default device."""
@@ -298,7 +309,7 @@ class ProjectFacts:
             v = self.params.get(key[1], {}).get(key[2])
             return v.to_json() if v is not None else None
         if kind == "s":
-            return self.aliases
+            return [self.aliases, self.star_imports]
         if kind == "d":
             return self.cuda_default
         if kind == "f":

@@ -230,6 +230,8 @@ class SemanticModel(Inference):
                 for name, q in self.project.star_names().items():  # what the project says it brings
                     if q.startswith(mod + "."):
                         self.aliases.setdefault(name, q)
+                for name, q in self.project.star_imports_of(mod).items():  # and the libraries it imports
+                    self.aliases.setdefault(name, q)
                 return
             for alias in node.names:
                 name = dotted(alias.name)
@@ -646,6 +648,8 @@ class SemanticModel(Inference):
         """What this module offers the rest of the project (after a walk)."""
         out = ModuleSummary(name=name, aliases={k: q for k, q in self.aliases.items()
                                                 if q.split(".", 1)[0] not in L.LIBRARY_ROOTS},
+                            library_aliases={k: q for k, q in self.aliases.items()
+                                             if q.split(".", 1)[0] in L.LIBRARY_ROOTS and not k.startswith("_")},
                             imports=sorted(set(self.imported)), cuda_default=self.default_device == V.CUDA,
                             stars=list(self.stars))
         for fname, v in self.func_returns.items():
