@@ -25,7 +25,7 @@ from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
-from synclint.semantic.syntax import NODE, SEQ, all_params, field_kind, node_fields, string_value
+from synclint.semantic.syntax import FIELD_KINDS, NODE, SEQ, all_params, field_kind, node_fields, string_value
 from synclint.semantic.values import Val
 
 _STMT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -77,32 +77,53 @@ class Walker:
             cst.Global: self._global, cst.Nonlocal: self._global,
             cst.SimpleString: self._string, cst.Assert: self._assert, cst.Yield: self._yield,
         }
+        self._plans: Dict[type, tuple] = {}
 
     # ------------------------------------------------------------- traversal
+    def _plan(self, t: type) -> tuple:
+        """What a walk does at a node of type t, decided once per type (a walk meets about
+        a million nodes on a large project): whether it is a statement, the rules' visit
+        and leave methods, the model's own handler, the fields to walk."""
+        name = t.__name__
+        plan = self._plans[t] = (_is_stmt(t), tuple(self.visit.get(name, ())), self.special.get(t),
+                                 tuple(self.leave.get(name, ())), node_fields(t))
+        return plan
+
     def walk(self, node: cst.CSTNode) -> None:
         t = type(node)
+        plan = self._plans.get(t) or self._plan(t)
+        is_stmt, visits, special, leaves, _ = plan
         ctx = self.ctx
-        is_stmt = _is_stmt(t)
         if is_stmt:
             ctx.stmt_index += 1
             ctx.stmt_stack.append(node)
             ctx.forget()
-        name = t.__name__
-        for fn in self.visit.get(name, ()):
+        for fn in visits:
             fn(node)
-        special = self.special.get(t)
         if special is not None:
             special(node)
         else:
             self.children(node)
-        for fn in self.leave.get(name, ()):
+        for fn in leaves:
             fn(node)
         if is_stmt:
             ctx.stmt_stack.pop()
 
     def children(self, node: cst.CSTNode) -> None:
-        for fname in node_fields(type(node)):
-            self.walk_field(getattr(node, fname))
+        t = type(node)
+        plan = self._plans.get(t) or self._plan(t)
+        walk = self.walk
+        for fname in plan[4]:
+            v = getattr(node, fname)
+            k = FIELD_KINDS.get(type(v))
+            if k is None:
+                k = field_kind(type(v))
+            if k == NODE:
+                walk(v)
+            elif k == SEQ:
+                for c in v:
+                    if field_kind(type(c)) == NODE:
+                        walk(c)
 
     def walk_field(self, v) -> None:
         k = field_kind(type(v))

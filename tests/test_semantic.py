@@ -72,6 +72,18 @@ def test_running_sum_and_appended_list_hold_tensors():
     assert val(src).kind == V.TENSOR and val(src).device == V.CUDA
 
 
+def test_joining_a_list_of_values_the_model_does_not_know_is_not_host_data():
+    # trl's `entropy_from_logits`: chunks appended in a loop, then `torch.cat(entropies)`;
+    # a list `cat` joins holds tensors, so its device is theirs (unknown), not the CPU's
+    src = "import torch\nfrom lib import helper\ndef f(xs):\n    out = []\n    for x in xs:\n        out.append(helper(x))\n    probe(torch.cat(out, dim=0))\n"
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device is None
+    # near-miss: appended CPU tensors stay on the CPU, and `torch.tensor` of a list is host data
+    src = "import torch\nout = []\nfor i in range(3):\n    out.append(torch.ones(2))\nprobe(torch.stack(out))\n"
+    assert val(src).device == V.CPU
+    assert val("import torch\ndef f(a, b):\n    probe(torch.tensor([a, b]))\n").device == V.CPU
+
+
 def test_boolness_survives_stack_transpose_and_unpacking():
     src = HEAD + "x = torch.ones(2, 2, device=device)\na, b = (x > 0).T\nprobe(a)\n"
     assert val(src).mask

@@ -18,6 +18,9 @@ from synclint.semantic.helpers import HelperBody, helper_body
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
+# torch functions that join a sequence of tensors into one
+_JOINING = frozenset({"stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack"})
+
 
 class Inference:
     # ------------------------------------------------------------------ entry point
@@ -625,7 +628,9 @@ class Inference:
             device = _device_of(ts)
         else:
             device = None  # `torch.tanh(x)` with `x` unknown: x's device, not the default
-            if pos and all(self._infer(p).kind == V.PY for p in pos):
+            # (a list that `cat`/`stack` join holds tensors, never host numbers: a list
+            # filled with `.append` of values the model does not know is not host data)
+            if pos and last not in _JOINING and all(self._infer(p).kind == V.PY for p in pos):
                 device = self.default_device
         assumed = bool(ts) and all(v.assumed for v in ts)
         if last in L.MULTI_OUTPUT:
@@ -638,7 +643,7 @@ class Inference:
             if last in L.VALUES_INDICES:
                 return _values_indices(device, None, assumed)
             return Val(V.TENSORS, device, assumed=assumed)
-        if last in ("stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack"):
+        if last in _JOINING:
             dtypes = {v.dtype for v in ts}
             return V.tensor(device, dtype=dtypes.pop() if len(dtypes) == 1 else None, assumed=assumed)
         if last in L.BOOL_METHODS:

@@ -92,7 +92,7 @@ _SKIP_FIELDS = {"leading_lines", "lines_after_decorators", "header", "footer", "
                 "lpar", "rpar", "comma", "semicolon", "trailing_whitespace", "default_newline",
                 "default_indent", "encoding", "has_trailing_newline", "indent", "newline"}
 SKIP, NODE, SEQ = 0, 1, 2
-_kind_cache: Dict[type, int] = {}
+FIELD_KINDS: Dict[type, int] = {}  # type -> what `field_kind` decided for it (read directly in hot loops)
 _fields_cache: Dict[type, Tuple[str, ...]] = {}
 
 
@@ -101,13 +101,13 @@ def field_kind(t: type) -> int:
 
     Decided once per concrete type: isinstance() against LibCST's abstract base classes goes
     through ABCMeta.__instancecheck__, which was about a sixth of the whole lint time."""
-    k = _kind_cache.get(t)
+    k = FIELD_KINDS.get(t)
     if k is None:
         if issubclass(t, cst.CSTNode):
             k = SKIP if issubclass(t, SKIP_TYPES) else NODE
         else:
             k = SEQ if issubclass(t, (tuple, list)) else SKIP
-        _kind_cache[t] = k
+        FIELD_KINDS[t] = k
     return k
 
 
