@@ -15,8 +15,10 @@ from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
 # Linking rounds after the first lint: a file is linted again when what other files' walks
-# learned changes its answers (its callers' values reach it, its return reaches them)
-LINK_ROUNDS = 2
+# learned changes its answers (its callers' values reach it, its return reaches them).
+# 3D-ResNets-PyTorch needs three: the model `make_data_parallel` returns reaches
+# `calculate_accuracy` through main, training and validation (none on the Lightning sources).
+LINK_ROUNDS = 3
 
 
 @dataclass
@@ -266,7 +268,7 @@ class _Run:
         would be made from the same summaries as last time (no edit reached them) is not
         even asked (`Project.facts_unchanged`). A last round links what the walks learned
         again (a parameter's value from another module, passed on to a third, and what the
-        callee then returns to the caller), up to `LINK_ROUNDS` times: a chain of four
+        callee then returns to the caller), up to `LINK_ROUNDS` times: a chain of five
         modules is seen, a longer one may not be."""
         project, cache = self.project, self.cache
         hits: Dict[str, list] = {}

@@ -899,3 +899,19 @@ def test_a_star_import_brings_the_libraries_the_module_imports(tmp_path):
     found = _found(paths)
     assert ("model.py", 6, "SYN301", True) in found
     assert not any(row == 7 for name, row, _, _ in found if name == "model.py")
+
+
+def test_a_value_passed_along_a_chain_of_five_modules_reaches_the_last(tmp_path):
+    # each module passes on the parameter it gets from the one before
+    files = {"a.py": """\
+        import torch
+        from b import f
+
+        def main():
+            f(torch.ones(3, device="cuda"))
+        """}
+    for here, there, name, nxt in (("b", "c", "f", "g"), ("c", "d", "g", "h"), ("d", "e", "h", "k")):
+        files[f"{here}.py"] = f"import torch\nfrom {there} import {nxt}\n\ndef {name}(x):\n    return {nxt}(x)\n"
+    files["e.py"] = "import torch\n\ndef k(x):\n    return x.sum().item()\n"
+    paths = _project(tmp_path, files)
+    assert ("e.py", 4, "SYN101", False) in _found(paths)

@@ -84,6 +84,20 @@ def test_joining_a_list_of_values_the_model_does_not_know_is_not_host_data():
     assert val("import torch\ndef f(a, b):\n    probe(torch.tensor([a, b]))\n").device == V.CPU
 
 
+def test_a_module_wrapped_and_moved_on_one_path_is_a_cuda_module_after_the_join():
+    # 3D-ResNets' `make_data_parallel`: the model unchanged on one path, `nn.DataParallel(
+    # model).cuda()` on the other (DataParallel gathers outputs on the GPU from CPU inputs);
+    # here the other path's module is one the model knows without the project
+    src = ("import torch\ndef f(model, gpu, loader):\n    if gpu:\n"
+           "        model = torch.nn.Linear(4, 4).cuda()\n"
+           "    for x, y in loader:\n        probe(model(x))\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    # near-miss: without the module path, an unknown callable's output on CPU inputs is not known
+    src = "import torch\ndef f(model, loader):\n    for x, y in loader:\n        probe(model(x))\n"
+    assert val(src).device != V.CUDA
+
+
 def test_boolness_survives_stack_transpose_and_unpacking():
     src = HEAD + "x = torch.ones(2, 2, device=device)\na, b = (x > 0).T\nprobe(a)\n"
     assert val(src).mask

@@ -208,6 +208,10 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             elems=a.elems if a.elems == b.elems else _appended(a, b),
         )
     for t, other in ((a, b), (b, a)):
+        if t.kind == MODULE and other.kind == UNKNOWN and other.cls is None:
+            # `return model` unchanged on one path, `nn.DataParallel(model).cuda()` on the
+            # other: a module either way, on CUDA where the GPU path put it
+            return t.with_(device=join_device(t.device, None))
         if t.kind in (TENSOR, TENSORS) and other.kind in (PY, UNKNOWN, TENSOR, TENSORS):
             if other.kind == PY and other.py in ("list", "tuple") and t.kind == TENSORS:
                 return t.with_(elems=None)  # a list that tensors were appended to
