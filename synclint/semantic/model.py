@@ -649,7 +649,7 @@ class SemanticModel(Inference):
         out = ModuleSummary(name=name, aliases={k: q for k, q in self.aliases.items()
                                                 if q.split(".", 1)[0] not in L.LIBRARY_ROOTS},
                             library_aliases={k: q for k, q in self.aliases.items()
-                                             if q.split(".", 1)[0] in L.LIBRARY_ROOTS and not k.startswith("_")},
+                                             if _star_exported(k, q)},
                             imports=sorted(set(self.imported)), cuda_default=self.default_device == V.CUDA,
                             stars=list(self.stars))
         for fname, v in self.func_returns.items():
@@ -884,6 +884,13 @@ class SemanticModel(Inference):
                 guarded=self.guard_depth > 0 or self.once_depth > 0,
             )
         )
+
+
+def _star_exported(name: str, q: str) -> bool:
+    """A library name this module imports that a `from it import *` would bring and that the
+    model reads: torch's and NumPy's (the others only make every summary larger)."""
+    root = q.split(".", 1)[0]
+    return not name.startswith("_") and (root == "torch" or root in L.NUMPY_MODULES)
 
 
 def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
