@@ -486,9 +486,11 @@ class Walker:
                         return
                     merged = item if lst.kind == V.PY else V.join(V.element_of(lst), item)
                     ctx.bind_target(recv, Val(V.TENSORS, merged.device, dtype=merged.dtype, assumed=merged.assumed))
-                elif lst.kind == V.PY and lst.py == "list" and item.kind in (V.OBJECT, V.MODULE) and item.cls:
+                elif lst.kind == V.PY and lst.py == "list" and (
+                        item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind == V.LOADER):
                     # `self.logit_filters.append(SuppressBlank(...))`: a list of instances, of
-                    # each class appended (iterating it calls every class's methods)
+                    # each class appended (iterating it calls every class's methods); of
+                    # loaders or their iterators (`self.iters.append(iter(loader))`)
                     merged = item if not lst.elems else V.join(lst.elems[0], item)
                     ctx.bind_target(recv, Val(V.PY, py="list", elems=(merged,)))
 

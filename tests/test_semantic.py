@@ -98,6 +98,42 @@ def test_a_module_wrapped_and_moved_on_one_path_is_a_cuda_module_after_the_join(
     assert val(src).device != V.CUDA
 
 
+BALANCED = """\
+import torch
+from torch.utils.data import DataLoader
+from lib import make
+
+
+class Balanced:
+    def __init__(self, datasets):
+        self.iters = []
+        self.others = []
+        for d in datasets:
+            self.iters.append(iter(DataLoader(d, batch_size=4)))
+            self.others.append(make(d))
+
+    def get_batch(self):
+        images = []
+        for it in self.iters:
+            image, text = next(it)
+            images.append(image)
+        probe(torch.cat(images, 0))
+        for it in self.others:
+            probe(next(it))
+"""
+
+
+def test_a_list_attribute_of_loader_iterators_yields_their_batches():
+    # deep-text-recognition-benchmark's Batch_Balanced_Dataset: `self.dataloader_iter_list`
+    # filled with `iter(DataLoader(...))` in `__init__`, `next(...)` of each item per step:
+    # CPU batches, then `torch.cat` of them is a CPU tensor (the caller's `.to(device)` copies)
+    seen, _ = probe(BALANCED)
+    batch, other = seen[0][0], seen[1][0]
+    assert batch.kind == V.TENSOR and batch.device == V.CPU
+    # near-miss: a list filled with values the model does not know tells nothing about them
+    assert other.device is None
+
+
 def test_boolness_survives_stack_transpose_and_unpacking():
     src = HEAD + "x = torch.ones(2, 2, device=device)\na, b = (x > 0).T\nprobe(a)\n"
     assert val(src).mask
