@@ -595,8 +595,32 @@ class Project:
         found = self._defining(path, cls, method)
         if found is not None:
             return [found]
+        bound = self._method_alias(path, cls, method)
+        if bound is not None:
+            return [bound]
         called = [m for base in self._library_bases(path, cls) for m in L.TEMPLATE_METHODS.get(f"{base}.{method}", ())]
         return [f for f in (self._defining(path, cls, m) for m in dict.fromkeys(called)) if f is not None]
+
+    def _method_alias(self, path: str, cls: str, method: str, depth: int = 0) -> Optional[Tuple[str, str]]:
+        """(path, function) a class (or a base in the project) binds `method` to in its body
+        (`decode = decode_function`)."""
+        s = self.summaries.get(path)
+        cf = s.classes.get(cls) if s is not None and depth <= MAX_DEPTH else None
+        if cf is None:
+            return None
+        q = cf.method_aliases.get(method)
+        if q is not None:
+            if "." not in q:
+                return path, q
+            c = self._callee(q, path)
+            return (c[0], c[1]) if c is not None else None
+        for base in cf.bases:
+            sym = (None, path, base) if base in s.classes else self.resolve(base, path)
+            if sym is not None and (sym[0] is None or sym[0] == "class"):
+                found = self._method_alias(sym[1], sym[2], method, depth + 1)
+                if found is not None:
+                    return found
+        return None
 
     def _library_bases(self, path: str, cls: str, depth: int = 0) -> List[str]:
         """The qualified names of the classes outside the project that `cls` derives from."""
@@ -659,7 +683,10 @@ class Project:
         if self._incoming is not None:
             return self._incoming
         out: Dict[str, Dict[str, Dict[str, Val]]] = {}
-        for path, s in self.summaries.items():
+        # (by path: the summaries arrive in the order workers finish, and joins of three or
+        # more values are not associative, so the order must not vary from run to run)
+        summaries = sorted(self.summaries.items(), key=lambda item: item[0])
+        for path, s in summaries:
             if s is None or self._is_test(path):
                 continue  # tests call library code with small CPU tensors: not how it runs
             for q, skip, pos, kws in s.calls_out:
@@ -675,7 +702,7 @@ class Project:
                           pos, kws, lambda v, path=path: self.value(path, v))
         # `self.m(...)` in a base class reaches the override of `m` in a subclass elsewhere
         overrides = self._overrides()
-        for path, s in self.summaries.items():
+        for path, s in summaries:
             if s is None or self._is_test(path):
                 continue
             for q, pos, kws in s.self_calls:

@@ -120,17 +120,22 @@ class ClassFacts:
     key: str = ""  # the canonical qualified name (`pkg.mod.Class`)
     # attribute -> the method parameters it is made from (`instances.fed_attributes`)
     fed: Dict[str, List[list]] = field(default_factory=dict)  # [method, param, position, literal default]
+    # methods bound to a function in the class body (`decode = decode_function`): name -> the
+    # function, qualified when imported (whisper's `Whisper.decode`)
+    method_aliases: Dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         out = {"m": self.is_module, "a": _vals(self.attrs), "f": _vals(self.methods), "b": self.bases, "k": self.key}
         if self.fed:
             out["d"] = {a: [list(x) for x in xs] for a, xs in self.fed.items()}
+        if self.method_aliases:
+            out["ma"] = self.method_aliases
         return out
 
     @staticmethod
     def from_json(d: dict) -> "ClassFacts":
         return ClassFacts(d["m"], _unvals(d["a"]), _unvals(d["f"]), list(d["b"]), d["k"],
-                          {a: [list(x) for x in xs] for a, xs in d.get("d", {}).items()})
+                          {a: [list(x) for x in xs] for a, xs in d.get("d", {}).items()}, dict(d.get("ma", {})))
 
 
 @dataclass

@@ -58,7 +58,7 @@ def fed_attributes(node: cst.ClassDef) -> Fed:
                         isinstance(n, cst.Name) and n.value != "self" and id(n) not in attr_names):
                     opaque.add(attr)
     out: Fed = {}
-    for attr in set(direct) | set(via):
+    for attr in sorted(set(direct) | set(via)):
         made_from = spread([attr], via, set())  # the attributes it is computed from, itself too
         deps = set().union(*(direct.get(a, set()) for a in made_from))
         if deps and not made_from & opaque:

@@ -613,7 +613,9 @@ class SemanticModel(Inference):
         fresh = self._params_by_caller(qual, info) if info is not None else {}
         earlier = self.facts.params.get(qual, {})
         here: Optional[Val] = None
-        for caller in set(fresh) | set(earlier):
+        # (in a fixed order: joins of three or more values are not associative, and a set's
+        # order changes from run to run with the hash seed)
+        for caller in sorted(set(fresh) | set(earlier), key=lambda c: c or ""):
             v = (fresh[caller] if caller in fresh else earlier[caller]).get(name)
             if v is not None:
                 v = self.resolve(v)
@@ -655,8 +657,9 @@ class SemanticModel(Inference):
         for fname, v in self.func_returns.items():
             out.funcs[fname] = v
         for cname, info in self.classes_by_name.items():
-            cf = ClassFacts(is_module=info.is_module, bases=list(info.bases), fed=self.class_fed(cname))
-            for attr in set(info.attrs) | set(info.pending):
+            cf = ClassFacts(is_module=info.is_module, bases=list(info.bases), fed=self.class_fed(cname),
+                            method_aliases=self._method_aliases(info.node))
+            for attr in sorted(set(info.attrs) | set(info.pending)):
                 v = self.attribute_of(cname, attr)
                 if v.kind != V.UNKNOWN or ref_target(v):
                     cf.attrs[attr] = v
@@ -678,6 +681,23 @@ class SemanticModel(Inference):
         for fname, body in self.helpers.items():
             if body.node is not None:
                 out.one_liners[fname] = OneLiner(list(body.params), code(body.node), self._aliases_named(body.node), True)
+        return out
+
+    def _method_aliases(self, node: Optional[cst.ClassDef]) -> Dict[str, str]:
+        """`decode = decode_function` in a class body: the method is that function (imported:
+        its qualified name; this module's: its name)."""
+        out: Dict[str, str] = {}
+        body = node.body.body if node is not None and isinstance(node.body, cst.IndentedBlock) else ()
+        for stmt in body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                        and isinstance(small.value, cst.Name)):
+                    name = small.value.value
+                    q = self.aliases.get(name) or (name if name in self.all_funcs else None)
+                    if q is not None and q.split(".", 1)[0] not in L.LIBRARY_ROOTS:
+                        out[small.targets[0].target.value] = q
         return out
 
     def _aliases_named(self, node: cst.CSTNode) -> Dict[str, str]:
