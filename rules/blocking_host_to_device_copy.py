@@ -53,6 +53,12 @@ class BlockingHostToDeviceCopy(Rule):
     FIX = "sometimes"
     CATALOGUE = ("B4",)
     VALID = [
+        Valid(  # item stores of a 0-d CPU value into a slice (a fill), of GPU values, of a
+            # Python number, and through a mask (SYN202's)
+            "import torch\nbuf = torch.zeros(8, device='cuda')\nm = buf > 0\nfor step in range(3):\n"
+            "    buf[2:6] = torch.tensor(1.0)\n    buf[2:6] = torch.arange(4.0, device='cuda')\n"
+            "    buf[2:6] = 0.5\n    buf[m] = torch.arange(8.0)[:1]\n"
+        ),
         Valid(  # state moved where it then stays (a setup move, as `model.to(device)`); later
             # calls find it there, and copies between its own slices stay on one device
             "import torch\nclass Buf:\n    def __init__(self):\n        self.x = torch.zeros(4, 3)\n"
@@ -111,6 +117,12 @@ class BlockingHostToDeviceCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # an item store copies the value in (`gain[2:6] = torch.tensor(shape)[...]`)
+            "import torch\nbuf = torch.zeros(8, device='cuda')\nfor step in range(3):\n    buf[2:6] = torch.arange(4.0)\n",
+            line=4,
+            hot=True,
+            message="`buf[2:6] = torch.arange(4.0)` copies a CPU tensor to the GPU and blocks until all queued GPU work is done",
+        ),
         Invalid(
             "import torch\ndef train(model, loader, device):\n    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n",
             line=4,
@@ -174,6 +186,25 @@ class BlockingHostToDeviceCopy(Rule):
         ),
         sizes={"n": 1024 * 1024, "batches": 4},
     )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`gpu[2:6] = cpu_values`: the item store copies the value with `dst.copy_(src)` (or
+        moves it for `index_put_`), a blocking host-to-device copy like `copy_` (B4). A 0-d
+        source into a larger slice is a fill, and a mask index is SYN202's: both left out."""
+        ctx = self.ctx
+        if ctx.cuda_less_depth:
+            return
+        v = ctx.infer(node.value)
+        if not (v.kind == V.TENSOR and v.device == V.CPU and v.ndim is not None and v.ndim >= 1):
+            return
+        for t in node.targets:
+            target = t.target
+            if not isinstance(target, cst.Subscript) or ctx.gpu(target.value) is None:
+                continue
+            if any(isinstance(el.slice, cst.Index) and ctx.gpu_mask(el.slice.value) for el in target.slice):
+                continue
+            self.report(node.value, expr=f"{short(target)} = {short(node.value)}")
+            return
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
