@@ -134,6 +134,15 @@ def test_a_list_attribute_of_loader_iterators_yields_their_batches():
     assert other.device is None
 
 
+def test_a_shape_made_a_tensor_and_a_list_gather_are_one_dimensional():
+    # PyTorch-YOLOv3's `gain[2:6] = torch.tensor(p[i].shape)[[3, 2, 3, 2]]`: a 1-D CPU tensor
+    src = "import torch\nx = torch.ones(2, 3, device='cuda')\nprobe(torch.tensor(x.shape)[[1, 0, 1, 0]])\n"
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU and v.ndim == 1
+    # near-miss: a nested list index (`t[[[3, 2]]]`) is not a 1-D gather; its rank is not guessed
+    assert val("import torch\nprobe(torch.arange(4)[[[3, 2]]])\n").ndim is None
+
+
 def test_boolness_survives_stack_transpose_and_unpacking():
     src = HEAD + "x = torch.ones(2, 2, device=device)\na, b = (x > 0).T\nprobe(a)\n"
     assert val(src).mask

@@ -225,6 +225,9 @@ class Inference:
                     i.kind == V.PY and i.py in ("int", "number") for i in idx):
                 # `perm[i]` with Python ints: one dimension fewer per index (a 0-d element)
                 return base.with_(pinned=None, ndim=base.ndim - len(idx))
+            if base.ndim == 1 and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) and literal_ndim(
+                    e.slice[0].slice.value) == 1:
+                return base.with_(pinned=None)  # `t[[3, 2, 3, 2]]`: a 1-D gather, 1-D again
             return base.with_(pinned=None, ndim=None)  # any index of a bool tensor is bool
         if base.kind == V.TENSORS:
             if base.elems is not None and len(e.slice) == 1:
@@ -403,6 +406,8 @@ class Inference:
         elif name in ("tensor", "as_tensor", "asarray") and call.args and call.args[0].keyword is None:
             data = call.args[0].value
             ndim = literal_ndim(data)
+            if ndim is None and self._infer(data) == V.py("shape"):
+                ndim = 1  # `torch.tensor(p.shape)`: one number per dimension
             if dtype is None and isinstance(data, (cst.List, cst.Tuple)) and data.elements and all(
                 isinstance(el.value, cst.Integer) for el in data.elements
             ):
