@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from synclint.discovery import is_test_path
 from synclint.semantic import library as L
@@ -614,31 +614,38 @@ class Project:
                 return path, q
             c = self._callee(q, path)
             return (c[0], c[1]) if c is not None else None
-        for base in cf.bases:
-            sym = (None, path, base) if base in s.classes else self.resolve(base, path)
-            if sym is not None and (sym[0] is None or sym[0] == "class"):
-                found = self._method_alias(sym[1], sym[2], method, depth + 1)
-                if found is not None:
-                    return found
+        for p2, base in self._bases(path, cls):
+            found = self._method_alias(p2, base, method, depth + 1) if p2 is not None else None
+            if found is not None:
+                return found
         return None
 
     def _library_bases(self, path: str, cls: str, depth: int = 0) -> List[str]:
         """The qualified names of the classes outside the project that `cls` derives from."""
-        s = self.summaries.get(path)
-        cf = s.classes.get(cls) if s is not None and depth <= MAX_DEPTH else None
+        if depth > MAX_DEPTH:
+            return []
         out: List[str] = []
+        for p2, base in self._bases(path, cls):
+            out += [base] if p2 is None else self._library_bases(p2, base, depth + 1)
+        return out
+
+    def _bases(self, path: str, cls: str) -> Iterator[Tuple[Optional[str], str]]:
+        """`cls`'s bases, in order and resolved as they are reached: (path, name) of a class
+        of the project, (None, qualified name) of one from outside it (a library's); a base
+        that names something else of the project is passed over."""
+        s = self.summaries.get(path)
+        cf = s.classes.get(cls) if s is not None else None
         for base in cf.bases if cf is not None else ():
             if base in s.classes:
-                out += self._library_bases(path, base, depth + 1)
+                yield path, base
                 continue
             sym = self.resolve(base, path)
-            if sym is not None:
-                out += self._library_bases(sym[1], sym[2], depth + 1) if sym[0] == "class" else []
-                continue
-            head, _, rest = base.partition(".")  # (the summary qualifies what it can)
-            target = s.aliases.get(head)
-            out.append(base if target is None else f"{target}.{rest}" if rest else target)
-        return out
+            if sym is None:
+                head, _, rest = base.partition(".")  # (the summary qualifies what it can)
+                target = s.aliases.get(head)
+                yield None, base if target is None else f"{target}.{rest}" if rest else target
+            elif sym[0] == "class":
+                yield sym[1], sym[2]
 
     def _in_file(self, path: str, callee: str) -> List[Tuple[str, str]]:
         """What an in-file call runs: its function; for `CNNBase._forward_gru` that
@@ -647,8 +654,6 @@ class Project:
         if s is None or callee in s.params or "." not in callee:
             return [(path, callee)]
         cls, method = callee.rsplit(".", 1)
-        if cls not in s.classes:
-            return [(path, callee)]
         return self._runs(path, cls, method) or [(path, callee)]
 
     def _call_runs(self, q: str, importer: str) -> List[Tuple[str, str]]:
@@ -667,13 +672,8 @@ class Project:
             return None
         if f"{cls}.{method}" in s.params:
             return path, f"{cls}.{method}"
-        cf = s.classes.get(cls)
-        for base in cf.bases if cf is not None else ():
-            if base in s.classes:
-                found = self._defining(path, base, method, depth + 1)
-            else:
-                sym = self.resolve(base, path)
-                found = self._defining(sym[1], sym[2], method, depth + 1) if sym and sym[0] == "class" else None
+        for p2, base in self._bases(path, cls):
+            found = self._defining(p2, base, method, depth + 1) if p2 is not None else None
             if found is not None:
                 return found
         return None
