@@ -10,6 +10,7 @@ where they meet, so a name bound on two paths holds either value.
 
 from __future__ import annotations
 
+import builtins
 from collections import defaultdict
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -777,9 +778,14 @@ def _container_loop(it: cst.BaseExpression) -> bool:
 
 def _epoch_loop(ctx: SemanticModel, node: cst.For) -> bool:
     """A loop whose body loops over a DataLoader's batches (`for epoch in range(n): for x in
-    loader:`), and that does not itself iterate one."""
+    loader:`) or hands a loader to a function that does (`acc = train(epoch, train_loader)`),
+    and that does not itself iterate one."""
     if _batchy(ctx, node.iter, {}):
         return False
+    if isinstance(node.body, cst.IndentedBlock) and any(
+            _takes_loader(ctx, small.value) for line in node.body.body if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body if isinstance(small, (cst.Expr, cst.Assign))):
+        return True
     assigned: Dict[str, cst.BaseExpression] = {}
     inner: List[cst.For] = []
     todo: List[cst.CSTNode] = [node.body]
@@ -797,6 +803,26 @@ def _epoch_loop(ctx: SemanticModel, node: cst.For) -> bool:
                                                                  cst.BaseSuite, cst.Else, cst.ExceptHandler,
                                                                  cst.Finally)))
     return any(_batchy(ctx, f.iter, assigned) for f in inner)
+
+
+def _takes_loader(ctx: SemanticModel, e: cst.BaseExpression) -> bool:
+    """A call, in a statement of its own, of a function that is given a loader itself (not
+    an iterator over one, not a builtin, not a per-step function): it runs an epoch."""
+    if not isinstance(e, cst.Call):
+        return False
+    f = e.func
+    name = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+    if name is None or hot_name(name) or isinstance(f, cst.Name) and name in _BUILTINS:
+        return False
+    for a in e.args:
+        v = a.value
+        if ctx.infer(v).kind == V.LOADER or (
+                isinstance(v, (cst.Name, cst.Attribute)) and _batchy(ctx, v, {}) and ctx.infer(v).kind != V.ITER):
+            return True
+    return False
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _batchy(ctx: SemanticModel, it: cst.BaseExpression, assigned: Dict[str, cst.BaseExpression], depth: int = 0) -> bool:

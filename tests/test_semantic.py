@@ -301,6 +301,24 @@ def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
     assert "step_fn" in hot and "train_one_epoch" not in hot
 
 
+@pytest.mark.parametrize("body, hot", [
+    # RepDistiller's `main`: the epoch loop hands the loader to a function that loops over it
+    ("acc = train(epoch, train_loader, model)\n    probe(acc)", False),
+    ("train(epoch, train_loader, model)\n    probe(epoch)", False),
+    # near-misses: a step loop that takes one batch a step, or fetches it through a
+    # `*_step` function, or evaluates only under a periodic guard, stays per step
+    ("x = next(it)\n    probe(x)", True),
+    ("loss = train_step(model, train_loader)\n    probe(loss)", True),
+    ("if epoch % 10 == 0:\n        evaluate(val_loader)\n    probe(epoch)", True),
+    ("acc = log(epoch, model)\n    probe(acc)", True),
+])
+def test_an_epoch_loop_may_hand_the_loader_to_a_function(body, hot):
+    src = ("import torch\ntrain_loader = torch.utils.data.DataLoader(ds)\nit = iter(train_loader)\n"
+           f"for epoch in range(10):\n    {body}\n")
+    seen, _ = probe(src)
+    assert seen[-1][1] is hot
+
+
 def test_a_passthrough_held_in_a_variable_yields_the_loaders_batches():
     src = ("import torch\nfrom tqdm import tqdm\ndef run(main, train_loader):\n"
            "    bar = tqdm if main else iter\n    for x in bar(train_loader):\n        probe(x)\n")
