@@ -81,6 +81,19 @@ class TensorLoggedToTracker(Rule):
             "for step in range(10):\n"
             "    meter.add_scalar('loss', w.sum())\n"
         ),
+        # a project's own `Logger.log_value` that keeps the tensor: not tensorboard_logger's
+        Valid(
+            "import torch\n"
+            "class Logger:\n"
+            "    def __init__(self):\n"
+            "        self.seen = {}\n"
+            "    def log_value(self, name, value, step):\n"
+            "        self.seen[name] = value\n"
+            "logger = Logger()\n"
+            "w = torch.randn(4, device='cuda')\n"
+            "for step in range(10):\n"
+            "    logger.log_value('loss', w.sum(), step)\n"
+        ),
         # the values read once, then logged as numbers
         Valid(
             "import torch\nimport wandb\n"
@@ -121,6 +134,20 @@ class TensorLoggedToTracker(Rule):
         Invalid(
             "import torch\nimport wandb\nw = torch.randn(4, device='cuda')\nfor step in range(10):\n"
             "    wandb.log({'loss': w.sum(), 'step': step})\n",
+            line=5,
+            hot=True,
+        ),
+        # tensorboard_logger's `log_value` takes `float(value)` (RepDistiller logs its accuracy
+        # meters' CUDA averages once an epoch)
+        Invalid(
+            "import torch\nimport tensorboard_logger as tb_logger\nlogger = tb_logger.Logger(logdir='runs')\n"
+            "w = torch.randn(4, device='cuda')\nacc = w.sum()\nlogger.log_value('acc', acc, 1)\n",
+            line=6,
+            hot=False,
+        ),
+        Invalid(
+            "import torch\nfrom tensorboard_logger import configure, log_value\nw = torch.randn(4, device='cuda')\n"
+            "for step in range(10):\n    log_value('loss', w.sum(), step)\n",
             line=5,
             hot=True,
         ),
