@@ -74,6 +74,10 @@ class BlockingHostToDeviceCopy(Rule):
             "    x = x.to('cuda')\n"
         ),
         Valid("import torch\nmodel = torch.nn.Linear(4, 4)\nfor _ in range(3):\n    model.to('cuda')\n"),
+        Valid(  # a transform of a GPU tensor stays on the GPU (torchvision.transforms.v2)
+            "import torch\nfrom torchvision.transforms import v2\nflip = v2.RandomHorizontalFlip()\n"
+            "x = torch.rand(3, 8, 8, device='cuda')\nfor _ in range(3):\n    y = flip(x).to('cuda')\n"
+        ),
         Valid("import torch\nx = torch.randn(4, 4)\ny = x.to('cuda')\n", cold=True),
         Valid("import torch\ng = torch.randn(4, device='cuda')\nfor _ in range(3):\n    h = g.to('cuda')\n    k = g.cuda()\n"),
         Valid("import torch\nfor x, y in loader:\n    x = x.to(torch.float16)\n    y = y.to('cpu')\n"),
@@ -117,6 +121,13 @@ class BlockingHostToDeviceCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # an image transform's output is a CPU tensor (DeepLabV3Plus' predict.py)
+            "import torch\nfrom PIL import Image\nimport torchvision.transforms as T\n"
+            "transform = T.Compose([T.ToTensor(), T.Normalize(mean=[0.5], std=[0.5])])\n"
+            "for path in paths:\n    img = transform(Image.open(path)).unsqueeze(0)\n    img = img.to('cuda')\n",
+            line=7,
+            hot=True,
+        ),
         Invalid(  # an item store copies the value in (`gain[2:6] = torch.tensor(shape)[...]`)
             "import torch\nbuf = torch.zeros(8, device='cuda')\nfor step in range(3):\n    buf[2:6] = torch.arange(4.0)\n",
             line=4,

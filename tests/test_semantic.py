@@ -202,6 +202,11 @@ def test_batches_pass_through_wrappers_and_prepare():
            "for x in loader:\n    probe(x)\n")
     assert val(src).device == V.CUDA
     assert val("import torch\nit = iter(torch.utils.data.DataLoader(ds))\nprobe(next(it))\n").device == V.CPU
+    # every spelling of tqdm's bar (EfficientDet's `from tqdm.autonotebook import tqdm`)
+    for where in ("tqdm.auto", "tqdm.autonotebook", "tqdm.rich"):
+        src = (f"import torch\nfrom {where} import tqdm\nloader = torch.utils.data.DataLoader(ds)\n"
+               "for x in tqdm(loader):\n    probe(x)\n")
+        assert val(src).device == V.CPU, where
 
 
 def test_isinstance_narrows():

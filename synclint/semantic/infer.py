@@ -434,6 +434,8 @@ class Inference:
                 sub = self._infer_attribute(func)
                 if sub.kind == V.MODULE:  # `self.norm(self.lin(x))`: a submodule's output
                     return self._module_output(sub, call)
+                if sub.kind == V.OBJECT and sub.cls == L.TRANSFORM:  # `self.transform(img)`
+                    return self._transformed(call)
                 if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
                     return self.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
             return self._infer_method(recv, func.attr.value, call, func.value)
@@ -452,6 +454,8 @@ class Inference:
                 return Val(V.DIST, py="validating")  # `super().log_prob(x)` in a distribution subclass
             if bound.kind == V.MODULE:
                 return self._module_output(bound, call)
+            if bound.kind == V.OBJECT and bound.cls == L.TRANSFORM:
+                return self._transformed(call)
             if bound.kind == V.OBJECT and bound.cls:  # an instance called: its `__call__`
                 return self.method_return(bound.cls, "__call__") or V.UNKNOWN_VAL
             is_module = self.defined_class(name)
@@ -519,6 +523,14 @@ class Inference:
                          "range": "range"}.get(name, ""))
         return None
 
+    def _transformed(self, call: cst.Call) -> Val:
+        """An image transform's output: a CPU tensor made from host data, a tensor on the
+        device of a tensor, else not known."""
+        v = self._infer(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
+        if v.kind in (V.NUMPY, V.PY) and v.py != "none":
+            return V.tensor(V.CPU)
+        return V.tensor(v.device) if v.kind == V.TENSOR else V.UNKNOWN_VAL
+
     def _module_output(self, module: Val, call: cst.Call) -> Val:
         """`model(x)`: tensors on x's device, else on the module's (a module known to be on
         CUDA computes there: its inputs were moved, by it or on a path the model missed)."""
@@ -535,6 +547,11 @@ class Inference:
     def _infer_qualified_call(self, q: str, call: cst.Call) -> Val:
         if q in L.TRACKER_WRITERS:
             return Val(V.OBJECT, cls=L.WRITER)
+        if q in L.TO_TENSOR:
+            return self._transformed(call)
+        module, _, last = q.rpartition(".")
+        if module in L.TRANSFORM_MODULES and last[:1].isupper():  # `T.Compose([...])`, `T.ToTensor()`
+            return Val(V.OBJECT, cls=L.TRANSFORM)
         if q in L.SAME_DEVICE_FUNCTIONS:
             ts = self.tensor_args(call)
             return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL

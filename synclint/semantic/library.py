@@ -105,6 +105,9 @@ WRITER = TRACKER_WRITERS[0]  # the class every writer's instance is known as
 WRITER_METHODS = {m: tuple(a) for m, a in _DATA["trackers"]["writer_methods"].items()}
 TRACKER_FUNCTIONS = {f: tuple(a) for f, a in _DATA["trackers"]["functions"].items()}
 SAME_DEVICE_FUNCTIONS = _set("trackers", "same_device")
+TRANSFORM_MODULES = _set("transforms", "modules")
+TRANSFORM = "torchvision.transforms.Compose"  # the class every transform's instance is known as
+TO_TENSOR = _set("transforms", "to_tensor")
 
 # host-side libraries
 PYTHON_MODULES = _set("host", "python_modules")
