@@ -71,6 +71,8 @@ def fetch(mirror: Path) -> int:
     bad = 0
     for r in load_repos():
         git_dir = mirror / r.repo.replace("/", "+") / "repo"
+        if (git_dir / ".git").is_dir():
+            git_dir = git_dir / ".git"  # (a snapshot `fetch` left as a working clone)
         dest = CORPUS / r.slug
         if not git_dir.is_dir():
             print(f"{r.repo}: no clone at {git_dir} (fetch github:{r.repo} first)")
