@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -67,6 +67,10 @@ class BenchPair:
     condition: Optional[str] = None  # when the fix is equivalent, if not always
     compare: str = "equal"  # "equal" | "close" | "none"
     debug_mode_sees: bool = True  # False where set_sync_debug_mode cannot see the sync
+    requires: Tuple[str, ...] = ()  # modules the pair imports beside torch (`torchvision`)
+    # the fix makes fewer of the flagged calls, not none (one NMS a step, not one per
+    # class): its side is flagged too, as many times or fewer
+    fix_still_flagged: bool = False
 
 
 class Rule:

@@ -435,7 +435,7 @@ def first_pass(pair: Pair, torch: Any, device: str, opts: Options, bg: Optional[
         else:
             rec["syncs_note"] = (
                 "set_sync_debug_mode cannot see this sync (catalogue section 1: device/event "
-                "synchronize, pageable non_blocking copies); not counted"
+                "synchronize, pageable non_blocking copies; torchvision's NMS); not counted"
             )
         assert bg is not None
         rec["_raw"][BACK_TO_BACK] = _new_raw()

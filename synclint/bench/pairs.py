@@ -7,6 +7,7 @@ argument so that importing `synclint.bench.*` stays cheap and works without torc
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 from dataclasses import dataclass
@@ -63,7 +64,19 @@ def select_pairs(selectors: Sequence[str] = ()) -> Tuple[List[Pair], List[str]]:
     pairs = pairs_of(rules)
     with_pair = {p.code for p in pairs}
     notes = [f"{r.CODE} {r.NAME}: no benchmark pair" for r in rules if r.CODE not in with_pair and selectors]
-    return pairs, notes
+    runnable = []
+    for p in pairs:
+        missing = missing_modules(p.bench)
+        if missing:
+            notes.append(f"{p.label}: skipped, its pair needs {', '.join(missing)} (not installed)")
+        else:
+            runnable.append(p)
+    return runnable, notes
+
+
+def missing_modules(bench: BenchPair) -> List[str]:
+    """The modules a pair requires that cannot be imported here."""
+    return [m for m in bench.requires if importlib.util.find_spec(m) is None]
 
 
 def rule_modules() -> List[Tuple[str, Any]]:
