@@ -74,6 +74,15 @@ class BlockingHostToDeviceCopy(Rule):
             "    x = x.to('cuda')\n"
         ),
         Valid("import torch\nmodel = torch.nn.Linear(4, 4)\nfor _ in range(3):\n    model.to('cuda')\n"),
+        Valid(  # the tensor and the device follow the same choice: CPU and CPU, or CUDA and CUDA
+            "import torch\ndef step(labels, features):\n"
+            "    device = torch.device('cuda') if features.is_cuda else torch.device('cpu')\n"
+            "    return torch.eq(labels, labels.T).float().to(device)\n"
+            "for labels, x in torch.utils.data.DataLoader(ds, pin_memory=True):\n"
+            "    if torch.cuda.is_available():\n"
+            "        labels, x = labels.cuda(non_blocking=True), x.cuda(non_blocking=True)\n"
+            "    step(labels, x)\n"
+        ),
         Valid(  # a transform of a GPU tensor stays on the GPU (torchvision.transforms.v2)
             "import torch\nfrom torchvision.transforms import v2\nflip = v2.RandomHorizontalFlip()\n"
             "x = torch.rand(3, 8, 8, device='cuda')\nfor _ in range(3):\n    y = flip(x).to('cuda')\n"
@@ -242,6 +251,8 @@ class BlockingHostToDeviceCopy(Rule):
         v = ctx.infer(src)
         if v.kind not in (V.TENSOR, V.TENSORS) or not V.on_host(v):
             return
+        if v.device == V.EITHER and move.device is not None and ctx.device_of_arg(move.device)[1] == V.EITHER:
+            return  # both placed by the same choice of device (SupContrast's `mask.to(device)`): no crossing
         fix = None
         if v.kind == V.TENSOR and v.pinned and not move.nb_given and not move.extra:
             fix = with_kwarg(node, "non_blocking", _TRUE)

@@ -93,6 +93,15 @@ class PageableNonBlockingCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # `cat` of a pinned batch's parts makes a new, pageable tensor (SupContrast)
+            "import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, batch_size=4, pin_memory=True)\n"
+            "for images, labels in loader:\n"
+            "    images = torch.cat([images[0], images[1]], dim=0)\n"
+            "    images = images.cuda(non_blocking=True)\n",
+            line=6,
+            hot=True,
+        ),
         Invalid(
             "import torch\nfrom torch.utils.data import DataLoader\n"
             "loader = DataLoader(range(8), batch_size=4)\n"

@@ -105,6 +105,15 @@ def lint_analysis(
         ctx.set_module(module)
         instances = _isolated_rules(rules, ctx, failed)
         Walker(ctx, instances).walk(module)
+        if ctx.stale_returns():
+            # `err1, err5 = accuracy(output, target)` above `def accuracy`: its return was the
+            # first walk's, made before the project said where `output` lives. Once more,
+            # from what this walk learned.
+            ctx = SemanticModel(source, a.filename, facts=ctx.summary(), project=project, module_name=a.module_name)
+            ctx.set_module(module)
+            failed.clear()
+            instances = _isolated_rules(rules, ctx, failed)
+            Walker(ctx, instances).walk(module)
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from

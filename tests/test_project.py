@@ -1001,3 +1001,48 @@ def test_the_findings_do_not_depend_on_the_hash_seed(tmp_path):
                               capture_output=True, text=True, check=True)
         outputs.add(proc.stdout)
     assert len(outputs) == 1, outputs
+
+
+def test_a_helper_defined_below_its_call_returns_what_the_project_tells(tmp_path):
+    # CutMix's train.py: `err1, err5 = accuracy(output, target)` is called above `def
+    # accuracy`, and `output` is on the GPU only because of the model class another module
+    # defines; the first walk of the file (without the project) took the CPU for it
+    net = """\
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+        """
+    train = """\
+        import torch
+        import net as N
+
+        def main(loader):
+            model = N.Net()
+            model = torch.nn.DataParallel(model).cuda()
+            train(loader, model)
+
+        def train(loader, model):
+            model.train()
+            for x, y in loader:
+                out = model(x)
+                err, = accuracy(out, y)
+                print(err.item())
+
+        def accuracy(output, target):
+            res = []
+            wrong = (output.argmax(1) != target).float().sum()
+            res.append(wrong)
+            return res
+        """
+    found = _found(_project(tmp_path / "gpu", {"net.py": net, "train.py": train}))
+    assert ("train.py", 14, "SYN101", True) in found
+    # near-miss: the same model left on the CPU, so its output (and the error) is too
+    cpu = train.replace("torch.nn.DataParallel(model).cuda()", "model")
+    found = _found(_project(tmp_path / "cpu", {"net.py": net, "train.py": cpu}))
+    assert not {f for f in found if f[0] == "train.py" and f[2] == "SYN101"}

@@ -922,3 +922,16 @@ probe(opt)
 """
     (m, _), (o, _) = probe(src)[0]
     assert m.kind == V.MODULE and m.device == V.CUDA and o.kind == V.OPTIM
+
+
+def test_a_tuple_returned_beside_an_early_bare_tensor_keeps_its_parts():
+    # SSD's box_utils.nms: `return keep` when there are no boxes, `return keep, count` after
+    src = ("import torch\ndef nms(s):\n    keep = torch.ones(3, device='cuda').long()\n    if s:\n        return keep\n"
+           "    count = 0\n    return keep, count\nids, count = nms(1)\nprobe(count)\nprobe(ids)\n")
+    seen, _ = probe(src)
+    assert seen[0][0].kind == V.PY and seen[0][0].py == "int"
+    assert seen[1][0].kind == V.TENSOR and seen[1][0].device == V.CUDA
+    # near-miss: a tuple of tensors only (a tensor unpacks into tensors just the same)
+    src = ("import torch\ndef f(s):\n    a = torch.ones(3, device='cuda')\n    if s:\n        return a\n"
+           "    return a, a\nx, y = f(1)\nprobe(y)\n")
+    assert val(src).kind == V.TENSOR

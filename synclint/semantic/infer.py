@@ -473,6 +473,8 @@ class Inference:
                 return self.resolve(got) if got is not None else V.UNKNOWN_VAL
             ret = self.func_returns.get(name)
             if ret is not None:
+                if name not in self.all_funcs:
+                    self.early_returns.setdefault(name, ret)  # the last walk's: `stale_returns`
                 return ret
             if name not in self.all_funcs:
                 self.forward_refs.add(name)  # a function defined further down: known next walk
@@ -667,7 +669,10 @@ class Inference:
             return Val(V.TENSORS, device, assumed=assumed)
         if last in _JOINING:
             dtypes = {v.dtype for v in ts}
-            return V.tensor(device, dtype=dtypes.pop() if len(dtypes) == 1 else None, assumed=assumed)
+            # a new tensor in the default allocator's (pageable) memory, even when its parts
+            # were pinned (SupContrast's `torch.cat([images[0], images[1]])` of a pinned batch)
+            return V.tensor(device, dtype=dtypes.pop() if len(dtypes) == 1 else None, assumed=assumed,
+                            pinned=False if device == V.CPU else None)
         if last in L.BOOL_METHODS:
             dtype = V.BOOL
         elif last in L.INT_RESULTS:

@@ -149,6 +149,8 @@ class SemanticModel(Inference):
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
         self.forward_refs: Set[object] = set()  # function names and (class, method) keys
+        # function name -> what a call above its definition took from the last walk
+        self.early_returns: Dict[str, Val] = {}
         self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
         # (callee key, positional values, keyword values) of calls to in-file functions
         # (calling function, callee key, skipped params, positional, keyword values) of calls
@@ -824,6 +826,11 @@ class SemanticModel(Inference):
             if v is not None and v.kind not in (V.UNKNOWN, V.PY):
                 return True
         return False
+
+    def stale_returns(self) -> bool:
+        """After a walk: a call above a function's definition took a return value that this
+        walk, knowing more (the project's facts, its callers' values), has since changed."""
+        return any(self.func_returns.get(name) != v for name, v in self.early_returns.items())
 
     def is_counter(self, e: cst.BaseExpression) -> bool:
         """A step counter: a name this function increments (`n += 1`) or loops over a

@@ -212,6 +212,10 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             # `return model` unchanged on one path, `nn.DataParallel(model).cuda()` on the
             # other: a module either way, on CUDA where the GPU path put it
             return t.with_(device=join_device(t.device, None))
+        if t.kind == TENSOR and other.kind == TENSORS and other.elems and any(e.kind != TENSOR for e in other.elems):
+            # `return keep` on an early exit, `return keep, count` at the end (SSD's nms): the
+            # callers unpack the tuple, whose parts are not all tensors
+            return other
         if t.kind in (TENSOR, TENSORS) and other.kind in (PY, UNKNOWN, TENSOR, TENSORS):
             if other.kind == PY and other.py in ("list", "tuple") and t.kind == TENSORS:
                 return t.with_(elems=None)  # a list that tensors were appended to
