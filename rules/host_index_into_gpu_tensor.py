@@ -53,6 +53,8 @@ class HostIndexIntoGpuTensor(Rule):
         Valid("import torch\nx = torch.randn(10, device='cuda')\nids = torch.tensor([0, 2], device='cuda')\ny = x[ids]\n"),
         Valid("import torch\nx = torch.randn(10)\ny = x[[0, 2, 5]]\nz = x[range(3)]\n"),
         Valid("import torch\nimport numpy as np\na = np.arange(10)\nb = a[[0, 2]]\n"),
+        # `np.s_[:2]` is a slice, not an index array
+        Valid("import torch\nimport numpy as np\nx = torch.randn(10, device='cuda')\nfor _ in range(2):\n    y = x[np.s_[:2]]\n"),
         Valid(
             "import torch\nimport numpy as np\nx = torch.randn(10, device='cuda')\n"
             "for i in np.arange(3):\n    y = x[i]\nk = np.argmax(np.ones(3))\nz = x[k]\n"
@@ -123,6 +125,11 @@ class HostIndexIntoGpuTensor(Rule):
             "perm = np.random.permutation(10)\nfor i in range(2):\n    y = x[perm[i * 5:(i + 1) * 5]]\n",
             line=6,
             message="indexing `x` with a host NumPy array copies the index to the GPU with a blocking transfer",
+        ),
+        Invalid(  # `np.r_` builds a NumPy index array (pytorch-YOLOv4's `output[..., np.r_[:2, 4:n_ch]]`)
+            "import torch\nimport numpy as np\nout = torch.randn(4, 85, device='cuda')\n"
+            "for _ in range(2):\n    out[..., np.r_[:2, 4:85]] = torch.sigmoid(out[..., np.r_[:2, 4:85]])\n",
+            line=5,
         ),
         Invalid(
             "import torch\nx = torch.randn(10, device='cuda')\nidx = torch.randperm(10)[:4]\nx[idx] = 0.0\n",

@@ -241,6 +241,9 @@ class Inference:
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Slice):
                 return base
             return V.element_of(base)
+        if base.kind == V.PY and type(e.value) is cst.Attribute and e.value.attr.value in ("r_", "c_") and \
+                self.qualname(e.value) in ("numpy.r_", "numpy.c_"):
+            return Val(V.NUMPY, ndim=1 if e.value.attr.value == "r_" else 2)  # `np.r_[:2, 4:n]`: an array
         if base.kind == V.NUMPY:
             if all(isinstance(x.slice, cst.Slice) for x in e.slice):
                 return base
