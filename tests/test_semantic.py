@@ -294,6 +294,20 @@ def test_periodic_guards_and_accumulation(guard, hot):
     assert seen[0][1] is hot
 
 
+@pytest.mark.parametrize("guard, hot", [
+    # pytorch-segmentation's validation: keep 15 images to show, then stop
+    ("if len(shown) < 15:\n        shown.append(x)\n       ", False),
+    ("if len(shown) <= 15:\n        shown.extend([x])\n       ", False),
+    # near-misses: the body does not fill the list the test measures, or the test is not a bound
+    ("if len(other) < 15:\n        shown.append(x)\n       ", True),
+    ("if len(shown) > 15:\n        shown.append(x)\n       ", True),
+])
+def test_a_guard_on_a_list_its_body_fills_runs_a_bounded_number_of_times(guard, hot):
+    src = f"import torch\nshown, other = [], []\nfor x in range(100):\n    {guard} probe(x)\n"
+    seen, _ = probe(src)
+    assert seen[0][1] is hot
+
+
 def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
     seen, _ = probe("import torch\nxs = [probe(i) for i in range(3)]\n")
     assert seen[0][1] is False

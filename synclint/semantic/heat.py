@@ -64,6 +64,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "once"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
     if not negated and _first_steps(test, model):
         return "once"  # `if step == 0:`, `if num_seen < 10:`: the first steps only
+    if not negated and _fills_up(test, body):
+        return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
     return ""
 
 
@@ -77,6 +79,22 @@ def _first_steps(test: cst.BaseExpression, model) -> bool:
     if not isinstance(comp.comparator, cst.Integer):
         return False
     return model.is_counter(test.left)
+
+
+def _fills_up(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
+    """`len(xs) < N` (or `<=`) whose body appends to `xs`: each run brings it closer to N,
+    so it runs at most N times."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual))
+            and isinstance(test.comparisons[0].comparator, cst.Integer)):
+        return False
+    left = test.left
+    if not (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len"
+            and len(left.args) == 1 and isinstance(left.args[0].value, cst.Name)):
+        return False
+    name = left.args[0].value.value
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("append", "extend")
+               and isinstance(n.func.value, cst.Name) and n.func.value.value == name for n in descendants(body))
 
 
 def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
