@@ -70,6 +70,21 @@ class TensorTolist(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # arrays kept in a list of dicts (EfficientDet's postprocess): `.tolist()` of an array
+        Valid(
+            "import numpy as np\nimport torch\n"
+            "def postprocess(x):\n"
+            "    out = []\n"
+            "    for i in range(x.shape[0]):\n"
+            "        out.append({'rois': x[i].cpu().numpy(), 'scores': np.ones(3)})\n"
+            "    return out\n"
+            "x = torch.rand(4, 4, device='cuda')\n"
+            "for step in range(10):\n"
+            "    preds = postprocess(x)\n"
+            "    for p in preds:\n"
+            "        box = p['rois'][0, :]\n"
+            "        b = box.tolist()\n",
+        ),
         # every caller passes a CPU tensor
         Valid(
             "import torch\n"

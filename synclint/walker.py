@@ -488,7 +488,7 @@ class Walker:
                     merged = item if lst.kind == V.PY else V.join(V.element_of(lst), item)
                     ctx.bind_target(recv, Val(V.TENSORS, merged.device, dtype=merged.dtype, assumed=merged.assumed))
                 elif lst.kind == V.PY and lst.py == "list" and (
-                        item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind == V.LOADER):
+                        item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind == V.LOADER or V.is_dict_of(item)):
                     # `self.logit_filters.append(SuppressBlank(...))`: a list of instances, of
                     # each class appended (iterating it calls every class's methods); of
                     # loaders or their iterators (`self.iters.append(iter(loader))`)
@@ -861,7 +861,7 @@ def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.Ba
             recv = ctx.infer(it.func.value)
             if recv.kind == V.TENSORS or V.is_dict_of(recv):
                 ctx.bind_target(els[0], V.py("str"))
-                ctx.bind_target(els[1], V.element_of(recv))
+                ctx.bind_target(els[1], recv.elems[0] if V.is_dict_of(recv) else V.element_of(recv))
                 return
     ctx.bind_target(target, ctx.iter_item(it))
 

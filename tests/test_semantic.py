@@ -949,3 +949,24 @@ def test_a_tuple_returned_beside_an_early_bare_tensor_keeps_its_parts():
     src = ("import torch\ndef f(s):\n    a = torch.ones(3, device='cuda')\n    if s:\n        return a\n"
            "    return a, a\nx, y = f(1)\nprobe(y)\n")
     assert val(src).kind == V.TENSOR
+
+
+def test_a_dict_literal_of_arrays_or_of_tensors_keeps_its_values():
+    # EfficientDet's postprocess: a list of dicts of arrays, one per image
+    src = ("import numpy as np\nimport torch\nout = []\nx = torch.ones(3, device='cuda')\n"
+           "for i in range(2):\n    out.append({'rois': x.cpu().numpy(), 'scores': np.zeros(3)})\n"
+           "probe(out[0]['rois'])\n")
+    assert val(src).kind == V.NUMPY
+    src = "import torch\nx = torch.ones(3, device='cuda')\nd = {'loss': x.sum(), 'aux': x.mean()}\nprobe(d['loss'])\n"
+    assert val(src).kind == V.TENSOR and val(src).device == V.CUDA
+    # near-miss: a loss beside a learning rate is not a dict of tensors
+    src = "import torch\nx = torch.ones(3, device='cuda')\nd = {'loss': x.sum(), 'lr': 0.1}\nprobe(d['lr'])\n"
+    assert val(src).kind != V.TENSOR
+
+
+def test_iterating_a_dict_gives_its_keys_and_values_gives_its_values():
+    # nerf-pytorch: `for k in ret: ... print(f"{k} ...")` over a dict of tensors
+    head = "import torch\nx = torch.ones(3, device='cuda')\nret = {'rgb': x, 'acc': x.sum()}\n"
+    assert val(head + "for k in ret:\n    probe(k)\n").kind == V.PY
+    assert val(head + "for v in ret.values():\n    probe(v)\n").kind == V.TENSOR
+    assert val(head + "for k, v in ret.items():\n    probe(v)\n").kind == V.TENSOR

@@ -65,7 +65,9 @@ class Inference:
             return Val(V.PY, dev, py="str")
         if t in (cst.ConcatenatedString, cst.FormattedString):
             return V.py("str")
-        if t in (cst.Dict, cst.DictComp):
+        if t is cst.Dict:
+            return self._infer_dict(e)
+        if t is cst.DictComp:
             return V.py("dict")
         if t in (cst.Imaginary, cst.Set, cst.SetComp, cst.Lambda):
             return V.PY_VAL
@@ -127,6 +129,19 @@ class Inference:
         if t is cst.NamedExpr:
             return self._infer(e.value)
         return V.UNKNOWN_VAL
+
+    def _infer_dict(self, e: cst.Dict) -> Val:
+        """`{"rois": boxes.cpu().numpy(), "scores": ...}`: a dict whose values are all arrays,
+        or all tensors, keeps them (joined), as a dict filled by item stores does; values of
+        mixed kinds (a loss beside a learning rate) are not joined into one."""
+        vals = [self._infer(el.value) for el in e.elements if isinstance(el, cst.DictElement)]
+        if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
+                or vals[0].kind not in (V.NUMPY, V.TENSOR):
+            return V.py("dict")
+        joined = vals[0]
+        for v in vals[1:]:
+            joined = V.join(joined, v)
+        return Val(V.PY, py="dict", elems=(joined,))
 
     def _infer_sequence(self, e) -> Val:
         if any(isinstance(el, cst.StarredElement) for el in e.elements):
@@ -766,7 +781,7 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.PY:
             if V.is_dict_of(recv) and m in ("values", "get", "pop"):
-                return recv if m == "values" else recv.elems[0]
+                return Val(V.PY, py="list", elems=recv.elems) if m == "values" else recv.elems[0]
             if m in ("item", "items", "keys", "values", "format", "join", "split", "strip", "lower",
                      "upper", "copy", "startswith", "endswith", "replace"):
                 return V.PY_VAL

@@ -232,7 +232,7 @@ def _appended(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
     if a.kind != PY or a.py != "list" or any(v.elems and len(v.elems) != 1 for v in (a, b)):
         return None  # (an empty list literal has no items: `()`)
     items = [v.elems[0] for v in (a, b) if v.elems]
-    if not items or any(e.kind not in (OBJECT, MODULE, LOADER) for e in items):
+    if not items or any(e.kind not in (OBJECT, MODULE, LOADER) and not is_dict_of(e) for e in items):
         return None
     return (items[0] if len(items) == 1 else join(items[0], items[1]),)
 
@@ -280,6 +280,8 @@ def element_of(val: Val) -> Val:
         return val.elems[0]
     if val.kind == NUMPY:
         return Val(NUMPY, ndim=val.ndim - 1 if val.ndim else None)
+    if is_dict_of(val):
+        return PY_VAL  # a dict's keys (its values: `.values()`, `d[k]`)
     if val.kind in (PY, UNKNOWN) and val.elems:  # a literal `[(a, b), (c, d)]`: any of its items
         out = val.elems[0]
         for e in val.elems[1:]:
