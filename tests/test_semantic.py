@@ -287,23 +287,16 @@ def test_a_cpu_script_that_never_mentions_a_gpu():
     ("if step % 100 == 0:", False),
     ("if step % 100 == 0 and rank == 0:", False),
     ("if (step + 1) % accum == 0:\n        opt.step()\n   ", True),
+    # a list the body fills runs it a bounded number of times (pytorch-segmentation keeps
+    # 15 validation images to show, then stops)
+    ("if len(shown) < 15:\n        shown.append(step)", False),
+    ("if len(shown) <= 15:\n        shown.extend([step])", False),
+    # near-misses: the body does not fill the list the test measures, or the test is no bound
+    ("if len(other) < 15:\n        shown.append(step)", True),
+    ("if len(shown) > 15:\n        shown.append(step)", True),
 ])
-def test_periodic_guards_and_accumulation(guard, hot):
-    src = f"import torch\nfor step in range(10):\n    {guard}\n        probe(step)\n"
-    seen, _ = probe(src)
-    assert seen[0][1] is hot
-
-
-@pytest.mark.parametrize("guard, hot", [
-    # pytorch-segmentation's validation: keep 15 images to show, then stop
-    ("if len(shown) < 15:\n        shown.append(x)\n       ", False),
-    ("if len(shown) <= 15:\n        shown.extend([x])\n       ", False),
-    # near-misses: the body does not fill the list the test measures, or the test is not a bound
-    ("if len(other) < 15:\n        shown.append(x)\n       ", True),
-    ("if len(shown) > 15:\n        shown.append(x)\n       ", True),
-])
-def test_a_guard_on_a_list_its_body_fills_runs_a_bounded_number_of_times(guard, hot):
-    src = f"import torch\nshown, other = [], []\nfor x in range(100):\n    {guard} probe(x)\n"
+def test_periodic_and_bounded_guards_and_accumulation(guard, hot):
+    src = f"import torch\nshown, other = [], []\nfor step in range(100):\n    {guard}\n        probe(step)\n"
     seen, _ = probe(src)
     assert seen[0][1] is hot
 
