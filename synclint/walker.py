@@ -287,7 +287,9 @@ class Walker:
         self.walk(node.target)
         # An epoch loop (its body loops over batches) runs its own statements once per
         # epoch: cold; the batch loop inside is hot.
-        per_step = 0 if _epoch_loop(ctx, node) else 1
+        # A constructor runs once per object, its loops included (pytorch-YOLOv4 builds one
+        # grid per output layer in `__init__`): constructor calls spread no heat either.
+        per_step = 0 if _in_constructor(ctx) or _epoch_loop(ctx, node) else 1
         container = per_step if _container_loop(node.iter) else 0
         # A loop under a periodic guard (validation every N steps) still repeats its body;
         # a loop over a container's items runs where it is, so the guard still holds there.
@@ -309,14 +311,15 @@ class Walker:
     def _while(self, node: cst.While) -> None:
         ctx = self.ctx
         before = ctx.snapshot()
-        ctx.loop_depth += 1
+        per_step = 0 if _in_constructor(ctx) else 1
+        ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
         self.walk(node.test)
         self.walk_field(node.body)
         ctx.guard_depth = guard
         ctx.loop_nodes.pop()
-        ctx.loop_depth -= 1
+        ctx.loop_depth -= per_step
         ctx.merge([before, ctx.snapshot()])
         if node.orelse is not None:
             self.walk(node.orelse)
@@ -774,6 +777,11 @@ def _container_loop(it: cst.BaseExpression) -> bool:
             continue
         return False
     return False
+
+
+def _in_constructor(ctx: SemanticModel) -> bool:
+    f = ctx.func
+    return f is not None and f.cls is not None and f.name == "__init__"
 
 
 def _epoch_loop(ctx: SemanticModel, node: cst.For) -> bool:

@@ -963,3 +963,12 @@ def test_iterating_a_dict_gives_its_keys_and_values_gives_its_values():
     assert val(head + "for k in ret:\n    probe(k)\n").kind == V.PY
     assert val(head + "for v in ret.values():\n    probe(v)\n").kind == V.TENSOR
     assert val(head + "for k, v in ret.items():\n    probe(v)\n").kind == V.TENSOR
+
+
+def test_loops_in_a_constructor_run_once_per_object():
+    # pytorch-YOLOv4's Yolo_loss builds one grid per output layer in `__init__`
+    src = ("import torch\nclass Loss(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        for i in range(3):\n            probe(i)\n"
+           "    def forward(self, x):\n        for i in range(3):\n            probe(i)\n        return x\n")
+    seen, _ = probe(src)
+    assert [hot for _, hot in seen] == [False, True]  # near-miss: the same loop in forward
