@@ -1046,3 +1046,47 @@ def test_a_helper_defined_below_its_call_returns_what_the_project_tells(tmp_path
     cpu = train.replace("torch.nn.DataParallel(model).cuda()", "model")
     found = _found(_project(tmp_path / "cpu", {"net.py": net, "train.py": cpu}))
     assert not {f for f in found if f[0] == "train.py" and f[2] == "SYN101"}
+
+
+def test_a_meter_class_defined_below_its_use_holds_what_its_updates_put_there(tmp_path):
+    # simsiam's main_lincls.py: `return top1.avg` in validate(), with `class AverageMeter`
+    # at the bottom of the file; its `update(acc1[0])` is given CUDA accuracies
+    train = """\
+        import torch
+
+        def validate(loader, model):
+            top1 = AverageMeter()
+            for x in loader:
+                out = model(x.cuda())
+                top1.update(out.sum())
+            return top1.avg
+
+        def main(loader):
+            model = torch.nn.DataParallel(build()).cuda()
+            best = 0
+            acc = validate(loader, model)
+            best = max(acc, best)
+
+        def build():
+            return MODELS["resnet"]()
+
+        class AverageMeter(object):
+            def __init__(self):
+                self.reset()
+
+            def reset(self):
+                self.avg = 0
+                self.sum = 0
+                self.count = 0
+
+            def update(self, val, n=1):
+                self.sum += val * n
+                self.count += n
+                self.avg = self.sum / self.count
+        """
+    found = _found(_project(tmp_path / "gpu", {"train.py": train}))
+    assert ("train.py", 14, "SYN108", False) in found
+    # near-miss: the meter is given Python numbers
+    host = train.replace("top1.update(out.sum())", "top1.update(out.sum().item())")
+    found = _found(_project(tmp_path / "host", {"train.py": host}))
+    assert not {f for f in found if f[1] == 14}

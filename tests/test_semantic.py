@@ -972,3 +972,15 @@ def test_loops_in_a_constructor_run_once_per_object():
            "    def forward(self, x):\n        for i in range(3):\n            probe(i)\n        return x\n")
     seen, _ = probe(src)
     assert [hot for _, hot in seen] == [False, True]  # near-miss: the same loop in forward
+
+
+def test_data_parallel_of_a_model_the_model_does_not_know_is_a_module():
+    # pytorch-semseg: `nn.DataParallel(get_model(cfg).to(device))`, a model built by name
+    src = ("import torch\nfrom models import get_model\nmodel = get_model('fcn').cuda()\n"
+           "model = torch.nn.DataParallel(model)\nx = torch.ones(2, device='cuda')\nprobe(model)\nprobe(model(x))\n")
+    seen, _ = probe(src)
+    assert seen[0][0].kind == V.MODULE and seen[0][0].device == V.CUDA
+    assert seen[1][0].kind == V.TENSOR and seen[1][0].device == V.CUDA
+    # near-miss: torch.compile of the same returns what it was given, whatever that is
+    src = "import torch\nfrom models import get_model\nprobe(torch.compile(get_model('fcn')))\n"
+    assert val(src).kind != V.MODULE

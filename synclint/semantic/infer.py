@@ -643,7 +643,12 @@ class Inference:
         if t in L.GRAD_SCALERS:
             return Val(V.OBJECT, self._scaler_device(t, call), cls="torch.amp.GradScaler")
         if t in L.TORCH_RETURNS_ARGUMENT:
-            return self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
+            v = self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
+            if t in L.TORCH_WRAPS_MODULE and v.kind == V.UNKNOWN:
+                v = self.resolve(v)  # (a model a factory returns, when the project knows it)
+                if v.kind == V.UNKNOWN:
+                    return Val(V.MODULE, v.device)
+            return v
         if t.startswith("nn.") and last[:1].isupper() and not t.startswith("nn.functional"):
             if last in ("Parameter", "Buffer"):
                 ts = self.tensor_args(call)

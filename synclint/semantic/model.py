@@ -149,8 +149,10 @@ class SemanticModel(Inference):
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
         self.forward_refs: Set[object] = set()  # function names and (class, method) keys
-        # function name -> what a call above its definition took from the last walk
+        # function name -> what a call above its definition took from the last walk; the
+        # same for (class, attribute) read before this walk reached an assignment of it
         self.early_returns: Dict[str, Val] = {}
+        self.early_attrs: Dict[Tuple[str, str], Val] = {}
         self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
         # (callee key, positional values, keyword values) of calls to in-file functions
         # (calling function, callee key, skipped params, positional, keyword values) of calls
@@ -460,6 +462,10 @@ class SemanticModel(Inference):
             return self._each_class(cls_name, lambda k: self.attribute_of(k, attr, _depth)) or V.UNKNOWN_VAL
         info = self.classes_by_name.get(cls_name)
         if info is None:
+            if cls_name in self.facts.class_attrs:  # defined further down: the last walk's view
+                v = self.facts.class_attrs[cls_name].get(attr, V.UNKNOWN_VAL)
+                self.early_attrs.setdefault((cls_name, attr), v)
+                return self.resolve(v)
             v = self.project.class_member(cls_name, attr, method=False)
             return self.resolve(v) if v is not None else V.UNKNOWN_VAL
         v = info.attrs.get(attr)
@@ -828,9 +834,16 @@ class SemanticModel(Inference):
         return False
 
     def stale_returns(self) -> bool:
-        """After a walk: a call above a function's definition took a return value that this
-        walk, knowing more (the project's facts, its callers' values), has since changed."""
-        return any(self.func_returns.get(name) != v for name, v in self.early_returns.items())
+        """After a walk: a call above a function's definition took a return value (or a read
+        of an attribute, a value of it) that this walk, knowing more (the project's facts,
+        its callers' values), has since changed."""
+        if any(self.func_returns.get(name) != v for name, v in self.early_returns.items()):
+            return True
+        for (cls_name, attr), v in self.early_attrs.items():
+            info = self.classes_by_name.get(cls_name)
+            if info is not None and info.attrs.get(attr, v) != v:
+                return True
+        return False
 
     def is_counter(self, e: cst.BaseExpression) -> bool:
         """A step counter: a name this function increments (`n += 1`) or loops over a
