@@ -101,19 +101,18 @@ def lint_analysis(
     source, module = a.source, a.module
     failed: dict = {}  # rule class -> statement index where it raised
     with _deep_recursion():
-        ctx = SemanticModel(source, a.filename, facts=a.facts, project=project, module_name=a.module_name)
-        ctx.set_module(module)
-        instances = _isolated_rules(rules, ctx, failed)
-        Walker(ctx, instances).walk(module)
-        if ctx.stale_returns():
+        facts = a.facts
+        for again in (False, True):
+            ctx = SemanticModel(source, a.filename, facts=facts, project=project, module_name=a.module_name)
+            ctx.set_module(module)
+            failed.clear()
+            Walker(ctx, _isolated_rules(rules, ctx, failed)).walk(module)
             # `err1, err5 = accuracy(output, target)` above `def accuracy`: its return was the
             # first walk's, made before the project said where `output` lives. Once more,
             # from what this walk learned.
-            ctx = SemanticModel(source, a.filename, facts=ctx.summary(), project=project, module_name=a.module_name)
-            ctx.set_module(module)
-            failed.clear()
-            instances = _isolated_rules(rules, ctx, failed)
-            Walker(ctx, instances).walk(module)
+            if again or not ctx.stale_reads():
+                break
+            facts = ctx.summary()
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from

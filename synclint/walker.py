@@ -824,8 +824,8 @@ def _takes_loader(ctx: SemanticModel, e: cst.BaseExpression) -> bool:
         return False
     for a in e.args:
         v = a.value
-        if ctx.infer(v).kind == V.LOADER or (
-                isinstance(v, (cst.Name, cst.Attribute)) and _batchy(ctx, v, {}) and ctx.infer(v).kind != V.ITER):
+        kind = ctx.infer(v).kind
+        if kind == V.LOADER or (kind != V.ITER and isinstance(v, (cst.Name, cst.Attribute)) and _batchy(ctx, v, {})):
             return True
     return False
 

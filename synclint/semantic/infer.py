@@ -492,7 +492,7 @@ class Inference:
             ret = self.func_returns.get(name)
             if ret is not None:
                 if name not in self.all_funcs:
-                    self.early_returns.setdefault(name, ret)  # the last walk's: `stale_returns`
+                    self.early_returns.setdefault(name, ret)  # the last walk's: `stale_reads`
                 return ret
             if name not in self.all_funcs:
                 self.forward_refs.add(name)  # a function defined further down: known next walk

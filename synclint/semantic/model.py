@@ -833,10 +833,10 @@ class SemanticModel(Inference):
                 return True
         return False
 
-    def stale_returns(self) -> bool:
-        """After a walk: a call above a function's definition took a return value (or a read
-        of an attribute, a value of it) that this walk, knowing more (the project's facts,
-        its callers' values), has since changed."""
+    def stale_reads(self) -> bool:
+        """After a walk: a read above a definition (a function's return, an attribute of a
+        class defined further down) took the last walk's value, which this walk, knowing
+        more (the project's facts, its callers' values), has since changed."""
         if any(self.func_returns.get(name) != v for name, v in self.early_returns.items()):
             return True
         for (cls_name, attr), v in self.early_attrs.items():
