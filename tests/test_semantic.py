@@ -984,3 +984,41 @@ def test_data_parallel_of_a_model_the_model_does_not_know_is_a_module():
     # near-miss: torch.compile of the same returns what it was given, whatever that is
     src = "import torch\nfrom models import get_model\nprobe(torch.compile(get_model('fcn')))\n"
     assert val(src).kind != V.MODULE
+
+
+LOADER_WRAPPER = HEAD + '''
+class Infinite:
+    def __init__(self, dataset):
+        self._it = iter(torch.utils.data.DataLoader(dataset, batch_size=4))
+
+    def __iter__(self):
+        while True:
+            yield next(self._it)
+
+loaders = [Infinite(d) for d in ("a", "b")]
+probe(loaders[0])
+batches = zip(*loaders)
+for step in range(10):
+    for x, y in next(batches):
+        probe(x)
+    moved = [(x.to(device), y.to(device)) for x, y in next(batches)]
+    for a, b in moved:
+        probe(a)
+for x in Infinite("c"):
+    probe(x)
+names = [str(d) for d in ("a", "b")]
+for n in zip(*names):
+    probe(n)
+'''
+
+
+def test_a_loader_wrapper_yields_batches_through_a_comprehension_and_zip_star():
+    # DomainBed's `zip(*[InfiniteDataLoader(...) for ...])`, one batch of each loader per step
+    seen, _ = probe(LOADER_WRAPPER)
+    wrapper, from_zip, moved, iterated, names = (v for v, _ in seen)
+    assert wrapper.kind == V.OBJECT and wrapper.cls == "Infinite"  # the list keeps its items
+    assert from_zip.kind == V.TENSOR and from_zip.device == V.CPU  # `__iter__` yields batches
+    assert moved.kind == V.TENSOR and moved.device == V.CUDA  # a list of moved pairs keeps them
+    assert iterated.kind == V.TENSORS and iterated.device == V.CPU  # a batch
+    # near-miss: zip over a list of strings tells nothing about tensors
+    assert names.kind != V.TENSOR

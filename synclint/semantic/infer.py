@@ -78,6 +78,10 @@ class Inference:
             elt = self._infer(e.elt)
             if elt.kind == V.TENSOR:
                 return Val(V.TENSORS, elt.device, dtype=elt.dtype, assumed=elt.assumed)
+            if elt.kind in (V.OBJECT, V.MODULE, V.LOADER, V.TENSORS) or V.is_dict_of(elt):
+                # as a list they were appended to (a tuple of tensors each: `[(x.cuda(),
+                # y.cuda()) for x, y in batches]`)
+                return Val(V.PY, py="list", elems=(elt,))
             if elt.kind == V.PY:
                 return V.py("list")
             return V.UNKNOWN_VAL
@@ -300,6 +304,15 @@ class Inference:
         v = self._loader_named(it, self._infer(it))
         if v.kind == V.LOADER:
             self._per_epoch()
+        return self._item_of(v)
+
+    def _item_of(self, v: Val) -> Val:
+        """`V.element_of`, and for an instance of a class that defines `__iter__`, what
+        that yields (a loader wrapper: `def __iter__(self): while True: yield next(self._it)`)."""
+        if v.kind == V.OBJECT and v.cls:
+            it = self.method_return(v.cls, "__iter__")
+            if it is not None and it.kind == V.ITER:
+                return V.element_of(it)
         return V.element_of(v)
 
     def _loader_named(self, it: cst.BaseExpression, v: Val) -> Val:
@@ -532,6 +545,11 @@ class Inference:
                 if v.kind == V.UNKNOWN:
                     return V.UNKNOWN_VAL
             return V.py(name)
+        if name == "zip" and len(call.args) == 1 and call.args[0].star == "*":
+            # `zip(*loaders)`: a batch of each loader, as many as there are loaders
+            item = self.iter_item(call.args[0].value)
+            if item.kind != V.UNKNOWN:
+                return Val(V.ITER, elems=(Val(V.PY, py="list", elems=(self._item_of(item),)),))
         if name in ("enumerate", "zip"):
             items = [self.iter_item(a.value) for a in call.args if a.keyword is None and not a.star]
             if name == "enumerate":
