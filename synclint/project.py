@@ -333,7 +333,7 @@ class Project:
         key = V.function_key(v)
         if key and "." not in key:  # a nested function of this module, as others name it
             return v.with_(cls=self.class_key(path, key))
-        if v.kind in (V.MODULE, V.OBJECT) and cls:  # each class ("A|B") by its project-wide key
+        if (v.kind in (V.MODULE, V.OBJECT) or V.class_key(v)) and cls:  # each class ("A|B") by its project-wide key
             s = self.summaries.get(path)
             keys = [self.class_key(path, k) if s is not None and "." not in k and k in s.classes else k
                     for k in V.classes_of(v)]
@@ -721,7 +721,9 @@ class Project:
         return got
 
     def _overrides(self) -> Dict[Tuple[str, str], List[Tuple[str, str]]]:
-        """(path, "Base.m") -> the (path, "Sub.m") methods that override it in other modules."""
+        """(path, "Base.m") -> the (path, "Sub.m") methods that override it, in any module:
+        a call of the base's method may run each (an instance of any class of a family,
+        `registry_base`). The nearest base that defines the method is the one overridden."""
         if self._override_map is not None:
             return self._override_map
         out: Dict[Tuple[str, str], List[Tuple[str, str]]] = {}
@@ -729,20 +731,32 @@ class Project:
             if s is None:
                 continue
             for cname, cf in s.classes.items():
-                for base in cf.bases:
-                    if base in s.classes:
-                        continue  # an in-file base: the file's own walk sees the override
-                    sym = self.resolve(base, p2)
-                    if sym is None or sym[0] != "class":
-                        continue
-                    _, p1, bname = sym
-                    base_methods = self.summaries[p1].params
-                    prefix = cname + "."
-                    for qual in s.params:
-                        if qual.startswith(prefix) and f"{bname}.{qual[len(prefix):]}" in base_methods:
-                            out.setdefault((p1, f"{bname}.{qual[len(prefix):]}"), []).append((p2, qual))
+                prefix = cname + "."
+                for qual in s.params:
+                    if qual.startswith(prefix) and "." not in qual[len(prefix):]:
+                        base = self._defining_base(p2, cname, qual[len(prefix):])
+                        if base is not None:
+                            out.setdefault(base, []).append((p2, qual))
         self._override_map = out
         return out
+
+    def _defining_base(self, path: str, cname: str, method: str, depth: int = 0) -> Optional[Tuple[str, str]]:
+        """(path, "Base.method") of the nearest base of `cname` (in `path`) that defines `method`."""
+        s = self.summaries.get(path)
+        cf = s.classes.get(cname) if s is not None else None
+        if cf is None or depth > 10:
+            return None
+        for base in cf.bases:
+            sym = ("class", path, base) if base in s.classes else self.resolve(base, path)
+            if sym is None or sym[0] != "class":
+                continue
+            _, p1, bname = sym
+            if f"{bname}.{method}" in self.summaries[p1].params:
+                return (p1, f"{bname}.{method}")
+            found = self._defining_base(p1, bname, method, depth + 1)
+            if found is not None:
+                return found
+        return None
 
     def _cuda_paths(self) -> Set[str]:
         """Files imported, directly or not, by a module that makes CUDA the default device."""

@@ -1090,3 +1090,66 @@ def test_a_meter_class_defined_below_its_use_holds_what_its_updates_put_there(tm
     host = train.replace("top1.update(out.sum())", "top1.update(out.sum().item())")
     found = _found(_project(tmp_path / "host", {"train.py": host}))
     assert not {f for f in found if f[1] == 14}
+
+
+ALGORITHMS = """\
+    import torch
+
+    def get_algorithm_class(name):
+        return globals()[name]
+
+    class Algorithm(torch.nn.Module):
+        def update(self, minibatches):
+            raise NotImplementedError
+
+    class ERM(Algorithm):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 2)
+
+        def update(self, minibatches):
+            x = torch.cat([x for x, y in minibatches])
+            return {"loss": self.net(x).sum().item()}
+
+    class Mixup(ERM):
+        def update(self, minibatches):
+            x = torch.cat([x for x, y in minibatches])
+            return {"loss": x.mean().item()}
+
+    def summary(minibatches):
+        return {"loss": minibatches[0][0].sum().item()}
+"""
+
+REGISTRY_TRAIN = """\
+    import torch
+    from pkg import algorithms
+
+    device = "cuda"
+    algorithm_class = algorithms.get_algorithm_class("ERM")
+    algorithm = algorithm_class()
+    algorithm.to(device)
+    for step in range(1000):
+        minibatches = [(torch.rand(8, 4, device=device), torch.rand(8, device=device))]
+        vals = algorithm.update(minibatches)
+"""
+
+
+def test_a_class_chosen_by_name_from_globals_runs_its_family_overrides_hot(tmp_path):
+    # DomainBed: `algorithms.get_algorithm_class(args.algorithm)` returns `globals()[name]`,
+    # any class of the module, all `Algorithm`s; `algorithm.update(...)` every step runs
+    # whichever `update` overrides `Algorithm.update`, the grandchild's included
+    paths = _project(tmp_path, {"pkg/__init__.py": "", "pkg/algorithms.py": ALGORITHMS,
+                                "train.py": REGISTRY_TRAIN})
+    found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
+    assert ("algorithms.py", 17, True) in found and ("algorithms.py", 22, True) in found
+    # near-miss: a function of the module that no step calls stays cold
+    assert ("algorithms.py", 25, False) in found
+
+
+def test_globals_of_a_module_of_two_families_is_not_followed(tmp_path):
+    # a module whose classes are not one family: `globals()[name]` may be any, so nothing is
+    # known and no `update` is made hot by the loop
+    two = ALGORITHMS.replace("class Mixup(ERM):", "class Mixup:")
+    paths = _project(tmp_path, {"pkg/__init__.py": "", "pkg/algorithms.py": two, "train.py": REGISTRY_TRAIN})
+    found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
+    assert ("algorithms.py", 17, False) in found and ("algorithms.py", 22, False) in found

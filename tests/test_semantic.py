@@ -1022,3 +1022,34 @@ def test_a_loader_wrapper_yields_batches_through_a_comprehension_and_zip_star():
     assert iterated.kind == V.TENSORS and iterated.device == V.CPU  # a batch
     # near-miss: zip over a list of strings tells nothing about tensors
     assert names.kind != V.TENSOR
+
+
+CLASS_VALUES = HEAD + '''
+class Net(torch.nn.Module):
+    scale = 2.0
+
+class Meter:
+    pass
+
+def pick(name):
+    return globals()[name]
+
+def net_class():
+    return Net
+
+probe(net_class()())
+probe(pick("Net")())
+probe(Net.scale)
+probe(globals()["Meter"]())
+'''
+
+
+def test_a_class_as_a_value_makes_instances_when_called():
+    seen, _ = probe(CLASS_VALUES)
+    made, picked, attr, meter = (v for v, _ in seen)
+    assert made.kind == V.MODULE and made.cls == "Net"
+    # `globals()[name]` with the name known only at run time: Net and Meter are no one
+    # family, so nothing is known
+    assert picked.kind == V.UNKNOWN
+    assert attr.kind == V.UNKNOWN  # a class's own attributes are not followed (as before)
+    assert meter.kind == V.OBJECT and meter.cls == "Meter"  # named by a literal

@@ -53,7 +53,11 @@ class Inference:
                 return V.py("bool")
             if e.value == "None":
                 return V.py("none")
-            return self.lookup(e.value)
+            v = self.lookup(e.value)
+            if v.kind == V.UNKNOWN and v.cls is None and not self.is_local(e.value) \
+                    and self.defined_class(e.value) is not None:
+                return V.class_value(e.value)  # `return ERM`: the class itself
+            return v
         if t is cst.Integer:
             return V.py("int")
         if t is cst.Float:
@@ -181,6 +185,15 @@ class Inference:
             return V.py(kinds.pop()) if len(kinds) == 1 else V.PY_VAL
         return V.UNKNOWN_VAL
 
+    def _registered(self, key: cst.BaseExpression) -> Val:
+        """`globals()[key]`: the class named, or for a name only known when the program
+        runs, any class of this module's one family (`registry_base`)."""
+        name = string_value(key)
+        if name is not None:
+            return V.class_value(name) if self.defined_class(name) is not None else V.UNKNOWN_VAL
+        base = self.registry_base()
+        return V.class_value(base) if base is not None else V.UNKNOWN_VAL
+
     # ------------------------------------------------------------------ attributes, indexing
     def _infer_attribute(self, e: cst.Attribute) -> Val:
         attr = e.attr.value
@@ -191,6 +204,8 @@ class Inference:
                 return Val(V.PY, V.CUDA if q[6:] in L.LEGACY_CUDA_CTORS else V.CPU, py="typestr")
             return self.project.value(q, V.PY_VAL)  # torch.float32, np.pi, config.device
         base = self._infer(e.value)
+        if V.class_key(base):
+            base = V.UNKNOWN_VAL  # `ERM.attr`: what a class holds is not followed
         if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
             if attr in self.cls.methods and attr not in self.cls.pending:
                 return V.method(f"{self.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
@@ -235,6 +250,10 @@ class Inference:
         return V.UNKNOWN_VAL
 
     def _infer_subscript(self, e: cst.Subscript) -> Val:
+        if type(e.value) is cst.Call and type(e.value.func) is cst.Name and e.value.func.value == "globals" \
+                and not e.value.args and not self.is_local("globals") and len(e.slice) == 1 \
+                and type(e.slice[0].slice) is cst.Index:
+            return self._registered(e.slice[0].slice.value)
         base = self._infer(e.value)
         if base.kind == V.TENSOR:
             idx = [self._infer(s.slice.value) for s in e.slice if isinstance(s.slice, cst.Index)]
@@ -461,6 +480,8 @@ class Inference:
             return self._infer_qualified_call(q, call)
         if isinstance(func, cst.Attribute):
             recv = self._infer(func.value)
+            if V.class_key(recv):
+                recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's own methods are not followed
             if recv.kind in (V.MODULE, V.OBJECT):
                 sub = self._infer_attribute(func)
                 if sub.kind == V.MODULE:  # `self.norm(self.lin(x))`: a submodule's output
@@ -489,6 +510,8 @@ class Inference:
                 return self._transformed(call)
             if bound.kind == V.OBJECT and bound.cls:  # an instance called: its `__call__`
                 return self.method_return(bound.cls, "__call__") or V.UNKNOWN_VAL
+            if V.class_key(bound):  # `algorithm_class(...)`: an instance
+                return self.instance_of(V.class_key(bound))
             is_module = self.defined_class(name)
             if is_module is not None:
                 return Val(V.MODULE if is_module else V.OBJECT, cls=name)
@@ -510,7 +533,8 @@ class Inference:
             if name not in self.all_funcs:
                 self.forward_refs.add(name)  # a function defined further down: known next walk
             return V.UNKNOWN_VAL
-        return V.UNKNOWN_VAL
+        made = V.class_key(self._infer(func))  # `get_class(name)(...)`
+        return self.instance_of(made) if made else V.UNKNOWN_VAL
 
     def _infer_builtin(self, name: str, call: cst.Call) -> Optional[Val]:
         if name in ("max", "min", "sum", "abs", "round"):

@@ -200,11 +200,12 @@ class SemanticModel(Inference):
         self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
+        self._registry_base: Optional[str] = None  # `registry_base`, once asked ("": none)
 
     def set_module(self, module: cst.Module) -> None:
-        self.module = module
         """Facts about the whole file, before the walk: is it a script that never mentions
         a GPU (`if __name__ == "__main__":` or a module-level loop, and no device anywhere)."""
+        self.module = module
         script = any(
             isinstance(s, (cst.For, cst.While))
             or (isinstance(s, cst.If) and "__name__" in cst.Module(body=[]).code_for_node(s.test))
@@ -585,6 +586,44 @@ class SemanticModel(Inference):
         if info is not None:
             return info.is_module
         return self.facts.classes.get(name)
+
+    def registry_base(self) -> Optional[str]:
+        """The class that every class this module defines derives from (or is): what
+        `globals()[name]` gives in a module of one family of classes (DomainBed's
+        `get_algorithm_class`: any `Algorithm`, whose methods calls reach through their
+        overrides). None when the module's classes are not one family."""
+        if self._registry_base is None:
+            parents: Dict[str, List[str]] = {}
+            for stmt in self.module.body if self.module is not None else ():
+                if type(stmt) is cst.ClassDef:
+                    parents[stmt.name.value] = [b.value.value for b in stmt.bases
+                                                if type(b.value) is cst.Name and b.keyword is None]
+
+            def lineage(name: str, depth: int = 0) -> Set[str]:
+                out = {name}
+                for b in parents.get(name, ()):
+                    if b in parents and depth < 20:
+                        out |= lineage(b, depth + 1)
+                return out
+
+            common = set.intersection(*(lineage(c) for c in parents)) if len(parents) > 1 else set()
+            # the most derived of the common ancestors (each is an ancestor of it)
+            base = next((c for c in common if lineage(c) >= common), None)
+            self._registry_base = base or ""
+        return self._registry_base or None
+
+    def instance_of(self, keys: str) -> Val:
+        """What calling a class value makes: an instance of each class it may be."""
+        kinds = set()
+        for k in keys.split("|"):
+            if "." in k:
+                c = self.project.class_facts(k)
+                kinds.add(None if c is None else c.is_module)
+            else:
+                kinds.add(self.defined_class(k))
+        if len(kinds) != 1 or None in kinds:
+            return V.UNKNOWN_VAL
+        return Val(V.MODULE if kinds.pop() else V.OBJECT, cls=keys)
 
     def is_module_class(self, name: str) -> bool:
         """An in-file or imported class that is an nn.Module."""

@@ -152,6 +152,17 @@ def function_key(v: Val) -> Optional[str]:
     return v.cls if v.kind == PY and v.py == "function" else None
 
 
+def class_value(key: str) -> Val:
+    """A class itself, not an instance (`cls = ERM`, `return globals()[name]`): calling it
+    makes an instance. `key` names the class, or each it may be ("A|B")."""
+    return Val(PY, py="class", cls=key)
+
+
+def class_key(v: Val) -> Optional[str]:
+    """The key of the class a value is (`class_value`), if it is one."""
+    return v.cls if v.kind == PY and v.py == "class" else None
+
+
 def py(kind: str) -> Val:
     return Val(PY, py=kind)
 
