@@ -26,7 +26,7 @@ from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
-from synclint.semantic.syntax import FIELD_KINDS, NODE, SEQ, all_params, field_kind, node_fields, string_value
+from synclint.semantic.syntax import FIELD_KINDS, NODE, SEQ, all_params, descendants, field_kind, node_fields, string_value
 from synclint.semantic.values import Val
 
 _STMT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -289,7 +289,7 @@ class Walker:
         # epoch: cold; the batch loop inside is hot.
         # A constructor runs once per object, its loops included (pytorch-YOLOv4 builds one
         # grid per output layer in `__init__`): constructor calls spread no heat either.
-        per_step = 0 if _in_constructor(ctx) or _epoch_loop(ctx, node) else 1
+        per_step = 0 if _in_constructor(ctx) or _epoch_loop(ctx, node) or _runs_once(node) else 1
         container = per_step if _container_loop(node.iter) else 0
         # A loop under a periodic guard (validation every N steps) still repeats its body;
         # a loop over a container's items runs where it is, so the guard still holds there.
@@ -311,7 +311,7 @@ class Walker:
     def _while(self, node: cst.While) -> None:
         ctx = self.ctx
         before = ctx.snapshot()
-        per_step = 0 if _in_constructor(ctx) else 1
+        per_step = 0 if _in_constructor(ctx) or _runs_once(node) else 1
         ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
@@ -372,7 +372,7 @@ class Walker:
             orelse_flags = (1, 0)
         elif kind == "guard":
             body_flags = (0, 1)
-        elif kind == "once" or lazy_init(node):
+        elif kind == "once" or lazy_init(node, ctx):
             body_flags = (0, 0, 1)
         before = ctx.snapshot()
         _narrow(ctx, node.test)
@@ -777,6 +777,21 @@ def _container_loop(it: cst.BaseExpression) -> bool:
             continue
         return False
     return False
+
+
+def _runs_once(loop) -> bool:
+    """A loop whose body ends in `break` that nothing skips (no `continue` of its own): one
+    iteration at most (`for batch in eval_loader: x = batch.cuda(); ...; break`)."""
+    body = loop.body
+    if type(body) is not cst.IndentedBlock or not body.body:
+        return False
+    last = body.body[-1]
+    if type(last) is not cst.SimpleStatementLine or type(last.body[-1]) is not cst.Break:
+        return False
+    return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
+
+
+_OWN_LOOP_STOPS = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While})
 
 
 def _in_constructor(ctx: SemanticModel) -> bool:

@@ -1053,3 +1053,43 @@ def test_a_class_as_a_value_makes_instances_when_called():
     assert picked.kind == V.UNKNOWN
     assert attr.kind == V.UNKNOWN  # a class's own attributes are not followed (as before)
     assert meter.kind == V.OBJECT and meter.cls == "Meter"  # named by a literal
+
+
+DEFAULTED_EVERY_CALL = HEAD + '''
+_cache = {}
+
+class Attn(torch.nn.Module):
+    def forward(self, x, mask=None):
+        if mask is None:
+            mask = torch.ones(4, 4)
+            probe(mask)
+        if self.buf is None:
+            self.buf = torch.ones(4)
+            probe(self.buf)
+        t = _cache.get(x.shape)
+        if t is None:
+            t = torch.ones(4)
+            probe(t)
+            _cache[x.shape] = t
+        return x
+
+def evaluate(loader):
+    for batch in loader:
+        probe(batch)
+        break
+    for batch in loader:
+        if batch is None:
+            continue
+        probe(batch)
+        break
+'''
+
+
+def test_a_parameter_defaulted_per_call_is_hot_and_a_loop_that_breaks_runs_once():
+    seen, _ = probe(DEFAULTED_EVERY_CALL)
+    heat = [hot for _, hot in seen]
+    # `if mask is None: mask = ...` on a parameter runs at every call of `forward` (Informer's
+    # TriangularCausalMask); an attribute, or a value fetched from a cache it then fills, once
+    assert heat[:3] == [True, False, False]
+    # vits' `evaluate`: one batch, then `break`; near-miss: a `continue` may skip the break
+    assert heat[3:] == [False, True]

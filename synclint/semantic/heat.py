@@ -171,16 +171,19 @@ def _lr_scheduler(v) -> bool:
     return v.kind == V.OPTIM and bool(classes) and all(c.startswith("torch.optim.lr_scheduler.") for c in classes)
 
 
-def lazy_init(node: cst.If) -> bool:
+def lazy_init(node: cst.If, model=None) -> bool:
     """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
     `if not cache: cache = ...`, `if k not in cache: cache[k] = ...`: a body that runs once (cold);
-    also as one side of `and` (`if rank == 0 and features is None: features = ...`)."""
+    also as one side of `and` (`if rank == 0 and features is None: features = ...`). A plain
+    name must outlive the check (a loop's earlier iterations, a global): a parameter
+    defaulted in a function's straight-line code (`if attn_mask is None: attn_mask =
+    Mask(...)`) is made again at every call."""
     test = node.test
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         # `if(a and b):` needs no space after `if`; either side alone may (LibCST checks)
         space = cst.SimpleWhitespace(" ")
-        return (lazy_init(node.with_changes(test=test.left, whitespace_before_test=space))
-                or lazy_init(node.with_changes(test=test.right, whitespace_before_test=space)))
+        return (lazy_init(node.with_changes(test=test.left, whitespace_before_test=space), model)
+                or lazy_init(node.with_changes(test=test.right, whitespace_before_test=space), model))
     subject = None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         c = test.comparisons[0]
@@ -197,6 +200,9 @@ def lazy_init(node: cst.If) -> bool:
         subject = test.expression
     if not isinstance(subject, (cst.Name, cst.Attribute, cst.Subscript)) or not isinstance(node.body, cst.IndentedBlock):
         return False
+    if type(subject) is cst.Name and model is not None and model.func is not None and not model.loop_nodes \
+            and subject.value not in model.func.globals and not _stores(node.body, subject.value):
+        return False
     want = _code(subject)
     for stmt in node.body.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -207,6 +213,18 @@ def lazy_init(node: cst.If) -> bool:
                 for t in targets:
                     if _code(t) == want or (isinstance(t, cst.Subscript) and _code(t.value) == want):
                         return True
+    return False
+
+
+def _stores(body: cst.IndentedBlock, name: str) -> bool:
+    """The block keeps `name`'s new value where the next call finds it (`cache[key] = t`,
+    `self.t = t`): the check was of a value fetched from there."""
+    for stmt in body.body:
+        if type(stmt) is cst.SimpleStatementLine:
+            for small in stmt.body:
+                if type(small) is cst.Assign and type(small.value) is cst.Name and small.value.value == name \
+                        and any(type(t.target) in (cst.Subscript, cst.Attribute) for t in small.targets):
+                    return True
     return False
 
 
