@@ -1093,3 +1093,16 @@ def test_a_parameter_defaulted_per_call_is_hot_and_a_loop_that_breaks_runs_once(
     assert heat[:3] == [True, False, False]
     # vits' `evaluate`: one batch, then `break`; near-miss: a `continue` may skip the break
     assert heat[3:] == [False, True]
+
+
+def test_rank_survives_arithmetic_with_numbers_and_slicing():
+    # DomainBed's `shuffle_indices = torch.randperm(n) + ex` and `idx1, idx2 = perm[:2]`: an item
+    # is a 0-d CPU tensor, which indexes on the host (no copy to the GPU)
+    seen, _ = probe("import torch\nperm = torch.randperm(5) + 3\nprobe(perm)\nprobe(perm[1])\n"
+                    "a, b = perm[:2]\nprobe(perm[:2])\nprobe(a)\nprobe(perm @ perm)\n"
+                    "def f(k):\n    probe(torch.randperm(5) + k)\n")
+    shifted, item, sliced, unpacked, matmul, unknown_operand = (v.ndim for v, _ in seen)
+    assert (shifted, item, sliced, unpacked) == (1, 0, 1, 0)
+    # near-misses: a matrix product's rank is not broadcast; an operand of unknown kind (a
+    # tensor of any rank?) leaves the rank unknown
+    assert matmul is None and unknown_operand is None

@@ -111,6 +111,7 @@ class Inference:
             return self.combine(
                 [self._infer(e.left), self._infer(e.right)],
                 bitwise=isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)),
+                elementwise=not isinstance(e.operator, cst.MatrixMultiply),
             )
         if t is cst.Comparison:
             ops = [c.operator for c in e.comparisons]
@@ -167,8 +168,10 @@ class Inference:
             return Val(V.UNKNOWN, elems=elems)  # `[a, b]` of unknowns is not a plain list
         return Val(V.PY, py=seq, elems=elems)
 
-    def combine(self, vals: List[Val], bitwise: bool = False) -> Val:
-        """Arithmetic of values: a tensor if any operand is; unknown if any is unknown."""
+    def combine(self, vals: List[Val], bitwise: bool = False, elementwise: bool = True) -> Val:
+        """Arithmetic of values: a tensor if any operand is; unknown if any is unknown. An
+        elementwise operation of tensors whose ranks are known, and Python numbers, has the
+        broadcast rank (`torch.randperm(n) + k` is 1-D, and so an item of it is 0-d)."""
         ts = [v for v in vals if v.kind == V.TENSOR]
         if ts:
             if bitwise and all(v.mask for v in ts):
@@ -177,7 +180,11 @@ class Inference:
                 dtype = V.INT
             else:
                 dtype = None
-            return V.tensor(_device_of(ts), dtype=dtype, assumed=all(v.assumed for v in ts))
+            ndim = None
+            if elementwise and all(v.ndim is not None for v in ts) and all(
+                    v.kind == V.TENSOR or (v.kind == V.PY and v.py in V.NUMBERS) for v in vals):
+                ndim = max(v.ndim for v in ts)
+            return V.tensor(_device_of(ts), dtype=dtype, assumed=all(v.assumed for v in ts), ndim=ndim)
         if any(v.kind == V.NUMPY for v in vals):
             return Val(V.NUMPY)
         if all(v.kind == V.PY for v in vals):
@@ -266,6 +273,8 @@ class Inference:
             if base.ndim == 1 and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) and literal_ndim(
                     e.slice[0].slice.value) == 1:
                 return base.with_(pinned=None)  # `t[[3, 2, 3, 2]]`: a 1-D gather, 1-D again
+            if all(type(s.slice) is cst.Slice for s in e.slice):
+                return base.with_(pinned=None)  # `perm[:2]`: slices keep every dimension
             return base.with_(pinned=None, ndim=None)  # any index of a bool tensor is bool
         if base.kind == V.TENSORS:
             if base.elems is not None and len(e.slice) == 1:
