@@ -1153,3 +1153,45 @@ def test_globals_of_a_module_of_two_families_is_not_followed(tmp_path):
     paths = _project(tmp_path, {"pkg/__init__.py": "", "pkg/algorithms.py": two, "train.py": REGISTRY_TRAIN})
     found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
     assert ("algorithms.py", 17, False) in found and ("algorithms.py", 22, False) in found
+
+
+SCALER = """\
+    import numpy as np
+    import torch
+
+    class StandardScaler:
+        def fit(self, data):
+            self.mean = data.mean(0)
+
+        def transform(self, data):
+            mean = torch.from_numpy(self.mean).type_as(data).to(data.device) if torch.is_tensor(data) else self.mean
+            return data - mean
+
+        def inverse_transform(self, data):
+            mean = torch.from_numpy(self.mean).type_as(data).to(data.device) if torch.is_tensor(data) else self.mean
+            return data + mean
+"""
+
+SCALER_USE = """\
+    import numpy as np
+    import torch
+    from scaler import StandardScaler
+
+    scaler = StandardScaler()
+    raw = np.random.rand(100, 3)
+    scaler.fit(raw)
+    data = scaler.transform(raw)
+    model = torch.nn.Linear(3, 3).cuda()
+    for step in range(100):
+        out = model(torch.rand(8, 3, device="cuda"))
+        pred = scaler.inverse_transform(out)
+"""
+
+
+def test_the_device_of_an_array_is_the_host_and_getattr_is_not_a_python_value(tmp_path):
+    # Informer's StandardScaler: `transform` only ever gets NumPy data, whose `.device` is the
+    # CPU (the tensor branch does not run for it); `inverse_transform` gets CUDA outputs
+    paths = _project(tmp_path, {"scaler.py": SCALER, "train.py": SCALER_USE})
+    found = {(n, row) for n, row, code, hot in _found(paths) if code == "SYN304"}
+    assert ("scaler.py", 13) in found
+    assert ("scaler.py", 9) not in found

@@ -1106,3 +1106,10 @@ def test_rank_survives_arithmetic_with_numbers_and_slicing():
     # near-misses: a matrix product's rank is not broadcast; an operand of unknown kind (a
     # tensor of any rank?) leaves the rank unknown
     assert matmul is None and unknown_operand is None
+
+
+def test_getattr_may_return_anything():
+    # Lightning's pruning `dst = getattr(new, name)` is a parameter: not a plain Python value,
+    # so its `.device` is not taken for the host's
+    v = val("import torch\nm = torch.nn.Linear(2, 2)\nprobe(getattr(m, 'weight'))\n")
+    assert v.kind == V.UNKNOWN

@@ -401,6 +401,10 @@ class Inference:
         tn = self.torch_name(arg)
         if tn is not None:
             return False, None  # torch.float16 and friends: a dtype, not a device
+        if type(arg) is cst.Attribute and arg.attr.value == "device" and self._infer(arg.value).kind in (V.NUMPY, V.PY):
+            # an array's `.device` is the CPU; a Python value has none, so that path does not
+            # run for it (Informer's scaler: `... .to(data.device) if torch.is_tensor(data)`)
+            return True, V.CPU
         v = self._infer(arg)
         if v.kind == V.DEVICE:
             return True, v.device
