@@ -198,7 +198,7 @@ class Cache(_Store):
     changed.
 
     An entry as the runner sees it is one list: [digest, answers digest, findings, graph,
-    error, hot scopes, second-walk summary, questions, what its facts were made from
+    error, [hot scopes, scopes that call a clock], second-walk summary, questions, what its facts were made from
     (`Project.made_from`)]."""
 
     def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool) -> None:
@@ -290,7 +290,9 @@ def _result_shaped(e: list) -> bool:
     from synclint.findings import Finding
 
     try:
-        return ((e[2] is None or isinstance(e[2], str)) and isinstance(e[3], list) and all(isinstance(s, str) for s in e[3])
+        return ((e[2] is None or isinstance(e[2], str)) and isinstance(e[3], list) and len(e[3]) == 2
+                and all(isinstance(s, str) for s in e[3][0])
+                and all(isinstance(s, str) or s is None for s in e[3][1])  # (None: module-level code)
                 and all(Finding.from_json(d).to_cache() == d for d in e[1]))
     except _BAD_SHAPE:
         return False
@@ -306,7 +308,7 @@ def _link_shaped(e: list) -> bool:
                                   and all(type(i) is int for i in m[0]) and isinstance(m[1], str)):
             return False
         g = e[2]  # a call graph: checked by shape (rebuilding each one was a third of a warm run)
-        return g is None or (isinstance(g, list) and len(g) == 2 and isinstance(g[1], list)
+        return g is None or (isinstance(g, list) and len(g) == 3 and isinstance(g[1], list) and isinstance(g[2], list)
                              and all(isinstance(c, list) and len(c) == 3 for c in g[0]))
     except _BAD_SHAPE:
         return False

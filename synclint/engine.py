@@ -52,13 +52,16 @@ class Graph:
 
     calls: List[Tuple[Optional[str], str, bool]] = field(default_factory=list)
     per_epoch: List[str] = field(default_factory=list)
+    # functions that read a clock and do nothing longer (`_is_clock`): a caller of one times
+    # what it runs (a `Timer`'s `tic`/`toc` in another module)
+    timing: List[str] = field(default_factory=list)
 
     def to_json(self) -> list:
-        return [[list(c) for c in self.calls], self.per_epoch]
+        return [[list(c) for c in self.calls], self.per_epoch, self.timing]
 
     @staticmethod
     def from_json(d: list) -> "Graph":
-        return Graph([tuple(c) for c in d[0]], list(d[1]))
+        return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]))
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
@@ -113,7 +116,8 @@ def lint_analysis(
             if again or not ctx.stale_reads():
                 break
             facts = ctx.summary()
-    graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader])
+    graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
+                  sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))))
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
@@ -146,6 +150,19 @@ def lint_analysis(
         out.extend(r.noqa_findings(source, a.filename, noqa, used, rules))
     out.sort(key=Finding.sort_key)
     return out, graph, summary
+
+
+def _is_clock(info) -> bool:
+    """A function that reads a clock and does nothing longer (a `Timer`'s `tic`/`toc`: no
+    loop, no `yield`): calling it times code. A logger that times the batches it yields
+    (`metric_logger.log_every(loader)`) is no clock: the syncs of its loop are not timing."""
+    import libcst as cst
+
+    from synclint.semantic.syntax import descendants
+
+    if info is None or info.node is None:
+        return False
+    return not any(type(n) in (cst.For, cst.While, cst.Yield) for n in descendants(info.node.body))
 
 
 def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
@@ -234,6 +251,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set) -> Opti
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
+        timing_exempt=getattr(rule, "TIMING_EXEMPT", False),
     )
 
 

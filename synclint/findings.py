@@ -83,6 +83,9 @@ class Finding:
     # periodic guard (then a hot caller does not make it hot). Not part of the JSON output.
     scope: Optional[str] = field(default=None, repr=False, compare=False)
     guarded: bool = field(default=False, repr=False, compare=False)
+    # Its rule leaves code that times itself alone (`TIMING_EXEMPT`): dropped when the project
+    # finds its function calling another module's clock (a `Timer`'s `toc`).
+    timing_exempt: bool = field(default=False, repr=False, compare=False)
     # "noqa": silenced by a `# noqa` comment. The engine hands such findings on (through the
     # cache and the runner) only so that the summary can count them; they are never shown.
     suppressed: Optional[str] = field(default=None, repr=False, compare=False)
@@ -133,6 +136,7 @@ class Finding:
             d["end_location"]["row"], d["end_location"]["column"],
             d["hot"], d.get("fix_title"), fix,
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
+            timing_exempt=bool(d.get("timing_exempt")),
             noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")),
         )
 
@@ -140,6 +144,8 @@ class Finding:
         """`to_json` plus what the project's heat needs (cached findings get it too)."""
         d = self.to_json()
         d["scope"], d["guarded"] = self.scope, self.guarded
+        if self.timing_exempt:
+            d["timing_exempt"] = True
         d["noqa_rows"] = list(self.noqa_rows)  # where `--add-noqa` may put a comment
         if self.suppressed:
             d["suppressed"] = self.suppressed

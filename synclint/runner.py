@@ -95,9 +95,11 @@ def check_files(
             continue
         if e[4]:
             result.errors.append(FileError(path, e[4]))
-        hot_scopes = set(e[5])
+        hot_scopes, timing_scopes = set(e[5][0]), set(e[5][1])
         for d in e[2]:
             f = Finding.from_json(d)
+            if f.timing_exempt and f.scope in timing_scopes:
+                continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
             f.hot = f.hot or (f.scope in hot_scopes and not f.guarded)
             if f.hot or not hot_only:
@@ -279,7 +281,7 @@ class _Run:
                 self._update(path, hit[6], hit[1])
         for path in self.errors:
             if path in self.texts:
-                self.out[path] = [self.digests[path], "", [], None, self.errors[path], [], None, [], None]
+                self.out[path] = [self.digests[path], "", [], None, self.errors[path], [[], []], None, [], None]
         fresh = [p for p in self.texts if p not in self.errors and p not in hits]
         for path in fresh:
             self.facts[path] = project.facts_for(path)
@@ -319,7 +321,7 @@ class _Run:
         for _, job, (found, graph, error, summary, reads) in self.runner.run(jobs, self.affinity):
             path = job[1]
             answers = self.facts[path].answers_digest(reads)
-            self.out[path] = [self.digests[path], answers, found, graph, error, [], summary, reads,
+            self.out[path] = [self.digests[path], answers, found, graph, error, [[], []], summary, reads,
                               self.project.made_from(path)]
         for path in paths:
             e = self.out[path]
@@ -344,9 +346,12 @@ class _Run:
         from synclint.workers import timed_out
 
         graphs = {p: Graph.from_json(e[3]) for p, e in self.out.items() if e[3]}
-        hot = self.project.hot_scopes(graphs)
+        edges = self.project.call_edges(graphs)
+        hot = self.project.hot_scopes(graphs, edges)
+        timing = self.project.timing_scopes(graphs, edges)
         for path, e in self.out.items():
-            e[5] = sorted(hot.get(os.path.abspath(path), ()))
+            key = os.path.abspath(path)
+            e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
             if self.cache is not None and not timed_out(e[4]):
                 if e[6] is not None and e[6] == self.first.get(os.path.abspath(path)):
                     e = e[:6] + [None] + e[7:]

@@ -1195,3 +1195,57 @@ def test_the_device_of_an_array_is_the_host_and_getattr_is_not_a_python_value(tm
     found = {(n, row) for n, row, code, hot in _found(paths) if code == "SYN304"}
     assert ("scaler.py", 13) in found
     assert ("scaler.py", 9) not in found
+
+
+TIMER = """\
+    import time
+
+    class Timer:
+        def tic(self):
+            self.start = time.time()
+
+        def toc(self):
+            self.diff = time.time() - self.start
+
+    class MetricLogger:
+        def log_every(self, iterable):
+            start = time.time()
+            for obj in iterable:
+                yield obj
+            print(time.time() - start)
+"""
+
+BENCHMARK = """\
+    import torch
+    from timer import Timer
+
+    def compute_time(model, inputs):
+        timer = Timer()
+        for it in range(100):
+            timer.tic()
+            model(inputs)
+            torch.cuda.synchronize()
+            timer.toc()
+
+    def train(model, inputs):
+        for it in range(100):
+            model(inputs)
+            torch.cuda.synchronize()
+
+    def train_logged(model, loader):
+        from timer import MetricLogger
+        for x in MetricLogger().log_every(loader):
+            model(x)
+            torch.cuda.synchronize()
+"""
+
+
+def test_a_sync_timed_with_another_modules_clock_is_left_alone(tmp_path):
+    # pycls' benchmark: `timer.tic()` ... `torch.cuda.synchronize()` ... `timer.toc()`, with
+    # `Timer` reading `time.time()` in timer.py: the sync is there to time the step
+    paths = _project(tmp_path, {"timer.py": TIMER, "bench.py": BENCHMARK})
+    rows = {row for n, row, code, hot in _found(paths) if code == "SYN401"}
+    assert 9 not in rows
+    assert 15 in rows  # near-miss: the same sync in a function that times nothing
+    # near-miss: a logger that times the batches it yields (mae's `log_every`) is no clock
+    assert 21 in rows
