@@ -780,18 +780,7 @@ class Project:
         return seen
 
     # ------------------------------------------------------------------ heat
-    def call_edges(self, graphs: Dict[str, "object"]) -> List[Tuple[str, Optional[str], List[Tuple[str, str]], object]]:
-        """Each file's call edges, resolved: (path, caller, [(path, callee)], site heat)."""
-        out = []
-        for path, g in graphs.items():
-            path = os.path.abspath(path)
-            for caller, callee, site in g.calls:
-                targets = self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)
-                if targets:
-                    out.append((path, caller, targets, site))
-        return out
-
-    def hot_scopes(self, graphs: Dict[str, "object"], edges=None) -> Dict[str, Set[str]]:
+    def hot_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[str]]:
         """path -> functions that run every step, over the whole call graph: called from a
         loop or from hot code in any module, or hot by name (`forward`, `*_step`). A
         function that loops over batches itself is per-epoch: heat stops there."""
@@ -804,12 +793,15 @@ class Project:
             s = self.summaries.get(path)
             if s is not None:
                 frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1]))
-        for path, caller, targets, site in self.call_edges(graphs) if edges is None else edges:
-            if site is None:
-                continue  # a guarded or run-once call site: heat does not cross it
-            spreading.setdefault((path, caller), []).extend(targets)
-            if site:
-                frontier.extend(targets)
+        for path, g in graphs.items():
+            path = os.path.abspath(path)
+            for caller, callee, site in g.calls:
+                if site is None:
+                    continue  # a guarded or run-once call site: heat does not cross it
+                targets = self._call_targets(path, callee)
+                spreading.setdefault((path, caller), []).extend(targets)
+                if site:
+                    frontier.extend(targets)
         for base, subs in self._overrides().items():
             spreading.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
         per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1])}
@@ -818,16 +810,24 @@ class Project:
             hot.setdefault(path, set()).add(qual)
         return hot
 
-    def timing_scopes(self, graphs: Dict[str, "object"], edges=None) -> Dict[str, Set[Optional[str]]]:
+    def _call_targets(self, path: str, callee: str) -> List[Tuple[str, str]]:
+        """The (path, function) pairs a call edge's callee key may run."""
+        return self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)
+
+    def timing_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[Optional[str]]]:
         """path -> functions (None: module-level code) that call a function of another module
         which reads a clock (pycls' `timer.tic()` ... `timer.toc()` around
         `torch.cuda.synchronize()`): they time what they run. (A clock read in the same file is
         known to the file's own walk.)"""
         clocks = {(os.path.abspath(p), q) for p, g in graphs.items() for q in g.timing}
+        names = {q.rsplit(".", 1)[-1] for _, q in clocks}
         out: Dict[str, Set[Optional[str]]] = {}
-        for path, caller, targets, _ in self.call_edges(graphs) if edges is None else edges:
-            if any(t in clocks for t in targets):
-                out.setdefault(path, set()).add(caller)
+        for path, g in graphs.items():
+            path = os.path.abspath(path)
+            for caller, callee, _ in g.calls:  # guarded calls too: `if i % 10 == 0: t.toc()` times
+                if callee.rsplit(".", 1)[-1] in names and any(
+                        t in clocks for t in self._call_targets(path, callee)):
+                    out.setdefault(path, set()).add(caller)
         return out
 
 

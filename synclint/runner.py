@@ -346,9 +346,8 @@ class _Run:
         from synclint.workers import timed_out
 
         graphs = {p: Graph.from_json(e[3]) for p, e in self.out.items() if e[3]}
-        edges = self.project.call_edges(graphs)
-        hot = self.project.hot_scopes(graphs, edges)
-        timing = self.project.timing_scopes(graphs, edges)
+        hot = self.project.hot_scopes(graphs)
+        timing = self.project.timing_scopes(graphs)
         for path, e in self.out.items():
             key = os.path.abspath(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
