@@ -173,7 +173,8 @@ def _lr_scheduler(v) -> bool:
 
 def lazy_init(node: cst.If, model=None) -> bool:
     """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
-    `if not cache: cache = ...`, `if k not in cache: cache[k] = ...`: a body that runs once (cold);
+    `if not cache: cache = ...`, `if not len(q): q = ...`, `if k not in cache: cache[k] = ...`: a body
+    that runs once (cold);
     also as one side of `and` (`if rank == 0 and features is None: features = ...`). A plain
     name must outlive the check (a loop's earlier iterations, a global): a parameter
     defaulted in a function's straight-line code (`if attn_mask is None: attn_mask =
@@ -198,6 +199,9 @@ def lazy_init(node: cst.If, model=None) -> bool:
             subject = left.args[0].value
     elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         subject = test.expression
+        if (type(subject) is cst.Call and type(subject.func) is cst.Name and subject.func.value == "len"
+                and len(subject.args) == 1):
+            subject = subject.args[0].value  # `if not len(self.q): self.q = ...`
     if not isinstance(subject, (cst.Name, cst.Attribute, cst.Subscript)) or not isinstance(node.body, cst.IndentedBlock):
         return False
     if type(subject) is cst.Name and model is not None and model.func is not None and not model.loop_nodes \
