@@ -784,7 +784,7 @@ class Project:
         """path -> functions that run every step, over the whole call graph: called from a
         loop or from hot code in any module, or hot by name (`forward`, `*_step`). A
         function that loops over batches itself is per-epoch: heat stops there."""
-        spreading: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
+        edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
         frontier: List[Tuple[str, str]] = []
         per_epoch: Set[Tuple[str, str]] = set()
         for path, g in graphs.items():
@@ -793,20 +793,18 @@ class Project:
             s = self.summaries.get(path)
             if s is not None:
                 frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1]))
-        for path, g in graphs.items():
-            path = os.path.abspath(path)
-            for caller, callee, site in g.calls:
-                if site is None:
+            for caller, callee, hot in g.calls:
+                if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
                 targets = self._call_targets(path, callee)
-                spreading.setdefault((path, caller), []).extend(targets)
-                if site:
+                edges.setdefault((path, caller), []).extend(targets)
+                if hot:
                     frontier.extend(targets)
         for base, subs in self._overrides().items():
-            spreading.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
+            edges.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
         per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1])}
         hot: Dict[str, Set[str]] = {}
-        for path, qual in spread(frontier, spreading, per_epoch):
+        for path, qual in spread(frontier, edges, per_epoch):
             hot.setdefault(path, set()).add(qual)
         return hot
 

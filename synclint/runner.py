@@ -352,7 +352,7 @@ class _Run:
             key = os.path.abspath(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
             if self.cache is not None and not timed_out(e[4]):
-                if e[6] is not None and e[6] == self.first.get(os.path.abspath(path)):
+                if e[6] is not None and e[6] == self.first.get(key):
                     e = e[:6] + [None] + e[7:]
                 self.cache.put(path, e)
 

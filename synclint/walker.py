@@ -26,7 +26,8 @@ from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
-from synclint.semantic.syntax import FIELD_KINDS, NODE, SEQ, all_params, descendants, field_kind, node_fields, string_value
+from synclint.semantic.syntax import (FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, all_params, descendants, field_kind, node_fields,
+                                     string_value)
 from synclint.semantic.values import Val
 
 _STMT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -779,6 +780,10 @@ def _container_loop(it: cst.BaseExpression) -> bool:
     return False
 
 
+# A loop's own statements: not those of a function, class or loop inside it.
+_OWN_LOOP_STOPS = SCOPE_TYPES | {cst.For, cst.While}
+
+
 def _runs_once(loop) -> bool:
     """A loop whose body ends in `break` that nothing skips (no `continue` of its own): one
     iteration at most (`for batch in eval_loader: x = batch.cuda(); ...; break`)."""
@@ -789,9 +794,6 @@ def _runs_once(loop) -> bool:
     if type(last) is not cst.SimpleStatementLine or type(last.body[-1]) is not cst.Break:
         return False
     return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
-
-
-_OWN_LOOP_STOPS = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While})
 
 
 def _in_constructor(ctx: SemanticModel) -> bool:
