@@ -270,15 +270,16 @@ class SummaryCache(_Sharded):
         super().__init__(directory, directory / f"summaries-{__version__}-{key}")
 
     def get(self, path: str, digest: str) -> Optional[tuple]:  # type: ignore[override]
-        """(summary JSON, the summary, error) when the file's bytes are those of `digest`."""
+        """(summary JSON, the summary, error, its `summary_version`) when the file's bytes are
+        those of `digest`."""
         e = super().get(os.path.abspath(path))
-        if not (isinstance(e, list) and len(e) == 3 and e[0] == digest):
+        if not (isinstance(e, list) and len(e) == 4 and e[0] == digest and isinstance(e[3], str)):
             return None
         summary = _summary(e)
-        return None if summary is False else (e[1], summary, e[2])
+        return None if summary is False else (e[1], summary, e[2], e[3])
 
-    def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str]) -> None:
-        self.set(os.path.abspath(path), [digest, summary, error])
+    def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str], version: str) -> None:
+        self.set(os.path.abspath(path), [digest, summary, error, version])
 
 
 # A cache file can be valid JSON of another shape (another build's, an edit, a bad disk):

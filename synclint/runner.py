@@ -153,7 +153,10 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
         from synclint.cache import SummaryCache
 
         summaries = SummaryCache(cache_dir)
-    run = _Run(texts, digests, cache, summaries, _Runner(jobs or usable_cpus(), [r.CODE for r in get_rules()], budget))
+    # With a cache, most runs re-check an edit: few files to analyse, much to read first
+    runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
+                     early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
+    run = _Run(texts, digests, cache, summaries, runner)
     try:
         run.summarise()
         run.lint()
@@ -181,26 +184,28 @@ class _Run:
         self.affinity: Dict[str, int] = {}  # path -> the worker that holds its tree
         self.extra: List[str] = []  # modules the checked files import, not named on the command line
         self.forced: Set[str] = set()
+        self.last: Dict[str, list] = {}  # path -> the cache's entry of its last lint (unchanged files)
         self.facts: Dict[str, object] = {}  # path -> the ProjectFacts its (last) lint was given
         # absolute path -> the summary JSON of the first walk, and the one the project holds
         # now (compared as JSON: cheaper than making it again from the objects)
         self.first: Dict[str, Optional[dict]] = {}
         self.held: Dict[str, Optional[dict]] = {}
 
-    def _add(self, path: str, summary: Optional[dict], version: str, made=None) -> None:
-        """Give the project a first walk's summary (`made`: the object, when at hand)."""
-        from synclint.semantic.facts import ModuleSummary
+    def _add(self, path: str, summary: Optional[dict], made=None, version: Optional[str] = None) -> None:
+        """Give the project a first walk's summary (`made`: the object, `version`: its
+        `summary_version`, when at hand)."""
+        from synclint.semantic.facts import ModuleSummary, summary_version
 
         if made is None and summary:
             made = ModuleSummary.from_json(summary)
-        self.project.add(path, made, version)
+        self.project.add(path, made, version or summary_version(summary))
         self.first[os.path.abspath(path)] = self.held[os.path.abspath(path)] = summary
 
     def _cached_summary(self, path: str, digest: str) -> bool:
         hit = self.summaries.get(path, digest) if self.summaries is not None else None
         if hit is None:
             return False
-        self._add(path, hit[0], digest, hit[1])
+        self._add(path, hit[0], hit[1], hit[3])
         if hit[2] and path in self.texts:
             self.errors[path] = hit[2]
         return True
@@ -209,7 +214,8 @@ class _Run:
         from synclint.workers import timed_out
 
         if self.summaries is not None and not timed_out(error):
-            self.summaries.put(path, self.digests[path], summary, error)
+            self.summaries.put(path, self.digests[path], summary, error,
+                               self.project.versions.get(os.path.abspath(path)))
 
     # ------------------------------------------------------------------ phase 1
     def summarise(self) -> None:
@@ -218,10 +224,11 @@ class _Run:
         todo = [("summarise", p, t, self.names[p]) for p, t in self.texts.items()
                 if not self._cached_summary(p, self.digests[p])]
         todo.sort(key=lambda j: -len(j[2]))  # biggest first: no worker is left with a long one at the end
+        self._read_last_lints()  # (while a worker started early imports the rules)
         for worker, job, (summary, error) in self.runner.run(todo):
             path = job[1]
             self.affinity[path] = worker
-            self._add(path, summary, self.digests[path])
+            self._add(path, summary)
             if error:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
@@ -242,7 +249,7 @@ class _Run:
             if not self._cached_summary(path, self.digests[path]):
                 todo.append(("summarise", path, data.decode("utf-8", errors="replace"), module_name(path), False))
         for _, job, (summary, error) in self.runner.run(todo):
-            self._add(job[1], summary, self.digests[job[1]])
+            self._add(job[1], summary)
             self._keep_summary(job[1], summary, None)
         # Files that never name torch but import project modules that hold tensors (a
         # script using only what `logs.py` gives it): analysed too (GAPS G4).
@@ -253,7 +260,7 @@ class _Run:
             path = job[1]
             self.affinity[path] = worker
             if summary:
-                self._add(path, summary, self.digests[path] + "!")
+                self._add(path, summary)
             if error:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
@@ -272,13 +279,8 @@ class _Run:
         again (a parameter's value from another module, passed on to a third, and what the
         callee then returns to the caller), up to `LINK_ROUNDS` times: a chain of five
         modules is seen, a longer one may not be."""
-        project, cache = self.project, self.cache
-        hits: Dict[str, list] = {}
-        for path in self.texts:
-            hit = cache.get(path, self.digests[path]) if cache is not None and path not in self.errors else None
-            if hit is not None:
-                hits[path] = hit
-                self._update(path, hit[6], hit[1])
+        project = self.project
+        hits = {p: hit for p, hit in self.last.items() if p not in self.errors}
         for path in self.errors:
             if path in self.texts:
                 self.out[path] = [self.digests[path], "", [], None, self.errors[path], [[], []], None, [], None]
@@ -303,6 +305,17 @@ class _Run:
                 break
             self._lint(again)
 
+    def _read_last_lints(self) -> None:
+        """The last run's lint of each unchanged file, from the cache, and the summaries
+        those lints left (no edit can change what a summary of an unchanged file says)."""
+        if self.cache is None:
+            return
+        for path in self.texts:
+            hit = self.cache.get(path, self.digests[path]) if path not in self.errors else None
+            if hit is not None:
+                self.last[path] = hit
+                self._update(path, hit[6])
+
     def _same_answers(self, path: str, entry: list) -> bool:
         """Make `path`'s facts now; whether they answer its last lint's questions alike."""
         pf = self.facts[path] = self.project.facts_for(path)
@@ -325,17 +338,16 @@ class _Run:
                               self.project.made_from(path)]
         for path in paths:
             e = self.out[path]
-            self._update(path, e[6], e[1])
+            self._update(path, e[6])
 
-    def _update(self, path: str, summary: Optional[dict], answers: str) -> None:
+    def _update(self, path: str, summary: Optional[dict]) -> None:
         """Give the project what a file's second walk found, when it differs from what it holds."""
-        from synclint.semantic.facts import ModuleSummary
+        from synclint.semantic.facts import ModuleSummary, summary_version
 
         key = os.path.abspath(path)
         if not summary or self.held.get(key) is None or summary == self.held[key]:
             return
-        version = f"{self.digests[path]}{'!' if path in self.forced else ''}:{answers}"
-        self.project.update(path, ModuleSummary.from_json(summary), version)
+        self.project.update(path, ModuleSummary.from_json(summary), summary_version(summary))
         self.held[key] = summary
 
     # ------------------------------------------------------------------ heat
@@ -371,16 +383,22 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     skipped = {os.path.abspath(p): p for p, t in texts.items()
                if p not in errors and project.summaries.get(os.path.abspath(p)) is None}
     # a helper module of a file with tensors (an AverageMeter's `update(loss)`): it may be
-    # given GPU tensors
-    for path, s in list(project.summaries.items()):
+    # given GPU tensors. Only a name that some skipped file may be is resolved (most import
+    # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).
+    may_be_skipped = {n for n, ps in project.by_name.items() if any(p in skipped for p in ps)}
+    for path, s in list(project.summaries.items()) if may_be_skipped else ():
         if s is None:
             continue
         for name in set(s.aliases.values()) | set(s.imports):
+            parts = name.split(".")
+            if not any(".".join(parts[:i]) in may_be_skipped for i in range(1, len(parts) + 1)):
+                continue
             for p in _module_paths(project, name, path):
                 if p in skipped:
                     out.add(skipped[p])
-    for path, text in texts.items():
-        if path in errors or path in out or might_inform(text):
+    for path in skipped.values():
+        text = texts[path]
+        if path in out or might_inform(text):
             continue
         for dots, src, plain in _IMPORT.findall(text):
             name = src or plain
@@ -391,6 +409,12 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     return out
 
 
+def _can_fork() -> bool:
+    import multiprocessing as mp
+
+    return "fork" in mp.get_all_start_methods()
+
+
 def _module_paths(project, name: str, importer: str) -> List[str]:
     """The project files `name` (or a package above it) may be."""
     parts = name.split(".")
@@ -399,15 +423,30 @@ def _module_paths(project, name: str, importer: str) -> List[str]:
 
 
 class _Runner:
-    """Jobs in this process (few files, one CPU) or in a pool of workers started on first use."""
+    """Jobs in this process (few files, one CPU) or in a pool of workers started on first use.
 
-    def __init__(self, n: int, codes: Sequence[str], budget: Optional[float] = None) -> None:
+    `early`: start one worker now, which imports LibCST and the rules while this process
+    reads its caches (an edit's re-check: of its 0.6 s, the import is a third; on two cores
+    the two overlap). Few jobs then go to that worker, not to this process."""
+
+    def __init__(self, n: int, select: Callable[[], Sequence[str]], budget: Optional[float] = None,
+                 early: bool = False) -> None:
         import math
 
-        self.n, self.codes = n, codes
+        self.n, self.select = n, select
+        self._codes: Optional[Sequence[str]] = None
         self.budget = budget if budget and math.isfinite(budget) else None  # `inf`: no budget
         self.pool = None
         self.local = None
+        if early and n > 1 and _can_fork():
+            from synclint.workers import Pool
+
+            self.pool = Pool(1, select, self.budget)
+
+    def codes(self) -> Sequence[str]:
+        if self._codes is None:
+            self._codes = self.select()
+        return self._codes
 
     def run(self, jobs, affinity=None):
         if not jobs:
@@ -418,14 +457,16 @@ class _Runner:
             from synclint.workers import Worker
 
             if self.local is None:
-                self.local = Worker(self.codes)
+                self.local = Worker(self.codes())
             for job in jobs:
                 yield 0, job, self.local.do(job, self.budget)
             return
         if self.pool is None:
             from synclint.workers import Pool
 
-            self.pool = Pool(min(self.n, len(jobs)), self.codes, self.budget)
+            self.pool = Pool(min(self.n, len(jobs)), self.codes(), self.budget)
+        elif len(jobs) >= PARALLEL_THRESHOLD:
+            self.pool.grow(min(self.n, len(jobs)))
         yield from self.pool.run(jobs, affinity)
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from contextlib import contextmanager
-from typing import Deque, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 # Jobs: ("summarise", path, text, module_name[, keep[, force]]) -> (summary JSON or None, error or None)
 #       ("lint", path, text, module_name, project facts JSON[, force])
@@ -145,7 +145,7 @@ class Worker:
         return [f.to_cache() for f in findings], graph.to_json(), None, summary.to_json(), reads
 
 
-def _serve(conn, codes: Sequence[str], inherited: Sequence = ()) -> None:
+def _serve(conn, codes: Union[Sequence[str], Callable[[], Sequence[str]]], inherited: Sequence = ()) -> None:
     """A worker process: one job at a time from the pipe, until it is closed.
 
     `inherited` are the main process's pipe ends that a forked worker holds copies of (its
@@ -153,7 +153,17 @@ def _serve(conn, codes: Sequence[str], inherited: Sequence = ()) -> None:
     waiting forever on pipes that they themselves keep open."""
     for c in inherited:
         c.close()
-    serve(conn, Worker(codes).do)
+    if callable(codes):
+        collect_less()  # before LibCST is imported (see there)
+        try:
+            worker = Worker(codes())
+        except Exception as e:  # noqa: BLE001 - the main process raises it
+            conn.send(("failed", e))
+            return
+        conn.send(("ready", None))
+    else:
+        worker = Worker(codes)
+    serve(conn, worker.do)
 
 
 def collect_less() -> None:
@@ -185,18 +195,32 @@ class Pool:
     one; an idle worker takes its own jobs first, then shared ones, then another's. A worker
     that dies, or that is still on a job `budget` seconds after it began, is replaced."""
 
-    def __init__(self, n: int, codes: Sequence[str], budget: Optional[float] = None) -> None:
+    def __init__(self, n: int, codes: Union[Sequence[str], Callable[[], Sequence[str]]],
+                 budget: Optional[float] = None) -> None:
+        """`codes`: the rules' codes, or a function that selects them, called in each worker:
+        LibCST and the rules are then imported there while this process goes on (its own
+        work overlaps theirs), and an error of the selection is raised here when the first
+        result is awaited. A function needs the fork start method (it is not pickled)."""
         import multiprocessing as mp
 
-        import libcst  # noqa: F401 - imported once here, inherited by forked workers
+        if not callable(codes):
+            import libcst  # noqa: F401 - imported once here, inherited by forked workers
 
         methods = mp.get_all_start_methods()
         self._mp = mp.get_context("fork" if "fork" in methods else methods[0])
-        self.codes = list(codes)
+        self.codes = codes if callable(codes) else list(codes)
         self.budget = budget
-        self.procs: List = [None] * n
-        self.conns: List = [None] * n
-        for i in range(n):
+        self.procs: List = []
+        self.conns: List = []
+        self.greeted: List[bool] = []  # the worker said its rules are imported (a function's codes)
+        self.grow(n)
+
+    def grow(self, n: int) -> None:
+        """Have `n` workers (more jobs than the first run of few)."""
+        for i in range(len(self.procs), n):
+            self.procs.append(None)
+            self.conns.append(None)
+            self.greeted.append(False)
             self._start(i)
 
     def _start(self, i: int) -> None:
@@ -207,6 +231,7 @@ class Pool:
         p.start()
         child.close()
         self.procs[i], self.conns[i] = p, parent
+        self.greeted[i] = not callable(self.codes)
 
     def run(self, jobs: Sequence[Job], affinity: Optional[Dict[str, int]] = None) -> Iterator[Tuple[int, Job, object]]:
         """Yield (worker index, job, result) as jobs finish; `affinity` sends a path's job to
@@ -251,6 +276,11 @@ class Pool:
                         result = conn.recv()
                     except (EOFError, OSError):
                         result = None
+                    if result is not None and not self.greeted[i]:
+                        self.greeted[i] = True
+                        if result[1] is not None:
+                            raise result[1]  # the selection failed (a configuration error)
+                        continue
                     if result is not None:
                         job = busy.pop(i)
                         yield i, job, result

@@ -108,7 +108,7 @@ def test_large_tables_keep_only_recent_builds_and_drop_single_file_ones(tmp_path
         os.utime(d, (1000 + i, 1000 + i))
     (tmp_path / "summaries-0.0.0-single.json").write_text("{}")  # the layout before shards
     c = SummaryCache(tmp_path)
-    c.put("a.py", "digest", None, None)
+    c.put("a.py", "digest", None, None, "v")
     c.save()
     left = sorted(p.name for p in tmp_path.glob("summaries-*"))
     assert c.folder.name in left and len(left) == KEEP_FILES

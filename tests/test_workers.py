@@ -103,3 +103,48 @@ def test_in_process_budget_keeps_the_hosts_own_timer(monkeypatch):
         assert 95 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+EDIT_RECHECK = """
+import os, sys
+from synclint.runner import check_files
+files = sorted(f for f in os.listdir(".") if f.endswith(".py"))
+select = lambda: __import__("synclint.registry", fromlist=["default_rules"]).default_rules()
+r = check_files(files, select, cache_dir=__import__("pathlib").Path(".synclint_cache"), jobs=2, selection_key="k")
+print(sorted((f.filename, f.code) for f in r.findings), "libcst" in sys.modules, flush=True)
+os._exit(0)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
+def test_an_edits_recheck_imports_the_rules_in_a_worker_only(tmp_path):
+    """With a cache, the worker started first imports LibCST and the rules while this process
+    reads the cache: after an edit, the findings are the same as a cold run's, and this
+    process never imported LibCST."""
+    for i in range(9):
+        (tmp_path / f"f{i}.py").write_text(HOT_ITEM)
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", EDIT_RECHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split("] ")
+
+    found, _ = run()  # fills the cache
+    (tmp_path / "f3.py").write_text(HOT_ITEM + "w = x.sum().item()\n")
+    again, imported = run()
+    assert again.count("SYN101") == found.count("SYN101") + 1
+    assert imported.strip() == "False"
+
+
+def test_a_selection_that_fails_in_a_worker_is_raised_here():
+    """A rule selection the worker makes (an unknown code in the configuration) is raised
+    in this process, as the same error, not a worker's failure on a file."""
+    from synclint.registry import SelectionError, match
+    from synclint.workers import Pool
+
+    pool = Pool(1, lambda: match("SYN999"))
+    try:
+        with pytest.raises(SelectionError, match="SYN999"):
+            list(pool.run([("summarise", "a.py", HOT_ITEM, "a")]))
+    finally:
+        pool.close()

@@ -77,6 +77,14 @@ def moved(v: Val, device: str) -> Val:
     return v.with_(device=device) if v.kind in (MODULE, TENSOR, TENSORS) else v
 
 
+def summary_version(summary: Optional[dict]) -> str:
+    """What identifies a module summary (its JSON form): equal versions, equal summaries. An
+    edit that leaves the summary as it was (a comment, a line in a body whose return is the
+    same) leaves every other file's facts as they were."""
+    text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
 def _vals(d: Dict[str, Val]) -> Dict[str, list]:
     return {k: v.to_json() for k, v in d.items()}
 
