@@ -55,13 +55,14 @@ class Graph:
     # functions that read a clock and do nothing longer (`_is_clock`): a caller of one times
     # what it runs (a `Timer`'s `tic`/`toc` in another module)
     timing: List[str] = field(default_factory=list)
+    steppers: List[str] = field(default_factory=list)  # functions that step an optimizer (`heat.STEPS`)
 
     def to_json(self) -> list:
-        return [[list(c) for c in self.calls], self.per_epoch, self.timing]
+        return [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers]
 
     @staticmethod
     def from_json(d: list) -> "Graph":
-        return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]))
+        return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]))
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
@@ -117,7 +118,8 @@ def lint_analysis(
                 break
             facts = ctx.summary()
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
-                  sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))))
+                  sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
+                  [q for q, f in ctx.all_funcs.items() if f.steps_optimizer])
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.

@@ -25,7 +25,7 @@ from synclint.discovery import is_test_path
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
-from synclint.semantic.callgraph import hot_name, spread
+from synclint.semantic.callgraph import STEPS, hot_name, spread
 from synclint.semantic.values import Val
 
 MAX_DEPTH = 8  # re-exports and references followed at most this deep (cycles end here too)
@@ -787,6 +787,7 @@ class Project:
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
         frontier: List[Tuple[str, str]] = []
         per_epoch: Set[Tuple[str, str]] = set()
+        steppers = {(os.path.abspath(p), q) for p, g in graphs.items() for q in g.steppers}
         for path, g in graphs.items():
             path = os.path.abspath(path)
             per_epoch.update((path, q) for q in g.per_epoch)
@@ -797,6 +798,8 @@ class Project:
                 if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
                 targets = self._call_targets(path, callee)
+                if hot == STEPS:  # under a periodic guard: only into what steps an optimizer
+                    targets = [t for t in targets if t in steppers]
                 edges.setdefault((path, caller), []).extend(targets)
                 if hot:
                     frontier.extend(targets)

@@ -19,8 +19,8 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
-from synclint.semantic.callgraph import hot_name
-from synclint.semantic.heat import classify_test, lazy_init
+from synclint.semantic.callgraph import STEPS, hot_name
+from synclint.semantic.heat import classify_test, lazy_init, steps_optimizer
 from synclint.semantic.helpers import helper_body, returned_parameter
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
@@ -533,8 +533,13 @@ class Walker:
         f = ctx.func
         timing = False
         # per call edge: True when this site runs every step, None under a periodic guard or
-        # in a block that runs once (heat does not spread from its caller), else False
+        # in a block that runs once (heat does not spread from its caller), else False;
+        # STEPS under a periodic guard in hot code
         hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
+        if ctx.guard_depth and ctx.site_hot(guarded=True):
+            hot = STEPS  # hot if the callee steps an optimizer (`heat.STEPS`)
+        if f is not None and not f.steps_optimizer and steps_optimizer(node, ctx):
+            f.steps_optimizer = True
         caller = f.qual if f else None
         callee = None  # (key of an in-file function, leading parameters the call does not pass)
         # the in-file methods a bound-method variable may be, or the classes an instance may have

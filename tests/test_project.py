@@ -1249,3 +1249,60 @@ def test_a_sync_timed_with_another_modules_clock_is_left_alone(tmp_path):
     assert 15 in rows  # near-miss: the same sync in a function that times nothing
     # near-miss: a logger that times the batches it yields (mae's `log_every`) is no clock
     assert 21 in rows
+
+
+AGENT = """\
+    import torch
+
+    class Agent:
+        def __init__(self, net, env):
+            self.net, self.env = net, env
+            self.opt = torch.optim.Adam(net.parameters())
+            self.sched = torch.optim.lr_scheduler.StepLR(self.opt, 10)
+
+        def learn(self, batch):
+            loss = self.net(batch).mean()
+            print(loss.item())
+            loss.backward()
+            self.opt.step()
+
+        def report(self, batch):
+            print(self.net(batch).mean().item())
+
+        def decay(self, batch):
+            print(self.net(batch).sum().item())
+            self.sched.step()
+
+        def act(self, batch):
+            print(self.net(batch).max().item())
+            self.env.step(0)
+"""
+
+AGENT_LOOP = """\
+    import torch
+    from agent import Agent
+
+    def main(net, env, loader):
+        agent = Agent(net.cuda(), env)
+        for i, batch in enumerate(loader):
+            if i % 4 == 0:
+                agent.learn(batch.cuda())
+            if i % 100 == 0:
+                agent.report(batch.cuda())
+                agent.decay(batch.cuda())
+                agent.act(batch.cuda())
+"""
+
+
+def test_a_periodic_guard_around_a_call_that_steps_an_optimizer_is_every_optimizer_step(tmp_path):
+    """Rainbow's `if T % replay_frequency == 0: dqn.learn(mem)`: `learn` ends in the
+    optimizer's `step()`, so it runs every optimizer step (hot), as a gradient-accumulation
+    guard's body does, in another module too. Near-misses under the same guard: a report,
+    a learning-rate scheduler's `step()`, an environment's `env.step()`: cold."""
+    paths = _project(tmp_path, {"agent.py": AGENT, "train.py": AGENT_LOOP})
+    found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
+    assert found == {("agent.py", 11, True), ("agent.py", 16, False), ("agent.py", 19, False), ("agent.py", 23, False)}
+    # the same in one file
+    one = _project(tmp_path / "one", {"both.py": textwrap.dedent(AGENT) + textwrap.dedent(AGENT_LOOP).replace("from agent import Agent\n", "")})
+    found = {(row, hot) for n, row, code, hot in _found(one) if code == "SYN101"}
+    assert found == {(11, True), (16, False), (19, False), (23, False)}

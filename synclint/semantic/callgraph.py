@@ -13,6 +13,18 @@ from synclint.semantic import library as L
 T = TypeVar("T")
 
 
+# A call edge's site (`model.calls`) under a periodic guard that would be hot without it:
+# the callee runs every step when it steps an optimizer (`if T % replay_every == 0:
+# agent.learn(mem)`, whose `learn` ends in `optimizer.step()`: every optimizer step, as a
+# gradient-accumulation guard's body), else the guard holds.
+STEPS = "steps"
+
+
+def crosses(site, callee_steps: bool) -> bool:
+    """Whether heat crosses a call edge with this site (True, False, None or STEPS)."""
+    return site is not None and (site != STEPS or callee_steps)
+
+
 def hot_name(name: str) -> bool:
     return name in L.HOT_FUNCTION_NAMES or name.endswith("_step")
 

@@ -14,17 +14,19 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 
 from synclint.semantic import library as L
-from synclint.semantic.callgraph import hot_name, spread
+from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
 from synclint.semantic import values as V
 from synclint.semantic.syntax import descendants, string_value
 
 def hot_functions(model) -> Set[str]:
     """In-file functions that run hot: hot by name, or called from a loop or hot code."""
-    frontier = [callee for caller, callee, in_loop in model.calls if in_loop]
+    steppers = {q for q, f in model.all_funcs.items() if f.steps_optimizer}
+    frontier = [callee for caller, callee, site in model.calls
+                if site is True or site == STEPS and callee in steppers]
     frontier += [q for q in model.all_funcs if hot_name(q.rsplit(".", 1)[-1])]
     edges: Dict[Optional[str], List[str]] = {}
     for caller, callee, site in model.calls:
-        if site is not None:  # (None: a guarded or run-once site, which heat skips)
+        if crosses(site, callee in steppers):  # (None: a guarded or run-once site, which heat skips)
             edges.setdefault(caller, []).append(callee)
     per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not hot_name(info.name)}
     return spread(frontier, edges, per_epoch)
@@ -164,6 +166,17 @@ def _steps_optimizer(body: cst.CSTNode, model=None) -> bool:
                 continue
             return True
     return False
+
+
+def steps_optimizer(call: cst.Call, model) -> bool:
+    """`opt.step()` of what is known to be an optimizer or a gradient scaler (not an
+    environment's `env.step(action)`, nor a learning-rate scheduler): what makes a function
+    a step of training for `callgraph.STEPS`."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+        return False
+    v = model.infer(func.value)
+    return v.kind == V.OPTIM and not _lr_scheduler(v)
 
 
 def _lr_scheduler(v) -> bool:

@@ -49,6 +49,7 @@ class FuncInfo:
     no_grad: bool = False
     timing: bool = False
     iterates_loader: bool = False  # has a loop over batches: a per-epoch function
+    steps_optimizer: bool = False  # calls `.step()` of an optimizer or a scaler (`heat.STEPS`)
     returns: Optional[Val] = None
     yields: Optional[Val] = None  # what a generator yields (its call is an iterator of it)
     globals: Set[str] = field(default_factory=set)  # `global` / `nonlocal` names
@@ -941,10 +942,11 @@ class SemanticModel(Inference):
     def in_no_grad(self) -> bool:
         return self.no_grad_depth > 0
 
-    def site_hot(self) -> bool:
-        """Runs every step: a for/while body, or a framework hook, outside periodic guards.
-        Functions called from hot code are added after the walk (`heat.hot_functions`)."""
-        if self.guard_depth or self.once_depth:
+    def site_hot(self, guarded: bool = False) -> bool:
+        """Runs every step: a for/while body, or a framework hook, outside periodic guards
+        (`guarded`: or inside them). Functions called from hot code are added after the walk
+        (`heat.hot_functions`)."""
+        if self.guard_depth and not guarded or self.once_depth:
             return False
         if self.loop_depth > self.container_loop_depth:
             return True
