@@ -1306,3 +1306,33 @@ def test_a_periodic_guard_around_a_call_that_steps_an_optimizer_is_every_optimiz
     one = _project(tmp_path / "one", {"both.py": textwrap.dedent(AGENT) + textwrap.dedent(AGENT_LOOP).replace("from agent import Agent\n", "")})
     found = {(row, hot) for n, row, code, hot in _found(one) if code == "SYN101"}
     assert found == {(11, True), (16, False), (19, False), (23, False)}
+
+
+def test_a_global_bound_under_main_from_another_modules_function_is_known_in_the_functions_above(tmp_path):
+    """`where = get_device()` (another module's function, which returns a CUDA device) under
+    `__main__`, read by a function above it: the tensor it moves there is a GPU tensor. The
+    first walk sees only a reference to `get_device`; the lint walk, knowing the project,
+    walks again with its value. Near-miss: a CPU device, nothing."""
+    for device, found in (('"cuda"', {("train.py", 5, "SYN301", False), ("train.py", 6, "SYN101", False)}),
+                          ('"cpu"', set())):
+        paths = _project(tmp_path / device.strip('"'), {
+            "utils.py": f"""\
+                import torch
+
+                def get_device():
+                    return torch.device({device})
+            """,
+            "train.py": """\
+                import torch
+                from utils import get_device
+
+                def log():
+                    y = torch.ones(3).to(where)
+                    print(y.sum().item())
+
+                if __name__ == "__main__":
+                    where = get_device()
+                    log()
+            """,
+        })
+        assert _found(paths) == found

@@ -1117,3 +1117,21 @@ def test_getattr_may_return_anything():
     # so its `.device` is not taken for the host's
     v = val("import torch\nm = torch.nn.Linear(2, 2)\nprobe(getattr(m, 'weight'))\n")
     assert v.kind == V.UNKNOWN
+
+
+@pytest.mark.parametrize("main, expect", [
+    # a script's globals are made under `__main__`, below the functions that use them
+    ("if __name__ == '__main__':\n    writer = SummaryWriter()\n    dev = torch.device('cuda')\n", ("object", V.CUDA)),
+    ("writer = SummaryWriter()\ndev = 'cuda'\n", ("object", V.CUDA)),
+    # assigned twice: either value
+    ("writer = SummaryWriter()\ndev = 'cuda'\nif cpu:\n    dev = 'cpu'\n", ("object", V.EITHER)),
+    # near-misses: never bound at module level, or bound to the CPU
+    ("pass\n", ("unknown", None)),
+    ("writer = SummaryWriter()\ndev = 'cpu'\n", ("object", V.CPU)),
+])
+def test_a_function_reads_a_module_global_bound_further_down(main, expect):
+    src = ("import torch\nfrom torch.utils.tensorboard import SummaryWriter\n"
+           "def log(x):\n    probe(writer)\n    probe(torch.ones(2).to(dev))\n" + main)
+    seen, _ = probe(src)
+    (w, _), (t, _) = seen
+    assert (w.kind, t.device if t.kind == V.TENSOR else None) == expect

@@ -114,6 +114,10 @@ class FileFacts:
     # class -> an nn.Module: the classes the file defines, so one used above its definition
     # (`self.gen = Gen()` in a class defined first) is known on the second walk
     classes: Dict[str, bool] = field(default_factory=dict)
+    # module-level name -> every value assigned to it, joined: what a function reads when the
+    # name is bound further down (`writer = SummaryWriter()` under `__main__`, below the
+    # functions that log with it)
+    module_values: Dict[str, Val] = field(default_factory=dict)
 
 
 @dataclass

@@ -150,6 +150,8 @@ class SemanticModel(Inference):
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
         self.forward_refs: Set[object] = set()  # function names and (class, method) keys
+        self.forward_globals: Set[str] = set()  # names a function read before any module-level binding
+        self.early_globals: Dict[str, Val] = {}  # such names the last walk's module values answered
         # function name -> what a call above its definition took from the last walk; the
         # same for (class, attribute) read before this walk reached an assignment of it
         self.early_returns: Dict[str, Val] = {}
@@ -310,12 +312,20 @@ class SemanticModel(Inference):
         return f.scope
 
     def binding(self, name: str) -> Optional[Binding]:
-        """The innermost binding of `name`: this function's, an enclosing one's, the module's."""
+        """The innermost binding of `name`: this function's, an enclosing one's, the module's;
+        in a function, a module-level one further down (the last walk's, all its values)."""
         for f in reversed(self.funcs):
             b = f.scope.get(name)
             if b is not None:
                 return b
-        return self.module_scope.get(name)
+        b = self.module_scope.get(name)
+        if b is None and self.funcs and name not in self.aliases:
+            later = self.facts.module_values.get(name)
+            if later is not None:
+                self.early_globals[name] = later
+                return Binding(later)
+            self.forward_globals.add(name)  # bound further down, perhaps: known next walk
+        return b
 
     def is_local(self, name: str) -> bool:
         """Bound in a function scope (a parameter or assignment shadows a module name)."""
@@ -687,12 +697,22 @@ class SemanticModel(Inference):
                           cuda_default=self.default_device == V.CUDA,
                           class_pending={name: c.pending for name, c in self.classes_by_name.items()},
                           one_liners=dict(self.one_liners), helpers=dict(self.helpers),
-                          classes={name: c.is_module for name, c in self.classes_by_name.items()})
+                          classes={name: c.is_module for name, c in self.classes_by_name.items()},
+                          module_values={name: self._all_values(b) for name, b in self.module_scope.items()})
         for key in self.call_args:
             info = self.all_funcs.get(key)
             if info is not None:
                 facts.params[key] = self._params_by_caller(key, info)
         return facts
+
+    @staticmethod
+    def _all_values(b: Binding) -> Val:
+        """The join of every value a binding and those it replaced held."""
+        v = b.val
+        while b.prev is not None:
+            b = b.prev
+            v = V.join(v, b.val)
+        return v
 
     def module_summary(self, name: str) -> ModuleSummary:
         """What this module offers the rest of the project (after a walk)."""
@@ -871,13 +891,17 @@ class SemanticModel(Inference):
             v = self.method_returns.get(k) if isinstance(k, tuple) else self.func_returns.get(k)
             if v is not None and v.kind not in (V.UNKNOWN, V.PY):
                 return True
-        return False
+        return any(name in self.module_scope and self._all_values(self.module_scope[name]).kind not in (V.UNKNOWN, V.PY)
+                   for name in self.forward_globals)
 
     def stale_reads(self) -> bool:
         """After a walk: a read above a definition (a function's return, an attribute of a
         class defined further down) took the last walk's value, which this walk, knowing
         more (the project's facts, its callers' values), has since changed."""
         if any(self.func_returns.get(name) != v for name, v in self.early_returns.items()):
+            return True
+        if any(name in self.module_scope and self._all_values(self.module_scope[name]) != v
+               for name, v in self.early_globals.items()):
             return True
         for (cls_name, attr), v in self.early_attrs.items():
             info = self.classes_by_name.get(cls_name)
