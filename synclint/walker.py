@@ -19,6 +19,7 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
+from synclint.semantic.arguments import device_option
 from synclint.semantic.callgraph import STEPS, hot_name
 from synclint.semantic.heat import classify_test, lazy_init, steps_optimizer
 from synclint.semantic.helpers import helper_body, returned_parameter
@@ -577,6 +578,10 @@ class Walker:
         elif isinstance(func, cst.Attribute):
             q = ctx.qualname(func)
             recv = ctx.infer(func.value) if q is None else V.PY_VAL
+            if func.attr.value in L.ARG_ADD_METHODS and recv.kind == V.OBJECT and recv.cls == L.ARG_PARSER:
+                option = device_option(node, ctx)
+                if option is not None:
+                    ctx.device_options[option[0]] = option[1]
             if q is not None:
                 outside = [(q, 0)]  # `utils.general.f(...)`
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:

@@ -1336,3 +1336,54 @@ def test_a_global_bound_under_main_from_another_modules_function_is_known_in_the
             """,
         })
         assert _found(paths) == found
+
+
+def test_a_projects_own_logging_wrapper_yields_the_loaders_batches(tmp_path):
+    """BLIP's `metric_logger.log_every(data_loader, 50, header)`, a generator of its own
+    utils.py that yields what it iterates: the batches of the pinned loader, whose blocking
+    `.to(device)` is reported."""
+    paths = _project(tmp_path, {
+        "utils.py": """\
+            from somewhere import timed
+
+            class MetricLogger:
+                def log_every(self, iterable, print_freq, header=None):
+                    for obj in timed(iterable):  # what this yields, the project cannot tell
+                        yield obj
+        """,
+        "train.py": """\
+            import torch
+            import utils
+
+            def train(model, device):
+                loader = torch.utils.data.DataLoader([], pin_memory=True)
+                metric_logger = utils.MetricLogger()
+                for image, caption in metric_logger.log_every(loader, 50, "train"):
+                    image = image.to(device)
+                    model(image)
+
+            train(torch.nn.Linear(3, 3).cuda(), torch.device("cuda"))
+        """,
+    })
+    assert ("train.py", 8, "SYN304", True) in _found(paths)
+
+
+def test_pair_of_torch_utils_is_a_tuple_not_a_tensor(tmp_path):
+    """dinov2's point generator: `self.strides = [_pair(s) for s in strides]` holds tuples of
+    ints, so `x.new_full((n,), stride_w)` reads no tensor and `prioris.to(device)` of a tensor
+    of unknown device is no reported copy."""
+    paths = _project(tmp_path, {"gen.py": """\
+        import torch
+        from torch.nn.modules.utils import _pair
+
+        class Gen:
+            def __init__(self, strides):
+                self.strides = [_pair(s) for s in strides]
+
+            def grid(self, idx, n, device="cuda"):
+                stride_w, stride_h = self.strides[idx]
+                shift = torch.arange(0, n, device=device) * stride_w
+                out = shift.new_full((n,), stride_w)
+                return out.to(device)
+    """})
+    assert _found(paths) == set()

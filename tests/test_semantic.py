@@ -1135,3 +1135,29 @@ def test_a_function_reads_a_module_global_bound_further_down(main, expect):
     seen, _ = probe(src)
     (w, _), (t, _) = seen
     assert (w.kind, t.device if t.kind == V.TENSOR else None) == expect
+
+
+@pytest.mark.parametrize("option, expect", [
+    # BLIP's `--device` option, read in `main` above the parser: the GPU it defaults to
+    ("parser.add_argument('--device', default='cuda')", V.CUDA),
+    ("group = parser.add_argument_group('run')\n    group.add_argument('--gpu-device', dest='device', default='cuda:0')", V.CUDA),
+    # a CPU default: either (a GPU run passes `--device cuda`)
+    ("parser.add_argument('--device', default='cpu')", V.EITHER),
+    # near-misses: no device default, another option
+    ("parser.add_argument('--device')", None),
+    ("parser.add_argument('--output', default='cuda_runs')", None),
+])
+def test_a_command_line_option_that_defaults_to_a_device(option, expect):
+    src = ("import argparse\nimport torch\n"
+           "def main(args):\n    probe(torch.device(args.device))\n"
+           "if __name__ == '__main__':\n    parser = argparse.ArgumentParser()\n"
+           f"    {option}\n    args = parser.parse_args()\n    main(args)\n")
+    assert val(src).device == expect
+
+
+def test_type_with_a_type_of_unknown_device_is_a_move_to_an_unknown_device():
+    """YOLOX's `grid.type(dtype)` with `dtype = xin[0].type()` from its caller: a type string
+    that may name a CUDA type, so the grid's device is not known (it was the CPU)."""
+    src = "import torch\ndef grid(dtype):\n    probe(torch.zeros(3).type(dtype))\n"
+    assert val(src).device is None
+    assert val("import torch\nprobe(torch.zeros(3).type(torch.float16))\n").device == V.CPU  # near-miss: a dtype

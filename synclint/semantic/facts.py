@@ -118,6 +118,9 @@ class FileFacts:
     # name is bound further down (`writer = SummaryWriter()` under `__main__`, below the
     # functions that log with it)
     module_values: Dict[str, Val] = field(default_factory=dict)
+    # command-line option -> the device it holds (`arguments.device_option`), for a function
+    # above the parser that reads `args.device`
+    device_options: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -254,6 +254,12 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
             return Val(V.DEVICE, V.CUDA)
+        if k == V.OBJECT and base.cls == L.ARG_NAMESPACE:  # `args.device`
+            dev = self.device_options.get(attr)
+            if dev is None:
+                self.early_options.add(attr)  # the parser may be further down: known next walk
+                return V.UNKNOWN_VAL
+            return Val(V.PY, dev, py="str")
         return V.UNKNOWN_VAL
 
     def _infer_subscript(self, e: cst.Subscript) -> Val:
@@ -647,6 +653,8 @@ class Inference:
             return self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
         if q in L.PREPARE_OWNERS:
             return Val(V.OBJECT, cls=q)
+        if q in L.ARG_PARSERS:
+            return Val(V.OBJECT, cls=L.ARG_PARSER)
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
@@ -759,6 +767,14 @@ class Inference:
             dtype = self._dtype_class(kwarg(call, "dtype"))
         return V.tensor(device, dtype=dtype, assumed=assumed)
 
+    def _passed_through(self, m: str, call: cst.Call) -> Optional[Val]:
+        """`metric_logger.log_every(loader, 10)` yields the loader's batches."""
+        if m in L.PASSTHROUGH_METHODS and call.args:
+            v = self._infer(call.args[0].value)
+            if v.kind == V.LOADER:
+                return v
+        return None
+
     def _infer_method(self, recv: Val, m: str, call: cst.Call, recv_node: cst.BaseExpression) -> Val:
         k = recv.kind
         if k == V.TENSOR:
@@ -798,13 +814,23 @@ class Inference:
                 return self._prepared(call)
             if recv.cls in L.PREPARE_OWNERS and m in L.COLLECTIVE_METHODS:  # gathered onto this device
                 return self._infer(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
+            if recv.cls == L.ARG_PARSER:
+                if m in L.ARG_GROUP_METHODS:
+                    return recv  # a group's options go to the parser's namespace
+                if m in L.ARG_PARSE_METHODS:
+                    ns = Val(V.OBJECT, cls=L.ARG_NAMESPACE)
+                    return ns if m != "parse_known_args" else Val(V.PY, py="tuple", elems=(ns, V.py("list")))
             if recv.cls is not None:
                 ret = self.method_return(recv.cls, m)
-                if ret is not None:
+                if ret is not None and not (ret.kind == V.ITER and m in L.PASSTHROUGH_METHODS
+                                            and all(e.kind == V.UNKNOWN for e in ret.elems or ())):
                     return ret
                 if f"{recv.cls}.{m}" not in self.all_funcs and recv.cls in self.classes_by_name:
                     self.forward_refs.add((recv.cls, m))  # a method defined further down: known next walk
-            return V.UNKNOWN_VAL
+            # a logging wrapper of the project's own (BLIP's `MetricLogger.log_every`, a
+            # generator that yields its iterable's items): what the loader yields
+            passed = self._passed_through(m, call)
+            return passed if passed is not None else V.UNKNOWN_VAL
         if k == V.NUMPY:
             if m in ("item", "tolist"):
                 return V.py("number") if m == "item" else V.PY_VAL
@@ -821,10 +847,9 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.LOADER:
             return V.UNKNOWN_VAL
-        if m in L.PASSTHROUGH_METHODS and call.args:
-            v = self._infer(call.args[0].value)
-            if v.kind == V.LOADER:
-                return v  # `metric_logger.log_every(loader, 10)` yields the loader's batches
+        passed = self._passed_through(m, call)
+        if passed is not None:
+            return passed
         if k == V.UNKNOWN and m == "eval" and not call.args and not ref_target(recv):
             return Val(V.MODULE, py="eval")  # only modules switch to eval mode (tensors have no `eval`)
         if k == V.UNKNOWN and ref_target(recv) and m in L.MODULE_SELF_RETURNING:
@@ -873,6 +898,10 @@ class Inference:
                     is_dev, dev = True, V.CUDA if s.startswith("torch.cuda.") else V.CPU
                 elif t.kind == V.PY and t.py == "typestr":
                     is_dev, dev = True, t.device
+                elif t.kind == V.UNKNOWN and arg is not None and self.torch_name(arg) is None:
+                    # `.type(dtype)` of a parameter: a type that may name either device
+                    # (YOLOX passes `xin[0].type()`, "torch.cuda.FloatTensor" in a GPU run)
+                    is_dev, dev = True, None
             out = recv.with_(assumed=assumed)
             if is_dev:
                 out = out.with_(device=dev, pinned=None)

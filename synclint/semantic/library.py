@@ -97,6 +97,12 @@ TEMPLATE_METHODS = {m: tuple(c) for m, c in _DATA["iteration"]["template_methods
 
 # accelerate / Lightning Fabric
 PREPARE_OWNERS = _set("accelerate", "prepare_owners")
+ARG_PARSERS = _set("arguments", "parsers")
+ARG_PARSER = sorted(ARG_PARSERS)[0]  # the class every parser (and group) is known as
+ARG_NAMESPACE = _DATA["arguments"]["namespace"]
+ARG_ADD_METHODS = _set("arguments", "add_methods")
+ARG_GROUP_METHODS = _set("arguments", "group_methods")
+ARG_PARSE_METHODS = _set("arguments", "parse_methods")
 COLLECTIVE_METHODS = _set("accelerate", "collective_methods")
 PREPARE_METHODS = _set("accelerate", "prepare_methods")
 

@@ -152,6 +152,10 @@ class SemanticModel(Inference):
         self.forward_refs: Set[object] = set()  # function names and (class, method) keys
         self.forward_globals: Set[str] = set()  # names a function read before any module-level binding
         self.early_globals: Dict[str, Val] = {}  # such names the last walk's module values answered
+        # command-line options that hold a device (`arguments.device_option`): the last walk's,
+        # and those met so far; options read before this walk met them
+        self.device_options: Dict[str, str] = dict(self.facts.device_options)
+        self.early_options: Set[str] = set()
         # function name -> what a call above its definition took from the last walk; the
         # same for (class, attribute) read before this walk reached an assignment of it
         self.early_returns: Dict[str, Val] = {}
@@ -698,7 +702,8 @@ class SemanticModel(Inference):
                           class_pending={name: c.pending for name, c in self.classes_by_name.items()},
                           one_liners=dict(self.one_liners), helpers=dict(self.helpers),
                           classes={name: c.is_module for name, c in self.classes_by_name.items()},
-                          module_values={name: self._all_values(b) for name, b in self.module_scope.items()})
+                          module_values={name: self._all_values(b) for name, b in self.module_scope.items()},
+                          device_options=dict(self.device_options))
         for key in self.call_args:
             info = self.all_funcs.get(key)
             if info is not None:
@@ -891,8 +896,9 @@ class SemanticModel(Inference):
             v = self.method_returns.get(k) if isinstance(k, tuple) else self.func_returns.get(k)
             if v is not None and v.kind not in (V.UNKNOWN, V.PY):
                 return True
-        return any(name in self.module_scope and self._all_values(self.module_scope[name]).kind not in (V.UNKNOWN, V.PY)
-                   for name in self.forward_globals)
+        return (any(name in self.module_scope and self._all_values(self.module_scope[name]).kind not in (V.UNKNOWN, V.PY)
+                    for name in self.forward_globals)
+                or any(o in self.device_options for o in self.early_options))
 
     def stale_reads(self) -> bool:
         """After a walk: a read above a definition (a function's return, an attribute of a
