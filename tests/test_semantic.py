@@ -1161,3 +1161,22 @@ def test_type_with_a_type_of_unknown_device_is_a_move_to_an_unknown_device():
     src = "import torch\ndef grid(dtype):\n    probe(torch.zeros(3).type(dtype))\n"
     assert val(src).device is None
     assert val("import torch\nprobe(torch.zeros(3).type(torch.float16))\n").device == V.CPU  # near-miss: a dtype
+
+
+@pytest.mark.parametrize("expr, expect", [
+    # BLIP: a tokenizer's encoding is CPU tensors, `.input_ids` one of them
+    ("tok(caption, padding='longest', return_tensors='pt')", (V.TENSORS, V.CPU)),
+    ("tok(caption, return_tensors='pt').input_ids", (V.TENSOR, V.CPU)),
+    ("tok.encode(caption, return_tensors='pt')", (V.TENSOR, V.CPU)),
+    ("proc(images=imgs, text=caption, return_tensors='pt')['input_ids']", (V.TENSOR, V.CPU)),
+    # near-misses: without `return_tensors="pt"`, Python lists; `decode` gives a string
+    ("tok(caption)", (V.PY, None)),
+    ("tok.decode(ids)", (V.PY, None)),
+])
+def test_a_tokenizers_encoding_is_cpu_tensors(expr, expect):
+    src = ("import torch\nfrom transformers import BertTokenizer, AutoProcessor\n"
+           "tok = BertTokenizer.from_pretrained('bert-base-uncased')\n"
+           "proc = AutoProcessor.from_pretrained('m')\n"
+           f"probe({expr})\n")
+    v = val(src)
+    assert (v.kind, v.device) == expect

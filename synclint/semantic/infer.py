@@ -233,6 +233,8 @@ class Inference:
         if k == V.OPTIM and attr == "param_groups":
             return V.py("param_groups")
         if k == V.TENSORS:
+            if base.cls == L.ENCODING and not attr.startswith("_"):  # `enc.input_ids`
+                return V.tensor(base.device, dtype=V.INT if attr.endswith(("_ids", "_mask")) else None)
             if attr in ("indices", "values"):  # topk/sort/max(dim) results
                 return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
             return V.UNKNOWN_VAL
@@ -507,6 +509,8 @@ class Inference:
                     return self._module_output(sub, call)
                 if sub.kind == V.OBJECT and sub.cls == L.TRANSFORM:  # `self.transform(img)`
                     return self._transformed(call)
+                if sub.kind == V.OBJECT and sub.cls == L.TOKENIZER:  # `self.tokenizer(text, return_tensors="pt")`
+                    return _encoded("__call__", call)
                 if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
                     return self.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
             return self._infer_method(recv, func.attr.value, call, func.value)
@@ -527,6 +531,8 @@ class Inference:
                 return self._module_output(bound, call)
             if bound.kind == V.OBJECT and bound.cls == L.TRANSFORM:
                 return self._transformed(call)
+            if bound.kind == V.OBJECT and bound.cls == L.TOKENIZER:
+                return _encoded("__call__", call)
             if bound.kind == V.OBJECT and bound.cls:  # an instance called: its `__call__`
                 return self.method_return(bound.cls, "__call__") or V.UNKNOWN_VAL
             if V.class_key(bound):  # `algorithm_class(...)`: an instance
@@ -655,6 +661,9 @@ class Inference:
             return Val(V.OBJECT, cls=q)
         if q in L.ARG_PARSERS:
             return Val(V.OBJECT, cls=L.ARG_PARSER)
+        if _is_tokenizer_class(q) or "." in q and _is_tokenizer_class(q.rsplit(".", 1)[0]) \
+                and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
+            return Val(V.OBJECT, cls=L.TOKENIZER)  # `BertTokenizer.from_pretrained("bert-base-uncased")`
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
@@ -814,6 +823,8 @@ class Inference:
                 return self._prepared(call)
             if recv.cls in L.PREPARE_OWNERS and m in L.COLLECTIVE_METHODS:  # gathered onto this device
                 return self._infer(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
+            if recv.cls == L.TOKENIZER:
+                return _encoded(m, call)
             if recv.cls == L.ARG_PARSER:
                 if m in L.ARG_GROUP_METHODS:
                     return recv  # a group's options go to the parser's namespace
@@ -1161,3 +1172,18 @@ def _device_of(vals: List[Val]) -> Optional[str]:
     if None in devs:
         return None
     return V.CPU
+
+
+def _is_tokenizer_class(q: str) -> bool:
+    """`transformers.BertTokenizer`, `transformers.AutoProcessor`: a tokenizer's class."""
+    return q.split(".", 1)[0] in L.TOKENIZER_PACKAGES and q.rsplit(".", 1)[-1].endswith(L.TOKENIZER_SUFFIXES)
+
+
+def _encoded(m: str, call: cst.Call) -> Val:
+    """What a tokenizer's method gives: CPU tensors with `return_tensors="pt"` (`encode`: one
+    tensor), else Python values (lists of ids, a string)."""
+    if m not in L.TOKENIZER_ENCODE or string_value(kwarg(call, "return_tensors")) != "pt":
+        return V.PY_VAL
+    if m == "encode":
+        return V.tensor(V.CPU, dtype=V.INT)
+    return Val(V.TENSORS, V.CPU, cls=L.ENCODING)

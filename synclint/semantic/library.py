@@ -97,6 +97,12 @@ TEMPLATE_METHODS = {m: tuple(c) for m, c in _DATA["iteration"]["template_methods
 
 # accelerate / Lightning Fabric
 PREPARE_OWNERS = _set("accelerate", "prepare_owners")
+TOKENIZER_PACKAGES = _set("tokenizers", "packages")
+TOKENIZER_SUFFIXES = tuple(_DATA["tokenizers"]["class_suffixes"])
+TOKENIZER_MAKERS = _set("tokenizers", "makers")
+TOKENIZER_ENCODE = _set("tokenizers", "encode_methods")
+TOKENIZER = "transformers.PreTrainedTokenizer"  # the class every tokenizer's instance is known as
+ENCODING = "transformers.BatchEncoding"  # the class of the CPU tensors one gives
 ARG_PARSERS = _set("arguments", "parsers")
 ARG_PARSER = sorted(ARG_PARSERS)[0]  # the class every parser (and group) is known as
 ARG_NAMESPACE = _DATA["arguments"]["namespace"]
