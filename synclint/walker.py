@@ -632,10 +632,38 @@ class Walker:
                 f.timing = True
             else:
                 ctx.timing_funcs.add(None)  # a script that times things at module level
+        mapped = _mapped_lambda(ctx, node)
+        if mapped is None:
+            self.children(node)
+            return
+        # `text, images = map(lambda t: t.cuda(), (text, images))`: the lambda's parameter is
+        # each item, bound while its body is walked (and the name's own binding put back)
+        lam, item = mapped
+        name = lam.params.params[0].name.value
+        scope = ctx._scope_for(name)
+        before = scope.get(name)
+        ctx.bind(name, item)
         self.children(node)
+        ctx.forget()
+        if before is None:
+            scope.pop(name, None)
+        else:
+            scope[name] = before
 
 
 # --------------------------------------------------------------------- helpers
+def _mapped_lambda(ctx: SemanticModel, call: cst.Call) -> Optional[Tuple[cst.Lambda, Val]]:
+    """`map(lambda t: ..., items)` with the builtin `map`: the lambda and what each item is."""
+    func = call.func
+    if not (isinstance(func, cst.Name) and func.value == "map" and len(call.args) == 2
+            and not ctx.is_local("map") and "map" not in ctx.aliases):
+        return None
+    lam = call.args[0].value
+    if not (isinstance(lam, cst.Lambda) and len(all_params(lam.params)) == 1 and lam.params.params):
+        return None
+    return lam, V.element_of(ctx.infer(call.args[1].value))
+
+
 def _arg_values(ctx: SemanticModel, call: cst.Call) -> Tuple[List[Val], Dict[str, Val]]:
     """The values a call passes: positional (up to a `*args`) and by keyword."""
     pos = []

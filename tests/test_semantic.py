@@ -1180,3 +1180,13 @@ def test_a_tokenizers_encoding_is_cpu_tensors(expr, expect):
            f"probe({expr})\n")
     v = val(src)
     assert (v.kind, v.device) == expect
+
+
+def test_a_lambda_mapped_over_items_sees_each_item():
+    """`text, images = map(lambda t: t.cuda(), (text, images))` (DALLE-pytorch): `t` is each
+    batch tensor while the lambda is walked; the name's own binding outside is untouched."""
+    src = ("import torch\nt = 3\nfor text, images in torch.utils.data.DataLoader(ds):\n"
+           "    out = map(lambda t: probe(t), (text, images))\nprobe(t)\n")
+    (inside, _), (outside, _) = probe(src)[0]
+    assert (inside.kind, inside.device) == (V.TENSOR, V.CPU)
+    assert outside.kind == V.PY
