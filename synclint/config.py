@@ -179,10 +179,10 @@ def drop_cold_in_tests(cfg: Config, findings: list) -> list:
 
 
 def _in_tests(cfg: Config, filename: str) -> bool:
-    from synclint.discovery import is_test_path
+    from synclint.discovery import is_test_module
 
     rel = os.path.relpath(os.path.abspath(filename), cfg.root)
-    return is_test_path(rel if not rel.startswith("..") else os.path.basename(filename))
+    return is_test_module(rel if not rel.startswith("..") else os.path.basename(filename), filename)
 
 
 def cache_dir_for(cfg: Config, no_cache: bool) -> Optional[Path]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from synclint.findings import FileError
 
@@ -234,3 +235,28 @@ def is_test_path(path: str) -> bool:
     name = parts[-1]
     return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
             or any(p in ("tests", "test") for p in parts[:-1]))
+
+
+# What pytest or unittest would collect, and a script's entry point
+_TEST_CODE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+test|^[ \t]*class[ \t]+Test"
+                        r"|^[ \t]*(?:import|from)[ \t]+(?:pytest|unittest)\b", re.M)
+_MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==[ \t]*['\"]__main__['\"]", re.M)
+_scripts: Dict[Tuple[str, int, int], bool] = {}
+
+
+def is_test_module(path: str, filename: str) -> bool:
+    """`is_test_path`, less the scripts named like tests: a file with a `__main__` block
+    and nothing pytest or unittest would collect (faster-rcnn's `test_net.py` evaluates a
+    model). `filename`: where to read it (unreadable: taken for a test)."""
+    if not is_test_path(path) or os.path.basename(path) == "conftest.py":
+        return is_test_path(path)
+    try:
+        st = os.stat(filename)
+        key = (os.path.abspath(filename), st.st_mtime_ns, st.st_size)
+        if key not in _scripts:
+            with open(filename, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            _scripts[key] = bool(_MAIN_GUARD.search(text)) and not _TEST_CODE.search(text)
+        return not _scripts[key]
+    except OSError:
+        return True

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from synclint.discovery import is_test_path
+from synclint.discovery import is_test_module
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
@@ -717,7 +717,7 @@ class Project:
     def _is_test(self, path: str) -> bool:
         got = self._tests.get(path)
         if got is None:
-            got = self._tests[path] = is_test_path(os.path.relpath(path, self.root))
+            got = self._tests[path] = is_test_module(os.path.relpath(path, self.root), path)
         return got
 
     def _overrides(self) -> Dict[Tuple[str, str], List[Tuple[str, str]]]:

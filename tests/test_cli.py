@@ -336,6 +336,21 @@ def test_cold_findings_in_tests_are_left_out_unless_asked(tmp_path):
         ("test_model.py", 4), ("test_model.py", 6), ("train.py", 3)]
 
 
+@pytest.mark.parametrize("main, reported", [
+    # faster-rcnn's `test_net.py`: a script that evaluates a model, named like a test
+    ("if __name__ == '__main__':\n    run()\n", True),
+    # near-misses: a test module, with or without a `__main__` block
+    ("def test_run():\n    run()\nif __name__ == '__main__':\n    test_run()\n", False),
+    ("import unittest\nif __name__ == '__main__':\n    unittest.main()\n", False),
+    ("run()\n", False),
+])
+def test_a_script_named_like_a_test_is_not_a_test(tmp_path, main, reported):
+    write(tmp_path / "test_net.py", "import torch\nx = torch.ones(3, device='cuda')\ndef run():\n    print(x.mean().item())\n" + main)
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    out = json.loads(run(["check", ".", "--no-cache", "--output-format", "json"], tmp_path).output)
+    assert bool(out) is reported
+
+
 def test_synclints_own_cache_is_not_counted_as_a_skipped_folder(tmp_path):
     (tmp_path / "train.py").write_text(CLEAN)
     (tmp_path / "venv").mkdir()
