@@ -714,8 +714,9 @@ def run(opt, x):
     assert obj.kind == V.OBJECT and V.classes_of(obj) == ("Attn", "CTC")
     assert attr.kind == V.TENSOR and attr.device == V.CUDA  # what both classes hold
     assert ret.kind == V.TENSOR
-    # an instance of a class on one path and of an unknown one on the other: not known
-    assert val("import torch\nclass A:\n    pass\nif c:\n    a = A()\nelse:\n    a = make()\nprobe(a)\n").cls is None
+    # an instance of a class on one path and an unknown on the other: used as that class
+    # (`test_an_instance_on_one_path_and_an_unknown_on_the_other_is_the_instance`)
+    assert val("import torch\nclass A:\n    pass\nif c:\n    a = A()\nelse:\n    a = make()\nprobe(a)\n").cls == "A"
 
 
 def test_a_nested_function_a_factory_returns_is_known_by_its_key():
@@ -1190,3 +1191,15 @@ def test_a_lambda_mapped_over_items_sees_each_item():
     (inside, _), (outside, _) = probe(src)[0]
     assert (inside.kind, inside.device) == (V.TENSOR, V.CPU)
     assert outside.kind == V.PY
+
+
+def test_an_instance_on_one_path_and_an_unknown_on_the_other_is_the_instance():
+    """Rainbow's `mem = load_memory(path)` (a pickle) or `mem = ReplayMemory(...)`: used as
+    a `ReplayMemory`, so `mem.sample()` reaches its method. Near-miss: a plain value on the
+    other path keeps the join a join."""
+    head = ("import torch, pickle\nclass Memory:\n    def sample(self):\n        return torch.ones(2, device='cuda')\n"
+            "def load(p):\n    return pickle.load(open(p, 'rb'))\n")
+    v = val(head + "if c:\n    mem = load(p)\nelse:\n    mem = Memory()\nprobe(mem.sample())\n")
+    assert (v.kind, v.device) == (V.TENSOR, V.CUDA)
+    v = val(head + "if c:\n    mem = 3\nelse:\n    mem = Memory()\nprobe(mem)\n")
+    assert v.kind != V.OBJECT

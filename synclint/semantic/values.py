@@ -223,6 +223,10 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             # `return model` unchanged on one path, `nn.DataParallel(model).cuda()` on the
             # other: a module either way, on CUDA where the GPU path put it
             return t.with_(device=join_device(t.device, None))
+        if t.kind == OBJECT and t.cls and other.kind == UNKNOWN and other.cls is None:
+            # `mem = load_memory(path)` (a pickle) on one path, `ReplayMemory(args, n)` on the
+            # other (Rainbow): an instance of that class where it is used as one
+            return t
         if t.kind == TENSOR and other.kind == TENSORS and other.elems and any(e.kind != TENSOR for e in other.elems):
             # `return keep` on an early exit, `return keep, count` at the end (SSD's nms): the
             # callers unpack the tuple, whose parts are not all tensors
