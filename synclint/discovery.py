@@ -248,8 +248,10 @@ def is_test_module(path: str, filename: str) -> bool:
     """`is_test_path`, less the scripts named like tests: a file with a `__main__` block
     and nothing pytest or unittest would collect (faster-rcnn's `test_net.py` evaluates a
     model). `filename`: where to read it (unreadable: taken for a test)."""
-    if not is_test_path(path) or os.path.basename(path) == "conftest.py":
-        return is_test_path(path)
+    if not is_test_path(path):
+        return False
+    if os.path.basename(path) == "conftest.py":
+        return True
     try:
         st = os.stat(filename)
         key = (os.path.abspath(filename), st.st_mtime_ns, st.st_size)

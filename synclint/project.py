@@ -25,7 +25,7 @@ from synclint.discovery import is_test_module
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
-from synclint.semantic.callgraph import STEPS, hot_name, spread
+from synclint.semantic.callgraph import crosses, hot_name, spread
 from synclint.semantic.values import Val
 
 MAX_DEPTH = 8  # re-exports and references followed at most this deep (cycles end here too)
@@ -797,9 +797,8 @@ class Project:
             for caller, callee, hot in g.calls:
                 if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
-                targets = self._call_targets(path, callee)
-                if hot == STEPS:  # under a periodic guard: only into what steps an optimizer
-                    targets = [t for t in targets if t in steppers]
+                # (under a periodic guard, `STEPS`: only into what steps an optimizer)
+                targets = [t for t in self._call_targets(path, callee) if crosses(hot, t in steppers)]
                 edges.setdefault((path, caller), []).extend(targets)
                 if hot:
                     frontier.extend(targets)

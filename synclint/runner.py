@@ -409,12 +409,6 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     return out
 
 
-def _can_fork() -> bool:
-    import multiprocessing as mp
-
-    return "fork" in mp.get_all_start_methods()
-
-
 def _module_paths(project, name: str, importer: str) -> List[str]:
     """The project files `name` (or a package above it) may be."""
     parts = name.split(".")
@@ -438,10 +432,11 @@ class _Runner:
         self.budget = budget if budget and math.isfinite(budget) else None  # `inf`: no budget
         self.pool = None
         self.local = None
-        if early and n > 1 and _can_fork():
-            from synclint.workers import Pool
+        if early and n > 1:
+            from synclint.workers import Pool, forks
 
-            self.pool = Pool(1, select, self.budget)
+            if forks():
+                self.pool = Pool(1, select, self.budget)
 
     def codes(self) -> Sequence[str]:
         if self._codes is None:

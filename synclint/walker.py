@@ -639,16 +639,10 @@ class Walker:
         # `text, images = map(lambda t: t.cuda(), (text, images))`: the lambda's parameter is
         # each item, bound while its body is walked (and the name's own binding put back)
         lam, item = mapped
-        name = lam.params.params[0].name.value
-        scope = ctx._scope_for(name)
-        before = scope.get(name)
-        ctx.bind(name, item)
+        before = ctx.snapshot()
+        ctx.bind(lam.params.params[0].name.value, item)
         self.children(node)
-        ctx.forget()
-        if before is None:
-            scope.pop(name, None)
-        else:
-            scope[name] = before
+        ctx.restore(before)
 
 
 # --------------------------------------------------------------------- helpers

@@ -206,8 +206,7 @@ class Pool:
         if not callable(codes):
             import libcst  # noqa: F401 - imported once here, inherited by forked workers
 
-        methods = mp.get_all_start_methods()
-        self._mp = mp.get_context("fork" if "fork" in methods else methods[0])
+        self._mp = mp.get_context("fork" if forks() else mp.get_all_start_methods()[0])
         self.codes = codes if callable(codes) else list(codes)
         self.budget = budget
         self.procs: List = []
@@ -311,6 +310,14 @@ class Pool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def forks() -> bool:
+    """Whether workers can be forked (they then inherit this process's imports, and a
+    function given to `Pool` needs no pickling)."""
+    import multiprocessing as mp
+
+    return "fork" in mp.get_all_start_methods()
 
 
 def usable_cpus() -> int:

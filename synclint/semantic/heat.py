@@ -14,15 +14,14 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 
 from synclint.semantic import library as L
-from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
+from synclint.semantic.callgraph import crosses, hot_name, spread
 from synclint.semantic import values as V
 from synclint.semantic.syntax import descendants, string_value
 
 def hot_functions(model) -> Set[str]:
     """In-file functions that run hot: hot by name, or called from a loop or hot code."""
     steppers = {q for q, f in model.all_funcs.items() if f.steps_optimizer}
-    frontier = [callee for caller, callee, site in model.calls
-                if site is True or site == STEPS and callee in steppers]
+    frontier = [callee for caller, callee, site in model.calls if site and crosses(site, callee in steppers)]
     frontier += [q for q in model.all_funcs if hot_name(q.rsplit(".", 1)[-1])]
     edges: Dict[Optional[str], List[str]] = {}
     for caller, callee, site in model.calls:
