@@ -1203,3 +1203,24 @@ def test_an_instance_on_one_path_and_an_unknown_on_the_other_is_the_instance():
     assert (v.kind, v.device) == (V.TENSOR, V.CUDA)
     v = val(head + "if c:\n    mem = 3\nelse:\n    mem = Memory()\nprobe(mem)\n")
     assert v.kind != V.OBJECT
+
+
+def test_literal_sequences_added_and_repeated_keep_their_items():
+    # HRNet's OHEM loss: `functions = [self._ce_forward] * (n - 1) + [self._ohem_forward]`,
+    # then `func(x, target)` over them in `forward`: both methods run at every step
+    src = ("import torch\nclass Loss(torch.nn.Module):\n"
+           "    def _ce(self, x):\n        return x\n"
+           "    def _ohem(self, x):\n        probe(x)\n        return x\n"
+           "    def forward(self, xs):\n        fs = [self._ce] * (len(xs) - 1) + [self._ohem]\n"
+           "        return sum(f(x) for x, f in zip(xs, fs))\n")
+    _, ctx = probe(src)
+    assert {"Loss._ohem", "Loss._ce"} <= hot_functions(ctx)
+    v = val("import torch\nx = torch.ones(2, device='cuda')\nprobe([x] + [x])\n")
+    assert v.kind == V.TENSORS and v.device == V.CUDA and len(v.elems) == 2
+    v = val("import torch\nprobe([1] * 3)\n")
+    assert v.kind == V.PY and v.py == "list"
+    # near-misses: a list times a value the model does not know, and a tuple added to a
+    # value of unknown kind, stay unknown; a string repeated is a string
+    assert val("import torch\ndef f(a, n):\n    probe([a] * n)\n").kind == V.UNKNOWN
+    assert val("import torch\ndef f(a, t):\n    probe((1, 2) + t)\n").kind != V.PY
+    assert val("import torch\nprobe('-' * 3)\n").py == "str"

@@ -105,6 +105,10 @@ class Inference:
                 left = self._infer(e.left)
                 if left.kind == V.PY and left.py == "str":
                     return V.py("str")
+            if isinstance(e.operator, (cst.Add, cst.Multiply)):
+                seq = self._sequence_arithmetic(e)
+                if seq is not None:
+                    return seq
             if isinstance(e.operator, cst.Divide):
                 v = self.combine([self._infer(e.left), self._infer(e.right)])
                 return V.py("float") if v.kind == V.PY and v.py == "int" else v
@@ -157,16 +161,21 @@ class Inference:
             vals = [self._infer(el.value) for el in e.elements]
             ts = [v for v in vals if v.kind in (V.TENSOR, V.TENSORS)]
             return Val(V.TENSORS, _device_of(ts)) if ts else V.UNKNOWN_VAL if vals else V.py("list")
-        elems = tuple(self._infer(el.value) for el in e.elements)
-        tensors = [v for v in elems if v.kind == V.TENSOR]
-        seq = "tuple" if isinstance(e, cst.Tuple) else "list"
-        if tensors:
-            dtypes = {v.dtype for v in tensors}
-            return Val(V.TENSORS, _device_of(tensors), dtype=dtypes.pop() if len(dtypes) == 1 else None,
-                       assumed=all(v.assumed for v in tensors), elems=elems)
-        if any(v.kind in (V.UNKNOWN, V.TENSORS) for v in elems):
-            return Val(V.UNKNOWN, elems=elems)  # `[a, b]` of unknowns is not a plain list
-        return Val(V.PY, py=seq, elems=elems)
+        return _sequence(tuple(self._infer(el.value) for el in e.elements), "tuple" if isinstance(e, cst.Tuple) else "list")
+
+    def _sequence_arithmetic(self, e: cst.BinaryOperation) -> Optional[Val]:
+        """`[a] + [b]` and `[f] * n` of literal sequences: a sequence of their items (HRNet's
+        `[self._ce_forward] * (n - 1) + [self._ohem_forward]`, each then called), else None."""
+        left, right = self._infer(e.left), self._infer(e.right)
+        if isinstance(e.operator, cst.Add):
+            if left.elems is not None and right.elems is not None and not V.is_dict_of(left) and not V.is_dict_of(right):
+                kind = left.py if left.kind == V.PY else right.py if right.kind == V.PY else "list"
+                return _sequence(left.elems + right.elems, kind or "list")
+            return None
+        for seq, n in ((left, right), (right, left)):
+            if seq.elems and not V.is_dict_of(seq) and n.kind == V.PY and n.py == "int":
+                return _sequence((V.element_of(seq),), seq.py if seq.kind == V.PY and seq.py else "list")
+        return None
 
     def combine(self, vals: List[Val], bitwise: bool = False, elementwise: bool = True) -> Val:
         """Arithmetic of values: a tensor if any operand is; unknown if any is unknown. An
@@ -1187,3 +1196,16 @@ def _encoded(m: str, call: cst.Call) -> Val:
     if m == "encode":
         return V.tensor(V.CPU, dtype=V.INT)
     return Val(V.TENSORS, V.CPU, cls=L.ENCODING)
+
+
+def _sequence(elems: Tuple[Val, ...], seq: str) -> Val:
+    """A list or tuple of these items: tensors if any item is a tensor, unknown if any item is
+    unknown, else a plain sequence."""
+    tensors = [v for v in elems if v.kind == V.TENSOR]
+    if tensors:
+        dtypes = {v.dtype for v in tensors}
+        return Val(V.TENSORS, _device_of(tensors), dtype=dtypes.pop() if len(dtypes) == 1 else None,
+                   assumed=all(v.assumed for v in tensors), elems=elems)
+    if any(v.kind in (V.UNKNOWN, V.TENSORS) for v in elems):
+        return Val(V.UNKNOWN, elems=elems)  # `[a, b]` of unknowns is not a plain list
+    return Val(V.PY, py=seq, elems=elems)
