@@ -9,7 +9,9 @@ from synclint.semantic import EVIDENT
 class TensorToPythonScalar(Rule):
     """
     ## What it does
-    Flags `float(t)`, `int(t)`, `bool(t)` and `complex(t)` of a tensor that lives on the GPU.
+    Flags `float(t)`, `int(t)`, `bool(t)` and `complex(t)` of a tensor that lives on the GPU,
+    and the `math` functions of one (`math.isnan(grad_norm)`, `math.sqrt(t)`), which convert
+    their arguments to Python numbers first.
 
     ## Why is this bad?
     Converting a tensor to a Python number reads it back like `.item()` does
@@ -21,7 +23,8 @@ class TensorToPythonScalar(Rule):
     Keep the value on the GPU: accumulate metrics in a GPU tensor
     (`total += loss.detach()`) and read it back once per N steps or per epoch. Sizes and
     counts that must be Python ints are better taken from shapes (`t.shape[0]`,
-    `t.numel()`), which live on the host.
+    `t.numel()`), which live on the host. `torch.isnan(t)`, `torch.sqrt(t)` and the other
+    torch functions compute on the GPU without reading anything back.
     """
 
     CODE = "SYN104"
@@ -35,6 +38,14 @@ class TensorToPythonScalar(Rule):
         Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    v = float(x.sum())\n"),
         Valid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, scale, n):\n        return x[: int(n)] * float(scale)\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = float(x.sum().item())\n    s = int('3')\n"),
+        # `math` of host numbers and shapes; torch's own isnan stays on the GPU; a local
+        # `math` that is not the module
+        Valid(
+            "import math\nimport torch\nx = torch.ones(3, device='cuda')\n"
+            "for step in range(3):\n    a = math.sqrt(x.shape[0])\n    b = math.cos(step / 3)\n"
+            "    c = torch.isnan(x.sum())\n    d = math.isclose(x.numel(), 3)\n"
+        ),
+        Valid("import torch\nimport numpy as math\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = math.isnan(x.sum())\n"),
         Valid("import torch\nfrom numpy import float64 as float\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = float(x.sum())\n"),
         Valid(
             "import torch\n"
@@ -109,6 +120,21 @@ class TensorToPythonScalar(Rule):
             "        return float(self.loss_sum)\n",
             line=7,
         ),
+        # NVIDIA tacotron2: the gradient norm checked with `math`, from another function
+        Invalid(
+            "import math\nimport torch\n"
+            "def clip(model):\n    return torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "model = torch.nn.Linear(2, 2).cuda()\n"
+            "for _ in range(3):\n    grad_norm = clip(model)\n    is_overflow = math.isnan(grad_norm)\n",
+            line=8,
+            hot=True,
+            message="`math.isnan(grad_norm)` converts a GPU tensor to a Python number, which waits for all queued GPU work",
+        ),
+        Invalid(
+            "from math import log\nimport torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    v = log(x.mean(), 2)\n",
+            line=5,
+            hot=True,
+        ),
     ]
     BENCH = BenchPair(
         setup=(
@@ -138,6 +164,10 @@ class TensorToPythonScalar(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = is_builtin(self.ctx, node.func, ("float", "int", "bool", "complex"))
         if name is None:
+            q = self.ctx.qualname(node.func)
+            if q is not None and q.startswith("math.") and any(
+                    self.ctx.gpu(a.value, EVIDENT) is not None for a in positional(node)):
+                self.report(node, call=short(node))  # `math.isnan(t)`: `Tensor.__float__` first
             return
         pos = positional(node)
         if len(pos) != 1 or len(node.args) != 1:  # int(s, base) is a string parse
