@@ -1224,3 +1224,17 @@ def test_literal_sequences_added_and_repeated_keep_their_items():
     assert val("import torch\ndef f(a, n):\n    probe([a] * n)\n").kind == V.UNKNOWN
     assert val("import torch\ndef f(a, t):\n    probe((1, 2) + t)\n").kind != V.PY
     assert val("import torch\nprobe('-' * 3)\n").py == "str"
+
+
+def test_a_loader_wrapped_two_ways_yields_its_batches():
+    # BigGAN: `pbar = utils.progress(loader)` (the project's generator) or `tqdm(loader)`
+    src = ("import torch\nfrom tqdm import tqdm\nloader = torch.utils.data.DataLoader(ds)\n"
+           "def progress(items):\n    for item in items:\n        yield item\n"
+           "pbar = progress(loader) if fancy else tqdm(loader)\n"
+           "for x, y in pbar:\n    probe(x)\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    # near-miss: an iterator of unknown items joined with a loader is not the loader's batches
+    src = ("import torch\nfrom lib import stream\nloader = torch.utils.data.DataLoader(ds)\n"
+           "pbar = stream() if fancy else loader\nfor x, y in pbar:\n    probe(x)\n")
+    assert val(src).device != V.CPU

@@ -227,6 +227,10 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             # `mem = load_memory(path)` (a pickle) on one path, `ReplayMemory(args, n)` on the
             # other (Rainbow): an instance of that class where it is used as one
             return t
+        if t.kind == ITER and t.elems and other.kind == LOADER:
+            # `pbar = utils.progress(loader)` on one path, `tqdm(loader)` on the other
+            # (BigGAN): either way the loop gets the loader's batches
+            return Val(ITER, elems=(join(t.elems[0], element_of(other)),))
         if t.kind == TENSOR and other.kind == TENSORS and other.elems and any(e.kind != TENSOR for e in other.elems):
             # `return keep` on an early exit, `return keep, count` at the end (SSD's nms): the
             # callers unpack the tuple, whose parts are not all tensors
