@@ -285,6 +285,7 @@ class Walker:
         ctx = self.ctx
         self.walk(node.iter)
         before = ctx.snapshot()
+        head = ctx.enter_loop(node)
         _bind_loop_target(ctx, node.target, node.iter)
         self.walk(node.target)
         # An epoch loop (its body loops over batches) runs its own statements once per
@@ -302,6 +303,7 @@ class Walker:
         if not container:
             ctx.guard_depth = 0
         self.walk_field(node.body)
+        ctx.leave_loop(node, head)
         ctx.guard_depth = guard
         ctx.loop_nodes.pop()
         ctx.loop_depth -= per_step
@@ -313,12 +315,14 @@ class Walker:
     def _while(self, node: cst.While) -> None:
         ctx = self.ctx
         before = ctx.snapshot()
+        head = ctx.enter_loop(node)
         per_step = 0 if _in_constructor(ctx) or _runs_once(node) else 1
         ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
         self.walk(node.test)
         self.walk_field(node.body)
+        ctx.leave_loop(node, head)
         ctx.guard_depth = guard
         ctx.loop_nodes.pop()
         ctx.loop_depth -= per_step

@@ -1238,3 +1238,54 @@ def test_a_loader_wrapped_two_ways_yields_its_batches():
     src = ("import torch\nfrom lib import stream\nloader = torch.utils.data.DataLoader(ds)\n"
            "pbar = stream() if fancy else loader\nfor x, y in pbar:\n    probe(x)\n")
     assert val(src).device != V.CPU
+
+
+def test_a_name_the_loop_body_binds_below_its_read_holds_the_last_iterations_value():
+    # stargan-v2: `try: x = next(it)` / `except: it = iter(loader)`, `it` bound nowhere else
+    src = ("import torch\nloader = torch.utils.data.DataLoader(ds)\nfor i in range(3):\n"
+           "    try:\n        probe(next(it))\n    except StopIteration:\n        it = iter(loader)\n")
+    v = val(src)
+    assert v.kind == V.TENSORS and v.device == V.CPU
+    src = "import torch\nwhile True:\n    probe(prev)\n    prev = torch.ones(2, device='cuda')\n"
+    assert val(src).device == V.CUDA
+    # near-misses: a name bound before the loop keeps what it holds there (the earlier walk
+    # knew less); one the body binds before reading it starts afresh
+    src = ("import torch\nprev = None\nfor i in range(3):\n    probe(prev)\n    prev = torch.ones(2, device='cuda')\n")
+    assert val(src).kind == V.PY
+    src = ("import torch\nfor name in ['a', 'b']:\n    try:\n        x = next(it)\n    except StopIteration:\n"
+           "        if name == 'a':\n            x = 1\n    probe(x)\n    x = torch.ones(2, device='cuda')\n")
+    assert val(src).kind != V.TENSOR
+
+
+def test_read_first_follows_the_order_python_runs_the_code():
+    from synclint.semantic.syntax import read_first
+
+    def reads(code, *names):
+        return read_first(cst.parse_module(code), set(names))
+
+    assert reads("y = next(it)\nit = iter(xs)\n", "it") == {"it"}
+    assert reads("it = iter(xs)\ny = next(it)\n", "it") == set()
+    assert reads("x = x + 1\n", "x") == {"x"}  # the value runs before the target is bound
+    assert reads("x += 1\n", "x") == {"x"}
+    assert reads("for x in xs:\n    y = x\n", "x") == set()
+    assert reads("[x for x in xs]\n", "x") == set()
+    assert reads("def f():\n    return x\nx = 1\n", "x") == set()  # a nested function is not run here
+    assert reads("(a, b), c = t\nprint(a)\n", "a", "c") == set()
+    assert reads("a.b = 1\n", "a") == {"a"}
+
+
+def test_tuples_of_one_length_joined_keep_each_position():
+    # whisper's decoders: `return tokens, completed` (a CUDA bool tensor for the greedy one,
+    # `all(...)` for beam search) through one `self.decoder.update(...)`
+    src = ("import torch\nclass Greedy:\n    def update(self, t):\n        return t, (t[:, -1] == 0).all()\n"
+           "class Beam:\n    def update(self, t):\n        return t, all(len(s) > 2 for s in t)\n"
+           "d = Greedy() if c else Beam()\ntokens = torch.ones(2, 3, device='cuda')\n"
+           "tokens, completed = d.update(tokens)\nprobe(completed)\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.dtype == V.BOOL
+    a = V.Val(V.TENSORS, elems=(V.tensor(V.CUDA), V.py("int")))
+    b = V.Val(V.TENSORS, elems=(V.tensor(V.CUDA), V.py("float")))
+    assert V.join(a, b).elems == (V.tensor(V.CUDA), V.py("number"))
+    # near-miss: a list's items are any of them, not positions
+    lst = V.join(V.Val(V.PY, py="list", elems=(V.py("int"), V.py("str"))), V.Val(V.PY, py="list", elems=(V.py("str"), V.py("int"))))
+    assert lst.elems is None

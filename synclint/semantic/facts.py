@@ -121,6 +121,9 @@ class FileFacts:
     # command-line option -> the device it holds (`arguments.device_option`), for a function
     # above the parser that reads `args.device`
     device_options: Dict[str, str] = field(default_factory=dict)
+    # loop (the id of its For/While node in this tree) -> name -> what the name held at the
+    # end of the loop's body: the next iteration starts from it (`SemanticModel.enter_loop`)
+    loop_carried: Dict[int, Dict[str, Val]] = field(default_factory=dict)
 
 
 @dataclass

@@ -616,7 +616,8 @@ class Inference:
         if name in L.PYTHON_BUILTINS:
             return V.py({"len": "int", "int": "int", "float": "float", "str": "str", "bool": "bool",
                          "repr": "str", "format": "str", "dict": "dict", "sorted": "list",
-                         "range": "range"}.get(name, ""))
+                         "range": "range", "all": "bool", "any": "bool", "isinstance": "bool",
+                         "issubclass": "bool", "hasattr": "bool", "callable": "bool"}.get(name, ""))
         return None
 
     def _transformed(self, call: cst.Call) -> Val:

@@ -23,7 +23,7 @@ from synclint.semantic.helpers import HelperBody
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
-from synclint.semantic.syntax import descendants, dotted, string_value
+from synclint.semantic.syntax import descendants, dotted, read_first, string_value
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.values import Val
 
@@ -155,6 +155,7 @@ class SemanticModel(Inference):
         # command-line options that hold a device (`arguments.device_option`): the last walk's,
         # and those met so far; options read before this walk met them
         self.device_options: Dict[str, str] = dict(self.facts.device_options)
+        self.loop_carried: Dict[int, Dict[str, Val]] = {}  # this walk's (`FileFacts.loop_carried`)
         self.early_options: Set[str] = set()
         # function name -> what a call above its definition took from the last walk; the
         # same for (class, attribute) read before this walk reached an assignment of it
@@ -448,6 +449,31 @@ class SemanticModel(Inference):
                 fresh = ownership.join(fresh, b.fresh if b is not None else None)
             scope[name] = Binding(val if val is not None else V.UNKNOWN_VAL, expr, None, fresh)
 
+    def enter_loop(self, node: cst.CSTNode) -> Dict[str, Binding]:
+        """At a loop's head: a name the body binds only further down holds, from the second
+        iteration on, what the last walk saw at the end of the body (`it = iter(loader)` in
+        an `except` below the `next(it)` that reads it). Returns the head's scope, from which
+        `leave_loop` tells what the body changed.
+
+        Only names unbound before the loop: the last walk knew less than this one (the
+        project's facts come later), and its value joined into one this walk knows would
+        only blur it (a list of CPU grids whose items the first walk could not place)."""
+        carried = self.facts.loop_carried.get(id(node))
+        unbound = {name for name in carried or () if name not in self._scope_for(name)}
+        if unbound:
+            # only a name the body reads before it binds it: one the body binds before any
+            # read of it (`x, y = next(it)`) starts afresh in each iteration
+            for name in sorted(read_first(node, unbound)):
+                v = self.resolve(carried[name])
+                if v.kind != V.UNKNOWN:
+                    self.bind(name, v)
+        return self.snapshot()
+
+    def leave_loop(self, node: cst.CSTNode, head: Dict[str, Binding]) -> None:
+        """At the end of a loop's body: what each name the body rebound holds now."""
+        self.loop_carried[id(node)] = {name: b.val for name, b in self._scope_for("").items()
+                                       if head.get(name) is not b}
+
     def restore(self, snap: Dict[str, Binding]) -> None:
         self.forget()
         scope = self._scope_for("")
@@ -703,7 +729,7 @@ class SemanticModel(Inference):
                           one_liners=dict(self.one_liners), helpers=dict(self.helpers),
                           classes={name: c.is_module for name, c in self.classes_by_name.items()},
                           module_values={name: self._all_values(b) for name, b in self.module_scope.items()},
-                          device_options=dict(self.device_options))
+                          device_options=dict(self.device_options), loop_carried=dict(self.loop_carried))
         for key in self.call_args:
             info = self.all_funcs.get(key)
             if info is not None:

@@ -79,7 +79,7 @@ def target_names(t: cst.BaseExpression):
 # the cost of the parse); reading the dataclass fields directly is far cheaper. The walker
 # uses the same tables.
 import dataclasses  # noqa: E402
-from typing import AbstractSet, Dict, Iterator, Tuple  # noqa: E402
+from typing import AbstractSet, Dict, Iterator, Set, Tuple  # noqa: E402
 
 SKIP_TYPES = (
     cst.BaseParenthesizableWhitespace, cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen,
@@ -147,3 +147,51 @@ def descendants(node: cst.CSTNode, stop: AbstractSet[type] = SCOPE_TYPES) -> Ite
         yield n
         if type(n) not in stop:
             stack.extend(child_nodes(n))
+
+
+def read_first(node: cst.CSTNode, names: AbstractSet[str]) -> Set[str]:
+    """The names among `names` that running `node` reads before it binds them: a loop body
+    that reads `it` above the `it = iter(loader)` that rebinds it. In the order Python runs
+    the code (an assignment's value before its targets, a loop's iterable before its
+    target); nested functions and classes are not entered."""
+    first: Dict[str, bool] = {}  # name -> its first occurrence is a read
+
+    def visit(n: cst.CSTNode, store: bool = False) -> None:
+        if len(first) == len(names):
+            return
+        t = type(n)
+        if t is cst.Name:
+            if n.value in names and n.value not in first:
+                first[n.value] = not store
+        elif t in SCOPE_TYPES:
+            return
+        elif t is cst.Assign:
+            visit(n.value)
+            for target in n.targets:
+                visit(target.target, True)
+        elif t is cst.AnnAssign or t is cst.NamedExpr:
+            if n.value is not None:
+                visit(n.value)
+            visit(n.target, True)
+        elif t is cst.AugAssign:  # `x += 1` reads x first
+            visit(n.value)
+            visit(n.target)
+        elif t is cst.For or t is cst.CompFor:
+            visit(n.iter)
+            visit(n.target, True)
+            for rest in ((n.body, n.orelse) if t is cst.For else (*n.ifs, n.inner_for_in)):
+                if rest is not None:
+                    visit(rest)
+        elif t is cst.AsName:
+            visit(n.name, True)
+        elif t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            visit(n.for_in)  # its targets first: they are bound before the items are made
+            for part in ((n.key, n.value) if t is cst.DictComp else (n.elt,)):
+                visit(part)
+        else:
+            keep = store and t in (cst.Tuple, cst.List, cst.StarredElement, cst.Element)
+            for child in child_nodes(n):
+                visit(child, keep)
+
+    visit(node)
+    return {name for name, read in first.items() if read}

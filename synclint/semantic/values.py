@@ -216,7 +216,7 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             assumed=a.assumed and b.assumed,
             py=a.py if a.py == b.py else "number" if a.py in NUMBERS and b.py in NUMBERS else None,
             cls=a.cls if a.cls == b.cls else _either_class(a, b),
-            elems=a.elems if a.elems == b.elems else _appended(a, b),
+            elems=a.elems if a.elems == b.elems else _positional(a, b) or _appended(a, b),
         )
     for t, other in ((a, b), (b, a)):
         if t.kind == MODULE and other.kind == UNKNOWN and other.cls is None:
@@ -242,6 +242,16 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
                 continue  # a tensor or a str/dict: nothing to say
             return t
     return UNKNOWN_VAL
+
+
+def _positional(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
+    """Two tuples of one length (a generator's `yield start, end, chunk` at two places):
+    each position holds the join of its two values."""
+    if not a.elems or not b.elems or len(a.elems) != len(b.elems) or len(a.elems) < 2:
+        return None
+    if a.kind == PY and a.py != "tuple":
+        return None  # a list's items are any of them, not positions
+    return tuple(join(x, y) for x, y in zip(a.elems, b.elems))
 
 
 def _appended(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
