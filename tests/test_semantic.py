@@ -1289,3 +1289,11 @@ def test_tuples_of_one_length_joined_keep_each_position():
     # near-miss: a list's items are any of them, not positions
     lst = V.join(V.Val(V.PY, py="list", elems=(V.py("int"), V.py("str"))), V.Val(V.PY, py="list", elems=(V.py("str"), V.py("int"))))
     assert lst.elems is None
+
+
+def test_isinstance_variable_is_a_tensor_test():
+    # pytorch-playground's quantizer: `if isinstance(v, Variable): v = float(v.data.cpu())`;
+    # every tensor is a Variable, so past the `if` v is no tensor on either path
+    src = ("import math\nimport torch\nfrom torch.autograd import Variable\ndef f(x):\n    v = x.sum().cuda()\n"
+           "    if isinstance(v, Variable):\n        v = float(v.data.cpu())\n    probe(v)\n")
+    assert val(src).kind != V.TENSOR

@@ -50,7 +50,9 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
     name = _name(model, ann)
     last = name.rsplit(".", 1)[-1]
     q = model.qualname(ann) if model is not None else None
-    if last in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor") and (q is None or q.startswith("torch")):
+    # `Variable`: every tensor is one since torch 0.4 (`isinstance(t, Variable)` is true)
+    if (last in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor") and (q is None or q.startswith("torch"))) or q in (
+            "torch.autograd.Variable", "torch.autograd.variable.Variable"):
         v = V.tensor(None)
         if last == "LongTensor":
             v.dtype = V.INT
