@@ -656,6 +656,8 @@ class Inference:
             pos = [a.value for a in call.args if a.keyword is None and not a.star]
             got = tuple(self._infer(pos[i]) if i < len(pos) else V.UNKNOWN_VAL for i in L.RETURNS_ARGUMENTS[q])
             return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
+        if q in L.HOST_DECIDING_OPTIMIZERS:  # `optimizer = LARC(optimizer=optimizer)`
+            return Val(V.OPTIM, cls=L.LARC)
         if q in L.BATCH_SAMPLERS:  # `for indices in BatchSampler(...)`: lists of Python ints
             return Val(V.ITER, elems=(Val(V.PY, py="list", elems=(V.py("int"),)),))
         if q.startswith("torch."):
