@@ -302,6 +302,7 @@ class Walker:
         guard = ctx.guard_depth
         if not container:
             ctx.guard_depth = 0
+        _iteration_calls(ctx, node.iter)
         self.walk_field(node.body)
         ctx.leave_loop(node, head)
         ctx.guard_depth = guard
@@ -689,6 +690,19 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
         else:
             there.append((f"{k}.{method}", 1))
     return tuple(here), there
+
+
+def _iteration_calls(ctx: SemanticModel, it: cst.BaseExpression) -> None:
+    """`for state in val_mem:` over an instance of a class of the project: its `__next__`
+    runs at every iteration (Rainbow's replay memory), with the heat of the loop's body."""
+    v = ctx.infer(it)
+    if v.kind != V.OBJECT or not v.cls:
+        return
+    hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
+    caller = ctx.func.qual if ctx.func else None
+    here, there = _instance_methods(ctx, v, "__next__")
+    ctx.calls.extend((caller, k, hot) for k in here)
+    ctx.calls.extend((caller, "@" + q, hot) for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
 
 
 def _repeated_callback(ctx: SemanticModel, call: cst.Call, q: Optional[str]) -> Optional[str]:

@@ -1297,3 +1297,16 @@ def test_isinstance_variable_is_a_tensor_test():
     src = ("import math\nimport torch\nfrom torch.autograd import Variable\ndef f(x):\n    v = x.sum().cuda()\n"
            "    if isinstance(v, Variable):\n        v = float(v.data.cpu())\n    probe(v)\n")
     assert val(src).kind != V.TENSOR
+
+
+def test_a_loop_over_an_instance_runs_its_next_at_every_iteration():
+    # Rainbow: `for state in val_mem:` over its replay memory, whose `__next__` makes a tensor
+    src = ("import torch\nclass Memory:\n    def __iter__(self):\n        return self\n"
+           "    def __next__(self):\n        return torch.ones(2)\n"
+           "    def stats(self):\n        return 1\n"
+           "def evaluate(mem):\n    for state in mem:\n        pass\n    mem.stats()\n"
+           "evaluate(Memory())\n")
+    _, ctx = probe(src)
+    hot = hot_functions(ctx)
+    assert "Memory.__next__" in hot
+    assert "Memory.stats" not in hot  # near-miss: called once after the loop
