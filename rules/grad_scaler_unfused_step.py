@@ -3,6 +3,7 @@ import libcst as cst
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
 from synclint.rules._syn11x import arg
+from synclint.semantic import library as L
 from synclint.semantic import values as V
 
 # Optimizers whose `fused=True` implementation takes `found_inf` from the scaler as a GPU
@@ -13,7 +14,8 @@ class GradScalerUnfusedStep(Rule):
     """
     ## What it does
     Flags `scaler.step(optimizer)` where `scaler` is a CUDA `GradScaler` the model knows (made
-    in the file, an attribute, a parameter every caller passes one to) and `optimizer` is an
+    in the file, an attribute, a parameter every caller passes one to), or a call of timm's
+    `NativeScaler` (`loss_scaler(loss, optimizer)`, which steps one inside), and `optimizer` is an
     `Adam`, `AdamW`, `SGD` or `Adagrad` made without `fused=True`, or an optimizer made where
     the model cannot see (a builder in a library, `create_optimizer(args, model)`): only an
     optimizer made with an explicit `fused=True` skips the read-back.
@@ -113,8 +115,31 @@ class GradScalerUnfusedStep(Rule):
             "        self.scaler.step(self.opt)\n"
             "        self.scaler.update()\n",
         ),
+        # timm's NativeScaler with a fused optimizer; a project's own callable scaler
+        Valid(
+            "import torch\nfrom timm.utils import NativeScaler\n"
+            "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\nloss_scaler = NativeScaler()\n"
+            "for x in xs:\n    loss_scaler(model(x).sum(), opt)\n"
+        ),
+        Valid(
+            "import torch\nclass Scaler:\n    def __call__(self, loss, opt):\n        loss.backward()\n        opt.step()\n"
+            "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\nloss_scaler = Scaler()\n"
+            "for x in xs:\n    loss_scaler(model(x).sum(), opt)\n"
+        ),
     ]
     INVALID = [
+        # deit: timm's NativeScaler handed to the training function, the optimizer made by
+        # timm's `create_optimizer` (annotated as any `Optimizer`)
+        Invalid(
+            "import torch\nfrom timm.optim import create_optimizer\nfrom timm.utils import NativeScaler\n"
+            "def train_one_epoch(model, loader, optimizer: torch.optim.Optimizer, loss_scaler):\n"
+            "    for x in loader:\n"
+            "        loss_scaler(model(x).sum(), optimizer, clip_grad=None, parameters=model.parameters())\n"
+            "optimizer = create_optimizer(args, model)\n"
+            "train_one_epoch(model, loader, optimizer, NativeScaler())\n",
+            line=6,
+            hot=True,
+        ),
         Invalid(  # an optimizer the model cannot see into (one path's LARS is another
             # module's class): no fused optimizer is made without `fused=True`, so this syncs
             "import torch\nimport torch.optim as optim\nfrom torch.cuda import amp\nfrom lars import LARS\n"
@@ -209,20 +234,28 @@ class GradScalerUnfusedStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
-            return
-        opt = arg(node, 0, "optimizer")
-        if opt is None:
-            return
         ctx = self.ctx
-        scaler = ctx.infer(func.value)
-        if scaler.kind != V.OBJECT or scaler.cls != "torch.amp.GradScaler" or scaler.device == V.CPU:
+        if isinstance(func, cst.Attribute) and func.attr.value == "step":
+            opt = arg(node, 0, "optimizer")
+            if opt is None:
+                return
+            scaler = ctx.infer(func.value)
+            if scaler.kind != V.OBJECT or scaler.cls != "torch.amp.GradScaler" or scaler.device == V.CPU:
+                return
+        elif len(node.args) >= 2 and isinstance(func, (cst.Name, cst.Attribute)):
+            # `loss_scaler(loss, optimizer)`: timm's NativeScaler runs `scaler.step(optimizer)`
+            if V.classes_of(ctx.infer(func)) != (L.NATIVE_SCALER,):
+                return
+            opt = arg(node, *L.SCALER_CALLABLES[L.NATIVE_SCALER])
+            if opt is None:
+                return
+        else:
             return
         o = ctx.infer(opt)
         classes = V.classes_of(o)  # one per path that creates it
         if o.kind == V.OPTIM and o.py == "unfused" and classes and all(c.rsplit(".", 1)[-1] in _FUSABLE for c in classes):
             self.report(node, call=short(node), why=f"because `{short(opt)}` is not fused", opt=short(opt))
-        elif o.kind == V.UNKNOWN:
+        elif o.kind == V.UNKNOWN or classes == ("torch.optim.Optimizer",):  # (an annotation's)
             # made where the model cannot see (a builder, a parameter): fused optimizers are
             # made with an explicit `fused=True`, every other one syncs here
             self.report(node, call=short(node), why=f"unless `{short(opt)}` is a fused optimizer", opt=short(opt))

@@ -173,7 +173,9 @@ def steps_optimizer(call: cst.Call, model) -> bool:
     a step of training for `callgraph.STEPS`."""
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
-        return False
+        # `loss_scaler(loss, optimizer)`: timm's NativeScaler steps it
+        return len(call.args) >= 2 and isinstance(func, (cst.Name, cst.Attribute)) \
+            and V.classes_of(model.infer(func)) == (L.NATIVE_SCALER,)
     v = model.infer(func.value)
     return v.kind == V.OPTIM and not _lr_scheduler(v)
 

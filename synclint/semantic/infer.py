@@ -658,6 +658,8 @@ class Inference:
             return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
         if q in L.HOST_DECIDING_OPTIMIZERS:  # `optimizer = LARC(optimizer=optimizer)`
             return Val(V.OPTIM, cls=L.LARC)
+        if q in L.SCALER_CALLABLES:  # `loss_scaler = NativeScaler()`: a CUDA GradScaler inside
+            return Val(V.OBJECT, V.CUDA, cls=L.NATIVE_SCALER)
         if q in L.BATCH_SAMPLERS:  # `for indices in BatchSampler(...)`: lists of Python ints
             return Val(V.ITER, elems=(Val(V.PY, py="list", elems=(V.py("int"),)),))
         if q.startswith("torch."):

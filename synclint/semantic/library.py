@@ -94,6 +94,8 @@ BATCH_SAMPLERS = _set("iteration", "batch_samplers")
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
 HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as
+SCALER_CALLABLES = {f: tuple(a) for f, a in _DATA["wrappers"]["scaler_callables"].items()}
+NATIVE_SCALER = "timm.utils.NativeScaler"  # the class every such scaler's instance is known as
 REPEAT_CALLERS = {f: tuple(a) for f, a in _DATA["iteration"]["repeat_callers"].items()}
 TEMPLATE_METHODS = {m: tuple(c) for m, c in _DATA["iteration"]["template_methods"].items()}
 
