@@ -112,8 +112,23 @@ class TensorLoggedToTracker(Rule):
             "for i in range(3):\n"
             "    dump(torch.rand(4, 3, 8, 8), f'{i}.png')\n"
         ),
+        # a project's own logger with the same method names, not a writer
+        Valid(
+            "import torch\nclass Logger:\n    def add_scalar(self, tag, value, step):\n        self.last = value\n"
+            "log = Logger()\nx = torch.ones(2, device='cuda')\nfor step in range(3):\n    log.add_scalar('x', x.sum(), step)\n"
+        ),
     ]
     INVALID = [
+        # NVIDIA tacotron2: the project's logger derives from the writer
+        Invalid(
+            "import torch\nfrom torch.utils.tensorboard import SummaryWriter\n"
+            "class Logger(SummaryWriter):\n    def log_training(self, grad_norm, step):\n"
+            "        self.add_scalar('grad.norm', grad_norm, step)\n"
+            "model = torch.nn.Linear(2, 2).cuda()\nlogger = Logger('runs')\n"
+            "for step in range(3):\n    logger.log_training(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0), step)\n",
+            line=5,
+            hot=True,
+        ),
         Invalid(
             "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
             "w = torch.randn(4, 4, device='cuda')\nfor step in range(10):\n    loss = (w @ w).sum()\n"
@@ -209,7 +224,8 @@ class TensorLoggedToTracker(Rule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in L.WRITER_METHODS:
             writer = self.ctx.infer(receiver(node))
-            if writer.kind == V.OBJECT and writer.cls == L.WRITER:
-                return L.WRITER_METHODS[func.attr.value]
+            if writer.kind == V.OBJECT and (writer.cls == L.WRITER or writer.cls and "|" not in writer.cls and (
+                    self.ctx.library_base(writer.cls, L.TRACKER_WRITERS.__contains__) is not None)):
+                return L.WRITER_METHODS[func.attr.value]  # a writer, or its subclass (tacotron2's logger)
         q = self.ctx.qualname(func)
         return L.TRACKER_FUNCTIONS.get(q) if q is not None else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -548,9 +548,15 @@ class SemanticModel(Inference):
         v = self.project.class_member(cls_name, method, method=True)
         return self.resolve(v) if v is not None else None
 
-    def distribution_base(self, cls_name: str, _depth: int = 0) -> Optional[str]:
+    def distribution_base(self, cls_name: str) -> Optional[str]:
         """The `torch.distributions` class (`"Categorical"`) an in-file or project class
         derives from (`class FixedCategorical(torch.distributions.Categorical)`), if any."""
+        base = self.library_base(cls_name, lambda b: b.startswith("torch.distributions."))
+        return base.rsplit(".", 1)[-1] if base is not None else None
+
+    def library_base(self, cls_name: str, wanted: Callable[[str], bool], _depth: int = 0) -> Optional[str]:
+        """The qualified name of a library class that an in-file or project class derives
+        from and that `wanted` accepts (`class Tacotron2Logger(SummaryWriter)`), if any."""
         info = self.classes_by_name.get(cls_name)
         if info is not None:
             bases = info.bases
@@ -558,10 +564,10 @@ class SemanticModel(Inference):
             ext = self.project.class_facts(cls_name)
             bases = ext.bases if ext is not None else []
         for b in bases:
-            if b.startswith("torch.distributions."):
-                return b.rsplit(".", 1)[-1]
+            if wanted(b):
+                return b
             if _depth < 4 and b != cls_name:
-                got = self.distribution_base(b, _depth + 1)
+                got = self.library_base(b, wanted, _depth + 1)
                 if got is not None:
                     return got
         return None
