@@ -1,4 +1,4 @@
-from typing import Iterable, Optional, Tuple
+from typing import List
 
 import libcst as cst
 
@@ -15,14 +15,16 @@ class TensorLoggedToTracker(Rule):
     Flags a GPU tensor handed to an experiment tracker that reads it back to the host:
     TensorBoard's `writer.add_scalar(tag, t)` (and `add_scalars`, `add_histogram`,
     `add_image(s)`, `add_audio`, `add_video`, `add_embedding`, `add_pr_curve`), from
-    `torch.utils.tensorboard` or `tensorboardX`; `wandb.log({"loss": t})`; and
-    torchvision's `save_image(t, path)`.
+    `torch.utils.tensorboard` or `tensorboardX` (or a class derived from its writer);
+    `wandb.log({"loss": t})`; torchvision's `save_image(t, path)`; and a Hugging Face
+    `evaluate` metric's `add_batch(predictions=..., references=...)`.
 
     ## Why is this bad?
     The tracker converts the tensor on the calling thread: TensorBoard's writer runs
     `make_np`, which is `x.detach().cpu().numpy()` (`torch/utils/tensorboard/_convert_np.py`);
     wandb's `json_friendly` calls `.item()` on a 0-d tensor and `.cpu().numpy()` otherwise;
-    `save_image` copies to the CPU to encode the image. Each is a blocking device-to-host
+    `save_image` copies to the CPU to encode the image; `evaluate` stores the batch through
+    `datasets`' `cast_to_python_objects`, which calls `.detach().cpu().numpy()`. Each is a blocking device-to-host
     copy that waits for every kernel queued before it, once per value logged: three
     `add_scalar` calls in a logging step are three syncs.
 
@@ -117,8 +119,23 @@ class TensorLoggedToTracker(Rule):
             "import torch\nclass Logger:\n    def add_scalar(self, tag, value, step):\n        self.last = value\n"
             "log = Logger()\nx = torch.ones(2, device='cuda')\nfor step in range(3):\n    log.add_scalar('x', x.sum(), step)\n"
         ),
+        # a metric fed host values (`.tolist()` is SYN102's), and a project's own `metric`
+        Valid(
+            "import torch\nimport evaluate\nmetric = evaluate.load('accuracy')\n"
+            "for x, y in batches:\n    p = model(x.cuda()).argmax(-1)\n"
+            "    metric.add_batch(predictions=p.tolist(), references=y)\n"
+        ),
     ]
     INVALID = [
+        # Hugging Face accelerate's nlp_example: predictions gathered on the GPU
+        Invalid(
+            "import torch\nimport evaluate\nmetric = evaluate.load('glue', 'mrpc')\n"
+            "model = torch.nn.Linear(4, 2).cuda()\n"
+            "for x in batches:\n    predictions = model(x.cuda()).argmax(dim=-1)\n"
+            "    metric.add_batch(predictions=predictions, references=x[:, 0])\n",
+            line=7,
+            hot=True,
+        ),
         # NVIDIA tacotron2: the project's logger derives from the writer
         Invalid(
             "import torch\nfrom torch.utils.tensorboard import SummaryWriter\n"
@@ -205,27 +222,33 @@ class TensorLoggedToTracker(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        where = self._logged_argument(node)
-        if where is None:
-            return
-        logged = arg(node, *where)
-        if logged is None:
-            return
-        values: Iterable[cst.BaseExpression] = [logged]
-        if isinstance(logged, cst.Dict):  # add_scalars / wandb.log: the dict's values
-            values = [el.value for el in logged.elements if isinstance(el, cst.DictElement)]
+        values: List[cst.BaseExpression] = []
+        for logged in self._logged_arguments(node):
+            if isinstance(logged, cst.Dict):  # add_scalars / wandb.log: the dict's values
+                values += [el.value for el in logged.elements if isinstance(el, cst.DictElement)]
+            else:
+                values.append(logged)
         for v in values:
             if self.ctx.gpu(v, EVIDENT) is not None:
                 self.report(node, call=short(node, 60), value=short(v))
                 return  # one finding per call: the call is the sync site
 
-    def _logged_argument(self, node: cst.Call) -> Optional[Tuple[int, str]]:
-        """(position, keyword) of the argument this call reads back, when it is a tracker's."""
+    def _logged_arguments(self, node: cst.Call) -> List[cst.BaseExpression]:
+        """The arguments this call reads back, when it is a tracker's or a metric's."""
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in L.WRITER_METHODS:
-            writer = self.ctx.infer(receiver(node))
-            if writer.kind == V.OBJECT and (writer.cls == L.WRITER or writer.cls and "|" not in writer.cls and (
-                    self.ctx.library_base(writer.cls, L.TRACKER_WRITERS.__contains__) is not None)):
-                return L.WRITER_METHODS[func.attr.value]  # a writer, or its subclass (tacotron2's logger)
+        if isinstance(func, cst.Attribute) and (func.attr.value in L.WRITER_METHODS or func.attr.value in L.METRIC_METHODS):
+            obj = self.ctx.infer(receiver(node))
+            if obj.kind != V.OBJECT or not obj.cls:
+                return []
+            if obj.cls == L.METRIC:  # `metric.add_batch(predictions=p, references=r)`
+                return [a.value for a in node.args if a.keyword is not None and a.keyword.value in L.METRIC_INPUTS] \
+                    if func.attr.value in L.METRIC_METHODS else []
+            if func.attr.value in L.WRITER_METHODS and (obj.cls == L.WRITER or "|" not in obj.cls and (
+                    self.ctx.library_base(obj.cls, L.TRACKER_WRITERS.__contains__) is not None)):
+                got = arg(node, *L.WRITER_METHODS[func.attr.value])  # a writer, or its subclass (tacotron2's logger)
+                return [got] if got is not None else []
+            return []
         q = self.ctx.qualname(func)
-        return L.TRACKER_FUNCTIONS.get(q) if q is not None else None
+        where = L.TRACKER_FUNCTIONS.get(q) if q is not None else None
+        got = arg(node, *where) if where is not None else None
+        return [got] if got is not None else []

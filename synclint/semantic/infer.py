@@ -644,6 +644,8 @@ class Inference:
     def _infer_qualified_call(self, q: str, call: cst.Call) -> Val:
         if q in L.TRACKER_WRITERS:
             return Val(V.OBJECT, cls=L.WRITER)
+        if q in L.METRIC_LOADERS:
+            return Val(V.OBJECT, cls=L.METRIC)
         if q in L.TO_TENSOR:
             return self._transformed(call)
         module, _, last = q.rpartition(".")
