@@ -330,9 +330,9 @@ class Project:
             return V.UNKNOWN_VAL
         changed = False
         cls = v.cls
-        key = V.function_key(v)
-        if key and "." not in key:  # a nested function of this module, as others name it
-            return v.with_(cls=self.class_key(path, key))
+        keys = V.function_keys(v)
+        if keys and any("." not in k for k in keys):  # this module's functions, as others name them
+            return v.with_(cls="|".join(k if "." in k else self.class_key(path, k) for k in keys))
         if (v.kind in (V.MODULE, V.OBJECT) or V.class_key(v)) and cls:  # each class ("A|B") by its project-wide key
             s = self.summaries.get(path)
             keys = [self.class_key(path, k) if s is not None and "." not in k and k in s.classes else k

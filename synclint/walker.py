@@ -568,13 +568,18 @@ class Walker:
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
                 elif V.function_key(v) and V.function_key(v) != func.value:
-                    # `step = get_step_fn(...); step(batch)`: the function the factory made
-                    key = V.function_key(v)
-                    if "." in key:
-                        outside = [(key, 0)]
-                    else:
-                        callee = (key, 0)
-                        ctx.calls.append((caller, key, hot))
+                    # `step = get_step_fn(...); step(batch)`: the function the factory made;
+                    # `spline_fn = f if c else g; spline_fn(x)`: either
+                    keys = V.function_keys(v)
+                    outside = [(k, 0) for k in keys if "." in k]
+                    here = [k for k in keys if "." not in k]
+                    if len(here) == 1:
+                        callee = (here[0], 0)
+                    ctx.calls.extend((caller, k, hot) for k in here)
+                    if len(here) > 1:
+                        pos, kws = _arg_values(ctx, node)
+                        for k in here:
+                            ctx.call_args.setdefault(k, []).append((caller, 0, pos, kws))
                 elif ctx.stars and func.value not in ctx.all_funcs and not ctx.is_local(func.value):
                     outside = [("*" + func.value, 0)]  # from `from m import *`: the linker finds it
                 else:

@@ -1310,3 +1310,23 @@ def test_a_loop_over_an_instance_runs_its_next_at_every_iteration():
     hot = hot_functions(ctx)
     assert "Memory.__next__" in hot
     assert "Memory.stats" not in hot  # near-miss: called once after the loop
+
+
+def test_a_name_holding_one_function_or_another_calls_either():
+    # vits' `spline_fn = rational_quadratic_spline` or `unconstrained_...` by `tails`, then
+    # `spline_fn(inputs=inputs, ...)` in a flow's forward: both run at every step, with its tensors
+    src = ("import torch\n"
+           "def transform(inputs, tails=None):\n"
+           "    if tails is None:\n        spline_fn = plain\n    else:\n        spline_fn = unconstrained\n"
+           "    return spline_fn(inputs=inputs)\n"
+           "def plain(inputs):\n    return inputs\n"
+           "def unconstrained(inputs):\n    probe(inputs)\n    return inputs\n"
+           "def unused(inputs):\n    return inputs\n"
+           "class Flow(torch.nn.Module):\n    def forward(self, x):\n"
+           "        return transform(torch.ones(2, device='cuda') * x, tails='linear')\n")
+    seen, ctx = probe(src)
+    hot = hot_functions(ctx)
+    assert {"plain", "unconstrained"} <= hot and "unused" not in hot
+    assert seen[0][0].kind == V.TENSOR and seen[0][0].device == V.CUDA
+    # a function defined above the caller as well as below it
+    assert val("import torch\ndef g():\n    return 1\ndef f():\n    h = g\n    probe(h)\n").cls == "g"

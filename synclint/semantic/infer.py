@@ -57,6 +57,8 @@ class Inference:
             if v.kind == V.UNKNOWN and v.cls is None and not self.is_local(e.value) \
                     and self.defined_class(e.value) is not None:
                 return V.class_value(e.value)  # `return ERM`: the class itself
+            if v == V.FUNCTION_VAL:  # a module-level function as a value (`fn = f if c else g`), by its key
+                return V.function(e.value)
             return v
         if t is cst.Integer:
             return V.py("int")
@@ -72,7 +74,10 @@ class Inference:
         if t is cst.Dict:
             return self._infer_dict(e)
         if t is cst.DictComp:
-            return V.py("dict")
+            # `{name: p.cpu() for name, p in model.named_parameters()}` (llm.c): a dict of the
+            # values it makes, when they are tensors or arrays (as `_infer_dict`)
+            v = self._infer(e.value)
+            return Val(V.PY, py="dict", elems=(v,)) if v.kind in (V.NUMPY, V.TENSOR) else V.py("dict")
         if t in (cst.Imaginary, cst.Set, cst.SetComp, cst.Lambda):
             return V.PY_VAL
         if t in (cst.List, cst.Tuple):
@@ -555,10 +560,14 @@ class Inference:
                 v = self._replayed(name, self.helpers[name], call, None)
                 if v is not None:
                     return v
-            key = V.function_key(bound)
-            if key and key != name:  # a function a factory made: what it returns
-                got = self.project.call_val(key) if "." in key else self.func_returns.get(key)
-                return self.resolve(got) if got is not None else V.UNKNOWN_VAL
+            keys = [k for k in V.function_keys(bound) if k != name]
+            if keys:  # a function a factory made, or a name holding one or another: what it returns
+                out: Optional[Val] = None
+                for key in keys:
+                    got = self.project.call_val(key) if "." in key else self.func_returns.get(key)
+                    got = self.resolve(got) if got is not None else V.UNKNOWN_VAL
+                    out = got if out is None else V.join(out, got)
+                return out
             ret = self.func_returns.get(name)
             if ret is not None:
                 if name not in self.all_funcs:

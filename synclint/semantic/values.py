@@ -148,8 +148,14 @@ def function(key: str) -> Val:
 
 
 def function_key(v: Val) -> Optional[str]:
-    """The key of the function a value is (`function`), if it is one."""
+    """The key of the function a value is (`function`), if it is one ("a|b": either)."""
     return v.cls if v.kind == PY and v.py == "function" else None
+
+
+def function_keys(v: Val) -> Tuple[str, ...]:
+    """Each function a value may be: `spline_fn = f if c else g` is either."""
+    key = function_key(v)
+    return tuple(key.split("|")) if key else ()
 
 
 def class_value(key: str) -> Val:
@@ -274,7 +280,8 @@ def _either_class(a: Val, b: Val) -> Optional[str]:
     """Instances of two classes on two paths (`VPSDE(...) if c else VESDE(...)`, `Adam if
     opt == "adam" else SGD`): both, as "A|B". A method call or an attribute read asks each
     class, and a rule asks whether every one of them fits (can every optimizer fuse)."""
-    if a.kind not in (OPTIM, OBJECT, MODULE) or not a.cls or not b.cls:
+    functions = a.kind == PY and a.py == "function"  # (both are: the kinds and `py` are equal)
+    if (a.kind not in (OPTIM, OBJECT, MODULE) and not functions) or not a.cls or not b.cls:
         return None
     keys = sorted(set(a.cls.split("|")) | set(b.cls.split("|")))
     return "|".join(keys) if len(keys) <= MAX_PATH_CLASSES else None
