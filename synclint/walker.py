@@ -642,6 +642,8 @@ class Walker:
                 f.timing = True
             else:
                 ctx.timing_funcs.add(None)  # a script that times things at module level
+        if hot is True and callee is None and not bound_methods:
+            _handed_methods(ctx, node, caller)
         mapped = _mapped_lambda(ctx, node)
         if mapped is None:
             self.children(node)
@@ -695,6 +697,21 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
         else:
             there.append((f"{k}.{method}", 1))
     return tuple(here), there
+
+
+def _handed_methods(ctx: SemanticModel, call: cst.Call, caller: Optional[str]) -> None:
+    """A method of a project class handed to a call at a hot site that is not a project
+    function: the library calls it there (`retry_call(model.train, tries=3)` in
+    stylegan2-pytorch's loop, `checkpoint(self.block, x)`), so it runs at every step too."""
+    for a in call.args:
+        v = a.value
+        if not (isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)):
+            continue
+        obj = ctx.infer(v.value)
+        if obj.kind in (V.MODULE, V.OBJECT) and obj.cls:
+            here, there = _instance_methods(ctx, obj, v.attr.value)
+            ctx.calls.extend((caller, k, True) for k in here)
+            ctx.calls.extend((caller, "@" + q, True) for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
 
 
 def _iteration_calls(ctx: SemanticModel, it: cst.BaseExpression) -> None:

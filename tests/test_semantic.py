@@ -1330,3 +1330,25 @@ def test_a_name_holding_one_function_or_another_calls_either():
     assert seen[0][0].kind == V.TENSOR and seen[0][0].device == V.CUDA
     # a function defined above the caller as well as below it
     assert val("import torch\ndef g():\n    return 1\ndef f():\n    h = g\n    probe(h)\n").cls == "g"
+
+
+def test_the_first_batch_of_a_progress_bar_over_enumerate_is_once():
+    # YOLOP's validation: `for batch_i, (...) in tqdm(enumerate(val_loader), total=n):`, then
+    # `if batch_i == 0:` plots the first batch's images
+    src = ("import torch\nfrom tqdm import tqdm\nloader = torch.utils.data.DataLoader(ds)\n"
+           "def validate(model):\n    for batch_i, (img, target) in tqdm(enumerate(loader), total=9):\n"
+           "        out = model(img.cuda())\n        if batch_i == 0:\n            probe(out)\n"
+           "        if batch_i > 0:\n            probe(out)\n")
+    seen, _ = probe(src)
+    assert [hot for _, hot in seen] == [False, True]  # near-miss: every later batch
+
+
+def test_a_method_handed_to_a_library_call_in_a_loop_runs_there():
+    # stylegan2-pytorch's cli: `retry_call(model.train, tries=3)` at every step
+    src = ("import torch\nfrom retry.api import retry_call\n"
+           "class Trainer:\n    def train(self):\n        return 1\n    def save(self):\n        return 2\n"
+           "def main():\n    model = Trainer()\n    while True:\n        retry_call(model.train, tries=3)\n"
+           "    retry_call(model.save)\n")
+    _, ctx = probe(src)
+    hot = hot_functions(ctx)
+    assert "Trainer.train" in hot and "Trainer.save" not in hot  # near-miss: handed over once

@@ -1159,10 +1159,28 @@ def _counted(root: cst.CSTNode, attrs: bool) -> Set[str]:
                 out.add(t.value)
             elif attrs and isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
                 out.add(t.attr.value)
-        elif not attrs and kind is cst.For and isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Name):
-            if n.iter.func.value == "range" and isinstance(n.target, cst.Name):
+        elif not attrs and kind is cst.For:
+            it = _unwrapped(n.iter)
+            if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)):
+                continue
+            if it.func.value == "range" and isinstance(n.target, cst.Name):
                 out.add(n.target.value)
-            elif (n.iter.func.value == "enumerate" and isinstance(n.target, cst.Tuple) and n.target.elements
+            elif (it.func.value == "enumerate" and isinstance(n.target, cst.Tuple) and n.target.elements
                   and isinstance(n.target.elements[0].value, cst.Name)):
                 out.add(n.target.elements[0].value.value)
     return out
+
+
+# progress bars that yield what they wrap: `tqdm(enumerate(loader), total=n)`
+_PROGRESS_BARS = frozenset(("tqdm", "trange", "track", "progress_bar"))
+
+
+def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
+    """The iterable a progress bar wraps (`tqdm(enumerate(loader))`: the enumerate)."""
+    while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None:
+        f = it.func
+        name = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+        if name not in _PROGRESS_BARS:
+            break
+        it = it.args[0].value
+    return it
