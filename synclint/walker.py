@@ -700,11 +700,18 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
 
 
 def _handed_methods(ctx: SemanticModel, call: cst.Call, caller: Optional[str]) -> None:
-    """A method of a project class handed to a call at a hot site that is not a project
-    function: the library calls it there (`retry_call(model.train, tries=3)` in
-    stylegan2-pytorch's loop, `checkpoint(self.block, x)`), so it runs at every step too."""
+    """A function, or a method of a project class, handed to a call at a hot site that is not
+    a function of this file: the library calls it there (`retry_call(model.train, tries=3)`
+    in stylegan2-pytorch's loop, `checkpoint(self.block, x)`, `loss.register_hook(check)`),
+    so it runs at every step too."""
     for a in call.args:
         v = a.value
+        if isinstance(v, cst.Name):  # a function: `loss.register_hook(raise_if_nan)`, run in backward
+            fn = ctx.lookup(v.value)
+            keys = (v.value,) if fn == V.FUNCTION_VAL else V.function_keys(fn)
+            ctx.calls.extend((caller, k if "." not in k else "@" + k, True) for k in keys
+                             if k.split(".", 1)[0] not in L.LIBRARY_ROOTS)
+            continue
         if not (isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)):
             continue
         obj = ctx.infer(v.value)

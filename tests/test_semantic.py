@@ -1352,3 +1352,8 @@ def test_a_method_handed_to_a_library_call_in_a_loop_runs_there():
     _, ctx = probe(src)
     hot = hot_functions(ctx)
     assert "Trainer.train" in hot and "Trainer.save" not in hot  # near-miss: handed over once
+    # a function: a gradient hook registered at every step runs in every backward
+    src = ("import torch\ndef check(g):\n    return g\ndef once(g):\n    return g\n"
+           "for x in xs:\n    loss = x.sum()\n    loss.register_hook(check)\nx.register_hook(once)\n")
+    _, ctx = probe(src)
+    assert "check" in hot_functions(ctx) and "once" not in hot_functions(ctx)
