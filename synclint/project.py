@@ -379,6 +379,8 @@ class Project:
                     out.is_module = out.is_module or base.is_module
                     out.attrs.update(base.attrs)
                     out.methods.update(base.methods)
+                # project bases by key, a library's by its qualified name (`library_base`)
+                out.bases.append(base.key if base is not None else b)
         out.attrs.update((a, self.value(path, v, depth + 1)) for a, v in raw.attrs.items())
         out.methods.update((m, self.value(path, v, depth + 1)) for m, v in raw.methods.items())
         out.fed = raw.fed

@@ -1387,3 +1387,25 @@ def test_pair_of_torch_utils_is_a_tuple_not_a_tensor(tmp_path):
                 return out.to(device)
     """})
     assert _found(paths) == set()
+
+
+def test_a_dataloader_subclass_of_another_module_yields_cpu_batches(tmp_path):
+    # YOLOP's `DataLoaderX(DataLoader)` in lib/utils, re-exported by the package
+    paths = _project(tmp_path, {
+        "lib/__init__.py": "",
+        "lib/utils/__init__.py": "from .utils import DataLoaderX, Prefetcher\n",
+        "lib/utils/utils.py": (
+            "from torch.utils.data import DataLoader\n"
+            "class DataLoaderX(DataLoader):\n    def __iter__(self):\n        return super().__iter__()\n"
+            "class Prefetcher:\n    def __init__(self, loader):\n        self.loader = loader\n"
+        ),
+        "train.py": (
+            "import torch\nfrom lib.utils import DataLoaderX, Prefetcher\n"
+            "loader = DataLoaderX(ds, batch_size=2)\nother = Prefetcher(ds)\n"
+            "for x, y in loader:\n    x = x.cuda()\n"
+            "for x, y in other:\n    x = x.cuda()\n"
+        ),
+    })
+    found = _found(paths)
+    assert ("train.py", 6, "SYN304", True) in found
+    assert not any(f[1] == 8 for f in found)  # near-miss: a class that is no loader

@@ -553,7 +553,7 @@ class Inference:
                 return self.instance_of(V.class_key(bound))
             is_module = self.defined_class(name)
             if is_module is not None:
-                return Val(V.MODULE if is_module else V.OBJECT, cls=name)
+                return self._instance_made(Val(V.MODULE if is_module else V.OBJECT, cls=name), call)
             if name in self.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
                 return self._inlined(name, call)
             if name in self.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
@@ -700,13 +700,20 @@ class Inference:
             # (it names what its own module defines, `return Rays(n)`: what the module says)
         got = self.project.call_val(q)
         if got is not None:
-            return self.resolve(got)
+            return self._instance_made(self.resolve(got), call)
         is_module = self.defined_class(last)
         if is_module is not None:
             return Val(V.MODULE if is_module else V.OBJECT, cls=last)
         if root in L.LIBRARY_ROOTS:
             return V.UNKNOWN_VAL
         return ref(q)  # another module's function or class: the project resolves it
+
+    def _instance_made(self, v: Val, call: cst.Call) -> Val:
+        """An instance a call of a project class made; a loader when the class derives from
+        torch's DataLoader (YOLOP's `DataLoaderX(dataset, pin_memory=...)`)."""
+        if v.kind == V.OBJECT and v.cls and "|" not in v.cls and self.library_base(v.cls, _is_torch_loader) is not None:
+            return self._loader(call)
+        return v
 
     def _infer_torch_call(self, t: str, call: cst.Call) -> Val:
         last = t.rsplit(".", 1)[-1]
@@ -1225,3 +1232,7 @@ def _sequence(elems: Tuple[Val, ...], seq: str) -> Val:
     if any(v.kind in (V.UNKNOWN, V.TENSORS) for v in elems):
         return Val(V.UNKNOWN, elems=elems)  # `[a, b]` of unknowns is not a plain list
     return Val(V.PY, py=seq, elems=elems)
+
+
+def _is_torch_loader(q: str) -> bool:
+    return q.startswith("torch.") and q.endswith(".DataLoader")
