@@ -1357,3 +1357,14 @@ def test_a_method_handed_to_a_library_call_in_a_loop_runs_there():
            "for x in xs:\n    loss = x.sum()\n    loss.register_hook(check)\nx.register_hook(once)\n")
     _, ctx = probe(src)
     assert "check" in hot_functions(ctx) and "once" not in hot_functions(ctx)
+
+
+def test_a_custom_autograd_functions_apply_gives_tensors():
+    # ijepa: `loss = AllReduce.apply(loss)`, then `float(loss)` at every step
+    src = ("import torch\nclass AllReduce(torch.autograd.Function):\n    @staticmethod\n"
+           "    def forward(ctx, x):\n        return x\n"
+           "class Plain:\n    @staticmethod\n    def apply(x):\n        return 1\n"
+           "x = torch.ones(2, device='cuda')\nprobe(AllReduce.apply(x.sum()))\nprobe(Plain.apply(x))\n")
+    seen, _ = probe(src)
+    assert seen[0][0].kind == V.TENSOR and seen[0][0].device == V.CUDA
+    assert seen[1][0].kind != V.TENSOR  # near-miss: another class's own `apply`

@@ -516,6 +516,10 @@ class Inference:
         if isinstance(func, cst.Attribute):
             recv = self._infer(func.value)
             if V.class_key(recv):
+                if func.attr.value == "apply":  # `GradReverse.apply(x)`: a custom autograd Function
+                    made = self._function_applied(V.class_key(recv), call)
+                    if made is not None:
+                        return made
                 recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's own methods are not followed
             if recv.kind in (V.MODULE, V.OBJECT):
                 sub = self._infer_attribute(func)
@@ -701,6 +705,10 @@ class Inference:
         got = self.project.call_val(q)
         if got is not None:
             return self._instance_made(self.resolve(got), call)
+        if last == "apply":  # `AllReduce.apply(loss)`, the Function defined in another module
+            made = self._function_applied(q[: -len(".apply")], call)
+            if made is not None:
+                return made
         is_module = self.defined_class(last)
         if is_module is not None:
             return Val(V.MODULE if is_module else V.OBJECT, cls=last)
@@ -714,6 +722,18 @@ class Inference:
         if v.kind == V.OBJECT and v.cls and "|" not in v.cls and self.library_base(v.cls, _is_torch_loader) is not None:
             return self._loader(call)
         return v
+
+    def _function_applied(self, cls: str, call: cst.Call) -> Optional[Val]:
+        """`F.apply(x, ...)` of a project class deriving from `torch.autograd.Function`: what
+        its `forward` returns, or else tensors on the device of the tensors it is given
+        (ijepa's `AllReduce.apply(loss)`, a CUDA kernel's wrapper); None for another class."""
+        if "|" in cls or self.library_base(cls, _is_autograd_function) is None:
+            return None
+        got = self.method_return(cls, "forward")
+        if got is not None and got.kind != V.UNKNOWN and not got.assumed:  # (not merely its parameters)
+            return got
+        ts = self.tensor_args(call)
+        return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL
 
     def _infer_torch_call(self, t: str, call: cst.Call) -> Val:
         last = t.rsplit(".", 1)[-1]
@@ -1236,3 +1256,7 @@ def _sequence(elems: Tuple[Val, ...], seq: str) -> Val:
 
 def _is_torch_loader(q: str) -> bool:
     return q.startswith("torch.") and q.endswith(".DataLoader")
+
+
+def _is_autograd_function(q: str) -> bool:
+    return q in ("torch.autograd.Function", "torch.autograd.function.Function")
