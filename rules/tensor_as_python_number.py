@@ -27,7 +27,9 @@ class TensorAsPythonNumber(Rule):
     Flags a GPU tensor passed where Python needs an int or a number: `range(k)`, slice
     bounds `x[:k]`, sizes and bounds of `torch.arange/zeros/empty/full/...`, the fill value
     of `torch.full`/`full_like`/`new_full`, `x.view(k, -1)`/`reshape`/`expand`/`repeat`
-    sizes, `topk(k)`/`split(k)`/`narrow`, and `torch.tensor([s1, s2])` of GPU scalars.
+    sizes, `topk(k)`/`split(k)`/`narrow`, `torch.tensor([s1, s2])` of GPU scalars, and an
+    index into a NumPy array or a Python list (`matrix[gc, dc] += 1`), which asks the
+    tensor for an int through `__index__`.
 
     ## Why is this bad?
     PyTorch's argument parser turns a tensor into a Python int or scalar with `.item()`
@@ -139,8 +141,24 @@ class TensorAsPythonNumber(Rule):
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
         ),
+        # host containers indexed by host ints; a dict keyed by a tensor hashes the object
+        Valid(
+            "import numpy as np\nimport torch\nm = np.zeros((3, 3))\nt = torch.ones(4, device='cuda').int()\n"
+            "seen = {}\nfor i in range(3):\n    m[i, 0] += 1\n    seen[t] = i\n    n = m[t.shape[0] - 2, 1]\n"
+        ),
     ]
     INVALID = [
+        # yolov7 / YOLOP: a NumPy confusion matrix counted with the CUDA classes, in a method
+        # the validation loop calls for every image
+        Invalid(
+            "import numpy as np\nimport torch\n"
+            "class ConfusionMatrix:\n    def __init__(self, nc):\n        self.matrix = np.zeros((nc + 1, nc + 1))\n"
+            "    def process_batch(self, labels):\n        for gc in labels[:, 0].int():\n            self.matrix[gc, 0] += 1\n"
+            "cm = ConfusionMatrix(3)\nfor x in batches:\n    cm.process_batch(torch.ones(4, 5, device='cuda'))\n",
+            line=8,
+            hot=True,
+            message="`self.matrix[gc, 0]` turns the GPU tensor `gc` into a Python number, which waits for all queued GPU work",
+        ),
         Invalid(
             "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x, lengths):\n"
             "        pos = torch.arange(lengths.max(), device=x.device)\n        return pos[None, :] < lengths[:, None]\n",
@@ -222,8 +240,18 @@ class TensorAsPythonNumber(Rule):
                 return
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        host: Optional[bool] = None  # the receiver is a NumPy array or a Python sequence
         for el in node.slice:
             if not isinstance(el.slice, cst.Slice):
+                if not isinstance(el.slice, cst.Index):
+                    continue
+                if host is None:
+                    host = _host_sequence(self.ctx.infer(node.value))
+                # `matrix[gc, dc] += 1` (a NumPy confusion matrix), `chars[t[i]]`: the GPU
+                # item goes through `__index__`
+                if host and gpu_number(self.ctx, el.slice.value) and self.ctx.infer(el.slice.value).ndim in (0, None):
+                    self.report(node, site=short(node), arg=short(el.slice.value))
+                    return
                 continue
             for bound in (el.slice.lower, el.slice.upper, el.slice.step):
                 if bound is not None and gpu_number(self.ctx, bound):
@@ -308,6 +336,12 @@ class TensorAsPythonNumber(Rule):
                 length = _arg(node, 3, "length")
                 if length is not None:
                     yield length, _SIZE_HINT
+
+
+def _host_sequence(v: V.Val) -> bool:
+    """A NumPy array or a Python list, tuple or str: indexed by a tensor, they ask it for an
+    int (`__index__`). Not a dict, which hashes the tensor object and reads nothing."""
+    return v.kind == V.NUMPY or (v.kind == V.PY and v.py in ("list", "tuple", "str"))
 
 
 def _builtin(ctx, name: str) -> bool:
