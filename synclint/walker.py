@@ -709,16 +709,14 @@ def _handed_methods(ctx: SemanticModel, call: cst.Call, caller: Optional[str]) -
         if isinstance(v, cst.Name):  # a function: `loss.register_hook(raise_if_nan)`, run in backward
             fn = ctx.lookup(v.value)
             keys = (v.value,) if fn == V.FUNCTION_VAL else V.function_keys(fn)
-            ctx.calls.extend((caller, k if "." not in k else "@" + k, True) for k in keys
-                             if k.split(".", 1)[0] not in L.LIBRARY_ROOTS)
+            _add_edges(ctx, caller, [k for k in keys if "." not in k], [k for k in keys if "." in k], True)
             continue
         if not (isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)):
             continue
         obj = ctx.infer(v.value)
         if obj.kind in (V.MODULE, V.OBJECT) and obj.cls:
             here, there = _instance_methods(ctx, obj, v.attr.value)
-            ctx.calls.extend((caller, k, True) for k in here)
-            ctx.calls.extend((caller, "@" + q, True) for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
+            _add_edges(ctx, caller, here, [q for q, _ in there], True)
 
 
 def _iteration_calls(ctx: SemanticModel, it: cst.BaseExpression) -> None:
@@ -730,8 +728,15 @@ def _iteration_calls(ctx: SemanticModel, it: cst.BaseExpression) -> None:
     hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
     caller = ctx.func.qual if ctx.func else None
     here, there = _instance_methods(ctx, v, "__next__")
-    ctx.calls.extend((caller, k, hot) for k in here)
-    ctx.calls.extend((caller, "@" + q, hot) for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
+    _add_edges(ctx, caller, here, [q for q, _ in there], hot)
+
+
+def _add_edges(ctx: SemanticModel, caller: Optional[str], here: Sequence[str], qualified: Sequence[str],
+               site: Optional[bool]) -> None:
+    """Call edges from `caller` to in-file functions (`here`) and to other modules' by
+    qualified name (a library's are left out: heat does not enter them)."""
+    ctx.calls.extend((caller, k, site) for k in here)
+    ctx.calls.extend((caller, "@" + q, site) for q in qualified if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
 
 
 def _repeated_callback(ctx: SemanticModel, call: cst.Call, q: Optional[str]) -> Optional[str]:

@@ -173,11 +173,17 @@ def steps_optimizer(call: cst.Call, model) -> bool:
     a step of training for `callgraph.STEPS`."""
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
-        # `loss_scaler(loss, optimizer)`: timm's NativeScaler steps it
-        return len(call.args) >= 2 and isinstance(func, (cst.Name, cst.Attribute)) \
-            and V.classes_of(model.infer(func)) == (L.NATIVE_SCALER,)
+        return scaler_called(call, model)
     v = model.infer(func.value)
     return v.kind == V.OPTIM and not _lr_scheduler(v)
+
+
+def scaler_called(call: cst.Call, model) -> bool:
+    """`loss_scaler(loss, optimizer, ...)` of timm's `NativeScaler`, which runs a CUDA
+    `GradScaler`'s `step(optimizer)` inside (`L.SCALER_CALLABLES` says where the optimizer is)."""
+    func = call.func
+    return len(call.args) >= 2 and isinstance(func, (cst.Name, cst.Attribute)) \
+        and V.classes_of(model.infer(func)) == (L.NATIVE_SCALER,)
 
 
 def _lr_scheduler(v) -> bool:

@@ -280,7 +280,7 @@ def _either_class(a: Val, b: Val) -> Optional[str]:
     """Instances of two classes on two paths (`VPSDE(...) if c else VESDE(...)`, `Adam if
     opt == "adam" else SGD`): both, as "A|B". A method call or an attribute read asks each
     class, and a rule asks whether every one of them fits (can every optimizer fuse)."""
-    functions = a.kind == PY and a.py == "function"  # (both are: the kinds and `py` are equal)
+    functions = a.kind == PY and a.py == b.py == "function"
     if (a.kind not in (OPTIM, OBJECT, MODULE) and not functions) or not a.cls or not b.cls:
         return None
     keys = sorted(set(a.cls.split("|")) | set(b.cls.split("|")))
