@@ -53,6 +53,12 @@ class BlockingHostToDeviceCopy(Rule):
     FIX = "sometimes"
     CATALOGUE = ("B4",)
     VALID = [
+        Valid(  # a registered parameter moves with `model.cuda()`: `type_as` only casts it
+            "import torch\nfrom torch import nn\nclass CastedLinear(nn.Module):\n    def __init__(self, n):\n"
+            "        super().__init__()\n        self.weight = nn.Parameter(torch.empty(n, n, dtype=torch.bfloat16))\n"
+            "    def forward(self, x):\n        return x @ self.weight.type_as(x)\n"
+            "model = CastedLinear(4).cuda()\nfor _ in range(3):\n    y = model(torch.randn(2, 4, device='cuda'))\n"
+        ),
         Valid(  # item stores of a 0-d CPU value into a slice (a fill), of GPU values, of a
             # Python number, and through a mask (SYN202's)
             "import torch\nbuf = torch.zeros(8, device='cuda')\nm = buf > 0\nfor step in range(3):\n"
@@ -130,6 +136,15 @@ class BlockingHostToDeviceCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # an item of a project Dataset, read in the loop: its `__getitem__` builds CPU tensors
+            "import numpy as np\nimport torch\nclass Pairs(torch.utils.data.Dataset):\n"
+            "    def __getitem__(self, i):\n        return torch.from_numpy(np.ones(3)), i\n"
+            "def validate(model, ds):\n    for i in range(len(ds)):\n        x, _ = ds[i]\n"
+            "        model(x[None].cuda())\n"
+            "validate(None, Pairs())\n",
+            line=9,
+            hot=True,
+        ),
         Invalid(  # an image transform's output is a CPU tensor (DeepLabV3Plus' predict.py)
             "import torch\nfrom PIL import Image\nimport torchvision.transforms as T\n"
             "transform = T.Compose([T.ToTensor(), T.Normalize(mean=[0.5], std=[0.5])])\n"

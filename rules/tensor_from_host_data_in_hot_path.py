@@ -56,6 +56,10 @@ class TensorFromHostDataInHotPath(Rule):
         Valid("import torch\ndef forward(self, x):\n    return torch.as_tensor(x, device=x.device)\n"),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    y = torch.tensor(x, device='cuda')\n    z = x.new_zeros(3)\n"),
         Valid("import torch\nfor _ in range(3):\n    t = torch.full((), 0.5, device='cuda')\n    p = torch.arange(4, device='cuda')\n"),
+        Valid(  # the chosen type called with sizes: allocated where it lives, no copy
+            "import torch\nTensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor\n"
+            "for n in range(3):\n    t = Tensor(n, 4)\n"
+        ),
         Valid(  # a size, not data: allocated on the GPU directly
             "import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\nfor n in range(3):\n    t = torch.Tensor(n, 4)\n"
         ),
@@ -83,6 +87,14 @@ class TensorFromHostDataInHotPath(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # the type chosen by whether CUDA is there: the GPU path is the one to flag
+            "import numpy as np\nimport torch\ncuda = torch.cuda.is_available()\n"
+            "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+            "def sample(n):\n    return Tensor(np.random.normal(0, 1, (n, 8)))\n"
+            "for i in range(3):\n    z = sample(4)\n",
+            line=6,
+            hot=True,
+        ),
         Invalid(  # the PyTorch-GAN idiom: a CUDA tensor type in a variable, called on an array
             "import numpy as np\nimport torch\nTensor = torch.cuda.FloatTensor\n"
             "for _ in range(3):\n    z = Tensor(np.random.normal(0, 1, (4, 8)))\n",
@@ -161,9 +173,11 @@ class TensorFromHostDataInHotPath(Rule):
             return
         tn = ctx.torch_name(node.func)
         ctor = ctx.infer(node.func)
-        if ctor.kind == V.PY and ctor.py == "typestr" and ctor.device == V.CUDA and _host_array(ctx, _data(node)):
+        if ctor.kind == V.PY and ctor.py == "typestr" and ctor.device in (V.CUDA, V.EITHER) \
+                and _host_array(ctx, _data(node)):
             # `Tensor = torch.cuda.FloatTensor` ... `Tensor(ndarray)`: built from host data,
-            # then copied to the GPU with a blocking transfer
+            # then copied to the GPU with a blocking transfer. `torch.cuda.FloatTensor if
+            # cuda else torch.FloatTensor` is a device choice: the GPU path is the one to flag.
             self.report(node, expr=short(node))
             return
         if tn in LEGACY_CTORS and ctx.default_device == V.CUDA and _host_array(ctx, _data(node)):

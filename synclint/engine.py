@@ -172,15 +172,19 @@ def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
     rule's in turn: a rule that raises is recorded in `failed` (with the statement it was
     on) and is silent for the rest of the file, while the other rules go on. (One call per
     node for all rules, not a wrapper per rule: 34 rules visit every Call.)"""
+    from synclint.walker import rule_methods
+
     cls = _FANOUT.get(tuple(rules))
     if cls is None:
-        names = sorted({a for r in rules for a in dir(r) if a.startswith(("visit_", "leave_")) and callable(getattr(r, a))})
+        names = sorted({f"{kind}_{t}" for r in rules for kind, t in rule_methods(r)})
         cls = _FANOUT[tuple(rules)] = type("IsolatedRules", (_IsolatedRules,), {n: _fan_out(n) for n in names})
     return [cls(rules, ctx, failed)]
 
 
 class _IsolatedRules:
     def __init__(self, rules: Sequence[type], ctx, failed: dict) -> None:
+        from synclint.walker import rule_methods
+
         self.ctx, self.failed = ctx, failed
         self.table: dict = {}  # method name -> [(rule class, bound method)]
         for r in rules:
@@ -189,9 +193,9 @@ class _IsolatedRules:
             except Exception:  # noqa: BLE001
                 failed.setdefault(r, -1)
                 continue
-            for name in dir(r):
-                if name.startswith(("visit_", "leave_")) and callable(getattr(r, name)):
-                    self.table.setdefault(name, []).append((r, getattr(rule, name)))
+            for kind, t in rule_methods(r):
+                name = f"{kind}_{t}"
+                self.table.setdefault(name, []).append((r, getattr(rule, name)))
 
     def drop(self, rule: type) -> None:
         self.failed.setdefault(rule, self.ctx.stmt_index)

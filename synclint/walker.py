@@ -45,7 +45,7 @@ def _is_stmt(t: type) -> bool:
 _dispatch_cache: Dict[type, Tuple[Tuple[str, str], ...]] = {}
 
 
-def _rule_methods(rule_cls: type) -> Tuple[Tuple[str, str], ...]:
+def rule_methods(rule_cls: type) -> Tuple[Tuple[str, str], ...]:
     """(kind, node type name) pairs for a rule class's visit_/leave_ methods."""
     found = _dispatch_cache.get(rule_cls)
     if found is None:
@@ -64,7 +64,7 @@ class Walker:
         self.visit: Dict[str, List[Callable]] = defaultdict(list)
         self.leave: Dict[str, List[Callable]] = defaultdict(list)
         for rule in rules:
-            for kind, tname in _rule_methods(type(rule)):
+            for kind, tname in rule_methods(type(rule)):
                 table = self.visit if kind == "visit" else self.leave
                 table[tname].append(getattr(rule, f"{kind}_{tname}"))
         self.special = {
@@ -694,6 +694,9 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
     for k in V.classes_of(v):
         if ctx.defined_class(k) is not None:
             here.append(f"{k}.{method}")
+            base = ctx.inherited_from(k, method)
+            if base is not None:  # a method an in-file class takes from another module's class
+                there.append((f"{base}.{method}", 1))
         else:
             there.append((f"{k}.{method}", 1))
     return tuple(here), there

@@ -1409,3 +1409,71 @@ def test_a_dataloader_subclass_of_another_module_yields_cpu_batches(tmp_path):
     found = _found(paths)
     assert ("train.py", 6, "SYN304", True) in found
     assert not any(f[1] == 8 for f in found)  # near-miss: a class that is no loader
+
+
+def test_a_subclass_calling_a_method_it_inherits_from_another_module_passes_its_arguments(tmp_path):
+    # deep-person-reid: `ImageSoftmaxEngine(Engine).forward_backward(data)` calls
+    # `self.parse_data_for_train(data)`, defined only in `Engine` (engine.py), with the
+    # loader's CPU batch; `imgs.cuda()` of what it returns is a blocking copy every step
+    paths = _project(tmp_path, {
+        "engine.py": """\
+            class Engine:
+                def parse(self, data):
+                    imgs = data["img"]
+                    return imgs, data["pid"]
+
+                def step(self, data):
+                    raise NotImplementedError
+
+                def train(self, loader):
+                    for data in loader:
+                        self.step(data)
+            """,
+        "softmax.py": """\
+            import torch
+            from engine import Engine
+
+            class SoftmaxEngine(Engine):
+                def step(self, data):
+                    imgs, pids = self.parse(data)
+                    imgs = imgs.cuda()
+                    return imgs
+
+            def main(ds):
+                SoftmaxEngine().train(torch.utils.data.DataLoader(ds))
+            """,
+    })
+    found = _found(paths)
+    assert ("softmax.py", 7, "SYN304", True) in found
+    # near-miss: the subclass overrides the method, so the base's is not what runs
+    paths = _project(tmp_path / "own", {
+        "engine.py": """\
+            class Engine:
+                def parse(self, data):
+                    return data["img"], data["pid"]
+
+                def step(self, data):
+                    raise NotImplementedError
+
+                def train(self, loader):
+                    for data in loader:
+                        self.step(data)
+            """,
+        "softmax.py": """\
+            import torch
+            from engine import Engine
+
+            class SoftmaxEngine(Engine):
+                def parse(self, data):
+                    return torch.ones(2, device="cuda"), None
+
+                def step(self, data):
+                    imgs, pids = self.parse(data)
+                    imgs = imgs.cuda()
+                    return imgs
+
+            def main(ds):
+                SoftmaxEngine().train(torch.utils.data.DataLoader(ds))
+            """,
+    })
+    assert not any(f[2] == "SYN304" for f in _found(paths))

@@ -1368,3 +1368,55 @@ def test_a_custom_autograd_functions_apply_gives_tensors():
     seen, _ = probe(src)
     assert seen[0][0].kind == V.TENSOR and seen[0][0].device == V.CUDA
     assert seen[1][0].kind != V.TENSOR  # near-miss: another class's own `apply`
+
+
+def test_indexing_an_instance_returns_what_its_getitem_returns():
+    # RAFT's evaluation: `image1, image2, flow_gt, _ = val_dataset[val_id]` of a project
+    # Dataset whose `__getitem__` builds CPU tensors with `torch.from_numpy` (three items in
+    # test mode, four otherwise), then `image1[None].cuda()`
+    src = ("import numpy as np\nimport torch\nclass Flow(torch.utils.data.Dataset):\n"
+           "    def __getitem__(self, i):\n        a = torch.from_numpy(np.ones(3)).float()\n"
+           "        if self.is_test:\n            return a, a, self.info[i]\n"
+           "        return a, a, a, (a > 0).float()\n"
+           "class Chairs(Flow):\n    pass\n"
+           "ds = Chairs()\nimage1, image2, flow, _ = ds[0]\nprobe(image1)\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    # near-miss: an instance without `__getitem__` (a dict-like config) tells nothing
+    src = "import torch\nclass Cfg:\n    pass\ncfg = Cfg()\nprobe(cfg['device'])\n"
+    assert val(src).kind == V.UNKNOWN
+    # tuples of two lengths: the longer's positions, joined where the shorter has one
+    a = V.Val(V.TENSORS, elems=(V.tensor(V.CPU), V.py("int")))
+    b = V.Val(V.TENSORS, elems=(V.tensor(V.CPU), V.py("float"), V.tensor(V.CUDA)))
+    assert V.join(a, b).elems == (V.tensor(V.CPU), V.py("number"), V.tensor(V.CUDA))
+
+
+def test_a_modules_registered_parameter_moves_with_the_module():
+    # modded-nanogpt: `self.weight = nn.Parameter(torch.empty(n, m))`, then
+    # `x @ self.weight.type_as(x)` in forward, after `model.cuda()`: not a CPU tensor
+    src = ("import torch\nfrom torch import nn\nclass Lin(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.weight = nn.Parameter(torch.empty(3, 3))\n"
+           "    def forward(self, x):\n        probe(self.weight)\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device is None
+    # near-misses: a plain tensor attribute is not moved by `model.cuda()`, nor is what
+    # `.to()` makes of a parameter (a new, unregistered tensor)
+    for made in ("torch.ones(3)", "nn.Parameter(torch.ones(3)).to('cpu')"):
+        src = ("import torch\nfrom torch import nn\nclass Lin(nn.Module):\n    def __init__(self):\n"
+               f"        super().__init__()\n        self.scale = {made}\n"
+               "    def forward(self, x):\n        probe(self.scale)\n")
+        assert val(src).device == V.CPU, made
+    # and outside a module a Parameter is where its data is
+    assert val("import torch\np = torch.nn.Parameter(torch.ones(3))\nprobe(p)\n").device == V.CPU
+
+
+def test_a_tensor_of_unknown_device_computing_with_gpu_tensors_is_on_the_gpu():
+    # pyGAT: `torch.exp(-self.leakyrelu(self.a.mm(edge_h)))` with `self.a` a parameter
+    src = ("import torch\ndef f(a: torch.Tensor):\n    h = torch.ones(3, 3, device='cuda')\n"
+           "    probe(a.mm(h))\n")
+    assert val(src).device == V.CUDA
+    # near-misses: a CPU argument may be a 0-d scalar; a move sets its own device
+    src = "import torch\ndef f(a: torch.Tensor):\n    probe(a.add(torch.tensor(1.0)))\n"
+    assert val(src).device is None
+    src = "import torch\ndef f(a: torch.Tensor):\n    h = torch.ones(3, device='cuda')\n    probe(a.new_zeros(3))\n"
+    assert val(src).device is None

@@ -7,6 +7,7 @@ tables. It never binds anything: binding is the walker's job, in source order.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import List, Optional, Tuple
 
 import libcst as cst
@@ -340,6 +341,10 @@ class Inference:
             idx = self._infer(e.slice[0].slice.value)
             if idx.kind == V.TENSOR and idx.mask:
                 return V.tensor(idx.device, assumed=idx.assumed)  # only a tensor takes a tensor mask
+        if base.kind == V.OBJECT and base.cls and len(e.slice) == 1:
+            item = self.method_return(base.cls, "__getitem__")  # `val_dataset[i]`: what its `__getitem__` returns
+            if item is not None:
+                return item
         if base.kind == V.PY and base.py == "str":
             return V.py("str")
         if base.kind == V.PY and base.py == "shape" and len(e.slice) == 1:
@@ -547,6 +552,8 @@ class Inference:
                 return Val(V.DIST, py="validating")  # `super().log_prob(x)` in a distribution subclass
             if bound.kind == V.MODULE:
                 return self._module_output(bound, call)
+            if bound.kind == V.PY and bound.py == "typestr":  # `Tensor = torch.cuda.FloatTensor ...; Tensor(x)`
+                return V.tensor(bound.device)
             if bound.kind == V.OBJECT and bound.cls == L.TRANSFORM:
                 return self._transformed(call)
             if bound.kind == V.OBJECT and bound.cls == L.TOKENIZER:
@@ -938,6 +945,12 @@ class Inference:
     def _tensor_method(self, recv: Val, m: str, call: cst.Call) -> Val:
         # `lengths.max()`: a method that Python numbers and containers lack is evidence of a tensor
         assumed = recv.assumed and m in L.CONTAINER_METHODS
+        if recv.device is None and m not in L.DEVICE_SETTING_METHODS:
+            # `self.a.mm(edge_h)`: a parameter (wherever the module is) with the input's GPU
+            # tensors computes there (a CPU argument may be a 0-d scalar: it tells nothing)
+            ts = self.tensor_args(call)
+            if ts and _device_of(ts) in (V.CUDA, V.EITHER):
+                recv = recv.with_(device=_device_of(ts))
         if m == "cuda":
             return recv.with_(device=V.CUDA, pinned=None, assumed=assumed)
         if m == "cpu":
@@ -1044,13 +1057,7 @@ class Inference:
             return V.UNKNOWN_VAL
         body = self._foreign_helpers.get(q)
         if body is None:
-            try:
-                if helper.whole:
-                    body = helper_body(cst.parse_module(helper.code).body[0])
-                else:
-                    body = HelperBody(helper.params, returns=[cst.parse_expression(helper.code)])
-            except Exception:  # noqa: BLE001 - a summary from another build: tells nothing
-                body = None
+            body = _parsed_helper(helper.whole, helper.code, tuple(helper.params))
             if body is None:
                 return V.UNKNOWN_VAL
             self._foreign_helpers[q] = body
@@ -1260,3 +1267,15 @@ def _is_torch_loader(q: str) -> bool:
 
 def _is_autograd_function(q: str) -> bool:
     return q in ("torch.autograd.Function", "torch.autograd.function.Function")
+
+
+@lru_cache(maxsize=1024)
+def _parsed_helper(whole: bool, code: str, params: Tuple[str, ...]) -> Optional[HelperBody]:
+    """Another module's helper, parsed once per process: every file that calls it (a worker
+    lints many) replays the same immutable nodes."""
+    try:
+        if whole:
+            return helper_body(cst.parse_module(code).body[0])
+        return HelperBody(list(params), returns=[cst.parse_expression(code)])
+    except Exception:  # noqa: BLE001 - a summary from another build: tells nothing
+        return None

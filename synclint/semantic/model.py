@@ -403,6 +403,10 @@ class SemanticModel(Inference):
                 attrs = self.cls.attrs
                 name = target.attr.value
                 f = self.func
+                if val.kind == V.TENSOR and val.device == V.CPU and self.cls.is_module and self._registered_param(expr):
+                    # `self.weight = nn.Parameter(torch.empty(n, m))`: made on the CPU, it moves
+                    # with `model.cuda()`; where the module lives is not known here
+                    val = val.with_(device=None)
                 # Attributes are joined over every assignment in the class: any method may run
                 # first; except `__init__`, which runs before them all: what it leaves counts
                 # (`end_init`), not each of its intermediate assignments.
@@ -414,6 +418,10 @@ class SemanticModel(Inference):
                     self.bind("self." + name, val, expr)
         elif t is cst.StarredElement:
             self.bind_target(target.value, val)
+
+    def _registered_param(self, expr: Optional[cst.BaseExpression]) -> bool:
+        """`nn.Parameter(...)` / `nn.Buffer(...)`: a tensor the module registers (and moves)."""
+        return isinstance(expr, cst.Call) and self.torch_name(expr.func) in L.REGISTERED_TENSORS
 
     def end_init(self, info: FuncInfo) -> None:
         """After `__init__`: each `self.x` holds what it was last assigned there (joined over
@@ -527,6 +535,8 @@ class SemanticModel(Inference):
             out: Optional[Val] = None
             for e in exprs:
                 v = self._infer(e) if isinstance(e, cst.BaseExpression) else e
+                if v.kind == V.TENSOR and v.device == V.CPU and info.is_module and self._registered_param(e):
+                    v = v.with_(device=None)  # moves with the module (`bind_target`)
                 out = v if out is None else V.join(out, v)
         finally:
             self.funcs, self.classes, self._memo = saved_funcs, saved_classes, saved_memo
@@ -610,6 +620,25 @@ class SemanticModel(Inference):
             if v is not None and v.kind != V.UNKNOWN:
                 out = v if out is None else V.join(out, v)
         return out
+
+    def inherited_from(self, cls_name: str, method: str, _depth: int = 0) -> Optional[str]:
+        """The other module's class (qualified) that an in-file class takes `method` from,
+        when neither it nor an in-file base defines it (`class ImageSoftmaxEngine(Engine)`
+        calling `self.parse_data_for_train(data)`, defined in `Engine`'s module); None when
+        defined here or no base is another module's."""
+        info = self.classes_by_name.get(cls_name)
+        if info is None or method in info.methods or _depth > 8:
+            return None
+        for b in info.bases:
+            if b in self.classes_by_name:
+                got = self.inherited_from(b, method, _depth + 1)
+                if got is not None:
+                    return got
+                if method in self.classes_by_name[b].methods:
+                    return None
+            elif "." in b:
+                return b
+        return None
 
     def _base_member(self, info: ClassInfo, name: str, depth: int, method: bool) -> Val:
         if depth > 8:

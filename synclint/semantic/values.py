@@ -251,13 +251,17 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
 
 
 def _positional(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
-    """Two tuples of one length (a generator's `yield start, end, chunk` at two places):
-    each position holds the join of its two values."""
-    if not a.elems or not b.elems or len(a.elems) != len(b.elems) or len(a.elems) < 2:
+    """Two tuples (a generator's `yield start, end, chunk` at two places): each position
+    holds the join of its two values. Of two lengths (`__getitem__` returning three items
+    in test mode, four otherwise), the longer's positions, joined where the shorter has one:
+    unpacking either length reads the positions it can."""
+    if not a.elems or not b.elems or min(len(a.elems), len(b.elems)) < 2:
         return None
-    if a.kind == PY and a.py != "tuple":
+    if any(v.kind == PY and v.py != "tuple" for v in (a, b)):
         return None  # a list's items are any of them, not positions
-    return tuple(join(x, y) for x, y in zip(a.elems, b.elems))
+    if len(a.elems) < len(b.elems):
+        a, b = b, a
+    return tuple(join(x, b.elems[i]) if i < len(b.elems) else x for i, x in enumerate(a.elems))
 
 
 def _appended(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
