@@ -1,9 +1,9 @@
 import libcst as cst
 
 from synclint.semantic import values as V
-from synclint.semantic.library import LEGACY_CTORS
+from synclint.semantic.library import LEGACY_CTORS, LIGHTNING_LOG_METHODS
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import kwarg, method_call, receiver, short
+from synclint.rules._helpers import arg, kwarg, method_call, receiver, short
 from synclint.semantic.library import COPYING_DATA_FACTORIES as DATA_FACTORIES
 from synclint.semantic.moves import factory_under, gpu_move, host_data
 
@@ -12,8 +12,11 @@ class TensorFromHostDataInHotPath(Rule):
     """
     ## What it does
     Flags GPU tensors built from host data: `torch.tensor(data, device=device)`,
-    `torch.as_tensor(list_or_array, device=device)`, `x.new_tensor(data)` on a GPU `x`, and
-    `torch.tensor(data).cuda()`.
+    `torch.as_tensor(list_or_array, device=device)`, `x.new_tensor(data)` on a GPU `x`,
+    `torch.tensor(data).cuda()`, a legacy CUDA tensor type called on host data
+    (`torch.cuda.FloatTensor(ndarray)`), and a LightningModule's `self.log(name, number)` /
+    `self.log_dict({...: number})`, which Lightning turns into
+    `torch.tensor(number, device=self.device)`.
 
     ## Why is this bad?
     The data is first converted into a CPU tensor, which is then copied to the device with
@@ -33,7 +36,9 @@ class TensorFromHostDataInHotPath(Rule):
     pos = torch.arange(seq_len, device=device)
     ```
     Data that really comes from the host each step: `torch.tensor(data).pin_memory().to(device,
-    non_blocking=True)`, or a DataLoader with `pin_memory=True`.
+    non_blocking=True)`, or a DataLoader with `pin_memory=True`. In a LightningModule, log the
+    tensor itself (`self.log("loss", loss)`, not `loss.item()`): Lightning keeps it on the
+    device and reads it back only when it reduces or shows it.
 
     ## Known problems
     `torch.tensor(x, device=...)` of a value whose type is unknown is assumed to be host data
@@ -47,6 +52,12 @@ class TensorFromHostDataInHotPath(Rule):
     FIX_TITLE = "Hoist the constant out of the hot path, or build it on the device (`torch.full/arange/zeros(..., device=)`)"
     CATALOGUE = ("B7",)
     VALID = [
+        Valid(  # the tensor itself stays on the device; a `log` that is not Lightning's
+            "import torch\nimport pytorch_lightning as pl\nclass Model(pl.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n        loss = self.net(batch).mean()\n"
+            "        self.log('loss', loss)\n        self.log('phase', 'train')\n        return loss\n"
+            "class Tracker:\n    def step(self, loss):\n        self.log('loss', loss.item())\n"
+        ),
         Valid(  # the CPU tensor type: no copy
             "import numpy as np\nimport torch\nTensor = torch.FloatTensor\n"
             "for _ in range(3):\n    z = Tensor(np.random.normal(0, 1, (4, 8)))\n"
@@ -87,6 +98,13 @@ class TensorFromHostDataInHotPath(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # Lightning logs a number as `torch.tensor(value, device=self.device)`
+            "import torch\nimport pytorch_lightning as pl\nclass Model(pl.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n        loss = self.net(batch).mean()\n"
+            "        self.log_dict({k: v.item() for k, v in {'loss': loss}.items()})\n        return loss\n",
+            line=6,
+            hot=True,
+        ),
         Invalid(  # the type chosen by whether CUDA is there: the GPU path is the one to flag
             "import numpy as np\nimport torch\ncuda = torch.cuda.is_available()\n"
             "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
@@ -171,6 +189,11 @@ class TensorFromHostDataInHotPath(Rule):
         ctx = self.ctx
         if ctx.cuda_less_depth:
             return
+        if self._lightning_logs_number(node):
+            # `self.log("loss", loss.item())` in a LightningModule: Lightning makes the number
+            # a tensor on the module's device, `torch.tensor(value, device=self.device)`
+            self.report(node, expr=short(node), fix_title="Log the tensor itself (no `.item()`): Lightning keeps it on the device")
+            return
         tn = ctx.torch_name(node.func)
         ctor = ctx.infer(node.func)
         if ctor.kind == V.PY and ctor.py == "typestr" and ctor.device in (V.CUDA, V.EITHER) \
@@ -214,6 +237,32 @@ class TensorFromHostDataInHotPath(Rule):
         data = _data(found[0])
         if data is not None and host_data(ctx, data, strict=found[1] != "tensor"):
             self.report(node, expr=short(node))
+
+
+    def _lightning_logs_number(self, node: cst.Call) -> bool:
+        """`self.log(name, <Python number>)` or `self.log_dict({...: <number>})` in a
+        LightningModule's method."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and func.attr.value in LIGHTNING_LOG_METHODS):
+            return False
+        logged = arg(node, *LIGHTNING_LOG_METHODS[func.attr.value])
+        if logged is None or not self.ctx.in_lightning_module():
+            return False
+        if func.attr.value == "log_dict":
+            if isinstance(logged, cst.DictComp):
+                values = [logged.value]
+            elif isinstance(logged, cst.Dict):
+                values = [el.value for el in logged.elements if isinstance(el, cst.DictElement)]
+            else:
+                return False
+        else:
+            values = [logged]
+        return any(self._number(v) for v in values)
+
+    def _number(self, e: cst.BaseExpression) -> bool:
+        v = self.ctx.infer(e)
+        return v.kind == V.PY and v.py in V.NUMBERS
 
 
 def _host_array(ctx, data) -> bool:

@@ -1411,24 +1411,28 @@ def test_a_dataloader_subclass_of_another_module_yields_cpu_batches(tmp_path):
     assert not any(f[1] == 8 for f in found)  # near-miss: a class that is no loader
 
 
+# a base class whose training loop calls a step the subclass defines
+ENGINE = """\
+    class Engine:
+        def parse(self, data):
+            imgs = data["img"]
+            return imgs, data["pid"]
+
+        def step(self, data):
+            raise NotImplementedError
+
+        def train(self, loader):
+            for data in loader:
+                self.step(data)
+    """
+
+
 def test_a_subclass_calling_a_method_it_inherits_from_another_module_passes_its_arguments(tmp_path):
     # deep-person-reid: `ImageSoftmaxEngine(Engine).forward_backward(data)` calls
     # `self.parse_data_for_train(data)`, defined only in `Engine` (engine.py), with the
     # loader's CPU batch; `imgs.cuda()` of what it returns is a blocking copy every step
     paths = _project(tmp_path, {
-        "engine.py": """\
-            class Engine:
-                def parse(self, data):
-                    imgs = data["img"]
-                    return imgs, data["pid"]
-
-                def step(self, data):
-                    raise NotImplementedError
-
-                def train(self, loader):
-                    for data in loader:
-                        self.step(data)
-            """,
+        "engine.py": ENGINE,
         "softmax.py": """\
             import torch
             from engine import Engine
@@ -1447,18 +1451,7 @@ def test_a_subclass_calling_a_method_it_inherits_from_another_module_passes_its_
     assert ("softmax.py", 7, "SYN304", True) in found
     # near-miss: the subclass overrides the method, so the base's is not what runs
     paths = _project(tmp_path / "own", {
-        "engine.py": """\
-            class Engine:
-                def parse(self, data):
-                    return data["img"], data["pid"]
-
-                def step(self, data):
-                    raise NotImplementedError
-
-                def train(self, loader):
-                    for data in loader:
-                        self.step(data)
-            """,
+        "engine.py": ENGINE,
         "softmax.py": """\
             import torch
             from engine import Engine

@@ -80,6 +80,8 @@ MODULE_SELF_RETURNING = _set("modules", "self_returning")
 HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
 BATCH_PARAM_NAMES = _set("modules", "batch_params")
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
+LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
+LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
 
 MODULE_NAME_WORDS = _set("modules", "name_words")
 MODULE_DICTS = _set("modules", "module_dicts")

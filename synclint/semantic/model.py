@@ -558,6 +558,13 @@ class SemanticModel(Inference):
         v = self.project.class_member(cls_name, method, method=True)
         return self.resolve(v) if v is not None else None
 
+    def in_lightning_module(self) -> bool:
+        """Whether the code walked is a method of a LightningModule subclass (its `self.log`
+        turns Python numbers into tensors on the module's device)."""
+        info = self.cls
+        return info is not None and self.library_base(
+            info.name, lambda b: b == "LightningModule" or b.endswith(L.LIGHTNING_MODULE_BASES)) is not None
+
     def distribution_base(self, cls_name: str) -> Optional[str]:
         """The `torch.distributions` class (`"Categorical"`) an in-file or project class
         derives from (`class FixedCategorical(torch.distributions.Categorical)`), if any."""
