@@ -238,7 +238,6 @@ class TensorFromHostDataInHotPath(Rule):
         if data is not None and host_data(ctx, data, strict=found[1] != "tensor"):
             self.report(node, expr=short(node))
 
-
     def _lightning_logs_number(self, node: cst.Call) -> bool:
         """`self.log(name, <Python number>)` or `self.log_dict({...: <number>})` in a
         LightningModule's method."""

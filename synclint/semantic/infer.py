@@ -949,8 +949,9 @@ class Inference:
             # `self.a.mm(edge_h)`: a parameter (wherever the module is) with the input's GPU
             # tensors computes there (a CPU argument may be a 0-d scalar: it tells nothing)
             ts = self.tensor_args(call)
-            if ts and _device_of(ts) in (V.CUDA, V.EITHER):
-                recv = recv.with_(device=_device_of(ts))
+            device = _device_of(ts) if ts else None
+            if device in (V.CUDA, V.EITHER):
+                recv = recv.with_(device=device)
         if m == "cuda":
             return recv.with_(device=V.CUDA, pinned=None, assumed=assumed)
         if m == "cpu":

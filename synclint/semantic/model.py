@@ -403,10 +403,7 @@ class SemanticModel(Inference):
                 attrs = self.cls.attrs
                 name = target.attr.value
                 f = self.func
-                if val.kind == V.TENSOR and val.device == V.CPU and self.cls.is_module and self._registered_param(expr):
-                    # `self.weight = nn.Parameter(torch.empty(n, m))`: made on the CPU, it moves
-                    # with `model.cuda()`; where the module lives is not known here
-                    val = val.with_(device=None)
+                val = self._as_attribute(self.cls, expr, val)
                 # Attributes are joined over every assignment in the class: any method may run
                 # first; except `__init__`, which runs before them all: what it leaves counts
                 # (`end_init`), not each of its intermediate assignments.
@@ -419,9 +416,14 @@ class SemanticModel(Inference):
         elif t is cst.StarredElement:
             self.bind_target(target.value, val)
 
-    def _registered_param(self, expr: Optional[cst.BaseExpression]) -> bool:
-        """`nn.Parameter(...)` / `nn.Buffer(...)`: a tensor the module registers (and moves)."""
-        return isinstance(expr, cst.Call) and self.torch_name(expr.func) in L.REGISTERED_TENSORS
+    def _as_attribute(self, info: ClassInfo, expr: Optional[cst.BaseExpression], val: Val) -> Val:
+        """What `self.x = expr` leaves in `x`: `self.weight = nn.Parameter(torch.empty(n, m))`
+        in a module is made on the CPU but registered, so it moves with `model.cuda()`; where
+        the module lives is not known here."""
+        if (val.kind == V.TENSOR and val.device == V.CPU and info.is_module and isinstance(expr, cst.Call)
+                and self.torch_name(expr.func) in L.REGISTERED_TENSORS):
+            return val.with_(device=None)
+        return val
 
     def end_init(self, info: FuncInfo) -> None:
         """After `__init__`: each `self.x` holds what it was last assigned there (joined over
@@ -534,9 +536,7 @@ class SemanticModel(Inference):
         try:
             out: Optional[Val] = None
             for e in exprs:
-                v = self._infer(e) if isinstance(e, cst.BaseExpression) else e
-                if v.kind == V.TENSOR and v.device == V.CPU and info.is_module and self._registered_param(e):
-                    v = v.with_(device=None)  # moves with the module (`bind_target`)
+                v = self._as_attribute(info, e, self._infer(e)) if isinstance(e, cst.BaseExpression) else e
                 out = v if out is None else V.join(out, v)
         finally:
             self.funcs, self.classes, self._memo = saved_funcs, saved_classes, saved_memo
