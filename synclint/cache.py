@@ -49,6 +49,12 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+# A file's (size, modification time) vouches for its last digest only once the file has
+# been left alone this long before it was read: an edit in the same tick of a coarse clock
+# as the read it follows would otherwise keep the old stamp (git's "racy" files).
+SETTLED_NS = 2_000_000_000
+
+
 def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
     """The cache file for one (selection, build); `codes` may also be one selection key."""
     key = hashlib.blake2b(
@@ -206,7 +212,11 @@ class Cache(_Store):
         files = self.data.get("files")
         if not isinstance(files, dict):
             self.data = {"files": {}, "project": None}
+        if not isinstance(self.data.get("stamps"), dict):
+            self.data["stamps"] = {}
         self.entries: Dict[str, list] = self.data["files"]  # type: ignore[assignment]
+        # absolute path -> [size, modification time (ns), content digest] (`stamped`)
+        self.stamps: Dict[str, list] = self.data["stamps"]  # type: ignore[assignment]
         self._links: Optional[_Links] = None
 
     @property
@@ -226,17 +236,38 @@ class Cache(_Store):
             self.data["project"] = key
             self.dirty = True
 
-    def result(self, path: str, digest: str) -> Optional[list]:
-        """What the last run reported for the file (nothing changed anywhere): an entry
-        without its linking parts."""
-        e = self.entries.get(os.path.abspath(path))
+    def stamped(self, key: str, st: os.stat_result) -> Optional[str]:
+        """The content digest of the file at absolute path `key` when its size and
+        modification time are those it had when it was last read: a warm run stats the
+        files instead of reading and hashing them (as Ruff's cache does)."""
+        s = self.stamps.get(key)
+        if isinstance(s, list) and len(s) == 3 and s[0] == st.st_size and s[1] == st.st_mtime_ns \
+                and isinstance(s[2], str):
+            return s[2]
+        return None
+
+    def stamp(self, key: str, st: os.stat_result, digest: str, now_ns: int) -> None:
+        """Remember that the file with `st` (taken before it was read at `now_ns`) has `digest`;
+        not for a file modified within `SETTLED_NS` of that read."""
+        if now_ns - st.st_mtime_ns < SETTLED_NS:
+            return
+        s = [st.st_size, st.st_mtime_ns, digest]
+        if self.stamps.get(key) != s:
+            self.stamps[key] = s
+            self.dirty = True
+
+    def result(self, key: str, digest: str) -> Optional[list]:
+        """What the last run reported for the file at absolute path `key` (nothing changed
+        anywhere): an entry without its linking parts."""
+        e = self.entries.get(key)
         if isinstance(e, list) and len(e) == 4 and e[0] == digest and _result_shaped(e):
             return [e[0], "", e[1], None, e[2], e[3], None, [], None]
         return None
 
     def get(self, path: str, digest: str) -> Optional[list]:
-        r = self.result(path, digest)
-        link = self.links.get(os.path.abspath(path)) if r is not None else None
+        key = os.path.abspath(path)
+        r = self.result(key, digest)
+        link = self.links.get(key) if r is not None else None
         if isinstance(link, list) and len(link) == 6 and link[0] == digest and _link_shaped(link):
             return [digest, link[1], r[2], link[2], r[4], r[5], link[3], link[4], link[5]]
         return None  # absent, stale or of the wrong shape: analysed again and rewritten

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
@@ -58,34 +59,41 @@ def check_files(
         return selected[0]
 
     result = Result(files_checked=len(files))
-    texts: Dict[str, str] = {}
-    digests: Dict[str, str] = {}
-    errors: Dict[str, str] = {}
-    for path in files:
-        data = sources[path].encode("utf-8") if sources and path in sources else _read(path, errors)
-        if data is None:
-            continue
-        digests[path] = content_hash(data)
-        text = decode_source(path, data)
-        if isinstance(text, FileError):
-            errors[path] = text.reason
-        else:
-            texts[path] = text
-
     cache = None
     if cache_dir is not None and cache_findings:
         from synclint.cache import Cache
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         cache = Cache(cache_dir, key, False)
+    texts: Dict[str, str] = {}
+    digests: Dict[str, str] = {}
+    errors: Dict[str, str] = {}
     # path -> [digest, digest of the answers to the questions the lint asked the project,
     #          findings, graph, error, hot scopes, second-walk summary, those questions,
     #          what its facts were made from (`Project.made_from`)]
     entries: Dict[str, list] = {}
-    if cache is not None:
-        entries = _unchanged_project(cache, texts, digests)
-    if len(entries) != len(texts):
-        entries = _analyse(texts, digests, get_rules, cache, cache_dir, jobs, file_timeout)
+    absolute = {p: os.path.abspath(p) for p in files}
+    if cache is not None and not sources:
+        entries = _unchanged_by_stamps(cache, files, absolute)
+    if not entries:
+        now = time.time_ns()
+        for path in files:
+            st = _stat(path) if cache is not None else None
+            data = sources[path].encode("utf-8") if sources and path in sources else _read(path, errors)
+            if data is None:
+                continue
+            digests[path] = content_hash(data)
+            if st is not None and not (sources and path in sources):
+                cache.stamp(absolute[path], st, digests[path], now)
+            text = decode_source(path, data)
+            if isinstance(text, FileError):
+                errors[path] = text.reason
+            else:
+                texts[path] = text
+        if cache is not None:
+            entries = _unchanged_project(cache, texts, digests, absolute)
+        if len(entries) != len(texts):
+            entries = _analyse(texts, digests, get_rules, cache, cache_dir, jobs, file_timeout)
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -109,6 +117,26 @@ def check_files(
     return result
 
 
+def _stat(path: str) -> Optional[os.stat_result]:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _unchanged_by_stamps(cache, files: Sequence[str], absolute: Dict[str, str]) -> Dict[str, list]:
+    """`_unchanged_project` without reading a file: when every file (and every file the
+    project imports) has the size and modification time it had when last read (a warm run)."""
+    digests: Dict[str, str] = {}
+    for path in files:
+        st = _stat(path)
+        digest = cache.stamped(absolute[path], st) if st is not None else None
+        if digest is None:
+            return {}
+        digests[path] = digest
+    return _unchanged_project(cache, digests, digests, absolute)
+
+
 def _read(path: str, errors: Dict[str, str]) -> Optional[bytes]:
     data = read_bytes(path)
     if isinstance(data, FileError):
@@ -117,30 +145,42 @@ def _read(path: str, errors: Dict[str, str]) -> Optional[bytes]:
     return data
 
 
-def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence[str]) -> str:
+def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence[str], cache=None,
+                 absolute: Optional[Dict[str, str]] = None) -> str:
+    """A digest of the project: the checked files' (`absolute`: their absolute paths, where
+    known) and the modules they import (`extra`), these by their stamps in `cache` where it
+    vouches for them."""
     import hashlib
 
     h = hashlib.blake2b(digest_size=16)
     for path in sorted(texts):
-        h.update(f"{os.path.abspath(path)}:{digests[path]};".encode())
+        h.update(f"{absolute[path] if absolute else os.path.abspath(path)}:{digests[path]};".encode())
     for path in sorted(extra):
-        data = _read(path, {})
-        h.update(f"+{path}:{content_hash(data) if data is not None else '-'};".encode())
+        st = _stat(path) if cache is not None else None
+        digest = cache.stamped(os.path.abspath(path), st) if st is not None else None
+        if digest is None:
+            now = time.time_ns()
+            data = _read(path, {})
+            digest = content_hash(data) if data is not None else "-"
+            if st is not None and data is not None:
+                cache.stamp(os.path.abspath(path), st, digest, now)
+        h.update(f"+{path}:{digest};".encode())
     return h.hexdigest()
 
 
-def _unchanged_project(cache, texts: Dict[str, str], digests: Dict[str, str]) -> Dict[str, list]:
-    """Every entry, when no file of the project (nor a file it imports) changed since the
-    cache was written: then nothing needs linking or parsing."""
+def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
+                       absolute: Dict[str, str]) -> Dict[str, list]:
+    """Every entry, when no file of the project (`texts`: its paths are what counts) nor a
+    file it imports changed since the cache was written: then nothing needs linking or parsing."""
     meta = cache.project
     if not meta:
         return {}
     key, _, extra = meta.partition("|")
-    if key != _project_key(texts, digests, [p for p in extra.split("|") if p]):
+    if key != _project_key(texts, digests, [p for p in extra.split("|") if p], cache, absolute):
         return {}
     out = {}
     for path in texts:
-        e = cache.result(path, digests[path])
+        e = cache.result(absolute[path], digests[path])
         if e is None:
             return {}
         out[path] = e
@@ -164,7 +204,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
         run.runner.close()
     run.heat()
     if cache is not None:
-        cache.project = _project_key(texts, digests, run.extra) + "|" + "|".join(run.extra)
+        cache.project = _project_key(texts, digests, run.extra, cache) + "|" + "|".join(run.extra)
     if summaries is not None:
         summaries.save()
     return run.out

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 PROBE = """
 import json, sys
@@ -154,3 +155,50 @@ def test_parse_without_revalidation_gives_the_same_tree_and_keeps_validation():
     lint_source(src, "t.py")
     with pytest.raises(cst.CSTValidationError):  # nodes built outside the parse are still checked
         cst.Name("")
+
+
+def _stamped_project(tmp_path, age_s=60):
+    f = _project(tmp_path) / "train.py"
+    then = time.time() - age_s
+    os.utime(f, (then, then))
+    return f
+
+
+def _check(f, cache):
+    from synclint.registry import default_rules
+    from synclint.runner import check_files
+
+    return sorted((x.code, x.row) for x in check_files([str(f)], default_rules(), cache_dir=cache).findings)
+
+
+def test_a_warm_run_stats_files_instead_of_reading_them(tmp_path, monkeypatch):
+    """A file left alone since it was last read is vouched for by its size and time (Ruff
+    does the same); an edit that keeps the size but not the time is read and checked again."""
+    from synclint import runner
+
+    f = _stamped_project(tmp_path)
+    cache = tmp_path / ".synclint_cache"
+    first = _check(f, cache)
+    assert ("SYN101", 6) in first
+    read = []
+    real_read = runner._read
+    monkeypatch.setattr(runner, "_read", lambda p, errors: read.append(p) or real_read(p, errors))
+    assert _check(f, cache) == first and read == []
+    f.write_text(SRC.replace("loss.item()", "loss.tanh()"))  # the same size
+    later = time.time() - 30
+    os.utime(f, (later, later))
+    assert ("SYN101", 6) not in _check(f, cache) and read == [str(f)]
+
+
+def test_a_file_changed_just_before_it_was_read_is_read_again(tmp_path, monkeypatch):
+    """Within `SETTLED_NS` of its last change a file could change again in the same tick of a
+    coarse clock, keeping its size and time: its stamp is not trusted, and the next run reads it."""
+    from synclint import runner
+
+    f = _stamped_project(tmp_path, age_s=0)
+    cache = tmp_path / ".synclint_cache"
+    first = _check(f, cache)
+    read = []
+    real_read = runner._read
+    monkeypatch.setattr(runner, "_read", lambda p, errors: read.append(p) or real_read(p, errors))
+    assert _check(f, cache) == first and read == [str(f)]
