@@ -105,6 +105,14 @@ class TensorFromHostDataInHotPath(Rule):
             line=6,
             hot=True,
         ),
+        Invalid(  # a metric's number, computed in another method (`x.item() * 100`)
+            "import torch\nimport pytorch_lightning as pl\nclass Model(pl.LightningModule):\n"
+            "    def accuracy(self, logits, y):\n        return (logits.argmax(1) == y).float().mean().item() * 100\n"
+            "    def validation_step(self, batch, batch_idx):\n        x, y = batch\n"
+            "        self.log('acc', self.accuracy(self.net(x), y))\n",
+            line=8,
+            hot=True,
+        ),
         Invalid(  # the type chosen by whether CUDA is there: the GPU path is the one to flag
             "import numpy as np\nimport torch\ncuda = torch.cuda.is_available()\n"
             "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"

@@ -189,6 +189,11 @@ def test_parameters_take_values_from_their_call_sites():
     assert val(src).kind == V.TENSOR  # a tensor on some path
 
 
+def test_arithmetic_of_numbers_of_different_kinds_is_a_number():
+    assert val("import torch\nx = torch.ones(2, device='cuda')\nprobe(x.sum().item() * 100)\n").py == "number"
+    assert val("probe(len(a) * 0.5)\n").kind == V.PY
+
+
 def test_function_defined_after_use_returns_are_known():
     assert val("import torch\nprobe(make())\ndef make():\n    return torch.ones(2, device='cuda')\n").device == V.CUDA
 

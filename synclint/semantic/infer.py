@@ -204,7 +204,10 @@ class Inference:
             return Val(V.NUMPY)
         if all(v.kind == V.PY for v in vals):
             kinds = {v.py for v in vals}
-            return V.py(kinds.pop()) if len(kinds) == 1 else V.PY_VAL
+            if len(kinds) == 1:
+                return V.py(kinds.pop())
+            # `acc.item() * 100`: numbers of different kinds make a number
+            return V.py("number") if kinds <= V.NUMBERS else V.PY_VAL
         return V.UNKNOWN_VAL
 
     def _registered(self, key: cst.BaseExpression) -> Val:
