@@ -176,9 +176,10 @@ def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[s
     stack: List[Tuple[str, List[Tuple[str, object]]]] = [(top, specs)]
     while stack:
         d, specs = stack.pop()
+        d_abs = os.path.abspath(d)  # (once per folder: its entries' are joined to it)
         own = _read_gitignore(d)
         if own is not None:
-            specs = specs + [(os.path.abspath(d), own)]
+            specs = specs + [(d_abs, own)]
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as e:
@@ -187,7 +188,7 @@ def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[s
         subdirs = []
         for e in entries:
             full = os.path.join(d, e.name)
-            absf = os.path.abspath(full)
+            absf = os.path.join(d_abs, e.name)
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
                 is_py = not is_dir and e.name.endswith(".py")
