@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -62,6 +62,31 @@ def arg(call: cst.Call, pos: int, name: str) -> Optional[cst.BaseExpression]:
         if i == pos:
             return a.value
         i += 1
+    return None
+
+
+def lightning_logged(ctx, node: cst.Call) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """`self.log(name, value, ...)` or `self.log_dict(values, ...)` in a LightningModule's
+    method: ("log" or "log_dict", what is logged); else None."""
+    from synclint.semantic.library import LIGHTNING_LOG_METHODS
+
+    func = node.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+            and func.attr.value in LIGHTNING_LOG_METHODS):
+        return None
+    logged = arg(node, *LIGHTNING_LOG_METHODS[func.attr.value])
+    if logged is None or not ctx.in_lightning_module():
+        return None
+    return func.attr.value, logged
+
+
+def dict_values(e: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The values of a dict written out (`{"loss": loss}`: its values; a comprehension: its
+    value expression); None for anything else."""
+    if isinstance(e, cst.DictComp):
+        return [e.value]
+    if isinstance(e, cst.Dict):
+        return [el.value for el in e.elements if isinstance(el, cst.DictElement)]
     return None
 
 

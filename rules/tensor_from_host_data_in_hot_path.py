@@ -1,9 +1,9 @@
 import libcst as cst
 
 from synclint.semantic import values as V
-from synclint.semantic.library import LEGACY_CTORS, LIGHTNING_LOG_METHODS
+from synclint.semantic.library import LEGACY_CTORS
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import arg, kwarg, method_call, receiver, short
+from synclint.rules._helpers import dict_values, kwarg, lightning_logged, method_call, receiver, short
 from synclint.semantic.library import COPYING_DATA_FACTORIES as DATA_FACTORIES
 from synclint.semantic.moves import factory_under, gpu_move, host_data
 
@@ -249,23 +249,12 @@ class TensorFromHostDataInHotPath(Rule):
     def _lightning_logs_number(self, node: cst.Call) -> bool:
         """`self.log(name, <Python number>)` or `self.log_dict({...: <number>})` in a
         LightningModule's method."""
-        func = node.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
-                and func.attr.value in LIGHTNING_LOG_METHODS):
+        found = lightning_logged(self.ctx, node)
+        if found is None:
             return False
-        logged = arg(node, *LIGHTNING_LOG_METHODS[func.attr.value])
-        if logged is None or not self.ctx.in_lightning_module():
-            return False
-        if func.attr.value == "log_dict":
-            if isinstance(logged, cst.DictComp):
-                values = [logged.value]
-            elif isinstance(logged, cst.Dict):
-                values = [el.value for el in logged.elements if isinstance(el, cst.DictElement)]
-            else:
-                return False
-        else:
-            values = [logged]
-        return any(self._number(v) for v in values)
+        method, logged = found
+        values = dict_values(logged) if method == "log_dict" else [logged]
+        return any(self._number(v) for v in values or ())
 
     def _number(self, e: cst.BaseExpression) -> bool:
         v = self.ctx.infer(e)

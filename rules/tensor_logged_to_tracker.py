@@ -3,7 +3,7 @@ from typing import List
 import libcst as cst
 
 from synclint.rule import Invalid, Rule, Valid
-from synclint.rules._helpers import arg, receiver, short
+from synclint.rules._helpers import arg, dict_values, kwarg, lightning_logged, receiver, short
 from synclint.semantic import EVIDENT
 from synclint.semantic import library as L
 from synclint.semantic import values as V
@@ -16,15 +16,20 @@ class TensorLoggedToTracker(Rule):
     TensorBoard's `writer.add_scalar(tag, t)` (and `add_scalars`, `add_histogram`,
     `add_image(s)`, `add_audio`, `add_video`, `add_embedding`, `add_pr_curve`), from
     `torch.utils.tensorboard` or `tensorboardX` (or a class derived from its writer);
-    `wandb.log({"loss": t})`; torchvision's `save_image(t, path)`; and a Hugging Face
-    `evaluate` metric's `add_batch(predictions=..., references=...)`.
+    `wandb.log({"loss": t})`; torchvision's `save_image(t, path)`; a Hugging Face
+    `evaluate` metric's `add_batch(predictions=..., references=...)`; and a LightningModule's
+    `self.log(name, t, prog_bar=True)` (or `self.log_dict`) of a value kept per step, and
+    the per-step `self.log` of a `validation_step` or `test_step`.
 
     ## Why is this bad?
     The tracker converts the tensor on the calling thread: TensorBoard's writer runs
     `make_np`, which is `x.detach().cpu().numpy()` (`torch/utils/tensorboard/_convert_np.py`);
     wandb's `json_friendly` calls `.item()` on a 0-d tensor and `.cpu().numpy()` otherwise;
     `save_image` copies to the CPU to encode the image; `evaluate` stores the batch through
-    `datasets`' `cast_to_python_objects`, which calls `.detach().cpu().numpy()`. Each is a blocking device-to-host
+    `datasets`' `cast_to_python_objects`, which calls `.detach().cpu().numpy()`; Lightning
+    converts the values its progress bar shows (`convert_tensors_to_scalars`, `.item()`) each
+    time the bar refreshes, every batch by default, and the values its logger writes, at
+    every step of an evaluation loop (every `log_every_n_steps` in training). Each is a blocking device-to-host
     copy that waits for every kernel queued before it, once per value logged: three
     `add_scalar` calls in a logging step are three syncs.
 
@@ -59,6 +64,18 @@ class TensorLoggedToTracker(Rule):
     FIX_TITLE = "Read the logged values once per logging step (`torch.stack([...]).tolist()`) and log the numbers"
     CATALOGUE = ("B1", "A1")
     VALID = [
+        # Lightning keeps a logged tensor on the GPU unless the progress bar shows it every step
+        # (or an evaluation step logs it per step): per epoch, or for the logger every N steps
+        Valid(
+            "import torch\nimport pytorch_lightning as pl\nclass Model(pl.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.net = torch.nn.Linear(4, 1)\n"
+            "    def training_step(self, batch, batch_idx):\n        loss = self.net(batch).mean()\n"
+            "        self.log('train/loss', loss)\n"
+            "        self.log('train/epoch_loss', loss, prog_bar=True, on_step=False, on_epoch=True)\n"
+            "        return loss\n"
+            "    def validation_step(self, batch, batch_idx):\n        loss = self.net(batch).mean()\n"
+            "        self.log('val/loss', loss, prog_bar=True)\n"
+        ),
         # the value is a Python number already (its `.item()` is SYN101's)
         Valid(
             "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
@@ -127,6 +144,24 @@ class TensorLoggedToTracker(Rule):
         ),
     ]
     INVALID = [
+        # Lightning's progress bar shows the loss as a number: read back at every batch
+        Invalid(
+            "import torch\nimport pytorch_lightning as pl\nclass Model(pl.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.net = torch.nn.Linear(4, 1)\n"
+            "    def training_step(self, batch, batch_idx):\n        loss = self.net(batch).mean()\n"
+            "        self.log('train/loss', loss, prog_bar=True)\n        return loss\n",
+            line=9,
+            hot=True,
+        ),
+        # an evaluation step's values logged per step: the logger writes them at every step
+        Invalid(
+            "import torch\nimport pytorch_lightning as pl\nclass Model(pl.LightningModule):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.net = torch.nn.Linear(4, 1)\n"
+            "    def validation_step(self, batch, batch_idx):\n        loss = self.net(batch).mean()\n"
+            "        self.log_dict({'val/loss': loss}, on_step=True)\n",
+            line=9,
+            hot=True,
+        ),
         # Hugging Face accelerate's nlp_example: predictions gathered on the GPU
         Invalid(
             "import torch\nimport evaluate\nmetric = evaluate.load('glue', 'mrpc')\n"
@@ -224,10 +259,8 @@ class TensorLoggedToTracker(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         values: List[cst.BaseExpression] = []
         for logged in self._logged_arguments(node):
-            if isinstance(logged, cst.Dict):  # add_scalars / wandb.log: the dict's values
-                values += [el.value for el in logged.elements if isinstance(el, cst.DictElement)]
-            else:
-                values.append(logged)
+            in_dict = dict_values(logged)  # add_scalars / wandb.log / log_dict: the dict's values
+            values += in_dict if in_dict is not None else [logged]
         for v in values:
             if self.ctx.gpu(v, EVIDENT) is not None:
                 self.report(node, call=short(node, 60), value=short(v))
@@ -235,6 +268,9 @@ class TensorLoggedToTracker(Rule):
 
     def _logged_arguments(self, node: cst.Call) -> List[cst.BaseExpression]:
         """The arguments this call reads back, when it is a tracker's or a metric's."""
+        lightning = lightning_logged(self.ctx, node)
+        if lightning is not None:
+            return [lightning[1]] if self._read_back_every_step(node) else []
         func = node.func
         if isinstance(func, cst.Attribute) and (func.attr.value in L.WRITER_METHODS or func.attr.value in L.METRIC_METHODS):
             obj = self.ctx.infer(receiver(node))
@@ -252,3 +288,25 @@ class TensorLoggedToTracker(Rule):
         where = L.TRACKER_FUNCTIONS.get(q) if q is not None else None
         got = arg(node, *where) if where is not None else None
         return [got] if got is not None else []
+
+    def _read_back_every_step(self, node: cst.Call) -> bool:
+        """A LightningModule's `self.log` of a value kept per step that Lightning reads back
+        at each step (`convert_tensors_to_scalars` in its logger connector): for the progress
+        bar (`prog_bar=True`), which refreshes every batch by default, and for the logger in
+        `validation_step`/`test_step`, which writes every step's values. Per step:
+        `on_step=True`, or its default in `training_step` (the logger there writes every
+        `log_every_n_steps`: not every step)."""
+        f = self.ctx.func
+        hook = f.name if f is not None else None
+        on_step = kwarg(node, "on_step")
+        per_step = _is_true(on_step) if on_step is not None else hook in L.LIGHTNING_PER_STEP_LOGGING
+        if not per_step:
+            return False
+        if _is_true(kwarg(node, "prog_bar")):
+            return True
+        logger = kwarg(node, "logger")
+        return hook in L.LIGHTNING_EVAL_STEPS and (logger is None or _is_true(logger))
+
+
+def _is_true(e) -> bool:
+    return isinstance(e, cst.Name) and e.value == "True"

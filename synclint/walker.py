@@ -240,9 +240,12 @@ class Walker:
             callers = ctx.param_from_callers(info.qual, pname)
             if p.annotation is not None:
                 # An annotation we cannot read (a user type) is still not a tensor by
-                # default: trust the author over the forward() heuristic.
-                val = annotation_val(ctx, p.annotation.annotation) or V.UNKNOWN_VAL
-                if callers is not None and callers.kind == val.kind != V.UNKNOWN:
+                # default: trust the author over the forward() heuristic, but not over what
+                # the callers pass (`scaler: amp.GradScaler`, given a `torch.amp.GradScaler`).
+                val = annotation_val(ctx, p.annotation.annotation)
+                if val is None:
+                    val = callers if callers is not None and callers.kind != V.UNKNOWN else V.UNKNOWN_VAL
+                elif callers is not None and callers.kind == val.kind != V.UNKNOWN:
                     val = callers  # `optimizer: Optimizer`, and every caller passes an AdamW
             elif i == 0 and is_method and pname in ("self", "cls"):
                 val = Val(V.MODULE, cls=info.cls.name) if info.cls.is_module else Val(V.OBJECT, cls=info.cls.name)
@@ -257,6 +260,10 @@ class Walker:
             elif step_like:
                 if is_method and info.name in L.LIGHTNING_STEP_HOOKS and i >= 2:
                     val = V.py("int")  # Lightning: (self, batch, batch_idx[, dataloader_idx])
+                elif is_method and info.name in L.LIGHTNING_STEP_HOOKS and i == 1 and ctx.in_lightning_module():
+                    # Lightning moves the batch to the module's device before the hook runs
+                    # (`transfer_batch_to_device`): the GPU, on a GPU run
+                    val = Val(V.TENSORS, V.CUDA)
                 elif pname in L.BATCH_PARAM_NAMES or "batch" in pname and not pname.endswith(("idx", "size", "_nb")):
                     val = Val(V.TENSORS, None)
                 elif pname.endswith(("idx", "_nb")):
@@ -389,6 +396,12 @@ class Walker:
         _narrow(ctx, node.test, negated=True)
         if node.orelse is not None:
             self._with_flags(orelse_flags, node.orelse)
+        if kind in ("cpu-body", "cpu-else") and not _leaves(node):
+            # `if use_gpu: x = x.cuda()`: on a GPU run only the CUDA path is taken, so what
+            # follows sees its values, not a join with the CUDA-less path's ("either")
+            if kind == "cpu-else":
+                ctx.restore(after_body)
+            return
         ctx.merge([after_body, ctx.snapshot()])
 
     def _assert(self, node: cst.Assert) -> None:
@@ -796,6 +809,14 @@ def _is_module_base(ctx: SemanticModel, b: cst.BaseExpression) -> bool:
     if isinstance(b, cst.Attribute):
         return b.attr.value in L.MODULE_BASE_NAMES
     return False
+
+
+def _leaves(node: cst.If) -> bool:
+    """Whether a branch of `node` may leave the block (`return`, `raise`, `break`,
+    `continue`): then what follows is not simply the path that fell through."""
+    from synclint.semantic.syntax import descendants
+
+    return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in descendants(node))
 
 
 def _narrow(ctx: SemanticModel, test: cst.BaseExpression, negated: bool = False) -> None:

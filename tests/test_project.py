@@ -1470,3 +1470,34 @@ def test_a_subclass_calling_a_method_it_inherits_from_another_module_passes_its_
             """,
     })
     assert not any(f[2] == "SYN304" for f in _found(paths))
+
+
+def test_a_function_above_its_caller_takes_the_value_another_module_gives_the_caller(tmp_path):
+    """G40: `train(loaders)` is defined above `main`, which passes loaders another module
+    makes; the file's own first walk could not know them, the lint walk learns them at the
+    call, after `train` was walked, and walks again (adarnn's `zip(*train_loader_list)`)."""
+    paths = _project(tmp_path, {
+        "data.py": """\
+            import torch
+
+            def make_loaders(sets):
+                return [torch.utils.data.DataLoader(s) for s in sets], None
+            """,
+        "train.py": """\
+            import torch
+            from data import make_loaders
+
+            def train(model, loaders):
+                for batches in zip(*loaders):
+                    for batch in batches:
+                        x = batch[0].cuda()
+                        model(x).sum().backward()
+
+            def main(sets):
+                model = torch.nn.Linear(3, 3).cuda()
+                loaders, _ = make_loaders(sets)
+                for epoch in range(10):
+                    train(model, loaders)
+            """,
+    })
+    assert ("train.py", 7, "SYN304", True) in _found(paths)

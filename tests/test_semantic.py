@@ -189,6 +189,53 @@ def test_parameters_take_values_from_their_call_sites():
     assert val(src).kind == V.TENSOR  # a tensor on some path
 
 
+def test_a_lightning_step_hooks_batch_is_on_the_gpu():
+    """Lightning moves the batch to the module's device before `training_step` runs; a
+    `*_step` method of any other class keeps a batch of unknown device."""
+    src = ("import torch\nimport pytorch_lightning as pl\nclass M(pl.LightningModule):\n"
+           "    def training_step(self, batch, batch_idx):\n        x, y = batch\n        probe(x)\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    assert val(src.replace("(pl.LightningModule)", "")).device is None
+
+
+def test_a_dict_of_loaders_keeps_them():
+    """`dataloaders = {x: DataLoader(...) for x in ["train", "val"]}` (torchvision's
+    transfer-learning tutorial): `dataloaders[phase]` is a loader, its batches CPU tensors."""
+    src = ("import torch\ndataloaders = {x: torch.utils.data.DataLoader(sets[x]) for x in ['train', 'val']}\n"
+           "for phase in ['train', 'val']:\n    for inputs, labels in dataloaders[phase]:\n        probe(inputs)\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    src = ("import torch\nloaders = {'train': torch.utils.data.DataLoader(a), 'val': torch.utils.data.DataLoader(b)}\n"
+           "for x, y in loaders['val']:\n    probe(x)\n")
+    assert val(src).device == V.CPU
+
+
+def test_an_annotation_it_cannot_read_gives_way_to_what_the_callers_pass():
+    """`scaler: amp.GradScaler` (an alias the model does not resolve) given a GradScaler by
+    every caller is that GradScaler; with no caller it stays unknown, not a tensor."""
+    src = ("import torch\nfrom somewhere import amp\ndef train(scaler: amp.GradScaler):\n    probe(scaler)\n"
+           "train(torch.amp.GradScaler())\n")
+    v = val(src)
+    assert v.kind == V.OBJECT and v.cls == "torch.amp.GradScaler"
+    assert val(src.replace("train(torch.amp.GradScaler())\n", "")).kind == V.UNKNOWN
+
+
+def test_after_a_cuda_availability_test_the_gpu_paths_values_hold():
+    """On a GPU run only the CUDA path of `if torch.cuda.is_available():` (or of a name bound
+    to it) is taken: what follows sees its values. A configuration flag keeps both paths."""
+    for test in ("torch.cuda.is_available()", "use_gpu"):
+        src = ("import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.ones(2)\n"
+               f"if {test}:\n    x = x.cuda()\nprobe(x)\n")
+        assert val(src).device == V.CUDA, test
+    src = "import torch\nx = torch.ones(2)\nif args.gpu:\n    x = x.cuda()\nprobe(x)\n"
+    assert val(src).device == V.EITHER
+    # a branch that may leave the block: what follows is not simply the fall-through
+    src = ("import torch\ndef f(x):\n    if torch.cuda.is_available():\n        return x.cuda()\n"
+           "    probe(x)\nf(torch.ones(2))\n")
+    assert val(src).device == V.CPU
+
+
 def test_arithmetic_of_numbers_of_different_kinds_is_a_number():
     assert val("import torch\nx = torch.ones(2, device='cuda')\nprobe(x.sum().item() * 100)\n").py == "number"
     assert val("probe(len(a) * 0.5)\n").kind == V.PY

@@ -39,6 +39,10 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         negated = True
         test = test.expression
+    if isinstance(test, cst.Name):  # `use_gpu = torch.cuda.is_available()`, then `if use_gpu:`
+        b = model.binding(test.value)
+        if b is not None and isinstance(b.expr, cst.Call) and b.prev is None:
+            test = b.expr
     if isinstance(test, cst.Call) and model.torch_name(test.func) in ("cuda.is_available", "cuda.is_initialized"):
         return "cpu-body" if negated else "cpu-else"
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":

@@ -23,6 +23,10 @@ from synclint.semantic.values import Val
 _JOINING = frozenset({"stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack"})
 
 
+
+# what a dict's values may be, joined, for its items to be known (`d[k]`, `d.values()`)
+_DICT_VALUE_KINDS = (V.NUMPY, V.TENSOR, V.LOADER)
+
 class Inference:
     # ------------------------------------------------------------------ entry point
     def infer(self, e: cst.BaseExpression) -> Val:
@@ -76,9 +80,9 @@ class Inference:
             return self._infer_dict(e)
         if t is cst.DictComp:
             # `{name: p.cpu() for name, p in model.named_parameters()}` (llm.c): a dict of the
-            # values it makes, when they are tensors or arrays (as `_infer_dict`)
+            # values it makes, when they are tensors, arrays or loaders (as `_infer_dict`)
             v = self._infer(e.value)
-            return Val(V.PY, py="dict", elems=(v,)) if v.kind in (V.NUMPY, V.TENSOR) else V.py("dict")
+            return Val(V.PY, py="dict", elems=(v,)) if v.kind in _DICT_VALUE_KINDS else V.py("dict")
         if t in (cst.Imaginary, cst.Set, cst.SetComp, cst.Lambda):
             return V.PY_VAL
         if t in (cst.List, cst.Tuple):
@@ -151,11 +155,12 @@ class Inference:
 
     def _infer_dict(self, e: cst.Dict) -> Val:
         """`{"rois": boxes.cpu().numpy(), "scores": ...}`: a dict whose values are all arrays,
-        or all tensors, keeps them (joined), as a dict filled by item stores does; values of
-        mixed kinds (a loss beside a learning rate) are not joined into one."""
+        all tensors or all loaders (`{"train": DataLoader(...), "val": ...}`) keeps them
+        (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
+        a learning rate) are not joined into one."""
         vals = [self._infer(el.value) for el in e.elements if isinstance(el, cst.DictElement)]
         if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
-                or vals[0].kind not in (V.NUMPY, V.TENSOR):
+                or vals[0].kind not in _DICT_VALUE_KINDS:
             return V.py("dict")
         joined = vals[0]
         for v in vals[1:]:

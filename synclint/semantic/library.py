@@ -82,6 +82,8 @@ BATCH_PARAM_NAMES = _set("modules", "batch_params")
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
+LIGHTNING_PER_STEP_LOGGING = _set("modules", "lightning_per_step_logging")
+LIGHTNING_EVAL_STEPS = _set("modules", "lightning_eval_steps")
 
 MODULE_NAME_WORDS = _set("modules", "name_words")
 MODULE_DICTS = _set("modules", "module_dicts")

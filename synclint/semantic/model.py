@@ -161,6 +161,9 @@ class SemanticModel(Inference):
         # same for (class, attribute) read before this walk reached an assignment of it
         self.early_returns: Dict[str, Val] = {}
         self.early_attrs: Dict[Tuple[str, str], Val] = {}
+        # (function key, parameter) -> what its callers gave when its body was walked: for a
+        # function above its callers, the last walk's values (`stale_reads`)
+        self.early_params: Dict[Tuple[str, str], Optional[Val]] = {}
         self.method_returns: Dict[Tuple[str, str], Val] = dict(self.facts.method_returns)
         # (callee key, positional values, keyword values) of calls to in-file functions
         # (calling function, callee key, skipped params, positional, keyword values) of calls
@@ -739,6 +742,12 @@ class SemanticModel(Inference):
     def param_from_callers(self, qual: str, name: str) -> Optional[Val]:
         """The join of the values every call passes for this parameter, in this file and
         (from the project) in others."""
+        got = self._joined_params(qual, name)
+        self.early_params.setdefault((qual, name), got)
+        return got
+
+    def _joined_params(self, qual: str, name: str) -> Optional[Val]:
+        """`param_from_callers`: this walk's calls met so far, the last walk's others."""
         info = self.all_funcs.get(qual)
         fresh = self._params_by_caller(qual, info) if info is not None else {}
         earlier = self.facts.params.get(qual, {})
@@ -981,7 +990,9 @@ class SemanticModel(Inference):
             info = self.classes_by_name.get(cls_name)
             if info is not None and info.attrs.get(attr, v) != v:
                 return True
-        return False
+        # a function above its callers took their values from the last walk; this walk's
+        # calls (knowing the project's values) may pass others (G40)
+        return any(self._joined_params(qual, name) != v for (qual, name), v in self.early_params.items())
 
     def is_counter(self, e: cst.BaseExpression) -> bool:
         """A step counter: a name this function increments (`n += 1`) or loops over a
