@@ -6,7 +6,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from synclint.semantic.syntax import kwarg, string_value  # noqa: F401 - re-exported for rules
+from synclint.semantic.syntax import is_true, kwarg, string_value  # noqa: F401 - re-exported for rules
 
 
 def method_call(node: cst.Call, names) -> Optional[str]:

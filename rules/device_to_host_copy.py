@@ -4,7 +4,7 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
+from synclint.rules._helpers import is_true, kwarg, method_call, positional, receiver, short
 from synclint.semantic import NOT_MODULE
 from synclint.semantic.moves import host_type_move
 
@@ -221,7 +221,7 @@ class DeviceToHostCopy(Rule):
                     self.report(node, expr=f"{short(recv)}.cpu()")
             elif m == "to" and self._to_cpu_blocking(node) and ctx.gpu(recv, NOT_MODULE) is not None:
                 self.report(node, expr=short(node))
-            elif m == "numpy" and _is_true(kwarg(node, "force")) and self._numpy_source(recv):
+            elif m == "numpy" and is_true(kwarg(node, "force")) is True and self._numpy_source(recv):
                 self.report(node, expr=short(node))
             elif m in ("type", "type_as") and host_type_move(ctx, node) and ctx.infer(recv).device == V.CUDA:
                 # `.type(torch.FloatTensor)`: old code's dtype cast, mostly of host data, so
@@ -240,7 +240,7 @@ class DeviceToHostCopy(Rule):
         nb = kwarg(node, "non_blocking")
         if nb is None and len(pos) >= 3:  # to(device, dtype, non_blocking)
             nb = pos[2].value
-        return nb is None or _is_false(nb)
+        return is_true(nb) is False  # absent, or literally False
 
     def _numpy_source(self, recv: cst.BaseExpression) -> bool:
         # Only tensors have `.numpy(force=...)`; an unknown receiver is a tensor whose
@@ -249,11 +249,3 @@ class DeviceToHostCopy(Rule):
             return False
         v = self.ctx.infer(recv)
         return (v.kind == V.TENSOR and v.device != V.CPU) or v.kind == V.UNKNOWN
-
-
-def _is_true(e) -> bool:
-    return isinstance(e, cst.Name) and e.value == "True"
-
-
-def _is_false(e) -> bool:
-    return isinstance(e, cst.Name) and e.value == "False"

@@ -3,7 +3,7 @@ from typing import List
 import libcst as cst
 
 from synclint.rule import Invalid, Rule, Valid
-from synclint.rules._helpers import arg, dict_values, kwarg, lightning_logged, receiver, short
+from synclint.rules._helpers import arg, dict_values, is_true, kwarg, lightning_logged, receiver, short
 from synclint.semantic import EVIDENT
 from synclint.semantic import library as L
 from synclint.semantic import values as V
@@ -299,14 +299,10 @@ class TensorLoggedToTracker(Rule):
         f = self.ctx.func
         hook = f.name if f is not None else None
         on_step = kwarg(node, "on_step")
-        per_step = _is_true(on_step) if on_step is not None else hook in L.LIGHTNING_PER_STEP_LOGGING
+        per_step = is_true(on_step) is True if on_step is not None else hook in L.LIGHTNING_PER_STEP_LOGGING
         if not per_step:
             return False
-        if _is_true(kwarg(node, "prog_bar")):
+        if is_true(kwarg(node, "prog_bar")) is True:
             return True
         logger = kwarg(node, "logger")
-        return hook in L.LIGHTNING_EVAL_STEPS and (logger is None or _is_true(logger))
-
-
-def _is_true(e) -> bool:
-    return isinstance(e, cst.Name) and e.value == "True"
+        return hook in L.LIGHTNING_EVAL_STEPS and (logger is None or is_true(logger) is True)

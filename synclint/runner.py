@@ -78,12 +78,13 @@ def check_files(
     if not entries:
         now = time.time_ns()
         for path in files:
-            st = _stat(path) if cache is not None else None
-            data = sources[path].encode("utf-8") if sources and path in sources else _read(path, errors)
+            buffered = sources is not None and path in sources  # an editor's unsaved text
+            st = _stat(path) if cache is not None and not buffered else None
+            data = sources[path].encode("utf-8") if buffered else _read(path, errors)
             if data is None:
                 continue
             digests[path] = content_hash(data)
-            if st is not None and not (sources and path in sources):
+            if st is not None:
                 cache.stamp(absolute[path], st, digests[path], now)
             text = decode_source(path, data)
             if isinstance(text, FileError):
@@ -124,13 +125,18 @@ def _stat(path: str) -> Optional[os.stat_result]:
         return None
 
 
+def _stamped_digest(cache, path: str, key: str):
+    """(the file's stat or None, the digest its stamp in `cache` vouches for or None)."""
+    st = _stat(path)
+    return st, cache.stamped(key, st) if st is not None else None
+
+
 def _unchanged_by_stamps(cache, files: Sequence[str], absolute: Dict[str, str]) -> Dict[str, list]:
     """`_unchanged_project` without reading a file: when every file (and every file the
     project imports) has the size and modification time it had when last read (a warm run)."""
     digests: Dict[str, str] = {}
     for path in files:
-        st = _stat(path)
-        digest = cache.stamped(absolute[path], st) if st is not None else None
+        digest = _stamped_digest(cache, path, absolute[path])[1]
         if digest is None:
             return {}
         digests[path] = digest
@@ -156,14 +162,14 @@ def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence
     for path in sorted(texts):
         h.update(f"{absolute[path] if absolute else os.path.abspath(path)}:{digests[path]};".encode())
     for path in sorted(extra):
-        st = _stat(path) if cache is not None else None
-        digest = cache.stamped(os.path.abspath(path), st) if st is not None else None
+        key = os.path.abspath(path)
+        st, digest = _stamped_digest(cache, path, key) if cache is not None else (None, None)
         if digest is None:
             now = time.time_ns()
             data = _read(path, {})
             digest = content_hash(data) if data is not None else "-"
             if st is not None and data is not None:
-                cache.stamp(os.path.abspath(path), st, digest, now)
+                cache.stamp(key, st, digest, now)
         h.update(f"+{path}:{digest};".encode())
     return h.hexdigest()
 

@@ -814,8 +814,6 @@ def _is_module_base(ctx: SemanticModel, b: cst.BaseExpression) -> bool:
 def _leaves(node: cst.If) -> bool:
     """Whether a branch of `node` may leave the block (`return`, `raise`, `break`,
     `continue`): then what follows is not simply the path that fell through."""
-    from synclint.semantic.syntax import descendants
-
     return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in descendants(node))
 
 

@@ -65,7 +65,7 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
             return None  # `.type()`: a query
         v = model.infer(arg)
         if v.kind == V.PY and v.py == "typestr":  # `.type(torch.cuda.FloatTensor)`, `.type(x.type())`
-            return Move(call, m, arg, True, None, _nb(kws.get("non_blocking")), False) if v.device != V.CPU else None
+            return Move(call, m, arg, True, None, is_true(kws.get("non_blocking")), False) if v.device != V.CPU else None
         if model.torch_name(arg) is not None:
             return None  # `.type(torch.float16)`: no move
         s = string_value(arg)
@@ -82,7 +82,7 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
             is_dev, d = model.device_of_arg(dev)
             if is_dev and d == V.CPU:
                 return None
-        return Move(call, m, dev, False, None, _nb(nb_expr), "memory_format" in kws, nb_expr is not None)
+        return Move(call, m, dev, False, None, is_true(nb_expr), "memory_format" in kws, nb_expr is not None)
     dev = kws.get("device")
     rest = pos
     if dev is None and pos:
@@ -101,7 +101,7 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
         if rest and nb_expr is None:
             nb_expr, rest = rest[0], rest[1:]
         extra = extra or bool(rest)
-    return Move(call, m, dev, dev_is_tensor, dtype, _nb(nb_expr), extra, nb_expr is not None)
+    return Move(call, m, dev, dev_is_tensor, dtype, is_true(nb_expr), extra, nb_expr is not None)
 
 
 def moves_own_attribute(model, call: cst.Call) -> bool:
@@ -141,14 +141,6 @@ def host_type_move(model, call: cst.Call) -> bool:
         return v.device == V.CPU
     s = string_value(arg)
     return s is not None and s.startswith("torch.") and s.endswith("Tensor") and not s.startswith("torch.cuda.")
-
-
-def _nb(e: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if e is None:
-        return False
-    if isinstance(e, cst.Name) and e.value in ("True", "False"):
-        return e.value == "True"
-    return None
 
 
 def factory_under(model, e: cst.BaseExpression) -> Optional[Tuple[cst.Call, str, bool]]:
