@@ -663,6 +663,10 @@ class Inference:
         device = module.device if module.device == V.CUDA else _device_of(ts) if ts else module.device
         if device == V.CPU and module.device is None and not ts:
             device = None
+        if L.pml_kind(module.cls or ""):  # a metric learning loss's value, a miner's indices
+            kind = L.pml_kind(module.cls)
+            return Val(V.TENSORS, device, cls=L.PML_PAIRS if kind == "pair_miners" else None) \
+                if kind.endswith("miners") else V.tensor(device)
         if module.cls is not None:
             ret = self.method_return(module.cls, "forward")
             if ret is not None and ret.kind != V.TENSOR:
@@ -688,6 +692,8 @@ class Inference:
             return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
         if q in L.HOST_DECIDING_OPTIMIZERS:  # `optimizer = LARC(optimizer=optimizer)`
             return Val(V.OPTIM, cls=L.LARC)
+        if L.pml_class(q):  # `criterion = losses.ArcFaceLoss(...)`: known by its class
+            return Val(V.MODULE, cls=L.pml_class(q))
         if q in L.SCALER_CALLABLES:  # `loss_scaler = NativeScaler()`: a CUDA GradScaler inside
             return Val(V.OBJECT, V.CUDA, cls=L.NATIVE_SCALER)
         if q in L.BATCH_SAMPLERS:  # `for indices in BatchSampler(...)`: lists of Python ints

@@ -102,6 +102,24 @@ HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as
 SCALER_CALLABLES = {f: tuple(a) for f, a in _DATA["wrappers"]["scaler_callables"].items()}
 NATIVE_SCALER = "timm.utils.NativeScaler"  # the class every such scaler's instance is known as
+# pytorch-metric-learning: its losses' and miners' instances are known by these class keys
+_PML = _DATA["metric_learning"]
+PML_PREFIX = _PML["package"] + "."
+PML_CLASSES = {name: kind for kind in ("masked_losses", "all_pairs_losses", "pair_losses", "triplet_losses",
+                                      "pair_miners", "triplet_miners") for name in _PML[kind]}
+PML_PAIRS = "pytorch_metric_learning:pairs"  # what a pair miner's call returns: (a1, p, a2, n)
+
+
+def pml_class(q: str) -> str:
+    """The class key of a pytorch-metric-learning loss or miner that `q` names (whichever
+    module it is imported from), or ""."""
+    name = q.rpartition(".")[2]
+    return PML_PREFIX + name if q.startswith(PML_PREFIX) and name in PML_CLASSES else ""
+
+
+def pml_kind(cls: str) -> str:
+    """Which of library.toml's [metric_learning] lists the class key is in, or ""."""
+    return PML_CLASSES.get(cls[len(PML_PREFIX):], "") if cls.startswith(PML_PREFIX) else ""
 REPEAT_CALLERS = {f: tuple(a) for f, a in _DATA["iteration"]["repeat_callers"].items()}
 TEMPLATE_METHODS = {m: tuple(c) for m, c in _DATA["iteration"]["template_methods"].items()}
 
