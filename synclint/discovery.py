@@ -241,14 +241,17 @@ def is_test_path(path: str) -> bool:
 # What pytest or unittest would collect, and a script's entry point
 _TEST_CODE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+test|^[ \t]*class[ \t]+Test"
                         r"|^[ \t]*(?:import|from)[ \t]+(?:pytest|unittest)\b", re.M)
-_MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==[ \t]*['\"]__main__['\"]", re.M)
+# A script's entry: a `__main__` block, or command-line arguments parsed at import (which
+# pytest's own arguments would break: TCN's `add_test.py` trains a model at module level)
+_MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==[ \t]*['\"]__main__['\"]"
+                         r"|^[A-Za-z_][\w., \t]*=[^\n=]*\.parse_(?:known_)?args\(", re.M)
 _scripts: Dict[Tuple[str, int, int], bool] = {}
 
 
 def is_test_module(path: str, filename: str) -> bool:
     """`is_test_path`, less the scripts named like tests: a file with a `__main__` block
-    and nothing pytest or unittest would collect (faster-rcnn's `test_net.py` evaluates a
-    model). `filename`: where to read it (unreadable: taken for a test)."""
+    (or arguments parsed at module level) and nothing pytest or unittest would collect
+    (faster-rcnn's `test_net.py` evaluates a model). `filename`: where to read it (unreadable: taken for a test)."""
     if not is_test_path(path):
         return False
     if os.path.basename(path) == "conftest.py":

@@ -339,6 +339,10 @@ def test_cold_findings_in_tests_are_left_out_unless_asked(tmp_path):
 @pytest.mark.parametrize("main, reported", [
     # faster-rcnn's `test_net.py`: a script that evaluates a model, named like a test
     ("if __name__ == '__main__':\n    run()\n", True),
+    # TCN's `add_test.py`: arguments parsed at module level, the script runs on import
+    ("import argparse\nargs = argparse.ArgumentParser().parse_args()\nrun()\n", True),
+    ("args, _ = parser.parse_known_args()\nrun()\n", True),
+    ("def options():\n    return parser.parse_args()\nrun()\n", False),  # parsed only when called
     # near-misses: a test module, with or without a `__main__` block
     ("def test_run():\n    run()\nif __name__ == '__main__':\n    test_run()\n", False),
     ("import unittest\nif __name__ == '__main__':\n    unittest.main()\n", False),

@@ -1472,3 +1472,12 @@ def test_a_tensor_of_unknown_device_computing_with_gpu_tensors_is_on_the_gpu():
     assert val(src).device is None
     src = "import torch\ndef f(a: torch.Tensor):\n    h = torch.ones(3, device='cuda')\n    probe(a.new_zeros(3))\n"
     assert val(src).device is None
+
+
+def test_einops_shape_functions_keep_a_tensor_where_it_is():
+    src = HEAD + "from einops import rearrange, repeat\nx = torch.ones(2, 3, device=device)\n"
+    v = val(src + "probe(rearrange(x, 'b n -> n b'))\n")
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    assert val(src + "import einops\nprobe(einops.reduce(x.cpu(), 'b n -> b', 'sum'))\n").device == V.CPU
+    # NumPy in, NumPy out: not a tensor
+    assert val(src + "import numpy as np\nprobe(repeat(np.zeros((2, 3)), 'b n -> b n c', c=2))\n").kind != V.TENSOR
