@@ -123,6 +123,7 @@ class Project:
         self._key_to_class: Dict[str, Tuple[str, str]] = {}
         self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._cuda: Optional[Set[str]] = None
+        self._sub_attrs: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._override_map: Optional[Dict[Tuple[str, str], List[Tuple[str, str]]]] = None
         # (name, importer's directory) -> symbol: the same spelling from the same directory
         # resolves the same way (one file's facts ask thousands of times); forgotten when a
@@ -183,7 +184,7 @@ class Project:
         self._classes.clear()
         self._class_reads.clear()
         self._resolved.clear()
-        self._incoming = self._cuda = self._override_map = None
+        self._incoming = self._cuda = self._override_map = self._sub_attrs = None
 
     def module_path(self, name: str, importer: str) -> Optional[str]:
         paths = self.by_name.get(name)
@@ -389,7 +390,8 @@ class Project:
     # ------------------------------------------------------------------ per file
     def facts_for(self, path: str) -> ProjectFacts:
         path = os.path.abspath(path)
-        incoming, cuda = self._incoming_params(), self._cuda_paths()  # the whole project's: not this file's reads
+        # the whole project's: not this file's reads
+        incoming, cuda, subs = self._incoming_params(), self._cuda_paths(), self._subclass_attrs()
         self.summaries.reading.append(set())
         try:
             pf = self._facts_for(path)
@@ -398,6 +400,7 @@ class Project:
             self._made_at[path] = self.generation
         pf.params = incoming.get(path, {})
         pf.cuda_default = path in cuda
+        pf.subclass_attrs = subs.get(path, {})
         return pf
 
     def may_change(self, path: str, before: ProjectFacts) -> bool:
@@ -409,7 +412,8 @@ class Project:
         return (reads is None or self._classes_moved_at > made
                 or any(self._updated_at.get(p, -1) > made for p in reads)
                 or self._incoming_params().get(path, {}) != before.params
-                or (path in self._cuda_paths()) != before.cuda_default)
+                or (path in self._cuda_paths()) != before.cuda_default
+                or self._subclass_attrs().get(path, {}) != before.subclass_attrs)
 
     def made_from(self, path: str) -> Optional[list]:
         """What `path`'s last facts were made from, as the cache keeps it beside its lint:
@@ -443,7 +447,8 @@ class Project:
         """For a file whose facts were not made again (`facts_unchanged`): what `may_change`
         compares a later round with."""
         path = os.path.abspath(path)
-        return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths())
+        return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths(),
+                            subclass_attrs=self._subclass_attrs().get(path, {}))
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
         path = os.path.abspath(path)
@@ -458,6 +463,10 @@ class Project:
             h.update(json.dumps({q: {n: v.to_json() for n, v in ps.items()} for q, ps in params.items()},
                                 sort_keys=True).encode())
         h.update(b"|cuda" if path in self._cuda_paths() else b"|-")
+        subs = self._subclass_attrs().get(path)
+        if subs:
+            h.update(json.dumps({c: {a: v.to_json() for a, v in attrs.items()} for c, attrs in subs.items()},
+                                sort_keys=True).encode())
         return h.hexdigest()
 
     def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
@@ -714,6 +723,31 @@ class Project:
                         join_call(out.setdefault(p2, {}).setdefault(qual, {}), spec[0][1:], spec[1], pos, kws,
                                   lambda v, path=path: self.value(path, v))
         self._incoming = out
+        return out
+
+    def _subclass_attrs(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
+        """path -> class -> attribute -> the join of what the class's direct subclasses, in
+        any module, assign to `self.attr`: a base class's method reads what only its
+        subclasses set (GAN_zoo's `GANTrainer.trainOnEpoch` calls `self.model.optimizeParameters`,
+        and each trainer subclass makes `self.model` in its `initModel`)."""
+        if self._sub_attrs is not None:
+            return self._sub_attrs
+        out: Dict[str, Dict[str, Dict[str, Val]]] = {}
+        for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):  # (see _incoming_params)
+            if s is None or self._is_test(path):
+                continue
+            for cname, raw in s.classes.items():
+                if not raw.attrs:
+                    continue
+                for p2, base in self._bases(path, cname):
+                    if p2 is None:
+                        continue
+                    slot = out.setdefault(p2, {}).setdefault(base, {})
+                    for a, v in raw.attrs.items():
+                        v = self.value(path, v)
+                        if v.kind != V.UNKNOWN:
+                            slot[a] = V.join(slot[a], v) if a in slot else v
+        self._sub_attrs = out
         return out
 
     def _is_test(self, path: str) -> bool:

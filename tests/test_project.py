@@ -1501,3 +1501,59 @@ def test_a_function_above_its_caller_takes_the_value_another_module_gives_the_ca
             """,
     })
     assert ("train.py", 7, "SYN304", True) in _found(paths)
+
+
+def test_a_base_class_method_reads_what_only_its_subclasses_set(tmp_path):
+    # pytorch_GAN_zoo: the base trainer's loop calls `self.model.optimizeParameters(batch)`,
+    # and only each trainer subclass (another module) makes `self.model`
+    paths = _project(tmp_path, {
+        "gan.py": """\
+            import torch
+
+            class GAN:
+                def __init__(self):
+                    self.device = torch.device("cuda")
+
+                def optimize(self, batch):
+                    x = batch.to(self.device)
+                    loss = (x * 2).mean()
+                    return loss.item()
+
+                def sample(self):
+                    return torch.randn(4, 8).to(self.device)
+            """,
+        "trainer.py": """\
+            from torch.utils.data import DataLoader
+
+            class Trainer:
+                def __init__(self, dataset):
+                    self.loader = DataLoader(dataset, batch_size=8)
+
+                def train_epoch(self):
+                    for batch in self.loader:
+                        self.model.optimize(batch)
+                    return self.model.sample()
+            """,
+        "pgan.py": """\
+            from gan import GAN
+            from trainer import Trainer
+
+            class PGANTrainer(Trainer):
+                def init_model(self):
+                    self.model = GAN()
+            """,
+    })
+    found = _found(paths)
+    # the batch of the base class's loop reaches the subclass's model, every step
+    assert {("gan.py", 8, "SYN304", True), ("gan.py", 10, "SYN101", True)} <= found
+    assert ("gan.py", 13, "SYN301", False) in found  # once, after the loop
+    # without the subclass, nothing says what `self.model` is
+    assert not {f for f in _found(paths[:2]) if f[0] == "gan.py" and f[3]}
+    # an edit of the subclass reaches the base class's loop through the cache
+    cache = tmp_path / ".cache"
+    assert ("gan.py", 8, "SYN304", True) in _found(paths, cache_dir=cache)
+    pgan = tmp_path / "pgan.py"
+    pgan.write_text(pgan.read_text().replace("self.model = GAN()", "self.model = None"))
+    assert not {f for f in _found(paths, cache_dir=cache) if f[0] == "gan.py" and f[3]}
+    pgan.write_text(pgan.read_text().replace("self.model = None", "self.model = GAN()"))
+    assert ("gan.py", 8, "SYN304", True) in _found(paths, cache_dir=cache)

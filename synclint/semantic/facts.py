@@ -237,6 +237,8 @@ class ProjectFacts:
     one_liners: Dict[str, OneLiner] = field(default_factory=dict)  # qualified name -> helper
     # star-imported module -> the libraries it imports, which the star brings (`torch`)
     star_imports: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # this file's class -> attribute -> what its subclasses (in any module) assign to it
+    subclass_attrs: Dict[str, Dict[str, Val]] = field(default_factory=dict)
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
@@ -244,6 +246,7 @@ class ProjectFacts:
             "a": self.aliases, "si": self.star_imports, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
+            "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()},
         }
 
     @staticmethod
@@ -252,6 +255,7 @@ class ProjectFacts:
             _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
+            {k: _unvals(a) for k, a in d.get("sa", {}).items()},
         )
 
     # ------------------------------------------------------------------ the questions
@@ -278,6 +282,12 @@ class ProjectFacts:
         """An attribute's value (or a method's return) of another module's class."""
         self._ask("m" if method else "a", name, member)
         return _member(self.classes.get(name), member, method)
+
+    def subclass_attr(self, cls: str, attr: str) -> Optional[Val]:
+        """What the subclasses of this file's `cls`, in any module, assign to `self.attr`:
+        the value a base class's method reads when only its subclasses set it."""
+        self._ask("sa", cls, attr)
+        return self.subclass_attrs.get(cls, {}).get(attr)
 
     def param(self, qual: str, name: str) -> Optional[Val]:
         """What other modules pass for a parameter of this file's function."""
@@ -333,6 +343,9 @@ class ProjectFacts:
             return v.to_json() if v is not None else None
         if kind == "s":
             return [self.aliases, self.star_imports]
+        if kind == "sa":
+            v = self.subclass_attrs.get(key[1], {}).get(key[2])
+            return v.to_json() if v is not None else None
         if kind == "d":
             return self.cuda_default
         if kind == "f":

@@ -240,7 +240,12 @@ class Inference:
             if attr in self.cls.methods and attr not in self.cls.pending:
                 return V.method(f"{self.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
             b = self.binding("self." + attr)
-            return b.val if b is not None else self.attribute_of(self.cls.name, attr)
+            if b is not None:
+                return b.val
+            v = self.attribute_of(self.cls.name, attr)
+            if v.kind == V.UNKNOWN:  # set only by subclasses (`self.model` of a trainer's base)
+                return self.project.subclass_attr(self.cls.name, attr) or v
+            return v
         k = base.kind
         if k == V.TENSOR:
             if attr in L.HOST_ATTRS:
