@@ -127,6 +127,13 @@ class GradScalerUnfusedStep(Rule):
             "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\nloss_scaler = Scaler()\n"
             "for x in xs:\n    loss_scaler(model(x).sum(), opt)\n"
         ),
+        Valid(  # the same through a parameter annotated as any `Optimizer`: its caller's is fused
+            "import torch\n"
+            "def step(scaler, loss, optimizer: torch.optim.Optimizer):\n"
+            "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n"
+            "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\nscaler = torch.amp.GradScaler('cuda')\n"
+            "for x in xs:\n    step(scaler, model(x).sum(), opt)\n"
+        ),
     ]
     INVALID = [
         # deit: timm's NativeScaler handed to the training function, the optimizer made by
@@ -139,6 +146,20 @@ class GradScalerUnfusedStep(Rule):
             "optimizer = create_optimizer(args, model)\n"
             "train_one_epoch(model, loader, optimizer, NativeScaler())\n",
             line=6,
+            hot=True,
+        ),
+        # mae: the scaler's class takes a parameter annotated as any `Optimizer`, and the one
+        # caller passes an unfused AdamW
+        Invalid(
+            "import torch\n"
+            "class ScalerWithNorm:\n"
+            "    def __init__(self):\n        self._scaler = torch.cuda.amp.GradScaler()\n"
+            "    def __call__(self, loss, optimizer: torch.optim.Optimizer):\n"
+            "        self._scaler.scale(loss).backward()\n"
+            "        self._scaler.step(optimizer)\n        self._scaler.update()\n"
+            "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\nscaler = ScalerWithNorm()\n"
+            "for x in xs:\n    scaler(model(x).sum(), opt)\n",
+            line=7,
             hot=True,
         ),
         Invalid(  # an optimizer the model cannot see into (one path's LARS is another
@@ -253,7 +274,19 @@ class GradScalerUnfusedStep(Rule):
         classes = V.classes_of(o)  # one per path that creates it
         if o.kind == V.OPTIM and o.py == "unfused" and classes and all(c.rsplit(".", 1)[-1] in _FUSABLE for c in classes):
             self.report(node, call=short(node), why=f"because `{short(opt)}` is not fused", opt=short(opt))
-        elif o.kind == V.UNKNOWN or classes == ("torch.optim.Optimizer",):  # (an annotation's)
+        elif o.kind == V.UNKNOWN or _any_or_fusable(o, classes):
             # made where the model cannot see (a builder, a parameter): fused optimizers are
             # made with an explicit `fused=True`, every other one syncs here
             self.report(node, call=short(node), why=f"unless `{short(opt)}` is a fused optimizer", opt=short(opt))
+
+
+def _any_or_fusable(o: V.Val, classes) -> bool:
+    """An optimizer annotated as any `Optimizer` (a parameter, a builder's return), alone or
+    joined with fusable ones that are not known to be fused (mae's `loss_scaler(loss,
+    optimizer)` with the AdamW its caller makes, through a parameter annotated `Optimizer`)."""
+    if o.kind != V.OPTIM or o.py == "fused" or _ANY not in classes:
+        return False
+    return all(c == _ANY or c.rsplit(".", 1)[-1] in _FUSABLE for c in classes)
+
+
+_ANY = "torch.optim.Optimizer"  # the class an annotation gives: any optimizer

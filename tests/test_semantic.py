@@ -1481,3 +1481,10 @@ def test_einops_shape_functions_keep_a_tensor_where_it_is():
     assert val(src + "import einops\nprobe(einops.reduce(x.cpu(), 'b n -> b', 'sum'))\n").device == V.CPU
     # NumPy in, NumPy out: not a tensor
     assert val(src + "import numpy as np\nprobe(repeat(np.zeros((2, 3)), 'b n -> b n c', c=2))\n").kind != V.TENSOR
+
+
+def test_the_product_of_two_masks_is_a_mask_and_a_mask_times_a_number_is_not():
+    src = HEAD + "u = torch.rand(8, device=device)\nl = torch.rand(8, device=device)\n"
+    assert val(src + "probe((u > 0) * (l == u))\n").mask
+    assert not val(src + "probe((u > 0) * 0.5)\n").mask
+    assert not val(src + "probe((u > 0) * l)\n").mask

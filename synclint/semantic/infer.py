@@ -122,9 +122,13 @@ class Inference:
             if isinstance(e.operator, cst.Divide):
                 v = self.combine([self._infer(e.left), self._infer(e.right)])
                 return V.py("float") if v.kind == V.PY and v.py == "int" else v
+            left, right = self._infer(e.left), self._infer(e.right)
             return self.combine(
-                [self._infer(e.left), self._infer(e.right)],
-                bitwise=isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)),
+                [left, right],
+                # (a product of two masks is their `&`: bool times bool stays bool in torch;
+                # times a number it is a number)
+                bitwise=isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor))
+                or (isinstance(e.operator, cst.Multiply) and left.kind == right.kind == V.TENSOR and left.mask and right.mask),
                 elementwise=not isinstance(e.operator, cst.MatrixMultiply),
             )
         if t is cst.Comparison:
@@ -687,7 +691,7 @@ class Inference:
             return self._transformed(call)
         module, _, last = q.rpartition(".")
         if module in L.TRANSFORM_MODULES and last[:1].isupper():  # `T.Compose([...])`, `T.ToTensor()`
-            return Val(V.OBJECT, cls=L.TRANSFORM)
+            return Val(V.OBJECT, cls=L.TRANSFORM, py=L.HOST_CHECKS if q in L.HOST_CHECKING_TRANSFORMS else None)
         if q in L.SAME_DEVICE_FUNCTIONS:
             ts = self.tensor_args(call)
             return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL

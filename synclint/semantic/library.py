@@ -152,6 +152,9 @@ METRIC_INPUTS = _set("trackers", "metric_inputs")
 SAME_DEVICE_FUNCTIONS = _set("trackers", "same_device")
 TRANSFORM_MODULES = _set("transforms", "modules")
 TRANSFORM = "torchvision.transforms.Compose"  # the class every transform's instance is known as
+HOST_CHECKING_TRANSFORMS = _set("transforms", "host_checking")
+HOST_CHECKING_TRANSFORM_FUNCTIONS = _set("transforms", "host_checking_functions")
+HOST_CHECKS = "host_checks"  # the `py` tag of such a transform's instance
 TO_TENSOR = _set("transforms", "to_tensor")
 
 # host-side libraries
