@@ -4,6 +4,7 @@ the table into docs/speed.md (issue 2, point 7).
 
     python scripts/bench_speed.py [--work-dir DIR] [--runs N] [--torchfix-runs N]
                                   [--torchfix PATH | --no-torchfix] [--cpus N] [--no-write]
+                                  [--only ROWS]
 
 What it does:
   1. Downloads (pip download --no-deps) the lightning, pytorch-lightning and lightning-fabric
@@ -18,10 +19,16 @@ What it does:
      cold `synclint check --no-cache` and `torchfix` on the whole tree, a second synclint run
      with nothing changed (the content-hash cache, on by default), and `synclint check` of one
      file, cold and warm, a re-check after editing one file, and cold runs over 25%, 50% and
-     400% of the tree (files copied under WORK_DIR/scale) to show how cost grows with size.
+     400% of the tree (files copied under WORK_DIR/scale) to show how cost grows with size;
+     and, after the edit row, the warm, one-file and edit runs again with `synclint daemon`
+     running in the tree (started before those rows, stopped after; every other row runs
+     with SYNCLINT_NO_DAEMON=1, so that a daemon left running cannot answer it).
      Each timing is the median of N runs, with min-max.
   4. Prints a Markdown table with the machine (CPU, cores, load), Python, libcst, synclint and
      TorchFix versions and the date, and writes it into docs/speed.md between markers.
+
+`--only warm,edit,daemon` times only those rows (keys: `python scripts/bench_speed.py
+--help`) and prints their table without writing docs/speed.md.
 
 Notes on what "cold" means here: no synclint cache, but the OS file cache is warm and
 Python's bytecode caches exist (one unrecorded warm-up run comes first, and the script
@@ -56,6 +63,10 @@ PACKAGES = ("lightning", "pytorch-lightning", "lightning-fabric")
 KEEP = {"lightning": ("lightning",), "pytorch_lightning": ("pytorch_lightning",),
         "lightning_fabric": ("lightning_fabric",)}
 ONE_FILE = "lightning/pytorch/loops/training_epoch_loop.py"  # a training loop: what synclint is for
+# The rows, by the key `--only` takes (in the table's order); "daemon" stands for the four daemon-* rows.
+ROW_KEYS = ("cold", "torchfix", "fill", "warm", "one-cold", "one-warm", "mid-cold", "edit",
+            "daemon-warm", "daemon-one-cold", "daemon-mid-cold", "daemon-edit", "bare", "python", "libcst", "scaling")
+WITH_DAEMON = ", with `synclint daemon` running"
 
 
 # The reference for a cold run: LibCST's parser over every file, in one process.
@@ -168,11 +179,25 @@ def synclint_cmd(given: Optional[str]) -> List[str]:
 
 
 # ---------------------------------------------------------------- timing
+_DAEMON_ROWS = [False]  # true while the daemon rows run: only they may use a daemon
+
+
 def child_env() -> Dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["NO_COLOR"] = "1"
+    if _DAEMON_ROWS[0]:
+        env.pop("SYNCLINT_NO_DAEMON", None)
+    else:
+        env["SYNCLINT_NO_DAEMON"] = "1"
     return env
+
+
+def daemon_served(syn: List[str], tree: Path) -> Optional[int]:
+    """How many checks the daemon serving `tree` has answered (None: none runs)."""
+    r = subprocess.run(syn + ["daemon", "status"], cwd=tree, env=child_env(), capture_output=True, text=True)
+    m = re.search(r"(\d+) checks answered", r.stdout)
+    return int(m.group(1)) if r.returncode == 0 and m else None
 
 
 def time_cmd(cmd: Sequence[str], cwd: Path, runs: int, warmup: int, prepare: Optional[str] = None) -> Dict:
@@ -314,6 +339,53 @@ def machine_info(syn: List[str], torchfix: Optional[Path]) -> Dict[str, str]:
     return info
 
 
+# ---------------------------------------------------------------- the daemon rows
+def time_daemon_rows(a, syn, tree, pkgs, want, add, one_lines, mid, mid_lines, edited, original, append_line):
+    """Start `synclint daemon` in the tree, time the warm, one-file and edit runs through it
+    (the same commands as their rows without it), stop it; {key: row}. Each row checks that
+    the daemon answered every run (a daemon that refused would leave local timings)."""
+    out = {}
+    _DAEMON_ROWS[0] = True
+    try:
+        r = subprocess.run(syn + ["daemon", "start", "--idle-timeout", "3600"], cwd=tree, env=child_env(),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            log(f"synclint daemon did not start: {r.stderr.strip()}; no daemon rows")
+            return out
+
+        def timed(key, what, cmd, runs, warmup=1, prepare=None, setup=None):
+            if key not in want:
+                return
+            if setup:
+                subprocess.run(setup, cwd=tree, env=child_env(), stdout=subprocess.DEVNULL)
+            before = daemon_served(syn, tree)
+            row = add(what + WITH_DAEMON, cmd, runs=runs, warmup=warmup, prepare=prepare)
+            after = daemon_served(syn, tree)
+            row["cmd"] = " ".join(_quote(c) for c in syn) + " daemon start; " + row["cmd"]
+            if before is None or after is None or after - before < runs + warmup:
+                log(f"  the daemon answered {None if before is None or after is None else after - before} of "
+                    f"{runs + warmup} runs: this row is not (only) the daemon's")
+                row["what"] += " (**not all runs answered by the daemon**)"
+            out[key] = row
+
+        timed("daemon-warm", "synclint, second run, nothing changed (cache on, the default)",
+              syn + ["check", "--exit-zero", *pkgs], a.runs * 2, setup=syn + ["check", "--exit-zero", *pkgs])
+        timed("daemon-one-cold", f"synclint, one file ({one_lines} lines), cold (`--no-cache`)",
+              syn + ["check", "--no-cache", "--exit-zero", ONE_FILE], a.runs * 2)
+        timed("daemon-mid-cold", f"synclint, one median-size file ({mid_lines} lines), cold (`--no-cache`)",
+              syn + ["check", "--no-cache", "--exit-zero", mid], a.runs * 2)
+        try:
+            timed("daemon-edit", "synclint, whole tree again after editing one file (cache on)",
+                  syn + ["check", "--exit-zero", *pkgs], a.runs * 2, warmup=0, prepare=append_line,
+                  setup=syn + ["check", "--exit-zero", *pkgs])
+        finally:
+            edited.write_bytes(original)
+    finally:
+        subprocess.run(syn + ["daemon", "stop"], cwd=tree, env=child_env(), capture_output=True)
+        _DAEMON_ROWS[0] = False
+    return out
+
+
 # ---------------------------------------------------------------- the run
 def run(a) -> str:
     work = Path(a.work_dir).resolve()
@@ -328,7 +400,8 @@ def run(a) -> str:
     one_lines = sum(1 for _ in open(one, "rb"))
     mid, mid_lines = median_file(tree)
     syn = synclint_cmd(a.synclint)
-    tf = None if a.no_torchfix else find_torchfix(work, a.torchfix)
+    want = set(ROW_KEYS) if a.only is None else a.only
+    tf = None if a.no_torchfix or "torchfix" not in want else find_torchfix(work, a.torchfix)
     info = machine_info(syn, tf)
     info["load_before"] = loadavg()
     log(f"tree: {size['files']} files, {size['lines']} lines; synclint = {' '.join(syn)}")
@@ -355,10 +428,11 @@ def run(a) -> str:
                            capture_output=True, text=True, env=child_env())
     syn_findings = sum(int(l.split()[0]) for l in stats.stdout.splitlines() if l.strip()[:1].isdigit())
     cold_cmd = syn + ["check", "--no-cache", "--exit-zero", *pkgs]
-    tf_row = None
+    tf_row = cold = warm = one_cold = one_warm = mid_cold = edit = bare = None
     tf_findings = tf_checked = None
     if tf is None:
-        cold = add("synclint, cold (`--no-cache`), whole tree", cold_cmd)
+        if "cold" in want:
+            cold = add("synclint, cold (`--no-cache`), whole tree", cold_cmd)
     else:
         r = subprocess.run([str(tf), *pkgs], cwd=tree, capture_output=True, text=True, env=child_env())
         tf_findings = sum(1 for l in r.stdout.splitlines() if re.match(r"^\S+:\d+:\d+: TOR\d+", l))
@@ -378,43 +452,59 @@ def run(a) -> str:
         cold = summarize(syn_t, "synclint, cold (`--no-cache`), whole tree", cold_cmd, busy)
         tf_row = summarize(tf_t, "TorchFix 0.7.0, whole tree (its default rules)", [str(tf), *pkgs], busy)
         rows.extend([cold, tf_row])
-    add("synclint, first run with the cache on (fills it)", syn + ["check", "--exit-zero", *pkgs],
-        runs=max(3, a.runs // 2), warmup=0, prepare=rm_cache)
-    subprocess.run(syn + ["check", "--exit-zero", *pkgs], cwd=tree, env=child_env(), stdout=subprocess.DEVNULL)
-    warm = add("synclint, second run, nothing changed (cache on, the default)",
-               syn + ["check", "--exit-zero", *pkgs], runs=a.runs * 2)
-    one_cold = add(f"synclint, one file ({one_lines} lines), cold (`--no-cache`)",
-                   syn + ["check", "--no-cache", "--exit-zero", ONE_FILE], runs=a.runs * 2)
-    subprocess.run(syn + ["check", "--exit-zero", ONE_FILE], cwd=tree, env=child_env(), stdout=subprocess.DEVNULL)
-    one_warm = add(f"synclint, one file ({one_lines} lines), warm", syn + ["check", "--exit-zero", ONE_FILE],
-                   runs=a.runs * 2)
-    mid_cold = add(f"synclint, one median-size file ({mid_lines} lines), cold (`--no-cache`)",
-                   syn + ["check", "--no-cache", "--exit-zero", mid], runs=a.runs * 2)
+    if "fill" in want:
+        add("synclint, first run with the cache on (fills it)", syn + ["check", "--exit-zero", *pkgs],
+            runs=max(3, a.runs // 2), warmup=0, prepare=rm_cache)
+    if "warm" in want:
+        subprocess.run(syn + ["check", "--exit-zero", *pkgs], cwd=tree, env=child_env(), stdout=subprocess.DEVNULL)
+        warm = add("synclint, second run, nothing changed (cache on, the default)",
+                   syn + ["check", "--exit-zero", *pkgs], runs=a.runs * 2)
+    if "one-cold" in want:
+        one_cold = add(f"synclint, one file ({one_lines} lines), cold (`--no-cache`)",
+                       syn + ["check", "--no-cache", "--exit-zero", ONE_FILE], runs=a.runs * 2)
+    if "one-warm" in want:
+        subprocess.run(syn + ["check", "--exit-zero", ONE_FILE], cwd=tree, env=child_env(), stdout=subprocess.DEVNULL)
+        one_warm = add(f"synclint, one file ({one_lines} lines), warm", syn + ["check", "--exit-zero", ONE_FILE],
+                       runs=a.runs * 2)
+    if "mid-cold" in want:
+        mid_cold = add(f"synclint, one median-size file ({mid_lines} lines), cold (`--no-cache`)",
+                       syn + ["check", "--no-cache", "--exit-zero", mid], runs=a.runs * 2)
     # Re-check of the whole tree after an edit of one file (a new line each run, so the
     # file really changed): only that file, and the files whose facts it changes, are
     # analysed again.
     edited = tree / ONE_FILE
     original = edited.read_bytes()
-    subprocess.run(syn + ["check", "--exit-zero", *pkgs], cwd=tree, env=child_env(), stdout=subprocess.DEVNULL)
-    try:
-        edit = add("synclint, whole tree again after editing one file (cache on)",
-                   syn + ["check", "--exit-zero", *pkgs], runs=a.runs * 2, warmup=0,
-                   prepare=f"echo \"x_$(date +%s%N) = 1\" >> {_quote(str(edited))}")
-    finally:
-        edited.write_bytes(original)
-    bare = add("reference: bare LibCST parse of every file, one process",
-               [sys.executable, "-c", BARE_PARSE, *pkgs], runs=a.runs)
-    add("reference: `python -c pass` (interpreter start)", [sys.executable, "-c", "pass"], runs=a.runs * 2)
-    add("reference: `python -c 'import libcst'`", [sys.executable, "-c", "import libcst"], runs=a.runs * 2)
+    append_line = f"echo \"x_$(date +%s%N) = 1\" >> {_quote(str(edited))}"
+    if "edit" in want:
+        subprocess.run(syn + ["check", "--exit-zero", *pkgs], cwd=tree, env=child_env(), stdout=subprocess.DEVNULL)
+        try:
+            edit = add("synclint, whole tree again after editing one file (cache on)",
+                       syn + ["check", "--exit-zero", *pkgs], runs=a.runs * 2, warmup=0, prepare=append_line)
+        finally:
+            edited.write_bytes(original)
+    # The same runs answered by `synclint daemon` (a process that has imported LibCST and
+    # the rules already): started in the tree before these rows, stopped after them.
+    daemon_rows = {}
+    if any(k.startswith("daemon-") for k in want):
+        daemon_rows = time_daemon_rows(a, syn, tree, pkgs, want, add, one_lines, mid, mid_lines, edited,
+                                       original, append_line)
+    if "bare" in want:
+        bare = add("reference: bare LibCST parse of every file, one process",
+                   [sys.executable, "-c", BARE_PARSE, *pkgs], runs=a.runs)
+    if "python" in want:
+        add("reference: `python -c pass` (interpreter start)", [sys.executable, "-c", "pass"], runs=a.runs * 2)
+    if "libcst" in want:
+        add("reference: `python -c 'import libcst'`", [sys.executable, "-c", "import libcst"], runs=a.runs * 2)
     # How cold cost grows with the project's size (the 100% row is the cold row above).
     scaling = []
-    if not a.no_scaling:
+    if not a.no_scaling and "scaling" in want:
         for label, folder, tops in scaled_trees(tree, work):
             shutil.rmtree(folder / ".synclint_cache", ignore_errors=True)
             r = add(f"synclint, cold (`--no-cache`), {label} of the tree", syn + ["check", "--no-cache", "--exit-zero", *tops],
                     cwd=folder, runs=max(2, a.runs // 2))
             scaling.append((label, count_py(folder), r))
-        scaling.insert(2, ("100%", size, cold))
+        if cold is not None:
+            scaling.insert(2, ("100%", size, cold))
     info["load_after"] = loadavg()
     shutil.rmtree(cache, ignore_errors=True)
 
@@ -426,15 +516,16 @@ def run(a) -> str:
         f = (lambda x: f"{x:.2f}") if r["median"] >= 1 else (lambda x: f"{x * 1000:.0f}")
         return f"{f(r['min'])}-{f(r['max'])} {'s' if r['median'] >= 1 else 'ms'}"
 
-    targets = {
-        id(cold): ("≤ bare LibCST parse" + ("; ≥ 15x faster than TorchFix" if tf_row else ""),
-                   cold["median"] <= bare["median"] and (tf_row is None or tf_row["median"] / cold["median"] >= 15)),
-        id(edit): ("≤ 0.5 s", edit["median"] <= 0.5),
-        id(warm): ("≤ 0.1 s", warm["median"] <= 0.1),
-        id(one_cold): ("≤ 0.25 s", one_cold["median"] <= 0.25),
-        id(one_warm): ("≤ 0.25 s", one_warm["median"] <= 0.25),
-        id(mid_cold): ("≤ 0.25 s", mid_cold["median"] <= 0.25),
-    }
+    targets = {}
+    if cold is not None and bare is not None:
+        targets[id(cold)] = ("≤ bare LibCST parse" + ("; ≥ 15x faster than TorchFix" if tf_row else ""),
+                             cold["median"] <= bare["median"]
+                             and (tf_row is None or tf_row["median"] / cold["median"] >= 15))
+    for r, limit in ((edit, 0.5), (warm, 0.1), (one_cold, 0.25), (one_warm, 0.25), (mid_cold, 0.25),
+                     (daemon_rows.get("daemon-edit"), 0.5), (daemon_rows.get("daemon-warm"), 0.1),
+                     (daemon_rows.get("daemon-one-cold"), 0.25), (daemon_rows.get("daemon-mid-cold"), 0.25)):
+        if r is not None:
+            targets[id(r)] = (f"≤ {limit:g} s", r["median"] <= limit)
     lines = [
         BEGIN,
         f"Measured {info['date']} by `python scripts/bench_speed.py` (do not edit by hand).",
@@ -451,12 +542,12 @@ def run(a) -> str:
         t, ok = targets.get(id(r), ("", None))
         met = "" if ok is None else ("yes" if ok else "**no**")
         lines.append(f"| {r['what']} | {cell(r)} | {spread(r)} | {r['cpu']:.2f} s | {r['runs']} | {t} | {met} |")
-    if tf_row:
+    if tf_row and cold:
         lines += ["", f"**Cold synclint vs TorchFix: {tf_row['median'] / cold['median']:.1f}x faster** in wall "
                       f"time (medians; same files, same machine, same run), "
                       f"{tf_row['cpu'] / cold['cpu']:.1f}x less CPU time."]
     if scaling:
-        unit = cold["cpu"] / size["lines"]
+        unit = (cold or scaling[-1][2])["cpu"] / (size if cold else scaling[-1][1])["lines"]
         lines += ["", "How the cold check grows with the code base (files chosen by path: every 4th, every "
                   "2nd, all, and four copies of the tree side by side):", "",
                   "| share of the tree | files | lines | median wall | CPU (user+sys) | CPU per 10k lines | vs 100% |",
@@ -516,6 +607,22 @@ def write_doc(table: str) -> None:
     log(f"wrote {DOC}")
 
 
+def _row_keys(value: str) -> set:
+    keys = set()
+    for k in (k.strip() for k in value.split(",")):
+        if k == "daemon":
+            keys.update(r for r in ROW_KEYS if r.startswith("daemon-"))
+        elif k in ROW_KEYS:
+            keys.add(k)
+        elif k:
+            raise argparse.ArgumentTypeError(f"unknown row {k!r} (rows: {', '.join(ROW_KEYS)}, daemon)")
+    if not keys:
+        raise argparse.ArgumentTypeError("no rows named")
+    if "torchfix" in keys:
+        keys.add("cold")
+    return keys
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "synclint-bench"),
@@ -533,7 +640,13 @@ def main(argv=None) -> int:
                     help="CPUs kept busy by other processes below which the machine counts as idle")
     ap.add_argument("--no-scaling", action="store_true", help="skip the 25%%, 50%% and 400%% cold runs")
     ap.add_argument("--no-write", action="store_true", help=f"print the table, do not write {DOC.relative_to(ROOT)}")
+    ap.add_argument("--only", metavar="ROWS", type=_row_keys,
+                    help="time only these rows, comma-separated, and print their table without writing it: "
+                         + ", ".join(ROW_KEYS) + " (torchfix: the interleaved cold and TorchFix rounds; "
+                         "daemon: the four daemon-* rows)")
     a = ap.parse_args(argv)
+    if a.only is not None:
+        a.no_write = True  # a partial table never replaces the whole one
     table = run(a)
     print(table)
     if not a.no_write:

@@ -22,21 +22,9 @@ from synclint import __version__
 
 def _build_fingerprint() -> str:
     """Changes when any engine or rule source file changes (development installs too)."""
-    h = hashlib.blake2b(__version__.encode(), digest_size=8)
-    import synclint
-    import synclint.rules
+    from synclint.client import fingerprint  # (there without pathlib or json: the client's fast path)
 
-    root = synclint.__path__[0]
-    for d in (root, os.path.join(root, "semantic"), synclint.rules.__path__[0]):
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            continue
-        for n in names:
-            if n.endswith((".py", ".toml")):
-                st = os.stat(os.path.join(d, n))
-                h.update(f"{n}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()
+    return fingerprint()
 
 
 KEEP_FILES = 8  # cache files kept per cache directory (one per recent build and selection)

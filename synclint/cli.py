@@ -402,6 +402,97 @@ def explain(rule):
     Console().print(Markdown(text))
 
 
+@main.group()
+def daemon():
+    """Keep synclint loaded in a background process, so checks skip its start-up.
+
+    \b
+    Every `synclint check` pays for importing LibCST and the rules (about
+    half a second on a small machine) before it reads a file. A
+    daemon has done that once: `synclint check` in its folder (or below)
+    hands the run to it and prints its answer. For pre-commit hooks,
+    scripts and editors that run `synclint check` on save (with an LSP
+    client, `synclint lsp` is the better fit).
+
+    \b
+    The output and exit code are exactly those of a local run: the daemon
+    keeps no findings between runs (the .synclint_cache/ works as usual,
+    --no-cache too), runs each check afresh in your folder with your
+    arguments and environment, and refuses a client whose synclint code
+    differs from its own (then stops; the check runs locally). --fix,
+    --diff, --add-noqa and stdin (`-`) always run locally.
+
+    \b
+      synclint daemon start     in the project's root, once per session
+      synclint daemon status    is one running for this folder?
+      synclint daemon stop      stop it (it also stops after 30 min idle)
+
+    Set SYNCLINT_NO_DAEMON=1 to run a check locally although a daemon runs.
+    """
+
+
+def _daemon_call(fn, *args) -> None:
+    from synclint import daemon as d
+
+    try:
+        code = fn(d, *args)
+    except d.DaemonError as e:
+        raise _fail(str(e))
+    raise click.exceptions.Exit(code)
+
+
+_IDLE_HELP = "Stop after this many seconds without a check."
+
+
+@daemon.command("start")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=1800, show_default=True,
+              metavar="SECONDS", help=_IDLE_HELP)
+def daemon_start(idle_timeout):
+    """Start a daemon for the current folder (the project's root) in the background.
+
+    \b
+    Returns once it answers (a second or two: it imports LibCST and the
+    rules and runs a small check first). Then `synclint check` in this
+    folder or below runs in it, with the same output and exit code as
+    without it. One daemon per user and folder; starting it again is a
+    no-op, or replaces one of another synclint build.
+    Stop it with `synclint daemon stop`; it stops by itself after
+    --idle-timeout seconds without a check.
+    """
+    _daemon_call(lambda d: d.start(idle_timeout, lambda m: click.echo(m, err=True)))
+
+
+@daemon.command("stop")
+def daemon_stop():
+    """Stop the daemon serving the current folder (started here or in a folder above).
+
+    Exit 0 also when none was running. A check it is running is cut short
+    (its client then runs the check locally).
+    """
+    _daemon_call(lambda d: d.stop(lambda m: click.echo(m, err=True)))
+
+
+@daemon.command("status")
+def daemon_status():
+    """Say whether a daemon serves the current folder: its root, pid, uptime and the
+    number of checks it answered. Exit 0 if one runs, 1 if none does."""
+    _daemon_call(lambda d: d.status(click.echo))
+
+
+@daemon.command("run")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=1800, show_default=True,
+              metavar="SECONDS", help=_IDLE_HELP)
+def daemon_run(idle_timeout):
+    """Run the daemon in the foreground (what `start` launches; for tests and debugging).
+
+    \b
+    Serves the current folder until Ctrl-C, SIGTERM, `synclint daemon stop`,
+    or --idle-timeout seconds without a check. Logs one line when it starts
+    and stops, and one per failed request, on stderr.
+    """
+    _daemon_call(lambda d: d.serve(idle_timeout, lambda m: click.echo(m, err=True)))
+
+
 class _LazyCommand(click.Command):
     """Stands in for a command whose module is imported only when that command runs or
     `--help` lists it, so that `synclint check` does not pay for importing the others."""
