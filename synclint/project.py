@@ -184,7 +184,9 @@ class Project:
         self._classes.clear()
         self._class_reads.clear()
         self._resolved.clear()
-        self._incoming = self._cuda = self._override_map = self._sub_attrs = None
+        self._incoming = self._cuda = self._sub_attrs = None
+        if old is None or _class_shape(old) != _class_shape(summary):
+            self._override_map = None  # (an edit inside a method keeps which methods override which)
 
     def module_path(self, name: str, importer: str) -> Optional[str]:
         paths = self.by_name.get(name)
@@ -865,6 +867,13 @@ class Project:
                         t in clocks for t in self._call_targets(path, callee)):
                     out.setdefault(path, set()).add(caller)
         return out
+
+
+def _class_shape(s: ModuleSummary) -> tuple:
+    """What `Project._overrides` reads of a summary: its classes' names and bases, its
+    functions and methods, and the names its bases may resolve through."""
+    return ([(c, cf.bases) for c, cf in s.classes.items()], list(s.params), list(s.funcs), list(s.values),
+            s.aliases, s.imports, s.stars, s.name)
 
 
 def _informative(v: Val) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -478,7 +479,7 @@ class _Runner:
         self.budget = budget if budget and math.isfinite(budget) else None  # `inf`: no budget
         self.pool = None
         self.local = None
-        if early and n > 1:
+        if early and n > 1 and "libcst" not in sys.modules:  # (a daemon has it: no import to overlap)
             from synclint.workers import Pool, forks
 
             if forks():
