@@ -172,20 +172,25 @@ def exchange(path: str, req: dict, timeout=None) -> dict | None:
         s.settimeout(timeout)
         s.sendall(json.dumps(req).encode("utf-8", "surrogatepass"))
         s.shutdown(socket.SHUT_WR)  # the request is complete
-        parts, n = [], 0
-        while True:
-            b = s.recv(1 << 20)
-            if not b:
-                break
-            parts.append(b)
-            n += len(b)
-            if n > MAX_ANSWER:
-                return None
+        data = read_all(s, MAX_ANSWER)
     except (OSError, ValueError, TypeError):
         return None
     finally:
         s.close()
-    return parse_answer(b"".join(parts))
+    return None if data is None else parse_answer(data)
+
+
+def read_all(conn, limit: int) -> bytes | None:
+    """What `conn` sends until it closes its side; None past `limit` bytes."""
+    parts, n = [], 0
+    while True:
+        b = conn.recv(1 << 20)
+        if not b:
+            return b"".join(parts)
+        parts.append(b)
+        n += len(b)
+        if n > limit:
+            return None
 
 
 def parse_answer(data: bytes) -> dict | None:

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Callable, List, Optional, Tuple
 
-from synclint.client import (PROTOCOL, build_id, daemon_may_run, exchange, find_daemons, private_dir,
+from synclint.client import (PROTOCOL, build_id, daemon_may_run, exchange, find_daemons, private_dir, read_all,
                              runtime_dir, socket_name)
 
 DEFAULT_IDLE_TIMEOUT = 1800.0
@@ -281,17 +281,11 @@ class Server:
         if not _same_user(conn):
             return
         conn.settimeout(READ_TIMEOUT)
-        parts, n = [], 0
-        while True:
-            b = conn.recv(1 << 20)
-            if not b:
-                break
-            parts.append(b)
-            n += len(b)
-            if n > MAX_REQUEST:
-                return
+        data = read_all(conn, MAX_REQUEST)
+        if data is None:
+            return
         try:
-            req = json.loads(b"".join(parts))
+            req = json.loads(data)
         except ValueError:
             return _reply(conn, {"status": "error", "reason": "not JSON"})
         if not isinstance(req, dict):
@@ -585,16 +579,27 @@ def _nearest() -> Optional[Tuple[str, str, str]]:
     return root, path, _names(root)[1]
 
 
-def stop(echo: Callable[[str], None]) -> int:
-    """`synclint daemon stop`: stop the daemon serving this folder (its root is here or above)."""
+def _nearest_probed():
+    """`_nearest()` and what its socket answers: (root, socket, facts, state, info); a dead
+    daemon's socket and facts are removed."""
     near = _nearest()
     if near is None:
-        echo(f"No synclint daemon serves {os.getcwd()}.")
-        return 0
+        return None
     root, path, facts = near
     state, info = probe(path)
     if state == "dead":
         _remove(path, facts)
+    return root, path, facts, state, info
+
+
+def stop(echo: Callable[[str], None]) -> int:
+    """`synclint daemon stop`: stop the daemon serving this folder (its root is here or above)."""
+    near = _nearest_probed()
+    if near is None:
+        echo(f"No synclint daemon serves {os.getcwd()}.")
+        return 0
+    root, path, facts, state, info = near
+    if state == "dead":
         echo(f"The synclint daemon for {root} was not running; removed its socket.")
         return 0
     if not _stop_at(path, facts, info):
@@ -605,14 +610,12 @@ def stop(echo: Callable[[str], None]) -> int:
 
 def status(echo: Callable[[str], None]) -> int:
     """`synclint daemon status`: 0 when a daemon serves this folder, 1 when none does."""
-    near = _nearest()
+    near = _nearest_probed()
     if near is None:
         echo(f"No synclint daemon serves {os.getcwd()}. Start one with `synclint daemon start`.")
         return 1
-    root, path, facts = near
-    state, info = probe(path)
+    root, path, facts, state, info = near
     if state == "dead":
-        _remove(path, facts)
         echo(f"No synclint daemon serves {os.getcwd()} (the one for {root} had died; removed its socket).")
         return 1
     if state == "busy":
