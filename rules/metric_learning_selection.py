@@ -147,8 +147,10 @@ class MetricLearningSelection(Rule):
         kind = L.pml_kind(cls)
         if kind in ("pair_losses", "triplet_losses"):
             indices = arg(node, 2, "indices_tuple")
-            if indices is not None and not (kind == "triplet_losses" and L.PML_PAIRS in V.classes_of(ctx.infer(indices))):
-                return  # given indices: used as they are (pairs by a pair loss, triplets by a triplet loss)
+            # given indices are used as they are, except pairs given to a triplet loss
+            pairs = indices is not None and L.PML_PAIRS in V.classes_of(ctx.infer(indices))
+            if indices is not None and not (kind == "triplet_losses" and pairs):
+                return
         emb = arg(node, 0, "embeddings")
         if emb is not None and ctx.gpu(emb, RECEIVER) is not None:
             self.report(node, call=short(node), selects=_SELECTS[kind], cls=cls[len(L.PML_PREFIX):])

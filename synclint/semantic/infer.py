@@ -128,7 +128,8 @@ class Inference:
                 # (a product of two masks is their `&`: bool times bool stays bool in torch;
                 # times a number it is a number)
                 bitwise=isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor))
-                or (isinstance(e.operator, cst.Multiply) and left.kind == right.kind == V.TENSOR and left.mask and right.mask),
+                or (isinstance(e.operator, cst.Multiply) and left.kind == right.kind == V.TENSOR
+                    and left.mask and right.mask),
                 elementwise=not isinstance(e.operator, cst.MatrixMultiply),
             )
         if t is cst.Comparison:
@@ -672,10 +673,11 @@ class Inference:
         device = module.device if module.device == V.CUDA else _device_of(ts) if ts else module.device
         if device == V.CPU and module.device is None and not ts:
             device = None
-        if L.pml_kind(module.cls or ""):  # a metric learning loss's value, a miner's indices
-            kind = L.pml_kind(module.cls)
-            return Val(V.TENSORS, device, cls=L.PML_PAIRS if kind == "pair_miners" else None) \
-                if kind.endswith("miners") else V.tensor(device)
+        kind = L.pml_kind(module.cls or "")
+        if kind:  # pytorch-metric-learning: a loss's value, a miner's indices (pairs or triplets)
+            if kind == "pair_miners":
+                return Val(V.TENSORS, device, cls=L.PML_PAIRS)
+            return Val(V.TENSORS, device) if kind == "triplet_miners" else V.tensor(device)
         if module.cls is not None:
             ret = self.method_return(module.cls, "forward")
             if ret is not None and ret.kind != V.TENSOR:
