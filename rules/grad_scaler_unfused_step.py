@@ -10,6 +10,7 @@ from synclint.semantic.heat import scaler_called
 # Optimizers whose `fused=True` implementation takes `found_inf` from the scaler as a GPU
 # tensor (`_step_supports_amp_scaling`, torch/optim/{adam,adamw,sgd,adagrad}.py).
 _FUSABLE = {"Adam", "AdamW", "SGD", "Adagrad"}
+_ANY = "torch.optim.Optimizer"  # the class an annotation gives: any optimizer
 
 class GradScalerUnfusedStep(Rule):
     """
@@ -288,5 +289,3 @@ def _any_or_fusable(o: V.Val, classes) -> bool:
         return False
     return all(c == _ANY or c.rsplit(".", 1)[-1] in _FUSABLE for c in classes)
 
-
-_ANY = "torch.optim.Optimizer"  # the class an annotation gives: any optimizer

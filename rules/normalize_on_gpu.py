@@ -109,12 +109,10 @@ class NormalizeOnGpu(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if ctx.qualname(node.func) in L.HOST_CHECKING_TRANSFORM_FUNCTIONS:
-            tensor = arg(node, 0, "tensor")
-        else:
+        if ctx.qualname(node.func) not in L.NORMALIZER_FUNCTIONS:
             t = ctx.infer(node.func)
-            if not (t.kind == V.OBJECT and t.cls == L.TRANSFORM and t.py == L.HOST_CHECKS):
+            if not (t.kind == V.OBJECT and t.cls == L.TRANSFORM and t.py == L.NORMALIZES):
                 return
-            tensor = arg(node, 0, "tensor")
+        tensor = arg(node, 0, "tensor")
         if tensor is not None and ctx.gpu(tensor, KNOWN) is not None:
             self.report(node, call=short(node))

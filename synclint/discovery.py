@@ -251,7 +251,8 @@ _scripts: Dict[Tuple[str, int, int], bool] = {}
 def is_test_module(path: str, filename: str) -> bool:
     """`is_test_path`, less the scripts named like tests: a file with a `__main__` block
     (or arguments parsed at module level) and nothing pytest or unittest would collect
-    (faster-rcnn's `test_net.py` evaluates a model). `filename`: where to read it (unreadable: taken for a test)."""
+    (faster-rcnn's `test_net.py` evaluates a model). `filename`: where to read it
+    (unreadable: taken for a test)."""
     if not is_test_path(path):
         return False
     if os.path.basename(path) == "conftest.py":

@@ -462,13 +462,11 @@ class Project:
         h.update("|".join(versions).encode())
         params = self._incoming_params().get(path)
         if params:
-            h.update(json.dumps({q: {n: v.to_json() for n, v in ps.items()} for q, ps in params.items()},
-                                sort_keys=True).encode())
+            h.update(_nested_json(params))
         h.update(b"|cuda" if path in self._cuda_paths() else b"|-")
         subs = self._subclass_attrs().get(path)
         if subs:
-            h.update(json.dumps({c: {a: v.to_json() for a, v in attrs.items()} for c, attrs in subs.items()},
-                                sort_keys=True).encode())
+            h.update(_nested_json(subs))
         return h.hexdigest()
 
     def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
@@ -867,6 +865,13 @@ class Project:
                         t in clocks for t in self._call_targets(path, callee)):
                     out.setdefault(path, set()).add(caller)
         return out
+
+
+def _nested_json(table: Dict[str, Dict[str, Val]]) -> bytes:
+    """A digestable form of `name -> name -> value` (a file's incoming parameters, its
+    classes' subclass attributes)."""
+    return json.dumps({k: {n: v.to_json() for n, v in vals.items()} for k, vals in table.items()},
+                      sort_keys=True).encode()
 
 
 def _class_shape(s: ModuleSummary) -> tuple:

@@ -255,7 +255,7 @@ class ProjectFacts:
             _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
-            {k: _unvals(a) for k, a in d.get("sa", {}).items()},
+            {k: _unvals(a) for k, a in d["sa"].items()},
         )
 
     # ------------------------------------------------------------------ the questions

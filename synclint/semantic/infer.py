@@ -693,7 +693,7 @@ class Inference:
             return self._transformed(call)
         module, _, last = q.rpartition(".")
         if module in L.TRANSFORM_MODULES and last[:1].isupper():  # `T.Compose([...])`, `T.ToTensor()`
-            return Val(V.OBJECT, cls=L.TRANSFORM, py=L.HOST_CHECKS if q in L.HOST_CHECKING_TRANSFORMS else None)
+            return Val(V.OBJECT, cls=L.TRANSFORM, py=L.NORMALIZES if q in L.NORMALIZERS else None)
         if q in L.SAME_DEVICE_FUNCTIONS:
             ts = self.tensor_args(call)
             return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL

@@ -120,6 +120,8 @@ def pml_class(q: str) -> str:
 def pml_kind(cls: str) -> str:
     """Which of library.toml's [metric_learning] lists the class key is in, or ""."""
     return PML_CLASSES.get(cls[len(PML_PREFIX):], "") if cls.startswith(PML_PREFIX) else ""
+
+
 REPEAT_CALLERS = {f: tuple(a) for f, a in _DATA["iteration"]["repeat_callers"].items()}
 TEMPLATE_METHODS = {m: tuple(c) for m, c in _DATA["iteration"]["template_methods"].items()}
 
@@ -152,9 +154,9 @@ METRIC_INPUTS = _set("trackers", "metric_inputs")
 SAME_DEVICE_FUNCTIONS = _set("trackers", "same_device")
 TRANSFORM_MODULES = _set("transforms", "modules")
 TRANSFORM = "torchvision.transforms.Compose"  # the class every transform's instance is known as
-HOST_CHECKING_TRANSFORMS = _set("transforms", "host_checking")
-HOST_CHECKING_TRANSFORM_FUNCTIONS = _set("transforms", "host_checking_functions")
-HOST_CHECKS = "host_checks"  # the `py` tag of such a transform's instance
+NORMALIZERS = _set("transforms", "normalizers")
+NORMALIZER_FUNCTIONS = _set("transforms", "normalizer_functions")
+NORMALIZES = "normalizes"  # the `py` tag of a NORMALIZERS transform's instance
 TO_TENSOR = _set("transforms", "to_tensor")
 
 # host-side libraries
