@@ -11,6 +11,10 @@ from synclint.semantic.heat import scaler_called
 # tensor (`_step_supports_amp_scaling`, torch/optim/{adam,adamw,sgd,adagrad}.py).
 _FUSABLE = {"Adam", "AdamW", "SGD", "Adagrad"}
 _ANY = "torch.optim.Optimizer"  # the class an annotation gives: any optimizer
+_OPTIMIZER_BASES = frozenset({_ANY, "torch.optim.optimizer.Optimizer"})
+# An optimizer with no fused step has no `fused=True` to pass
+_NO_FUSED_FIX = ("`{opt}` has no fused step: bfloat16 autocast needs no `GradScaler`, or the optimizer "
+            "can take `found_inf` itself (`_step_supports_amp_scaling = True`)")
 
 class GradScalerUnfusedStep(Rule):
     """
@@ -20,7 +24,9 @@ class GradScalerUnfusedStep(Rule):
     `NativeScaler` (`loss_scaler(loss, optimizer)`, which steps one inside), and `optimizer` is an
     `Adam`, `AdamW`, `SGD` or `Adagrad` made without `fused=True`, or an optimizer made where
     the model cannot see (a builder in a library, `create_optimizer(args, model)`): only an
-    optimizer made with an explicit `fused=True` skips the read-back.
+    optimizer made with an explicit `fused=True` skips the read-back. Also flags an optimizer
+    that has no fused step at all (`RMSprop`, a LARS class of the project), which reads back
+    on every step whatever its options.
 
     ## Why is this bad?
     For an optimizer without fused AMP support, `GradScaler.step` decides on the host whether
@@ -50,9 +56,10 @@ class GradScalerUnfusedStep(Rule):
     flagged). An optimizer whose origin it cannot see is reported with "unless `opt` is a
     fused optimizer": on the corpus (docs/evaluation.md) every such site was a real per-step
     read-back, but a fused optimizer made by a builder would be a false finding (`# noqa:
-    SYN115`). Optimizers known to have no fused implementation (RMSprop, a LARS class of the
-    project) also sync in `scaler.step`, but are not flagged: there is no switch to flip
-    (bfloat16 autocast needs no scaler at all).
+    SYN115`). For an optimizer with no fused step there is no switch to flip: the hint is
+    bfloat16 autocast, which needs no scaler, or a project optimizer that takes `found_inf`
+    itself (`_step_supports_amp_scaling = True`, as torch's fused ones do); a project class
+    that declares it is not flagged.
     """
 
     CODE = "SYN115"
@@ -90,9 +97,12 @@ class GradScalerUnfusedStep(Rule):
             "opt = torch.optim.Adam(model.parameters(), fused=torch.cuda.is_available())\n"
             "scaler = torch.amp.GradScaler()\nfor _ in range(3):\n    scaler.step(opt)\n"
         ),
-        Valid(
-            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.RMSprop(model.parameters())\n"
-            "scaler = torch.amp.GradScaler()\nfor _ in range(3):\n    scaler.step(opt)\n"
+        Valid(  # a project optimizer that takes the scaler's `found_inf` itself
+            "import torch\nfrom torch import optim\n"
+            "class LARS(optim.Optimizer):\n    _step_supports_amp_scaling = True\n"
+            "    def step(self, closure=None, grad_scaler=None):\n        pass\n"
+            "def train(model, xs):\n    opt = LARS(model.parameters())\n    scaler = torch.amp.GradScaler()\n"
+            "    for x in xs:\n        scaler.scale(model(x).sum()).backward()\n        scaler.step(opt)\n"
         ),
         Valid(
             "import torch\n"
@@ -137,6 +147,23 @@ class GradScalerUnfusedStep(Rule):
         ),
     ]
     INVALID = [
+        # vicreg and barlowtwins: the project's LARS, defined below the training loop
+        Invalid(
+            "import torch\nfrom torch import optim\n"
+            "def train(model, xs):\n    opt = LARS(model.parameters())\n    scaler = torch.cuda.amp.GradScaler()\n"
+            "    for x in xs:\n        scaler.scale(model(x).sum()).backward()\n        scaler.step(opt)\n"
+            "        scaler.update()\n"
+            "class LARS(optim.Optimizer):\n    def step(self):\n        pass\n",
+            line=8,
+            hot=True,
+            message="`scaler.step(opt)` reads the inf/NaN check back to the host because `opt` (`LARS`) has no fused step",
+        ),
+        Invalid(  # torch's optimizers without a fused implementation
+            "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.RMSprop(model.parameters())\n"
+            "scaler = torch.amp.GradScaler()\nfor _ in range(3):\n    scaler.step(opt)\n",
+            line=6,
+            hot=True,
+        ),
         # deit: timm's NativeScaler handed to the training function, the optimizer made by
         # timm's `create_optimizer` (annotated as any `Optimizer`)
         Invalid(
@@ -275,10 +302,26 @@ class GradScalerUnfusedStep(Rule):
         classes = V.classes_of(o)  # one per path that creates it
         if o.kind == V.OPTIM and o.py == "unfused" and classes and all(c.rsplit(".", 1)[-1] in _FUSABLE for c in classes):
             self.report(node, call=short(node), why=f"because `{short(opt)}` is not fused", opt=short(opt))
+        elif o.kind in (V.OPTIM, V.OBJECT) and o.py != "fused" and classes and all(
+                _without_fused_step(ctx, o, c) for c in classes):
+            self.report(node, call=short(node), why=f"because `{short(opt)}` (`{classes[0].rsplit('.', 1)[-1]}`) "
+                        "has no fused step", opt=short(opt), fix_title=_NO_FUSED_FIX)
         elif o.kind == V.UNKNOWN or _any_or_fusable(o, classes):
             # made where the model cannot see (a builder, a parameter): fused optimizers are
             # made with an explicit `fused=True`, every other one syncs here
             self.report(node, call=short(node), why=f"unless `{short(opt)}` is a fused optimizer", opt=short(opt))
+
+
+def _without_fused_step(ctx, o: V.Val, cls: str) -> bool:
+    """An optimizer class with no fused step, for which `GradScaler.step` always reads the
+    inf check back before calling `step`: one of torch's other optimizers (`RMSprop`), or a
+    project class deriving from torch's `Optimizer` that does not declare
+    `_step_supports_amp_scaling` (vicreg's and barlowtwins' LARS)."""
+    if o.kind == V.OPTIM:
+        return cls.startswith("torch.optim.") and cls != _ANY and cls.rsplit(".", 1)[-1] not in _FUSABLE
+    if ctx.library_base(cls, _OPTIMIZER_BASES.__contains__) is None:
+        return False
+    return ctx.attribute_of(cls, "_step_supports_amp_scaling").kind == V.UNKNOWN
 
 
 def _any_or_fusable(o: V.Val, classes) -> bool:

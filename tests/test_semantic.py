@@ -346,9 +346,16 @@ def test_a_cpu_script_that_never_mentions_a_gpu():
     # near-misses: the body does not fill the list the test measures, or the test is no bound
     ("if len(other) < 15:\n        shown.append(step)", True),
     ("if len(shown) > 15:\n        shown.append(step)", True),
+    # every so many seconds: a clock reading minus a time the body sets again (vicreg)
+    ("if time.time() - last > 30:\n        last = time.time()", False),
+    ("if rank == 0 and time.perf_counter() - last >= 30:\n        last = time.perf_counter()", False),
+    # near-misses: never reset, the test stays true once it holds; not a clock
+    ("if time.time() - start > 30:\n        shown.append(step)", True),
+    ("if step - last > 30:\n        last = step", True),
 ])
 def test_periodic_and_bounded_guards_and_accumulation(guard, hot):
-    src = f"import torch\nshown, other = [], []\nfor step in range(100):\n    {guard}\n        probe(step)\n"
+    src = ("import time\nimport torch\nshown, other = [], []\nlast = start = time.time()\nrank = 0\n"
+           f"for step in range(100):\n    {guard}\n        probe(step)\n")
     seen, _ = probe(src)
     assert seen[0][1] is hot
 
@@ -664,6 +671,20 @@ def test_a_meter_fed_floats_is_silent_and_one_fed_the_tensor_is_flagged():
     assert [f.row for f in floats if f.code == "SYN101"] == [12]  # the caller's `loss.item()` only
     tensors = lint_source(HEAD + meter + loop + "    m.update(loss=loss, lr=0.1)\n", "t.py", default_rules())
     assert [f.row for f in tensors if f.code == "SYN101"] == [8]  # inside the meter
+
+
+def test_a_meter_defined_below_its_users_holds_what_each_instance_is_fed():
+    # pretrained-models' imagenet_eval: `train()` feeds one meter tensors, `validate()` feeds
+    # another floats, and the class comes last in the file; each instance holds its own
+    meter = ("class AverageMeter:\n    def __init__(self):\n        self.val = self.sum = self.count = 0\n"
+             "    def update(self, val, n=1):\n        self.val = val\n        self.sum += val * n\n"
+             "        self.count += n\n        self.avg = self.sum / self.count\n")
+    src = (HEAD + "def train(xs):\n    m = AverageMeter()\n    for x in xs:\n"
+           "        m.update(x.cuda().sum(), 2)\n    probe(m.avg)\n"
+           "def validate(xs):\n    m = AverageMeter()\n    for x in xs:\n"
+           "        m.update(x.cuda().sum().item(), 2)\n    probe(m.avg)\n" + meter)
+    seen, _ = probe(src)
+    assert seen[0][0].kind != V.PY and seen[1][0].kind == V.PY
 
 
 def test_an_optimizers_hyperparameters_are_numbers_and_its_params_tensors():

@@ -114,6 +114,12 @@ class FileFacts:
     # class -> an nn.Module: the classes the file defines, so one used above its definition
     # (`self.gen = Gen()` in a class defined first) is known on the second walk
     classes: Dict[str, bool] = field(default_factory=dict)
+    # class -> its attributes made from method parameters (`instances.fed_attributes`), for
+    # an instance used above the class's definition (`meter.update(x)` in `train()`)
+    class_fed: Dict[str, dict] = field(default_factory=dict)
+    # class -> its bases (qualified), for a class used above its definition (an optimizer
+    # class at the bottom of the training script)
+    class_bases: Dict[str, List[str]] = field(default_factory=dict)
     # module-level name -> every value assigned to it, joined: what a function reads when the
     # name is bound further down (`writer = SummaryWriter()` under `__main__`, below the
     # functions that log with it)

@@ -63,7 +63,7 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
             if is_dev and s is not None:
                 cpu_side = s.startswith("cpu") != isinstance(comp.operator, cst.NotEqual)
                 return "cpu-body" if cpu_side != negated else "cpu-else"
-    if not negated and _periodic(test, model) and not _steps_optimizer(body, model):
+    if not negated and (_periodic(test, model) or _clock_due(test, body, model)) and not _steps_optimizer(body, model):
         return "guard"
     if _exits(body):
         return "once"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
@@ -123,6 +123,33 @@ def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
         return (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)
                 and isinstance(op, cst.Equal))
     return False
+
+
+def _clock_due(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
+    """`now - last_log > every` (or `>=`), alone or inside `and`, where `now` is a clock
+    reading and the body sets `last_log` again: it runs once every so many seconds (vicreg's
+    `current_time - last_logging > args.log_freq_time`). Without the reset the test stays
+    true once it holds (`time.time() - start > limit`), so it is not periodic."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (
+            _clock_due(test.left, body, model) or _clock_due(test.right, body, model))
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual))):
+        return False
+    diff = test.left
+    if not (isinstance(diff, cst.BinaryOperation) and isinstance(diff.operator, cst.Subtract)
+            and isinstance(diff.right, cst.Name)):
+        return False
+    now = model.origin(diff.left)
+    if not (isinstance(now, cst.Call) and model.qualname(now.func) in L.TIMING_NAMES):
+        return False
+    last = diff.right.value
+    return any(isinstance(n, (cst.Assign, cst.AnnAssign)) and any(
+        isinstance(t, cst.Name) and t.value == last for t in _assigned(n)) for n in descendants(body))
+
+
+def _assigned(n: cst.CSTNode):
+    return [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
 
 
 def _one_step(test: cst.BaseExpression, model) -> bool:

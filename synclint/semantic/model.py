@@ -580,6 +580,8 @@ class SemanticModel(Inference):
         info = self.classes_by_name.get(cls_name)
         if info is not None:
             bases = info.bases
+        elif cls_name in self.facts.class_bases:  # defined further down this file
+            bases = self.facts.class_bases[cls_name]
         else:
             ext = self.project.class_facts(cls_name)
             bases = ext.bases if ext is not None else []
@@ -596,6 +598,9 @@ class SemanticModel(Inference):
         """The attributes of a class made only from its methods' parameters (`instances`)."""
         info = self.classes_by_name.get(cls_name)
         if info is None:
+            own = self.facts.class_fed.get(cls_name)  # defined further down this file
+            if own is not None:
+                return own
             ext = self.project.class_facts(cls_name)
             return ext.fed if ext is not None else {}
         if info.fed is None:
@@ -779,6 +784,8 @@ class SemanticModel(Inference):
                           class_pending={name: c.pending for name, c in self.classes_by_name.items()},
                           one_liners=dict(self.one_liners), helpers=dict(self.helpers),
                           classes={name: c.is_module for name, c in self.classes_by_name.items()},
+                          class_fed={name: self.class_fed(name) for name in self.classes_by_name},
+                          class_bases={name: list(c.bases) for name, c in self.classes_by_name.items()},
                           module_values={name: self._all_values(b) for name, b in self.module_scope.items()},
                           device_options=dict(self.device_options), loop_carried=dict(self.loop_carried))
         for key in self.call_args:
