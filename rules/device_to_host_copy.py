@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import is_true, kwarg, method_call, positional, receiver, short
-from synclint.semantic import NOT_MODULE
+from synclint.semantic import KNOWN, NOT_MODULE
 from synclint.semantic.moves import host_type_move
 
 
@@ -111,6 +111,17 @@ class DeviceToHostCopy(Rule):
             "for x, y in batches():\n"
             "    step(x, y)\n",
         ),
+        # a library's `device="cpu"` default that no caller in the project keeps: its users
+        # pick the device (segmentation_models.pytorch's `Epoch._to_device`)
+        Valid(
+            "import torch\n"
+            "class Epoch:\n"
+            "    def __init__(self, loss, device='cpu'):\n"
+            "        self.loss = loss\n"
+            "        self.device = device\n"
+            "    def to_device(self):\n"
+            "        self.loss.to(self.device)\n",
+        ),
         # every caller passes a CPU tensor
         Valid(
             "import torch\n"
@@ -121,6 +132,16 @@ class DeviceToHostCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # the default is kept: the one caller passes no device
+            "import torch\n"
+            "def fetch(x, device='cpu'):\n"
+            "    return x.to(device)\n"
+            "x = torch.ones(3, device='cuda')\n"
+            "for _ in range(3):\n"
+            "    fetch(x)\n",
+            line=3,
+            hot=True,
+        ),
         Invalid(  # old-style cast to a CPU tensor type: a copy back from the GPU
             "import torch\npred = torch.ones(8, device='cuda')\nfor _ in range(3):\n"
             "    acc = (pred > 0).sum().type(torch.FloatTensor) / 8\n",
@@ -219,7 +240,7 @@ class DeviceToHostCopy(Rule):
             if m == "cpu" and not positional(node):
                 if ctx.gpu(recv, NOT_MODULE) is not None:
                     self.report(node, expr=f"{short(recv)}.cpu()")
-            elif m == "to" and self._to_cpu_blocking(node) and ctx.gpu(recv, NOT_MODULE) is not None:
+            elif m == "to" and (policy := self._to_cpu_blocking(node)) and ctx.gpu(recv, policy) is not None:
                 self.report(node, expr=short(node))
             elif m == "numpy" and is_true(kwarg(node, "force")) is True and self._numpy_source(recv):
                 self.report(node, expr=short(node))
@@ -228,19 +249,24 @@ class DeviceToHostCopy(Rule):
                 # only a receiver known to be on the GPU
                 self.report(node, expr=short(node))
 
-    def _to_cpu_blocking(self, node: cst.Call) -> bool:
-        """`.to(<cpu device>, ...)` whose `non_blocking` is absent or literally False."""
+    def _to_cpu_blocking(self, node: cst.Call) -> Optional[str]:
+        """`.to(<cpu device>, ...)` whose `non_blocking` is absent or literally False: the
+        policy the receiver is asked under (None: not such a call). A CPU device that is only
+        a parameter's default (`device="cpu"`, no caller known to pass it) wants a receiver
+        known to be on the GPU: the library's users pick the device."""
         pos = positional(node)
         dev_arg: Optional[cst.BaseExpression] = kwarg(node, "device")
         if dev_arg is None and pos:
             dev_arg = pos[0].value
         is_dev, dev = self.ctx.device_of_arg(dev_arg)
         if not is_dev or dev != V.CPU:
-            return False
+            return None
         nb = kwarg(node, "non_blocking")
         if nb is None and len(pos) >= 3:  # to(device, dtype, non_blocking)
             nb = pos[2].value
-        return is_true(nb) is False  # absent, or literally False
+        if is_true(nb) is not False:  # not absent nor literally False
+            return None
+        return KNOWN if self.ctx.infer(dev_arg).assumed else NOT_MODULE
 
     def _numpy_source(self, recv: cst.BaseExpression) -> bool:
         # Only tensors have `.numpy(force=...)`; an unknown receiver is a tensor whose

@@ -42,6 +42,10 @@ class HostIndexIntoGpuTensor(Rule):
     FIX_TITLE = "Build the index on the GPU once, outside the hot path (`torch.tensor([...], device=...)`)"
     CATALOGUE = ()
     VALID = [
+        Valid(  # deep_sort's nms: a 0-d element of a CPU order indexes like an int, read on the host
+            "import torch\nboxes = torch.rand(5, 7, device='cuda')\ndet = torch.zeros(len(boxes))\n"
+            "_, order = torch.sort(det, descending=True)\nfor i in range(len(boxes)):\n    b = boxes[order[i]]\n"
+        ),
         Valid(  # the helper's indices are already on the GPU
             "import torch\ndef keep_ids():\n    return torch.arange(3, device='cuda') * 2\n"
             "x = torch.randn(10, device='cuda')\nfor _ in range(3):\n    y = x[keep_ids()]\n"

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from synclint import __version__
+from synclint import __version__, decoded
 
 
 def _build_fingerprint() -> str:
@@ -83,10 +83,9 @@ class _Store:
         self.data: Dict[str, object] = {}
         self.dirty = False
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = decoded.load(self.path)
             if isinstance(data, dict):
-                self.data = data
+                self.data = dict(data)  # (a kept document is shared: its entries are replaced here, never changed)
         except (OSError, ValueError, RecursionError):  # unreadable, not JSON, absurdly nested
             pass
 
@@ -200,8 +199,9 @@ class Cache(_Store):
         files = self.data.get("files")
         if not isinstance(files, dict):
             self.data = {"files": {}, "project": None}
-        if not isinstance(self.data.get("stamps"), dict):
-            self.data["stamps"] = {}
+        stamps = self.data.get("stamps")
+        self.data["stamps"] = dict(stamps) if isinstance(stamps, dict) else {}
+        self.data["files"] = dict(self.data["files"])  # (changed below, and perhaps shared: `decoded`)
         self.entries: Dict[str, list] = self.data["files"]  # type: ignore[assignment]
         # absolute path -> [size, modification time (ns), content digest] (`stamped`)
         self.stamps: Dict[str, list] = self.data["stamps"]  # type: ignore[assignment]
@@ -294,7 +294,7 @@ class SummaryCache(_Sharded):
         e = super().get(os.path.abspath(path))
         if not (isinstance(e, list) and len(e) == 4 and e[0] == digest and isinstance(e[3], str)):
             return None
-        summary = _summary(e)
+        summary = decoded.made("summary", e, _summary)
         return None if summary is False else (e[1], summary, e[2], e[3])
 
     def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str], version: str) -> None:

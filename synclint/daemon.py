@@ -403,9 +403,11 @@ def serve(idle_timeout: float = DEFAULT_IDLE_TIMEOUT, echo: Callable[[str], None
         raise DaemonError(f"a synclint daemon already serves {root}{pid}: `synclint daemon stop` first")
     os.chdir(root)
     _preload(echo)
+    from synclint import decoded
     from synclint.workers import collect_less
 
     collect_less()
+    decoded.keep()  # the cache's files, decoded once while they stay the same
     server = Server(root, build, idle_timeout, echo)
     previous = signal.signal(signal.SIGTERM, _on_term)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

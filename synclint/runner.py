@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
+from synclint import decoded
 from synclint.cache import content_hash
 from synclint.findings import FileError, Finding
 from synclint.source import decode_source, read_bytes
@@ -394,7 +395,8 @@ class _Run:
         key = os.path.abspath(path)
         if not summary or self.held.get(key) is None or summary == self.held[key]:
             return
-        self.project.update(path, ModuleSummary.from_json(summary), summary_version(summary))
+        self.project.update(path, decoded.made("second summary", summary, ModuleSummary.from_json),
+                            decoded.made("second version", summary, summary_version))
         self.held[key] = summary
 
     # ------------------------------------------------------------------ heat
@@ -404,7 +406,7 @@ class _Run:
         from synclint.engine import Graph
         from synclint.workers import timed_out
 
-        graphs = {p: Graph.from_json(e[3]) for p, e in self.out.items() if e[3]}
+        graphs = {p: decoded.made("graph", e[3], Graph.from_json) for p, e in self.out.items() if e[3]}
         hot = self.project.hot_scopes(graphs)
         timing = self.project.timing_scopes(graphs)
         for path, e in self.out.items():

@@ -255,6 +255,10 @@ class Walker:
                 val = ctx.infer(p.default)
                 if val.kind == V.UNKNOWN:
                     val = V.PY_VAL if isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString)) else val
+                elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY):
+                    # `device="cpu"` that no caller is known to pass: a default, perhaps a
+                    # library's, whose users choose the device (`assumed`, as a forward's input)
+                    val = Val(val.kind, V.CPU, py=val.py, assumed=True)
             elif forward_like:
                 val = V.tensor(None, assumed=True)
             elif step_like:

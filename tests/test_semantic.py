@@ -1509,3 +1509,13 @@ def test_the_product_of_two_masks_is_a_mask_and_a_mask_times_a_number_is_not():
     assert val(src + "probe((u > 0) * (l == u))\n").mask
     assert not val(src + "probe((u > 0) * 0.5)\n").mask
     assert not val(src + "probe((u > 0) * l)\n").mask
+
+
+def test_legacy_sparse_constructors_place_their_tensors():
+    # pygcn: `torch.sparse.FloatTensor(indices, values, shape)` is a CPU tensor that the
+    # script moves with `.cuda()`; the `torch.cuda.sparse` spelling is born on the GPU
+    src = "import torch\ni, v = load()\nprobe(torch.sparse.FloatTensor(i, v, torch.Size([4, 4])))\n"
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    v = val(src.replace("torch.sparse.", "torch.cuda.sparse."))
+    assert v.kind == V.TENSOR and v.device == V.CUDA

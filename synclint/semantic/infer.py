@@ -496,7 +496,8 @@ class Inference:
                 pos = pos[:1]
             if len(pos) == 1 and isinstance(pos[0].value, (cst.Tuple, cst.List)):
                 ndim = len(pos[0].value.elements)
-            elif pos and all(isinstance(a.value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation)) for a in pos):
+            elif pos and all(isinstance(a.value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Call))
+                             for a in pos):
                 one = pos[0].value
                 if len(pos) > 1 or isinstance(one, cst.Integer) or self._infer(one).py in ("int", "number"):
                     ndim = len(pos)  # (one argument: a size, not a shape like `(n,) + low.shape`)
@@ -844,7 +845,7 @@ class Inference:
             ):
                 return V.tensor(device, assumed=assumed)
             if last in L.VALUES_INDICES:
-                return _values_indices(device, None, assumed)
+                return _values_indices(device, None, assumed, ts[0].ndim if last in _SHAPE_KEEPING and ts else None)
             return Val(V.TENSORS, device, assumed=assumed)
         if last in _JOINING:
             dtypes = {v.dtype for v in ts}
@@ -1041,7 +1042,7 @@ class Inference:
             if m in ("sort", "unique", "split", "chunk", "unbind", "tensor_split") and m not in L.VALUES_INDICES:
                 return Val(V.TENSORS, recv.device, dtype=recv.dtype, assumed=assumed)
             if m in L.VALUES_INDICES:  # (values, indices): `x.topk(k)[1]` is an int index
-                return _values_indices(recv.device, recv.dtype, assumed)
+                return _values_indices(recv.device, recv.dtype, assumed, recv.ndim if m in _SHAPE_KEEPING else None)
             return Val(V.TENSORS, recv.device, assumed=assumed)
         if m in L.FLOAT_METHODS:
             return V.tensor(recv.device, ndim=recv.ndim, dtype=V.FLOAT, assumed=assumed)
@@ -1241,9 +1242,14 @@ class Inference:
         return recv.device
 
 
-def _values_indices(device: Optional[str], dtype: Optional[str], assumed: bool) -> Val:
+# (values, indices) of the input's shape: `_, order = torch.sort(scores)` is as deep as `scores`
+_SHAPE_KEEPING = frozenset({"sort", "topk", "cummax", "cummin"})
+
+
+def _values_indices(device: Optional[str], dtype: Optional[str], assumed: bool, ndim: Optional[int] = None) -> Val:
     return Val(V.TENSORS, device, assumed=assumed,
-               elems=(V.tensor(device, dtype=dtype, assumed=assumed), V.tensor(device, dtype=V.INT, assumed=assumed)))
+               elems=(V.tensor(device, dtype=dtype, assumed=assumed, ndim=ndim),
+                      V.tensor(device, dtype=V.INT, assumed=assumed, ndim=ndim)))
 
 
 def _device_of(vals: List[Val]) -> Optional[str]:

@@ -1,0 +1,100 @@
+"""Decoded cache files kept by a long-lived process (`synclint.decoded`, the daemon's): a
+run answers as a fresh process would, whatever was kept from the runs before it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from synclint import decoded
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    monkeypatch.setattr(decoded, "_ON", True)
+    monkeypatch.setattr(decoded, "_FILES", {})
+    monkeypatch.setattr(decoded, "_MADE", {})
+
+
+def _replace(path, doc):
+    """Write as the cache does: a new file moved over the old one."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc))
+    os.replace(tmp, path)
+
+
+def test_a_file_is_decoded_once_while_it_stays_and_again_once_replaced(tmp_path, kept):
+    p = tmp_path / "0.json"
+    _replace(p, {"a": [1, {"x": 1}]})
+    first = decoded.load(p)
+    assert decoded.load(p) is first
+    calls = []
+    make = lambda v: calls.append(v) or len(calls)  # noqa: E731
+    assert decoded.made("what", first["a"], make) == decoded.made("what", first["a"], make) == 1
+    _replace(p, {"a": [2, {"x": 2}]})
+    second = decoded.load(p)
+    assert second is not first and second == {"a": [2, {"x": 2}]}
+    assert decoded.made("what", second["a"], make) == 2 and len(calls) == 2
+    assert not any(k[1] == id(first["a"]) for k in decoded._MADE)  # what the old file made is dropped
+
+
+def test_nothing_is_kept_in_a_one_shot_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(decoded, "_ON", False)
+    p = tmp_path / "0.json"
+    _replace(p, {"a": 1})
+    assert decoded.load(p) is not decoded.load(p)
+    assert decoded.made("what", [1], lambda v: object()) is not decoded.made("what", [1], lambda v: object())
+
+
+def test_an_unreadable_file_raises_as_json_load_does(tmp_path, kept):
+    p = tmp_path / "0.json"
+    p.write_text("{not json")
+    with pytest.raises(ValueError):
+        decoded.load(p)
+    with pytest.raises(OSError):
+        decoded.load(tmp_path / "missing.json")
+
+
+# One process runs the checks in turn, keeping what it decoded (as the daemon does); each
+# answer must be the one a fresh process gives for the same files.
+STEPS = """
+import json, os, sys
+from pathlib import Path
+from synclint import decoded, pipeline
+if sys.argv[1] == "keep":
+    decoded.keep()
+out = []
+for text in json.loads(sys.argv[2]):
+    if text is not None:
+        Path("helpers.py").write_text(text)
+    setup = pipeline.configure(start=Path("."))
+    got = pipeline.run(setup, ["."])
+    out.append(sorted((f.filename, f.row, f.code, f.hot) for f in got.findings))
+print("@@" + json.dumps(out))
+"""
+
+TRAIN = ("import torch\nfrom helpers import make\n\ndef train(xs):\n    for x in xs:\n"
+         "        y = make(x)\n        print(y.item())\n        z = y.cpu()\n")
+GPU = "import torch\n\ndef make(x):\n    return torch.zeros(3, device='cuda') * x\n"
+CPU = "import torch\n\ndef make(x):\n    return torch.zeros(3) * x\n"
+
+
+def _steps(cwd, mode, texts):
+    p = subprocess.run([sys.executable, "-c", STEPS, mode, json.dumps(texts)], cwd=cwd, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "SYNCLINT_NO_DAEMON": "1"})
+    out, _, tail = p.stdout.rpartition("@@")
+    assert tail, p.stderr
+    return json.loads(tail)
+
+
+def test_a_process_that_keeps_answers_as_fresh_ones_do_across_edits(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    texts = [GPU, None, CPU, None, GPU, CPU + "\n# a comment\n", None]
+    kept = _steps(tmp_path, "keep", texts)
+    fresh = [_steps(tmp_path, "fresh", [t])[0] for t in texts]
+    assert kept == fresh
+    # the edits mattered: the other module's findings follow what `make` returns
+    assert any(code == "SYN101" for _, _, code, _ in kept[0]) and not any(code == "SYN101" for _, _, code, _ in kept[2])
