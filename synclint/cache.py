@@ -248,7 +248,7 @@ class Cache(_Store):
         """What the last run reported for the file at absolute path `key` (nothing changed
         anywhere): an entry without its linking parts."""
         e = self.entries.get(key)
-        if isinstance(e, list) and len(e) == 4 and e[0] == digest and _result_shaped(e):
+        if isinstance(e, list) and len(e) == 4 and e[0] == digest and decoded.made("result shaped", e, _result_shaped):
             return [e[0], "", e[1], None, e[2], e[3], None, [], None]
         return None
 
@@ -256,7 +256,7 @@ class Cache(_Store):
         key = os.path.abspath(path)
         r = self.result(key, digest)
         link = self.links.get(key) if r is not None else None
-        if isinstance(link, list) and len(link) == 6 and link[0] == digest and _link_shaped(link):
+        if isinstance(link, list) and len(link) == 6 and link[0] == digest and decoded.made("link shaped", link, _link_shaped):
             return [digest, link[1], r[2], link[2], r[4], r[5], link[3], link[4], link[5]]
         return None  # absent, stale or of the wrong shape: analysed again and rewritten
 

@@ -66,12 +66,13 @@ def made(what: str, value: Any, make: Callable[[Any], Any]) -> Any:
 
 
 def _forget(data: Any) -> None:
-    """Drop what was made from a document that was replaced (its entries' values, one
-    level down: where `made` is asked)."""
+    """Drop what was made from a document that was replaced: from its entries (values of
+    the document or of a table in it) and their parts, where `made` is asked."""
     if not _MADE or not isinstance(data, dict):
         return
-    gone = {id(v) for v in data.values()}
-    for v in data.values():
+    entries = [v for t in data.values() if isinstance(t, dict) for v in t.values()] + list(data.values())
+    gone = {id(v) for v in entries}
+    for v in entries:
         if isinstance(v, list):
             gone.update(id(x) for x in v)
     for k in [k for k in _MADE if k[1] in gone]:

@@ -117,6 +117,7 @@ class _Summaries(dict):
 class Project:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
+        self._absolute: Dict[str, str] = {}  # (one run, one working directory)
         self.summaries: _Summaries = _Summaries()  # absolute path -> summary
         self.by_name: Dict[str, List[str]] = {}
         self._classes: Dict[Tuple[str, str], ClassFacts] = {}
@@ -148,7 +149,7 @@ class Project:
 
     # ------------------------------------------------------------------ modules
     def add(self, path: str, summary: Optional[ModuleSummary], version: str = "") -> None:
-        path = os.path.abspath(path)
+        path = self.absolute(path)
         self.summaries[path] = summary
         self.versions[path] = version
         self._index = None
@@ -170,7 +171,7 @@ class Project:
     def update(self, path: str, summary: ModuleSummary, version: str = "") -> None:
         """Replace a module's summary with what its second walk found (knowing the rest of
         the project), and forget what was linked from the first."""
-        path = os.path.abspath(path)
+        path = self.absolute(path)
         self.generation += 1
         self._updated_at[path] = self.generation
         old = dict.get(self.summaries, path)
@@ -255,6 +256,14 @@ class Project:
                 d = os.path.dirname(d)
             self._found_on_disk[key] = hit
         return self._found_on_disk[key]
+
+    def absolute(self, path: str) -> str:
+        """`os.path.abspath(path)`, worked out once per path (a run asks for each path
+        a dozen times)."""
+        got = self._absolute.get(path)
+        if got is None:
+            got = self._absolute[path] = os.path.abspath(path)
+        return got
 
     # ------------------------------------------------------------------ names
     def class_key(self, path: str, name: str) -> str:
@@ -391,7 +400,7 @@ class Project:
 
     # ------------------------------------------------------------------ per file
     def facts_for(self, path: str) -> ProjectFacts:
-        path = os.path.abspath(path)
+        path = self.absolute(path)
         # the whole project's: not this file's reads
         incoming, cuda, subs = self._incoming_params(), self._cuda_paths(), self._subclass_attrs()
         self.summaries.reading.append(set())
@@ -409,7 +418,7 @@ class Project:
         """Whether `path`'s facts can differ from `before` (made earlier in this run): a
         summary they were made from changed since, or other modules now pass its functions
         other values, or a class appeared or went."""
-        path = os.path.abspath(path)
+        path = self.absolute(path)
         reads, made = self.reads.get(path), self._made_at.get(path, -1)
         return (reads is None or self._classes_moved_at > made
                 or any(self._updated_at.get(p, -1) > made for p in reads)
@@ -424,7 +433,7 @@ class Project:
         None when that cannot be told (a summary without a version)."""
         _, index, _ = self._shape()
         try:
-            read = sorted(index[p] for p in self.reads.get(os.path.abspath(path), ()))
+            read = sorted(index[p] for p in self.reads.get(self.absolute(path), ()))
         except KeyError:
             return None
         digest = self._made_from_digest(path, read)
@@ -440,7 +449,7 @@ class Project:
         paths = self._shape()[2]
         if any(not 0 <= i < len(paths) for i in read) or self._made_from_digest(path, read) != digest:
             return False
-        path = os.path.abspath(path)
+        path = self.absolute(path)
         self.reads[path] = {paths[i] for i in read}
         self._made_at[path] = self.generation
         return True
@@ -448,12 +457,12 @@ class Project:
     def facts_stub(self, path: str) -> ProjectFacts:
         """For a file whose facts were not made again (`facts_unchanged`): what `may_change`
         compares a later round with."""
-        path = os.path.abspath(path)
+        path = self.absolute(path)
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths(),
                             subclass_attrs=self._subclass_attrs().get(path, {}))
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
-        path = os.path.abspath(path)
+        path = self.absolute(path)
         shape, _, paths = self._shape()
         versions = [self.versions.get(paths[i]) for i in read]
         if not all(versions):
@@ -823,9 +832,9 @@ class Project:
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
         frontier: List[Tuple[str, str]] = []
         per_epoch: Set[Tuple[str, str]] = set()
-        steppers = {(os.path.abspath(p), q) for p, g in graphs.items() for q in g.steppers}
+        steppers = {(self.absolute(p), q) for p, g in graphs.items() for q in g.steppers}
         for path, g in graphs.items():
-            path = os.path.abspath(path)
+            path = self.absolute(path)
             per_epoch.update((path, q) for q in g.per_epoch)
             s = self.summaries.get(path)
             if s is not None:
@@ -855,11 +864,11 @@ class Project:
         which reads a clock (pycls' `timer.tic()` ... `timer.toc()` around
         `torch.cuda.synchronize()`): they time what they run. (A clock read in the same file is
         known to the file's own walk.)"""
-        clocks = {(os.path.abspath(p), q) for p, g in graphs.items() for q in g.timing}
+        clocks = {(self.absolute(p), q) for p, g in graphs.items() for q in g.timing}
         names = {q.rsplit(".", 1)[-1] for _, q in clocks}
         out: Dict[str, Set[Optional[str]]] = {}
         for path, g in graphs.items():
-            path = os.path.abspath(path)
+            path = self.absolute(path)
             for caller, callee, _ in g.calls:  # guarded calls too: `if i % 10 == 0: t.toc()` times
                 if callee.rsplit(".", 1)[-1] in names and any(
                         t in clocks for t in self._call_targets(path, callee)):

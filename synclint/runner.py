@@ -247,7 +247,7 @@ class _Run:
         if made is None and summary:
             made = ModuleSummary.from_json(summary)
         self.project.add(path, made, version or summary_version(summary))
-        self.first[os.path.abspath(path)] = self.held[os.path.abspath(path)] = summary
+        self.first[self.project.absolute(path)] = self.held[self.project.absolute(path)] = summary
 
     def _cached_summary(self, path: str, digest: str) -> bool:
         hit = self.summaries.get(path, digest) if self.summaries is not None else None
@@ -263,7 +263,7 @@ class _Run:
 
         if self.summaries is not None and not timed_out(error):
             self.summaries.put(path, self.digests[path], summary, error,
-                               self.project.versions.get(os.path.abspath(path)))
+                               self.project.versions.get(self.project.absolute(path)))
 
     # ------------------------------------------------------------------ phase 1
     def summarise(self) -> None:
@@ -284,7 +284,7 @@ class _Run:
 
         project = self.project
         for path in self.texts:
-            s = project.summaries.get(os.path.abspath(path))
+            s = project.summaries.get(project.absolute(path))
             if s is not None:
                 self.extra.extend(p for p in project.on_disk(path, list(s.aliases.values()) + s.imports)
                                   if p not in self.extra)
@@ -303,7 +303,7 @@ class _Run:
         # script using only what `logs.py` gives it): analysed too (GAPS G4).
         self.forced = _forced(self.texts, self.errors, project)
         todo = [("summarise", p, self.texts[p], self.names[p], True, True) for p in self.forced
-                if project.summaries.get(os.path.abspath(p)) is None]
+                if project.summaries.get(project.absolute(p)) is None]
         for worker, job, (summary, error) in self.runner.run(todo):
             path = job[1]
             self.affinity[path] = worker
@@ -392,7 +392,7 @@ class _Run:
         """Give the project what a file's second walk found, when it differs from what it holds."""
         from synclint.semantic.facts import ModuleSummary, summary_version
 
-        key = os.path.abspath(path)
+        key = self.project.absolute(path)
         if not summary or self.held.get(key) is None or summary == self.held[key]:
             return
         self.project.update(path, decoded.made("second summary", summary, ModuleSummary.from_json),
@@ -410,7 +410,7 @@ class _Run:
         hot = self.project.hot_scopes(graphs)
         timing = self.project.timing_scopes(graphs)
         for path, e in self.out.items():
-            key = os.path.abspath(path)
+            key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
             if self.cache is not None and not timed_out(e[4]):
                 if e[6] is not None and e[6] == self.first.get(key):
@@ -429,8 +429,8 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     from synclint.engine import might_inform
 
     out: Set[str] = set()
-    skipped = {os.path.abspath(p): p for p, t in texts.items()
-               if p not in errors and project.summaries.get(os.path.abspath(p)) is None}
+    skipped = {project.absolute(p): p for p, t in texts.items()
+               if p not in errors and project.summaries.get(project.absolute(p)) is None}
     # a helper module of a file with tensors (an AverageMeter's `update(loss)`): it may be
     # given GPU tensors. Only a name that some skipped file may be is resolved (most import
     # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).
@@ -452,7 +452,7 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
         for dots, src, plain in _IMPORT.findall(text):
             name = src or plain
             if dots or any(project.summaries.get(p) is not None
-                           for p in _module_paths(project, name, os.path.abspath(path))):
+                           for p in _module_paths(project, name, project.absolute(path))):
                 out.add(path)
                 break
     return out
