@@ -12,7 +12,9 @@ What it does:
      lightning/ (with lightning.pytorch and lightning.fabric), pytorch_lightning/ and
      lightning_fabric/ (the copy of lightning_fabric inside the pytorch-lightning wheel is
      the same code and is left out).
-  2. Finds TorchFix 0.7.0 (--torchfix, or WORK_DIR/tfvenv) or installs it into its own venv
+  2. Installs this checkout with pip (a wheel, as a user installs it, not the editable
+     install of a development venv) into WORK_DIR/synvenv, unless --synclint names a command.
+     Finds TorchFix 0.7.0 (--torchfix, or WORK_DIR/tfvenv) or installs it into its own venv
      there (`pip install torchfix==0.7.0`; its metadata asks for libcst<1.6, flake8, PyYAML,
      not for torch), so that neither tool's dependencies touch the other's.
   3. Times, with hyperfine when it is on PATH (otherwise a loop here, same statistics):
@@ -169,13 +171,26 @@ def find_torchfix(work: Path, given: Optional[str]) -> Path:
     return exe
 
 
-def synclint_cmd(given: Optional[str]) -> List[str]:
+def synclint_cmd(given: Optional[str], work: Path) -> List[str]:
+    """The command timed: `given`, else synclint installed from this checkout as a user's
+    `pip install` installs it (a wheel, not the editable install of a development venv,
+    whose import hook costs every run about 20 ms), into WORK_DIR/synvenv, with the
+    libcst, click and rich versions of the running interpreter."""
     if given:
         return given.split()
-    exe = shutil.which("synclint")
-    if exe:
-        return [exe]
-    return [sys.executable, "-m", "synclint"]
+    from importlib.metadata import version
+
+    venv = work / "synvenv"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        log(f"making {venv}")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pins = [f"{d}=={version(d)}" for d in ("libcst", "click", "rich")]
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", *pins], check=True)
+    # (again on every run: the checkout may have changed)
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(ROOT)],
+                   check=True, cwd=work)
+    return [str(venv / "bin" / "synclint")]
 
 
 # ---------------------------------------------------------------- timing
@@ -399,7 +414,7 @@ def run(a) -> str:
     one = tree / ONE_FILE
     one_lines = sum(1 for _ in open(one, "rb"))
     mid, mid_lines = median_file(tree)
-    syn = synclint_cmd(a.synclint)
+    syn = synclint_cmd(a.synclint, work)
     want = set(ROW_KEYS) if a.only is None else a.only
     tf = None if a.no_torchfix or "torchfix" not in want else find_torchfix(work, a.torchfix)
     info = machine_info(syn, tf)
@@ -632,7 +647,8 @@ def main(argv=None) -> int:
     ap.add_argument("--torchfix-runs", type=int, default=3)
     ap.add_argument("--torchfix", help="path to a torchfix 0.7.0 executable (default: install one into WORK_DIR/tfvenv)")
     ap.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (the table then has no comparison)")
-    ap.add_argument("--synclint", help="command that runs synclint (default: `synclint` on PATH)")
+    ap.add_argument("--synclint", help="command that runs synclint (default: this checkout installed with pip, "
+                                       "not editable, into WORK_DIR/synvenv)")
     ap.add_argument("--cpus", type=int, help="pin this run (and its children) to the first N CPUs")
     ap.add_argument("--wait-quiet", type=float, default=0, metavar="SECONDS",
                     help="before each timing, wait up to this long for the machine to be idle")

@@ -118,6 +118,7 @@ class Project:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         self._absolute: Dict[str, str] = {}  # (one run, one working directory)
+        self._folders: Dict[str, str] = {}  # importer -> its folder (`resolve` asks ~100 times a file)
         self.summaries: _Summaries = _Summaries()  # absolute path -> summary
         self.by_name: Dict[str, List[str]] = {}
         self._classes: Dict[Tuple[str, str], ClassFacts] = {}
@@ -275,7 +276,10 @@ class Project:
         """What the qualified name `q`, as `importer` spells it, refers to."""
         if depth:
             return self._resolve(q, importer, depth)
-        key = (q, os.path.dirname(importer))
+        folder = self._folders.get(importer)
+        if folder is None:
+            folder = self._folders[importer] = os.path.dirname(importer)
+        key = (q, folder)
         hit = self._resolved.get(key)
         if hit is None:
             self.summaries.reading.append(set())
