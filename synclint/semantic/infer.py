@@ -791,6 +791,9 @@ class Inference:
             return self._loader(call)
         if t in L.TENSOR_DATASETS:  # its items are its tensors' slices, on their device
             return Val(V.OBJECT, _device_of(self.tensor_args(call)), cls="torch.utils.data.TensorDataset")
+        if t in L.AVERAGED_MODELS:  # a module: `ema(x)` runs the averaged copy
+            _, d = self.device_of_arg(kwarg(call, "device"))
+            return Val(V.MODULE, d, cls=L.AVERAGED_MODEL)
         if t.startswith("optim.") and last[:1].isupper():
             # `py` says whether the optimizer is fused ("fused", "unfused"; None: not a literal)
             fused = kwarg(call, "fused")
