@@ -53,13 +53,12 @@ class BlockingHostToDeviceCopy(Rule):
     FIX = "sometimes"
     CATALOGUE = ("B4",)
     VALID = [
-        # deep_sort: on the GPU path (the one linted) the net's output is on the GPU already
+        # deep_sort: on the GPU path (the one linted) the anchors are on the GPU already
         Valid(
             "import torch\n"
-            "def detect(net, img, use_cuda=True):\n"
+            "def detect(use_cuda=True):\n"
             "    device = torch.device('cuda' if use_cuda else 'cpu')\n"
-            "    if use_cuda:\n        img = img.cuda()\n"
-            "    out = net(img)\n"
+            "    out = torch.zeros(3, device='cuda') if use_cuda else torch.zeros(3)\n"
             "    for _ in range(3):\n        anchors = out.to(device)\n"
         ),
         Valid(  # a registered parameter moves with `model.cuda()`: `type_as` only casts it
