@@ -53,14 +53,6 @@ class BlockingHostToDeviceCopy(Rule):
     FIX = "sometimes"
     CATALOGUE = ("B4",)
     VALID = [
-        # deep_sort: on the GPU path (the one linted) the anchors are on the GPU already
-        Valid(
-            "import torch\n"
-            "def detect(use_cuda=True):\n"
-            "    device = torch.device('cuda' if use_cuda else 'cpu')\n"
-            "    out = torch.zeros(3, device='cuda') if use_cuda else torch.zeros(3)\n"
-            "    for _ in range(3):\n        anchors = out.to(device)\n"
-        ),
         Valid(  # a registered parameter moves with `model.cuda()`: `type_as` only casts it
             "import torch\nfrom torch import nn\nclass CastedLinear(nn.Module):\n    def __init__(self, n):\n"
             "        super().__init__()\n        self.weight = nn.Parameter(torch.empty(n, n, dtype=torch.bfloat16))\n"
@@ -274,11 +266,8 @@ class BlockingHostToDeviceCopy(Rule):
         v = ctx.infer(src)
         if v.kind not in (V.TENSOR, V.TENSORS) or not V.on_host(v):
             return
-        if v.device == V.EITHER and (move.device is None or ctx.device_of_arg(move.device)[1] in (V.EITHER, V.CUDA)):
-            # on the GPU path (the one linted) it is there already: both placed by the same
-            # choice of device (SupContrast's `mask.to(device)`), or a GPU move of what that
-            # path moved to the GPU before (deep_sort's `anchors.to(device)`)
-            return
+        if v.device == V.EITHER and move.device is not None and ctx.device_of_arg(move.device)[1] == V.EITHER:
+            return  # both placed by the same choice of device (SupContrast's `mask.to(device)`): no crossing
         fix = None
         if v.kind == V.TENSOR and v.pinned and not move.nb_given and not move.extra:
             fix = with_kwarg(node, "non_blocking", _TRUE)
