@@ -1519,3 +1519,13 @@ def test_legacy_sparse_constructors_place_their_tensors():
     assert v.kind == V.TENSOR and v.device == V.CPU
     v = val(src.replace("torch.sparse.", "torch.cuda.sparse."))
     assert v.kind == V.TENSOR and v.device == V.CUDA
+
+
+def test_per_batch_framework_hooks_are_hot():
+    # Lightning calls a callback's `on_train_batch_end` after every batch (its
+    # `WeightAveraging` updates the average there); `on_train_epoch_end` once an epoch
+    src = ("import torch\nimport lightning as L\nclass Ema(L.Callback):\n"
+           "    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n        probe(batch_idx)\n"
+           "    def on_train_epoch_end(self, trainer, pl_module):\n        probe(trainer)\n")
+    seen, _ = probe(src)
+    assert [hot for _, hot in seen] == [True, False]
