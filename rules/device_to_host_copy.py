@@ -132,6 +132,16 @@ class DeviceToHostCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # trl's `get_global_statistics`: called without `device`, its "cpu" default holds
+            "import torch\n"
+            "def stats(accelerator, xs, device='cpu'):\n"
+            "    total = accelerator.reduce(xs.sum())\n"
+            "    return total.to(device)\n"
+            "for xs in batches:\n"
+            "    stats(acc, xs)\n",
+            line=4,
+            hot=True,
+        ),
         Invalid(  # the default is kept: the one caller passes no device
             "import torch\n"
             "def fetch(x, device='cpu'):\n"

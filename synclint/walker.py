@@ -255,9 +255,11 @@ class Walker:
                 val = ctx.infer(p.default)
                 if val.kind == V.UNKNOWN:
                     val = V.PY_VAL if isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString)) else val
-                elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY):
-                    # `device="cpu"` that no caller is known to pass: a default, perhaps a
-                    # library's, whose users choose the device (`assumed`, as a forward's input)
+                elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY) and not any(
+                        ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:]):
+                    # `device="cpu"` of a function nothing in the project calls: a library's
+                    # default, whose users choose the device (`assumed`, as a forward's input).
+                    # Called without it (trl's `get_global_statistics`), the default holds.
                     val = Val(val.kind, V.CPU, py=val.py, assumed=True)
             elif forward_like:
                 val = V.tensor(None, assumed=True)
