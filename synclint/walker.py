@@ -565,6 +565,10 @@ class Walker:
             hot = STEPS  # hot if the callee steps an optimizer (`heat.STEPS`)
         if f is not None and not f.steps_optimizer and steps_optimizer(node, ctx):
             f.steps_optimizer = True
+            if any(type(n) is cst.While for n in ctx.loop_nodes):
+                # its own `while` loop steps the optimizer (ESRGAN's `while batch is not None:`
+                # over a prefetcher): it runs many steps a call, as a loop over a loader does
+                f.iterates_loader = True
         caller = f.qual if f else None
         callee = None  # (key of an in-file function, leading parameters the call does not pass)
         # the in-file methods a bound-method variable may be, or the classes an instance may have

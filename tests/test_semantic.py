@@ -1529,3 +1529,29 @@ def test_per_batch_framework_hooks_are_hot():
            "    def on_train_epoch_end(self, trainer, pl_module):\n        probe(trainer)\n")
     seen, _ = probe(src)
     assert [hot for _, hot in seen] == [True, False]
+
+
+def test_a_function_whose_while_loop_steps_the_optimizer_runs_once_an_epoch():
+    # ESRGAN's `train()`: a `while` over its batches steps the optimizer through the scaler;
+    # what comes before that loop runs once per call, that is once per epoch
+    from synclint.engine import lint_source
+    from synclint.registry import default_rules
+
+    src = ("import torch\nscaler = torch.amp.GradScaler('cuda')\n"
+           "def train(model, source, opt):\n    w = torch.ones(3, device='cuda').sum().item()\n"
+           "    batch = source.get()\n    while batch is not None:\n"
+           "        scaler.scale(model(batch).sum()).backward()\n        scaler.step(opt)\n        scaler.update()\n"
+           "        batch = source.get()\n"
+           "for stage in range(10):\n    train(m, s, o)\n")
+    heat = lambda text: [f.hot for f in lint_source(text, "t.py", default_rules()) if f.code == "SYN101"]  # noqa: E731
+    assert heat(src) == [False]
+    # a `for` loop of a few inner passes (PPO's update) leaves its function hot
+    assert heat(src.replace("    while batch is not None:\n", "    for _ in range(4):\n")) == [True]
+
+
+def test_a_gradient_accumulation_guard_around_the_scalers_step_runs_every_optimizer_step():
+    src = ("import torch\nscaler = torch.amp.GradScaler('cuda')\nfor i, x in enumerate(loader):\n"
+           "    scaler.scale(model(x).sum()).backward()\n    if (i + 1) % 4 == 0:\n"
+           "        scaler.step(opt)\n        probe(i)\n")
+    seen, _ = probe(src)
+    assert seen[0][1] is True

@@ -206,6 +206,8 @@ def steps_optimizer(call: cst.Call, model) -> bool:
     if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
         return scaler_called(call, model)
     v = model.infer(func.value)
+    if v.kind == V.OBJECT and v.cls == "torch.amp.GradScaler":
+        return True  # `scaler.step(optimizer)`: the optimizer's step, through the scaler
     return v.kind == V.OPTIM and not _lr_scheduler(v)
 
 
