@@ -21,7 +21,7 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.arguments import device_option
 from synclint.semantic.callgraph import STEPS, hot_name
-from synclint.semantic.heat import classify_test, lazy_init, steps_optimizer
+from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, skips_unless_periodic, steps_optimizer
 from synclint.semantic.helpers import helper_body, returned_parameter
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
@@ -73,7 +73,7 @@ class Walker:
             cst.For: self._for, cst.While: self._while,
             cst.ListComp: self._comp, cst.SetComp: self._comp,
             cst.GeneratorExp: self._comp, cst.DictComp: self._comp,
-            cst.With: self._with, cst.If: self._if, cst.Try: self._try,
+            cst.With: self._with, cst.If: self._if, cst.Try: self._try, cst.IndentedBlock: self._block,
             cst.Assign: self._assign, cst.AnnAssign: self._annassign,
             cst.AugAssign: self._augassign, cst.Expr: self._expr,
             cst.Return: self._return, cst.Call: self._call, cst.NamedExpr: self._walrus,
@@ -380,6 +380,24 @@ class Walker:
         ctx.no_grad_depth += no_grad
         self.walk_field(node.body)
         ctx.no_grad_depth -= no_grad
+
+    def _block(self, node: cst.IndentedBlock) -> None:
+        """A block's statements in order; after `if step % N != 0: continue` the rest of the
+        block runs every N steps: under a periodic guard, unless it steps an optimizer
+        (`if (i + 1) % accum != 0: continue`, then `opt.step()`: every optimizer step)."""
+        ctx = self.ctx
+        guarded = 0
+        body = node.body
+        for i, stmt in enumerate(body):
+            self.walk(stmt)
+            if not guarded and type(stmt) is cst.If and skips_unless_periodic(stmt, ctx) and not any(
+                    body_steps_optimizer(rest, ctx) for rest in body[i + 1:]):
+                guarded = 1
+                ctx.guard_depth += 1
+        ctx.guard_depth -= guarded
+        self.walk(node.header)
+        for line in node.footer:
+            self.walk(line)
 
     def _if(self, node: cst.If) -> None:
         ctx = self.ctx

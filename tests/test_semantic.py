@@ -1555,3 +1555,28 @@ def test_a_gradient_accumulation_guard_around_the_scalers_step_runs_every_optimi
            "        scaler.step(opt)\n        probe(i)\n")
     seen, _ = probe(src)
     assert seen[0][1] is True
+
+
+@pytest.mark.parametrize("skip, hot", [
+    # an early exit unless the step is the Nth: the rest of the block runs every N steps
+    ("if step % 100 != 0:\n        continue", False),
+    ("if not step % 100 == 0:\n        continue", False),
+    ("if step % 100:\n        continue", False),
+    ("if rank != 0 or step % 100 != 0:\n        continue", False),
+    # near-misses: the exit is not the only statement, the test is no periodic one, an else
+    ("if step % 100 != 0:\n        print(step)\n        continue", True),
+    ("if step != 100:\n        continue", True),
+    ("if step % 100 != 0:\n        continue\n    else:\n        pass", True),
+])
+def test_an_early_exit_unless_periodic_guards_the_rest_of_its_block(skip, hot):
+    src = (f"import torch\nrank = 0\nfor step in range(1000):\n    {skip}\n    probe(step)\n")
+    seen, _ = probe(src)
+    assert seen[-1][1] is hot
+
+
+def test_an_early_exit_before_the_optimizer_step_is_gradient_accumulation():
+    # `if (i + 1) % accum != 0: continue`, then the step: every optimizer step, hot
+    src = ("import torch\nopt = torch.optim.SGD([], lr=0.1)\nfor i in range(1000):\n"
+           "    if (i + 1) % 4 != 0:\n        continue\n    opt.step()\n    probe(i)\n")
+    seen, _ = probe(src)
+    assert seen[-1][1] is True

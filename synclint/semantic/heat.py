@@ -63,7 +63,7 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
             if is_dev and s is not None:
                 cpu_side = s.startswith("cpu") != isinstance(comp.operator, cst.NotEqual)
                 return "cpu-body" if cpu_side != negated else "cpu-else"
-    if not negated and (_periodic(test, model) or _clock_due(test, body, model)) and not _steps_optimizer(body, model):
+    if not negated and (_periodic(test, model) or _clock_due(test, body, model)) and not body_steps_optimizer(body, model):
         return "guard"
     if _exits(body):
         return "once"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
@@ -122,6 +122,40 @@ def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
         op = test.comparisons[0].operator
         return (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)
                 and isinstance(op, cst.Equal))
+    return False
+
+
+def skips_unless_periodic(node: cst.If, model) -> bool:
+    """`if step % N != 0: continue` (or `return`, or `if not step % N == 0:`, or such a test
+    inside `or`): what follows it in its block runs once every N steps, as under
+    `if step % N == 0:` (Lightning's `ModelCheckpoint.on_train_batch_end`)."""
+    if node.orelse is not None or not _only_exit(node.body):
+        return False
+    return _not_periodic(node.test, model)
+
+
+def _only_exit(body: cst.BaseSuite) -> bool:
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if len(stmts) != 1 or not isinstance(stmts[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return False
+    small = stmts[0].body
+    return len(small) == 1 and isinstance(small[0], (cst.Continue, cst.Return))
+
+
+def _not_periodic(test: cst.BaseExpression, model) -> bool:
+    """True exactly when a periodic test is false: `i % N != 0`, `i % N` (truthy), `not
+    <periodic>`; in an `or`, either side (the rest then needs both sides false)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _not_periodic(test.left, model) or _not_periodic(test.right, model)
+    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
+        return True
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _periodic(test.expression, model)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, comp = test.left, test.comparisons[0]
+        return (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)
+                and isinstance(comp.operator, cst.NotEqual) and isinstance(comp.comparator, cst.Integer)
+                and comp.comparator.evaluated_value == 0)
     return False
 
 
@@ -185,7 +219,7 @@ def _exits(body: cst.CSTNode) -> bool:
     return False
 
 
-def _steps_optimizer(body: cst.CSTNode, model=None) -> bool:
+def body_steps_optimizer(body: cst.CSTNode, model=None) -> bool:
     """The guarded body calls `.step()` of something (an optimizer, a scaler, a scheduler
     next to one): gradient accumulation, which runs every optimizer step. A learning-rate
     scheduler stepped alone (`scheduler.step(val_score)` after a validation every N steps)
