@@ -346,6 +346,7 @@ def test_a_cpu_script_that_never_mentions_a_gpu():
     # near-misses: the body does not fill the list the test measures, or the test is no bound
     ("if len(other) < 15:\n        shown.append(step)", True),
     ("if len(shown) > 15:\n        shown.append(step)", True),
+    ("if (step + 1) % args.gradient_accumulation_steps == 0:\n        shown.append(step)", True),
     # every so many seconds: a clock reading minus a time the body sets again (vicreg)
     ("if time.time() - last > 30:\n        last = time.time()", False),
     ("if rank == 0 and time.perf_counter() - last >= 30:\n        last = time.perf_counter()", False),
@@ -1567,6 +1568,8 @@ def test_a_gradient_accumulation_guard_around_the_scalers_step_runs_every_optimi
     ("if step % 100 != 0:\n        print(step)\n        continue", True),
     ("if step != 100:\n        continue", True),
     ("if step % 100 != 0:\n        continue\n    else:\n        pass", True),
+    # a count of micro-batches per optimizer step: every optimizer step (Lightning's lr_finder)
+    ("if (step + 1) % trainer.accumulate_grad_batches != 0:\n        continue", True),
 ])
 def test_an_early_exit_unless_periodic_guards_the_rest_of_its_block(skip, hot):
     src = (f"import torch\nrank = 0\nfor step in range(1000):\n    {skip}\n    probe(step)\n")

@@ -115,14 +115,22 @@ def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
         left, right = _periodic(test.left, model, depth), _periodic(test.right, model, depth)
         return (left or _one_step(test.left, model)) and (right or _one_step(test.right, model)) and (left or right)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        e = test.expression
-        return isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)
+        return _period(test.expression)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         left = test.left
         op = test.comparisons[0].operator
-        return (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)
-                and isinstance(op, cst.Equal))
+        return _period(left) and isinstance(op, cst.Equal)
     return False
+
+
+def _period(e: cst.BaseExpression) -> bool:
+    """`i % N`, N a period: not a count of micro-batches per optimizer step
+    (`i % trainer.accumulate_grad_batches` is every optimizer step)."""
+    if not (isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)):
+        return False
+    n = e.right
+    name = n.value if isinstance(n, cst.Name) else n.attr.value if isinstance(n, cst.Attribute) else None
+    return name not in L.ACCUMULATION_STEPS
 
 
 def skips_unless_periodic(node: cst.If, model) -> bool:
@@ -147,14 +155,13 @@ def _not_periodic(test: cst.BaseExpression, model) -> bool:
     <periodic>`; in an `or`, either side (the rest then needs both sides false)."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
         return _not_periodic(test.left, model) or _not_periodic(test.right, model)
-    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
-        return True
+    if isinstance(test, cst.BinaryOperation):
+        return _period(test)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _periodic(test.expression, model)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         left, comp = test.left, test.comparisons[0]
-        return (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)
-                and isinstance(comp.operator, cst.NotEqual) and isinstance(comp.comparator, cst.Integer)
+        return (_period(left) and isinstance(comp.operator, cst.NotEqual) and isinstance(comp.comparator, cst.Integer)
                 and comp.comparator.evaluated_value == 0)
     return False
 

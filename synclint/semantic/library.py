@@ -165,5 +165,6 @@ TO_TENSOR = _set("transforms", "to_tensor")
 PYTHON_MODULES = _set("host", "python_modules")
 NUMPY_MODULES = _set("host", "numpy_modules")
 TIMING_NAMES = _set("host", "timing")
+ACCUMULATION_STEPS = _set("host", "accumulation_steps")
 LIBRARY_ROOTS = _set("host", "library_roots") | PYTHON_MODULES | NUMPY_MODULES
 PYTHON_BUILTINS = _set("host", "python_builtins")
