@@ -39,7 +39,7 @@ class AveragedModelUpdate(Rule):
     ```
 
     ## Known problems
-    Buffers (`use_buffers=True`) and a `avg_fn` other than the exponential or the running mean
+    Buffers (`use_buffers=True`) and an `avg_fn` other than the exponential or the running mean
     need their own update. On a machine without a GPU nothing waits; a script that never
     mentions a device or CUDA is not reported.
     """
