@@ -9,6 +9,7 @@ import libcst as cst
 
 from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 from synclint.semantic import EVIDENT
+from synclint.semantic.syntax import last_name
 
 def gpu_number(ctx, e: cst.BaseExpression) -> bool:
     """`e` is a tensor on (or assumed on) the GPU, with evidence beyond a parameter's name."""
@@ -25,7 +26,7 @@ def _dim_or_shape_name(e: cst.BaseExpression) -> bool:
         return _dim_or_shape_name(e.left) or _dim_or_shape_name(e.right)
     if isinstance(e, cst.UnaryOperation):
         return _dim_or_shape_name(e.expression)
-    name = e.value if isinstance(e, cst.Name) else e.attr.value if isinstance(e, cst.Attribute) else None
+    name = last_name(e)
     return name is not None and name.lower().endswith(_DIM_SUFFIXES)
 
 

@@ -290,7 +290,7 @@ class GradScalerUnfusedStep(Rule):
             if opt is None:
                 return
             scaler = ctx.infer(func.value)
-            if scaler.kind != V.OBJECT or scaler.cls != "torch.amp.GradScaler" or scaler.device == V.CPU:
+            if scaler.kind != V.OBJECT or scaler.cls != L.GRAD_SCALER or scaler.device == V.CPU:
                 return
         elif scaler_called(node, ctx):  # `loss_scaler(loss, optimizer)`: timm's NativeScaler
             opt = arg(node, *L.SCALER_CALLABLES[L.NATIVE_SCALER])

@@ -7,6 +7,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
+from synclint.semantic.syntax import last_name
 from synclint.rules._overhead import Site, dotted_name, report_at, site
 
 # Words that name evaluation code when they are a whole word of the function name
@@ -290,7 +291,7 @@ class InferenceWithoutNoGrad(Rule):
             elif q in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"):
                 self._skip_file = True
             return
-        callee = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        callee = last_name(func)
         if callee is not None:
             if ctx.in_no_grad or self._grad_depth:
                 self._nograd_callees.add(callee)

@@ -27,8 +27,8 @@ from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
-from synclint.semantic.syntax import (FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, all_params, descendants, field_kind, node_fields,
-                                     string_value)
+from synclint.semantic.syntax import (FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, all_params, descendants, field_kind, last_name,
+                                     node_fields, string_value)
 from synclint.semantic.values import Val
 
 _STMT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -395,9 +395,6 @@ class Walker:
                 guarded = 1
                 ctx.guard_depth += 1
         ctx.guard_depth -= guarded
-        self.walk(node.header)
-        for line in node.footer:
-            self.walk(line)
 
     def _if(self, node: cst.If) -> None:
         ctx = self.ctx
@@ -970,7 +967,7 @@ def _takes_loader(ctx: SemanticModel, e: cst.BaseExpression) -> bool:
     if not isinstance(e, cst.Call):
         return False
     f = e.func
-    name = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+    name = last_name(f)
     if name is None or hot_name(name) or isinstance(f, cst.Name) and name in _BUILTINS:
         return False
     for a in e.args:

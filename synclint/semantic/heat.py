@@ -16,7 +16,7 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import crosses, hot_name, spread
 from synclint.semantic import values as V
-from synclint.semantic.syntax import descendants, string_value
+from synclint.semantic.syntax import descendants, last_name, string_value
 
 def hot_functions(model) -> Set[str]:
     """In-file functions that run hot: hot by name, or called from a loop or hot code."""
@@ -128,9 +128,7 @@ def _period(e: cst.BaseExpression) -> bool:
     (`i % trainer.accumulate_grad_batches` is every optimizer step)."""
     if not (isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)):
         return False
-    n = e.right
-    name = n.value if isinstance(n, cst.Name) else n.attr.value if isinstance(n, cst.Attribute) else None
-    return name not in L.ACCUMULATION_STEPS
+    return last_name(e.right) not in L.ACCUMULATION_STEPS
 
 
 def skips_unless_periodic(node: cst.If, model) -> bool:
@@ -247,7 +245,7 @@ def steps_optimizer(call: cst.Call, model) -> bool:
     if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
         return scaler_called(call, model)
     v = model.infer(func.value)
-    if v.kind == V.OBJECT and v.cls == "torch.amp.GradScaler":
+    if v.kind == V.OBJECT and v.cls == L.GRAD_SCALER:
         return True  # `scaler.step(optimizer)`: the optimizer's step, through the scaler
     return v.kind == V.OPTIM and not _lr_scheduler(v)
 

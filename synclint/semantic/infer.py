@@ -801,7 +801,7 @@ class Inference:
             state = {None: "unfused", "False": "unfused", "True": "fused"}.get(literal)
             return Val(V.OPTIM, cls="torch." + t, py=state)
         if t in L.GRAD_SCALERS:
-            return Val(V.OBJECT, self._scaler_device(t, call), cls="torch.amp.GradScaler")
+            return Val(V.OBJECT, self._scaler_device(t, call), cls=L.GRAD_SCALER)
         if t in L.TORCH_RETURNS_ARGUMENT:
             v = self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
             if t in L.TORCH_WRAPS_MODULE and v.kind == V.UNKNOWN:

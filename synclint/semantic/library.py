@@ -44,6 +44,7 @@ EVENTS = _set("torch", "events")
 STREAMS = _set("torch", "streams")
 LEGACY_CTORS = _set("torch", "legacy_ctors")
 GRAD_SCALERS = _set("torch", "grad_scalers")
+GRAD_SCALER = "torch.amp.GradScaler"  # the class of their instances' values
 TENSOR_DATASETS = _set("torch", "tensor_datasets")
 AVERAGED_MODELS = _set("torch", "averaged_models")
 AVERAGED_MODEL = "torch.optim.swa_utils.AveragedModel"  # the class of their instances' values

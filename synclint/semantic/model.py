@@ -23,7 +23,7 @@ from synclint.semantic.helpers import HelperBody
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
-from synclint.semantic.syntax import descendants, dotted, read_first, string_value
+from synclint.semantic.syntax import descendants, dotted, last_name, read_first, string_value
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.values import Val
 
@@ -1163,7 +1163,7 @@ def _named_like_module(e: cst.BaseExpression) -> bool:
     model's; anything that is not a plain name, attribute or item counts too."""
     while isinstance(e, cst.Subscript):
         e = e.value
-    name = e.value if isinstance(e, cst.Name) else e.attr.value if isinstance(e, cst.Attribute) else None
+    name = last_name(e)
     if name is None or name == "self" or name[:1].isupper():
         return True
     last = re.split(r"_+", name.lower().strip("_"))[-1].rstrip("0123456789")
@@ -1233,7 +1233,7 @@ def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
     """The iterable a progress bar wraps (`tqdm(enumerate(loader))`: the enumerate)."""
     while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None:
         f = it.func
-        name = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+        name = last_name(f)
         if name not in _PROGRESS_BARS:
             break
         it = it.args[0].value

@@ -39,6 +39,13 @@ def dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
+def last_name(e: cst.BaseExpression) -> Optional[str]:
+    """`n` of `n` or of `a.b.n`; None for any other expression."""
+    if isinstance(e, cst.Name):
+        return e.value
+    return e.attr.value if isinstance(e, cst.Attribute) else None
+
+
 def literal_ndim(e: cst.BaseExpression) -> Optional[int]:
     """Dimensions of `torch.tensor(<literal>)` data: 0 for a number, 1 + inner for a list."""
     if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
