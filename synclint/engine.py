@@ -42,6 +42,7 @@ class Analysis:
     module: object  # libcst.Module
     facts: FileFacts
     summary: ModuleSummary
+    rows: Optional[list] = None  # the statements' `positions.statement_rows`, when at hand
 
 
 @dataclass
@@ -76,7 +77,7 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
     from synclint.semantic import SemanticModel
     from synclint.walker import Walker
 
-    module = _parse(source)
+    module, rows = _parse(source)
     with _deep_recursion():
         first = SemanticModel(source, filename, module_name=module_name)
         first.set_module(module)
@@ -88,7 +89,8 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
             again.set_module(module)
             Walker(again, ()).walk(module)
             first = again
-    return Analysis(source, filename, module_name, module, first.summary(), first.module_summary(module_name or ""))
+    return Analysis(source, filename, module_name, module, first.summary(), first.module_summary(module_name or ""),
+                    rows)
 
 
 def lint_analysis(
@@ -127,7 +129,7 @@ def lint_analysis(
     if not ctx.findings and not failed and not comment_rules:
         return [], graph, summary
     hot_funcs = hot_functions(ctx)
-    positions = PositionIndex(module, source)
+    positions = PositionIndex(module, source, a.rows)
     noqa = noqa_map(source)
     used: set = set()  # the noqa directive entries that silenced something
     out: List[Finding] = []
@@ -301,15 +303,18 @@ def lint_source(
 
 
 def _parse(source: str):
+    """(LibCST's tree, the statements' `statement_rows` where Python's parse that cleared the
+    source made them, else None)."""
     import libcst as cst
 
-    from synclint.nesting import nesting_problem
+    from synclint.nesting import checked
+    from synclint.positions import statement_rows
 
-    problem = nesting_problem(source)  # deeper than this would kill the process in the parser
+    problem, tree = checked(source)  # deeper than this would kill the process in the parser
     if problem is not None:
         raise LintError(problem)
     try:
-        return _parse_module(source)
+        return _parse_module(source), statement_rows(tree) if tree is not None else None
     except cst.ParserSyntaxError as e:
         import ast
 

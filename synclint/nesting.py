@@ -22,7 +22,7 @@ import io
 import re
 import tokenize
 from itertools import accumulate
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from synclint.lines import source_lines
 
@@ -68,7 +68,14 @@ def nesting_problem(source: str) -> Optional[str]:
     """Why LibCST must not parse `source` (too deep a nest or too long a chain), or None.
 
     Tokenizer errors are not reported here: the parser reports its own syntax errors."""
-    return None if _surely_shallow(source) else _measured_problem(source)
+    return checked(source)[0]
+
+
+def checked(source: str) -> Tuple[Optional[str], Optional[ast.Module]]:
+    """(`nesting_problem(source)`, Python's own tree of the source where that tree cleared
+    it): the positions of findings come from that tree too, so it is parsed once."""
+    tree = _surely_shallow(source)
+    return (None, tree) if tree is not None else (_measured_problem(source), None)
 
 
 # Whatever a token the measure counts can be (a bracket, an operator, a separator, `.`, a
@@ -79,15 +86,15 @@ _COUNTED = re.compile(r"[^\w\s]|\b(?:not|await|lambda|if|and|or|in|is)\b")
 _SPAN_LIMIT = min(MAX_NESTING, MAX_CHAIN) - MAX_BRACKETS
 
 
-def _surely_shallow(source: str) -> bool:
-    """True when no limit can be reached, known without measuring a token: Python's parser
-    accepts the source (so no more than MAX_BRACKETS nested brackets: CPython's own limit,
+def _surely_shallow(source: str) -> Optional[ast.Module]:
+    """Python's tree of `source` when no limit can be reached, known without measuring a
+    token (None: measure them): Python's parser accepts the source (so no more than MAX_BRACKETS nested brackets: CPython's own limit,
     the same count), and every run of lines between two statement boundaries holds fewer
     countable characters than _SPAN_LIMIT (a nest or chain lies within one logical line)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return False  # newer syntax, an error, or too deep for Python itself: measure it
+        return None  # newer syntax, an error, or too deep for Python itself: measure it
     starts = [0, *accumulate(map(len, source_lines(source, keepends=True)))]  # line r: starts[r - 1]
     edges = _statement_edges(tree)
     rows = sorted(edges)
@@ -96,8 +103,8 @@ def _surely_shallow(source: str) -> bool:
         if hi - lo > _SPAN_LIMIT and len(_COUNTED.findall(source, lo, hi)) - sum(
                 len(_COUNTED.findall(source, max(lo, s), min(hi, e)))
                 for s, e in _string_insides(edges.get(first), starts)) > _SPAN_LIMIT:
-            return False
-    return True
+            return None
+    return tree
 
 
 def _statement_edges(tree: ast.Module) -> Dict[int, Optional[ast.AST]]:

@@ -29,12 +29,20 @@ class _Recorder:
         self._computed: Dict[cst.CSTNode, CodeRange] = {}
 
 
-def ast_statements(tree: ast.AST) -> List[ast.stmt]:
-    out: List[ast.stmt] = []
+# Where Python's parser puts a statement: line, column (bytes), end line, and the line of
+# its first decorator (None: it has none).
+Row = Tuple[int, int, int, Optional[int]]
+
+
+def statement_rows(tree: ast.AST) -> List[Row]:
+    """Every statement's `Row`, in the order `cst_statements` lists LibCST's."""
+    out: List[Row] = []
 
     def visit_body(stmts: Iterable[ast.stmt]) -> None:
         for s in stmts:
-            out.append(s)
+            decorators = getattr(s, "decorator_list", None)
+            out.append((s.lineno, s.col_offset, s.end_lineno or s.lineno,
+                        decorators[0].lineno if decorators else None))
             for fname in ("body", "handlers", "orelse", "finalbody", "cases"):
                 sub = getattr(s, fname, None)
                 if not sub:
@@ -50,7 +58,7 @@ def ast_statements(tree: ast.AST) -> List[ast.stmt]:
 
 
 def cst_statements(module: cst.Module) -> List[cst.CSTNode]:
-    """LibCST's statements in the order `ast_statements` lists Python's (small statements one
+    """LibCST's statements in the order `statement_rows` lists Python's (small statements one
     by one; a block's statements after the statement that holds them). Iterative: the
     nesting is Python's (at most 100 blocks), but no recursion is cheaper still."""
     out: List[cst.CSTNode] = []
@@ -89,17 +97,18 @@ def _inner_statements(stmt: cst.BaseCompoundStatement) -> List[cst.CSTNode]:
 
 
 class PositionIndex:
-    def __init__(self, module: cst.Module, source: str) -> None:
+    def __init__(self, module: cst.Module, source: str, rows: Optional[List[Row]] = None) -> None:
+        """`rows`: the statements' `statement_rows`, where a parse of the source made them."""
         self.module = module
         self.source = source
         self.lines = source_lines(source, keepends=True)
-        self._stmts: Optional[List[ast.stmt]] = None
+        self._stmts: Optional[List[Row]] = rows
         self._cache: Dict[int, Dict[cst.CSTNode, CodeRange]] = {}
         self._full: Optional[Dict[cst.CSTNode, CodeRange]] = None
         self._numbers: Optional[Dict[int, int]] = None  # id(LibCST statement) -> its number
 
     def stmt_number(self, stmt: Optional[cst.CSTNode], walked: int) -> int:
-        """The number of `stmt` among the statements (what `ast_statements` indexes). The
+        """The number of `stmt` among the statements (what `statement_rows` indexes). The
         walker's count (`walked`) is the last statement it entered, which is not `stmt` for
         an expression visited after a nested block (a `case ... if guard:`)."""
         if stmt is None:
@@ -108,10 +117,10 @@ class PositionIndex:
             self._numbers = {id(s): i for i, s in enumerate(cst_statements(self.module))}
         return self._numbers.get(id(stmt), walked)
 
-    def _ast(self) -> Optional[List[ast.stmt]]:
+    def _rows(self) -> List[Row]:
         if self._stmts is None:
             try:
-                self._stmts = ast_statements(ast.parse(self.source))
+                self._stmts = statement_rows(ast.parse(self.source))
             except (SyntaxError, ValueError, RecursionError):
                 self._stmts = []
         return self._stmts
@@ -135,10 +144,9 @@ class PositionIndex:
         return line[: len(line) - len(line.lstrip(" \t"))]
 
     def stmt_rows(self, stmt_index: int) -> Tuple[int, int]:
-        stmts = self._ast()
+        stmts = self._rows()
         if 0 <= stmt_index < len(stmts):
-            s = stmts[stmt_index]
-            return s.lineno, getattr(s, "end_lineno", s.lineno) or s.lineno
+            return stmts[stmt_index][0], stmts[stmt_index][2]
         return (0, 0)
 
     def _ranges_for(self, stmt, stmt_index) -> Optional[Dict[cst.CSTNode, CodeRange]]:
@@ -147,27 +155,27 @@ class PositionIndex:
         cached = self._cache.get(stmt_index)
         if cached is not None:
             return cached
-        stmts = self._ast()
+        stmts = self._rows()
         if not (0 <= stmt_index < len(stmts)):
             return None
-        a = stmts[stmt_index]
+        lineno, col_offset, _, decorated = stmts[stmt_index]
         rec = _Recorder()
         state = PositionProvidingCodegenState(
             default_indent=self.module.default_indent,
             default_newline=self.module.default_newline,
             provider=rec,
         )
-        line = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
+        line = self.lines[lineno - 1] if lineno - 1 < len(self.lines) else ""
         indent = line[: len(line) - len(line.lstrip(" \t"))]
         state.indent_tokens = [indent] if indent else []
         if isinstance(stmt, cst.BaseSmallStatement):
-            state.line = a.lineno
-            state.column = self._char_col(a.lineno, a.col_offset)
+            state.line = lineno
+            state.column = self._char_col(lineno, col_offset)
         else:
-            first = a.lineno
+            first = lineno
             decorators = getattr(stmt, "decorators", ())
-            if decorators and getattr(a, "decorator_list", None):
-                first = a.decorator_list[0].lineno - len(decorators[0].leading_lines)
+            if decorators and decorated is not None:
+                first = decorated - len(decorators[0].leading_lines)
             state.line = first - len(stmt.leading_lines)
             state.column = 0
         if isinstance(stmt, cst.If) and line.lstrip().startswith("elif"):
@@ -176,7 +184,7 @@ class PositionIndex:
             stmt._codegen(state)
         # Sanity check: the statement must start where ast says; otherwise fall back.
         r = rec._computed.get(stmt)
-        if r is None or r.start.line != a.lineno:
+        if r is None or r.start.line != lineno:
             return None
         self._cache[stmt_index] = rec._computed
         return rec._computed

@@ -27,8 +27,8 @@ from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
-from synclint.semantic.syntax import (FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, all_params, descendants, field_kind, last_name,
-                                     node_fields, string_value)
+from synclint.semantic.syntax import (FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, all_params, child_nodes, descendants, field_kind,
+                                     last_name, node_fields, string_value)
 from synclint.semantic.values import Val
 
 _STMT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -955,7 +955,7 @@ def _epoch_loop(ctx: SemanticModel, node: cst.For) -> bool:
             assigned[n.targets[0].target.value] = n.value
         if isinstance(n, (cst.IndentedBlock, cst.SimpleStatementLine, cst.BaseCompoundStatement,
                           cst.Else, cst.ExceptHandler, cst.Finally)):
-            todo.extend(c for c in n.children if isinstance(c, (cst.BaseStatement, cst.BaseSmallStatement,
+            todo.extend(c for c in child_nodes(n) if isinstance(c, (cst.BaseStatement, cst.BaseSmallStatement,
                                                                  cst.BaseSuite, cst.Else, cst.ExceptHandler,
                                                                  cst.Finally)))
     return any(_batchy(ctx, f.iter, assigned) for f in inner)

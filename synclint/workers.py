@@ -178,8 +178,18 @@ def collect_less() -> None:
 
 
 def serve(conn, handle) -> None:
-    """Answer each job from the pipe with `handle(job)`, until the pipe closes (or sends None)."""
+    """Answer each job from the pipe with `handle(job)`, until the pipe closes (or sends None).
+
+    The collector runs once per job, not by allocation count: a job's cyclic garbage (its
+    walks' models) is freed when it ends, and what survives (the trees held for the second
+    phase, acyclic, freed by their reference counts when dropped) is frozen, so that no
+    later collection scans it again. Collections triggered by allocation re-scanned the
+    held trees: a tenth of a cold check's CPU on the Lightning sources; this way, a third
+    of that, for the same peak memory."""
+    import gc
+
     collect_less()
+    gc.disable()
     while True:
         try:
             job = conn.recv()
@@ -187,7 +197,10 @@ def serve(conn, handle) -> None:
             return
         if job is None:
             return
-        conn.send(handle(job))
+        answer = handle(job)
+        gc.collect(0)  # everything younger than the last freeze is in the youngest generation
+        gc.freeze()
+        conn.send(answer)
 
 
 class Pool:

@@ -1583,3 +1583,15 @@ def test_an_early_exit_before_the_optimizer_step_is_gradient_accumulation():
            "    if (i + 1) % 4 != 0:\n        continue\n    opt.step()\n    probe(i)\n")
     seen, _ = probe(src)
     assert seen[-1][1] is True
+
+
+@pytest.mark.parametrize("src", ['"a"', "'b'", '"""c\nd"""', "''", '""""""', "'''x'''", 'r"x\\d"', '"a\\nb"',
+                                 "u'\\u00e9'", '"tab\\there"', '"""a\r\nb"""'])
+def test_string_value_is_the_strings_value(src):
+    """`string_value` reads plain literals without LibCST's `evaluated_value` (which parses
+    each one with `ast`): the same value, prefixes, escapes and line ends included."""
+    from synclint.semantic.syntax import string_value
+
+    e = cst.parse_expression(src)
+    assert string_value(e) == e.evaluated_value
+    assert string_value(cst.parse_expression('b"x"')) is None

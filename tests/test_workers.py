@@ -148,3 +148,43 @@ def test_a_selection_that_fails_in_a_worker_is_raised_here():
             list(pool.run([("summarise", "a.py", HOT_ITEM, "a")]))
     finally:
         pool.close()
+
+
+def test_a_worker_frees_each_jobs_cyclic_garbage_and_freezes_what_it_keeps():
+    """Workers run the collector once per job, not by allocation count: a job's reference
+    cycles must still be freed when it ends (no memory growth over a run), and what the
+    job keeps must be frozen (no later collection scans the held trees again)."""
+    code = r'''
+import gc, weakref
+from synclint.workers import serve
+
+class Node:
+    pass
+
+kept, dead = [], []
+
+def handle(job):
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # a cycle: only the collector frees it
+    dead.append(weakref.ref(a))
+    kept.append(Node())
+    return job
+
+class Conn:
+    def __init__(self):
+        self.jobs, self.sent = [1, 2, None], []
+    def recv(self):
+        return self.jobs.pop(0)
+    def send(self, answer):
+        self.sent.append((answer, [r() is None for r in dead], gc.get_freeze_count()))
+
+c = Conn()
+serve(c, handle)
+(first, freed1, frozen1), (second, freed2, frozen2) = c.sent
+assert (first, second) == (1, 2)
+assert freed1 == [True] and freed2 == [True, True], (freed1, freed2)
+assert frozen2 > frozen1 > 0
+print("ok")
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

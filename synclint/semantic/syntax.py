@@ -16,6 +16,10 @@ def kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
 
 def string_value(e: Optional[cst.BaseExpression]) -> Optional[str]:
     if isinstance(e, cst.SimpleString):
+        v = e.value
+        if v[0] in "'\"" and "\\" not in v and "\r" not in v:  # no prefix, escape or CR: the text between the quotes
+            q = 3 if len(v) >= 6 and v[:3] in ('"""', "'''") else 1
+            return v[q:-q]
         try:
             v = e.evaluated_value
         except Exception:  # pragma: no cover - odd prefixes
