@@ -58,6 +58,10 @@ def rule_methods(rule_cls: type) -> Tuple[Tuple[str, str], ...]:
     return found
 
 
+def _is_classmethod(node: cst.FunctionDef) -> bool:
+    return any(type(d.decorator) is cst.Name and d.decorator.value == "classmethod" for d in node.decorators)
+
+
 class Walker:
     def __init__(self, ctx: SemanticModel, rules: Sequence[object]) -> None:
         self.ctx = ctx
@@ -247,7 +251,9 @@ class Walker:
                     val = callers if callers is not None and callers.kind != V.UNKNOWN else V.UNKNOWN_VAL
                 elif callers is not None and callers.kind == val.kind != V.UNKNOWN:
                     val = callers  # `optimizer: Optimizer`, and every caller passes an AdamW
-            elif i == 0 and is_method and pname in ("self", "cls"):
+            elif i == 0 and is_method and (pname == "cls" or _is_classmethod(node)):
+                val = V.class_value(info.cls.name)  # `return cls(...)` makes an instance
+            elif i == 0 and is_method and pname == "self":
                 val = Val(V.MODULE, cls=info.cls.name) if info.cls.is_module else Val(V.OBJECT, cls=info.cls.name)
             elif callers is not None and callers.kind != V.UNKNOWN:
                 val = callers  # every in-file call passes this
@@ -532,10 +538,12 @@ class Walker:
                     merged = item if lst.kind == V.PY else V.join(V.element_of(lst), item)
                     ctx.bind_target(recv, Val(V.TENSORS, merged.device, dtype=merged.dtype, assumed=merged.assumed))
                 elif lst.kind == V.PY and lst.py == "list" and (
-                        item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind == V.LOADER or V.is_dict_of(item)):
+                        item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind in (V.LOADER, V.NUMPY)
+                        or V.is_dict_of(item)):
                     # `self.logit_filters.append(SuppressBlank(...))`: a list of instances, of
                     # each class appended (iterating it calls every class's methods); of
-                    # loaders or their iterators (`self.iters.append(iter(loader))`)
+                    # loaders or their iterators (`self.iters.append(iter(loader))`); of
+                    # arrays (`self.predictions.append(dets)`, dets from `.cpu().numpy()`)
                     merged = item if not lst.elems else V.join(lst.elems[0], item)
                     ctx.bind_target(recv, Val(V.PY, py="list", elems=(merged,)))
 
@@ -682,6 +690,11 @@ class Walker:
                 ctx.timing_funcs.add(None)  # a script that times things at module level
         if hot is True and callee is None and not bound_methods:
             _handed_methods(ctx, node, caller)
+        array_of = _array_read(ctx, node)
+        if array_of is not None:
+            # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
+            v = ctx.infer(array_of)
+            ctx.bind_target(array_of, V.tensor(V.CPU) if v.kind == V.UNKNOWN else v.with_(device=V.CPU))
         mapped = _mapped_lambda(ctx, node)
         if mapped is None:
             self.children(node)
@@ -696,6 +709,22 @@ class Walker:
 
 
 # --------------------------------------------------------------------- helpers
+def _array_read(ctx: SemanticModel, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The receiver of `x.numpy()` (not `force=True`, which copies a GPU tensor first): a
+    name or `self.x` whose value is unknown or a tensor of unknown device."""
+    func = call.func
+    if not (type(func) is cst.Attribute and func.attr.value == "numpy" and not call.args):
+        return None
+    recv = func.value
+    if not (type(recv) is cst.Name or type(recv) is cst.Attribute and type(recv.value) is cst.Name
+            and recv.value.value == "self"):
+        return None
+    v = ctx.infer(recv)
+    if v.kind == V.UNKNOWN and v.cls is None and not v.elems or v.kind == V.TENSOR and v.device is None:
+        return recv
+    return None
+
+
 def _mapped_lambda(ctx: SemanticModel, call: cst.Call) -> Optional[Tuple[cst.Lambda, Val]]:
     """`map(lambda t: ..., items)` with the builtin `map`: the lambda and what each item is."""
     func = call.func

@@ -1595,3 +1595,76 @@ def test_string_value_is_the_strings_value(src):
     e = cst.parse_expression(src)
     assert string_value(e) == e.evaluated_value
     assert string_value(cst.parse_expression('b"x"')) is None
+
+
+def test_a_helper_made_of_its_parameters_returns_what_this_call_passed():
+    """`default(val, d)` (lucidrains' idiom) is called with GPU tensors somewhere and with
+    sizes elsewhere: the join over every caller says nothing about one call (imagen's
+    `init_dim = default(init_dim, dim)` was a GPU tensor)."""
+    src = HEAD + (
+        "def exists(v):\n    return v is not None\n"
+        "def default(val, d):\n    if exists(val):\n        return val\n    return d() if callable(d) else d\n"
+        "noise = default(torch.randn(3, device=device), 0)\n"
+        "def make(dim, init_dim=None):\n    init_dim = default(init_dim, dim)\n    probe(init_dim)\n"
+        "make(64)\n"
+    )
+    v = val(src)
+    assert v.kind != V.TENSOR, v
+
+
+def test_cls_in_a_classmethod_is_the_class_and_calling_it_makes_an_instance():
+    src = HEAD + (
+        "import torch.nn as nn\n"
+        "class Anchors(nn.Module):\n"
+        "    def __init__(self, n):\n        super().__init__()\n        self.n = n\n"
+        "    @classmethod\n    def from_config(cls, config):\n        a = cls(config.n)\n        probe(a)\n"
+        "        return a\n"
+    )
+    v = val(src)
+    assert v.kind == V.MODULE and v.cls and v.cls.endswith("Anchors"), v
+
+
+def test_numpy_of_a_value_places_it_on_the_cpu():
+    """`x.numpy()` raises on a GPU tensor: a value read that way is on the CPU afterwards
+    (siamese-triplet's `self.test_labels[i].item()` in a Dataset's `__init__`)."""
+    src = HEAD + (
+        "class D:\n    def __init__(self, ds):\n        self.labels = ds.test_labels\n"
+        "        s = set(self.labels.numpy())\n        probe(self.labels[0])\n"
+    )
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU, v
+    # `force=True` copies a GPU tensor first: no evidence
+    assert val(HEAD + "def f(x):\n    a = x.numpy(force=True)\n    probe(x)\n").device != V.CPU
+
+
+def test_arrays_appended_to_an_attribute_list_are_its_elements():
+    src = HEAD + (
+        "class E:\n    def __init__(self):\n        self.preds = []\n"
+        "    def add(self, dets):\n        dets = dets.cpu().numpy()\n"
+        "        for d in dets:\n            self.preds.append(d)\n"
+        "    def out(self):\n        for p in self.preds:\n            probe(p)\n"
+    )
+    assert val(src).kind == V.NUMPY
+
+
+def test_an_old_style_iterator_next_method_yields_a_batch():
+    src = HEAD + (
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=4)\n"
+        "it = iter(loader)\nfor step in range(10):\n    x, y = it.next()\n    probe(x)\n"
+    )
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU, v
+
+
+def test_a_device_stored_on_the_parsed_arguments_is_read_back_in_other_functions():
+    """FixMatch: `args.device = torch.device('cuda', args.gpu_id)` in main, and
+    `x.to(args.device)` in `train(args, ...)`, defined above it."""
+    src = (
+        "import argparse, torch\n"
+        "def train(args, loader):\n    for x, y in loader:\n        probe(x.to(args.device))\n"
+        "def main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument('--gpu-id', type=int, default=0)\n"
+        "    args = parser.parse_args()\n    args.device = torch.device('cuda', args.gpu_id)\n"
+        "    train(args, torch.utils.data.DataLoader(ds))\n"
+    )
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CUDA, v

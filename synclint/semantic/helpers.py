@@ -24,6 +24,8 @@ from synclint.semantic.syntax import all_params, descendants
 
 # Longer helpers are not replayed: their walked return is what callers get.
 MAX_STEPS = 30
+# Names a return made of parameters may also hold: builtins that pick among them
+_NEUTRAL_NAMES = frozenset({"None", "True", "False", "callable", "isinstance"})
 
 
 @dataclass
@@ -38,6 +40,17 @@ class HelperBody:
     @property
     def one_line(self) -> bool:
         return not self.steps and len(self.returns) == 1
+
+    @property
+    def from_parameters(self) -> bool:
+        """Every return is made of the parameters alone, none rebound (`def default(val, d):
+        return val if exists(val) else d() if callable(d) else d`): a call's result is what
+        that call passed, and the join over every caller says nothing about it."""
+        params = set(self.params)
+        if any(params.intersection(names) for names, _, _ in self.steps):
+            return False
+        return all(n.value in params or n.value in _NEUTRAL_NAMES
+                   for r in self.returns for n in (r, *descendants(r)) if type(n) is cst.Name)
 
 
 class _NotStraight(Exception):

@@ -945,6 +945,10 @@ class Inference:
                 return V.tensor(None)
             return V.UNKNOWN_VAL
         if k == V.LOADER:
+            if m in ("next", "__next__") and not call.args:  # `it.next()`, old DataLoader iterators' `next(it)`
+                if self.loop_depth:
+                    self._per_epoch()
+                return V.element_of(recv)
             return V.UNKNOWN_VAL
         passed = self._passed_through(m, call)
         if passed is not None:
@@ -1104,7 +1108,7 @@ class Inference:
         if any(a.star for a in call.args):
             return None
         v = self._infer_in_scope(key, body, call, foreign_aliases)
-        if v.kind in (V.TENSOR, V.TENSORS) and v.device is not None:
+        if body.from_parameters or v.kind in (V.TENSOR, V.TENSORS) and v.device is not None:
             return v
         if v.kind in (V.MODULE, V.OBJECT, V.OPTIM) and v.cls:  # `def load_model(h): ...; return model`
             return v

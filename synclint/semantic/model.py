@@ -416,6 +416,12 @@ class SemanticModel(Inference):
                     # ... but later in this method, `self.x` is what was just assigned (kept
                     # in the function's scope as "self.x", so branches join it like a local)
                     self.bind("self." + name, val, expr)
+            elif isinstance(target.value, cst.Name) and val.kind == V.DEVICE and val.device in (V.CUDA, V.EITHER):
+                base = self.lookup(target.value.value)
+                if base.kind == V.OBJECT and base.cls == L.ARG_NAMESPACE:
+                    # `args.device = torch.device("cuda", args.gpu_id)` after parsing: every
+                    # `args.device` of the file (`train(args, ...)`), as a device option is
+                    self.device_options[target.attr.value] = val.device
         elif t is cst.StarredElement:
             self.bind_target(target.value, val)
 

@@ -265,13 +265,13 @@ def _positional(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
 
 
 def _appended(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
-    """A list that instances (or loaders) were appended to on one path (`if opts.blank:
+    """A list that instances (or loaders, or arrays) were appended to on one path (`if opts.blank:
     filters.append(SuppressBlank())`, a loop's body) and not on the other: what it may hold
     is what was appended."""
     if a.kind != PY or a.py != "list" or any(v.elems and len(v.elems) != 1 for v in (a, b)):
         return None  # (an empty list literal has no items: `()`)
     items = [v.elems[0] for v in (a, b) if v.elems]
-    if not items or any(e.kind not in (OBJECT, MODULE, LOADER) and not is_dict_of(e) for e in items):
+    if not items or any(e.kind not in (OBJECT, MODULE, LOADER, NUMPY) and not is_dict_of(e) for e in items):
         return None
     return (items[0] if len(items) == 1 else join(items[0], items[1]),)
 
