@@ -227,7 +227,7 @@ class BlockingHostToDeviceCopy(Rule):
         moves it for `index_put_`), a blocking host-to-device copy like `copy_` (B4). A 0-d
         source into a larger slice is a fill, and a mask index is SYN202's: both left out."""
         ctx = self.ctx
-        if ctx.cuda_less_depth:
+        if ctx.cuda_less_depth or not any(type(t.target) is cst.Subscript for t in node.targets):
             return
         v = ctx.infer(node.value)
         if not (v.kind == V.TENSOR and v.device == V.CPU and v.ndim is not None and v.ndim >= 1):

@@ -4,6 +4,7 @@ import libcst as cst
 
 from synclint.semantic import RECEIVER
 from synclint.semantic import values as V
+from synclint.semantic.syntax import last_name
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
 from synclint.rules._syn11x import has_star, literal_bool, one_line
@@ -256,7 +257,7 @@ class DistributionValidation(Rule):
         if not subclass:
             base = q.rsplit(".", 1)[-1]
         else:  # a class of the project deriving from one (`FixedCategorical(logits=x)`)
-            cls = self.ctx.infer(node).cls if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+            cls = self.ctx.infer(node).cls if _may_construct(self.ctx, node.func) else None
             base = self.ctx.distribution_base(cls) if cls and "|" not in cls else None
         if base not in _VALIDATING:
             return
@@ -323,3 +324,14 @@ def _append_kwarg(args, name: str, value: cst.BaseExpression):
         args[-1] = last.with_changes(comma=sep)
     args.append(new)
     return args
+
+
+def _may_construct(ctx, func: cst.BaseExpression) -> bool:
+    """A call that may make an instance: a class's name (`FixedCategorical`, `dists.Normal`) or
+    a name holding a class (`dist_cls = FixedCategorical`). Inferring every other call of the
+    file only to ask for its class was a fiftieth of a cold check."""
+    name = last_name(func)
+    if name is None:
+        return False
+    return name[:1].isupper() or type(func) is cst.Name and V.class_key(ctx.infer(func)) is not None
+
