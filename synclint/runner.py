@@ -378,6 +378,7 @@ class _Run:
     def _lint(self, paths: List[str]) -> None:
         """Lint `paths` with the facts just made for them, then give the project what their
         walks found."""
+        paths = sorted(paths, key=lambda p: -len(self.texts[p]))  # biggest first, as in the first phase
         jobs = [("lint", p, self.texts[p], self.names[p], self.facts[p].to_json(), p in self.forced) for p in paths]
         for _, job, (found, graph, error, summary, reads) in self.runner.run(jobs, self.affinity):
             path = job[1]
