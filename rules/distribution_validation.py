@@ -334,4 +334,3 @@ def _may_construct(ctx, func: cst.BaseExpression) -> bool:
     if name is None:
         return False
     return name[:1].isupper() or type(func) is cst.Name and V.class_key(ctx.infer(func)) is not None
-

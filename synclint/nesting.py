@@ -88,9 +88,10 @@ _SPAN_LIMIT = min(MAX_NESTING, MAX_CHAIN) - MAX_BRACKETS
 
 def _surely_shallow(source: str) -> Optional[ast.Module]:
     """Python's tree of `source` when no limit can be reached, known without measuring a
-    token (None: measure them): Python's parser accepts the source (so no more than MAX_BRACKETS nested brackets: CPython's own limit,
-    the same count), and every run of lines between two statement boundaries holds fewer
-    countable characters than _SPAN_LIMIT (a nest or chain lies within one logical line)."""
+    token (None: measure them): Python's parser accepts the source (so no more than
+    MAX_BRACKETS nested brackets: CPython's own limit, the same count), and every run of
+    lines between two statement boundaries holds fewer countable characters than
+    _SPAN_LIMIT (a nest or chain lies within one logical line)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
