@@ -16,6 +16,7 @@ call, what that call passed (`returned_parameter`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import List, Optional, Tuple
 
 import libcst as cst
@@ -41,7 +42,7 @@ class HelperBody:
     def one_line(self) -> bool:
         return not self.steps and len(self.returns) == 1
 
-    @property
+    @cached_property  # asked at every call of the helper
     def from_parameters(self) -> bool:
         """Every return is made of the parameters alone, none rebound (`def default(val, d):
         return val if exists(val) else d() if callable(d) else d`): a call's result is what

@@ -348,7 +348,7 @@ class Inference:
             # an optimizer's group: its tensors under "params", hyperparameters (lr, betas,
             # weight_decay: Python numbers unless the user gave tensors) under the rest
             if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
-                return Val(V.TENSORS) if key.value.evaluated_value == "params" else V.py("number")
+                return Val(V.TENSORS) if string_value(key.value) == "params" else V.py("number")
         if base.kind in (V.PY, V.UNKNOWN) and base.elems is not None and len(e.slice) == 1:
             idx = e.slice[0].slice
             if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):

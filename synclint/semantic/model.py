@@ -1158,10 +1158,9 @@ def _note_self_assign(n: cst.CSTNode, out: Dict[str, List]) -> None:
         call = n.value
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("register_buffer", "register_parameter"):
             args = call.args
-            if args and isinstance(args[0].value, cst.SimpleString):
-                name = args[0].value.evaluated_value
-                if isinstance(name, str):
-                    out.setdefault(name, []).append(V.tensor(None))
+            name = string_value(args[0].value) if args else None
+            if name is not None:
+                out.setdefault(name, []).append(V.tensor(None))
 
 
 def _named_like_module(e: cst.BaseExpression) -> bool:
