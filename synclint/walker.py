@@ -657,9 +657,8 @@ class Walker:
         collate = _collate_fn(ctx, node)
         if collate:  # `DataLoader(..., collate_fn=self.collate)`: runs once per batch
             ctx.calls.extend((caller, k, True) for k in collate)
-        repeated = _repeated_callback(ctx, node, q)
-        if repeated:  # `solve_ivp(ode_func, ...)`: runs at every solver step
-            ctx.calls.append((caller, repeated, True))
+        # `solve_ivp(ode_func, ...)`: runs at every solver step; a forward hook at every forward
+        ctx.calls.extend((caller, k, True) for k in _repeated_callback(ctx, node, q) + _per_step_hook(ctx, node))
         outside = [o for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS]
         ctx.calls.extend((caller, "@" + o[0], hot) for o in outside)
         ctx.calls.extend((caller, k, hot) for k in bound_methods)
@@ -688,8 +687,8 @@ class Walker:
                 f.timing = True
             else:
                 ctx.timing_funcs.add(None)  # a script that times things at module level
-        if hot is True and callee is None and not bound_methods:
-            _handed_methods(ctx, node, caller)
+        if (hot is True or hot is False) and callee is None and not bound_methods:
+            _handed_methods(ctx, node, caller, hot)
         array_of = _array_read(ctx, node)
         if array_of is not None:
             # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
@@ -769,24 +768,25 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
     return tuple(here), there
 
 
-def _handed_methods(ctx: SemanticModel, call: cst.Call, caller: Optional[str]) -> None:
-    """A function, or a method of a project class, handed to a call at a hot site that is not
-    a function of this file: the library calls it there (`retry_call(model.train, tries=3)`
-    in stylegan2-pytorch's loop, `checkpoint(self.block, x)`, `loss.register_hook(check)`),
-    so it runs at every step too."""
+def _handed_methods(ctx: SemanticModel, call: cst.Call, caller: Optional[str], site: bool) -> None:
+    """A function, or a method of a project class, handed to a call that is not a function of
+    this file: the library calls it there (`retry_call(model.train, tries=3)` in
+    stylegan2-pytorch's loop, `checkpoint(self.block, x)`, `loss.register_hook(check)`), so
+    it runs as often as that site: every step at a hot site (`site`), or in a function that
+    the call graph finds hot (grad-cam's gradient hook, registered in a forward hook)."""
     for a in call.args:
         v = a.value
         if isinstance(v, cst.Name):  # a function: `loss.register_hook(raise_if_nan)`, run in backward
             fn = ctx.lookup(v.value)
             keys = (v.value,) if fn == V.FUNCTION_VAL else V.function_keys(fn)
-            _add_edges(ctx, caller, [k for k in keys if "." not in k], [k for k in keys if "." in k], True)
+            _add_edges(ctx, caller, [k for k in keys if "." not in k], [k for k in keys if "." in k], site)
             continue
         if not (isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)):
             continue
         obj = ctx.infer(v.value)
         if obj.kind in (V.MODULE, V.OBJECT) and obj.cls:
             here, there = _instance_methods(ctx, obj, v.attr.value)
-            _add_edges(ctx, caller, here, [q for q, _ in there], True)
+            _add_edges(ctx, caller, here, [q for q, _ in there], site)
 
 
 def _iteration_calls(ctx: SemanticModel, it: cst.BaseExpression) -> None:
@@ -809,20 +809,17 @@ def _add_edges(ctx: SemanticModel, caller: Optional[str], here: Sequence[str], q
     ctx.calls.extend((caller, "@" + q, site) for q in qualified if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
 
 
-def _repeated_callback(ctx: SemanticModel, call: cst.Call, q: Optional[str]) -> Optional[str]:
+def _repeated_callback(ctx: SemanticModel, call: cst.Call, q: Optional[str]) -> Tuple[str, ...]:
     """The in-file function a library call runs over and over (`L.REPEAT_CALLERS`)."""
     where = L.REPEAT_CALLERS.get(q) if q else None
     if where is None:
-        return None
+        return ()
     pos, key = where
     fn = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == key), None)
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     if fn is None and len(positional) > pos:
         fn = positional[pos]
-    if not isinstance(fn, cst.Name):
-        return None
-    key = V.function_key(ctx.lookup(fn.value))
-    return key or (fn.value if fn.value in ctx.all_funcs else None)
+    return _in_file_functions(ctx, fn) if isinstance(fn, cst.Name) else ()
 
 
 def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
@@ -833,8 +830,27 @@ def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
     q = ctx.qualname(call.func) or ""
     if not (q in L.LOADERS or q.endswith("DataLoader")):
         return ()
-    if isinstance(fn, cst.Name) and fn.value in ctx.all_funcs:
-        return (fn.value,)
+    return _in_file_functions(ctx, fn)
+
+
+def _per_step_hook(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
+    """The in-file function(s) a module hook registration hands torch
+    (`layer.register_forward_hook(self.save_activation)`): torch calls them at every forward
+    or backward. A receiver known to be something else (another library's method of that
+    name) hands nothing."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value not in L.PER_STEP_HOOKS or not call.args:
+        return ()
+    if ctx.infer(func.value).kind not in (V.TENSOR, V.MODULE, V.UNKNOWN):
+        return ()
+    return _in_file_functions(ctx, call.args[0].value)
+
+
+def _in_file_functions(ctx: SemanticModel, fn: cst.BaseExpression) -> Tuple[str, ...]:
+    """The keys of the in-file functions or methods `fn` names (`f`, `self.method`)."""
+    if isinstance(fn, cst.Name):
+        keys = tuple(k for k in V.function_keys(ctx.lookup(fn.value)) if k in ctx.all_funcs)
+        return keys or ((fn.value,) if fn.value in ctx.all_funcs else ())
     return V.methods_of(ctx.infer(fn))
 
 

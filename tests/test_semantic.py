@@ -865,6 +865,39 @@ def once(x):
     assert "sampler" not in hot_functions(ctx) and "once" not in hot_functions(ctx)
 
 
+
+def test_a_function_a_module_or_tensor_hook_runs_is_hot():
+    # grad-cam's `ActivationsAndGradients`: torch calls a registered hook at every forward
+    # or backward, though no loop in the project calls it
+    src = """\
+import torch
+class Recorder:
+    def __init__(self, layer):
+        layer.register_forward_hook(self.save)
+        layer.register_forward_hook(self.save_grad)
+    def save(self, module, inp, out):
+        return out
+    def save_grad(self, module, inp, out):
+        def store(grad):
+            return grad
+        out.register_hook(store)
+    def setup(self):
+        return 0
+class Events:
+    def register_forward_hook(self, fn):
+        return fn
+def later():
+    return 1
+events = Events()
+events.register_forward_hook(later)
+"""
+    _, ctx = probe(src)
+    # `store`: a gradient hook registered in hot code (the forward hook)
+    assert {"Recorder.save", "Recorder.save_grad", "store"} <= hot_functions(ctx)
+    # near-misses: a method no hook names; a method of that name on a receiver known to be
+    # neither a module nor a tensor
+    assert "Recorder.setup" not in hot_functions(ctx) and "later" not in hot_functions(ctx)
+
 AVERAGE_METER = """\
 class AverageMeter:
     def __init__(self):
@@ -1173,6 +1206,22 @@ def test_a_parameter_defaulted_per_call_is_hot_and_a_loop_that_breaks_runs_once(
     # vits' `evaluate`: one batch, then `break`; near-miss: a `continue` may skip the break
     assert heat[4:] == [False, True]
 
+
+
+def test_a_cache_check_is_once_only_where_its_body_stores_under_the_checked_key():
+    # hifi-gan's `if fmax not in mel_basis: mel_basis[str(fmax) + "_" + ...] = ...` never finds
+    # what it stored: the body runs at every call
+    seen, _ = probe("""\
+import torch
+mel_basis = {}
+def mel(y, fmax, steps):
+    for _ in steps:
+        if fmax not in mel_basis:
+            mel_basis[str(fmax) + "_" + str(y.device)] = probe(y)
+        if fmax not in mel_basis:
+            mel_basis[fmax] = probe(y)
+""")
+    assert [hot for _, hot in seen] == [True, False]
 
 def test_rank_survives_arithmetic_with_numbers_and_slicing():
     # DomainBed's `shuffle_indices = torch.randperm(n) + ex` and `idx1, idx2 = perm[:2]`: an item

@@ -266,7 +266,8 @@ def _lr_scheduler(v) -> bool:
 def lazy_init(node: cst.If, model=None) -> bool:
     """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
     `if not cache: cache = ...`, `if not len(q): q = ...`, `if k not in cache: cache[k] = ...`: a body
-    that runs once (cold);
+    that runs once (cold); not when it stores under another key, so that the check never
+    holds (hifi-gan's `if fmax not in mel_basis: mel_basis[str(fmax) + "_" + ...] = ...`);
     also as one side of `and` (`if rank == 0 and features is None: features = ...`). A plain
     name must outlive the check (a loop's earlier iterations, a global): a parameter
     defaulted in a function's straight-line code (`if attn_mask is None: attn_mask =
@@ -277,14 +278,14 @@ def lazy_init(node: cst.If, model=None) -> bool:
         space = cst.SimpleWhitespace(" ")
         return (lazy_init(node.with_changes(test=test.left, whitespace_before_test=space), model)
                 or lazy_init(node.with_changes(test=test.right, whitespace_before_test=space), model))
-    subject = None
+    subject = key = None  # key: `k` of `if k not in cache:`, which the body must store under
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         c = test.comparisons[0]
         left = test.left
         if isinstance(c.operator, cst.Is) and isinstance(c.comparator, cst.Name) and c.comparator.value == "None":
             subject = left
         elif isinstance(c.operator, cst.NotIn):
-            subject = c.comparator
+            subject, key = c.comparator, _code(left)
         elif (isinstance(c.operator, cst.Equal) and isinstance(c.comparator, cst.Integer) and c.comparator.value == "0"
               and isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len"
               and len(left.args) == 1):
@@ -307,7 +308,10 @@ def lazy_init(node: cst.If, model=None) -> bool:
             if isinstance(small, (cst.Assign, cst.AnnAssign)):
                 targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
                 for t in targets:
-                    if _code(t) == want or (isinstance(t, cst.Subscript) and _code(t.value) == want):
+                    if key is None and _code(t) == want:
+                        return True
+                    if isinstance(t, cst.Subscript) and _code(t.value) == want and (
+                            key is None or (len(t.slice) == 1 and _code(t.slice[0].slice) == key)):
                         return True
     return False
 

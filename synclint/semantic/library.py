@@ -125,6 +125,7 @@ def pml_kind(cls: str) -> str:
     return PML_CLASSES.get(cls[len(PML_PREFIX):], "") if cls.startswith(PML_PREFIX) else ""
 
 
+PER_STEP_HOOKS = _set("iteration", "per_step_hooks")
 REPEAT_CALLERS = {f: tuple(a) for f, a in _DATA["iteration"]["repeat_callers"].items()}
 TEMPLATE_METHODS = {m: tuple(c) for m, c in _DATA["iteration"]["template_methods"].items()}
 
