@@ -22,7 +22,7 @@ from synclint.semantic.annotations import annotation_val
 from synclint.semantic.arguments import device_option
 from synclint.semantic.callgraph import STEPS, hot_name
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, skips_unless_periodic, steps_optimizer
-from synclint.semantic.helpers import helper_body, returned_parameter
+from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
@@ -184,6 +184,8 @@ class Walker:
          ctx.container_loop_depth) = saved
         if info.timing:
             ctx.timing_funcs.add(qual)
+        if info.yields is not None:
+            info.reyields = reyielded_parameter(node)
         ret = info.returns if info.yields is None else Val(V.ITER, elems=(info.yields,))
         if ret is None and node.returns is not None:
             ret = annotation_val(ctx, node.returns.annotation)

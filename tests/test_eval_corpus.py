@@ -20,7 +20,7 @@ def test_labels_are_well_formed():
     repos = eval_corpus.load_repos("all")
     assert len(repos) >= 10 and sum(len(r.files) for r in repos) >= 40
     # dev is developed against; the others are labelled blind and scored once (then spent)
-    assert {r.split for r in repos} == {"dev", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18"}
+    assert {r.split for r in repos} == {"dev", "holdout", "fresh", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18", "blind19"}
     for r in repos:
         lines = {f["path"]: f["lines"] for f in r.files}
         assert len(r.commit) == 40, r.repo

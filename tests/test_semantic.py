@@ -338,6 +338,9 @@ def test_a_cpu_script_that_never_mentions_a_gpu():
 @pytest.mark.parametrize("guard, hot", [
     ("if step % 100 == 0:", False),
     ("if step % 100 == 0 and rank == 0:", False),
+    # `not step % every` (audiolm's trainers): the same guard; near-miss: its complement
+    ("if not (step % 100):", False),
+    ("if not (step % 100 == 0):", True),
     ("if (step + 1) % accum == 0:\n        opt.step()\n   ", True),
     # a list the body fills runs it a bounded number of times (pytorch-segmentation keeps
     # 15 validation images to show, then stops)
@@ -359,6 +362,83 @@ def test_periodic_and_bounded_guards_and_accumulation(guard, hot):
            f"for step in range(100):\n    {guard}\n        probe(step)\n")
     seen, _ = probe(src)
     assert seen[0][1] is hot
+
+
+def test_an_instance_called_where_it_is_made_runs_its_call_method():
+    # LightGlue's `img, scales = ImagePreprocessor(**conf)(img)`: `__call__`'s annotated return
+    src = """\
+import torch
+from typing import Tuple
+class Prep:
+    def __init__(self, **conf):
+        self.conf = conf
+    def __call__(self, img: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return img, torch.ones(2).to(img)
+class Plain:
+    pass
+def extract(img: torch.Tensor):
+    a, b = Prep(x=1)(img)
+    probe(a)
+    probe(Plain()(img))
+"""
+    seen, _ = probe(src)
+    assert seen[0][0].kind == V.TENSOR
+    assert seen[1][0].kind == V.UNKNOWN  # near-miss: a class with no `__call__` of its own
+
+
+def test_a_generator_that_yields_a_parameters_items_iterates_what_each_call_passes():
+    # audiolm's `cycle(dl)` over an accelerate-prepared loader and over a plain one: each
+    # call's batches are its own loader's, not the two joined
+    src = """\
+import torch
+from accelerate import Accelerator
+acc = Accelerator()
+def cycle(dl):
+    while True:
+        for data in dl:
+            yield data
+def twice(dl, other):
+    for data in dl:
+        yield data
+    for x in other:
+        yield x
+cpu_dl = torch.utils.data.DataLoader(ds)
+dl = acc.prepare(torch.utils.data.DataLoader(ds))
+it = cycle(dl)
+probe(next(it))
+it2 = cycle(cpu_dl)
+probe(next(it2))
+probe(next(twice(dl, cpu_dl)))
+"""
+    seen, _ = probe(src)
+    assert [v.device for v, _ in seen[:2]] == [V.CUDA, V.CPU]
+    # near-miss: a generator that yields the items of two parameters: what every call passes
+    assert seen[2][0].device == V.EITHER
+
+
+def test_a_period_that_defaults_to_one_and_no_caller_changes_is_every_step():
+    # audiolm's trainers: `log_losses = ... not (steps % self.log_losses_every)`, from
+    # `log_losses_every: int = 1` in `__init__`, logs at every step
+    src = """\
+import torch
+class Trainer:
+    def __init__(self, model, log_every: int = 1, save_every: int = 1, eval_every: int = 10):
+        self.log_every = log_every
+        self.save_every = save_every
+        self.eval_every = eval_every
+    def train(self, loader):
+        for step, x in enumerate(loader):
+            if step % self.log_every == 0:
+                probe(x)
+            if step % self.save_every == 0:
+                probe(x)
+            if step % self.eval_every == 0:
+                probe(x)
+Trainer(None, save_every=100)
+"""
+    seen, _ = probe(src)
+    # near-misses: a caller passes another period; a default other than 1
+    assert [hot for _, hot in seen] == [True, False, False]
 
 
 def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
@@ -1703,6 +1783,17 @@ def test_an_old_style_iterator_next_method_yields_a_batch():
     )
     v = val(src)
     assert v.kind == V.TENSOR and v.device == V.CPU, v
+
+
+def test_an_option_with_a_number_default_is_a_device_only_where_named_for_one():
+    # FlowNet's `--div-flow` (default 20) scales a GPU tensor: not the ordinal of a device
+    src = ("import argparse, torch\nparser = argparse.ArgumentParser()\n"
+           "parser.add_argument('--div-flow', default=20)\nparser.add_argument('--gpu', default=0)\n"
+           "args = parser.parse_args()\nx = torch.ones(2, device='cuda')\n"
+           "probe(args.div_flow * x.sum())\nprobe(torch.ones(2).to(args.gpu))\n")
+    seen, _ = probe(src)
+    assert seen[0][0].kind != V.PY
+    assert seen[1][0].kind == V.TENSOR and seen[1][0].device == V.CUDA
 
 
 def test_a_device_stored_on_the_parsed_arguments_is_read_back_in_other_functions():

@@ -46,4 +46,10 @@ def device_option(call: cst.Call, model) -> Optional[Tuple[str, str]]:
     dest = option_dest(call)
     if dest is None:
         return None
+    if type(default) is cst.Integer and not any(w in dest.lower() for w in _ORDINAL_WORDS):
+        return None  # a number (FlowNet's `--div-flow`, default 20), not a CUDA ordinal
     return dest, V.CUDA if dev == V.CUDA else V.EITHER
+
+
+# An integer default is a CUDA ordinal only in an option named for one (`--gpu`, `--local_rank`).
+_ORDINAL_WORDS = ("gpu", "device", "cuda", "rank")

@@ -36,6 +36,7 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     """"cpu-body" / "cpu-else" for a test that picks the CUDA-less path, "guard" for a
     periodic guard, "" otherwise."""
     negated = False
+    original = test
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         negated = True
         test = test.expression
@@ -63,7 +64,9 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
             if is_dev and s is not None:
                 cpu_side = s.startswith("cpu") != isinstance(comp.operator, cst.NotEqual)
                 return "cpu-body" if cpu_side != negated else "cpu-else"
-    if not negated and (_periodic(test, model) or _clock_due(test, body, model)) and not body_steps_optimizer(body, model):
+    # (`not step % every` is periodic too: the test as written is asked)
+    if (_periodic(original, model) or not negated and _clock_due(test, body, model)) \
+            and not body_steps_optimizer(body, model):
         return "guard"
     if _exits(body):
         return "once"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
@@ -115,20 +118,44 @@ def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
         left, right = _periodic(test.left, model, depth), _periodic(test.right, model, depth)
         return (left or _one_step(test.left, model)) and (right or _one_step(test.right, model)) and (left or right)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _period(test.expression)
+        return _period(test.expression, model)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         left = test.left
         op = test.comparisons[0].operator
-        return _period(left) and isinstance(op, cst.Equal)
+        return _period(left, model) and isinstance(op, cst.Equal)
     return False
 
 
-def _period(e: cst.BaseExpression) -> bool:
+def _period(e: cst.BaseExpression, model=None) -> bool:
     """`i % N`, N a period: not a count of micro-batches per optimizer step
-    (`i % trainer.accumulate_grad_batches` is every optimizer step)."""
+    (`i % trainer.accumulate_grad_batches` is every optimizer step), nor a period of 1."""
     if not (isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)):
         return False
-    return last_name(e.right) not in L.ACCUMULATION_STEPS
+    return last_name(e.right) not in L.ACCUMULATION_STEPS and not _default_one(e.right, model)
+
+
+def _default_one(e: cst.BaseExpression, model) -> bool:
+    """`N` is a parameter whose default is 1 and that no caller passes (or an attribute
+    `__init__` sets from one): audiolm's `steps % self.log_losses_every`, from
+    `log_losses_every: int = 1`, holds at every step."""
+    if model is None:
+        return False
+    if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self" and model.cls is not None:
+        exprs = model.cls.pending.get(e.attr.value) or ()
+        if len(exprs) != 1 or type(exprs[0]) is not cst.Name:
+            return False
+        qual, name = f"{model.cls.name}.__init__", exprs[0].value
+    elif type(e) is cst.Name and model.func is not None and e.value in model.func.params:
+        qual, name = model.func.qual, e.value
+    else:
+        return False
+    info = model.all_funcs.get(qual)
+    node = info.node if info is not None else None
+    if type(node) is not cst.FunctionDef or name not in info.defaults:
+        return False
+    param = next((p for p in (*node.params.params, *node.params.kwonly_params) if p.name.value == name), None)
+    default = param.default if param is not None else None
+    return type(default) is cst.Integer and default.value == "1" and model.param_from_callers(qual, name) is None
 
 
 def skips_unless_periodic(node: cst.If, model) -> bool:
@@ -154,12 +181,12 @@ def _not_periodic(test: cst.BaseExpression, model) -> bool:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
         return _not_periodic(test.left, model) or _not_periodic(test.right, model)
     if isinstance(test, cst.BinaryOperation):
-        return _period(test)
+        return _period(test, model)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _periodic(test.expression, model)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         left, comp = test.left, test.comparisons[0]
-        return (_period(left) and isinstance(comp.operator, cst.NotEqual) and isinstance(comp.comparator, cst.Integer)
+        return (_period(left, model) and isinstance(comp.operator, cst.NotEqual) and isinstance(comp.comparator, cst.Integer)
                 and comp.comparator.evaluated_value == 0)
     return False
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -178,6 +178,46 @@ def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
     if len(returned) != 1 or returned & bound:
         return None
     return returned.pop()
+
+
+def reyielded_parameter(node: cst.FunctionDef) -> Optional[int]:
+    """`def cycle(dl): while True: for data in dl: yield data` (or `yield from dl`): the
+    position of the parameter whose items a generator yields, when it yields nothing else and
+    never rebinds it, so a call iterates what that call passes (not what every call passes,
+    joined). None otherwise."""
+    if not _plain_signature(node):
+        return None
+    params = [p.name.value for p in node.params.params]
+    loop_of: Dict[str, str] = {}  # a `for` loop's target -> the name it iterates
+    yielded: set = set()
+    bound: set = set()
+    for n in descendants(node):
+        kind = type(n)
+        if kind is cst.Yield:
+            v = n.value
+            if isinstance(v, cst.From):
+                if type(v.item) is not cst.Name:
+                    return None
+                yielded.add(v.item.value)
+            elif type(v) is cst.Name and v.value in loop_of:
+                yielded.add(loop_of[v.value])
+            else:
+                return None
+        elif kind is cst.For:
+            if type(n.target) is cst.Name and type(n.iter) is cst.Name:
+                if loop_of.get(n.target.value, n.iter.value) != n.iter.value:
+                    return None  # one name looping over two things
+                loop_of[n.target.value] = n.iter.value
+            else:
+                bound.update(_bound_names(n.target))
+        elif kind in _TARGETED:
+            bound.update(_bound_names(n.target))
+        elif kind is cst.AsName:
+            bound.update(_bound_names(n.name))
+    if len(yielded) != 1 or yielded & bound or set(loop_of) & bound:
+        return None
+    name = yielded.pop()
+    return params.index(name) if name in params else None
 
 
 def _bound_names(target) -> Tuple[str, ...]:

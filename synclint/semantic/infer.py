@@ -569,16 +569,11 @@ class Inference:
             if name == "super" and not call.args and self.cls is not None \
                     and self.distribution_base(self.cls.name) is not None:
                 return Val(V.DIST, py="validating")  # `super().log_prob(x)` in a distribution subclass
-            if bound.kind == V.MODULE:
-                return self._module_output(bound, call)
             if bound.kind == V.PY and bound.py == "typestr":  # `Tensor = torch.cuda.FloatTensor ...; Tensor(x)`
                 return V.tensor(bound.device)
-            if bound.kind == V.OBJECT and bound.cls == L.TRANSFORM:
-                return self._transformed(call)
-            if bound.kind == V.OBJECT and bound.cls == L.TOKENIZER:
-                return _encoded("__call__", call)
-            if bound.kind == V.OBJECT and bound.cls:  # an instance called: its `__call__`
-                return self.method_return(bound.cls, "__call__") or V.UNKNOWN_VAL
+            called = self._instance_called(bound, call)
+            if called is not None:
+                return called
             if V.class_key(bound):  # `algorithm_class(...)`: an instance
                 return self.instance_of(V.class_key(bound))
             is_module = self.defined_class(name)
@@ -590,6 +585,13 @@ class Inference:
                 v = self._replayed(name, self.helpers[name], call, None)
                 if v is not None:
                     return v
+            info = self.all_funcs.get(name)
+            if info is not None and info.reyields is not None and bound == V.FUNCTION_VAL:
+                # `cycle(self.dl)`: what this call passes, iterated
+                pos = [a.value for a in call.args if a.keyword is None]
+                items = pos[info.reyields] if len(pos) > info.reyields and not any(a.star for a in call.args) else None
+                if items is not None:
+                    return Val(V.ITER, elems=(V.element_of(self._loader_named(items, self._infer(items))),))
             keys = [k for k in V.function_keys(bound) if k != name]
             if keys:  # a function a factory made, or a name holding one or another: what it returns
                 out: Optional[Val] = None
@@ -606,8 +608,25 @@ class Inference:
             if name not in self.all_funcs:
                 self.forward_refs.add(name)  # a function defined further down: known next walk
             return V.UNKNOWN_VAL
-        made = V.class_key(self._infer(func))  # `get_class(name)(...)`
-        return self.instance_of(made) if made else V.UNKNOWN_VAL
+        callee = self._infer(func)
+        made = V.class_key(callee)  # `get_class(name)(...)`
+        if made:
+            return self.instance_of(made)
+        called = self._instance_called(callee, call)  # LightGlue's `ImagePreprocessor(**conf)(img)`
+        return called if called is not None else V.UNKNOWN_VAL
+
+    def _instance_called(self, v: Val, call: cst.Call) -> Optional[Val]:
+        """What calling the instance `v` returns: a module's output, a transform's or a
+        tokenizer's result, another class's `__call__`; None when `v` is no instance."""
+        if v.kind == V.MODULE:
+            return self._module_output(v, call)
+        if v.kind != V.OBJECT or not v.cls:
+            return None
+        if v.cls == L.TRANSFORM:
+            return self._transformed(call)
+        if v.cls == L.TOKENIZER:
+            return _encoded("__call__", call)
+        return self.method_return(v.cls, "__call__") or V.UNKNOWN_VAL
 
     def _infer_builtin(self, name: str, call: cst.Call) -> Optional[Val]:
         if name in ("max", "min", "sum", "abs", "round"):

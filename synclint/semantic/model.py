@@ -52,6 +52,9 @@ class FuncInfo:
     steps_optimizer: bool = False  # calls `.step()` of an optimizer or a scaler (`heat.STEPS`)
     returns: Optional[Val] = None
     yields: Optional[Val] = None  # what a generator yields (its call is an iterator of it)
+    # a generator that yields the items of one parameter and nothing else (`def cycle(dl):
+    # while True: for data in dl: yield data`): that parameter's position
+    reyields: Optional[int] = None
     globals: Set[str] = field(default_factory=set)  # `global` / `nonlocal` names
     param_order: List[str] = field(default_factory=list)
     defaults: Set[str] = field(default_factory=set)  # parameters with a default
