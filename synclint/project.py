@@ -399,7 +399,30 @@ class Project:
                 out.bases.append(base.key if base is not None else b)
         out.attrs.update((a, self.value(path, v, depth + 1)) for a, v in raw.attrs.items())
         out.methods.update((m, self.value(path, v, depth + 1)) for m, v in raw.methods.items())
+        for m in raw.abstract:
+            made = self._overridden_return(path, name, m, depth)
+            if made is not None:
+                out.methods[m] = made
         out.fed = raw.fed
+        return out
+
+    def _overridden_return(self, path: str, name: str, method: str, depth: int) -> Optional[Val]:
+        """What an abstract method (`raise NotImplementedError`) returns: the join of what
+        every override in the project returns, when each is known (DPR's
+        `Tensorizer.text_to_tensor`, annotated as the base, made on the CPU by its one
+        subclass). None when there is none, or one says nothing."""
+        out: Optional[Val] = None
+        for p2, qual in self._overrides().get((path, f"{name}.{method}"), ()):
+            s = self.summaries.get(p2)
+            cname = qual.rsplit(".", 1)[0]
+            cf = s.classes.get(cname) if s is not None else None
+            v = cf.methods.get(method) if cf is not None else None
+            if v is None:
+                return None
+            v = self.value(p2, v, depth + 1)
+            if v.kind == V.UNKNOWN:
+                return None
+            out = v if out is None else V.join(out, v)
         return out
 
     # ------------------------------------------------------------------ per file

@@ -1557,3 +1557,50 @@ def test_a_base_class_method_reads_what_only_its_subclasses_set(tmp_path):
     assert not {f for f in _found(paths, cache_dir=cache) if f[0] == "gan.py" and f[3]}
     pgan.write_text(pgan.read_text().replace("self.model = None", "self.model = GAN()"))
     assert ("gan.py", 8, "SYN304", True) in _found(paths, cache_dir=cache)
+
+
+def test_an_abstract_method_returns_what_its_overrides_in_other_modules_return(tmp_path):
+    # DPR: `tensorizer: Tensorizer` (an abstract base) whose one subclass, in another
+    # module, makes `torch.tensor(token_ids)` on the CPU: reading it back does not sync
+    base = """\
+        import torch
+
+        class Tensorizer:
+            def text_to_tensor(self, text):
+                raise NotImplementedError
+    """
+    use = """\
+        import torch
+        from pkg.base import Tensorizer
+
+        def span(text, tensorizer: Tensorizer, id: int):
+            t = tensorizer.text_to_tensor(text)
+            return (t == id).nonzero()[0, 0].item()
+
+        def pick(x):
+            for _ in range(3):
+                x = x.cuda()
+            return x
+    """
+    cpu = """\
+        import torch
+        from pkg.base import Tensorizer
+
+        class BertTensorizer(Tensorizer):
+            def text_to_tensor(self, text):
+                return torch.tensor([1, 2, 3])
+    """
+    paths = _project(tmp_path / "a", {"pkg/__init__.py": "", "pkg/base.py": base, "pkg/use.py": use, "pkg/bert.py": cpu})
+    assert not any(name == "use.py" and row == 6 for name, row, _, _ in _found(paths))
+    # near-miss: another override returns a GPU tensor: the join is on either device
+    other = """\
+        import torch
+        from pkg.base import Tensorizer
+
+        class Other(Tensorizer):
+            def text_to_tensor(self, text):
+                return torch.ones(3, device="cuda")
+    """
+    paths = _project(tmp_path / "b", {"pkg/__init__.py": "", "pkg/base.py": base, "pkg/use.py": use,
+                                      "pkg/bert.py": cpu, "pkg/other.py": other})
+    assert {code for name, row, code, _ in _found(paths) if name == "use.py" and row == 6} >= {"SYN101"}

@@ -147,6 +147,9 @@ class ClassFacts:
     # methods bound to a function in the class body (`decode = decode_function`): name -> the
     # function, qualified when imported (whisper's `Whisper.decode`)
     method_aliases: Dict[str, str] = field(default_factory=dict)
+    # methods whose body only says what subclasses must do (`raise NotImplementedError`):
+    # a call returns what the overrides return (`Project`)
+    abstract: List[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         out = {"m": self.is_module, "a": _vals(self.attrs), "f": _vals(self.methods), "b": self.bases, "k": self.key}
@@ -154,12 +157,15 @@ class ClassFacts:
             out["d"] = {a: [list(x) for x in xs] for a, xs in self.fed.items()}
         if self.method_aliases:
             out["ma"] = self.method_aliases
+        if self.abstract:
+            out["ab"] = self.abstract
         return out
 
     @staticmethod
     def from_json(d: dict) -> "ClassFacts":
         return ClassFacts(d["m"], _unvals(d["a"]), _unvals(d["f"]), list(d["b"]), d["k"],
-                          {a: [list(x) for x in xs] for a, xs in d.get("d", {}).items()}, dict(d.get("ma", {})))
+                          {a: [list(x) for x in xs] for a, xs in d.get("d", {}).items()}, dict(d.get("ma", {})),
+                          list(d.get("ab", ())))
 
 
 @dataclass

@@ -220,6 +220,26 @@ def reyielded_parameter(node: cst.FunctionDef) -> Optional[int]:
     return params.index(name) if name in params else None
 
 
+def abstract_body(node: cst.FunctionDef) -> bool:
+    """A body that only says what subclasses must do: a docstring, `pass`, `...`, or
+    `raise NotImplementedError` (DPR's `Tensorizer.text_to_tensor`)."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else (node.body,)
+    raises = False
+    for stmt in body:
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else (None,):
+            if type(small) is cst.Pass or type(small) is cst.Expr and type(small.value) in (
+                    cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis):
+                continue
+            exc = small.exc if type(small) is cst.Raise else None
+            if type(exc) is cst.Call:
+                exc = exc.func
+            if type(exc) is cst.Name and exc.value == "NotImplementedError":
+                raises = True
+                continue
+            return False
+    return raises
+
+
 def _bound_names(target) -> Tuple[str, ...]:
     """The names a target binds, in order (item and attribute stores bind none)."""
     if isinstance(target, cst.Name):

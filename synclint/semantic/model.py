@@ -833,6 +833,7 @@ class SemanticModel(Inference):
             # would make every change of it look like a change of the facts they depend on)
             cf.methods = {m: v for (c, m), v in self.method_returns.items()
                           if c == cname and (v.kind != V.UNKNOWN or ref_target(v))}
+            cf.abstract = sorted(m for m in info.methods if m not in cf.methods and _abstract(self.all_funcs.get(f"{cname}.{m}")))
             out.classes[cname] = cf
         for vname, b in self.module_scope.items():
             if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val):
@@ -1097,6 +1098,12 @@ def _star_exported(name: str, q: str) -> bool:
     model reads: torch's and NumPy's (the others only make every summary larger)."""
     root = q.split(".", 1)[0]
     return not name.startswith("_") and (root == "torch" or root in L.NUMPY_MODULES)
+
+
+def _abstract(info: Optional[FuncInfo]) -> bool:
+    from synclint.semantic.helpers import abstract_body
+
+    return info is not None and type(info.node) is cst.FunctionDef and abstract_body(info.node)
 
 
 def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
