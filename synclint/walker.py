@@ -1062,9 +1062,12 @@ def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.Ba
             return
         if isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" and not it.args and len(els) == 2:
             recv = ctx.infer(it.func.value)
-            if recv.kind == V.TENSORS or V.is_dict_of(recv):
+            if recv.kind in (V.TENSORS, V.TENSOR) or V.is_dict_of(recv):
+                # (a "tensor" with `.items()` is a dict of them: a collated batch of dicts,
+                # DETR's targets; a model's output dict)
                 ctx.bind_target(els[0], V.py("str"))
-                ctx.bind_target(els[1], recv.elems[0] if V.is_dict_of(recv) else V.element_of(recv))
+                ctx.bind_target(els[1], recv.elems[0] if V.is_dict_of(recv) else V.element_of(recv)
+                                if recv.kind == V.TENSORS else V.tensor(recv.device, pinned=recv.pinned, assumed=recv.assumed))
                 return
     ctx.bind_target(target, ctx.iter_item(it))
 

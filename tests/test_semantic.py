@@ -416,6 +416,30 @@ probe(next(twice(dl, cpu_dl)))
     assert seen[2][0].device == V.EITHER
 
 
+def test_a_tensor_with_dict_methods_is_a_dict_of_tensors():
+    # DETR: `outputs = model(samples)` is its output dict, `targets` a collated list of dicts:
+    # `.items()` gives string keys and tensor values; `.keys()` no tensor at all
+    src = """\
+import torch
+loader = torch.utils.data.DataLoader(ds)
+model = torch.nn.Linear(2, 2).cuda()
+for samples, targets in loader:
+    outputs = model(samples.cuda())
+    for k, v in outputs.items():
+        probe(k)
+        probe(v)
+    probe(sorted(outputs.keys()))
+    for t in targets:
+        for k, v in t.items():
+            probe(v)
+"""
+    seen, _ = probe(src)
+    key, value, keys, batch_value = (v for v, _ in seen)
+    assert key.kind == V.PY and value.kind == V.TENSOR and value.device == V.CUDA
+    assert keys.kind != V.TENSOR
+    assert batch_value.kind == V.TENSOR and batch_value.device == V.CPU  # near-miss: still a tensor
+
+
 def test_a_period_that_defaults_to_one_and_no_caller_changes_is_every_step():
     # audiolm's trainers: `log_losses = ... not (steps % self.log_losses_every)`, from
     # `log_losses_every: int = 1` in `__init__`, logs at every step

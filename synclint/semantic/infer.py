@@ -995,6 +995,8 @@ class Inference:
         return V.UNKNOWN_VAL
 
     def _tensor_method(self, recv: Val, m: str, call: cst.Call) -> Val:
+        if m in L.NOT_TENSOR_METHODS:
+            return V.UNKNOWN_VAL  # the receiver was no tensor after all: what it gives is not known
         # `lengths.max()`: a method that Python numbers and containers lack is evidence of a tensor
         assumed = recv.assumed and m in L.CONTAINER_METHODS
         if recv.device is None and m not in L.DEVICE_SETTING_METHODS:
