@@ -852,8 +852,9 @@ def _in_file_functions(ctx: SemanticModel, fn: cst.BaseExpression) -> Tuple[str,
     """The keys of the in-file functions or methods `fn` names (`f`, `self.method`)."""
     if isinstance(fn, cst.Name):
         keys = tuple(k for k in V.function_keys(ctx.lookup(fn.value)) if k in ctx.all_funcs)
-        return keys or ((fn.value,) if fn.value in ctx.all_funcs else ())
-    return V.methods_of(ctx.infer(fn))
+        if keys or fn.value in ctx.all_funcs:
+            return keys or (fn.value,)
+    return V.methods_of(ctx.infer(fn))  # `self.collate`, or a name holding a bound method
 
 
 def _declare_param(info: FuncInfo, p: cst.Param, double_star: bool = False) -> None:

@@ -970,6 +970,31 @@ def once(x):
 
 
 
+def test_a_loaders_collate_function_runs_once_per_batch():
+    # named directly, a method of the object that makes the loader, or a name holding one
+    src = """\
+import torch
+def pad(batch):
+    return batch
+class Data:
+    def collate(self, batch):
+        return batch
+    def stack(self, batch):
+        return batch
+    def make(self, ds):
+        a = torch.utils.data.DataLoader(ds, collate_fn=pad)
+        b = torch.utils.data.DataLoader(ds, collate_fn=self.collate)
+        fn = self.stack
+        c = torch.utils.data.DataLoader(ds, collate_fn=fn)
+        return a, b, c
+    def unused(self, batch):
+        return batch
+"""
+    _, ctx = probe(src)
+    assert {"pad", "Data.collate", "Data.stack"} <= hot_functions(ctx)
+    assert "Data.unused" not in hot_functions(ctx)  # near-miss: a method no loader is given
+
+
 def test_a_function_a_module_or_tensor_hook_runs_is_hot():
     # grad-cam's `ActivationsAndGradients`: torch calls a registered hook at every forward
     # or backward, though no loop in the project calls it
