@@ -416,6 +416,23 @@ probe(next(twice(dl, cpu_dl)))
     assert seen[2][0].device == V.EITHER
 
 
+def test_the_sum_of_a_containers_values_of_unknown_kind_is_not_a_number():
+    # DETR: `losses_reduced_scaled = sum(loss_dict_reduced_scaled.values())`, then `.item()`
+    src = """\
+import torch
+def f(x, w, n):
+    d = {k: v * w[k] for k, v in x.items()}
+    probe(sum(d.values()))
+    probe(sum([1, 2]))
+    probe(sum(range(n)))
+    probe(sum([len(a) for a in x]))
+"""
+    seen, _ = probe(src)
+    assert seen[0][0].kind == V.UNKNOWN
+    # near-misses: a literal of numbers, a range, a comprehension of numbers
+    assert [v.kind for v, _ in seen[1:]] == [V.PY, V.PY, V.PY]
+
+
 def test_a_tensor_with_dict_methods_is_a_dict_of_tensors():
     # DETR: `outputs = model(samples)` is its output dict, `targets` a collated list of dicts:
     # `.items()` gives string keys and tensor values; `.keys()` no tensor at all

@@ -27,6 +27,10 @@ _JOINING = frozenset({"stack", "cat", "concat", "concatenate", "hstack", "vstack
 # what a dict's values may be, joined, for its items to be known (`d[k]`, `d.values()`)
 _DICT_VALUE_KINDS = (V.NUMPY, V.TENSOR, V.LOADER)
 
+# Containers whose items the expression shows (a literal, a comprehension): `sum()` of one is
+# inferred from them, not from the container's value
+_LITERAL_CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp, cst.GeneratorExp)
+
 class Inference:
     # ------------------------------------------------------------------ entry point
     def infer(self, e: cst.BaseExpression) -> Val:
@@ -638,6 +642,9 @@ class Inference:
                 return V.tensor(args[0].device)
             if any(v.kind == V.UNKNOWN for v in args):
                 return V.UNKNOWN_VAL  # sum() over unknown values is not a plain number
+            if name == "sum" and args and args[0].kind == V.PY and args[0].py in (None, "list", "tuple", "dict", "set") \
+                    and not args[0].elems and type(call.args[0].value) not in _LITERAL_CONTAINERS:
+                return V.UNKNOWN_VAL  # `sum(losses.values())`: a container of values not known
             if args and all(v.kind == V.PY and v.py == "int" for v in args):
                 return V.py("int")
             if args and all(v.kind == V.PY and v.py in V.NUMBERS for v in args):
