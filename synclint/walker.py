@@ -1066,9 +1066,14 @@ def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.Ba
             if recv.kind in (V.TENSORS, V.TENSOR) or V.is_dict_of(recv):
                 # (a "tensor" with `.items()` is a dict of them: a collated batch of dicts,
                 # DETR's targets; a model's output dict)
+                if V.is_dict_of(recv):
+                    value = recv.elems[0]
+                elif recv.kind == V.TENSORS:
+                    value = V.element_of(recv)
+                else:
+                    value = V.tensor(recv.device, pinned=recv.pinned, assumed=recv.assumed)
                 ctx.bind_target(els[0], V.py("str"))
-                ctx.bind_target(els[1], recv.elems[0] if V.is_dict_of(recv) else V.element_of(recv)
-                                if recv.kind == V.TENSORS else V.tensor(recv.device, pinned=recv.pinned, assumed=recv.assumed))
+                ctx.bind_target(els[1], value)
                 return
     ctx.bind_target(target, ctx.iter_item(it))
 

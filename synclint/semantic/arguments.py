@@ -14,6 +14,9 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.semantic.syntax import string_value
 
+# An integer default is a CUDA ordinal only in an option named for one (`--gpu`, `--local_rank`).
+_ORDINAL_WORDS = ("gpu", "device", "cuda", "rank")
+
 
 def option_dest(call: cst.Call) -> Optional[str]:
     """The attribute an `add_argument(...)` call's option is stored in: `dest=`, else the
@@ -50,6 +53,3 @@ def device_option(call: cst.Call, model) -> Optional[Tuple[str, str]]:
         return None  # a number (FlowNet's `--div-flow`, default 20), not a CUDA ordinal
     return dest, V.CUDA if dev == V.CUDA else V.EITHER
 
-
-# An integer default is a CUDA ordinal only in an option named for one (`--gpu`, `--local_rank`).
-_ORDINAL_WORDS = ("gpu", "device", "cuda", "rank")

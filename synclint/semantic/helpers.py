@@ -221,22 +221,23 @@ def reyielded_parameter(node: cst.FunctionDef) -> Optional[int]:
 
 
 def abstract_body(node: cst.FunctionDef) -> bool:
-    """A body that only says what subclasses must do: a docstring, `pass`, `...`, or
-    `raise NotImplementedError` (DPR's `Tensorizer.text_to_tensor`)."""
+    """A body that only says what subclasses must do: `raise NotImplementedError`, with at
+    most a docstring, `pass` or `...` beside it (DPR's `Tensorizer.text_to_tensor`)."""
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else (node.body,)
     raises = False
     for stmt in body:
-        for small in getattr(stmt, "body", ()) if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else (None,):
+        if not isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in stmt.body:
             if type(small) is cst.Pass or type(small) is cst.Expr and type(small.value) in (
                     cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis):
                 continue
             exc = small.exc if type(small) is cst.Raise else None
             if type(exc) is cst.Call:
                 exc = exc.func
-            if type(exc) is cst.Name and exc.value == "NotImplementedError":
-                raises = True
-                continue
-            return False
+            if type(exc) is not cst.Name or exc.value != "NotImplementedError":
+                return False
+            raises = True
     return raises
 
 

@@ -19,7 +19,7 @@ from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ProjectFacts, join_call, moved, ref_target
-from synclint.semantic.helpers import HelperBody
+from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
@@ -1101,8 +1101,6 @@ def _star_exported(name: str, q: str) -> bool:
 
 
 def _abstract(info: Optional[FuncInfo]) -> bool:
-    from synclint.semantic.helpers import abstract_body
-
     return info is not None and type(info.node) is cst.FunctionDef and abstract_body(info.node)
 
 
