@@ -6,7 +6,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from synclint.semantic.syntax import is_true, kwarg, string_value  # noqa: F401 - re-exported for rules
+from synclint.semantic.syntax import code_of, is_true, kwarg, string_value  # noqa: F401 - re-exported for rules
 
 
 def method_call(node: cst.Call, names) -> Optional[str]:
@@ -40,7 +40,7 @@ def positional(node: cst.Call):
 
 def code(e: cst.CSTNode) -> str:
     """Source text of a node (for messages)."""
-    return cst.Module(body=[]).code_for_node(e)
+    return code_of(e)
 
 
 def short(e: cst.CSTNode, limit: int = 40) -> str:

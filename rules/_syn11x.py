@@ -9,7 +9,7 @@ import libcst as cst
 
 from synclint.rules._helpers import arg, torch_alias  # noqa: F401 - shared helpers, re-exported for this family
 from synclint.semantic import EVIDENT
-from synclint.semantic.syntax import last_name
+from synclint.semantic.syntax import code_of, last_name
 
 def gpu_number(ctx, e: cst.BaseExpression) -> bool:
     """`e` is a tensor on (or assumed on) the GPU, with evidence beyond a parameter's name."""
@@ -33,7 +33,7 @@ def _dim_or_shape_name(e: cst.BaseExpression) -> bool:
 def one_line(node: cst.CSTNode) -> bool:
     """The node's code has no line break. Fixes are offered only for these: the engine writes
     a replacement's later lines without the enclosing block's indentation."""
-    return "\n" not in cst.Module(body=[]).code_for_node(node)
+    return "\n" not in code_of(node)
 
 
 def has_star(call: cst.Call) -> bool:

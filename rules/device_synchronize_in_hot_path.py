@@ -1,6 +1,7 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.semantic.syntax import code_of
 
 SYNCHRONIZE = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
 
@@ -136,4 +137,4 @@ class DeviceSynchronizeInHotPath(Rule):
         if self.ctx.cuda_less_depth or self.ctx.qualname(node.func) not in SYNCHRONIZE:
             return
         if not self.ctx.after_nonblocking_d2h():
-            self.report(node, expr=cst.Module(body=[]).code_for_node(node))
+            self.report(node, expr=code_of(node))

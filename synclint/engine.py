@@ -43,6 +43,7 @@ class Analysis:
     facts: FileFacts
     summary: ModuleSummary
     rows: Optional[list] = None  # the statements' `positions.statement_rows`, when at hand
+    spans: Optional[dict] = None  # a tree built from Python's parse: where its nodes are (`cst_from_ast`)
 
 
 @dataclass
@@ -67,18 +68,19 @@ class Graph:
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
-            force: bool = False) -> Optional[Analysis]:
+            force: bool = False, libcst_tree: bool = False) -> Optional[Analysis]:
     """Parse and walk a file once, without rules. None when the file cannot hold a tensor we
-    know about (not parsed), unless `force` (it imports project modules that can). Raises
-    `LintError` on bad input."""
+    know about (not parsed), unless `force` (it imports project modules that can). The tree
+    is built from Python's own parse unless `libcst_tree` (LibCST's parse, for fixes).
+    Raises `LintError` on bad input."""
     if not force and not might_inform(source):
         _syntax_check(source)  # nothing to learn, but a file that does not parse is still an error
         return None
     from synclint.semantic import SemanticModel
     from synclint.walker import Walker
 
-    module, rows = _parse(source)
-    with _deep_recursion():
+    module, rows, spans = _parse(source, libcst_tree)
+    with _deep_recursion(), _reading(source, spans):
         first = SemanticModel(source, filename, module_name=module_name)
         first.set_module(module)
         Walker(first, ()).walk(module)
@@ -90,7 +92,7 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
             Walker(again, ()).walk(module)
             first = again
     return Analysis(source, filename, module_name, module, first.summary(), first.module_summary(module_name or ""),
-                    rows)
+                    rows, spans)
 
 
 def lint_analysis(
@@ -99,6 +101,11 @@ def lint_analysis(
     """The second walk, with the rules, from what the first walk and the project know.
     Findings carry the heat known in this file; `Graph` lets the project add callers'; the
     summary is what this walk (knowing the project) tells the other modules."""
+    with _reading(a.source, a.spans):
+        return _lint_analysis(a, rules, project)
+
+
+def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts]):
     from synclint.semantic import SemanticModel
     from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
@@ -128,8 +135,11 @@ def lint_analysis(
     comment_rules = [r for r in rules if hasattr(r, "noqa_findings")]
     if not ctx.findings and not failed and not comment_rules:
         return [], graph, summary
+    if a.spans is not None and _needs_libcst_tree(ctx.findings, a.spans):
+        again = analyse(source, a.filename, a.module_name, force=True, libcst_tree=True)
+        return lint_analysis(again, rules, project)
     hot_funcs = hot_functions(ctx)
-    positions = PositionIndex(module, source, a.rows)
+    positions = PositionIndex(module, source, a.rows, a.spans)
     noqa = noqa_map(source)
     used: set = set()  # the noqa directive entries that silenced something
     out: List[Finding] = []
@@ -154,6 +164,12 @@ def lint_analysis(
         out.extend(r.noqa_findings(source, a.filename, noqa, used, rules))
     out.sort(key=Finding.sort_key)
     return out, graph, summary
+
+
+def _needs_libcst_tree(found, spans: dict) -> bool:
+    """Whether a file's findings need LibCST's own tree: a fix (it must keep the file's
+    formatting and comments), or a finding on a node whose place the built tree lacks."""
+    return any(p.replacement is not None or id(p.node) not in spans for p in found)
 
 
 def _is_clock(info) -> bool:
@@ -302,19 +318,29 @@ def lint_source(
     return [f for f in findings if not f.suppressed and (f.hot or not hot_only)]
 
 
-def _parse(source: str):
+def _parse(source: str, libcst_tree: bool = False):
     """(LibCST's tree, the statements' `statement_rows` where Python's parse that cleared the
-    source made them, else None)."""
+    source made them, else None, and the tree's `cst_from_ast` spans where it was built from
+    that parse, else None)."""
     import libcst as cst
 
+    from synclint.cst_from_ast import Unsupported, build
     from synclint.nesting import checked
     from synclint.positions import statement_rows
 
     problem, tree = checked(source)  # deeper than this would kill the process in the parser
     if problem is not None:
         raise LintError(problem)
+    rows = statement_rows(tree) if tree is not None else None
+    if tree is not None and not libcst_tree:
+        try:
+            with _deep_recursion():  # a long chain is a deep tree (the nesting guard bounds it)
+                module, spans = build(source, tree)
+            return module, rows, spans
+        except Unsupported:
+            pass
     try:
-        return _parse_module(source), statement_rows(tree) if tree is not None else None
+        return _parse_module(source), rows, None
     except cst.ParserSyntaxError as e:
         import ast
 
@@ -330,6 +356,19 @@ def _parse(source: str):
         raise LintError(f"cannot parse: {_one_line(str(e))} (line {e.raw_line}, column {e.raw_column + 1})") from None
     except (RecursionError, MemoryError):
         raise LintError("cannot parse: nesting too deep") from None
+
+
+@contextmanager
+def _reading(source: str, spans: Optional[dict]):
+    """While a tree built from Python's parse is walked, a node's code is the file's text
+    (`syntax.code_of`)."""
+    from synclint.cst_from_ast import BUILT, SourceOf
+
+    token = BUILT.set(SourceOf(source, spans) if spans is not None else None)
+    try:
+        yield
+    finally:
+        BUILT.reset(token)
 
 
 @contextmanager
@@ -354,39 +393,15 @@ def _code_for(module, node, indent: str) -> str:
     return "".join(state.tokens)
 
 
-_VALIDATE = []  # [CSTNode, its __post_init__] once looked up; [] where LibCST differs
-
-
-def _no_validation(self) -> None:
-    pass
-
-
 def _parse_module(source: str):
-    """`cst.parse_module`, without re-validating each node the parser builds.
-
-    Every LibCST node checks itself in `__post_init__`; for a tree LibCST's own parser made
-    from real source that is redundant (LibCST's comment there says so) and it was a sixth
-    of the parse, the largest cost of a cold run. Nodes built anywhere else (rule fixes) are
-    still validated: the hook is put back as soon as the parse returns.
-    """
+    """`cst.parse_module`, without re-validating each node the parser builds (see
+    `cst_from_ast.without_validation`)."""
     import libcst as cst
 
-    if not _VALIDATE:
-        try:
-            from libcst._nodes.base import CSTNode
+    from synclint.cst_from_ast import without_validation
 
-            hook = CSTNode.__dict__.get("__post_init__")
-        except ImportError:  # pragma: no cover - another LibCST layout: parse as usual
-            hook = None
-        _VALIDATE.extend([CSTNode, hook] if hook is not None else [None, None])
-    node_cls, hook = _VALIDATE
-    if node_cls is None:  # pragma: no cover
+    with without_validation():
         return cst.parse_module(source)
-    node_cls.__post_init__ = _no_validation
-    try:
-        return cst.parse_module(source)
-    finally:
-        node_cls.__post_init__ = hook
 
 
 def _syntax_check(source: str) -> None:

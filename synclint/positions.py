@@ -10,6 +10,8 @@ regenerated with position tracking, starting from the place `ast` gives for it.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import libcst as cst
@@ -97,9 +99,14 @@ def _inner_statements(stmt: cst.BaseCompoundStatement) -> List[cst.CSTNode]:
 
 
 class PositionIndex:
-    def __init__(self, module: cst.Module, source: str, rows: Optional[List[Row]] = None) -> None:
-        """`rows`: the statements' `statement_rows`, where a parse of the source made them."""
+    def __init__(self, module: cst.Module, source: str, rows: Optional[List[Row]] = None,
+                 spans: Optional[dict] = None) -> None:
+        """`rows`: the statements' `statement_rows`, where a parse of the source made them;
+        `spans`: where each node lies, for a tree `cst_from_ast` built (its code is not the
+        file's, so it cannot be regenerated to find them)."""
         self.module = module
+        self.spans = spans
+        self._line_starts: Optional[List[int]] = None
         self.source = source
         self.lines = source_lines(source, keepends=True)
         self._stmts: Optional[List[Row]] = rows
@@ -130,6 +137,8 @@ class PositionIndex:
         return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
     def span(self, node: cst.CSTNode, stmt: Optional[cst.CSTNode], stmt_index: int) -> Span:
+        if self.spans is not None:
+            return self._built_span(self.spans[id(node)])
         ranges = self._ranges_for(stmt, stmt_index)
         r = ranges.get(node) if ranges is not None else None
         if r is None:
@@ -137,6 +146,20 @@ class PositionIndex:
         if r is None:  # pragma: no cover - every node reaches codegen
             return (1, 0, 1, 0)
         return (r.start.line, r.start.column, r.end.line, r.end.column)
+
+    def _built_span(self, where) -> Span:
+        """A `cst_from_ast` span (Python's node, or a tuple), in characters."""
+        if isinstance(where, tuple):
+            return self._row_col(where[0]) + self._row_col(where[1])
+        row, col, end_row, end_col = where.lineno, where.col_offset, where.end_lineno, where.end_col_offset
+        return row, self._char_col(row, col), end_row, self._char_col(end_row, end_col)
+
+    def _row_col(self, offset: int) -> Tuple[int, int]:
+        """(line, column) of a character offset in the source."""
+        if self._line_starts is None:
+            self._line_starts = [0, *accumulate(map(len, self.lines))]
+        row = bisect_right(self._line_starts, offset)
+        return row, offset - self._line_starts[row - 1]
 
     def indent(self, row: int) -> str:
         """The leading blanks of a line (a fix's continuation lines keep them)."""

@@ -16,7 +16,7 @@ import libcst as cst
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import crosses, hot_name, spread
 from synclint.semantic import values as V
-from synclint.semantic.syntax import descendants, last_name, string_value
+from synclint.semantic.syntax import code_of, descendants, last_name, string_value
 
 def hot_functions(model) -> Set[str]:
     """In-file functions that run hot: hot by name, or called from a loop or hot code."""
@@ -356,4 +356,4 @@ def _stores(body: cst.IndentedBlock, name: str) -> bool:
 
 
 def _code(node: cst.CSTNode) -> str:
-    return "".join(cst.Module(body=[]).code_for_node(node).split())
+    return "".join(code_of(node).split())

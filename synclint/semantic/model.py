@@ -23,7 +23,7 @@ from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
-from synclint.semantic.syntax import descendants, dotted, last_name, read_first, string_value
+from synclint.semantic.syntax import code_of, descendants, dotted, last_name, read_first, string_value
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.values import Val
 
@@ -222,7 +222,7 @@ class SemanticModel(Inference):
         self.module = module
         script = any(
             isinstance(s, (cst.For, cst.While))
-            or (isinstance(s, cst.If) and "__name__" in cst.Module(body=[]).code_for_node(s.test))
+            or (isinstance(s, cst.If) and "__name__" in code_of(s.test))
             for s in module.body
         )
         self.gpu_evident = not script or bool(_GPU_WORDS.search(self.source))

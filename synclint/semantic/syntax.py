@@ -6,12 +6,28 @@ from typing import List, Optional
 
 import libcst as cst
 
+from synclint.cst_from_ast import BUILT
+
 
 def kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     for a in call.args:
         if a.keyword is not None and a.keyword.value == name:
             return a.value
     return None
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """A node's code: the file's own text where the tree was built from Python's parse
+    (`cst_from_ast`), else LibCST's code for it."""
+    built = BUILT.get()
+    if built is not None:
+        text = built.text(node)
+        if text is not None:
+            return text
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+_EMPTY_MODULE = cst.Module(body=[])
 
 
 def string_value(e: Optional[cst.BaseExpression]) -> Optional[str]:

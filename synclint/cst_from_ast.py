@@ -1,0 +1,777 @@
+"""LibCST's tree for the analysis, built from Python's own parse.
+
+The rules and the semantic model read LibCST nodes, but they never read whitespace or
+comments, and LibCST's parser spends most of a cold check's parse building exactly those
+(about three quarters of its nodes). Python's parser (C, and already run once per file for
+the nesting guard) gives the same syntax in a tenth of the time; this module turns its
+tree into LibCST nodes of the same types and fields, with LibCST's default whitespace, and
+keeps where each node is in the source (`Spans`), which LibCST would have to regenerate
+the code to know.
+
+Such a tree is only for reading. A file whose findings carry a fix, or land on a node
+whose place is not known here, is checked again from LibCST's own parse (the engine
+decides), so fixes keep the file's formatting and comments. Syntax not built here (`match`)
+raises `Unsupported`, and the file is parsed by LibCST as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+from libcst._nodes.base import CSTNode
+
+from synclint.lines import source_lines
+
+# Where a node lies: Python's node (its lineno, col_offset, end_lineno, end_col_offset, in
+# UTF-8 bytes), or (start, end) offsets in the source's characters where Python's tree has no
+# node of that extent.
+Span = Union[ast.AST, Tuple[int, int]]
+
+
+class Unsupported(Exception):
+    """Syntax this module does not build: parse the file with LibCST."""
+
+
+_BINARY = {
+    ast.Add: cst.Add, ast.Sub: cst.Subtract, ast.Mult: cst.Multiply, ast.Div: cst.Divide,
+    ast.FloorDiv: cst.FloorDivide, ast.Mod: cst.Modulo, ast.Pow: cst.Power,
+    ast.LShift: cst.LeftShift, ast.RShift: cst.RightShift, ast.BitOr: cst.BitOr,
+    ast.BitAnd: cst.BitAnd, ast.BitXor: cst.BitXor, ast.MatMult: cst.MatrixMultiply,
+}
+_AUGMENTED = {
+    ast.Add: cst.AddAssign, ast.Sub: cst.SubtractAssign, ast.Mult: cst.MultiplyAssign,
+    ast.Div: cst.DivideAssign, ast.FloorDiv: cst.FloorDivideAssign, ast.Mod: cst.ModuloAssign,
+    ast.Pow: cst.PowerAssign, ast.LShift: cst.LeftShiftAssign, ast.RShift: cst.RightShiftAssign,
+    ast.BitOr: cst.BitOrAssign, ast.BitAnd: cst.BitAndAssign, ast.BitXor: cst.BitXorAssign,
+    ast.MatMult: cst.MatrixMultiplyAssign,
+}
+_UNARY = {ast.UAdd: cst.Plus, ast.USub: cst.Minus, ast.Not: cst.Not, ast.Invert: cst.BitInvert}
+_COMPARE = {
+    ast.Eq: cst.Equal, ast.NotEq: cst.NotEqual, ast.Lt: cst.LessThan, ast.LtE: cst.LessThanEqual,
+    ast.Gt: cst.GreaterThan, ast.GtE: cst.GreaterThanEqual, ast.Is: cst.Is, ast.IsNot: cst.IsNot,
+    ast.In: cst.In, ast.NotIn: cst.NotIn,
+}
+_LEFT, _RIGHT = cst.LeftParen(), cst.RightParen()
+_BRACKETED_BY_DEFAULT = frozenset({ast.Tuple, ast.GeneratorExp})
+_SMALL = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Delete, ast.Pass,
+          ast.Break, ast.Continue, ast.Raise, ast.Global, ast.Nonlocal, ast.Import,
+          ast.ImportFrom, ast.Assert)
+# Two string literals side by side inside what Python's tree holds as one constant.
+_ADJACENT_QUOTES = re.compile(r"""['"][\s\\]*(?:#[^\n]*\n[\s\\]*)*[rRbBuUfF]{0,2}['"]""")
+
+
+class SourceOf:
+    """The source text of a built tree's nodes (what LibCST's own tree would regenerate)."""
+
+    def __init__(self, source: str, spans: Dict[int, Span]) -> None:
+        self.source, self.spans = source, spans
+        self._builder: Optional[_Builder] = None
+
+    def text(self, node: cst.CSTNode) -> Optional[str]:
+        if id(node) not in self.spans:
+            return None
+        if self._builder is None:
+            self._builder = _Builder(self.source)
+            self._builder.spans = self.spans
+        lo, hi = self._builder.outer(node)  # LibCST's code for a node includes its own brackets
+        return self.source[lo:hi]
+
+
+# The file whose built tree is being walked (None: a tree of LibCST's own parse).
+BUILT: ContextVar[Optional[SourceOf]] = ContextVar("synclint_built_tree", default=None)
+
+
+def build(source: str, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
+    """(LibCST's tree of `source`, without whitespace or comments; id(node) -> `Span`)."""
+    with without_validation():
+        return _Builder(source).module(tree)
+
+
+@contextmanager
+def without_validation():
+    """Build LibCST nodes without each checking itself in `__post_init__`: redundant for a
+    tree made from source a parser accepted (LibCST's own parser says so of its trees), and
+    a sixth of its parse. Nodes built anywhere else (rule fixes) are still validated."""
+    hook = CSTNode.__dict__.get("__post_init__")
+    if hook is None:  # pragma: no cover - another LibCST layout: validate as usual
+        yield
+        return
+    CSTNode.__post_init__ = _no_validation
+    try:
+        yield
+    finally:
+        CSTNode.__post_init__ = hook
+
+
+def _no_validation(self) -> None:
+    pass
+
+
+class _Builder:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines = source_lines(source, keepends=True)
+        self.ascii = source.isascii()
+        self.spans: Dict[int, Span] = {}
+        self._starts: Optional[List[int]] = None  # the offset of each line (in characters)
+
+    # ------------------------------------------------------------------ positions
+    def _offset(self, row: int, byte_col: int) -> int:
+        """The character offset in the source of a (line, byte column) position."""
+        if self._starts is None:
+            starts, n = [0], 0
+            for line in self.lines:
+                n += len(line)
+                starts.append(n)
+            self._starts = starts
+        if row - 1 >= len(self.lines):
+            return len(self.source)
+        col = byte_col if self.ascii else len(self.lines[row - 1].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        return self._starts[row - 1] + col
+
+    def _text(self, a: ast.AST) -> str:
+        return self.source[self._offset(a.lineno, a.col_offset):self._offset(a.end_lineno, a.end_col_offset)]
+
+    def _parens(self, a: ast.AST, owner: int = -1) -> int:
+        """How many pairs of brackets enclose `a` in the source and are its own (LibCST's
+        `lpar`): pairs right around it, up to the one opening at offset `owner`, which its
+        parent's syntax owns (a call's brackets around its only argument)."""
+        if self.ascii and a.col_offset:  # the usual node: no bracket right before it on its line
+            line = self.lines[a.lineno - 1]
+            k = a.col_offset - 1
+            while k and line[k] in " \t":
+                k -= 1
+            if line[k] not in " \t(":
+                return 0
+        src = self.source
+        lo = self._offset(a.lineno, a.col_offset)
+        hi = self._offset(a.end_lineno, a.end_col_offset)
+        pairs = 0
+        while True:
+            i = _back(src, lo)
+            j = _forward(src, hi)
+            if i < 0 or i == owner or j >= len(src) or src[i] != "(" or src[j] != ")":
+                break
+            pairs += 1
+            lo, hi = i, j + 1
+        return pairs
+
+    def _paren(self, node: cst.CSTNode, count: int) -> cst.CSTNode:
+        """Give a node just built here its brackets (LibCST's nodes are frozen once made)."""
+        _set(node, "lpar", (_LEFT,) * count)
+        _set(node, "rpar", (_RIGHT,) * count)
+        return node
+
+    # ------------------------------------------------------------------ module and statements
+    def module(self, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
+        body = self.statements(tree.body)
+        return _new(cst.Module, body=body), self.spans
+
+    def statements(self, stmts: Sequence[ast.stmt]) -> List[cst.BaseStatement]:
+        """Compound statements one by one; small ones grouped by the line they share."""
+        out: List[cst.BaseStatement] = []
+        line: List[cst.BaseSmallStatement] = []
+        last_row = None
+        for s in stmts:
+            if isinstance(s, _SMALL):
+                small = self.small(s)
+                if line and s.lineno == last_row:
+                    line.append(small)
+                else:
+                    if line:
+                        out.append(_new(cst.SimpleStatementLine, body=tuple(line)))
+                    line = [small]
+                last_row = s.end_lineno
+                continue
+            if line:
+                out.append(_new(cst.SimpleStatementLine, body=tuple(line)))
+                line = []
+            out.append(self.compound(s))
+        if line:
+            out.append(_new(cst.SimpleStatementLine, body=tuple(line)))
+        return tuple(out)
+
+    def suite(self, header_row: int, stmts: Sequence[ast.stmt]) -> cst.BaseSuite:
+        first = stmts[0]
+        text = self.lines[first.lineno - 1] if first.lineno - 1 < len(self.lines) else ""
+        before = text.encode("utf-8")[:first.col_offset] if not self.ascii else text[:first.col_offset]
+        if before.strip():  # `if x: return`: the body on the header's line
+            return _new(cst.SimpleStatementSuite, body=tuple(self.small(s) for s in stmts))
+        return _new(cst.IndentedBlock, body=self.statements(stmts))
+
+    def _else(self, row: int, stmts: Sequence[ast.stmt]) -> Optional[cst.Else]:
+        return _new(cst.Else, body=self.suite(row, stmts)) if stmts else None
+
+    def small(self, s: ast.stmt) -> cst.BaseSmallStatement:
+        if not isinstance(s, _SMALL):
+            raise Unsupported(type(s).__name__)
+        t = type(s)
+        if t is ast.Expr:
+            node = _new(cst.Expr, value=self.expr(s.value))
+        elif t is ast.Assign:
+            node = _new(cst.Assign, targets=tuple(_new(cst.AssignTarget, target=self.expr(x)) for x in s.targets),
+                              value=self.expr(s.value))
+        elif t is ast.AugAssign:
+            node = _new(cst.AugAssign, target=self.expr(s.target), operator=_AUGMENTED[type(s.op)](),
+                                 value=self.expr(s.value))
+        elif t is ast.AnnAssign:
+            node = _new(cst.AnnAssign, target=self.expr(s.target), annotation=_new(cst.Annotation, annotation=self.expr(s.annotation)),
+                                 value=self.expr(s.value) if s.value is not None else None)
+        elif t is ast.Return:
+            node = _new(cst.Return, value=self.expr(s.value) if s.value is not None else None)
+        elif t is ast.Delete:
+            targets = [self.expr(x) for x in s.targets]
+            node = _new(cst.Del, target=targets[0] if len(targets) == 1 else
+                        _new(cst.Tuple, elements=tuple(_new(cst.Element, value=x) for x in targets), lpar=(), rpar=()))
+        elif t is ast.Pass:
+            node = _new(cst.Pass)
+        elif t is ast.Break:
+            node = _new(cst.Break)
+        elif t is ast.Continue:
+            node = _new(cst.Continue)
+        elif t is ast.Raise:
+            node = _new(cst.Raise, exc=self.expr(s.exc) if s.exc is not None else None,
+                             cause=_new(cst.From, item=self.expr(s.cause)) if s.cause is not None else None)
+        elif t is ast.Global:
+            node = _new(cst.Global, names=tuple(_new(cst.NameItem, name=_new(cst.Name, value=n)) for n in s.names))
+        elif t is ast.Nonlocal:
+            node = _new(cst.Nonlocal, names=tuple(_new(cst.NameItem, name=_new(cst.Name, value=n)) for n in s.names))
+        elif t is ast.Import:
+            node = _new(cst.Import, names=tuple(self._alias(a) for a in s.names))
+        elif t is ast.ImportFrom:
+            if len(s.names) == 1 and s.names[0].name == "*":
+                names: Union[cst.ImportStar, List[cst.ImportAlias]] = _new(cst.ImportStar)
+            else:
+                names = tuple(self._alias(a) for a in s.names)
+            node = _new(cst.ImportFrom, module=_dotted(s.module) if s.module else None, names=names,
+                                  relative=(_new(cst.Dot),) * (s.level or 0))
+        else:  # ast.Assert
+            node = _new(cst.Assert, test=self.expr(s.test), msg=self.expr(s.msg) if s.msg is not None else None)
+        self.spans[id(node)] = s
+        return node
+
+    def _alias(self, a: ast.alias) -> cst.ImportAlias:
+        return _new(cst.ImportAlias, name=_dotted(a.name), asname=_new(cst.AsName, name=_new(cst.Name, value=a.asname)) if a.asname else None)
+
+    def compound(self, s: ast.stmt) -> cst.BaseCompoundStatement:
+        t = type(s)
+        row = s.lineno
+        if t is ast.If:
+            node = self._if(s)
+        elif t in (ast.For, ast.AsyncFor):
+            node = _new(cst.For, target=self.expr(s.target), iter=self.expr(s.iter), body=self.suite(row, s.body),
+                           orelse=self._else(row, s.orelse),
+                           asynchronous=_new(cst.Asynchronous) if t is ast.AsyncFor else None)
+        elif t is ast.While:
+            node = _new(cst.While, test=self.expr(s.test), body=self.suite(row, s.body), orelse=self._else(row, s.orelse))
+        elif t in (ast.With, ast.AsyncWith):
+            owner = self._with_bracket(s)
+            items = tuple(_new(cst.WithItem, item=self.expr(i.context_expr, owner),
+                               asname=_new(cst.AsName, name=self.expr(i.optional_vars)) if i.optional_vars is not None else None)
+                          for i in s.items)
+            node = _new(cst.With, items=items, body=self.suite(row, s.body),
+                        asynchronous=_new(cst.Asynchronous) if t is ast.AsyncWith else None)
+            if owner >= 0:
+                _set(node, "lpar", _LEFT)
+                _set(node, "rpar", _RIGHT)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+            node = _new(cst.FunctionDef, 
+                name=_new(cst.Name, value=s.name), params=self.parameters(s.args), body=self.suite(row, s.body),
+                decorators=tuple(_new(cst.Decorator, decorator=self.expr(d)) for d in s.decorator_list),
+                returns=_new(cst.Annotation, annotation=self.expr(s.returns)) if s.returns is not None else None,
+                asynchronous=_new(cst.Asynchronous) if t is ast.AsyncFunctionDef else None,
+            )
+        elif t is ast.ClassDef:
+            node = _new(cst.ClassDef, 
+                name=_new(cst.Name, value=s.name), body=self.suite(row, s.body),
+                bases=tuple(_new(cst.Arg, value=self.expr(b, self._class_bracket(s))) for b in s.bases),
+                keywords=tuple(self._keyword(k) for k in s.keywords),
+                decorators=tuple(_new(cst.Decorator, decorator=self.expr(d)) for d in s.decorator_list),
+            )
+        elif t is ast.Try or t.__name__ == "TryStar":
+            star = t is not ast.Try
+            handler = cst.ExceptStarHandler if star else cst.ExceptHandler
+            handlers = tuple(_new(handler, body=self.suite(h.lineno, h.body), type=self.expr(h.type) if h.type is not None else None,
+                                     name=_new(cst.AsName, name=_new(cst.Name, value=h.name)) if h.name else None)
+                             for h in s.handlers)
+            final = _new(cst.Finally, body=self.suite(row, s.finalbody)) if s.finalbody else None
+            node = _new(cst.TryStar if star else cst.Try, body=self.suite(row, s.body), handlers=handlers,
+                                                       orelse=self._else(row, s.orelse), finalbody=final)
+        else:  # match, and anything newer
+            raise Unsupported(t.__name__)
+        self.spans[id(node)] = s
+        return node
+
+    def _with_bracket(self, s: ast.stmt) -> int:
+        """The offset of the bracket opening `with (a as b, c):`, which LibCST gives to the
+        statement (-1: none): the outermost pair around all the items, right after `with`
+        and right before the colon."""
+        src = self.source
+        first, last = s.items[0], s.items[-1]
+        end = last.optional_vars if last.optional_vars is not None else last.context_expr
+        lo = self._offset(first.context_expr.lineno, first.context_expr.col_offset)
+        hi = self._offset(end.end_lineno, end.end_col_offset)
+        found = -1
+        while True:
+            i, j = _back(src, lo), _forward(src, hi)
+            if found < 0 and src[j:j + 1] == ",":  # `with (a, b,):`
+                j = _forward(src, j + 1)
+            if i < 0 or j >= len(src) or src[i] != "(" or src[j] != ")":
+                break
+            found, lo, hi = i, i, j + 1
+        if found < 0 or src[_forward(src, hi):_forward(src, hi) + 1] != ":":
+            return -1
+        k = _back(src, found)
+        return found if src[k - 3:k + 1] == "with" else -1
+
+    def _class_bracket(self, s: ast.ClassDef) -> int:
+        """The offset of the bracket opening a class's bases."""
+        start = self._offset(s.lineno, s.col_offset)
+        return self.source.find("(", start)
+
+    def _if(self, s: ast.If) -> cst.If:
+        orelse: Union[None, cst.If, cst.Else] = None
+        if s.orelse:
+            first = s.orelse[0]
+            if len(s.orelse) == 1 and type(first) is ast.If and self._starts_with(first, "elif"):
+                orelse = self._if(first)
+                self.spans[id(orelse)] = first
+            else:
+                orelse = _new(cst.Else, body=self.suite(s.lineno, s.orelse))
+        return _new(cst.If, test=self.expr(s.test), body=self.suite(s.lineno, s.body), orelse=orelse)
+
+    def _starts_with(self, a: ast.AST, word: str) -> bool:
+        text = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
+        if not self.ascii:
+            text = text.encode("utf-8")[a.col_offset:].decode("utf-8", "replace")
+            return text.startswith(word)
+        return text.startswith(word, a.col_offset)
+
+    def parameters(self, args: ast.arguments, annotated: bool = True) -> cst.Parameters:
+        positional = list(args.posonlyargs) + list(args.args)
+        defaults: List[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        params = [self._param(a, d) for a, d in zip(positional, defaults)]
+        posonly, params = params[:len(args.posonlyargs)], params[len(args.posonlyargs):]
+        if args.vararg is not None:
+            star_arg: Union[cst.Param, cst.ParamStar, cst.MaybeSentinel] = self._param(args.vararg, None, "*")
+        elif args.kwonlyargs:
+            star_arg = _new(cst.ParamStar)
+        else:
+            star_arg = cst.MaybeSentinel.DEFAULT
+        return _new(cst.Parameters, 
+            params=tuple(params), star_arg=star_arg,
+            kwonly_params=tuple(self._param(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)),
+            star_kwarg=self._param(args.kwarg, None, "**") if args.kwarg is not None else None,
+            posonly_params=tuple(posonly), posonly_ind=_new(cst.ParamSlash) if posonly else cst.MaybeSentinel.DEFAULT,
+        )
+
+    def _param(self, a: ast.arg, default: Optional[ast.expr], star: str = "") -> cst.Param:
+        node = _new(cst.Param, name=_new(cst.Name, value=a.arg),
+                         annotation=_new(cst.Annotation, annotation=self.expr(a.annotation)) if a.annotation is not None else None,
+                         default=self.expr(default) if default is not None else None,
+                         star=star)
+        return node
+
+    def _keyword(self, k: ast.keyword) -> cst.Arg:
+        if k.arg is None:
+            node = _new(cst.Arg, value=self.expr(k.value), star="**")
+        else:
+            node = _new(cst.Arg, value=self.expr(k.value), keyword=_new(cst.Name, value=k.arg))
+        self.spans[id(node)] = k
+        return node
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, a: ast.expr, owner: int = -1) -> cst.BaseExpression:
+        """LibCST's expression for `a`, with its own brackets (`owner`: the offset of a
+        bracket around it that its parent's syntax owns)."""
+        t = type(a)
+        method = _EXPR.get(t)
+        if method is None:
+            raise Unsupported(t.__name__)
+        node = method(self, a)
+        count = self._parens(a, owner)
+        where: Span = a
+        if t in _BRACKETED_BY_DEFAULT:  # LibCST's Tuple() and GeneratorExp() come with brackets
+            if t is ast.GeneratorExp or not a.elts or self._tuple_bracketed(a):
+                # Python's place for it includes a pair of brackets (a generator that is a
+                # call's only argument: the call's); LibCST's excludes them
+                src = self.source
+                where = (_forward(src, self._offset(a.lineno, a.col_offset) + 1),
+                         _back(src, self._offset(a.end_lineno, a.end_col_offset) - 1) + 1)
+                if t is ast.Tuple or owner < 0 or self._offset(a.lineno, a.col_offset) != owner:
+                    count += 1
+            node = self._paren(node, count)
+        elif count:
+            node = self._paren(node, count)
+        self.spans[id(node)] = where
+        return node
+
+    def outer(self, node: cst.CSTNode) -> Tuple[int, int]:
+        """Where a node lies with its own brackets, as offsets (the place of an argument or
+        element that holds it, and the extent of LibCST's code for it)."""
+        where = self.spans[id(node)]
+        lo, hi = where if isinstance(where, tuple) else (
+            self._offset(where.lineno, where.col_offset), self._offset(where.end_lineno, where.end_col_offset))
+        own = getattr(node, "lpar", ())
+        for _ in own if isinstance(own, (tuple, list)) else ():
+            lo, hi = _back(self.source, lo), _forward(self.source, hi) + 1
+        return (lo, hi)
+
+    def _tuple_bracketed(self, a: ast.Tuple) -> bool:
+        """Python's tree puts a tuple's own brackets inside its position, but `(a), b` also
+        starts with a bracket: that one is its first element's."""
+        src = self.source
+        start = self._offset(a.lineno, a.col_offset)
+        if src[start:start + 1] != "(":
+            return False
+        first = a.elts[0]
+        lo, hi = self._offset(first.lineno, first.col_offset), self._offset(first.end_lineno, first.end_col_offset)
+        while True:  # out through the first element's own brackets
+            i, j = _back(src, lo), _forward(src, hi)
+            if i < start or j >= len(src) or src[i] != "(" or src[j] != ")":
+                return lo != start
+            lo, hi = i, j + 1
+
+    def _name(self, a: ast.Name) -> cst.Name:
+        return _new(cst.Name, value=a.id)
+
+    def _constant(self, a: ast.Constant) -> cst.BaseExpression:
+        v = a.value
+        if v is None or v is True or v is False:
+            return _new(cst.Name, value=repr(v))
+        if v is Ellipsis:
+            return _new(cst.Ellipsis)
+        text = self._text(a)
+        if isinstance(v, (str, bytes)):
+            return self._string(text)
+        if isinstance(v, complex):
+            return _new(cst.Imaginary, value=text)
+        if isinstance(v, float):
+            return _new(cst.Float, value=text)
+        return _new(cst.Integer, value=text)
+
+    def _string(self, text: str) -> cst.BaseExpression:
+        quote = next((i for i, c in enumerate(text) if c in "'\""), 0)
+        inner = text[quote + 1:-1]
+        if _ADJACENT_QUOTES.search(inner) is None:
+            return _new(cst.SimpleString, value=text)
+        return _parse_expression(text)  # literals side by side: LibCST splits them
+
+    def _joined(self, a: ast.JoinedStr) -> cst.BaseExpression:
+        """An f-string: LibCST's parse of its text (the literal parts as written), with the
+        expressions inside built here (so their places are known)."""
+        node = _parse_expression(self._text(a))
+        values: List[ast.expr] = []
+        _formatted_values(a, values)
+        it = iter(values)
+        try:
+            return _graft(node, lambda: self.expr(next(it).value))
+        except StopIteration:
+            return node
+
+    def _attribute(self, a: ast.Attribute) -> cst.Attribute:
+        attr = _new(cst.Name, value=a.attr)
+        end = self._offset(a.end_lineno, a.end_col_offset)
+        self.spans[id(attr)] = (end - len(a.attr), end)
+        return _new(cst.Attribute, value=self.expr(a.value), attr=attr)
+
+    def _call(self, a: ast.Call) -> cst.Call:
+        items: List[Tuple[Tuple[int, int], cst.Arg]] = []
+        func = self.expr(a.func)
+        owner = -1
+        if len(a.args) == 1 and not a.keywords and type(a.args[0]) is not ast.Starred:
+            owner = self._call_bracket(a, func)
+        for x in a.args:
+            if type(x) is ast.Starred:
+                arg = _new(cst.Arg, value=self.expr(x.value), star="*")
+                self.spans[id(arg)] = x
+            else:
+                value = self.expr(x, owner)
+                arg = _new(cst.Arg, value=value)
+                self.spans[id(arg)] = self.outer(value)
+            items.append(((x.lineno, x.col_offset), arg))
+        for k in a.keywords:
+            items.append(((k.lineno, k.col_offset), self._keyword(k)))
+        if a.args and a.keywords:
+            items.sort(key=lambda p: p[0])
+        return _new(cst.Call, func=func, args=tuple(arg for _, arg in items))
+
+    def _call_bracket(self, a: ast.Call, func: cst.BaseExpression) -> int:
+        """The offset of the bracket that opens a call's arguments (after the callee's own)."""
+        src = self.source
+        hi = self._offset(a.func.end_lineno, a.func.end_col_offset)
+        for _ in range(len(func.lpar)):
+            hi = _forward(src, hi) + 1
+        return _forward(src, hi)
+
+    def _subscript(self, a: ast.Subscript) -> cst.Subscript:
+        s = a.slice
+        if type(s) is ast.Tuple and s.elts and not self._tuple_bracketed(s):
+            elements = tuple(self._subscript_element(e) for e in s.elts)
+        else:
+            elements = (self._subscript_element(s),)
+        return _new(cst.Subscript, value=self.expr(a.value), slice=elements)
+
+    def _subscript_element(self, e: ast.expr) -> cst.SubscriptElement:
+        if type(e) is ast.Slice:
+            inner: cst.BaseSlice = _new(cst.Slice, 
+                lower=self.expr(e.lower) if e.lower is not None else None,
+                upper=self.expr(e.upper) if e.upper is not None else None,
+                step=self.expr(e.step) if e.step is not None else None,
+                second_colon=_new(cst.Colon) if e.step is not None else cst.MaybeSentinel.DEFAULT,
+            )
+            self.spans[id(inner)] = e
+        elif type(e) is ast.Starred:
+            inner = _new(cst.Index, value=self.expr(e.value), star="*")
+        else:
+            inner = _new(cst.Index, value=self.expr(e))
+        return _new(cst.SubscriptElement, slice=inner)
+
+    def _binop(self, a: ast.BinOp) -> cst.BinaryOperation:
+        return _new(cst.BinaryOperation, left=self.expr(a.left), operator=_BINARY[type(a.op)](), right=self.expr(a.right))
+
+    def _unaryop(self, a: ast.UnaryOp) -> cst.UnaryOperation:
+        return _new(cst.UnaryOperation, operator=_UNARY[type(a.op)](), expression=self.expr(a.operand))
+
+    def _boolop(self, a: ast.BoolOp) -> cst.BooleanOperation:
+        op = cst.And if type(a.op) is ast.And else cst.Or
+        node = self.expr(a.values[0])
+        for v in a.values[1:]:
+            node = _new(cst.BooleanOperation, left=node, operator=op(), right=self.expr(v))
+        return node
+
+    def _compare(self, a: ast.Compare) -> cst.Comparison:
+        return _new(cst.Comparison, left=self.expr(a.left), comparisons=tuple(
+            _new(cst.ComparisonTarget, operator=_COMPARE[type(op)](), comparator=self.expr(c))
+            for op, c in zip(a.ops, a.comparators)))
+
+    def _ifexp(self, a: ast.IfExp) -> cst.IfExp:
+        return _new(cst.IfExp, test=self.expr(a.test), body=self.expr(a.body), orelse=self.expr(a.orelse))
+
+    def _lambda(self, a: ast.Lambda) -> cst.Lambda:
+        return _new(cst.Lambda, params=self.parameters(a.args), body=self.expr(a.body))
+
+    def _namedexpr(self, a: ast.NamedExpr) -> cst.NamedExpr:
+        return _new(cst.NamedExpr, target=self.expr(a.target), value=self.expr(a.value))
+
+    def _elements(self, elts: Sequence[ast.expr]) -> List[cst.BaseElement]:
+        out: List[cst.BaseElement] = []
+        for e in elts:
+            if type(e) is ast.Starred:
+                el: cst.BaseElement = _new(cst.StarredElement, value=self.expr(e.value))
+                self.spans[id(el)] = e
+            else:
+                value = self.expr(e)
+                el = _new(cst.Element, value=value)
+                self.spans[id(el)] = self.outer(value)
+            out.append(el)
+        return tuple(out)
+
+    def _list(self, a: ast.List) -> cst.List:
+        return _new(cst.List, elements=self._elements(a.elts))
+
+    def _tuple(self, a: ast.Tuple) -> cst.Tuple:
+        return _new(cst.Tuple, elements=self._elements(a.elts))
+
+    def _set(self, a: ast.Set) -> cst.Set:
+        return _new(cst.Set, elements=self._elements(a.elts))
+
+    def _dict(self, a: ast.Dict) -> cst.Dict:
+        out: List[cst.BaseDictElement] = []
+        for k, v in zip(a.keys, a.values):
+            if k is None:
+                out.append(_new(cst.StarredDictElement, value=self.expr(v)))
+            else:
+                out.append(_new(cst.DictElement, key=self.expr(k), value=self.expr(v)))
+        return _new(cst.Dict, elements=tuple(out))
+
+    def _for_in(self, gens: Sequence[ast.comprehension]) -> cst.CompFor:
+        inner = None
+        for g in reversed(gens):
+            inner = _new(cst.CompFor, target=self.expr(g.target), iter=self.expr(g.iter),
+                                ifs=tuple(_new(cst.CompIf, test=self.expr(i)) for i in g.ifs), inner_for_in=inner,
+                                asynchronous=_new(cst.Asynchronous) if g.is_async else None)
+        return inner
+
+    def _listcomp(self, a: ast.ListComp) -> cst.ListComp:
+        return _new(cst.ListComp, elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+
+    def _setcomp(self, a: ast.SetComp) -> cst.SetComp:
+        return _new(cst.SetComp, elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+
+    def _genexp(self, a: ast.GeneratorExp) -> cst.GeneratorExp:
+        return _new(cst.GeneratorExp, elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+
+    def _dictcomp(self, a: ast.DictComp) -> cst.DictComp:
+        return _new(cst.DictComp, key=self.expr(a.key), value=self.expr(a.value), for_in=self._for_in(a.generators))
+
+    def _await(self, a: ast.Await) -> cst.Await:
+        return _new(cst.Await, expression=self.expr(a.value))
+
+    def _yield(self, a: ast.Yield) -> cst.Yield:
+        return _new(cst.Yield, value=self.expr(a.value) if a.value is not None else None)
+
+    def _yieldfrom(self, a: ast.YieldFrom) -> cst.Yield:
+        return _new(cst.Yield, value=_new(cst.From, item=self.expr(a.value)))
+
+    def _starred(self, a: ast.Starred) -> cst.StarredElement:
+        return _new(cst.StarredElement, value=self.expr(a.value))
+
+
+_EXPR = {
+    ast.Name: _Builder._name, ast.Constant: _Builder._constant, ast.JoinedStr: _Builder._joined,
+    ast.Attribute: _Builder._attribute, ast.Call: _Builder._call, ast.Subscript: _Builder._subscript,
+    ast.BinOp: _Builder._binop, ast.UnaryOp: _Builder._unaryop, ast.BoolOp: _Builder._boolop,
+    ast.Compare: _Builder._compare, ast.IfExp: _Builder._ifexp, ast.Lambda: _Builder._lambda,
+    ast.NamedExpr: _Builder._namedexpr, ast.List: _Builder._list, ast.Tuple: _Builder._tuple,
+    ast.Set: _Builder._set, ast.Dict: _Builder._dict, ast.ListComp: _Builder._listcomp,
+    ast.SetComp: _Builder._setcomp, ast.GeneratorExp: _Builder._genexp, ast.DictComp: _Builder._dictcomp,
+    ast.Await: _Builder._await, ast.Yield: _Builder._yield, ast.YieldFrom: _Builder._yieldfrom,
+    ast.Starred: _Builder._starred,
+}
+
+
+_set = object.__setattr__  # LibCST's nodes are frozen dataclasses
+_MAKERS: Dict[type, object] = {}
+
+
+def _new(cls: type, **given):
+    """`cls(**given)`, without `__init__`: every field not given gets its default, and a
+    default made by a factory (whitespace, empty brackets) is made once and shared, which
+    nothing can change (the nodes are frozen). That is most of the objects LibCST's own
+    constructors would make."""
+    make = _MAKERS.get(cls)
+    if make is None:
+        make = _MAKERS[cls] = _maker(cls)
+    return make(**given)
+
+
+def _maker(cls: type):
+    """A function that fills a new `cls` node's slots directly (keyword arguments, each
+    field's default as the parameter's default)."""
+    fields = _field_defaults(cls)
+    scope = {"_alloc": object.__new__, "_cls": cls}
+    params, sets = [], []
+    for i, (name, default) in enumerate(fields):
+        scope[f"_d{i}"] = default
+        scope[f"_s{i}"] = getattr(cls, name).__set__
+        params.append(f"{name}=_d{i}")
+        sets.append(f"    _s{i}(node, {name})\n")
+    exec(f"def make({', '.join(params)}):\n    node = _alloc(_cls)\n{''.join(sets)}    return node\n", scope)
+    return scope["make"]
+
+
+def _field_defaults(cls: type) -> Tuple[Tuple[str, object], ...]:
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+            if isinstance(value, list):
+                value = tuple(value)
+        else:
+            value = None  # a required field: always given
+        out.append((f.name, value))
+    return tuple(out)
+
+
+def _dotted(name: str) -> Union[cst.Name, cst.Attribute]:
+    parts = name.split(".")
+    node: Union[cst.Name, cst.Attribute] = _new(cst.Name, value=parts[0])
+    for p in parts[1:]:
+        node = _new(cst.Attribute, value=node, attr=_new(cst.Name, value=p))
+    return node
+
+
+def _back(src: str, i: int) -> int:
+    """The index of the last character before `i` that is not blank or a line break."""
+    i -= 1
+    while i >= 0:
+        c = src[i]
+        if c in " \t\r\n\\\f":
+            i -= 1
+            continue
+        if c != "\n":
+            # a comment at the end of the previous line: skip back over it
+            line_start = src.rfind("\n", 0, i) + 1
+            hash_at = _comment_start(src, line_start, i + 1)
+            if hash_at is not None:
+                i = hash_at - 1
+                continue
+        return i
+    return -1
+
+
+def _comment_start(src: str, lo: int, hi: int) -> Optional[int]:
+    """Where a comment starts in src[lo:hi] (a line's text up to hi), outside quotes."""
+    if "#" not in src[lo:hi]:
+        return None
+    quote = None
+    k = lo
+    while k < hi:
+        c = src[k]
+        if quote:
+            if c == "\\":
+                k += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c == "#":
+            return k
+        k += 1
+    return None
+
+
+def _forward(src: str, i: int) -> int:
+    """The index of the first character at or after `i` that is not blank, a line break or a comment."""
+    n = len(src)
+    while i < n:
+        c = src[i]
+        if c in " \t\r\n\\\f":
+            i += 1
+        elif c == "#":
+            j = src.find("\n", i)
+            i = n if j < 0 else j
+        else:
+            return i
+    return n
+
+
+def _formatted_values(a: ast.AST, out: List[ast.FormattedValue]) -> None:
+    """The `{...}` parts of an f-string (nested format specs included), in source order."""
+    for v in a.values:
+        if type(v) is ast.FormattedValue:
+            out.append(v)
+            if v.format_spec is not None:
+                _formatted_values(v.format_spec, out)
+
+
+def _graft(node: cst.CSTNode, next_expression) -> cst.CSTNode:
+    """`node` with the expression of each `{...}` part replaced, in source order."""
+    if isinstance(node, cst.FormattedStringExpression):
+        expression = next_expression()
+        spec = node.format_spec
+        if spec is not None:
+            spec = type(spec)(_graft(p, next_expression) for p in spec)
+        return node.with_changes(expression=expression, format_spec=spec)
+    if isinstance(node, cst.FormattedString):
+        return node.with_changes(parts=type(node.parts)(_graft(p, next_expression) for p in node.parts))
+    if isinstance(node, cst.ConcatenatedString):
+        return node.with_changes(left=_graft(node.left, next_expression), right=_graft(node.right, next_expression))
+    return node
+
+
+def _parse_expression(text: str) -> cst.BaseExpression:
+    """LibCST's parse of a string literal's text (in brackets: it may span lines)."""
+    try:
+        return cst.parse_expression(f"({text})").with_changes(lpar=[], rpar=[])
+    except Exception as e:  # noqa: BLE001 - LibCST refuses what Python accepted: parse it whole
+        raise Unsupported(f"string literal: {e}") from None

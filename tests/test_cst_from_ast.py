@@ -1,0 +1,191 @@
+"""The tree built from Python's parse must be LibCST's own tree, as the analysis reads it:
+the same node types and fields, the same brackets (`lpar`), and the same places."""
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from synclint.cst_from_ast import BUILT, SourceOf, Unsupported, build
+from synclint.engine import analyse, lint_source
+from synclint.positions import PositionIndex
+from synclint.semantic.syntax import child_nodes, code_of
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# What only formatting decides: whitespace, commas, colons, comments, and where LibCST puts
+# the brackets of a class's bases or a `from` import's names (no rule reads those).
+_FORMATTING = {"leading_lines", "lines_after_decorators", "header", "footer", "comma", "semicolon",
+               "trailing_whitespace", "newline", "indent", "default_indent", "default_newline", "encoding",
+               "has_trailing_newline", "equal", "colon", "dot", "first_colon", "second_colon", "whitespace"}
+
+
+def differences(real, built, path="module", out=None):
+    """Where two trees differ as the analysis sees them (empty: the same)."""
+    out = [] if out is None else out
+    if type(real) is not type(built):
+        out.append(f"{path}: {type(real).__name__} != {type(built).__name__}")
+    elif isinstance(real, (list, tuple)):
+        if len(real) != len(built):
+            out.append(f"{path}: {len(real)} items != {len(built)}")
+        for i, (x, y) in enumerate(zip(real, built)):
+            differences(x, y, f"{path}[{i}]", out)
+    elif isinstance(real, cst.CSTNode):
+        for f in dataclasses.fields(real):
+            name = f.name
+            if name in _FORMATTING or name.startswith("whitespace"):
+                continue
+            x, y = getattr(real, name), getattr(built, name)
+            if name in ("lpar", "rpar"):
+                if type(real) not in (cst.ClassDef, cst.ImportFrom) and _brackets(x) != _brackets(y):
+                    out.append(f"{path}.{name}: {_brackets(x)} != {_brackets(y)}")
+                continue
+            if isinstance(x, cst.BaseParenthesizableWhitespace):
+                continue
+            differences(x, y, f"{path}.{type(real).__name__}.{name}", out)
+    elif real != built:
+        out.append(f"{path}: {real!r} != {built!r}")
+    return out
+
+
+def _brackets(v) -> int:
+    return len(v) if isinstance(v, (list, tuple)) else int(isinstance(v, (cst.LeftParen, cst.RightParen)))
+
+
+def same_tree(source: str):
+    built, spans = build(source, ast.parse(source))
+    assert differences(cst.parse_module(source), built) == []
+    return built, spans
+
+
+# Each line is a case where a careless build goes wrong (see the comment on each).
+SNIPPETS = [
+    "f(x)\nf((x))\nf(((x)), y)\n(f)(x)\n",  # a call's brackets are not its only argument's
+    "sum(x for x in y)\nsum((x for x in y))\ng = (x for x in y)\nf(a, (x for x in y))\n",  # generators
+    "print((a, b))\nt = a, b\nu = (a), b\nv = ((a), b)\nw = (a,)\nz = ()\nfor k, v in d.items(): pass\n",  # tuples
+    "x[a, b]\nx[(a, b)]\nx[()]\nx[a:b, c]\nx[::2]\nx[1:]\nx[...]\n",  # subscripts
+    "with (a):\n    pass\nwith (a) as b:\n    pass\nwith (a as b, c):\n    pass\n"
+    "with (\n    a,\n    b,\n):\n    pass\nwith (\n    a if c else b\n):\n    pass\n",  # with-statement brackets
+    "class A(B): pass\nclass C((D)): pass\nclass E(): pass\nclass F(G, metaclass=M): pass\n",  # class bases
+    "del a, b\ndel (a, b)\ndel a\n",  # del of several names is an unbracketed tuple
+    'a = ("x"  # one\n     "y")\nb = "p" "q"\nc = ""\nd = f"{x!r:>{w}} and {y.item():.3f}"\ne = b"\\x00" rb"\\d"\n'
+    'f = """multi\nline"""\ng = ("s" f"{z}")\n',  # strings
+    "if a:\n    pass\nelif b:\n    pass\nelse:\n    if c:\n        pass\n",  # elif is not else-if
+    "if x: return\nif y: a = 1; b = 2\na = 1; b = 2\n",  # one-line bodies and semicolons
+    "@dec\n@dec2(1)\ndef f(a, /, b: int = 1, *args, c, d=2, **kw) -> int:\n    return a\n"
+    "def g(*, k): pass\ndef h(a, *, k=1): pass\nl = lambda a, *b, c=1, **d: a\n",  # parameters
+    "f(*a, b=1, **k)\nf(a=1, *b)\n{**a, 'b': 1}\n[*a, b]\n*a, b = c\n",  # stars
+    "async def f():\n    async for x in y:\n        await x\n    async with a as b:\n        pass\n"
+    "    return [x async for x in y]\n",  # async
+    "def g():\n    yield x\n    yield from y\n    z = yield\n",  # yield
+    "from . import a\nfrom .b.c import (d as e, f)\nimport a.b as c, d\nfrom m import *\n",  # imports
+    "try:\n    pass\nexcept (A, B) as e:\n    pass\nelse:\n    pass\nfinally:\n    pass\n"
+    "while a:\n    break\nelse:\n    pass\nfor x in y:\n    continue\nelse:\n    pass\n",  # blocks with else
+    "global a, b\nx: int\ny: int = 1\nz += 1\nz @= w\nz //= 2\nassert a, b\nraise A from B\nraise\n",  # small statements
+    "a < b <= c\na not in b\na is not b\nnot a\n-a\n~a\n+a\na and b and c\na or b and c\n"
+    "a if b else c\n(y := f(x))\n[y for x in z if x if y for y in x]\n{k: v for k, v in d}\n{a, b}\n",  # operators
+    "x = 0x1F + 1_000 + 1e-3 + 2j + 1.5\n",  # numbers keep their spelling
+    "é = 'ü'; x = f(é).item()\n",  # columns after non-ASCII text
+]
+
+
+@pytest.mark.parametrize("source", SNIPPETS)
+def test_built_tree_is_libcsts_tree(source):
+    same_tree(source)
+
+
+def test_own_source_files_build_libcsts_trees():
+    """Every module of synclint and its rules: real code, with every construct they use."""
+    files = sorted((ROOT / "synclint").rglob("*.py")) + sorted((ROOT / "rules").glob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        source = path.read_text(encoding="utf-8")
+        built, _ = build(source, ast.parse(source))
+        assert differences(cst.parse_module(source), built) == [], path
+
+
+def _code_nodes(tree):
+    """The nodes the walker visits (no whitespace, commas or brackets), in pre-order."""
+    out, todo = [], [tree]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        todo.extend(reversed(list(child_nodes(n))))
+    return out
+
+
+def test_places_are_libcsts_places():
+    """Every node the built tree knows the place of is where LibCST's position provider
+    puts the same node of its own tree (the trees are walked side by side)."""
+    source = (ROOT / "synclint" / "walker.py").read_text(encoding="utf-8") + "\né = 'ü'; y = f(é).item()  # ü\n"
+    real = cst.parse_module(source)
+    built, spans = same_tree(source)
+    positions = MetadataWrapper(real, unsafe_skip_copy=True).resolve(PositionProvider)
+    index = PositionIndex(built, source, spans=spans)
+    real_nodes = _code_nodes(real)
+    assert len(real_nodes) == len(_code_nodes(built))
+    checked = 0
+    for r, b in zip(real_nodes, _code_nodes(built)):
+        assert type(r) is type(b)
+        if id(b) in spans:
+            p = positions[r]
+            assert index.span(b, None, 0) == (p.start.line, p.start.column, p.end.line, p.end.column), cst.Module([]).code_for_node(r)
+            checked += 1
+    assert checked > 3000
+
+
+def _call(m):
+    return m.body[0].body[0].value
+
+
+def _receiver(m):
+    return m.body[0].body[0].value.func.value
+
+
+@pytest.mark.parametrize("source, pick, expected", [
+    ("y = (x > 0).sum()\n", _receiver, "(x > 0)"),
+    ("y = ((x > 0)).sum()\n", _receiver, "((x > 0))"),
+    ("y = f(a,b ,  c)\n", _call, "f(a,b ,  c)"),
+    ("y = torch.tensor(0, device=d)\n", _call, "torch.tensor(0, device=d)"),
+    ("y = sum(x for x in z)\n", _call, "sum(x for x in z)"),
+    ("y = sum(x for x in z)\n", lambda m: _call(m).args[0].value, "x for x in z"),
+    ("y = g((x for x in z))\n", lambda m: _call(m).args[0].value, "(x for x in z)"),
+    ("y = f((a, b))\n", lambda m: _call(m).args[0].value, "(a, b)"),
+])
+def test_code_of_a_built_node_is_the_files_text(source, pick, expected):
+    """Messages quote the code as written, as LibCST's code for its own node does."""
+    built, spans = same_tree(source)
+    token = BUILT.set(SourceOf(source, spans))
+    try:
+        assert code_of(pick(built)) == expected == cst.Module([]).code_for_node(pick(cst.parse_module(source)))
+    finally:
+        BUILT.reset(token)
+
+
+def test_match_statement_is_parsed_by_libcst():
+    source = "match x:\n    case 1:\n        y = t.item()\n"
+    with pytest.raises(Unsupported):
+        build(source, ast.parse(source))
+    a = analyse("import torch\n" + source, "m.py")
+    assert a is not None and a.spans is None
+
+
+def test_analysis_uses_the_built_tree_unless_libcst_is_asked_for():
+    source = "import torch\nx = torch.zeros(3, device='cuda')\nprint(x.item())\n"
+    assert analyse(source, "m.py").spans is not None
+    assert analyse(source, "m.py", libcst_tree=True).spans is None
+
+
+def test_a_fix_is_made_from_libcsts_tree_and_keeps_the_files_formatting():
+    """The built tree has no comments or original spacing: a file with a fix is checked
+    again from LibCST's parse, so the fix is the same as before the built tree existed."""
+    source = ("import torch\nfrom torch.utils.data import DataLoader\n"
+              "loader = DataLoader(ds,   batch_size=4)  # keep\n"
+              "for x in loader:\n    x = x.to('cuda')\n")
+    fixes = [f.fix for f in lint_source(source, "m.py") if f.fix is not None]
+    assert fixes, "the example must have a fix"
+    edit = fixes[0].edits[0]
+    assert "ds,   batch_size=4" in edit.content
