@@ -136,8 +136,13 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     if not ctx.findings and not failed and not comment_rules:
         return [], graph, summary
     if a.spans is not None and _needs_libcst_tree(ctx.findings, a.spans):
-        again = analyse(source, a.filename, a.module_name, force=True, libcst_tree=True)
-        return lint_analysis(again, rules, project)
+        try:
+            again = analyse(source, a.filename, a.module_name, force=True, libcst_tree=True)
+        except LintError:  # valid Python LibCST refuses (LibCST issue #1011): no fix then
+            for p in ctx.findings:
+                p.replacement = None
+        else:
+            return lint_analysis(again, rules, project)
     hot_funcs = hot_functions(ctx)
     positions = PositionIndex(module, source, a.rows, a.spans)
     noqa = noqa_map(source)

@@ -138,7 +138,8 @@ class PositionIndex:
 
     def span(self, node: cst.CSTNode, stmt: Optional[cst.CSTNode], stmt_index: int) -> Span:
         if self.spans is not None:
-            return self._built_span(self.spans[id(node)])
+            where = self.spans.get(id(node)) or self.spans.get(id(stmt))
+            return self._built_span(where) if where is not None else (1, 0, 1, 0)
         ranges = self._ranges_for(stmt, stmt_index)
         r = ranges.get(node) if ranges is not None else None
         if r is None:

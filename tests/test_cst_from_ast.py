@@ -189,3 +189,17 @@ def test_a_fix_is_made_from_libcsts_tree_and_keeps_the_files_formatting():
     assert fixes, "the example must have a fix"
     edit = fixes[0].edits[0]
     assert "ds,   batch_size=4" in edit.content
+
+
+def test_valid_python_libcst_refuses_is_checked_without_fixes():
+    """`(pars): bool = True` (LibCST issue #1011): found from the built tree; the fix, which
+    would need LibCST's own tree, is not offered rather than made from a tree without the
+    file's formatting."""
+    source = ("import torch\nfrom torch.utils.data import DataLoader\n(pars): bool = True\n"
+              "loader = DataLoader(ds,   batch_size=4)  # keep\n"
+              "for x in loader:\n    x = x.to('cuda')\n")
+    with pytest.raises(cst.ParserSyntaxError):
+        cst.parse_module(source)
+    found = lint_source(source, "m.py")
+    assert {(f.code, f.row) for f in found} >= {("SYN504", 4), ("SYN304", 6)}
+    assert all(f.fix is None for f in found)
