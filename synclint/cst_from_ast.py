@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import io
 import re
+import tokenize
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -58,6 +60,8 @@ _COMPARE = {
     ast.In: cst.In, ast.NotIn: cst.NotIn,
 }
 _LEFT, _RIGHT = cst.LeftParen(), cst.RightParen()
+# An f-string's opening: its prefix and quotes (group 2: the quotes).
+_FSTRING_START = re.compile("([rR]?[fF][rR]?)('''|\"\"\"|'|\")")
 _BRACKETED_BY_DEFAULT = frozenset({ast.Tuple, ast.GeneratorExp})
 _SMALL = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Delete, ast.Pass,
           ast.Break, ast.Continue, ast.Raise, ast.Global, ast.Nonlocal, ast.Import,
@@ -132,7 +136,8 @@ class _Builder:
             self._starts = starts
         if row - 1 >= len(self.lines):
             return len(self.source)
-        col = byte_col if self.ascii else len(self.lines[row - 1].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        line = self.lines[row - 1]
+        col = byte_col if self.ascii or line.isascii() else len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
         return self._starts[row - 1] + col
 
     def _text(self, a: ast.AST) -> str:
@@ -142,8 +147,8 @@ class _Builder:
         """How many pairs of brackets enclose `a` in the source and are its own (LibCST's
         `lpar`): pairs right around it, up to the one opening at offset `owner`, which its
         parent's syntax owns (a call's brackets around its only argument)."""
-        if self.ascii and a.col_offset:  # the usual node: no bracket right before it on its line
-            line = self.lines[a.lineno - 1]
+        line = self.lines[a.lineno - 1] if a.col_offset else ""
+        if line and (self.ascii or line.isascii()):  # the usual node: no bracket right before it on its line
             k = a.col_offset - 1
             while k and line[k] in " \t":
                 k -= 1
@@ -200,7 +205,7 @@ class _Builder:
     def suite(self, header_row: int, stmts: Sequence[ast.stmt]) -> cst.BaseSuite:
         first = stmts[0]
         text = self.lines[first.lineno - 1] if first.lineno - 1 < len(self.lines) else ""
-        before = text.encode("utf-8")[:first.col_offset] if not self.ascii else text[:first.col_offset]
+        before = text[:first.col_offset] if self.ascii or text.isascii() else text.encode("utf-8")[:first.col_offset]
         if before.strip():  # `if x: return`: the body on the header's line
             return _new(cst.SimpleStatementSuite, body=tuple(self.small(s) for s in stmts))
         return _new(cst.IndentedBlock, body=self.statements(stmts))
@@ -348,7 +353,7 @@ class _Builder:
 
     def _starts_with(self, a: ast.AST, word: str) -> bool:
         text = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
-        if not self.ascii:
+        if not (self.ascii or text.isascii()):
             text = text.encode("utf-8")[a.col_offset:].decode("utf-8", "replace")
             return text.startswith(word)
         return text.startswith(word, a.col_offset)
@@ -447,26 +452,69 @@ class _Builder:
             return _new(cst.Name, value=repr(v))
         if v is Ellipsis:
             return _new(cst.Ellipsis)
-        text = self._text(a)
         if isinstance(v, (str, bytes)):
-            return self._string(text)
+            return self._string(a)
+        text = self._text(a)
         if isinstance(v, complex):
             return _new(cst.Imaginary, value=text)
         if isinstance(v, float):
             return _new(cst.Float, value=text)
         return _new(cst.Integer, value=text)
 
-    def _string(self, text: str) -> cst.BaseExpression:
-        quote = next((i for i, c in enumerate(text) if c in "'\""), 0)
-        inner = text[quote + 1:-1]
-        if _ADJACENT_QUOTES.search(inner) is None:
-            return _new(cst.SimpleString, value=text)
-        return _parse_expression(text)  # literals side by side: LibCST splits them
+    def _string(self, a: ast.expr) -> cst.BaseExpression:
+        """A string literal (`a`: a constant or an f-string), or several side by side
+        (LibCST's ConcatenatedString). F-strings on lines of ASCII are cut where Python's
+        tree puts the expressions inside them; anything else (`{x=}`, a string over lines
+        with expressions inside, other text) is LibCST's parse of the text, with the
+        expressions inside built here."""
+        text = self._text(a)
+        start = next((i for i, c in enumerate(text) if c in "'\""), 0)
+        quotes = 3 if text[start:start + 3] in ('"""', "'''") and len(text) - start >= 6 else 1
+        if not _ADJACENT_QUOTES.search(text, start + quotes, len(text) - quotes):
+            pieces = [(text, a.lineno, a.col_offset)]
+        else:
+            pieces = self._literals(a, text)
+        values = [v for v in a.values if type(v) is ast.FormattedValue] if type(a) is ast.JoinedStr else []
+        built = [self._literal(*piece, values) for piece in pieces] if pieces is not None else [None]
+        if None in built:
+            return self._parsed_string(a, text)
+        node = built[-1]
+        for left in reversed(built[:-1]):
+            node = _new(cst.ConcatenatedString, left=left, right=node)
+        return node
 
-    def _joined(self, a: ast.JoinedStr) -> cst.BaseExpression:
-        """An f-string: LibCST's parse of its text (the literal parts as written), with the
-        expressions inside built here (so their places are known)."""
-        node = _parse_expression(self._text(a))
+    def _literals(self, a: ast.expr, text: str):
+        """The literals side by side in `text`, each (its text, line, column), from Python's
+        tokenizer; None where their lines are not ASCII (the columns would be bytes)."""
+        if not all(self.lines[r - 1].isascii() for r in range(a.lineno, a.end_lineno + 1)):
+            return None
+        out = []
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(f"({text})").readline):
+                if tok.type == tokenize.STRING:
+                    row, col = tok.start
+                    out.append((tok.string, a.lineno + row - 1, a.col_offset + col - 1 if row == 1 else col))
+        except (tokenize.TokenError, SyntaxError):  # pragma: no cover - Python's parser took it
+            return None
+        return out
+
+    def _literal(self, text: str, row: int, col: int, values: Sequence[ast.FormattedValue]):
+        """One literal: a SimpleString, or an f-string cut into its parts (None: not cut here)."""
+        m = _FSTRING_START.match(text)
+        if m is None:
+            return _new(cst.SimpleString, value=text)
+        if not (self.ascii or self.lines[row - 1].isascii()):
+            return None
+        mine = [v for v in values if v.value.lineno == row and col <= v.value.col_offset < col + len(text)]
+        parts = _FStringCutter(self, text, col).parts(m.end(), mine, len(text) - len(m.group(2)))
+        if parts is None:
+            return None
+        return _new(cst.FormattedString, parts=parts, start=m.group(0), end=m.group(2))
+
+    def _parsed_string(self, a: ast.expr, text: str) -> cst.BaseExpression:
+        node = _parse_expression(text)
+        if type(a) is not ast.JoinedStr:
+            return node
         values: List[ast.expr] = []
         _formatted_values(a, values)
         it = iter(values)
@@ -624,8 +672,70 @@ class _Builder:
         return _new(cst.StarredElement, value=self.expr(a.value))
 
 
+class _FStringCutter:
+    """Cuts an f-string's text (one line) into LibCST's parts, at the places Python's tree
+    gives for the expressions inside it."""
+
+    def __init__(self, builder: _Builder, text: str, col: int) -> None:
+        self.b, self.text, self.col = builder, text, col
+
+    def parts(self, pos: int, values: Sequence[ast.expr], end: int):
+        """The parts of text[pos:end] (None: not cut here); `values`: Python's parts."""
+        text, out = self.text, []
+        for v in values:
+            if type(v) is not ast.FormattedValue:
+                continue  # the literal text comes from between the expressions
+            e = v.value.col_offset - self.col
+            brace = text.rfind("{", pos, e)
+            if brace < 0 or text[brace + 1:e].strip():
+                return None
+            if brace > pos:
+                out.append(_new(cst.FormattedStringText, value=text[pos:brace]))
+            expression = self.b.expr(v.value)
+            j = v.value.end_col_offset - self.col
+            while j < end and text[j] in " \t":
+                j += 1
+            conversion = None
+            if text[j:j + 1] == "!":
+                conversion, j = text[j + 1:j + 2], j + 2
+                if conversion not in ("r", "s", "a"):
+                    return None
+            spec = None
+            if text[j:j + 1] == ":":
+                close = self._spec_end(j + 1, v.format_spec)
+                if close is None:
+                    return None
+                spec = self.parts(j + 1, v.format_spec.values if v.format_spec is not None else (), close)
+                if spec is None:
+                    return None
+                j = close
+            if text[j:j + 1] != "}":
+                return None  # `{x=}`, or anything unforeseen
+            out.append(_new(cst.FormattedStringExpression, expression=expression, conversion=conversion,
+                            format_spec=spec))
+            pos = j + 1
+        if pos < end:
+            if "{" in text[pos:end].replace("{{", ""):
+                return None
+            out.append(_new(cst.FormattedStringText, value=text[pos:end]))
+        return tuple(out)
+
+    def _spec_end(self, pos: int, spec: Optional[ast.JoinedStr]) -> Optional[int]:
+        """Where a format spec starting at pos ends (its `}`): the first `}` after its own
+        `{...}` parts."""
+        inner = [v for v in (spec.values if spec is not None else ()) if type(v) is ast.FormattedValue]
+        if inner:
+            last = inner[-1]
+            after = self.text.find("}", last.value.end_col_offset - self.col)
+            if after < 0:  # (a `{...}` inside a spec has no `{...}` of its own: Python refuses it)
+                return None
+            pos = after + 1
+        close = self.text.find("}", pos)
+        return close if close >= 0 else None
+
+
 _EXPR = {
-    ast.Name: _Builder._name, ast.Constant: _Builder._constant, ast.JoinedStr: _Builder._joined,
+    ast.Name: _Builder._name, ast.Constant: _Builder._constant, ast.JoinedStr: _Builder._string,
     ast.Attribute: _Builder._attribute, ast.Call: _Builder._call, ast.Subscript: _Builder._subscript,
     ast.BinOp: _Builder._binop, ast.UnaryOp: _Builder._unaryop, ast.BoolOp: _Builder._boolop,
     ast.Compare: _Builder._compare, ast.IfExp: _Builder._ifexp, ast.Lambda: _Builder._lambda,

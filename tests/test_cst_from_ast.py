@@ -73,6 +73,8 @@ SNIPPETS = [
     "del a, b\ndel (a, b)\ndel a\n",  # del of several names is an unbracketed tuple
     'a = ("x"  # one\n     "y")\nb = "p" "q"\nc = ""\nd = f"{x!r:>{w}} and {y.item():.3f}"\ne = b"\\x00" rb"\\d"\n'
     'f = """multi\nline"""\ng = ("s" f"{z}")\n',  # strings
+    'x = (\n    f"a {b} "  # c\n    "plain {no} "\n    f"d {len(e)!r:>3}"\n)\ny = f"{x=}"\nz = "p" \'q\'\n'
+    'w = b"a" b"b"\nv = f"{{lit}} {d[\'{\']}" f"{x:{y}.{z}f}"\nu = f\'\'\'{t}\'\'\'\n',  # side by side, cut
     "if a:\n    pass\nelif b:\n    pass\nelse:\n    if c:\n        pass\n",  # elif is not else-if
     "if x: return\nif y: a = 1; b = 2\na = 1; b = 2\n",  # one-line bodies and semicolons
     "@dec\n@dec2(1)\ndef f(a, /, b: int = 1, *args, c, d=2, **kw) -> int:\n    return a\n"
