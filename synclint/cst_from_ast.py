@@ -83,7 +83,7 @@ class SourceOf:
         if self._builder is None:
             self._builder = _Builder(self.source)
             self._builder.spans = self.spans
-        lo, hi = self._builder.outer(node)  # LibCST's code for a node includes its own brackets
+        lo, hi = self._builder.offsets(self._builder.outer(node))  # LibCST's code includes its brackets
         return self.source[lo:hi]
 
 
@@ -176,7 +176,7 @@ class _Builder:
     # ------------------------------------------------------------------ module and statements
     def module(self, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
         body = self.statements(tree.body)
-        return _new(cst.Module, body=body), self.spans
+        return _make.Module(body=body), self.spans
 
     def statements(self, stmts: Sequence[ast.stmt]) -> List[cst.BaseStatement]:
         """Compound statements one by one; small ones grouped by the line they share."""
@@ -190,16 +190,16 @@ class _Builder:
                     line.append(small)
                 else:
                     if line:
-                        out.append(_new(cst.SimpleStatementLine, body=tuple(line)))
+                        out.append(_make.SimpleStatementLine(body=tuple(line)))
                     line = [small]
                 last_row = s.end_lineno
                 continue
             if line:
-                out.append(_new(cst.SimpleStatementLine, body=tuple(line)))
+                out.append(_make.SimpleStatementLine(body=tuple(line)))
                 line = []
             out.append(self.compound(s))
         if line:
-            out.append(_new(cst.SimpleStatementLine, body=tuple(line)))
+            out.append(_make.SimpleStatementLine(body=tuple(line)))
         return tuple(out)
 
     def suite(self, header_row: int, stmts: Sequence[ast.stmt]) -> cst.BaseSuite:
@@ -207,62 +207,62 @@ class _Builder:
         text = self.lines[first.lineno - 1] if first.lineno - 1 < len(self.lines) else ""
         before = text[:first.col_offset] if self.ascii or text.isascii() else text.encode("utf-8")[:first.col_offset]
         if before.strip():  # `if x: return`: the body on the header's line
-            return _new(cst.SimpleStatementSuite, body=tuple(self.small(s) for s in stmts))
-        return _new(cst.IndentedBlock, body=self.statements(stmts))
+            return _make.SimpleStatementSuite(body=tuple(self.small(s) for s in stmts))
+        return _make.IndentedBlock(body=self.statements(stmts))
 
     def _else(self, row: int, stmts: Sequence[ast.stmt]) -> Optional[cst.Else]:
-        return _new(cst.Else, body=self.suite(row, stmts)) if stmts else None
+        return _make.Else(body=self.suite(row, stmts)) if stmts else None
 
     def small(self, s: ast.stmt) -> cst.BaseSmallStatement:
         if not isinstance(s, _SMALL):
             raise Unsupported(type(s).__name__)
         t = type(s)
         if t is ast.Expr:
-            node = _new(cst.Expr, value=self.expr(s.value))
+            node = _make.Expr(value=self.expr(s.value))
         elif t is ast.Assign:
-            node = _new(cst.Assign, targets=tuple(_new(cst.AssignTarget, target=self.expr(x)) for x in s.targets),
+            node = _make.Assign(targets=tuple(_make.AssignTarget(target=self.expr(x)) for x in s.targets),
                               value=self.expr(s.value))
         elif t is ast.AugAssign:
-            node = _new(cst.AugAssign, target=self.expr(s.target), operator=_AUGMENTED[type(s.op)](),
+            node = _make.AugAssign(target=self.expr(s.target), operator=_AUGMENTED[type(s.op)](),
                                  value=self.expr(s.value))
         elif t is ast.AnnAssign:
-            node = _new(cst.AnnAssign, target=self.expr(s.target), annotation=_new(cst.Annotation, annotation=self.expr(s.annotation)),
+            node = _make.AnnAssign(target=self.expr(s.target), annotation=_make.Annotation(annotation=self.expr(s.annotation)),
                                  value=self.expr(s.value) if s.value is not None else None)
         elif t is ast.Return:
-            node = _new(cst.Return, value=self.expr(s.value) if s.value is not None else None)
+            node = _make.Return(value=self.expr(s.value) if s.value is not None else None)
         elif t is ast.Delete:
             targets = [self.expr(x) for x in s.targets]
-            node = _new(cst.Del, target=targets[0] if len(targets) == 1 else
-                        _new(cst.Tuple, elements=tuple(_new(cst.Element, value=x) for x in targets), lpar=(), rpar=()))
+            node = _make.Del(target=targets[0] if len(targets) == 1 else
+                        _make.Tuple(elements=tuple(_make.Element(value=x) for x in targets), lpar=(), rpar=()))
         elif t is ast.Pass:
-            node = _new(cst.Pass)
+            node = _make.Pass()
         elif t is ast.Break:
-            node = _new(cst.Break)
+            node = _make.Break()
         elif t is ast.Continue:
-            node = _new(cst.Continue)
+            node = _make.Continue()
         elif t is ast.Raise:
-            node = _new(cst.Raise, exc=self.expr(s.exc) if s.exc is not None else None,
-                             cause=_new(cst.From, item=self.expr(s.cause)) if s.cause is not None else None)
+            node = _make.Raise(exc=self.expr(s.exc) if s.exc is not None else None,
+                             cause=_make.From(item=self.expr(s.cause)) if s.cause is not None else None)
         elif t is ast.Global:
-            node = _new(cst.Global, names=tuple(_new(cst.NameItem, name=_new(cst.Name, value=n)) for n in s.names))
+            node = _make.Global(names=tuple(_make.NameItem(name=_make.Name(value=n)) for n in s.names))
         elif t is ast.Nonlocal:
-            node = _new(cst.Nonlocal, names=tuple(_new(cst.NameItem, name=_new(cst.Name, value=n)) for n in s.names))
+            node = _make.Nonlocal(names=tuple(_make.NameItem(name=_make.Name(value=n)) for n in s.names))
         elif t is ast.Import:
-            node = _new(cst.Import, names=tuple(self._alias(a) for a in s.names))
+            node = _make.Import(names=tuple(self._alias(a) for a in s.names))
         elif t is ast.ImportFrom:
             if len(s.names) == 1 and s.names[0].name == "*":
-                names: Union[cst.ImportStar, List[cst.ImportAlias]] = _new(cst.ImportStar)
+                names: Union[cst.ImportStar, List[cst.ImportAlias]] = _make.ImportStar()
             else:
                 names = tuple(self._alias(a) for a in s.names)
-            node = _new(cst.ImportFrom, module=_dotted(s.module) if s.module else None, names=names,
-                                  relative=(_new(cst.Dot),) * (s.level or 0))
+            node = _make.ImportFrom(module=_dotted(s.module) if s.module else None, names=names,
+                                  relative=(_make.Dot(),) * (s.level or 0))
         else:  # ast.Assert
-            node = _new(cst.Assert, test=self.expr(s.test), msg=self.expr(s.msg) if s.msg is not None else None)
+            node = _make.Assert(test=self.expr(s.test), msg=self.expr(s.msg) if s.msg is not None else None)
         self.spans[id(node)] = s
         return node
 
     def _alias(self, a: ast.alias) -> cst.ImportAlias:
-        return _new(cst.ImportAlias, name=_dotted(a.name), asname=_new(cst.AsName, name=_new(cst.Name, value=a.asname)) if a.asname else None)
+        return _make.ImportAlias(name=_dotted(a.name), asname=_make.AsName(name=_make.Name(value=a.asname)) if a.asname else None)
 
     def compound(self, s: ast.stmt) -> cst.BaseCompoundStatement:
         t = type(s)
@@ -270,43 +270,43 @@ class _Builder:
         if t is ast.If:
             node = self._if(s)
         elif t in (ast.For, ast.AsyncFor):
-            node = _new(cst.For, target=self.expr(s.target), iter=self.expr(s.iter), body=self.suite(row, s.body),
+            node = _make.For(target=self.expr(s.target), iter=self.expr(s.iter), body=self.suite(row, s.body),
                            orelse=self._else(row, s.orelse),
-                           asynchronous=_new(cst.Asynchronous) if t is ast.AsyncFor else None)
+                           asynchronous=_make.Asynchronous() if t is ast.AsyncFor else None)
         elif t is ast.While:
-            node = _new(cst.While, test=self.expr(s.test), body=self.suite(row, s.body), orelse=self._else(row, s.orelse))
+            node = _make.While(test=self.expr(s.test), body=self.suite(row, s.body), orelse=self._else(row, s.orelse))
         elif t in (ast.With, ast.AsyncWith):
             owner = self._with_bracket(s)
-            items = tuple(_new(cst.WithItem, item=self.expr(i.context_expr, owner),
-                               asname=_new(cst.AsName, name=self.expr(i.optional_vars)) if i.optional_vars is not None else None)
+            items = tuple(_make.WithItem(item=self.expr(i.context_expr, owner),
+                               asname=_make.AsName(name=self.expr(i.optional_vars)) if i.optional_vars is not None else None)
                           for i in s.items)
-            node = _new(cst.With, items=items, body=self.suite(row, s.body),
-                        asynchronous=_new(cst.Asynchronous) if t is ast.AsyncWith else None)
+            node = _make.With(items=items, body=self.suite(row, s.body),
+                        asynchronous=_make.Asynchronous() if t is ast.AsyncWith else None)
             if owner >= 0:
                 _set(node, "lpar", _LEFT)
                 _set(node, "rpar", _RIGHT)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
-            node = _new(cst.FunctionDef, 
-                name=_new(cst.Name, value=s.name), params=self.parameters(s.args), body=self.suite(row, s.body),
-                decorators=tuple(_new(cst.Decorator, decorator=self.expr(d)) for d in s.decorator_list),
-                returns=_new(cst.Annotation, annotation=self.expr(s.returns)) if s.returns is not None else None,
-                asynchronous=_new(cst.Asynchronous) if t is ast.AsyncFunctionDef else None,
+            node = _make.FunctionDef(
+                name=_make.Name(value=s.name), params=self.parameters(s.args), body=self.suite(row, s.body),
+                decorators=tuple(_make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
+                returns=_make.Annotation(annotation=self.expr(s.returns)) if s.returns is not None else None,
+                asynchronous=_make.Asynchronous() if t is ast.AsyncFunctionDef else None,
             )
         elif t is ast.ClassDef:
-            node = _new(cst.ClassDef, 
-                name=_new(cst.Name, value=s.name), body=self.suite(row, s.body),
-                bases=tuple(_new(cst.Arg, value=self.expr(b, self._class_bracket(s))) for b in s.bases),
+            node = _make.ClassDef(
+                name=_make.Name(value=s.name), body=self.suite(row, s.body),
+                bases=tuple(_make.Arg(value=self.expr(b, self._class_bracket(s))) for b in s.bases),
                 keywords=tuple(self._keyword(k) for k in s.keywords),
-                decorators=tuple(_new(cst.Decorator, decorator=self.expr(d)) for d in s.decorator_list),
+                decorators=tuple(_make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
             )
         elif t is ast.Try or t.__name__ == "TryStar":
             star = t is not ast.Try
             handler = cst.ExceptStarHandler if star else cst.ExceptHandler
-            handlers = tuple(_new(handler, body=self.suite(h.lineno, h.body), type=self.expr(h.type) if h.type is not None else None,
-                                     name=_new(cst.AsName, name=_new(cst.Name, value=h.name)) if h.name else None)
+            handlers = tuple(getattr(_make, handler.__name__)(body=self.suite(h.lineno, h.body), type=self.expr(h.type) if h.type is not None else None,
+                                     name=_make.AsName(name=_make.Name(value=h.name)) if h.name else None)
                              for h in s.handlers)
-            final = _new(cst.Finally, body=self.suite(row, s.finalbody)) if s.finalbody else None
-            node = _new(cst.TryStar if star else cst.Try, body=self.suite(row, s.body), handlers=handlers,
+            final = _make.Finally(body=self.suite(row, s.finalbody)) if s.finalbody else None
+            node = (_make.TryStar if star else _make.Try)(body=self.suite(row, s.body), handlers=handlers,
                                                        orelse=self._else(row, s.orelse), finalbody=final)
         else:  # match, and anything newer
             raise Unsupported(t.__name__)
@@ -348,8 +348,8 @@ class _Builder:
                 orelse = self._if(first)
                 self.spans[id(orelse)] = first
             else:
-                orelse = _new(cst.Else, body=self.suite(s.lineno, s.orelse))
-        return _new(cst.If, test=self.expr(s.test), body=self.suite(s.lineno, s.body), orelse=orelse)
+                orelse = _make.Else(body=self.suite(s.lineno, s.orelse))
+        return _make.If(test=self.expr(s.test), body=self.suite(s.lineno, s.body), orelse=orelse)
 
     def _starts_with(self, a: ast.AST, word: str) -> bool:
         text = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
@@ -366,28 +366,28 @@ class _Builder:
         if args.vararg is not None:
             star_arg: Union[cst.Param, cst.ParamStar, cst.MaybeSentinel] = self._param(args.vararg, None, "*")
         elif args.kwonlyargs:
-            star_arg = _new(cst.ParamStar)
+            star_arg = _make.ParamStar()
         else:
             star_arg = cst.MaybeSentinel.DEFAULT
-        return _new(cst.Parameters, 
+        return _make.Parameters(
             params=tuple(params), star_arg=star_arg,
             kwonly_params=tuple(self._param(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)),
             star_kwarg=self._param(args.kwarg, None, "**") if args.kwarg is not None else None,
-            posonly_params=tuple(posonly), posonly_ind=_new(cst.ParamSlash) if posonly else cst.MaybeSentinel.DEFAULT,
+            posonly_params=tuple(posonly), posonly_ind=_make.ParamSlash() if posonly else cst.MaybeSentinel.DEFAULT,
         )
 
     def _param(self, a: ast.arg, default: Optional[ast.expr], star: str = "") -> cst.Param:
-        node = _new(cst.Param, name=_new(cst.Name, value=a.arg),
-                         annotation=_new(cst.Annotation, annotation=self.expr(a.annotation)) if a.annotation is not None else None,
+        node = _make.Param(name=_make.Name(value=a.arg),
+                         annotation=_make.Annotation(annotation=self.expr(a.annotation)) if a.annotation is not None else None,
                          default=self.expr(default) if default is not None else None,
                          star=star)
         return node
 
     def _keyword(self, k: ast.keyword) -> cst.Arg:
         if k.arg is None:
-            node = _new(cst.Arg, value=self.expr(k.value), star="**")
+            node = _make.Arg(value=self.expr(k.value), star="**")
         else:
-            node = _new(cst.Arg, value=self.expr(k.value), keyword=_new(cst.Name, value=k.arg))
+            node = _make.Arg(value=self.expr(k.value), keyword=_make.Name(value=k.arg))
         self.spans[id(node)] = k
         return node
 
@@ -417,16 +417,22 @@ class _Builder:
         self.spans[id(node)] = where
         return node
 
-    def outer(self, node: cst.CSTNode) -> Tuple[int, int]:
-        """Where a node lies with its own brackets, as offsets (the place of an argument or
-        element that holds it, and the extent of LibCST's code for it)."""
+    def outer(self, node: cst.CSTNode) -> Span:
+        """Where a node lies with its own brackets (the place of an argument or element that
+        holds it, and the extent of LibCST's code for it)."""
         where = self.spans[id(node)]
-        lo, hi = where if isinstance(where, tuple) else (
-            self._offset(where.lineno, where.col_offset), self._offset(where.end_lineno, where.end_col_offset))
         own = getattr(node, "lpar", ())
-        for _ in own if isinstance(own, (tuple, list)) else ():
+        if not own or not isinstance(own, (tuple, list)):
+            return where
+        lo, hi = self.offsets(where)
+        for _ in own:
             lo, hi = _back(self.source, lo), _forward(self.source, hi) + 1
         return (lo, hi)
+
+    def offsets(self, where: Span) -> Tuple[int, int]:
+        if isinstance(where, tuple):
+            return where
+        return self._offset(where.lineno, where.col_offset), self._offset(where.end_lineno, where.end_col_offset)
 
     def _tuple_bracketed(self, a: ast.Tuple) -> bool:
         """Python's tree puts a tuple's own brackets inside its position, but `(a), b` also
@@ -444,22 +450,22 @@ class _Builder:
             lo, hi = i, j + 1
 
     def _name(self, a: ast.Name) -> cst.Name:
-        return _new(cst.Name, value=a.id)
+        return _make.Name(value=a.id)
 
     def _constant(self, a: ast.Constant) -> cst.BaseExpression:
         v = a.value
         if v is None or v is True or v is False:
-            return _new(cst.Name, value=repr(v))
+            return _make.Name(value=repr(v))
         if v is Ellipsis:
-            return _new(cst.Ellipsis)
+            return _make.Ellipsis()
         if isinstance(v, (str, bytes)):
             return self._string(a)
         text = self._text(a)
         if isinstance(v, complex):
-            return _new(cst.Imaginary, value=text)
+            return _make.Imaginary(value=text)
         if isinstance(v, float):
-            return _new(cst.Float, value=text)
-        return _new(cst.Integer, value=text)
+            return _make.Float(value=text)
+        return _make.Integer(value=text)
 
     def _string(self, a: ast.expr) -> cst.BaseExpression:
         """A string literal (`a`: a constant or an f-string), or several side by side
@@ -480,7 +486,7 @@ class _Builder:
             return self._parsed_string(a, text)
         node = built[-1]
         for left in reversed(built[:-1]):
-            node = _new(cst.ConcatenatedString, left=left, right=node)
+            node = _make.ConcatenatedString(left=left, right=node)
         return node
 
     def _literals(self, a: ast.expr, text: str):
@@ -502,14 +508,14 @@ class _Builder:
         """One literal: a SimpleString, or an f-string cut into its parts (None: not cut here)."""
         m = _FSTRING_START.match(text)
         if m is None:
-            return _new(cst.SimpleString, value=text)
+            return _make.SimpleString(value=text)
         if not (self.ascii or self.lines[row - 1].isascii()):
             return None
         mine = [v for v in values if v.value.lineno == row and col <= v.value.col_offset < col + len(text)]
         parts = _FStringCutter(self, text, col).parts(m.end(), mine, len(text) - len(m.group(2)))
         if parts is None:
             return None
-        return _new(cst.FormattedString, parts=parts, start=m.group(0), end=m.group(2))
+        return _make.FormattedString(parts=parts, start=m.group(0), end=m.group(2))
 
     def _parsed_string(self, a: ast.expr, text: str) -> cst.BaseExpression:
         node = _parse_expression(text)
@@ -524,10 +530,10 @@ class _Builder:
             return node
 
     def _attribute(self, a: ast.Attribute) -> cst.Attribute:
-        attr = _new(cst.Name, value=a.attr)
+        attr = _make.Name(value=a.attr)
         end = self._offset(a.end_lineno, a.end_col_offset)
         self.spans[id(attr)] = (end - len(a.attr), end)
-        return _new(cst.Attribute, value=self.expr(a.value), attr=attr)
+        return _make.Attribute(value=self.expr(a.value), attr=attr)
 
     def _call(self, a: ast.Call) -> cst.Call:
         items: List[Tuple[Tuple[int, int], cst.Arg]] = []
@@ -537,18 +543,18 @@ class _Builder:
             owner = self._call_bracket(a, func)
         for x in a.args:
             if type(x) is ast.Starred:
-                arg = _new(cst.Arg, value=self.expr(x.value), star="*")
+                arg = _make.Arg(value=self.expr(x.value), star="*")
                 self.spans[id(arg)] = x
             else:
                 value = self.expr(x, owner)
-                arg = _new(cst.Arg, value=value)
+                arg = _make.Arg(value=value)
                 self.spans[id(arg)] = self.outer(value)
             items.append(((x.lineno, x.col_offset), arg))
         for k in a.keywords:
             items.append(((k.lineno, k.col_offset), self._keyword(k)))
         if a.args and a.keywords:
             items.sort(key=lambda p: p[0])
-        return _new(cst.Call, func=func, args=tuple(arg for _, arg in items))
+        return _make.Call(func=func, args=tuple(arg for _, arg in items))
 
     def _call_bracket(self, a: ast.Call, func: cst.BaseExpression) -> int:
         """The offset of the bracket that opens a call's arguments (after the callee's own)."""
@@ -564,112 +570,112 @@ class _Builder:
             elements = tuple(self._subscript_element(e) for e in s.elts)
         else:
             elements = (self._subscript_element(s),)
-        return _new(cst.Subscript, value=self.expr(a.value), slice=elements)
+        return _make.Subscript(value=self.expr(a.value), slice=elements)
 
     def _subscript_element(self, e: ast.expr) -> cst.SubscriptElement:
         if type(e) is ast.Slice:
-            inner: cst.BaseSlice = _new(cst.Slice, 
+            inner: cst.BaseSlice = _make.Slice(
                 lower=self.expr(e.lower) if e.lower is not None else None,
                 upper=self.expr(e.upper) if e.upper is not None else None,
                 step=self.expr(e.step) if e.step is not None else None,
-                second_colon=_new(cst.Colon) if e.step is not None else cst.MaybeSentinel.DEFAULT,
+                second_colon=_make.Colon() if e.step is not None else cst.MaybeSentinel.DEFAULT,
             )
             self.spans[id(inner)] = e
         elif type(e) is ast.Starred:
-            inner = _new(cst.Index, value=self.expr(e.value), star="*")
+            inner = _make.Index(value=self.expr(e.value), star="*")
         else:
-            inner = _new(cst.Index, value=self.expr(e))
-        return _new(cst.SubscriptElement, slice=inner)
+            inner = _make.Index(value=self.expr(e))
+        return _make.SubscriptElement(slice=inner)
 
     def _binop(self, a: ast.BinOp) -> cst.BinaryOperation:
-        return _new(cst.BinaryOperation, left=self.expr(a.left), operator=_BINARY[type(a.op)](), right=self.expr(a.right))
+        return _make.BinaryOperation(left=self.expr(a.left), operator=_BINARY[type(a.op)](), right=self.expr(a.right))
 
     def _unaryop(self, a: ast.UnaryOp) -> cst.UnaryOperation:
-        return _new(cst.UnaryOperation, operator=_UNARY[type(a.op)](), expression=self.expr(a.operand))
+        return _make.UnaryOperation(operator=_UNARY[type(a.op)](), expression=self.expr(a.operand))
 
     def _boolop(self, a: ast.BoolOp) -> cst.BooleanOperation:
         op = cst.And if type(a.op) is ast.And else cst.Or
         node = self.expr(a.values[0])
         for v in a.values[1:]:
-            node = _new(cst.BooleanOperation, left=node, operator=op(), right=self.expr(v))
+            node = _make.BooleanOperation(left=node, operator=op(), right=self.expr(v))
         return node
 
     def _compare(self, a: ast.Compare) -> cst.Comparison:
-        return _new(cst.Comparison, left=self.expr(a.left), comparisons=tuple(
-            _new(cst.ComparisonTarget, operator=_COMPARE[type(op)](), comparator=self.expr(c))
+        return _make.Comparison(left=self.expr(a.left), comparisons=tuple(
+            _make.ComparisonTarget(operator=_COMPARE[type(op)](), comparator=self.expr(c))
             for op, c in zip(a.ops, a.comparators)))
 
     def _ifexp(self, a: ast.IfExp) -> cst.IfExp:
-        return _new(cst.IfExp, test=self.expr(a.test), body=self.expr(a.body), orelse=self.expr(a.orelse))
+        return _make.IfExp(test=self.expr(a.test), body=self.expr(a.body), orelse=self.expr(a.orelse))
 
     def _lambda(self, a: ast.Lambda) -> cst.Lambda:
-        return _new(cst.Lambda, params=self.parameters(a.args), body=self.expr(a.body))
+        return _make.Lambda(params=self.parameters(a.args), body=self.expr(a.body))
 
     def _namedexpr(self, a: ast.NamedExpr) -> cst.NamedExpr:
-        return _new(cst.NamedExpr, target=self.expr(a.target), value=self.expr(a.value))
+        return _make.NamedExpr(target=self.expr(a.target), value=self.expr(a.value))
 
     def _elements(self, elts: Sequence[ast.expr]) -> List[cst.BaseElement]:
         out: List[cst.BaseElement] = []
         for e in elts:
             if type(e) is ast.Starred:
-                el: cst.BaseElement = _new(cst.StarredElement, value=self.expr(e.value))
+                el: cst.BaseElement = _make.StarredElement(value=self.expr(e.value))
                 self.spans[id(el)] = e
             else:
                 value = self.expr(e)
-                el = _new(cst.Element, value=value)
+                el = _make.Element(value=value)
                 self.spans[id(el)] = self.outer(value)
             out.append(el)
         return tuple(out)
 
     def _list(self, a: ast.List) -> cst.List:
-        return _new(cst.List, elements=self._elements(a.elts))
+        return _make.List(elements=self._elements(a.elts))
 
     def _tuple(self, a: ast.Tuple) -> cst.Tuple:
-        return _new(cst.Tuple, elements=self._elements(a.elts))
+        return _make.Tuple(elements=self._elements(a.elts))
 
     def _set(self, a: ast.Set) -> cst.Set:
-        return _new(cst.Set, elements=self._elements(a.elts))
+        return _make.Set(elements=self._elements(a.elts))
 
     def _dict(self, a: ast.Dict) -> cst.Dict:
         out: List[cst.BaseDictElement] = []
         for k, v in zip(a.keys, a.values):
             if k is None:
-                out.append(_new(cst.StarredDictElement, value=self.expr(v)))
+                out.append(_make.StarredDictElement(value=self.expr(v)))
             else:
-                out.append(_new(cst.DictElement, key=self.expr(k), value=self.expr(v)))
-        return _new(cst.Dict, elements=tuple(out))
+                out.append(_make.DictElement(key=self.expr(k), value=self.expr(v)))
+        return _make.Dict(elements=tuple(out))
 
     def _for_in(self, gens: Sequence[ast.comprehension]) -> cst.CompFor:
         inner = None
         for g in reversed(gens):
-            inner = _new(cst.CompFor, target=self.expr(g.target), iter=self.expr(g.iter),
-                                ifs=tuple(_new(cst.CompIf, test=self.expr(i)) for i in g.ifs), inner_for_in=inner,
-                                asynchronous=_new(cst.Asynchronous) if g.is_async else None)
+            inner = _make.CompFor(target=self.expr(g.target), iter=self.expr(g.iter),
+                                ifs=tuple(_make.CompIf(test=self.expr(i)) for i in g.ifs), inner_for_in=inner,
+                                asynchronous=_make.Asynchronous() if g.is_async else None)
         return inner
 
     def _listcomp(self, a: ast.ListComp) -> cst.ListComp:
-        return _new(cst.ListComp, elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+        return _make.ListComp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
 
     def _setcomp(self, a: ast.SetComp) -> cst.SetComp:
-        return _new(cst.SetComp, elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+        return _make.SetComp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
 
     def _genexp(self, a: ast.GeneratorExp) -> cst.GeneratorExp:
-        return _new(cst.GeneratorExp, elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+        return _make.GeneratorExp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
 
     def _dictcomp(self, a: ast.DictComp) -> cst.DictComp:
-        return _new(cst.DictComp, key=self.expr(a.key), value=self.expr(a.value), for_in=self._for_in(a.generators))
+        return _make.DictComp(key=self.expr(a.key), value=self.expr(a.value), for_in=self._for_in(a.generators))
 
     def _await(self, a: ast.Await) -> cst.Await:
-        return _new(cst.Await, expression=self.expr(a.value))
+        return _make.Await(expression=self.expr(a.value))
 
     def _yield(self, a: ast.Yield) -> cst.Yield:
-        return _new(cst.Yield, value=self.expr(a.value) if a.value is not None else None)
+        return _make.Yield(value=self.expr(a.value) if a.value is not None else None)
 
     def _yieldfrom(self, a: ast.YieldFrom) -> cst.Yield:
-        return _new(cst.Yield, value=_new(cst.From, item=self.expr(a.value)))
+        return _make.Yield(value=_make.From(item=self.expr(a.value)))
 
     def _starred(self, a: ast.Starred) -> cst.StarredElement:
-        return _new(cst.StarredElement, value=self.expr(a.value))
+        return _make.StarredElement(value=self.expr(a.value))
 
 
 class _FStringCutter:
@@ -690,7 +696,7 @@ class _FStringCutter:
             if brace < 0 or text[brace + 1:e].strip():
                 return None
             if brace > pos:
-                out.append(_new(cst.FormattedStringText, value=text[pos:brace]))
+                out.append(_make.FormattedStringText(value=text[pos:brace]))
             expression = self.b.expr(v.value)
             j = v.value.end_col_offset - self.col
             while j < end and text[j] in " \t":
@@ -711,13 +717,13 @@ class _FStringCutter:
                 j = close
             if text[j:j + 1] != "}":
                 return None  # `{x=}`, or anything unforeseen
-            out.append(_new(cst.FormattedStringExpression, expression=expression, conversion=conversion,
+            out.append(_make.FormattedStringExpression(expression=expression, conversion=conversion,
                             format_spec=spec))
             pos = j + 1
         if pos < end:
             if "{" in text[pos:end].replace("{{", ""):
                 return None
-            out.append(_new(cst.FormattedStringText, value=text[pos:end]))
+            out.append(_make.FormattedStringText(value=text[pos:end]))
         return tuple(out)
 
     def _spec_end(self, pos: int, spec: Optional[ast.JoinedStr]) -> Optional[int]:
@@ -748,18 +754,19 @@ _EXPR = {
 
 
 _set = object.__setattr__  # LibCST's nodes are frozen dataclasses
-_MAKERS: Dict[type, object] = {}
+class _Makers:
+    """`_make.Call(func=..., args=...)`: a LibCST node made without `__init__`. Every field
+    not given gets its default, and a default made by a factory (whitespace, empty
+    brackets) is made once and shared, which nothing can change (the nodes are frozen):
+    that is most of the objects LibCST's own constructors would make."""
+
+    def __getattr__(self, name: str):  # a node type's first use: make its maker, keep it
+        maker = _maker(getattr(cst, name))
+        setattr(self, name, maker)
+        return maker
 
 
-def _new(cls: type, **given):
-    """`cls(**given)`, without `__init__`: every field not given gets its default, and a
-    default made by a factory (whitespace, empty brackets) is made once and shared, which
-    nothing can change (the nodes are frozen). That is most of the objects LibCST's own
-    constructors would make."""
-    make = _MAKERS.get(cls)
-    if make is None:
-        make = _MAKERS[cls] = _maker(cls)
-    return make(**given)
+_make = _Makers()
 
 
 def _maker(cls: type):
@@ -794,9 +801,9 @@ def _field_defaults(cls: type) -> Tuple[Tuple[str, object], ...]:
 
 def _dotted(name: str) -> Union[cst.Name, cst.Attribute]:
     parts = name.split(".")
-    node: Union[cst.Name, cst.Attribute] = _new(cst.Name, value=parts[0])
+    node: Union[cst.Name, cst.Attribute] = _make.Name(value=parts[0])
     for p in parts[1:]:
-        node = _new(cst.Attribute, value=node, attr=_new(cst.Name, value=p))
+        node = _make.Attribute(value=node, attr=_make.Name(value=p))
     return node
 
 
