@@ -97,6 +97,18 @@ def build(source: str, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
         return _Builder(source).module(tree)
 
 
+def build_statement(code: str) -> cst.BaseStatement:
+    """The first statement of `code` (a helper another module's summary carries)."""
+    module, _ = build(code, ast.parse(code))
+    return module.body[0]
+
+
+def build_expression(code: str) -> cst.BaseExpression:
+    """The expression `code` (a helper's returned expression, a string annotation)."""
+    with without_validation():
+        return _Builder(code).expr(ast.parse(code.strip(), mode="eval").body)
+
+
 @contextmanager
 def without_validation():
     """Build LibCST nodes without each checking itself in `__post_init__`: redundant for a

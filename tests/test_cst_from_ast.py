@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from synclint.cst_from_ast import BUILT, SourceOf, Unsupported, build
+from synclint.cst_from_ast import BUILT, SourceOf, Unsupported, build, build_expression, build_statement
 from synclint.engine import analyse, lint_source
 from synclint.positions import PositionIndex
 from synclint.semantic.syntax import child_nodes, code_of
@@ -205,3 +205,16 @@ def test_valid_python_libcst_refuses_is_checked_without_fixes():
     found = lint_source(source, "m.py")
     assert {(f.code, f.row) for f in found} >= {("SYN504", 4), ("SYN304", 6)}
     assert all(f.fix is None for f in found)
+
+
+@pytest.mark.parametrize("code", ["x * 2", "torch.zeros(3, device=d).to(x)", "(a +\n b)", "'cuda' if c else 'cpu'",
+                                  "Optional[Tensor]", "{k: v for k, v in d.items()}"])
+def test_expression_from_a_summary_is_libcsts(code):
+    """A helper's returned expression (and a string annotation) is built like a file."""
+    real = cst.parse_expression(code)
+    assert differences(real, build_expression(code)) == []
+
+
+def test_statement_from_a_summary_is_libcsts():
+    code = "def helper(x, d):\n    y = x.to(d)\n    return y * 2\n"
+    assert differences(cst.parse_module(code).body[0], build_statement(code)) == []

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from synclint.cst_from_ast import build_expression
 from synclint.semantic import values as V
 from synclint.semantic.syntax import string_value
 from synclint.semantic.values import Val
@@ -21,8 +22,8 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
     if isinstance(ann, cst.SimpleString):
         text = (string_value(ann) or "").strip()
         try:
-            ann = cst.parse_expression(text)
-        except Exception:
+            ann = build_expression(text)
+        except Exception:  # noqa: BLE001 - not an expression: says nothing
             return None
     if isinstance(ann, cst.Subscript):
         base = _name(model, ann.value)

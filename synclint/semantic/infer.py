@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from synclint.cst_from_ast import build_expression, build_statement
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
@@ -1342,7 +1343,7 @@ def _parsed_helper(whole: bool, code: str, params: Tuple[str, ...]) -> Optional[
     lints many) replays the same immutable nodes."""
     try:
         if whole:
-            return helper_body(cst.parse_module(code).body[0])
-        return HelperBody(list(params), returns=[cst.parse_expression(code)])
+            return helper_body(build_statement(code))
+        return HelperBody(list(params), returns=[build_expression(code)])
     except Exception:  # noqa: BLE001 - a summary from another build: tells nothing
         return None
