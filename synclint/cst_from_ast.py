@@ -40,26 +40,29 @@ class Unsupported(Exception):
     """Syntax this module does not build: parse the file with LibCST."""
 
 
+# Operators are leaves with nothing but LibCST's default whitespace: one instance of each
+# serves every node (nothing keys on an operator's identity).
 _BINARY = {
-    ast.Add: cst.Add, ast.Sub: cst.Subtract, ast.Mult: cst.Multiply, ast.Div: cst.Divide,
-    ast.FloorDiv: cst.FloorDivide, ast.Mod: cst.Modulo, ast.Pow: cst.Power,
-    ast.LShift: cst.LeftShift, ast.RShift: cst.RightShift, ast.BitOr: cst.BitOr,
-    ast.BitAnd: cst.BitAnd, ast.BitXor: cst.BitXor, ast.MatMult: cst.MatrixMultiply,
+    ast.Add: cst.Add(), ast.Sub: cst.Subtract(), ast.Mult: cst.Multiply(), ast.Div: cst.Divide(),
+    ast.FloorDiv: cst.FloorDivide(), ast.Mod: cst.Modulo(), ast.Pow: cst.Power(),
+    ast.LShift: cst.LeftShift(), ast.RShift: cst.RightShift(), ast.BitOr: cst.BitOr(),
+    ast.BitAnd: cst.BitAnd(), ast.BitXor: cst.BitXor(), ast.MatMult: cst.MatrixMultiply(),
 }
 _AUGMENTED = {
-    ast.Add: cst.AddAssign, ast.Sub: cst.SubtractAssign, ast.Mult: cst.MultiplyAssign,
-    ast.Div: cst.DivideAssign, ast.FloorDiv: cst.FloorDivideAssign, ast.Mod: cst.ModuloAssign,
-    ast.Pow: cst.PowerAssign, ast.LShift: cst.LeftShiftAssign, ast.RShift: cst.RightShiftAssign,
-    ast.BitOr: cst.BitOrAssign, ast.BitAnd: cst.BitAndAssign, ast.BitXor: cst.BitXorAssign,
-    ast.MatMult: cst.MatrixMultiplyAssign,
+    ast.Add: cst.AddAssign(), ast.Sub: cst.SubtractAssign(), ast.Mult: cst.MultiplyAssign(),
+    ast.Div: cst.DivideAssign(), ast.FloorDiv: cst.FloorDivideAssign(), ast.Mod: cst.ModuloAssign(),
+    ast.Pow: cst.PowerAssign(), ast.LShift: cst.LeftShiftAssign(), ast.RShift: cst.RightShiftAssign(),
+    ast.BitOr: cst.BitOrAssign(), ast.BitAnd: cst.BitAndAssign(), ast.BitXor: cst.BitXorAssign(),
+    ast.MatMult: cst.MatrixMultiplyAssign(),
 }
-_UNARY = {ast.UAdd: cst.Plus, ast.USub: cst.Minus, ast.Not: cst.Not, ast.Invert: cst.BitInvert}
+_UNARY = {ast.UAdd: cst.Plus(), ast.USub: cst.Minus(), ast.Not: cst.Not(), ast.Invert: cst.BitInvert()}
 _COMPARE = {
-    ast.Eq: cst.Equal, ast.NotEq: cst.NotEqual, ast.Lt: cst.LessThan, ast.LtE: cst.LessThanEqual,
-    ast.Gt: cst.GreaterThan, ast.GtE: cst.GreaterThanEqual, ast.Is: cst.Is, ast.IsNot: cst.IsNot,
-    ast.In: cst.In, ast.NotIn: cst.NotIn,
+    ast.Eq: cst.Equal(), ast.NotEq: cst.NotEqual(), ast.Lt: cst.LessThan(), ast.LtE: cst.LessThanEqual(),
+    ast.Gt: cst.GreaterThan(), ast.GtE: cst.GreaterThanEqual(), ast.Is: cst.Is(), ast.IsNot: cst.IsNot(),
+    ast.In: cst.In(), ast.NotIn: cst.NotIn(),
 }
 _LEFT, _RIGHT = cst.LeftParen(), cst.RightParen()
+_AND, _OR = cst.And(), cst.Or()
 # An f-string's opening: its prefix and quotes (group 2: the quotes).
 _FSTRING_START = re.compile("([rR]?[fF][rR]?)('''|\"\"\"|'|\")")
 _BRACKETED_BY_DEFAULT = frozenset({ast.Tuple, ast.GeneratorExp})
@@ -190,7 +193,7 @@ class _Builder:
         body = self.statements(tree.body)
         return _make.Module(body=body), self.spans
 
-    def statements(self, stmts: Sequence[ast.stmt]) -> List[cst.BaseStatement]:
+    def statements(self, stmts: Sequence[ast.stmt]) -> Tuple[cst.BaseStatement, ...]:
         """Compound statements one by one; small ones grouped by the line they share."""
         out: List[cst.BaseStatement] = []
         line: List[cst.BaseSmallStatement] = []
@@ -214,16 +217,17 @@ class _Builder:
             out.append(_make.SimpleStatementLine(body=tuple(line)))
         return tuple(out)
 
-    def suite(self, header_row: int, stmts: Sequence[ast.stmt]) -> cst.BaseSuite:
+    def suite(self, stmts: Sequence[ast.stmt]) -> cst.BaseSuite:
+        """A block: indented, or `if x: return` (the body on the header's line)."""
         first = stmts[0]
         text = self.lines[first.lineno - 1] if first.lineno - 1 < len(self.lines) else ""
         before = text[:first.col_offset] if self.ascii or text.isascii() else text.encode("utf-8")[:first.col_offset]
-        if before.strip():  # `if x: return`: the body on the header's line
+        if before.strip():
             return _make.SimpleStatementSuite(body=tuple(self.small(s) for s in stmts))
         return _make.IndentedBlock(body=self.statements(stmts))
 
-    def _else(self, row: int, stmts: Sequence[ast.stmt]) -> Optional[cst.Else]:
-        return _make.Else(body=self.suite(row, stmts)) if stmts else None
+    def _else(self, stmts: Sequence[ast.stmt]) -> Optional[cst.Else]:
+        return _make.Else(body=self.suite(stmts)) if stmts else None
 
     def small(self, s: ast.stmt) -> cst.BaseSmallStatement:
         if not isinstance(s, _SMALL):
@@ -233,19 +237,20 @@ class _Builder:
             node = _make.Expr(value=self.expr(s.value))
         elif t is ast.Assign:
             node = _make.Assign(targets=tuple(_make.AssignTarget(target=self.expr(x)) for x in s.targets),
-                              value=self.expr(s.value))
+                                value=self.expr(s.value))
         elif t is ast.AugAssign:
-            node = _make.AugAssign(target=self.expr(s.target), operator=_AUGMENTED[type(s.op)](),
-                                 value=self.expr(s.value))
+            node = _make.AugAssign(target=self.expr(s.target), operator=_AUGMENTED[type(s.op)],
+                                   value=self.expr(s.value))
         elif t is ast.AnnAssign:
-            node = _make.AnnAssign(target=self.expr(s.target), annotation=_make.Annotation(annotation=self.expr(s.annotation)),
-                                 value=self.expr(s.value) if s.value is not None else None)
+            node = _make.AnnAssign(target=self.expr(s.target),
+                                   annotation=_make.Annotation(annotation=self.expr(s.annotation)),
+                                   value=self.expr(s.value) if s.value is not None else None)
         elif t is ast.Return:
             node = _make.Return(value=self.expr(s.value) if s.value is not None else None)
         elif t is ast.Delete:
             targets = [self.expr(x) for x in s.targets]
             node = _make.Del(target=targets[0] if len(targets) == 1 else
-                        _make.Tuple(elements=tuple(_make.Element(value=x) for x in targets), lpar=(), rpar=()))
+                             _make.Tuple(elements=tuple(_make.Element(value=x) for x in targets), lpar=(), rpar=()))
         elif t is ast.Pass:
             node = _make.Pass()
         elif t is ast.Break:
@@ -254,7 +259,7 @@ class _Builder:
             node = _make.Continue()
         elif t is ast.Raise:
             node = _make.Raise(exc=self.expr(s.exc) if s.exc is not None else None,
-                             cause=_make.From(item=self.expr(s.cause)) if s.cause is not None else None)
+                               cause=_make.From(item=self.expr(s.cause)) if s.cause is not None else None)
         elif t is ast.Global:
             node = _make.Global(names=tuple(_make.NameItem(name=_make.Name(value=n)) for n in s.names))
         elif t is ast.Nonlocal:
@@ -278,48 +283,45 @@ class _Builder:
 
     def compound(self, s: ast.stmt) -> cst.BaseCompoundStatement:
         t = type(s)
-        row = s.lineno
         if t is ast.If:
             node = self._if(s)
         elif t in (ast.For, ast.AsyncFor):
-            node = _make.For(target=self.expr(s.target), iter=self.expr(s.iter), body=self.suite(row, s.body),
-                           orelse=self._else(row, s.orelse),
-                           asynchronous=_make.Asynchronous() if t is ast.AsyncFor else None)
+            node = _make.For(target=self.expr(s.target), iter=self.expr(s.iter), body=self.suite(s.body),
+                             orelse=self._else(s.orelse), asynchronous=_make.Asynchronous() if t is ast.AsyncFor else None)
         elif t is ast.While:
-            node = _make.While(test=self.expr(s.test), body=self.suite(row, s.body), orelse=self._else(row, s.orelse))
+            node = _make.While(test=self.expr(s.test), body=self.suite(s.body), orelse=self._else(s.orelse))
         elif t in (ast.With, ast.AsyncWith):
             owner = self._with_bracket(s)
-            items = tuple(_make.WithItem(item=self.expr(i.context_expr, owner),
-                               asname=_make.AsName(name=self.expr(i.optional_vars)) if i.optional_vars is not None else None)
-                          for i in s.items)
-            node = _make.With(items=items, body=self.suite(row, s.body),
-                        asynchronous=_make.Asynchronous() if t is ast.AsyncWith else None)
+            items = tuple(_make.WithItem(item=self.expr(i.context_expr, owner), asname=_make.AsName(
+                name=self.expr(i.optional_vars)) if i.optional_vars is not None else None) for i in s.items)
+            node = _make.With(items=items, body=self.suite(s.body),
+                              asynchronous=_make.Asynchronous() if t is ast.AsyncWith else None)
             if owner >= 0:
                 _set(node, "lpar", _LEFT)
                 _set(node, "rpar", _RIGHT)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
             node = _make.FunctionDef(
-                name=_make.Name(value=s.name), params=self.parameters(s.args), body=self.suite(row, s.body),
+                name=_make.Name(value=s.name), params=self.parameters(s.args), body=self.suite(s.body),
                 decorators=tuple(_make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
                 returns=_make.Annotation(annotation=self.expr(s.returns)) if s.returns is not None else None,
                 asynchronous=_make.Asynchronous() if t is ast.AsyncFunctionDef else None,
             )
         elif t is ast.ClassDef:
             node = _make.ClassDef(
-                name=_make.Name(value=s.name), body=self.suite(row, s.body),
+                name=_make.Name(value=s.name), body=self.suite(s.body),
                 bases=tuple(_make.Arg(value=self.expr(b, self._class_bracket(s))) for b in s.bases),
                 keywords=tuple(self._keyword(k) for k in s.keywords),
                 decorators=tuple(_make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
             )
         elif t is ast.Try or t.__name__ == "TryStar":
             star = t is not ast.Try
-            handler = cst.ExceptStarHandler if star else cst.ExceptHandler
-            handlers = tuple(getattr(_make, handler.__name__)(body=self.suite(h.lineno, h.body), type=self.expr(h.type) if h.type is not None else None,
+            handler = _make.ExceptStarHandler if star else _make.ExceptHandler
+            handlers = tuple(handler(body=self.suite(h.body), type=self.expr(h.type) if h.type is not None else None,
                                      name=_make.AsName(name=_make.Name(value=h.name)) if h.name else None)
                              for h in s.handlers)
-            final = _make.Finally(body=self.suite(row, s.finalbody)) if s.finalbody else None
-            node = (_make.TryStar if star else _make.Try)(body=self.suite(row, s.body), handlers=handlers,
-                                                       orelse=self._else(row, s.orelse), finalbody=final)
+            final = _make.Finally(body=self.suite(s.finalbody)) if s.finalbody else None
+            node = (_make.TryStar if star else _make.Try)(body=self.suite(s.body), handlers=handlers,
+                                                          orelse=self._else(s.orelse), finalbody=final)
         else:  # match, and anything newer
             raise Unsupported(t.__name__)
         self.spans[id(node)] = s
@@ -360,8 +362,8 @@ class _Builder:
                 orelse = self._if(first)
                 self.spans[id(orelse)] = first
             else:
-                orelse = _make.Else(body=self.suite(s.lineno, s.orelse))
-        return _make.If(test=self.expr(s.test), body=self.suite(s.lineno, s.body), orelse=orelse)
+                orelse = _make.Else(body=self.suite(s.orelse))
+        return _make.If(test=self.expr(s.test), body=self.suite(s.body), orelse=orelse)
 
     def _starts_with(self, a: ast.AST, word: str) -> bool:
         text = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
@@ -600,21 +602,21 @@ class _Builder:
         return _make.SubscriptElement(slice=inner)
 
     def _binop(self, a: ast.BinOp) -> cst.BinaryOperation:
-        return _make.BinaryOperation(left=self.expr(a.left), operator=_BINARY[type(a.op)](), right=self.expr(a.right))
+        return _make.BinaryOperation(left=self.expr(a.left), operator=_BINARY[type(a.op)], right=self.expr(a.right))
 
     def _unaryop(self, a: ast.UnaryOp) -> cst.UnaryOperation:
-        return _make.UnaryOperation(operator=_UNARY[type(a.op)](), expression=self.expr(a.operand))
+        return _make.UnaryOperation(operator=_UNARY[type(a.op)], expression=self.expr(a.operand))
 
     def _boolop(self, a: ast.BoolOp) -> cst.BooleanOperation:
-        op = cst.And if type(a.op) is ast.And else cst.Or
+        op = _AND if type(a.op) is ast.And else _OR
         node = self.expr(a.values[0])
         for v in a.values[1:]:
-            node = _make.BooleanOperation(left=node, operator=op(), right=self.expr(v))
+            node = _make.BooleanOperation(left=node, operator=op, right=self.expr(v))
         return node
 
     def _compare(self, a: ast.Compare) -> cst.Comparison:
         return _make.Comparison(left=self.expr(a.left), comparisons=tuple(
-            _make.ComparisonTarget(operator=_COMPARE[type(op)](), comparator=self.expr(c))
+            _make.ComparisonTarget(operator=_COMPARE[type(op)], comparator=self.expr(c))
             for op, c in zip(a.ops, a.comparators)))
 
     def _ifexp(self, a: ast.IfExp) -> cst.IfExp:
