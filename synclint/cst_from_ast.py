@@ -152,35 +152,45 @@ class _Builder:
         if row - 1 >= len(self.lines):
             return len(self.source)
         line = self.lines[row - 1]
-        col = byte_col if self.ascii or line.isascii() else len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        col = byte_col if self._ascii(line) else len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
         return self._starts[row - 1] + col
 
+    def _ascii(self, line: str) -> bool:
+        """Whether a line's byte columns (Python's) are its character columns."""
+        return self.ascii or line.isascii()
+
     def _text(self, a: ast.AST) -> str:
-        return self.source[self._offset(a.lineno, a.col_offset):self._offset(a.end_lineno, a.end_col_offset)]
+        lo, hi = self.offsets(a)
+        return self.source[lo:hi]
 
     def _parens(self, a: ast.AST, owner: int = -1) -> int:
         """How many pairs of brackets enclose `a` in the source and are its own (LibCST's
         `lpar`): pairs right around it, up to the one opening at offset `owner`, which its
         parent's syntax owns (a call's brackets around its only argument)."""
         line = self.lines[a.lineno - 1] if a.col_offset else ""
-        if line and (self.ascii or line.isascii()):  # the usual node: no bracket right before it on its line
+        if line and self._ascii(line):  # the usual node: no bracket right before it on its line
             k = a.col_offset - 1
             while k and line[k] in " \t":
                 k -= 1
             if line[k] not in " \t(":
                 return 0
-        src = self.source
-        lo = self._offset(a.lineno, a.col_offset)
-        hi = self._offset(a.end_lineno, a.end_col_offset)
         pairs = 0
-        while True:
-            i = _back(src, lo)
-            j = _forward(src, hi)
-            if i < 0 or i == owner or j >= len(src) or src[i] != "(" or src[j] != ")":
+        for opening, _ in self._brackets_around(*self.offsets(a)):
+            if opening == owner:
                 break
             pairs += 1
-            lo, hi = i, j + 1
         return pairs
+
+    def _brackets_around(self, lo: int, hi: int):
+        """The pairs of brackets right around source[lo:hi], innermost first, each as the
+        offsets of its opening bracket and of what follows its closing one."""
+        src = self.source
+        while True:
+            i, j = _back(src, lo), _forward(src, hi)
+            if i < 0 or j >= len(src) or src[i] != "(" or src[j] != ")":
+                return
+            lo, hi = i, j + 1
+            yield lo, hi
 
     def _paren(self, node: cst.CSTNode, count: int) -> cst.CSTNode:
         """Give a node just built here its brackets (LibCST's nodes are frozen once made)."""
@@ -221,7 +231,7 @@ class _Builder:
         """A block: indented, or `if x: return` (the body on the header's line)."""
         first = stmts[0]
         text = self.lines[first.lineno - 1] if first.lineno - 1 < len(self.lines) else ""
-        before = text[:first.col_offset] if self.ascii or text.isascii() else text.encode("utf-8")[:first.col_offset]
+        before = text[:first.col_offset] if self._ascii(text) else text.encode("utf-8")[:first.col_offset]
         if before.strip():
             return _make.SimpleStatementSuite(body=tuple(self.small(s) for s in stmts))
         return _make.IndentedBlock(body=self.statements(stmts))
@@ -336,15 +346,14 @@ class _Builder:
         end = last.optional_vars if last.optional_vars is not None else last.context_expr
         lo = self._offset(first.context_expr.lineno, first.context_expr.col_offset)
         hi = self._offset(end.end_lineno, end.end_col_offset)
-        found = -1
-        while True:
-            i, j = _back(src, lo), _forward(src, hi)
-            if found < 0 and src[j:j + 1] == ",":  # `with (a, b,):`
-                j = _forward(src, j + 1)
-            if i < 0 or j >= len(src) or src[i] != "(" or src[j] != ")":
-                break
-            found, lo, hi = i, i, j + 1
-        if found < 0 or src[_forward(src, hi):_forward(src, hi) + 1] != ":":
+        j = _forward(src, hi)
+        if src[j:j + 1] == ",":  # `with (a, b,):`
+            hi = j + 1
+        pairs = list(self._brackets_around(lo, hi))
+        if not pairs:
+            return -1
+        found, hi = pairs[-1]
+        if src[_forward(src, hi):_forward(src, hi) + 1] != ":":
             return -1
         k = _back(src, found)
         return found if src[k - 3:k + 1] == "with" else -1
@@ -367,7 +376,7 @@ class _Builder:
 
     def _starts_with(self, a: ast.AST, word: str) -> bool:
         text = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
-        if not (self.ascii or text.isascii()):
+        if not self._ascii(text):
             text = text.encode("utf-8")[a.col_offset:].decode("utf-8", "replace")
             return text.startswith(word)
         return text.startswith(word, a.col_offset)
@@ -455,13 +464,12 @@ class _Builder:
         start = self._offset(a.lineno, a.col_offset)
         if src[start:start + 1] != "(":
             return False
-        first = a.elts[0]
-        lo, hi = self._offset(first.lineno, first.col_offset), self._offset(first.end_lineno, first.end_col_offset)
-        while True:  # out through the first element's own brackets
-            i, j = _back(src, lo), _forward(src, hi)
-            if i < start or j >= len(src) or src[i] != "(" or src[j] != ")":
-                return lo != start
-            lo, hi = i, j + 1
+        lo, hi = self.offsets(a.elts[0])
+        for opening, _ in self._brackets_around(lo, hi):  # out through the first element's own
+            if opening < start:
+                break
+            lo = opening
+        return lo != start
 
     def _name(self, a: ast.Name) -> cst.Name:
         return _make.Name(value=a.id)
@@ -523,7 +531,7 @@ class _Builder:
         m = _FSTRING_START.match(text)
         if m is None:
             return _make.SimpleString(value=text)
-        if not (self.ascii or self.lines[row - 1].isascii()):
+        if not self._ascii(self.lines[row - 1]):
             return None
         mine = [v for v in values if v.value.lineno == row and col <= v.value.col_offset < col + len(text)]
         parts = _FStringCutter(self, text, col).parts(m.end(), mine, len(text) - len(m.group(2)))
