@@ -16,7 +16,7 @@ def mask_index(ctx, node: cst.Subscript) -> Optional[cst.BaseExpression]:
     A torch mask indexes a torch tensor, so an indexed value of unknown kind counts."""
     mask = None
     for el in node.slice:
-        if isinstance(el.slice, cst.Index) and el.slice.star is None and ctx.gpu_mask(el.slice.value):
+        if type(el.slice) is cst.Index and el.slice.star is None and ctx.gpu_mask(el.slice.value):
             mask = el.slice.value
             break
     if mask is None:
@@ -36,10 +36,10 @@ def number(e: Optional[cst.BaseExpression]) -> Optional[float]:
     if e is None:
         return None
     sign = 1.0
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
-        sign = -1.0 if isinstance(e.operator, cst.Minus) else 1.0
+    if type(e) is cst.UnaryOperation and type(e.operator) in (cst.Minus, cst.Plus):
+        sign = -1.0 if type(e.operator) is cst.Minus else 1.0
         e = e.expression
-    if isinstance(e, (cst.Integer, cst.Float)):
+    if type(e) in (cst.Integer, cst.Float):
         try:
             return sign * float(e.evaluated_value)
         except (ValueError, OverflowError):  # pragma: no cover - odd literals

@@ -21,17 +21,17 @@ def method_call(node: cst.Call, names) -> Optional[str]:
 
 
 def receiver(node: cst.Call) -> cst.BaseExpression:
-    assert isinstance(node.func, cst.Attribute)
+    assert type(node.func) is cst.Attribute
     return node.func.value
 
 
 def is_python_scalar(e: cst.BaseExpression) -> bool:
     """A literal number or bool (optionally negated): a value the host holds."""
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+    if type(e) is cst.UnaryOperation and type(e.operator) in (cst.Minus, cst.Plus):
         e = e.expression
-    if isinstance(e, (cst.Integer, cst.Float)):
+    if type(e) in (cst.Integer, cst.Float):
         return True
-    return isinstance(e, cst.Name) and e.value in ("True", "False")
+    return type(e) is cst.Name and e.value in ("True", "False")
 
 
 def positional(node: cst.Call):
@@ -71,7 +71,7 @@ def lightning_logged(ctx, node: cst.Call) -> Optional[Tuple[str, cst.BaseExpress
     from synclint.semantic.library import LIGHTNING_LOG_METHODS
 
     func = node.func
-    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+    if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
             and func.attr.value in LIGHTNING_LOG_METHODS):
         return None
     logged = arg(node, *LIGHTNING_LOG_METHODS[func.attr.value])
@@ -83,10 +83,10 @@ def lightning_logged(ctx, node: cst.Call) -> Optional[Tuple[str, cst.BaseExpress
 def dict_values(e: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
     """The values of a dict written out (`{"loss": loss}`: its values; a comprehension: its
     value expression); None for anything else."""
-    if isinstance(e, cst.DictComp):
+    if type(e) is cst.DictComp:
         return [e.value]
-    if isinstance(e, cst.Dict):
-        return [el.value for el in e.elements if isinstance(el, cst.DictElement)]
+    if type(e) is cst.Dict:
+        return [el.value for el in e.elements if type(el) is cst.DictElement]
     return None
 
 
@@ -102,13 +102,13 @@ def torch_alias(ctx) -> Optional[str]:
 
 def side_effect_free(e: cst.BaseExpression) -> bool:
     """Literals, names, attributes and arithmetic of them: safe to evaluate in another order."""
-    if isinstance(e, (cst.Integer, cst.Float, cst.Name, cst.SimpleString)):
+    if type(e) in (cst.Integer, cst.Float, cst.Name, cst.SimpleString):
         return True
-    if isinstance(e, cst.Attribute):
+    if type(e) is cst.Attribute:
         return side_effect_free(e.value)
-    if isinstance(e, cst.UnaryOperation):
+    if type(e) is cst.UnaryOperation:
         return side_effect_free(e.expression)
-    if isinstance(e, cst.BinaryOperation):
+    if type(e) is cst.BinaryOperation:
         return side_effect_free(e.left) and side_effect_free(e.right)
     return False
 
@@ -120,10 +120,10 @@ def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call
         if a.keyword is not None and a.keyword.value == name:
             args[i] = a.with_changes(value=value)
             return call.with_changes(args=args)
-    if args and isinstance(args[-1].comma, cst.Comma):  # a trailing comma: keep the layout
+    if args and type(args[-1].comma) is cst.Comma:  # a trailing comma: keep the layout
         last = args[-1]
         ws = last.comma.whitespace_after
-        if isinstance(ws, cst.SimpleWhitespace) and ws.value == "":
+        if type(ws) is cst.SimpleWhitespace and ws.value == "":
             args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=cst.SimpleWhitespace(" ")))
     no_space = cst.SimpleWhitespace("")
     args.append(cst.Arg(value=value, keyword=cst.Name(name),

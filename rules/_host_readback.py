@@ -12,7 +12,7 @@ from synclint.rules._helpers import torch_alias  # noqa: F401 - shared helpers, 
 
 def is_builtin(ctx, func: cst.BaseExpression, names) -> Optional[str]:
     """`func` is the builtin `name` (one of `names`), not shadowed by an import or a binding."""
-    if not isinstance(func, cst.Name) or func.value not in names:
+    if type(func) is not cst.Name or func.value not in names:
         return None
     name = func.value
     if name in ctx.aliases or name in ctx.module_scope:
@@ -23,11 +23,11 @@ def is_builtin(ctx, func: cst.BaseExpression, names) -> Optional[str]:
 
 
 def last_identifier(e: cst.BaseExpression) -> Optional[str]:
-    while isinstance(e, cst.Subscript):
+    while type(e) is cst.Subscript:
         e = e.value
-    if isinstance(e, cst.Name):
+    if type(e) is cst.Name:
         return e.value
-    if isinstance(e, cst.Attribute):
+    if type(e) is cst.Attribute:
         return e.attr.value
     return None
 
@@ -36,8 +36,8 @@ def only_on_error_path(ctx) -> bool:
     """The innermost statement is `raise ...` or `assert ...`: its message is built only
     when the check fails, not on every step."""
     stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
-    return isinstance(stmt, (cst.Raise, cst.Assert))
+    return type(stmt) in (cst.Raise, cst.Assert)
 
 
 def string_literal(e: cst.BaseExpression) -> bool:
-    return isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+    return type(e) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)

@@ -48,10 +48,10 @@ def report_at(rule, where: Site, node: cst.CSTNode, replacement=None, **kw) -> N
 def dotted_name(e: cst.BaseExpression) -> Optional[str]:
     """`self.model` -> 'self.model'; None for anything that is not a plain dotted name."""
     parts = []
-    while isinstance(e, cst.Attribute):
+    while type(e) is cst.Attribute:
         parts.append(e.attr.value)
         e = e.value
-    if not isinstance(e, cst.Name):
+    if type(e) is not cst.Name:
         return None
     parts.append(e.value)
     return ".".join(reversed(parts))
@@ -85,7 +85,7 @@ class _AbsoluteLayout(cst.CSTTransformer):
     def leave_ParenthesizedWhitespace(self, original, updated):
         if not updated.indent:
             return updated
-        last = updated.last_line.value if isinstance(updated.last_line, cst.SimpleWhitespace) else ""
+        last = updated.last_line.value if type(updated.last_line) is cst.SimpleWhitespace else ""
         return updated.with_changes(indent=False, last_line=cst.SimpleWhitespace(self.indent + last))
 
 

@@ -22,9 +22,9 @@ _DIM_SUFFIXES = ("shape", "dim", "dims", "axis", "axes")
 def _dim_or_shape_name(e: cst.BaseExpression) -> bool:
     """`start_dim`, `end_dim + 1`, `out_shape`: dimension indices and shapes are host values;
     a name like that inferred as a tensor is an inference miss (a helper's return value)."""
-    if isinstance(e, cst.BinaryOperation):
+    if type(e) is cst.BinaryOperation:
         return _dim_or_shape_name(e.left) or _dim_or_shape_name(e.right)
-    if isinstance(e, cst.UnaryOperation):
+    if type(e) is cst.UnaryOperation:
         return _dim_or_shape_name(e.expression)
     name = last_name(e)
     return name is not None and name.lower().endswith(_DIM_SUFFIXES)
@@ -41,6 +41,6 @@ def has_star(call: cst.Call) -> bool:
 
 
 def literal_bool(e: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(e, cst.Name) and e.value in ("True", "False"):
+    if type(e) is cst.Name and e.value in ("True", "False"):
         return e.value == "True"
     return None

@@ -133,7 +133,7 @@ class ApexAmpScaleLoss(Rule):
             return
         for deferred in ("delay_unscale", "delay_overflow_check"):
             flag = kwarg(node, deferred)
-            if isinstance(flag, cst.Name) and flag.value == "True":
+            if type(flag) is cst.Name and flag.value == "True":
                 return
         if self._static is None:
             self._static = self._static_scale()
@@ -150,6 +150,6 @@ class ApexAmpScaleLoss(Rule):
 def _static(call: cst.Call) -> bool:
     scale = kwarg(call, "loss_scale")
     if scale is not None:
-        return isinstance(scale, (cst.Integer, cst.Float))
+        return type(scale) in (cst.Integer, cst.Float)
     level = kwarg(call, "opt_level")
     return level is not None and string_value(level) in _STATIC_LEVELS

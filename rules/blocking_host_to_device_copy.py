@@ -234,9 +234,9 @@ class BlockingHostToDeviceCopy(Rule):
             return
         for t in node.targets:
             target = t.target
-            if not isinstance(target, cst.Subscript) or ctx.gpu(target.value) is None:
+            if type(target) is not cst.Subscript or ctx.gpu(target.value) is None:
                 continue
-            if any(isinstance(el.slice, cst.Index) and ctx.gpu_mask(el.slice.value) for el in target.slice):
+            if any(type(el.slice) is cst.Index and ctx.gpu_mask(el.slice.value) for el in target.slice):
                 continue
             self.report(node.value, expr=f"{short(target)} = {short(node.value)}")
             return

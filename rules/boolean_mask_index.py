@@ -162,7 +162,7 @@ class BooleanMaskIndex(Rule):
         """Mark subscript targets as stores; the code of the mask of a masked write, if any."""
         found = None
         for t in targets:
-            if isinstance(t, cst.Subscript):
+            if type(t) is cst.Subscript:
                 self._skip.add(id(t))
                 mask = mask_index(self.ctx, t)
                 if mask is not None and found is None:
@@ -195,8 +195,8 @@ def _collect_same_mask(e: cst.CSTNode, mask_code: str, out: Set[int]) -> None:
     stack = [e]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Subscript) and any(
-            isinstance(el.slice, cst.Index) and code(el.slice.value) == mask_code for el in n.slice
+        if type(n) is cst.Subscript and any(
+            type(el.slice) is cst.Index and code(el.slice.value) == mask_code for el in n.slice
         ):
             out.add(id(n))
         stack.extend(n.children)

@@ -182,6 +182,6 @@ class BuiltinReductionOverTensor(Rule):
 
 def _paren(e: cst.BaseExpression) -> cst.BaseExpression:
     """Parenthesise a receiver that would bind wrongly before `.max()` (`a + b`)."""
-    if isinstance(e, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or e.lpar:
+    if type(e) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or e.lpar:
         return e
     return e.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

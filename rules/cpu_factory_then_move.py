@@ -175,7 +175,7 @@ class CpuFactoryThenMove(Rule):
             return None, False
         if move.device is None:
             dev = cst.SimpleString('"cuda"')
-        elif isinstance(move.device, cst.Integer):
+        elif type(move.device) is cst.Integer:
             dev = cst.SimpleString(f'"cuda:{move.device.value}"')
         else:
             dev = move.device
@@ -191,7 +191,7 @@ class CpuFactoryThenMove(Rule):
         if move.method == "cuda" and move.device is not None and not _never_none(self.ctx, move.device):
             safe = False  # `.cuda(None)` is the current GPU, `device=None` the CPU
         rg = _kw(fcall, "requires_grad")
-        if rg is not None and not (isinstance(rg, cst.Name) and rg.value == "False"):
+        if rg is not None and not (type(rg) is cst.Name and rg.value == "False"):
             safe = False
         replacement = new if not through else receiver(move.call).deep_replace(fcall, new)
         return replacement, safe
@@ -199,11 +199,11 @@ class CpuFactoryThenMove(Rule):
 
 def _never_none(ctx, dev: cst.BaseExpression) -> bool:
     """`dev` is a device that cannot be None: a literal, `torch.device(...)`, `t.device`."""
-    if isinstance(dev, (cst.SimpleString, cst.Integer)):
+    if type(dev) in (cst.SimpleString, cst.Integer):
         return True
-    if isinstance(dev, cst.Call):
+    if type(dev) is cst.Call:
         return ctx.torch_name(dev.func) == "device"
-    if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+    if type(dev) is cst.Attribute and dev.attr.value == "device":
         return ctx.infer(dev.value).kind == V.TENSOR
     return False
 

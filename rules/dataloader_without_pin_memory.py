@@ -26,8 +26,8 @@ def with_pin_memory(call: cst.Call) -> cst.Call:
         return call.with_changes(args=[new])
     last = args[-1]
     space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if isinstance(last.comma, cst.Comma):  # a trailing comma: keep the layout, one argument a line
-        sep = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else space
+    if type(last.comma) is cst.Comma:  # a trailing comma: keep the layout, one argument a line
+        sep = args[-2].comma if len(args) > 1 and type(args[-2].comma) is cst.Comma else space
         args[-1] = last.with_changes(comma=sep)
         args.append(new.with_changes(comma=last.comma))
     else:
@@ -225,7 +225,7 @@ class DataloaderWithoutPinMemory(Rule):
         if any(a.star for a in node.args) or len(positional(node)) > PIN_MEMORY_POSITION:
             return
         pin = kwarg(node, "pin_memory")
-        if pin is not None and not (isinstance(pin, cst.Name) and pin.value == "False"):
+        if pin is not None and not (type(pin) is cst.Name and pin.value == "False"):
             return
         dataset = kwarg(node, "dataset") or (node.args[0].value if node.args and node.args[0].keyword is None else None)
         if self._gpu_dataset(dataset):

@@ -30,7 +30,7 @@ class _DefaultOff(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> Optional[bool]:
         f = node.func
-        if isinstance(f, cst.Attribute) and f.attr.value == "set_default_validate_args" and node.args:
+        if type(f) is cst.Attribute and f.attr.value == "set_default_validate_args" and node.args:
             if literal_bool(node.args[0].value) is False:
                 self.found = True
         return None
@@ -285,7 +285,7 @@ class DistributionValidation(Rule):
         """`d.log_prob(x)` / `cdf` / `icdf` of a validating distribution checks `x` against
         the support (`_validate_sample`): another read-back, on every call."""
         f = node.func
-        if not (isinstance(f, cst.Attribute) and f.attr.value in ("log_prob", "cdf", "icdf") and node.args):
+        if not (type(f) is cst.Attribute and f.attr.value in ("log_prob", "cdf", "icdf") and node.args):
             return
         d = self.ctx.infer(f.value)
         if d.kind == V.DIST and d.py == "validating" and self._gpu_param(node.args[0].value):
@@ -301,13 +301,13 @@ class DistributionValidation(Rule):
         # Unknown: a computed value (`self.actor(obs)`, `out[0]`) or a local bound to one is a
         # tensor in practice (NumPy arrays are rejected by distributions); a parameter or a
         # config attribute (`self.sigma`) is as often a float.
-        if isinstance(e, cst.Name):
+        if type(e) is cst.Name:
             e = ctx.origin(e)  # a parameter or loop variable has none
-        return isinstance(e, (cst.Call, cst.Subscript))
+        return type(e) in (cst.Call, cst.Subscript)
 
 
 def _is_none(e: cst.BaseExpression) -> bool:
-    return isinstance(e, cst.Name) and e.value == "None"
+    return type(e) is cst.Name and e.value == "None"
 
 
 def _append_kwarg(args, name: str, value: cst.BaseExpression):
@@ -319,7 +319,7 @@ def _append_kwarg(args, name: str, value: cst.BaseExpression):
     if args:
         last = args[-1]
         sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument takes it over
+        if type(last.comma) is cst.Comma:  # trailing comma: the new argument takes it over
             new = new.with_changes(comma=last.comma)
         args[-1] = last.with_changes(comma=sep)
     args.append(new)

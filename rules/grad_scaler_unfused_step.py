@@ -285,7 +285,7 @@ class GradScalerUnfusedStep(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         ctx = self.ctx
-        if isinstance(func, cst.Attribute) and func.attr.value == "step":
+        if type(func) is cst.Attribute and func.attr.value == "step":
             opt = arg(node, 0, "optimizer")
             if opt is None:
                 return

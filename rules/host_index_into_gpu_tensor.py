@@ -176,7 +176,7 @@ class HostIndexIntoGpuTensor(Rule):
         if self.ctx.gpu(node.value) is None:
             return
         for el in node.slice:
-            if isinstance(el.slice, cst.Index):
+            if type(el.slice) is cst.Index:
                 what = self._host_index(el.slice.value)
                 if what is not None:
                     self.report(node, base=short(node.value), what=what)
@@ -184,19 +184,19 @@ class HostIndexIntoGpuTensor(Rule):
 
     def _host_index(self, e: cst.BaseExpression) -> Optional[str]:
         ctx = self.ctx
-        if isinstance(e, cst.List):
+        if type(e) is cst.List:
             if e.elements and all(_host_scalar(ctx, el) for el in e.elements):
                 return "list"
             return None
-        if isinstance(e, cst.ListComp):
+        if type(e) is cst.ListComp:
             return "list" if ctx.infer(e.elt).kind in (V.PY, V.NUMPY) or _literal(e.elt) else None
-        if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in ("range", "list"):
+        if type(e) is cst.Call and type(e.func) is cst.Name and e.func.value in ("range", "list"):
             if e.func.value not in ctx.aliases:  # the builtins, not an imported namesake
                 return e.func.value
-        if isinstance(e, cst.Name):
+        if type(e) is cst.Name:
             r = ctx.origin(e)
-            if isinstance(r, (cst.List, cst.ListComp)) or (
-                isinstance(r, cst.Call) and isinstance(r.func, cst.Name) and r.func.value in ("range", "list")
+            if type(r) in (cst.List, cst.ListComp) or (
+                type(r) is cst.Call and type(r.func) is cst.Name and r.func.value in ("range", "list")
             ):
                 return self._host_index(r)
         if ctx.is_numpy_array(e):
@@ -212,13 +212,13 @@ class HostIndexIntoGpuTensor(Rule):
 
 
 def _literal(e: cst.BaseExpression) -> bool:
-    if isinstance(e, cst.UnaryOperation):
+    if type(e) is cst.UnaryOperation:
         e = e.expression
-    return isinstance(e, cst.Integer) or (isinstance(e, cst.Name) and e.value in ("True", "False"))
+    return type(e) is cst.Integer or (type(e) is cst.Name and e.value in ("True", "False"))
 
 
 def _host_scalar(ctx, el) -> bool:
-    if isinstance(el, cst.StarredElement):
+    if type(el) is cst.StarredElement:
         return False
     return _literal(el.value) or ctx.infer(el.value).kind == V.PY
 
@@ -226,14 +226,14 @@ def _host_scalar(ctx, el) -> bool:
 def _zero_dim(ctx, e: cst.BaseExpression) -> bool:
     """torch.tensor(3) / torch.tensor(k): a 0-d CPU index is read on the host, no copy."""
     r = ctx.origin(e)
-    if isinstance(r, cst.Call) and r.args:
+    if type(r) is cst.Call and r.args:
         tn = ctx.torch_name(r.func)
         if tn in ("tensor", "as_tensor", "scalar_tensor"):
             d = r.args[0].value
-            if isinstance(d, cst.UnaryOperation):
+            if type(d) is cst.UnaryOperation:
                 d = d.expression
-            if isinstance(d, (cst.Integer, cst.Float)):
+            if type(d) in (cst.Integer, cst.Float):
                 return True
-            if isinstance(d, cst.Name) and ctx.infer(d).kind == V.PY:
-                return not isinstance(ctx.origin(d), (cst.List, cst.Tuple, cst.ListComp))
+            if type(d) is cst.Name and ctx.infer(d).kind == V.PY:
+                return type(ctx.origin(d)) not in (cst.List, cst.Tuple, cst.ListComp)
     return False

@@ -117,7 +117,7 @@ class HostScalarElementWrite(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             target = t.target
-            if not isinstance(target, cst.Subscript) or not (
+            if type(target) is not cst.Subscript or not (
                 self.ctx.is_host_number(node.value)
             ):
                 continue
@@ -126,7 +126,7 @@ class HostScalarElementWrite(Rule):
                 continue
             indices = []
             for el in target.slice:
-                if not isinstance(el.slice, cst.Index) or el.slice.star is not None:
+                if type(el.slice) is not cst.Index or el.slice.star is not None:
                     break
                 indices.append(el.slice.value)
             else:

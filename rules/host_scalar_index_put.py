@@ -142,7 +142,7 @@ class HostScalarIndexPut(Rule):
             return
         for t in node.targets:
             target = t.target
-            if not isinstance(target, cst.Subscript) or self.ctx.gpu(target.value) is None:
+            if type(target) is not cst.Subscript or self.ctx.gpu(target.value) is None:
                 continue
             idx = self._gpu_int_index(target)
             if idx is not None:
@@ -151,7 +151,7 @@ class HostScalarIndexPut(Rule):
     def _gpu_int_index(self, target: cst.Subscript):
         found = None
         for el in target.slice:
-            if not isinstance(el.slice, cst.Index):
+            if type(el.slice) is not cst.Index:
                 continue
             e = el.slice.value
             v = self.ctx.infer(e)

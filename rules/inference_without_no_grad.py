@@ -254,7 +254,7 @@ class InferenceWithoutNoGrad(Rule):
         frame = _Frame(name, eval_named(name))
         frame.needs_grad = bool(LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name))
         for d in node.decorators:
-            dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
             if self.ctx.qualname(dec) in GRAD_CONTEXTS:
                 frame.needs_grad = True
         self._frames.append(frame)
@@ -271,7 +271,7 @@ class InferenceWithoutNoGrad(Rule):
         n = 0
         for item in node.items:
             e = item.item
-            if isinstance(e, cst.Call) and self.ctx.qualname(e.func) in GRAD_CONTEXTS:
+            if type(e) is cst.Call and self.ctx.qualname(e.func) in GRAD_CONTEXTS:
                 n += 1
         self._grad_ctx.append(n)
         self._grad_depth += n
@@ -297,14 +297,14 @@ class InferenceWithoutNoGrad(Rule):
                 self._nograd_callees.add(callee)
             if frame is not None:
                 frame.calls.add(callee)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             m = func.attr.value
             if m == "backward":
                 if frame is not None:
                     frame.needs_grad = True
                 return
             if m == "requires_grad_":
-                if node.args and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "False":
+                if node.args and type(node.args[0].value) is cst.Name and node.args[0].value.value == "False":
                     self._skip_file = True
                 elif frame is not None:
                     frame.needs_grad = True
@@ -318,13 +318,13 @@ class InferenceWithoutNoGrad(Rule):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         t = node.target
-        if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad":
+        if type(t) is cst.Attribute and t.attr.value == "requires_grad":
             self._skip_file = True  # `p.requires_grad = False`: frozen parameters
 
     def _is_module_call(self, frame: _Frame, func: cst.BaseExpression) -> bool:
         """A call of a module in eval mode (`model.eval()` before it), or of any module in
         a function named for evaluation."""
-        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        if type(func) is cst.Attribute and func.attr.value == "forward":
             func = func.value
         if dotted_name(func) is None:
             return False

@@ -187,7 +187,7 @@ class LinalgErrorCheck(Rule):
             matrix = arg(node, 0, "A") or arg(node, 0, "input")
             if matrix is None or ctx.gpu(matrix, RECEIVER) is None:
                 return
-        elif tn is None and isinstance(func, cst.Attribute) and func.attr.value in _METHODS and not node.args:
+        elif tn is None and type(func) is cst.Attribute and func.attr.value in _METHODS and not node.args:
             matrix = func.value
             if not gpu_number(ctx, matrix):  # a known GPU tensor, not `pose.inverse()`
                 return
@@ -201,7 +201,7 @@ class LinalgErrorCheck(Rule):
         if field is None or not one_line(node) or any(a.keyword is not None and a.keyword.value == "out" for a in node.args):
             return None
         func = node.func
-        if tn.startswith("linalg.") and isinstance(func, cst.Attribute):
+        if tn.startswith("linalg.") and type(func) is cst.Attribute:
             call = node.with_changes(func=func.with_changes(attr=cst.Name(ex)))
         else:  # torch.inverse / torch.cholesky / method forms: spell torch.linalg.<ex>
             if node.args and not (tn in ("inverse", "cholesky") and len(node.args) == 1 and node.args[0].keyword is None):

@@ -174,7 +174,7 @@ class MaskedFillTensorValue(Rule):
         tn = ctx.torch_name(func)
         if tn == "masked_fill":
             x, offset = arg(node, 0, "input"), 1
-        elif isinstance(func, cst.Attribute) and tn is None and func.attr.value in ("masked_fill", "masked_fill_"):
+        elif type(func) is cst.Attribute and tn is None and func.attr.value in ("masked_fill", "masked_fill_"):
             x, offset = func.value, 0
             if ctx.infer(x).kind not in (V.TENSOR, V.UNKNOWN):
                 return
@@ -184,14 +184,14 @@ class MaskedFillTensorValue(Rule):
         if x is None or mask is None or value is None or not gpu_number(ctx, value):
             return
         replacement = None
-        if tn == "masked_fill" or (isinstance(func, cst.Attribute) and func.attr.value == "masked_fill"):
+        if tn == "masked_fill" or (type(func) is cst.Attribute and func.attr.value == "masked_fill"):
             replacement = self._where(func, x, mask, value)
         self.report(node, replacement, safe=False, call=short(node), value=short(value))
 
     def _where(self, func, x, mask, value) -> Optional[cst.Call]:
         if not _plain(x) or not one_line(mask) or not one_line(value):
             return None
-        if self.ctx.torch_name(func) == "masked_fill" and isinstance(func, cst.Attribute):
+        if self.ctx.torch_name(func) == "masked_fill" and type(func) is cst.Attribute:
             where = func.with_changes(attr=cst.Name("where"))  # keep the module spelling
         else:
             alias = torch_alias(self.ctx)
@@ -207,12 +207,12 @@ class MaskedFillTensorValue(Rule):
 
 def _plain(e: cst.BaseExpression) -> bool:
     """A name or attribute chain: cheap and side-effect free to write twice."""
-    while isinstance(e, cst.Attribute):
+    while type(e) is cst.Attribute:
         e = e.value
-    return isinstance(e, cst.Name)
+    return type(e) is cst.Name
 
 
 def _parens_if_needed(e: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(e, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or e.lpar:
+    if type(e) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or e.lpar:
         return e
     return e.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

@@ -164,7 +164,7 @@ class MaskedWriteTensorValue(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             target = t.target
-            if not isinstance(target, cst.Subscript):
+            if type(target) is not cst.Subscript:
                 continue
             mask = mask_index(self.ctx, target)
             if mask is None or self.ctx.gpu(node.value) is None:
@@ -180,7 +180,7 @@ class MaskedWriteTensorValue(Rule):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         target = node.target
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             mask = mask_index(self.ctx, target)
             if mask is not None:
                 op = code(node.operator).strip()
@@ -191,10 +191,10 @@ class MaskedWriteTensorValue(Rule):
     def _fix(self, node: cst.Assign, target: cst.Subscript, mask: cst.BaseExpression) -> Optional[cst.CSTNode]:
         """`x[m] = y[m]` -> `x.copy_(torch.where(m, y, x))` (unsafe: shapes unseen)."""
         value = node.value
-        if len(target.slice) != 1 or not isinstance(value, cst.Subscript) or len(value.slice) != 1:
+        if len(target.slice) != 1 or type(value) is not cst.Subscript or len(value.slice) != 1:
             return None
         vidx = value.slice[0].slice
-        if not isinstance(vidx, cst.Index) or code(vidx.value) != code(mask):
+        if type(vidx) is not cst.Index or code(vidx.value) != code(mask):
             return None
         torch_name = torch_alias(self.ctx)
         if torch_name is None:
@@ -221,7 +221,7 @@ class MaskedWriteTensorValue(Rule):
             indices, values = arg(node, 1, "indices"), arg(node, 2, "values")
         else:
             return
-        if not isinstance(indices, (cst.Tuple, cst.List)) or values is None:
+        if type(indices) not in (cst.Tuple, cst.List) or values is None:
             return
         mask = next((el.value for el in indices.elements if ctx.gpu_mask(el.value)), None)
         if mask is None:

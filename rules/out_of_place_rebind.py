@@ -212,13 +212,13 @@ class OutOfPlaceRebind(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # The model binds at the end of the assignment: here `name` still holds its old value.
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+        if len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
             self._check(node, node.targets[0].target.value)
 
     # ------------------------------------------------------------- the check
     def _rhs(self, name: str, value: cst.BaseExpression):
         """(op name, operands, in-place replacement) for `name = <value>`, else None."""
-        if isinstance(value, cst.BinaryOperation):
+        if type(value) is cst.BinaryOperation:
             op = type(value.operator)
             if op not in AUG:
                 return None
@@ -231,10 +231,10 @@ class OutOfPlaceRebind(Rule):
                 return None
             fix = cst.AugAssign(target=cst.Name(name), operator=aug(), value=other)
             return opname, [other], fix
-        if not isinstance(value, cst.Call) or kwarg(value, "out") is not None or any(a.star for a in value.args):
+        if type(value) is not cst.Call or kwarg(value, "out") is not None or any(a.star for a in value.args):
             return None
         func = value.func
-        if isinstance(func, cst.Attribute) and _is_name(func.value, name) and func.attr.value in O.INPLACE_TWINS:
+        if type(func) is cst.Attribute and _is_name(func.value, name) and func.attr.value in O.INPLACE_TWINS:
             fix = value.with_changes(func=func.with_changes(attr=cst.Name(func.attr.value + "_")))
             return func.attr.value, [a.value for a in value.args], cst.Expr(fix)
         t = self.ctx.torch_name(func)
@@ -259,7 +259,7 @@ class OutOfPlaceRebind(Rule):
         if not O.dtype_kept(ctx, info.dtype, op, operands):
             return
         for e in operands:
-            if string_value(e) is not None or (isinstance(e, cst.Name) and e.value == "None"):
+            if string_value(e) is not None or (type(e) is cst.Name and e.value == "None"):
                 continue
             if is_python_scalar(e):
                 continue
@@ -277,4 +277,4 @@ class OutOfPlaceRebind(Rule):
 
 
 def _is_name(e: cst.BaseExpression, name: str) -> bool:
-    return isinstance(e, cst.Name) and e.value == name and not e.lpar
+    return type(e) is cst.Name and e.value == name and not e.lpar

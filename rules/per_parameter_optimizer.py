@@ -14,9 +14,9 @@ CTOR_TITLE = "Drop `foreach=False` (foreach is the CUDA default) or pass `fused=
 
 
 def _names(target: cst.BaseExpression) -> Set[str]:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         out: Set[str] = set()
         for el in target.elements:
             out |= _names(el.value)
@@ -26,16 +26,16 @@ def _names(target: cst.BaseExpression) -> Set[str]:
 
 def _param_of(e: cst.BaseExpression, params: Set[str]) -> bool:
     """`p` or `p.data` for a loop variable `p`."""
-    if isinstance(e, cst.Attribute) and e.attr.value == "data":
+    if type(e) is cst.Attribute and e.attr.value == "data":
         e = e.value
-    return isinstance(e, cst.Name) and e.value in params
+    return type(e) is cst.Name and e.value in params
 
 
 def _chain_root(call: cst.Call) -> Tuple[cst.BaseExpression, List[cst.Call]]:
     """`p.data.mul_(a).add_(g)` -> (`p.data`, [the add_ call, the mul_ call])."""
     calls = []
     e: cst.BaseExpression = call
-    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
+    while type(e) is cst.Call and type(e.func) is cst.Attribute:
         calls.append(e)
         e = e.func.value
     return e, calls
@@ -43,24 +43,24 @@ def _chain_root(call: cst.Call) -> Tuple[cst.BaseExpression, List[cst.Call]]:
 
 def _collect_grad_sources(n: cst.CSTNode, params: Set[str], derived: Dict[str, Set[str]], out: Set[str]) -> None:
     """Which loop variables' gradients `n` reads: `p.grad`, or a name derived from it."""
-    if isinstance(n, cst.Attribute):
+    if type(n) is cst.Attribute:
         if n.attr.value == "grad" and _param_of(n.value, params):
             out.add(_base_name(n.value))
         _collect_grad_sources(n.value, params, derived, out)  # not the attribute's own name
         return
-    if isinstance(n, cst.Name):
+    if type(n) is cst.Name:
         out |= derived.get(n.value, set())
         return
-    if isinstance(n, cst.Lambda):
+    if type(n) is cst.Lambda:
         return
     for c in code_children(n):
         _collect_grad_sources(c, params, derived, out)
 
 
 def _base_name(e: cst.BaseExpression) -> str:
-    if isinstance(e, cst.Attribute):
+    if type(e) is cst.Attribute:
         e = e.value
-    assert isinstance(e, cst.Name)
+    assert type(e) is cst.Name
     return e.value
 
 
@@ -80,20 +80,20 @@ def _statements(block) -> List[cst.CSTNode]:
 
 
 def _flatten(stmt: cst.CSTNode) -> List[cst.CSTNode]:
-    if isinstance(stmt, cst.SimpleStatementLine):
+    if type(stmt) is cst.SimpleStatementLine:
         return list(stmt.body)
     if isinstance(stmt, cst.BaseSmallStatement):
         return [stmt]
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not isinstance(stmt, cst.BaseCompoundStatement):
+    if type(stmt) in (cst.FunctionDef, cst.ClassDef) or not isinstance(stmt, cst.BaseCompoundStatement):
         return []
     out: List[cst.CSTNode] = []
-    if isinstance(stmt, cst.Match):  # cases instead of a body
+    if type(stmt) is cst.Match:  # cases instead of a body
         for case in stmt.cases:
             out.extend(_statements(case.body))
         return out
     out.extend(_statements(stmt.body))
     orelse = getattr(stmt, "orelse", None)
-    if isinstance(orelse, cst.If):
+    if type(orelse) is cst.If:
         out.extend(_flatten(orelse))
     elif orelse is not None:
         out.extend(_statements(orelse.body))
@@ -116,21 +116,21 @@ def updates_params_with_grad(loop: cst.For) -> bool:
         return _param_of(target, params) and _base_name(target) in sources
 
     for s in _statements(loop.body):
-        if isinstance(s, cst.Assign):
+        if type(s) is cst.Assign:
             src = _grad_sources([s.value], params, derived)
-            if any(isinstance(t.target, cst.Attribute) and updates(t.target, src) for t in s.targets):
+            if any(type(t.target) is cst.Attribute and updates(t.target, src) for t in s.targets):
                 return True  # p.data = p.data - lr * p.grad
             if src:
                 for t in s.targets:
                     for n in _names(t.target):
                         derived[n] = src  # g = p.grad
-        elif isinstance(s, cst.AugAssign):
+        elif type(s) is cst.AugAssign:
             src = _grad_sources([s.value], params, derived)
             if updates(s.target, src):
                 return True  # p -= lr * p.grad
             for n in _names(s.target) if src else ():
                 derived[n] = derived.get(n, set()) | src
-        elif isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+        elif type(s) is cst.Expr and type(s.value) is cst.Call:
             root, calls = _chain_root(s.value)
             if not any(c.func.attr.value.endswith("_") and c.func.attr.value not in NOT_UPDATES for c in calls):
                 continue
@@ -336,10 +336,10 @@ class PerParameterOptimizer(Rule):
         if not last[:1].isupper() or ".lr_scheduler" in q or ".swa_utils" in q:
             return
         foreach = kwarg(node, "foreach")
-        if not (isinstance(foreach, cst.Name) and foreach.value == "False"):
+        if not (type(foreach) is cst.Name and foreach.value == "False"):
             return
         fused = kwarg(node, "fused")
-        if isinstance(fused, cst.Name) and fused.value == "True":
+        if type(fused) is cst.Name and fused.value == "True":
             return
         if not self.ctx.cuda_less_depth:
             params = node.args[0].value if node.args and node.args[0].keyword is None else kwarg(node, "params")

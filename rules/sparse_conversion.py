@@ -115,7 +115,7 @@ class SparseConversion(Rule):
             recv = receiver(node)
             # `x.to_sparse().to_sparse_csr()`: the second conversion starts from a sparse
             # tensor whose count is known; only the first one counts.
-            if isinstance(recv, cst.Call) and method_call(recv, _NAMES):
+            if type(recv) is cst.Call and method_call(recv, _NAMES):
                 return
             if self.ctx.gpu(recv, RECEIVER) is not None:
                 self.report(node, call=short(node))

@@ -242,8 +242,8 @@ class TensorAsPythonNumber(Rule):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         host: Optional[bool] = None  # the receiver is a NumPy array or a Python sequence
         for el in node.slice:
-            if not isinstance(el.slice, cst.Slice):
-                if not isinstance(el.slice, cst.Index):
+            if type(el.slice) is not cst.Slice:
+                if type(el.slice) is not cst.Index:
                     continue
                 if host is None:
                     host = _host_sequence(self.ctx.infer(node.value))
@@ -263,7 +263,7 @@ class TensorAsPythonNumber(Rule):
         """The arguments of `node` that Python converts to a number, with the fix hint."""
         ctx = self.ctx
         func = node.func
-        if isinstance(func, cst.Name) and func.value == "range" and _builtin(ctx, "range"):
+        if type(func) is cst.Name and func.value == "range" and _builtin(ctx, "range"):
             for a in positional(node):
                 yield a.value, _SIZE_HINT
             return
@@ -271,7 +271,7 @@ class TensorAsPythonNumber(Rule):
         if tn is not None:
             yield from self._torch_args(tn, node)
             return
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return
         m = func.attr.value
         if m not in _SIZE_METHODS and m not in _INT_ARG_METHODS and m != "new_full":
@@ -324,7 +324,7 @@ class TensorAsPythonNumber(Rule):
                 yield fill, _FILL_HINT
         elif tn in ("tensor", "as_tensor"):
             data = _arg(node, 0, "data")
-            if isinstance(data, (cst.List, cst.Tuple)):
+            if type(data) in (cst.List, cst.Tuple):
                 for el in _flat_elements(data):
                     yield el, _STACK_HINT
         elif tn in _INT_ARG_METHODS:  # torch.topk(x, k), torch.split(x, k), torch.narrow(x, d, s, n)
@@ -367,9 +367,9 @@ def _arg(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
 
 def _size_elements(e: cst.BaseExpression) -> Iterator[Tuple[cst.BaseExpression, str]]:
     """A size argument: itself, or the elements of a literal tuple/list of sizes."""
-    if isinstance(e, (cst.Tuple, cst.List)):
+    if type(e) in (cst.Tuple, cst.List):
         for el in e.elements:
-            if not isinstance(el, cst.StarredElement):
+            if type(el) is not cst.StarredElement:
                 yield el.value, _SIZE_HINT
     else:
         yield e, _SIZE_HINT
@@ -377,9 +377,9 @@ def _size_elements(e: cst.BaseExpression) -> Iterator[Tuple[cst.BaseExpression, 
 
 def _flat_elements(e: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     for el in e.elements:
-        if isinstance(el, cst.StarredElement):
+        if type(el) is cst.StarredElement:
             continue
-        if isinstance(el.value, (cst.List, cst.Tuple)):
+        if type(el.value) in (cst.List, cst.Tuple):
             yield from _flat_elements(el.value)
         else:
             yield el.value

@@ -222,7 +222,7 @@ class TensorFormatting(Rule):
         self._check([node.expression])
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not isinstance(node.operator, cst.Modulo):
+        if type(node.operator) is not cst.Modulo:
             return
         if not string_literal(node.left):  # `("%10s" * 2 + "%10.4g" * 6) % (...)`: a built format string
             left = self.ctx.infer(node.left)
@@ -230,10 +230,10 @@ class TensorFormatting(Rule):
                 return
         # reported at the `%` operation (the sync), which may span lines: `fmt % (\n ..., *mloss)`
         right = node.right
-        if isinstance(right, cst.Tuple):
+        if type(right) is cst.Tuple:
             self._check((el.value for el in right.elements), node)
-        elif isinstance(right, cst.Dict):
-            self._check((el.value for el in right.elements if isinstance(el, cst.DictElement)), node)
+        elif type(right) is cst.Dict:
+            self._check((el.value for el in right.elements if type(el) is cst.DictElement), node)
         else:
             self._check([right], node)
 
@@ -277,7 +277,7 @@ def _is_logging_call(ctx, func: cst.Attribute) -> bool:
 
 def _literal_text(e: cst.BaseExpression) -> Optional[str]:
     """The text of a string literal, also of `"a" "b"` written over several lines."""
-    if isinstance(e, cst.ConcatenatedString):
+    if type(e) is cst.ConcatenatedString:
         v = e.evaluated_value
         return v if isinstance(v, str) else None
     return string_value(e)

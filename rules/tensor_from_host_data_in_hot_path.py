@@ -265,7 +265,7 @@ def _host_array(ctx, data) -> bool:
     """Data (not a size) for a legacy constructor: a list, tuple or NumPy array on the host."""
     if data is None:
         return False
-    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
+    if type(data) in (cst.List, cst.Tuple, cst.ListComp):
         return True
     v = ctx.infer(data)
     return v.kind == V.NUMPY or (v.kind == V.PY and v.py in ("list", "tuple")) or (

@@ -272,7 +272,7 @@ class TensorLoggedToTracker(Rule):
         if lightning is not None:
             return [lightning[1]] if self._read_back_every_step(node) else []
         func = node.func
-        if isinstance(func, cst.Attribute) and (func.attr.value in L.WRITER_METHODS or func.attr.value in L.METRIC_METHODS):
+        if type(func) is cst.Attribute and (func.attr.value in L.WRITER_METHODS or func.attr.value in L.METRIC_METHODS):
             obj = self.ctx.infer(receiver(node))
             if obj.kind != V.OBJECT or not obj.cls:
                 return []

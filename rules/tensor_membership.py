@@ -149,6 +149,6 @@ class TensorMembership(Rule):
             left = comp.comparator
             if is_key:
                 continue
-            if isinstance(comp.operator, (cst.In, cst.NotIn)) and self.ctx.gpu(comp.comparator, EVIDENT) is not None:
+            if type(comp.operator) in (cst.In, cst.NotIn) and self.ctx.gpu(comp.comparator, EVIDENT) is not None:
                 self.report(node, expr=short(node))
                 return

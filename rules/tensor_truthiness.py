@@ -193,10 +193,10 @@ class TensorTruthiness(Rule):
     # ------------------------------------------------------------ bool contexts
     def _bool_context(self, e: cst.BaseExpression) -> None:
         """`e` is evaluated as a Python bool: report it if it is a GPU tensor."""
-        if isinstance(e, cst.BooleanOperation):
+        if type(e) is cst.BooleanOperation:
             self._bool_context(e.left)
             self._bool_context(e.right)
-        elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+        elif type(e) is cst.UnaryOperation and type(e.operator) is cst.Not:
             self._bool_context(e.expression)
         elif self.ctx.gpu(e, EVIDENT) is not None:
             self.report(e, expr=short(e))
@@ -223,12 +223,12 @@ class TensorTruthiness(Rule):
         self._bool_context(node.left)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        if isinstance(node.operator, cst.Not):
+        if type(node.operator) is cst.Not:
             self._bool_context(node.expression)
 
     def visit_Assert(self, node: cst.Assert) -> None:
         test = node.test
-        if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)) or self.ctx.gpu(test, EVIDENT) is None:
+        if type(test) in (cst.BooleanOperation, cst.UnaryOperation) or self.ctx.gpu(test, EVIDENT) is None:
             self._bool_context(test)
             return
         torch = torch_alias(self.ctx)

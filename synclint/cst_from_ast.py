@@ -895,15 +895,15 @@ def _formatted_values(a: ast.AST, out: List[ast.FormattedValue]) -> None:
 
 def _graft(node: cst.CSTNode, next_expression) -> cst.CSTNode:
     """`node` with the expression of each `{...}` part replaced, in source order."""
-    if isinstance(node, cst.FormattedStringExpression):
+    if type(node) is cst.FormattedStringExpression:
         expression = next_expression()
         spec = node.format_spec
         if spec is not None:
             spec = type(spec)(_graft(p, next_expression) for p in spec)
         return node.with_changes(expression=expression, format_spec=spec)
-    if isinstance(node, cst.FormattedString):
+    if type(node) is cst.FormattedString:
         return node.with_changes(parts=type(node.parts)(_graft(p, next_expression) for p in node.parts))
-    if isinstance(node, cst.ConcatenatedString):
+    if type(node) is cst.ConcatenatedString:
         return node.with_changes(left=_graft(node.left, next_expression), right=_graft(node.right, next_expression))
     return node
 

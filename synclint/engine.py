@@ -292,7 +292,7 @@ def _comments(node) -> List[str]:
     todo = [node]
     while todo:
         n = todo.pop()
-        if isinstance(n, cst.Comment):
+        if type(n) is cst.Comment:
             out.append(n.value)
         else:
             todo.extend(n.children)

@@ -20,6 +20,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from synclint.lines import source_lines
+from synclint.semantic.syntax import COMPOUND_STATEMENTS, SUITES
 
 Span = Tuple[int, int, int, int]  # row, col (0-based), end row, end col (0-based, exclusive)
 
@@ -67,11 +68,11 @@ def cst_statements(module: cst.Module) -> List[cst.CSTNode]:
     todo: List[cst.CSTNode] = list(reversed(module.body))
     while todo:
         s = todo.pop()
-        if isinstance(s, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        if type(s) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             todo.extend(reversed(s.body))
             continue
         out.append(s)
-        if isinstance(s, cst.BaseCompoundStatement):
+        if type(s) in COMPOUND_STATEMENTS:
             todo.extend(reversed(_inner_statements(s)))
     return out
 
@@ -80,7 +81,7 @@ def _inner_statements(stmt: cst.BaseCompoundStatement) -> List[cst.CSTNode]:
     """The statements of a compound statement's blocks, in source order (`elif`: the If)."""
     blocks: List[cst.CSTNode] = []
     body = getattr(stmt, "body", None)
-    if isinstance(body, cst.BaseSuite):
+    if type(body) in SUITES:
         blocks.append(body)
     blocks.extend(h.body for h in getattr(stmt, "handlers", ()))
     blocks.extend(c.body for c in getattr(stmt, "cases", ()))
@@ -88,7 +89,7 @@ def _inner_statements(stmt: cst.BaseCompoundStatement) -> List[cst.CSTNode]:
     for block in blocks:
         out.extend(block.body)
     orelse = getattr(stmt, "orelse", None)
-    if isinstance(orelse, cst.If):
+    if type(orelse) is cst.If:
         out.append(orelse)
     elif orelse is not None:
         out.extend(orelse.body.body)
@@ -202,7 +203,7 @@ class PositionIndex:
                 first = decorated - len(decorators[0].leading_lines)
             state.line = first - len(stmt.leading_lines)
             state.column = 0
-        if isinstance(stmt, cst.If) and line.lstrip().startswith("elif"):
+        if type(stmt) is cst.If and line.lstrip().startswith("elif"):
             stmt._codegen(state, is_elif=True)
         else:
             stmt._codegen(state)

@@ -27,8 +27,9 @@ from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.model import FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
-from synclint.semantic.syntax import (FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, all_params, child_nodes, descendants, field_kind,
-                                     last_name, node_fields, string_value)
+from synclint.semantic.syntax import (COMPOUND_STATEMENTS, FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, SMALL_STATEMENTS,
+                                      STATEMENTS, SUITES, all_params, child_nodes, descendants, field_kind,
+                                      last_name, node_fields, string_value)
 from synclint.semantic.values import Val
 
 _STMT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -163,7 +164,7 @@ class Walker:
         info = FuncInfo(name=node.name.value, qual=qual, cls=cls, node=node)
         info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators)
         info.compiled = (ctx.func is not None and ctx.func.compiled) or any(
-            ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in COMPILERS
+            ctx.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in COMPILERS
             for d in node.decorators)
         ctx.all_funcs[qual] = info
         saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
@@ -259,10 +260,10 @@ class Walker:
                 val = Val(V.MODULE, cls=info.cls.name) if info.cls.is_module else Val(V.OBJECT, cls=info.cls.name)
             elif callers is not None and callers.kind != V.UNKNOWN:
                 val = callers  # every in-file call passes this
-            elif p.default is not None and not (isinstance(p.default, cst.Name) and p.default.value == "None"):
+            elif p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None"):
                 val = ctx.infer(p.default)
                 if val.kind == V.UNKNOWN:
-                    val = V.PY_VAL if isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString)) else val
+                    val = V.PY_VAL if type(p.default) in (cst.Integer, cst.Float, cst.SimpleString) else val
                 elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY) and not any(
                         ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:]):
                     # `device="cpu"` of a function nothing in the project calls: a library's
@@ -366,7 +367,7 @@ class Walker:
             for cond in comp.ifs:
                 self.walk(cond)  # dispatches visit_CompIf, then walks its test
             comp = comp.inner_for_in
-        if isinstance(node, cst.DictComp):
+        if type(node) is cst.DictComp:
             self.walk(node.key)
             self.walk(node.value)
         else:
@@ -378,9 +379,9 @@ class Walker:
         no_grad = 0
         for item in node.items:
             self.walk(item.item)
-            if isinstance(item.item, cst.Call) and ctx.qualname(item.item.func) in L.NO_GRAD_CONTEXTS:
+            if type(item.item) is cst.Call and ctx.qualname(item.item.func) in L.NO_GRAD_CONTEXTS:
                 if not (item.item.args and string_value(item.item.args[0].value) is None
-                        and isinstance(item.item.args[0].value, cst.Name)
+                        and type(item.item.args[0].value) is cst.Name
                         and item.item.args[0].value.value == "False"):
                     no_grad += 1
             if item.asname is not None:
@@ -468,8 +469,8 @@ class Walker:
     # ------------------------------------------------------------- bindings
     def _assign(self, node: cst.Assign) -> None:
         ctx = self.ctx
-        if (isinstance(node.value, cst.Lambda) and ctx.func is None and not ctx.loop_depth and not ctx.classes
-                and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
+        if (type(node.value) is cst.Lambda and ctx.func is None and not ctx.loop_depth and not ctx.classes
+                and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name):
             self._module_lambda(node.targets[0].target.value, node.value)
         else:
             self.walk(node.value)
@@ -497,7 +498,7 @@ class Walker:
         self.walk(node.value)
         self.walk(node.target)
         ctx = self.ctx
-        if isinstance(node.target, (cst.Name, cst.Attribute)):
+        if type(node.target) in (cst.Name, cst.Attribute):
             old = ctx.infer(node.target)
             new = ctx.combine([old, ctx.infer(node.value)])
             if old.kind == V.PY and old.py == "list":
@@ -511,7 +512,7 @@ class Walker:
         self.walk(node.value)
         ctx = self.ctx
         call = node.value
-        if not isinstance(call, cst.Call):
+        if type(call) is not cst.Call:
             return
         tn = ctx.torch_name(call.func)
         if tn == "set_default_device" and call.args:
@@ -522,13 +523,13 @@ class Walker:
             s = string_value(call.args[0].value) or (ctx.qualname(call.args[0].value) or "")
             if "cuda" in s:
                 ctx.default_device = V.CUDA
-        elif isinstance(call.func, cst.Attribute):
+        elif type(call.func) is cst.Attribute:
             m = call.func.attr.value
             recv = call.func.value
-            if m in ("to", "cuda", "cpu", "eval", "train") and isinstance(recv, (cst.Name, cst.Attribute)):
+            if m in ("to", "cuda", "cpu", "eval", "train") and type(recv) in (cst.Name, cst.Attribute):
                 if ctx.infer(call).kind == V.MODULE:  # `model.to(device)`, `.eval()`: in place
                     ctx.bind_target(recv, ctx.infer(call))
-            elif m in ("append", "extend", "insert") and isinstance(recv, (cst.Name, cst.Attribute)) and call.args:
+            elif m in ("append", "extend", "insert") and type(recv) in (cst.Name, cst.Attribute) and call.args:
                 # `losses.append(loss)`: the list now holds tensors.
                 lst = ctx.infer(recv)
                 item = ctx.infer(call.args[-1].value)
@@ -567,7 +568,7 @@ class Walker:
         f = self.ctx.func
         if f is None:
             return
-        if isinstance(node.value, cst.From):
+        if type(node.value) is cst.From:
             v = V.element_of(self.ctx.infer(node.value.item))
         else:
             v = self.ctx.infer(node.value)
@@ -600,7 +601,7 @@ class Walker:
         bound_methods: Tuple[str, ...] = ()
         outside: List[Tuple[str, int]] = []  # (qualified name of another module's function or method, leading params)
         q = None
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             ctx.calls.append((caller, func.value, hot))
             cls = ctx.defined_class(func.value)
             q = ctx.qualname(func)
@@ -633,7 +634,7 @@ class Walker:
                 else:
                     callee = (func.value, 0)
             timing = q in L.TIMING_NAMES  # from time import perf_counter
-        elif isinstance(func, cst.Attribute):
+        elif type(func) is cst.Attribute:
             q = ctx.qualname(func)
             recv = ctx.infer(func.value) if q is None else V.PY_VAL
             if func.attr.value in L.ARG_ADD_METHODS and recv.kind == V.OBJECT and recv.cls == L.ARG_PARSER:
@@ -645,7 +646,7 @@ class Walker:
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
                 # a method of an in-file class or another module's (of each class it may be)
                 bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
-                if recv.kind == V.OBJECT and isinstance(func.value, cst.Name):
+                if recv.kind == V.OBJECT and type(func.value) is cst.Name:
                     ctx.record_instance_call(func.value.value, func.attr.value, *_arg_values(ctx, node))
             elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
                 outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
@@ -654,7 +655,7 @@ class Walker:
                 if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `self.encoder(x)`, `self.loss_scaler(loss)`
                     bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
-        if len(bound_methods) == 1 and not outside and isinstance(func, cst.Attribute):
+        if len(bound_methods) == 1 and not outside and type(func) is cst.Attribute:
             callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses
         collate = _collate_fn(ctx, node)
         if collate:  # `DataLoader(..., collate_fn=self.collate)`: runs once per batch
@@ -674,7 +675,7 @@ class Walker:
                     ctx.call_args.setdefault(key, []).append((caller, skip, pos, kws))
                 else:
                     ctx.calls_out.append((key, skip, pos, kws))
-            if callee is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+            if callee is not None and type(func) is cst.Attribute and type(func.value) is cst.Name \
                     and func.value.value == "self":
                 ctx.self_calls.append((callee[0], pos, kws))
         if not ctx.puts_on_cuda and puts_on_cuda(ctx, node):
@@ -729,11 +730,11 @@ def _array_read(ctx: SemanticModel, call: cst.Call) -> Optional[cst.BaseExpressi
 def _mapped_lambda(ctx: SemanticModel, call: cst.Call) -> Optional[Tuple[cst.Lambda, Val]]:
     """`map(lambda t: ..., items)` with the builtin `map`: the lambda and what each item is."""
     func = call.func
-    if not (isinstance(func, cst.Name) and func.value == "map" and len(call.args) == 2
+    if not (type(func) is cst.Name and func.value == "map" and len(call.args) == 2
             and not ctx.is_local("map") and "map" not in ctx.aliases):
         return None
     lam = call.args[0].value
-    if not (isinstance(lam, cst.Lambda) and len(all_params(lam.params)) == 1 and lam.params.params):
+    if not (type(lam) is cst.Lambda and len(all_params(lam.params)) == 1 and lam.params.params):
         return None
     return lam, V.element_of(ctx.infer(call.args[1].value))
 
@@ -778,12 +779,12 @@ def _handed_methods(ctx: SemanticModel, call: cst.Call, caller: Optional[str], s
     the call graph finds hot (grad-cam's gradient hook, registered in a forward hook)."""
     for a in call.args:
         v = a.value
-        if isinstance(v, cst.Name):  # a function: `loss.register_hook(raise_if_nan)`, run in backward
+        if type(v) is cst.Name:  # a function: `loss.register_hook(raise_if_nan)`, run in backward
             fn = ctx.lookup(v.value)
             keys = (v.value,) if fn == V.FUNCTION_VAL else V.function_keys(fn)
             _add_edges(ctx, caller, [k for k in keys if "." not in k], [k for k in keys if "." in k], site)
             continue
-        if not (isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)):
+        if not (type(v) is cst.Attribute and type(v.value) is cst.Name):
             continue
         obj = ctx.infer(v.value)
         if obj.kind in (V.MODULE, V.OBJECT) and obj.cls:
@@ -821,7 +822,7 @@ def _repeated_callback(ctx: SemanticModel, call: cst.Call, q: Optional[str]) -> 
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     if fn is None and len(positional) > pos:
         fn = positional[pos]
-    return _in_file_functions(ctx, fn) if isinstance(fn, cst.Name) else ()
+    return _in_file_functions(ctx, fn) if type(fn) is cst.Name else ()
 
 
 def _collate_fn(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
@@ -850,7 +851,7 @@ def _per_step_hook(ctx: SemanticModel, call: cst.Call) -> Tuple[str, ...]:
 
 def _in_file_functions(ctx: SemanticModel, fn: cst.BaseExpression) -> Tuple[str, ...]:
     """The keys of the in-file functions or methods `fn` names (`f`, `self.method`)."""
-    if isinstance(fn, cst.Name):
+    if type(fn) is cst.Name:
         keys = tuple(k for k in V.function_keys(ctx.lookup(fn.value)) if k in ctx.all_funcs)
         if keys or fn.value in ctx.all_funcs:
             return keys or (fn.value,)
@@ -868,7 +869,7 @@ def _declare_param(info: FuncInfo, p: cst.Param, double_star: bool = False) -> N
 
 
 def _decorator_is_no_grad(ctx: SemanticModel, d: cst.BaseExpression) -> bool:
-    if isinstance(d, cst.Call):
+    if type(d) is cst.Call:
         d = d.func
     return ctx.qualname(d) in L.NO_GRAD_CONTEXTS
 
@@ -877,9 +878,9 @@ def _is_module_base(ctx: SemanticModel, b: cst.BaseExpression) -> bool:
     q = ctx.qualname(b)
     if q is not None:
         return q.endswith(L.MODULE_SUFFIXES) or q.rsplit(".", 1)[-1] in L.MODULE_BASE_NAMES or ctx.is_module_class(q)
-    if isinstance(b, cst.Name):
+    if type(b) is cst.Name:
         return ctx.is_module_class(b.value) or b.value in L.MODULE_BASE_NAMES
-    if isinstance(b, cst.Attribute):
+    if type(b) is cst.Attribute:
         return b.attr.value in L.MODULE_BASE_NAMES
     return False
 
@@ -894,23 +895,23 @@ def _narrow(ctx: SemanticModel, test: cst.BaseExpression, negated: bool = False)
     """In the body of `if isinstance(x, int):`, x is an int (`torch.Tensor`: a tensor).
     `negated`: where the test is false (the else path, or the code after an `if` without
     one): past `if isinstance(v, Tensor): v = v.item()`, v is no tensor on either path."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         # Past `if not isinstance(x, Tensor): raise`, x is a tensor, but that is not used: the
         # check guards an input's type (Lightning's XLA strategies), and the callers' values
         # made evident by it fed the receiver guesses of rules (6 wrong SYN103 findings)
         if not negated:
             _narrow(ctx, test.expression, True)
         return
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         if not negated:  # (`not (a and b)` says nothing of either alone)
             _narrow(ctx, test.left)
             _narrow(ctx, test.right)
         return
-    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
-            and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+    if not (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance"
+            and len(test.args) == 2 and type(test.args[0].value) is cst.Name):
         return
     kinds = test.args[1].value
-    names = [el.value for el in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    names = [el.value for el in kinds.elements] if type(kinds) is cst.Tuple else [kinds]
     vals = [annotation_val(ctx, n) for n in names]
     if negated:
         name = test.args[0].value.value
@@ -948,11 +949,11 @@ _CONTAINER_METHODS = frozenset((
 def _container_loop(it: cst.BaseExpression) -> bool:
     """`for x in <it>` walks a container's items: a method above, possibly under
     enumerate/zip/sorted/reversed/list."""
-    while isinstance(it, cst.Call):
+    while type(it) is cst.Call:
         f = it.func
-        if isinstance(f, cst.Attribute):
+        if type(f) is cst.Attribute:
             return f.attr.value in _CONTAINER_METHODS
-        if isinstance(f, cst.Name) and f.value in ("enumerate", "zip", "sorted", "reversed", "list", "tuple") and it.args:
+        if type(f) is cst.Name and f.value in ("enumerate", "zip", "sorted", "reversed", "list", "tuple") and it.args:
             it = it.args[0].value
             continue
         return False
@@ -986,42 +987,45 @@ def _epoch_loop(ctx: SemanticModel, node: cst.For) -> bool:
     and that does not itself iterate one."""
     if _batchy(ctx, node.iter, {}):
         return False
-    if isinstance(node.body, cst.IndentedBlock) and any(
-            _takes_loader(ctx, small.value) for line in node.body.body if isinstance(line, cst.SimpleStatementLine)
-            for small in line.body if isinstance(small, (cst.Expr, cst.Assign))):
+    if type(node.body) is cst.IndentedBlock and any(
+            _takes_loader(ctx, small.value) for line in node.body.body if type(line) is cst.SimpleStatementLine
+            for small in line.body if type(small) in (cst.Expr, cst.Assign)):
         return True
     assigned: Dict[str, cst.BaseExpression] = {}
     inner: List[cst.For] = []
     todo: List[cst.CSTNode] = [node.body]
     while todo:
         n = todo.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
-        if isinstance(n, cst.For):
+        if type(n) is cst.For:
             inner.append(n)
-        elif isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+        elif type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
             assigned[n.targets[0].target.value] = n.value
-        if isinstance(n, (cst.IndentedBlock, cst.SimpleStatementLine, cst.BaseCompoundStatement,
-                          cst.Else, cst.ExceptHandler, cst.Finally)):
-            todo.extend(c for c in child_nodes(n) if isinstance(c, (cst.BaseStatement, cst.BaseSmallStatement,
-                                                                 cst.BaseSuite, cst.Else, cst.ExceptHandler,
-                                                                 cst.Finally)))
+        if type(n) in _STATEMENT_HOLDERS:
+            todo.extend(c for c in child_nodes(n) if type(c) in _STATEMENT_PARTS)
     return any(_batchy(ctx, f.iter, assigned) for f in inner)
+
+
+# What `_epoch_loop` looks into for inner loops: statements and their blocks, not expressions
+_STATEMENT_HOLDERS = COMPOUND_STATEMENTS | {cst.IndentedBlock, cst.SimpleStatementLine, cst.Else,
+                                            cst.ExceptHandler, cst.Finally}
+_STATEMENT_PARTS = STATEMENTS | SMALL_STATEMENTS | SUITES | {cst.Else, cst.ExceptHandler, cst.Finally}
 
 
 def _takes_loader(ctx: SemanticModel, e: cst.BaseExpression) -> bool:
     """A call, in a statement of its own, of a function that is given a loader itself (not
     an iterator over one, not a builtin, not a per-step function): it runs an epoch."""
-    if not isinstance(e, cst.Call):
+    if type(e) is not cst.Call:
         return False
     f = e.func
     name = last_name(f)
-    if name is None or hot_name(name) or isinstance(f, cst.Name) and name in _BUILTINS:
+    if name is None or hot_name(name) or type(f) is cst.Name and name in _BUILTINS:
         return False
     for a in e.args:
         v = a.value
         kind = ctx.infer(v).kind
-        if kind == V.LOADER or (kind != V.ITER and isinstance(v, (cst.Name, cst.Attribute)) and _batchy(ctx, v, {})):
+        if kind == V.LOADER or (kind != V.ITER and type(v) in (cst.Name, cst.Attribute) and _batchy(ctx, v, {})):
             return True
     return False
 
@@ -1031,28 +1035,28 @@ _BUILTINS = frozenset(dir(builtins))
 
 def _batchy(ctx: SemanticModel, it: cst.BaseExpression, assigned: Dict[str, cst.BaseExpression], depth: int = 0) -> bool:
     """`loader`, `enumerate(tqdm(train_loader))`, `pbar` assigned one of those: batches."""
-    while isinstance(it, cst.Call) and it.args and (
-        isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "zip", *L.PASSTHROUGH)
-        or isinstance(it.func, cst.Attribute) and it.func.attr.value in L.PASSTHROUGH_METHODS
+    while type(it) is cst.Call and it.args and (
+        type(it.func) is cst.Name and it.func.value in ("enumerate", "zip", *L.PASSTHROUGH)
+        or type(it.func) is cst.Attribute and it.func.attr.value in L.PASSTHROUGH_METHODS
     ):
         it = it.args[0].value
-    if isinstance(it, cst.Name) and it.value in assigned and depth < 3:
+    if type(it) is cst.Name and it.value in assigned and depth < 3:
         return _batchy(ctx, assigned[it.value], assigned, depth + 1)
     if ctx.infer(it).kind == V.LOADER:
         return True
-    name = it.value if isinstance(it, cst.Name) else it.attr.value if isinstance(it, cst.Attribute) else ""
+    name = it.value if type(it) is cst.Name else it.attr.value if type(it) is cst.Attribute else ""
     return name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES
 
 
 def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
     """Bind a loop target part by part where the iterable says which part is what:
     `for i, (x, y) in enumerate(tqdm(loader))`, `for a, b in zip(xs, ys)`, `for k, v in batch.items()`."""
-    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(it, cst.Call) and not any(
-        isinstance(el, cst.StarredElement) for el in target.elements
+    if type(target) in (cst.Tuple, cst.List) and type(it) is cst.Call and not any(
+        type(el) is cst.StarredElement for el in target.elements
     ):
         els = [el.value for el in target.elements]
         pos = [a.value for a in it.args if a.keyword is None and not a.star]
-        fname = it.func.value if isinstance(it.func, cst.Name) and not ctx.is_local(it.func.value) else None
+        fname = it.func.value if type(it.func) is cst.Name and not ctx.is_local(it.func.value) else None
         if fname == "enumerate" and len(els) == 2 and pos and "enumerate" not in ctx.aliases:
             ctx.bind_target(els[0], V.py("int"))
             _bind_loop_target(ctx, els[1], pos[0])
@@ -1061,7 +1065,7 @@ def _bind_loop_target(ctx: SemanticModel, target: cst.BaseExpression, it: cst.Ba
             for el, src in zip(els, pos):
                 _bind_loop_target(ctx, el, src)
             return
-        if isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" and not it.args and len(els) == 2:
+        if type(it.func) is cst.Attribute and it.func.attr.value == "items" and not it.args and len(els) == 2:
             recv = ctx.infer(it.func.value)
             if recv.kind in (V.TENSORS, V.TENSOR) or V.is_dict_of(recv):
                 # (a "tensor" with `.items()` is a dict of them: a collated batch of dicts,

@@ -19,22 +19,22 @@ _PY = {"int": "int", "float": "float", "bool": "bool", "str": "str", "list": "li
 def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
     """The value an annotation promises, or None if it says nothing we use. `model` resolves
     imported names and in-file classes (None: read the annotation syntactically)."""
-    if isinstance(ann, cst.SimpleString):
+    if type(ann) is cst.SimpleString:
         text = (string_value(ann) or "").strip()
         try:
             ann = build_expression(text)
         except Exception:  # noqa: BLE001 - not an expression: says nothing
             return None
-    if isinstance(ann, cst.Subscript):
+    if type(ann) is cst.Subscript:
         base = _name(model, ann.value)
         last = base.rsplit(".", 1)[-1]
         if last == "Optional" and ann.slice:
             inner = ann.slice[0].slice
-            if isinstance(inner, cst.Index):
+            if type(inner) is cst.Index:
                 return annotation_val(model, inner.value)
         if last in ("List", "list", "Tuple", "tuple", "Sequence", "Iterable") and ann.slice:
             inner = ann.slice[0].slice
-            if isinstance(inner, cst.Index):
+            if type(inner) is cst.Index:
                 v = annotation_val(model, inner.value)
                 if v is not None and v.kind == V.TENSOR:
                     return Val(V.TENSORS, None)
@@ -42,7 +42,7 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         if last in _PY:
             return V.py(_PY[last])
         return None
-    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):  # Tensor | None
+    if type(ann) is cst.BinaryOperation and type(ann.operator) is cst.BitOr:  # Tensor | None
         for side in (ann.left, ann.right):
             v = annotation_val(model, side)
             if v is not None and v.kind != V.PY:
@@ -74,7 +74,7 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
     if last == "device":
         return Val(V.DEVICE)
     if model is not None:
-        key = ann.value if isinstance(ann, cst.Name) and ann.value in model.classes_by_name else q
+        key = ann.value if type(ann) is cst.Name and ann.value in model.classes_by_name else q
         v = model.class_val(key) if key else None
         if v is not None:
             return v
@@ -89,8 +89,8 @@ def _name(model, e: cst.BaseExpression) -> str:
     q = model.qualname(e) if model is not None else None
     if q:
         return q
-    if isinstance(e, cst.Name):
+    if type(e) is cst.Name:
         return e.value
-    if isinstance(e, cst.Attribute):
+    if type(e) is cst.Attribute:
         return e.attr.value
     return ""

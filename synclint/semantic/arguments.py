@@ -44,7 +44,7 @@ def device_option(call: cst.Call, model) -> Optional[Tuple[str, str]]:
     if default is None:
         return None
     is_dev, dev = model.device_of_arg(default)
-    if not is_dev or dev is None or isinstance(default, (cst.Name, cst.Attribute)):
+    if not is_dev or dev is None or type(default) in (cst.Name, cst.Attribute):
         return None  # (a name only spelled like a device: nothing to go by)
     dest = option_dest(call)
     if dest is None:

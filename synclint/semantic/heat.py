@@ -37,32 +37,32 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     periodic guard, "" otherwise."""
     negated = False
     original = test
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         negated = True
         test = test.expression
-    if isinstance(test, cst.Name):  # `use_gpu = torch.cuda.is_available()`, then `if use_gpu:`
+    if type(test) is cst.Name:  # `use_gpu = torch.cuda.is_available()`, then `if use_gpu:`
         b = model.binding(test.value)
-        if b is not None and isinstance(b.expr, cst.Call) and b.prev is None:
+        if b is not None and type(b.expr) is cst.Call and b.prev is None:
             test = b.expr
-    if isinstance(test, cst.Call) and model.torch_name(test.func) in ("cuda.is_available", "cuda.is_initialized"):
+    if type(test) is cst.Call and model.torch_name(test.func) in ("cuda.is_available", "cuda.is_initialized"):
         return "cpu-body" if negated else "cpu-else"
-    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+    if type(test) is cst.Attribute and test.attr.value == "is_cuda":
         return "cpu-body" if negated else "cpu-else"
-    if isinstance(test, cst.Call) and model.torch_name(test.func) in L.EXPORT_ONLY:
+    if type(test) is cst.Call and model.torch_name(test.func) in L.EXPORT_ONLY:
         # `if torch.onnx.is_in_onnx_export():` runs while exporting a graph, never in a
         # training or inference run: as the CUDA-less path, nothing there is reported
         return "cpu-else" if negated else "cpu-body"
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         comp = test.comparisons[0]
         left = test.left
-        if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+        if type(comp.operator) in (cst.Equal, cst.NotEqual):
             s = string_value(comp.comparator)
-            is_dev = isinstance(left, (cst.Name, cst.Attribute)) and (
-                "device" in (left.value if isinstance(left, cst.Name) else left.attr.value)
-                or (isinstance(left, cst.Attribute) and left.attr.value == "type")
+            is_dev = type(left) in (cst.Name, cst.Attribute) and (
+                "device" in (left.value if type(left) is cst.Name else left.attr.value)
+                or (type(left) is cst.Attribute and left.attr.value == "type")
             )
             if is_dev and s is not None:
-                cpu_side = s.startswith("cpu") != isinstance(comp.operator, cst.NotEqual)
+                cpu_side = s.startswith("cpu") != (type(comp.operator) is cst.NotEqual)
                 return "cpu-body" if cpu_side != negated else "cpu-else"
     # (`not step % every` is periodic too: the test as written is asked)
     if (_periodic(original, model) or not negated and _clock_due(test, body, model)) \
@@ -79,12 +79,12 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
 
 def _first_steps(test: cst.BaseExpression, model) -> bool:
     """`counter == 0` / `counter < 10`: a counter this code increments, against a literal."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
         return False
     comp = test.comparisons[0]
-    if not isinstance(comp.operator, (cst.Equal, cst.LessThan, cst.LessThanEqual)):
+    if type(comp.operator) not in (cst.Equal, cst.LessThan, cst.LessThanEqual):
         return False
-    if not isinstance(comp.comparator, cst.Integer):
+    if type(comp.comparator) is not cst.Integer:
         return False
     return model.is_counter(test.left)
 
@@ -92,44 +92,44 @@ def _first_steps(test: cst.BaseExpression, model) -> bool:
 def _fills_up(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
     """`len(xs) < N` (or `<=`) whose body appends to `xs`: each run brings it closer to N,
     so it runs at most N times."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual))
-            and isinstance(test.comparisons[0].comparator, cst.Integer)):
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1
+            and type(test.comparisons[0].operator) in (cst.LessThan, cst.LessThanEqual)
+            and type(test.comparisons[0].comparator) is cst.Integer):
         return False
     left = test.left
-    if not (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len"
-            and len(left.args) == 1 and isinstance(left.args[0].value, cst.Name)):
+    if not (type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
+            and len(left.args) == 1 and type(left.args[0].value) is cst.Name):
         return False
     name = left.args[0].value.value
-    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("append", "extend")
-               and isinstance(n.func.value, cst.Name) and n.func.value.value == name for n in descendants(body))
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend")
+               and type(n.func.value) is cst.Name and n.func.value.value == name for n in descendants(body))
 
 
 def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
     """`i % N == 0` (or `not i % N`), alone or inside `and`/`or`; with `or`, the other side
     may also be a one-step test (`step % every == 0 or step == last`, `... or last_step`);
     a name assigned such a test (`is_metric_step = i % every == 0 or last`) is one too."""
-    if model is not None and isinstance(test, cst.Name) and depth < 4:
+    if model is not None and type(test) is cst.Name and depth < 4:
         origin = model.origin(test)
         return origin is not None and origin is not test and _periodic(origin, model, depth + 1)
-    if isinstance(test, cst.BooleanOperation):
-        if isinstance(test.operator, cst.And):
+    if type(test) is cst.BooleanOperation:
+        if type(test.operator) is cst.And:
             return _periodic(test.left, model, depth) or _periodic(test.right, model, depth)
         left, right = _periodic(test.left, model, depth), _periodic(test.right, model, depth)
         return (left or _one_step(test.left, model)) and (right or _one_step(test.right, model)) and (left or right)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return _period(test.expression, model)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         left = test.left
         op = test.comparisons[0].operator
-        return _period(left, model) and isinstance(op, cst.Equal)
+        return _period(left, model) and type(op) is cst.Equal
     return False
 
 
 def _period(e: cst.BaseExpression, model=None) -> bool:
     """`i % N`, N a period: not a count of micro-batches per optimizer step
     (`i % trainer.accumulate_grad_batches` is every optimizer step), nor a period of 1."""
-    if not (isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)):
+    if not (type(e) is cst.BinaryOperation and type(e.operator) is cst.Modulo):
         return False
     return last_name(e.right) not in L.ACCUMULATION_STEPS and not _default_one(e.right, model)
 
@@ -168,25 +168,25 @@ def skips_unless_periodic(node: cst.If, model) -> bool:
 
 
 def _only_exit(body: cst.BaseSuite) -> bool:
-    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    if len(stmts) != 1 or not isinstance(stmts[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+    stmts = body.body if type(body) is cst.IndentedBlock else [body]
+    if len(stmts) != 1 or type(stmts[0]) not in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
         return False
     small = stmts[0].body
-    return len(small) == 1 and isinstance(small[0], (cst.Continue, cst.Return))
+    return len(small) == 1 and type(small[0]) in (cst.Continue, cst.Return)
 
 
 def _not_periodic(test: cst.BaseExpression, model) -> bool:
     """True exactly when a periodic test is false: `i % N != 0`, `i % N` (truthy), `not
     <periodic>`; in an `or`, either side (the rest then needs both sides false)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
         return _not_periodic(test.left, model) or _not_periodic(test.right, model)
-    if isinstance(test, cst.BinaryOperation):
+    if type(test) is cst.BinaryOperation:
         return _period(test, model)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return _periodic(test.expression, model)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         left, comp = test.left, test.comparisons[0]
-        return (_period(left, model) and isinstance(comp.operator, cst.NotEqual) and isinstance(comp.comparator, cst.Integer)
+        return (_period(left, model) and type(comp.operator) is cst.NotEqual and type(comp.comparator) is cst.Integer
                 and comp.comparator.evaluated_value == 0)
     return False
 
@@ -196,39 +196,39 @@ def _clock_due(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
     reading and the body sets `last_log` again: it runs once every so many seconds (vicreg's
     `current_time - last_logging > args.log_freq_time`). Without the reset the test stays
     true once it holds (`time.time() - start > limit`), so it is not periodic."""
-    if isinstance(test, cst.BooleanOperation):
-        return isinstance(test.operator, cst.And) and (
+    if type(test) is cst.BooleanOperation:
+        return type(test.operator) is cst.And and (
             _clock_due(test.left, body, model) or _clock_due(test.right, body, model))
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual))):
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1
+            and type(test.comparisons[0].operator) in (cst.GreaterThan, cst.GreaterThanEqual)):
         return False
     diff = test.left
-    if not (isinstance(diff, cst.BinaryOperation) and isinstance(diff.operator, cst.Subtract)
-            and isinstance(diff.right, cst.Name)):
+    if not (type(diff) is cst.BinaryOperation and type(diff.operator) is cst.Subtract
+            and type(diff.right) is cst.Name):
         return False
     now = model.origin(diff.left)
-    if not (isinstance(now, cst.Call) and model.qualname(now.func) in L.TIMING_NAMES):
+    if not (type(now) is cst.Call and model.qualname(now.func) in L.TIMING_NAMES):
         return False
     last = diff.right.value
-    return any(isinstance(n, (cst.Assign, cst.AnnAssign)) and any(
-        isinstance(t, cst.Name) and t.value == last for t in _assigned(n)) for n in descendants(body))
+    return any(type(n) in (cst.Assign, cst.AnnAssign) and any(
+        type(t) is cst.Name and t.value == last for t in _assigned(n)) for n in descendants(body))
 
 
 def _assigned(n: cst.CSTNode):
-    return [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+    return [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
 
 
 def _one_step(test: cst.BaseExpression, model) -> bool:
     """`step == last` (numbers compared for equality), or a name assigned one: true on one step."""
-    if model is not None and isinstance(test, cst.Name):
+    if model is not None and type(test) is cst.Name:
         test = model.origin(test) or test
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.Equal)):
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1
+            and type(test.comparisons[0].operator) is cst.Equal):
         return False
     # beside a periodic test (`i % N == 0 or i == last`), an equality of numbers is a
     # one-step test; one with a string or a constant (`mode == "train"`) is not
     sides = (test.left, test.comparisons[0].comparator)
-    return not any(string_value(x) is not None or isinstance(x, cst.Name) and x.value in ("None", "True", "False")
+    return not any(string_value(x) is not None or type(x) is cst.Name and x.value in ("None", "True", "False")
                    for x in sides)
 
 
@@ -237,16 +237,16 @@ _EXITS = {"sys.exit", "exit", "quit", "os._exit"}
 
 def _exits(body: cst.CSTNode) -> bool:
     """The block ends the program or raises: it runs at most once."""
-    stmts = body.body if isinstance(body, cst.IndentedBlock) else ()
-    if not stmts or not isinstance(stmts[-1], cst.SimpleStatementLine):
+    stmts = body.body if type(body) is cst.IndentedBlock else ()
+    if not stmts or type(stmts[-1]) is not cst.SimpleStatementLine:
         return False
     last = stmts[-1].body[-1]
-    if isinstance(last, cst.Raise):
+    if type(last) is cst.Raise:
         return True
-    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+    if type(last) is cst.Expr and type(last.value) is cst.Call:
         f = last.value.func
-        name = f.value if isinstance(f, cst.Name) else f"{f.value.value}.{f.attr.value}" if (
-            isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)) else None
+        name = f.value if type(f) is cst.Name else f"{f.value.value}.{f.attr.value}" if (
+            type(f) is cst.Attribute and type(f.value) is cst.Name) else None
         return name in _EXITS
     return False
 
@@ -257,7 +257,7 @@ def body_steps_optimizer(body: cst.CSTNode, model=None) -> bool:
     scheduler stepped alone (`scheduler.step(val_score)` after a validation every N steps)
     is not one."""
     for n in descendants(body):
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "step":
+        if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "step":
             if model is not None and _lr_scheduler(model.infer(n.func.value)):
                 continue
             return True
@@ -269,7 +269,7 @@ def steps_optimizer(call: cst.Call, model) -> bool:
     environment's `env.step(action)`, nor a learning-rate scheduler): what makes a function
     a step of training for `callgraph.STEPS`."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+    if not (type(func) is cst.Attribute and func.attr.value == "step"):
         return scaler_called(call, model)
     v = model.infer(func.value)
     if v.kind == V.OBJECT and v.cls == L.GRAD_SCALER:
@@ -281,7 +281,7 @@ def scaler_called(call: cst.Call, model) -> bool:
     """`loss_scaler(loss, optimizer, ...)` of timm's `NativeScaler`, which runs a CUDA
     `GradScaler`'s `step(optimizer)` inside (`L.SCALER_CALLABLES` says where the optimizer is)."""
     func = call.func
-    return len(call.args) >= 2 and isinstance(func, (cst.Name, cst.Attribute)) \
+    return len(call.args) >= 2 and type(func) in (cst.Name, cst.Attribute) \
         and V.classes_of(model.infer(func)) == (L.NATIVE_SCALER,)
 
 
@@ -300,44 +300,44 @@ def lazy_init(node: cst.If, model=None) -> bool:
     defaulted in a function's straight-line code (`if attn_mask is None: attn_mask =
     Mask(...)`) is made again at every call."""
     test = node.test
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         # `if(a and b):` needs no space after `if`; either side alone may (LibCST checks)
         space = cst.SimpleWhitespace(" ")
         return (lazy_init(node.with_changes(test=test.left, whitespace_before_test=space), model)
                 or lazy_init(node.with_changes(test=test.right, whitespace_before_test=space), model))
     subject = key = None  # key: `k` of `if k not in cache:`, which the body must store under
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         left = test.left
-        if isinstance(c.operator, cst.Is) and isinstance(c.comparator, cst.Name) and c.comparator.value == "None":
+        if type(c.operator) is cst.Is and type(c.comparator) is cst.Name and c.comparator.value == "None":
             subject = left
-        elif isinstance(c.operator, cst.NotIn):
+        elif type(c.operator) is cst.NotIn:
             subject, key = c.comparator, _code(left)
-        elif (isinstance(c.operator, cst.Equal) and isinstance(c.comparator, cst.Integer) and c.comparator.value == "0"
-              and isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len"
+        elif (type(c.operator) is cst.Equal and type(c.comparator) is cst.Integer and c.comparator.value == "0"
+              and type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
               and len(left.args) == 1):
             subject = left.args[0].value
-    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    elif type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         subject = test.expression
         if (type(subject) is cst.Call and type(subject.func) is cst.Name and subject.func.value == "len"
                 and len(subject.args) == 1):
             subject = subject.args[0].value  # `if not len(self.q): self.q = ...`
-    if not isinstance(subject, (cst.Name, cst.Attribute, cst.Subscript)) or not isinstance(node.body, cst.IndentedBlock):
+    if type(subject) not in (cst.Name, cst.Attribute, cst.Subscript) or type(node.body) is not cst.IndentedBlock:
         return False
     if type(subject) is cst.Name and model is not None and model.func is not None and not model.loop_nodes \
             and subject.value not in model.func.globals and not _stores(node.body, subject.value):
         return False
     want = _code(subject)
     for stmt in node.body.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is not cst.SimpleStatementLine:
             continue
         for small in stmt.body:
-            if isinstance(small, (cst.Assign, cst.AnnAssign)):
-                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            if type(small) in (cst.Assign, cst.AnnAssign):
+                targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
                 for t in targets:
                     if key is None and _code(t) == want:
                         return True
-                    if isinstance(t, cst.Subscript) and _code(t.value) == want and (
+                    if type(t) is cst.Subscript and _code(t.value) == want and (
                             key is None or (len(t.slice) == 1 and _code(t.slice[0].slice) == key)):
                         return True
     return False

@@ -60,7 +60,7 @@ class _NotStraight(Exception):
 
 def _plain_signature(node: cst.FunctionDef) -> bool:
     """Undecorated, and every argument a call passes lands in a named parameter."""
-    return not node.decorators and not isinstance(node.params.star_arg, cst.Param) and node.params.star_kwarg is None
+    return not node.decorators and type(node.params.star_arg) is not cst.Param and node.params.star_kwarg is None
 
 
 def helper_body(node: cst.FunctionDef) -> Optional[HelperBody]:
@@ -83,32 +83,32 @@ def helper_body(node: cst.FunctionDef) -> Optional[HelperBody]:
 
 
 def _block(block, out: HelperBody, cond: bool, mutated: set) -> None:
-    stmts = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    stmts = block.body if type(block) is cst.IndentedBlock else [block]
     for s in stmts:
-        if isinstance(s, cst.SimpleStatementLine):
+        if type(s) is cst.SimpleStatementLine:
             for small in s.body:
                 _small(small, out, cond, mutated)
-        elif isinstance(s, cst.SimpleStatementSuite):
+        elif type(s) is cst.SimpleStatementSuite:
             for small in s.body:
                 _small(small, out, cond, mutated)
-        elif isinstance(s, cst.If):
+        elif type(s) is cst.If:
             _block(s.body, out, True, mutated)
             orelse = s.orelse
             while orelse is not None:
                 _block(orelse.body, out, True, mutated)
-                orelse = orelse.orelse if isinstance(orelse, cst.If) else None
-        elif isinstance(s, (cst.For, cst.While)):
-            if isinstance(s, cst.For):
+                orelse = orelse.orelse if type(orelse) is cst.If else None
+        elif type(s) in (cst.For, cst.While):
+            if type(s) is cst.For:
                 out.steps.append((_bound_names(s.target), None, True))
             _block(s.body, out, True, mutated)
             if s.orelse is not None:
                 _block(s.orelse.body, out, True, mutated)
-        elif isinstance(s, cst.With):
+        elif type(s) is cst.With:
             for item in s.items:
                 if item.asname is not None:
                     out.steps.append((_bound_names(item.asname.name), None, True))
             _block(s.body, out, cond, mutated)
-        elif isinstance(s, cst.Try):
+        elif type(s) is cst.Try:
             _block(s.body, out, True, mutated)
             for h in s.handlers:
                 _block(h.body, out, True, mutated)
@@ -123,34 +123,34 @@ _MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefaul
 
 
 def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool, mutated: set) -> None:
-    if isinstance(small, cst.Return):
+    if type(small) is cst.Return:
         if small.value is not None:
             out.returns.append(small.value)
-    elif isinstance(small, cst.Assign):
+    elif type(small) is cst.Assign:
         for t in small.targets:
             names = _bound_names(t.target)
             if names:  # `a, *rest = ...`, `(a, b), c = ...`: bound, but not followed
                 out.steps.append((names, small.value if _followed(t.target) else None, cond))
-    elif isinstance(small, cst.AnnAssign):
-        if small.value is not None and isinstance(small.target, cst.Name):
+    elif type(small) is cst.AnnAssign:
+        if small.value is not None and type(small.target) is cst.Name:
             out.steps.append(((small.target.value,), small.value, cond))
     # `x += y`: x keeps what it is (a tensor stays one); item and attribute stores, calls
     # (`out.append(t)`), `raise`, `assert`: nothing the replay binds
-    elif isinstance(small, (cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom, cst.Del)):
+    elif type(small) in (cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom, cst.Del):
         raise _NotStraight
-    elif isinstance(small, cst.Expr) and isinstance(small.value, (cst.Yield, cst.Await)):
+    elif type(small) is cst.Expr and type(small.value) in (cst.Yield, cst.Await):
         raise _NotStraight
-    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+    elif type(small) is cst.Expr and type(small.value) is cst.Call:
         f = small.value.func
-        if isinstance(f, cst.Attribute) and f.attr.value in _MUTATORS and isinstance(f.value, cst.Name):
+        if type(f) is cst.Attribute and f.attr.value in _MUTATORS and type(f.value) is cst.Name:
             mutated.add(f.value.value)
 
 
 def _followed(target: cst.BaseExpression) -> bool:
     """A target the replay binds from the value: `x`, or `a, b` of plain names."""
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return all(isinstance(el, cst.Element) and isinstance(el.value, cst.Name) for el in target.elements)
-    return isinstance(target, cst.Name)
+    if type(target) in (cst.Tuple, cst.List):
+        return all(type(el) is cst.Element and type(el.value) is cst.Name for el in target.elements)
+    return type(target) is cst.Name
 
 
 _TARGETED = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr})
@@ -168,7 +168,7 @@ def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
     for n in descendants(node):  # (not into nested functions: their returns are theirs)
         kind = type(n)  # (by type: every node of every function, see `descendants`)
         if kind is cst.Return:
-            if not (isinstance(n.value, cst.Name) and n.value.value in params):
+            if not (type(n.value) is cst.Name and n.value.value in params):
                 return None
             returned.add(n.value.value)
         elif kind in _TARGETED:
@@ -195,7 +195,7 @@ def reyielded_parameter(node: cst.FunctionDef) -> Optional[int]:
         kind = type(n)
         if kind is cst.Yield:
             v = n.value
-            if isinstance(v, cst.From):
+            if type(v) is cst.From:
                 if type(v.item) is not cst.Name:
                     return None
                 yielded.add(v.item.value)
@@ -223,10 +223,10 @@ def reyielded_parameter(node: cst.FunctionDef) -> Optional[int]:
 def abstract_body(node: cst.FunctionDef) -> bool:
     """A body that only says what subclasses must do: `raise NotImplementedError`, with at
     most a docstring, `pass` or `...` beside it (DPR's `Tensorizer.text_to_tensor`)."""
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else (node.body,)
+    body = node.body.body if type(node.body) is cst.IndentedBlock else (node.body,)
     raises = False
     for stmt in body:
-        if not isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        if type(stmt) not in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             return False
         for small in stmt.body:
             if type(small) is cst.Pass or type(small) is cst.Expr and type(small.value) in (
@@ -243,10 +243,10 @@ def abstract_body(node: cst.FunctionDef) -> bool:
 
 def _bound_names(target) -> Tuple[str, ...]:
     """The names a target binds, in order (item and attribute stores bind none)."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return (target.value,)
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         return tuple(n for el in target.elements for n in _bound_names(el.value))
-    if isinstance(target, cst.StarredElement):
+    if type(target) is cst.StarredElement:
         return _bound_names(target.value)
     return ()

@@ -110,21 +110,21 @@ class Inference:
             return self._infer_subscript(e)
         if t is cst.UnaryOperation:
             v = self._infer(e.expression)
-            if isinstance(e.operator, cst.Not):
+            if type(e.operator) is cst.Not:
                 return V.py("bool") if v.kind in (V.PY, V.NUMPY) else v if v.kind == V.UNKNOWN else V.py("bool")
             if v.kind == V.TENSOR:
-                return v.with_(dtype=v.dtype if isinstance(e.operator, cst.BitInvert) or v.dtype != V.BOOL else None)
+                return v.with_(dtype=v.dtype if type(e.operator) is cst.BitInvert or v.dtype != V.BOOL else None)
             return v
         if t is cst.BinaryOperation:
-            if isinstance(e.operator, (cst.Multiply, cst.Modulo)):  # "%10s" * 2, "%g" % x: a str
+            if type(e.operator) in (cst.Multiply, cst.Modulo):  # "%10s" * 2, "%g" % x: a str
                 left = self._infer(e.left)
                 if left.kind == V.PY and left.py == "str":
                     return V.py("str")
-            if isinstance(e.operator, (cst.Add, cst.Multiply)):
+            if type(e.operator) in (cst.Add, cst.Multiply):
                 seq = self._sequence_arithmetic(e)
                 if seq is not None:
                     return seq
-            if isinstance(e.operator, cst.Divide):
+            if type(e.operator) is cst.Divide:
                 v = self.combine([self._infer(e.left), self._infer(e.right)])
                 return V.py("float") if v.kind == V.PY and v.py == "int" else v
             left, right = self._infer(e.left), self._infer(e.right)
@@ -132,14 +132,14 @@ class Inference:
                 [left, right],
                 # (a product of two masks is their `&`: bool times bool stays bool in torch;
                 # times a number it is a number)
-                bitwise=isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor))
-                or (isinstance(e.operator, cst.Multiply) and left.kind == right.kind == V.TENSOR
+                bitwise=type(e.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor)
+                or (type(e.operator) is cst.Multiply and left.kind == right.kind == V.TENSOR
                     and left.mask and right.mask),
-                elementwise=not isinstance(e.operator, cst.MatrixMultiply),
+                elementwise=type(e.operator) is not cst.MatrixMultiply,
             )
         if t is cst.Comparison:
             ops = [c.operator for c in e.comparisons]
-            if any(isinstance(o, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for o in ops):
+            if any(type(o) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for o in ops):
                 return V.py("bool")
             vals = [self._infer(e.left)] + [self._infer(c.comparator) for c in e.comparisons]
             ts = [v for v in vals if v.kind in (V.TENSOR, V.TENSORS)]
@@ -168,7 +168,7 @@ class Inference:
         all tensors or all loaders (`{"train": DataLoader(...), "val": ...}`) keeps them
         (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
         a learning rate) are not joined into one."""
-        vals = [self._infer(el.value) for el in e.elements if isinstance(el, cst.DictElement)]
+        vals = [self._infer(el.value) for el in e.elements if type(el) is cst.DictElement]
         if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
                 or vals[0].kind not in _DICT_VALUE_KINDS:
             return V.py("dict")
@@ -178,17 +178,17 @@ class Inference:
         return Val(V.PY, py="dict", elems=(joined,))
 
     def _infer_sequence(self, e) -> Val:
-        if any(isinstance(el, cst.StarredElement) for el in e.elements):
+        if any(type(el) is cst.StarredElement for el in e.elements):
             vals = [self._infer(el.value) for el in e.elements]
             ts = [v for v in vals if v.kind in (V.TENSOR, V.TENSORS)]
             return Val(V.TENSORS, _device_of(ts)) if ts else V.UNKNOWN_VAL if vals else V.py("list")
-        return _sequence(tuple(self._infer(el.value) for el in e.elements), "tuple" if isinstance(e, cst.Tuple) else "list")
+        return _sequence(tuple(self._infer(el.value) for el in e.elements), "tuple" if type(e) is cst.Tuple else "list")
 
     def _sequence_arithmetic(self, e: cst.BinaryOperation) -> Optional[Val]:
         """`[a] + [b]` and `[f] * n` of literal sequences: a sequence of their items (HRNet's
         `[self._ce_forward] * (n - 1) + [self._ohem_forward]`, each then called), else None."""
         left, right = self._infer(e.left), self._infer(e.right)
-        if isinstance(e.operator, cst.Add):
+        if type(e.operator) is cst.Add:
             if left.elems is not None and right.elems is not None and not V.is_dict_of(left) and not V.is_dict_of(right):
                 kind = left.py if left.kind == V.PY else right.py if right.kind == V.PY else "list"
                 return _sequence(left.elems + right.elems, kind or "list")
@@ -246,7 +246,7 @@ class Inference:
         base = self._infer(e.value)
         if V.class_key(base):
             base = V.UNKNOWN_VAL  # `ERM.attr`: what a class holds is not followed
-        if isinstance(e.value, cst.Name) and e.value.value == "self" and self.cls is not None:
+        if type(e.value) is cst.Name and e.value.value == "self" and self.cls is not None:
             if attr in self.cls.methods and attr not in self.cls.pending:
                 return V.method(f"{self.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
             b = self.binding("self." + attr)
@@ -276,7 +276,7 @@ class Inference:
             if attr in ("indices", "values"):  # topk/sort/max(dim) results
                 return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
             return V.UNKNOWN_VAL
-        if k == V.OBJECT and isinstance(e.value, cst.Name) and base.cls and "|" not in base.cls:
+        if k == V.OBJECT and type(e.value) is cst.Name and base.cls and "|" not in base.cls:
             v = self.instance_attribute(e.value.value, base.cls, attr)
             if v is not None:
                 return v
@@ -309,14 +309,14 @@ class Inference:
             return self._registered(e.slice[0].slice.value)
         base = self._infer(e.value)
         if base.kind == V.TENSOR:
-            idx = [self._infer(s.slice.value) for s in e.slice if isinstance(s.slice, cst.Index)]
+            idx = [self._infer(s.slice.value) for s in e.slice if type(s.slice) is cst.Index]
             if len(e.slice) == 1 and idx and idx[0].kind == V.TENSOR and idx[0].mask and base.ndim == 1:
                 return base.with_(pinned=None)
             if base.ndim is not None and len(idx) == len(e.slice) <= base.ndim and all(
                     i.kind == V.PY and i.py in ("int", "number") for i in idx):
                 # `perm[i]` with Python ints: one dimension fewer per index (a 0-d element)
                 return base.with_(pinned=None, ndim=base.ndim - len(idx))
-            if base.ndim == 1 and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) and literal_ndim(
+            if base.ndim == 1 and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index and literal_ndim(
                     e.slice[0].slice.value) == 1:
                 return base.with_(pinned=None)  # `t[[3, 2, 3, 2]]`: a 1-D gather, 1-D again
             if all(type(s.slice) is cst.Slice for s in e.slice):
@@ -325,22 +325,22 @@ class Inference:
         if base.kind == V.TENSORS:
             if base.elems is not None and len(e.slice) == 1:
                 idx = e.slice[0].slice
-                if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+                if type(idx) is cst.Index and type(idx.value) is cst.Integer:
                     i = int(idx.value.value, 0)
                     if i < len(base.elems):
                         return base.elems[i]
-                if isinstance(idx, cst.Slice):
+                if type(idx) is cst.Slice:
                     return base
-            if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Slice):
+            if len(e.slice) == 1 and type(e.slice[0].slice) is cst.Slice:
                 return base
             return V.element_of(base)
         if base.kind == V.PY and type(e.value) is cst.Attribute and e.value.attr.value in ("r_", "c_") and \
                 self.qualname(e.value) in ("numpy.r_", "numpy.c_"):
             return Val(V.NUMPY, ndim=1 if e.value.attr.value == "r_" else 2)  # `np.r_[:2, 4:n]`: an array
         if base.kind == V.NUMPY:
-            if all(isinstance(x.slice, cst.Slice) for x in e.slice):
+            if all(type(x.slice) is cst.Slice for x in e.slice):
                 return base
-            if isinstance(e.value, cst.Call) and len(e.slice) == 1 and self.qualname(e.value.func) in (
+            if type(e.value) is cst.Call and len(e.slice) == 1 and self.qualname(e.value.func) in (
                     "numpy.where", "numpy.nonzero"):
                 return Val(V.NUMPY, ndim=1)  # np.where(m)[0]: an index array
             return Val(V.NUMPY)  # an element, or fancy indexing: array-ness unknown
@@ -352,15 +352,15 @@ class Inference:
             key = e.slice[0].slice
             # an optimizer's group: its tensors under "params", hyperparameters (lr, betas,
             # weight_decay: Python numbers unless the user gave tensors) under the rest
-            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+            if type(key) is cst.Index and type(key.value) is cst.SimpleString:
                 return Val(V.TENSORS) if string_value(key.value) == "params" else V.py("number")
         if base.kind in (V.PY, V.UNKNOWN) and base.elems is not None and len(e.slice) == 1:
             idx = e.slice[0].slice
-            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer):
+            if type(idx) is cst.Index and type(idx.value) is cst.Integer:
                 i = int(idx.value.value, 0)
                 if i < len(base.elems):
                     return base.elems[i]
-        if base.kind == V.UNKNOWN and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+        if base.kind == V.UNKNOWN and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
             idx = self._infer(e.slice[0].slice.value)
             if idx.kind == V.TENSOR and idx.mask:
                 return V.tensor(idx.device, assumed=idx.assumed)  # only a tensor takes a tensor mask
@@ -371,12 +371,12 @@ class Inference:
         if base.kind == V.PY and base.py == "str":
             return V.py("str")
         if base.kind == V.PY and base.py == "shape" and len(e.slice) == 1:
-            return V.py("shape") if isinstance(e.slice[0].slice, cst.Slice) else V.py("int")
+            return V.py("shape") if type(e.slice[0].slice) is cst.Slice else V.py("int")
         return V.UNKNOWN_VAL
 
     def iter_item(self, it: cst.BaseExpression) -> Val:
         """The value of one item when `it` is iterated."""
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" \
+        if type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "range" \
                 and not self.is_local("range"):
             return V.py("int")
         v = self._loader_named(it, self._infer(it))
@@ -395,13 +395,13 @@ class Inference:
 
     def _loader_named(self, it: cst.BaseExpression, v: Val) -> Val:
         """`train_loader` of unknown origin, iterated (also through `tqdm(...)`): a DataLoader."""
-        while v.kind == V.UNKNOWN and isinstance(it, cst.Call) and it.args and (
-            (isinstance(it.func, cst.Name) and it.func.value in L.PASSTHROUGH) or self.qualname(it.func) in L.PASSTHROUGH
+        while v.kind == V.UNKNOWN and type(it) is cst.Call and it.args and (
+            (type(it.func) is cst.Name and it.func.value in L.PASSTHROUGH) or self.qualname(it.func) in L.PASSTHROUGH
             or self._infer(it.func) == V.PASSTHROUGH_VAL
         ):
             it = it.args[0].value
-        if v.kind == V.UNKNOWN and isinstance(it, (cst.Name, cst.Attribute)):
-            name = it.value if isinstance(it, cst.Name) else it.attr.value
+        if v.kind == V.UNKNOWN and type(it) in (cst.Name, cst.Attribute):
+            name = it.value if type(it) is cst.Name else it.attr.value
             if name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES:
                 return Val(V.LOADER, V.CPU)
         return v
@@ -434,19 +434,19 @@ class Inference:
             if s.split(":")[0] in ("cpu", "mps", "meta", "xpu"):
                 return True, V.CPU
             return False, None
-        if isinstance(arg, cst.IfExp):
+        if type(arg) is cst.IfExp:
             a = self.device_of_arg(arg.body)
             b = self.device_of_arg(arg.orelse)
             if V.CUDA in (a[1], b[1]):
                 return True, V.CUDA
             return a[0] or b[0], a[1] if a[0] else b[1]
-        if isinstance(arg, cst.Call):
+        if type(arg) is cst.Call:
             tn = self.torch_name(arg.func)
             if tn == "device":
                 return self.device_of_arg(arg.args[0].value if arg.args else None)
             if tn in L.CUDA_DEVICES:
                 return True, V.CUDA
-        if isinstance(arg, cst.Integer):
+        if type(arg) is cst.Integer:
             return True, V.CUDA  # .to(0): a CUDA ordinal
         tn = self.torch_name(arg)
         if tn is not None:
@@ -462,8 +462,8 @@ class Inference:
             return True, v.device  # .to(other): other's device
         if v.kind == V.PY and v.py == "str":
             return True, v.device  # a device string ("cuda" or "cpu", or either after a branch)
-        if isinstance(arg, (cst.Name, cst.Attribute)):
-            name = arg.value if isinstance(arg, cst.Name) else arg.attr.value
+        if type(arg) in (cst.Name, cst.Attribute):
+            name = arg.value if type(arg) is cst.Name else arg.attr.value
             if "device" in name.lower() or name in ("dev", "rank", "local_rank", "gpu"):
                 return True, None
         return False, None
@@ -499,19 +499,19 @@ class Inference:
             pos = [a for a in call.args if a.keyword is None]
             if name == "full":
                 pos = pos[:1]
-            if len(pos) == 1 and isinstance(pos[0].value, (cst.Tuple, cst.List)):
+            if len(pos) == 1 and type(pos[0].value) in (cst.Tuple, cst.List):
                 ndim = len(pos[0].value.elements)
-            elif pos and all(isinstance(a.value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Call))
+            elif pos and all(type(a.value) in (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Call)
                              for a in pos):
                 one = pos[0].value
-                if len(pos) > 1 or isinstance(one, cst.Integer) or self._infer(one).py in ("int", "number"):
+                if len(pos) > 1 or type(one) is cst.Integer or self._infer(one).py in ("int", "number"):
                     ndim = len(pos)  # (one argument: a size, not a shape like `(n,) + low.shape`)
-            if len(pos) == 1 and isinstance(pos[0].value, cst.Attribute) and pos[0].value.attr.value == "shape":
+            if len(pos) == 1 and type(pos[0].value) is cst.Attribute and pos[0].value.attr.value == "shape":
                 ndim = None  # torch.zeros(x.shape): as many dims as x
         elif name in ("arange", "linspace", "logspace", "randperm"):
             ndim = 1
             if name in ("arange", "randperm") and dtype is None:
-                floats = any(isinstance(a.value, cst.Float) for a in call.args if a.keyword is None)
+                floats = any(type(a.value) is cst.Float for a in call.args if a.keyword is None)
                 dtype = None if floats else V.INT
         elif name == "eye":
             ndim = 2
@@ -522,8 +522,8 @@ class Inference:
             ndim = literal_ndim(data)
             if ndim is None and self._infer(data) == V.py("shape"):
                 ndim = 1  # `torch.tensor(p.shape)`: one number per dimension
-            if dtype is None and isinstance(data, (cst.List, cst.Tuple)) and data.elements and all(
-                isinstance(el.value, cst.Integer) for el in data.elements
+            if dtype is None and type(data) in (cst.List, cst.Tuple) and data.elements and all(
+                type(el.value) is cst.Integer for el in data.elements
             ):
                 dtype = V.INT
             if dev_arg is None:  # no device=: the result stays where a tensor argument is
@@ -542,7 +542,7 @@ class Inference:
         q = self.qualname(func)
         if q is not None:
             return self._infer_qualified_call(q, call)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             recv = self._infer(func.value)
             if V.class_key(recv):
                 if func.attr.value == "apply":  # `GradReverse.apply(x)`: a custom autograd Function
@@ -561,7 +561,7 @@ class Inference:
                 if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
                     return self.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
             return self._infer_method(recv, func.attr.value, call, func.value)
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             bound = self.lookup(name)
             if (bound.kind == V.UNKNOWN or bound == V.PASSTHROUGH_VAL) and not self.is_local(name):
@@ -824,7 +824,7 @@ class Inference:
         if t.startswith("optim.") and last[:1].isupper():
             # `py` says whether the optimizer is fused ("fused", "unfused"; None: not a literal)
             fused = kwarg(call, "fused")
-            literal = None if fused is None else fused.value if isinstance(fused, cst.Name) else ""
+            literal = None if fused is None else fused.value if type(fused) is cst.Name else ""
             state = {None: "unfused", "False": "unfused", "True": "fused"}.get(literal)
             return Val(V.OPTIM, cls="torch." + t, py=state)
         if t in L.GRAD_SCALERS:
@@ -847,7 +847,7 @@ class Inference:
         if t.startswith("distributions.") and last[:1].isupper():
             # `py` says "validating" when the constructor does not turn validation off
             va = kwarg(call, "validate_args")
-            off = isinstance(va, cst.Name) and va.value == "False" or va is not None and not isinstance(va, cst.Name)
+            off = type(va) is cst.Name and va.value == "False" or va is not None and type(va) is not cst.Name
             return Val(V.DIST, py=None if off else "validating")
         if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES):
             return V.PY_VAL
@@ -918,7 +918,7 @@ class Inference:
             if m in L.MODULE_SELF_RETURNING:
                 out = recv.with_(device=self._module_device_after(recv, m, call))
                 if m in ("eval", "train"):  # the mode: `model.eval()`, `model.train(False)`
-                    off = m == "eval" or call.args and isinstance(call.args[0].value, cst.Name) \
+                    off = m == "eval" or call.args and type(call.args[0].value) is cst.Name \
                         and call.args[0].value.value == "False"
                     out = out.with_(py="eval" if off else "train")
                 return out
@@ -1094,7 +1094,7 @@ class Inference:
         if name in L.NUMPY_ARRAY_FUNCTIONS:
             return Val(V.NUMPY, ndim=1)
         if name in ("array", "asarray") and pos:
-            if isinstance(pos[0], (cst.List, cst.ListComp)):
+            if type(pos[0]) in (cst.List, cst.ListComp):
                 return Val(V.NUMPY, ndim=1)
             return self._infer(pos[0]) if self._infer(pos[0]).kind == V.NUMPY else Val(V.NUMPY)
         if name in ("where", "nonzero") and len(call.args) == 1:
@@ -1213,11 +1213,11 @@ class Inference:
         for a in call.args:
             if a.star != "**":
                 continue
-            d = self.assigned(a.value.value) if isinstance(a.value, cst.Name) else None
-            if (isinstance(d, cst.Call) and isinstance(d.func, cst.Name) and d.func.value == "dict"
+            d = self.assigned(a.value.value) if type(a.value) is cst.Name else None
+            if (type(d) is cst.Call and type(d.func) is cst.Name and d.func.value == "dict"
                     and all(x.keyword is not None for x in d.args)):
                 got = kwarg(d, name)
-            elif isinstance(d, cst.Dict) and all(isinstance(el, cst.DictElement) for el in d.elements):
+            elif type(d) is cst.Dict and all(type(el) is cst.DictElement for el in d.elements):
                 got = next((el.value for el in d.elements if string_value(el.key) == name), None)
             else:
                 return False, None
@@ -1240,7 +1240,7 @@ class Inference:
     def _scaler_device(self, t: str, call: cst.Call) -> Optional[str]:
         """Where a GradScaler keeps its scale: the CPU when disabled or built for the CPU."""
         enabled = kwarg(call, "enabled")
-        if isinstance(enabled, cst.Name) and enabled.value == "False":
+        if type(enabled) is cst.Name and enabled.value == "False":
             return V.CPU
         if t.startswith("cuda."):
             return V.CUDA

@@ -29,18 +29,18 @@ def fed_attributes(node: cst.ClassDef) -> Fed:
     direct: Dict[str, Set[Tuple[str, str, int, bool]]] = {}
     via: Dict[str, Set[str]] = {}
     opaque: Set[str] = set()
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    body = node.body.body if type(node.body) is cst.IndentedBlock else ()
     for m in body:
-        if not isinstance(m, cst.FunctionDef):
+        if type(m) is not cst.FunctionDef:
             continue
         params = all_params(m.params)
         position = {p.name.value: i - 1 for i, p in enumerate(params) if i > 0}
         literal = {p.name.value for p in params
-                   if isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString))}
+                   if type(p.default) in (cst.Integer, cst.Float, cst.SimpleString)}
         for stmt in _small_statements(m.body):
-            if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+            if type(stmt) is cst.Assign and len(stmt.targets) == 1:
                 target, value = stmt.targets[0].target, stmt.value
-            elif isinstance(stmt, (cst.AugAssign, cst.AnnAssign)) and stmt.value is not None:
+            elif type(stmt) in (cst.AugAssign, cst.AnnAssign) and stmt.value is not None:
                 target, value = stmt.target, stmt.value
             else:
                 continue
@@ -48,14 +48,14 @@ def fed_attributes(node: cst.ClassDef) -> Fed:
             if attr is None:
                 continue
             nodes = [value, *descendants(value)]
-            attr_names = {id(a.attr) for a in nodes if isinstance(a, cst.Attribute)}
+            attr_names = {id(a.attr) for a in nodes if type(a) is cst.Attribute}
             for n in nodes:
-                if isinstance(n, cst.Attribute) and _self_attr(n) is not None:
+                if type(n) is cst.Attribute and _self_attr(n) is not None:
                     via.setdefault(attr, set()).add(n.attr.value)
-                elif isinstance(n, cst.Name) and n.value in position:
+                elif type(n) is cst.Name and n.value in position:
                     direct.setdefault(attr, set()).add((m.name.value, n.value, position[n.value], n.value in literal))
-                elif isinstance(n, (cst.Call, cst.Subscript, cst.Lambda)) or (
-                        isinstance(n, cst.Name) and n.value != "self" and id(n) not in attr_names):
+                elif type(n) in (cst.Call, cst.Subscript, cst.Lambda) or (
+                        type(n) is cst.Name and n.value != "self" and id(n) not in attr_names):
                     opaque.add(attr)
     out: Fed = {}
     for attr in sorted(set(direct) | set(via)):
@@ -87,7 +87,7 @@ def instance_value(fed: Optional[Fed], attr: str, calls: List[tuple]):
 
 
 def _self_attr(e: cst.BaseExpression) -> Optional[str]:
-    if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
+    if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
         return e.attr.value
     return None
 
@@ -95,17 +95,17 @@ def _self_attr(e: cst.BaseExpression) -> Optional[str]:
 def _small_statements(block) -> Iterator[cst.BaseSmallStatement]:
     """The simple statements of a block and of the blocks nested in it (not of nested
     functions or classes): where `self.x = ...` can be, without walking every expression."""
-    for stmt in block.body if isinstance(block, cst.IndentedBlock) else [block]:
-        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+    for stmt in block.body if type(block) is cst.IndentedBlock else [block]:
+        if type(stmt) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             yield from stmt.body
-        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        elif type(stmt) in (cst.FunctionDef, cst.ClassDef):
             continue
         else:
             for name in ("body", "orelse", "finalbody"):
                 sub = getattr(stmt, name, None)
-                if isinstance(sub, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                if type(sub) in (cst.IndentedBlock, cst.SimpleStatementSuite):
                     yield from _small_statements(sub)
                 elif sub is not None and hasattr(sub, "body"):  # an Else/Finally/elif If
-                    yield from _small_statements(sub if isinstance(sub, cst.If) else sub.body)
+                    yield from _small_statements(sub if type(sub) is cst.If else sub.body)
             for h in getattr(stmt, "handlers", ()):
                 yield from _small_statements(h.body)

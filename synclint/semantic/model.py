@@ -23,7 +23,8 @@ from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
-from synclint.semantic.syntax import code_of, descendants, dotted, last_name, read_first, string_value
+from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
+                                      dotted, last_name, read_first, string_value)
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.values import Val
 
@@ -221,8 +222,8 @@ class SemanticModel(Inference):
         a GPU (`if __name__ == "__main__":` or a module-level loop, and no device anywhere)."""
         self.module = module
         script = any(
-            isinstance(s, (cst.For, cst.While))
-            or (isinstance(s, cst.If) and "__name__" in code_of(s.test))
+            type(s) in (cst.For, cst.While)
+            or (type(s) is cst.If and "__name__" in code_of(s.test))
             for s in module.body
         )
         self.gpu_evident = not script or bool(_GPU_WORDS.search(self.source))
@@ -230,7 +231,7 @@ class SemanticModel(Inference):
     # ----------------------------------------------------------------- names
     def add_import(self, node: cst.CSTNode) -> None:
         self._qualnames.clear()  # the alias table is about to change
-        if isinstance(node, cst.Import):
+        if type(node) is cst.Import:
             for alias in node.names:
                 full = dotted(alias.name)
                 if alias.asname is not None:
@@ -239,12 +240,12 @@ class SemanticModel(Inference):
                     head = full.split(".", 1)[0]
                     self.aliases[head] = head
                 self._note_module(full)
-        elif isinstance(node, cst.ImportFrom):
+        elif type(node) is cst.ImportFrom:
             mod = self._absolute(node)
             if mod is None:
                 return
             self._note_module(mod)
-            if isinstance(node.names, cst.ImportStar):
+            if type(node.names) is cst.ImportStar:
                 self.stars.append(mod)
                 for name, q in self.project.star_names().items():  # what the project says it brings
                     if q.startswith(mod + "."):
@@ -380,21 +381,21 @@ class SemanticModel(Inference):
             self.bind(target.value, val, expr)
         elif t in (cst.Tuple, cst.List):
             els = target.elements
-            starred = [i for i, el in enumerate(els) if isinstance(el, cst.StarredElement)]
+            starred = [i for i, el in enumerate(els) if type(el) is cst.StarredElement]
             if val.elems is not None and not starred and len(val.elems) == len(els):
                 for el, v in zip(els, val.elems):
                     self.bind_target(el.value, v)
                 return
             elem = V.element_of(val)
             for el in els:
-                if isinstance(el, cst.StarredElement):
+                if type(el) is cst.StarredElement:
                     rest = Val(V.TENSORS, elem.device, dtype=elem.dtype) if elem.kind == V.TENSOR else V.py("list")
                     self.bind_target(el.value, rest if elem.kind != V.UNKNOWN else V.UNKNOWN_VAL)
                 else:
                     self.bind_target(el.value, elem)
         elif t is cst.Subscript:
             # `images[0] = images[0].cuda()`: an item of the container now holds `val`
-            if isinstance(target.value, cst.Name) and val.kind == V.TENSOR:
+            if type(target.value) is cst.Name and val.kind == V.TENSOR:
                 b = self.binding(target.value.value)
                 if b is not None and b.val.kind == V.TENSORS and b.val.device != val.device:  # not a tensor's slice
                     self.bind(target.value.value, b.val.with_(device=V.join_device(b.val.device, val.device),
@@ -405,7 +406,7 @@ class SemanticModel(Inference):
                     self.bind(target.value.value, Val(V.PY, py="dict", elems=(V.join(old, val) if old else val,)),
                               b.expr)
         elif t is cst.Attribute:
-            if isinstance(target.value, cst.Name) and target.value.value == "self" and self.cls is not None:
+            if type(target.value) is cst.Name and target.value.value == "self" and self.cls is not None:
                 attrs = self.cls.attrs
                 name = target.attr.value
                 f = self.func
@@ -419,7 +420,7 @@ class SemanticModel(Inference):
                     # ... but later in this method, `self.x` is what was just assigned (kept
                     # in the function's scope as "self.x", so branches join it like a local)
                     self.bind("self." + name, val, expr)
-            elif isinstance(target.value, cst.Name) and val.kind == V.DEVICE and val.device in (V.CUDA, V.EITHER):
+            elif type(target.value) is cst.Name and val.kind == V.DEVICE and val.device in (V.CUDA, V.EITHER):
                 base = self.lookup(target.value.value)
                 if base.kind == V.OBJECT and base.cls == L.ARG_NAMESPACE:
                     # `args.device = torch.device("cuda", args.gpu_id)` after parsing: every
@@ -432,7 +433,7 @@ class SemanticModel(Inference):
         """What `self.x = expr` leaves in `x`: `self.weight = nn.Parameter(torch.empty(n, m))`
         in a module is made on the CPU but registered, so it moves with `model.cuda()`; where
         the module lives is not known here."""
-        if (val.kind == V.TENSOR and val.device == V.CPU and info.is_module and isinstance(expr, cst.Call)
+        if (val.kind == V.TENSOR and val.device == V.CPU and info.is_module and type(expr) is cst.Call
                 and self.torch_name(expr.func) in L.REGISTERED_TENSORS):
             return val.with_(device=None)
         return val
@@ -507,13 +508,13 @@ class SemanticModel(Inference):
         info = ClassInfo(node.name.value, is_module, node=node)
         for b in node.bases:
             if b.keyword is None:
-                name = self.qualname(b.value) or (b.value.value if isinstance(b.value, cst.Name) else None)
+                name = self.qualname(b.value) or (b.value.value if type(b.value) is cst.Name else None)
                 if name:
                     info.bases.append(name)
         pending = self.facts.class_pending.get(info.name)
         info.pending = pending if pending is not None else _collect_attrs(node)
-        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-        info.methods = {s.name.value for s in body if isinstance(s, cst.FunctionDef)}
+        body = node.body.body if type(node.body) is cst.IndentedBlock else ()
+        info.methods = {s.name.value for s in body if type(s) is cst.FunctionDef}
         info.prior = dict(self.facts.class_attrs.get(info.name, {}))
         self.classes_by_name[info.name] = info
         return info
@@ -548,7 +549,7 @@ class SemanticModel(Inference):
         try:
             out: Optional[Val] = None
             for e in exprs:
-                v = self._as_attribute(info, e, self._infer(e)) if isinstance(e, cst.BaseExpression) else e
+                v = self._as_attribute(info, e, self._infer(e)) if type(e) in EXPRESSIONS else e
                 out = v if out is None else V.join(out, v)
         finally:
             self.funcs, self.classes, self._memo = saved_funcs, saved_classes, saved_memo
@@ -854,13 +855,13 @@ class SemanticModel(Inference):
         """`decode = decode_function` in a class body: the method is that function (imported:
         its qualified name; this module's: its name)."""
         out: Dict[str, str] = {}
-        body = node.body.body if node is not None and isinstance(node.body, cst.IndentedBlock) else ()
+        body = node.body.body if node is not None and type(node.body) is cst.IndentedBlock else ()
         for stmt in body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is not cst.SimpleStatementLine:
                 continue
             for small in stmt.body:
-                if (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-                        and isinstance(small.value, cst.Name)):
+                if (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
+                        and type(small.value) is cst.Name):
                     name = small.value.value
                     q = self.aliases.get(name) or (name if name in self.all_funcs else None)
                     if q is not None and q.split(".", 1)[0] not in L.LIBRARY_ROOTS:
@@ -926,7 +927,7 @@ class SemanticModel(Inference):
         while todo and seen < 32:
             x = todo.pop()
             seen += 1
-            for n in [x] if isinstance(x, cst.Name) else [d for d in descendants(x) if isinstance(d, cst.Name)]:
+            for n in [x] if type(x) is cst.Name else [d for d in descendants(x) if type(d) is cst.Name]:
                 b = self.binding(n.value)
                 if b is None:
                     continue
@@ -939,8 +940,8 @@ class SemanticModel(Inference):
     def is_host_number(self, e: cst.BaseExpression) -> bool:
         """A Python number or bool (what `x[i] = v` turns into a CPU scalar tensor)."""
         v = self.infer(e)
-        return v.kind == V.PY and (v.py in V.NUMBERS or v.py is None and not isinstance(
-            e, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.Lambda, cst.Imaginary)))
+        return v.kind == V.PY and (v.py in V.NUMBERS or v.py is None and type(e) not in (
+            cst.List, cst.Set, cst.Dict, cst.ListComp, cst.Lambda, cst.Imaginary))
 
     def is_int_index(self, e: cst.BaseExpression) -> bool:
         """An integer (not bool) index tensor: nonzero(), argsort(), topk(k)[1], .long(), ..."""
@@ -956,7 +957,7 @@ class SemanticModel(Inference):
         """The expression a name was assigned, followed through plain renames (`a = b`);
         `e` itself when it is not a name, None when no single expression is known."""
         seen: Set[str] = set()
-        while isinstance(e, cst.Name):
+        while type(e) is cst.Name:
             if e.value in seen or len(seen) > 8:
                 return None
             seen.add(e.value)
@@ -1015,11 +1016,11 @@ class SemanticModel(Inference):
         """A step counter: a name this function increments (`n += 1`) or loops over a
         `range`/`enumerate` with, or `self.x` that the class increments."""
         f = self.func
-        if isinstance(e, cst.Name) and f is not None and f.node is not None:
+        if type(e) is cst.Name and f is not None and f.node is not None:
             if f.counters is None:
                 f.counters = _counted(f.node, attrs=False)
             return e.value in f.counters
-        if (isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
+        if (type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self"
                 and self.cls is not None and self.cls.node is not None):
             if self.cls.counters is None:
                 self.cls.counters = _counted(self.cls.node, attrs=True)
@@ -1111,20 +1112,20 @@ def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
     from synclint.semantic.annotations import annotation_val_syntactic
 
     out: Dict[str, List] = {}
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    body = node.body.body if type(node.body) is cst.IndentedBlock else ()
     for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                if type(small) is cst.AnnAssign and type(small.target) is cst.Name:
                     ann = annotation_val_syntactic(small.annotation.annotation)
                     out.setdefault(small.target.value, []).append(
                         small.value if small.value is not None and ann is None else (ann or V.UNKNOWN_VAL)
                     )
-                elif isinstance(small, cst.Assign):
+                elif type(small) is cst.Assign:
                     for t in small.targets:
-                        if isinstance(t.target, cst.Name):
+                        if type(t.target) is cst.Name:
                             out.setdefault(t.target.value, []).append(small.value)
-        elif isinstance(stmt, cst.FunctionDef):
+        elif type(stmt) is cst.FunctionDef:
             _collect_self_assigns(stmt.body, out)
     return out
 
@@ -1135,36 +1136,36 @@ def _collect_self_assigns(node: cst.CSTNode, out: Dict[str, List]) -> None:
     todo = [node]
     while todo:
         n = todo.pop()
-        if isinstance(n, cst.SimpleStatementLine):
+        if type(n) is cst.SimpleStatementLine:
             for small in n.body:
                 _note_self_assign(small, out)
-        elif isinstance(n, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        elif type(n) in (cst.IndentedBlock, cst.SimpleStatementSuite):
             todo.extend(n.body)
-        elif isinstance(n, cst.BaseSmallStatement):
+        elif type(n) in SMALL_STATEMENTS:
             _note_self_assign(n, out)
-        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+        elif type(n) in (cst.FunctionDef, cst.ClassDef):
             continue  # a nested scope's `self` is not this one
-        elif isinstance(n, cst.BaseCompoundStatement):
+        elif type(n) in COMPOUND_STATEMENTS:
             for f in ("body", "orelse", "finalbody"):
                 part = getattr(n, f, None)
                 if part is not None:
                     todo.append(part)
             todo.extend(getattr(n, "handlers", ()))
             todo.extend(getattr(n, "cases", ()))
-        elif isinstance(n, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)):
+        elif type(n) in (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase):
             todo.append(n.body)
 
 
 def _note_self_assign(n: cst.CSTNode, out: Dict[str, List]) -> None:
-    if isinstance(n, (cst.Assign, cst.AnnAssign)):
-        targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+    if type(n) in (cst.Assign, cst.AnnAssign):
+        targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
         for t in targets:
-            if (isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name)
+            if (type(t) is cst.Attribute and type(t.value) is cst.Name
                     and t.value.value == "self" and n.value is not None):
                 out.setdefault(t.attr.value, []).append(n.value)
-    elif isinstance(n, cst.Expr) and isinstance(n.value, cst.Call):
+    elif type(n) is cst.Expr and type(n.value) is cst.Call:
         call = n.value
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("register_buffer", "register_parameter"):
+        if type(call.func) is cst.Attribute and call.func.attr.value in ("register_buffer", "register_parameter"):
             args = call.args
             name = string_value(args[0].value) if args else None
             if name is not None:
@@ -1174,7 +1175,7 @@ def _note_self_assign(n: cst.CSTNode, out: Dict[str, List]) -> None:
 def _named_like_module(e: cst.BaseExpression) -> bool:
     """`model`, `self.text_encoder`, `Net`: a value whose name (its last snake_case word) is a
     model's; anything that is not a plain name, attribute or item counts too."""
-    while isinstance(e, cst.Subscript):
+    while type(e) is cst.Subscript:
         e = e.value
     name = last_name(e)
     if name is None or name == "self" or name[:1].isupper():
@@ -1190,9 +1191,9 @@ def _configured_log_level(model) -> int:
         return 0
     levels = []
     for n in descendants(model.module, stop=frozenset()):
-        if not isinstance(n, cst.Call) or not isinstance(n.func, (cst.Attribute, cst.Name)):
+        if type(n) is not cst.Call or type(n.func) not in (cst.Attribute, cst.Name):
             continue
-        name = n.func.attr.value if isinstance(n.func, cst.Attribute) else n.func.value
+        name = n.func.attr.value if type(n.func) is cst.Attribute else n.func.value
         arg = None
         if name == "basicConfig":
             arg = next((a.value for a in n.args if a.keyword is not None and a.keyword.value == "level"), None)
@@ -1208,9 +1209,9 @@ def _configured_log_level(model) -> int:
 
 def _level_value(e: cst.BaseExpression) -> int:
     """`logging.INFO`, `"INFO"`, `20`; 0 for anything else (a variable: maybe DEBUG)."""
-    if isinstance(e, cst.Integer):
+    if type(e) is cst.Integer:
         return int(e.value)
-    name = e.attr.value if isinstance(e, cst.Attribute) else string_value(e) if isinstance(e, cst.SimpleString) else None
+    name = e.attr.value if type(e) is cst.Attribute else string_value(e) if type(e) is cst.SimpleString else None
     return L.LOG_LEVELS.get((name or "").upper(), 0)
 
 
@@ -1222,18 +1223,18 @@ def _counted(root: cst.CSTNode, attrs: bool) -> Set[str]:
         kind = type(n)  # (by type: this visits every node of a function, see `descendants`)
         if kind is cst.AugAssign and type(n.operator) is cst.AddAssign and type(n.value) is cst.Integer:
             t = n.target
-            if not attrs and isinstance(t, cst.Name):
+            if not attrs and type(t) is cst.Name:
                 out.add(t.value)
-            elif attrs and isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+            elif attrs and type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == "self":
                 out.add(t.attr.value)
         elif not attrs and kind is cst.For:
             it = _unwrapped(n.iter)
-            if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)):
+            if not (type(it) is cst.Call and type(it.func) is cst.Name):
                 continue
-            if it.func.value == "range" and isinstance(n.target, cst.Name):
+            if it.func.value == "range" and type(n.target) is cst.Name:
                 out.add(n.target.value)
-            elif (it.func.value == "enumerate" and isinstance(n.target, cst.Tuple) and n.target.elements
-                  and isinstance(n.target.elements[0].value, cst.Name)):
+            elif (it.func.value == "enumerate" and type(n.target) is cst.Tuple and n.target.elements
+                  and type(n.target.elements[0].value) is cst.Name):
                 out.add(n.target.elements[0].value.value)
     return out
 
@@ -1244,7 +1245,7 @@ _PROGRESS_BARS = frozenset(("tqdm", "trange", "track", "progress_bar"))
 
 def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
     """The iterable a progress bar wraps (`tqdm(enumerate(loader))`: the enumerate)."""
-    while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None:
+    while type(it) is cst.Call and it.args and it.args[0].keyword is None:
         f = it.func
         name = last_name(f)
         if name not in _PROGRESS_BARS:

@@ -40,7 +40,7 @@ class Move:
 
 def _method(call: cst.Call) -> Optional[str]:
     f = call.func
-    if isinstance(f, cst.Attribute) and f.attr.value in ("to", "cuda", "type", "type_as"):
+    if type(f) is cst.Attribute and f.attr.value in ("to", "cuda", "type", "type_as"):
         return f.attr.value
     return None
 
@@ -109,14 +109,14 @@ def moves_own_attribute(model, call: cst.Call) -> bool:
     time the attribute is already there and the move does nothing: a setup move (as
     `model.to(device)`), not a copy per step."""
     stmt = model.stmt_stack[-1] if model.stmt_stack else None
-    if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.value is call):
+    if not (type(stmt) is cst.Assign and len(stmt.targets) == 1 and stmt.value is call):
         return False
     target, src = stmt.targets[0].target, call.func
-    if not isinstance(target, cst.Attribute) or not isinstance(src, cst.Attribute):
+    if type(target) is not cst.Attribute or type(src) is not cst.Attribute:
         return False
     src = src.value
     # `self.images = self.images.to(dtype).to(device)`: through casts of the same attribute
-    while isinstance(src, cst.Call) and isinstance(src.func, cst.Attribute) and src.func.attr.value in _CASTS:
+    while type(src) is cst.Call and type(src.func) is cst.Attribute and src.func.attr.value in _CASTS:
         src = src.func.value
     return target.deep_equals(src)
 
@@ -150,16 +150,16 @@ def factory_under(model, e: cst.BaseExpression) -> Optional[Tuple[cst.Call, str,
     "~random" suffix when an in-place sampler sits in between (`torch.empty(n).normal_()`)."""
     through = False
     random = False
-    while isinstance(e, cst.Call):
+    while type(e) is cst.Call:
         tn = model.torch_name(e.func)
         if tn is not None:
-            if tn in L.LEGACY_CTORS and e.args and isinstance(e.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+            if tn in L.LEGACY_CTORS and e.args and type(e.args[0].value) in (cst.List, cst.Tuple, cst.ListComp):
                 tn = "tensor"
             if tn not in L.SIZE_FACTORIES and tn not in L.COPYING_DATA_FACTORIES:
                 return None
             return e, tn + ("~random" if random else ""), through
         f = e.func
-        m = f.attr.value if isinstance(f, cst.Attribute) else None
+        m = f.attr.value if type(f) is cst.Attribute else None
         if m is None or m not in L.CAST_OR_VIEW_METHODS and m not in L.RANDOM_INPLACE_METHODS and m != "to":
             return None
         if m == "to" and not _dtype_only_to(model, e):
@@ -182,10 +182,10 @@ def host_data(model, data: cst.BaseExpression, strict: bool) -> bool:
     """Is `data` (of torch.tensor / as_tensor) host data whose copy to the GPU blocks?
 
     `strict`: unknown values do not count (as_tensor of a GPU tensor is free)."""
-    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float, cst.GeneratorExp)):
+    if type(data) in (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float, cst.GeneratorExp):
         v = model.infer(data)
         return not (v.kind == V.TENSORS and v.device != V.CPU)
-    if isinstance(data, cst.UnaryOperation):
+    if type(data) is cst.UnaryOperation:
         return host_data(model, data.expression, strict)
     v = model.infer(data)
     if v.kind in (V.PY, V.NUMPY):
@@ -199,7 +199,7 @@ def nonblocking_d2h(model, call: cst.Call) -> bool:
     """`x.to("cpu", non_blocking=True)` or `host.copy_(x, non_blocking=True)`: a device-to-host
     copy that returns before the data has arrived, so a later synchronize is required."""
     f = call.func
-    m = f.attr.value if isinstance(f, cst.Attribute) else None
+    m = f.attr.value if type(f) is cst.Attribute else None
     if m not in ("to", "copy_") or not is_true(kwarg(call, "non_blocking")):
         return False
     if m == "to":
@@ -224,10 +224,10 @@ def is_cuda_string(node: cst.SimpleString) -> bool:
 def puts_on_cuda(model, call: cst.Call) -> bool:
     """`.cuda()`, or a `.to()`/`device=`/`torch.device()` argument that resolves to CUDA."""
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+    if type(func) is cst.Attribute and func.attr.value == "cuda":
         return True
     args = [kwarg(call, "device")]
-    if isinstance(func, cst.Attribute) and func.attr.value == "to" and call.args and call.args[0].keyword is None:
+    if type(func) is cst.Attribute and func.attr.value == "to" and call.args and call.args[0].keyword is None:
         args.append(call.args[0].value)
     if call.args and model.torch_name(func) == "device":
         args.append(call.args[0].value)

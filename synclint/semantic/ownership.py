@@ -62,9 +62,9 @@ def _positional(call: cst.Call) -> List[cst.Arg]:
 
 
 def _python_scalar(e: cst.BaseExpression) -> bool:
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+    if type(e) is cst.UnaryOperation and type(e.operator) in (cst.Minus, cst.Plus):
         e = e.expression
-    return isinstance(e, (cst.Integer, cst.Float)) or isinstance(e, cst.Name) and e.value in ("True", "False")
+    return type(e) in (cst.Integer, cst.Float) or type(e) is cst.Name and e.value in ("True", "False")
 
 
 def _name_fresh(model, name: str) -> Optional[Fresh]:
@@ -89,15 +89,15 @@ def _fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
     if model.infer(e).kind != V.TENSOR:
         return None
     ng = model.in_no_grad
-    if isinstance(e, cst.BinaryOperation):
-        if isinstance(e.operator, cst.MatrixMultiply):
+    if type(e) is cst.BinaryOperation:
+        if type(e.operator) is cst.MatrixMultiply:
             return Fresh(ng or (nograd(model, e.left) and nograd(model, e.right)), None)
         return Fresh(ng or (nograd(model, e.left) and nograd(model, e.right)),
                      _promote(dtype(model, e.left), dtype(model, e.right), type(e.operator)))
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
+    if type(e) is cst.UnaryOperation and type(e.operator) is cst.Minus:
         d = dtype(model, e.expression)
         return Fresh(ng or nograd(model, e.expression), d if d in ("float", "int") else None)
-    if not isinstance(e, cst.Call):
+    if type(e) is not cst.Call:
         return None
     helper = _one_line_factory(model, e)
     if helper is not None:  # `noise(n)` whose body is `return torch.randn(n, device="cuda")`
@@ -106,13 +106,13 @@ def _fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
     if t is not None:
         if t in FACTORIES:
             rg = kwarg(e, "requires_grad")
-            if rg is not None and not (isinstance(rg, cst.Name) and rg.value == "False"):
+            if rg is not None and not (type(rg) is cst.Name and rg.value == "False"):
                 return None
             return Fresh(True, _factory_dtype(model, t, e))
         if t.startswith("nn.functional."):
             t = t.rsplit(".", 1)[-1]
             inplace = kwarg(e, "inplace")
-            if inplace is not None and not (isinstance(inplace, cst.Name) and inplace.value == "False"):
+            if inplace is not None and not (type(inplace) is cst.Name and inplace.value == "False"):
                 return None
         if t not in NEW_TENSOR_OPS or kwarg(e, "out") is not None:
             return None
@@ -121,7 +121,7 @@ def _fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
             return None
         return Fresh(ng or all(nograd(model, a.value) for a in e.args),
                      _op_dtype(model, t, pos[0].value, e, skip_first=True))
-    if isinstance(e.func, cst.Attribute) and e.func.attr.value in NEW_TENSOR_OPS:
+    if type(e.func) is cst.Attribute and e.func.attr.value in NEW_TENSOR_OPS:
         recv = e.func.value
         m = e.func.attr.value
         return Fresh(ng or (nograd(model, recv) and all(nograd(model, a.value) for a in e.args)),
@@ -133,19 +133,19 @@ def _one_line_factory(model, call: cst.Call) -> Optional[cst.Call]:
     """The factory call an in-file one-line helper returns (`def noise(n): return
     torch.randn(n, device="cuda")`): each call of it makes a new tensor."""
     f = call.func
-    if not (isinstance(f, cst.Name) and f.value in model.one_liners and model.lookup(f.value) == V.FUNCTION_VAL):
+    if not (type(f) is cst.Name and f.value in model.one_liners and model.lookup(f.value) == V.FUNCTION_VAL):
         return None
     expr = model.one_liners[f.value][1]
-    if isinstance(expr, cst.Call) and model.torch_name(expr.func) in FACTORIES:
+    if type(expr) is cst.Call and model.torch_name(expr.func) in FACTORIES:
         return expr
     return None
 
 
 def nograd(model, e: cst.BaseExpression) -> bool:
     """`e` is a Python value or a tensor without autograd history."""
-    if _python_scalar(e) or string_value(e) is not None or (isinstance(e, cst.Name) and e.value == "None"):
+    if _python_scalar(e) or string_value(e) is not None or (type(e) is cst.Name and e.value == "None"):
         return True
-    if isinstance(e, cst.Name):
+    if type(e) is cst.Name:
         f = _name_fresh(model, e.value)
         if f is not None:
             return f.nograd
@@ -154,9 +154,9 @@ def nograd(model, e: cst.BaseExpression) -> bool:
         return True
     if kind != V.TENSOR:
         return False
-    if isinstance(e, cst.Attribute) and _attribute_from_factories(model, e):
+    if type(e) is cst.Attribute and _attribute_from_factories(model, e):
         return True
-    f = fresh(model, e) if not isinstance(e, cst.Name) else None
+    f = fresh(model, e) if type(e) is not cst.Name else None
     return f is not None and f.nograd
 
 
@@ -167,19 +167,19 @@ def _attribute_from_factories(model, e: cst.Attribute) -> bool:
     info = model.classes_by_name.get(base.cls) if base.kind in (V.OBJECT, V.MODULE) and base.cls else None
     exprs = info.pending.get(e.attr.value) if info is not None else None
     return bool(exprs) and all(
-        isinstance(x, cst.Call) and model.torch_name(x.func) in FACTORIES and kwarg(x, "requires_grad") is None
+        type(x) is cst.Call and model.torch_name(x.func) in FACTORIES and kwarg(x, "requires_grad") is None
         for x in exprs)
 
 
 def dtype(model, e: cst.BaseExpression) -> Optional[str]:
     """The dtype class of `e`: "float"/"int" for tensors, "pyint"/"pyfloat" for literals."""
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+    if type(e) is cst.UnaryOperation and type(e.operator) in (cst.Minus, cst.Plus):
         e = e.expression
-    if isinstance(e, cst.Integer):
+    if type(e) is cst.Integer:
         return "pyint"
-    if isinstance(e, cst.Float):
+    if type(e) is cst.Float:
         return "pyfloat"
-    f = _name_fresh(model, e.value) if isinstance(e, cst.Name) else fresh(model, e)
+    f = _name_fresh(model, e.value) if type(e) is cst.Name else fresh(model, e)
     return f.dtype if f is not None else None
 
 
@@ -224,7 +224,7 @@ def _like_dtype(model, call: cst.Call) -> Optional[str]:
 
 
 def _strip_sign(e: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+    if type(e) is cst.UnaryOperation and type(e.operator) in (cst.Minus, cst.Plus):
         return e.expression
     return e
 
@@ -243,11 +243,11 @@ def _promote(a: Optional[str], b: Optional[str], op) -> Optional[str]:
 
 def _literal_dtype(e: cst.BaseExpression) -> Optional[str]:
     e = _strip_sign(e)
-    if isinstance(e, cst.Float):
+    if type(e) is cst.Float:
         return "float"
-    if isinstance(e, cst.Integer):
+    if type(e) is cst.Integer:
         return "int"
-    if isinstance(e, (cst.List, cst.Tuple)) and e.elements:
+    if type(e) in (cst.List, cst.Tuple) and e.elements:
         kinds = {_literal_dtype(el.value) for el in e.elements}
         if kinds == {"int"}:
             return "int"
@@ -262,7 +262,7 @@ def dtype_kept(model, d: Optional[str], op: str, operands) -> bool:
         return True
     if d == "int":
         return op in INT_OK and all(
-            isinstance(_strip_sign(e), cst.Integer) or (isinstance(e, cst.Name) and e.value == "None")
+            type(_strip_sign(e)) is cst.Integer or (type(e) is cst.Name and e.value == "None")
             or dtype(model, e) == "int" for e in operands
         )
     return False
@@ -273,23 +273,23 @@ def loop_rebinds_ok(model, loop: cst.CSTNode, name: str) -> bool:
     """Across iterations the value may come from any binding in the loop: each must make
     an owned tensor (and, outside no_grad, from grad-free operands only)."""
     for stmt in _loop_statements(loop):
-        if isinstance(stmt, cst.For) and name in bound_names(stmt.target):
+        if type(stmt) is cst.For and name in bound_names(stmt.target):
             return False
-        if isinstance(stmt, cst.With) and any(
+        if type(stmt) is cst.With and any(
             it.asname is not None and name in bound_names(it.asname.name) for it in stmt.items
         ):
             return False
-        if isinstance(stmt, (cst.Assign, cst.AnnAssign)):
-            targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        if type(stmt) in (cst.Assign, cst.AnnAssign):
+            targets = [t.target for t in stmt.targets] if type(stmt) is cst.Assign else [stmt.target]
             if not any(name in bound_names(t) for t in targets):
                 continue
-            if len(targets) != 1 or not isinstance(targets[0], cst.Name) or stmt.value is None:
+            if len(targets) != 1 or type(targets[0]) is not cst.Name or stmt.value is None:
                 return False
             if not _makes_new(model, stmt.value):
                 return False
             if not model.in_no_grad:
                 for o in _operands_in(stmt.value):
-                    if isinstance(o, cst.Name):
+                    if type(o) is cst.Name:
                         if o.value == name:
                             continue
                         f = _name_fresh(model, o.value)
@@ -301,17 +301,17 @@ def loop_rebinds_ok(model, loop: cst.CSTNode, name: str) -> bool:
 
 
 def _makes_new(model, e: cst.BaseExpression) -> bool:
-    if isinstance(e, cst.BinaryOperation):
+    if type(e) is cst.BinaryOperation:
         return True
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
+    if type(e) is cst.UnaryOperation and type(e.operator) is cst.Minus:
         return True
-    if isinstance(e, cst.Call):
+    if type(e) is cst.Call:
         if _one_line_factory(model, e) is not None:
             return True
         t = model.torch_name(e.func)
         if t is not None:
             return t in FACTORIES or t in NEW_TENSOR_OPS
-        return isinstance(e.func, cst.Attribute) and e.func.attr.value in NEW_TENSOR_OPS
+        return type(e.func) is cst.Attribute and e.func.attr.value in NEW_TENSOR_OPS
     return False
 
 
@@ -321,11 +321,11 @@ def _loop_statements(loop: cst.CSTNode):
 
     def walk(block) -> None:
         for stmt in getattr(block, "body", ()):
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is cst.SimpleStatementLine:
                 out.extend(stmt.body)
             elif isinstance(stmt, cst.BaseSmallStatement):
                 out.append(stmt)
-            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            elif type(stmt) in (cst.FunctionDef, cst.ClassDef):
                 continue
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 out.append(stmt)
@@ -333,7 +333,7 @@ def _loop_statements(loop: cst.CSTNode):
                 for case in getattr(stmt, "cases", ()):
                     walk(case.body)
                 orelse = getattr(stmt, "orelse", None)
-                while isinstance(orelse, cst.If):
+                while type(orelse) is cst.If:
                     out.append(orelse)
                     walk(orelse.body)
                     orelse = orelse.orelse
@@ -357,14 +357,14 @@ def _operands_in(node: cst.CSTNode) -> List[cst.BaseExpression]:
     todo: List[cst.CSTNode] = [node]
     while todo:
         n = todo.pop()
-        if isinstance(n, cst.Name):
+        if type(n) is cst.Name:
             out.append(n)
-        elif isinstance(n, cst.Attribute) and _is_chain(n):
+        elif type(n) is cst.Attribute and _is_chain(n):
             out.append(n)
-        elif isinstance(n, cst.Call):
+        elif type(n) is cst.Call:
             if not _is_chain(n.func):
                 todo.append(n.func)
-            elif isinstance(n.func, cst.Attribute):
+            elif type(n.func) is cst.Attribute:
                 todo.append(n.func.value)  # `n.mul(...)`: the receiver computes
             todo.extend(a.value for a in n.args)
         else:
@@ -374,17 +374,17 @@ def _operands_in(node: cst.CSTNode) -> List[cst.BaseExpression]:
 
 def _is_chain(e: cst.BaseExpression) -> bool:
     """`a`, `a.b`, `a.b.c`: names and attributes only."""
-    while isinstance(e, cst.Attribute):
+    while type(e) is cst.Attribute:
         e = e.value
-    return isinstance(e, cst.Name)
+    return type(e) is cst.Name
 
 
 def bound_names(t: cst.CSTNode) -> Set[str]:
-    if isinstance(t, cst.Name):
+    if type(t) is cst.Name:
         return {t.value}
-    if isinstance(t, (cst.Tuple, cst.List)):
+    if type(t) in (cst.Tuple, cst.List):
         return set().union(*(bound_names(el.value) for el in t.elements)) if t.elements else set()
-    if isinstance(t, cst.StarredElement):
+    if type(t) is cst.StarredElement:
         return bound_names(t.value)
     return set()
 
@@ -404,101 +404,101 @@ class _Escapes:
         self.out: Set[str] = set()
 
     def names_in(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             self.out.add(node.value)
         for c in node.children:
             self.names_in(c)
 
     def target(self, t: cst.BaseExpression) -> None:
-        if isinstance(t, (cst.Tuple, cst.List)):
+        if type(t) in (cst.Tuple, cst.List):
             for el in t.elements:
                 self.target(el.value)
-        elif isinstance(t, cst.StarredElement):
+        elif type(t) is cst.StarredElement:
             self.target(t.value)
-        elif isinstance(t, cst.Subscript):  # x[i] = v writes into x: no new reference
+        elif type(t) is cst.Subscript:  # x[i] = v writes into x: no new reference
             self.scan(t.value, SAFE)
             for el in t.slice:
                 self.scan(el.slice, SAFE)
-        elif isinstance(t, cst.Attribute):
+        elif type(t) is cst.Attribute:
             self.scan(t.value, SAFE)
 
     def scan(self, n: cst.CSTNode, mode: int) -> None:  # noqa: C901 - one case per node type
-        if isinstance(n, cst.Name):
+        if type(n) is cst.Name:
             if mode == ESC:
                 self.out.add(n.value)
-        elif isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        elif type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             self.names_in(n)  # closures: anything they mention may be kept
-        elif isinstance(n, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal, cst.Del)):
+        elif type(n) in (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal, cst.Del):
             pass
-        elif isinstance(n, cst.Expr):
+        elif type(n) is cst.Expr:
             self.scan(n.value, SAFE)
-        elif isinstance(n, cst.Assign):
+        elif type(n) is cst.Assign:
             for t in n.targets:
                 self.target(t.target)
             self.scan(n.value, ESC)
-        elif isinstance(n, cst.AugAssign):
+        elif type(n) is cst.AugAssign:
             self.target(n.target)
-            container = isinstance(n.value, (cst.List, cst.Tuple, cst.ListComp, cst.Set))
+            container = type(n.value) in (cst.List, cst.Tuple, cst.ListComp, cst.Set)
             self.scan(n.value, ESC if container else SAFE)
-        elif isinstance(n, cst.AnnAssign):
+        elif type(n) is cst.AnnAssign:
             self.target(n.target)
             if n.value is not None:
                 self.scan(n.value, ESC)
-        elif isinstance(n, cst.Return):
+        elif type(n) is cst.Return:
             if n.value is not None:
                 self.scan(n.value, SAFE)
-        elif isinstance(n, (cst.If, cst.While)):
+        elif type(n) in (cst.If, cst.While):
             self.scan(n.test, SAFE)
             self.scan(n.body, SAFE)
             if n.orelse is not None:
                 self.scan(n.orelse, SAFE)
-        elif isinstance(n, cst.For):
+        elif type(n) is cst.For:
             self.target(n.target)
             self.scan(n.iter, ESC)
             self.scan(n.body, SAFE)
             if n.orelse is not None:
                 self.scan(n.orelse, SAFE)
-        elif isinstance(n, cst.With):
+        elif type(n) is cst.With:
             for item in n.items:
                 self.scan(item.item, ESC)
                 if item.asname is not None:
                     self.target(item.asname.name)
             self.scan(n.body, SAFE)
-        elif isinstance(n, cst.Assert):
+        elif type(n) is cst.Assert:
             self.scan(n.test, SAFE)
-        elif isinstance(n, cst.Attribute):
+        elif type(n) is cst.Attribute:
             self.scan(n.value, SAFE if n.attr.value in L.HOST_ATTRS else ESC)
-        elif isinstance(n, cst.Call):
+        elif type(n) is cst.Call:
             self.call(n, mode)
-        elif isinstance(n, (cst.BinaryOperation,)):
+        elif type(n) in (cst.BinaryOperation,):
             self.scan(n.left, SAFE)
             self.scan(n.right, SAFE)
-        elif isinstance(n, cst.UnaryOperation):
+        elif type(n) is cst.UnaryOperation:
             self.scan(n.expression, SAFE)
-        elif isinstance(n, cst.Comparison):
+        elif type(n) is cst.Comparison:
             self.scan(n.left, SAFE)
             for c in n.comparisons:
                 self.scan(c.comparator, SAFE)
-        elif isinstance(n, cst.BooleanOperation):  # `a or b` is one of them
+        elif type(n) is cst.BooleanOperation:  # `a or b` is one of them
             self.scan(n.left, mode)
             self.scan(n.right, mode)
-        elif isinstance(n, cst.IfExp):
+        elif type(n) is cst.IfExp:
             self.scan(n.test, SAFE)
             self.scan(n.body, mode)
             self.scan(n.orelse, mode)
-        elif isinstance(n, cst.Subscript):  # a view of the value
+        elif type(n) is cst.Subscript:  # a view of the value
             self.scan(n.value, mode)
             for el in n.slice:
                 self.scan(el.slice, SAFE)
-        elif isinstance(n, (cst.List, cst.Tuple, cst.Set)):
+        elif type(n) in (cst.List, cst.Tuple, cst.Set):
             for el in n.elements:
                 self.scan(el.value, mode)
-        elif isinstance(n, cst.Dict):
+        elif type(n) is cst.Dict:
             for el in n.elements:
-                if isinstance(el, cst.DictElement):
+                if type(el) is cst.DictElement:
                     self.scan(el.key, mode)
                 self.scan(el.value, mode)
-        elif isinstance(n, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        elif type(n) in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             comp = n.for_in
             while comp is not None:
                 self.target(comp.target)
@@ -506,12 +506,12 @@ class _Escapes:
                 for cond in comp.ifs:
                     self.scan(cond.test, SAFE)
                 comp = comp.inner_for_in
-            if isinstance(n, cst.DictComp):
+            if type(n) is cst.DictComp:
                 self.scan(n.key, mode)
                 self.scan(n.value, mode)
             else:
                 self.scan(n.elt, mode)
-        elif isinstance(n, cst.FormattedStringExpression):
+        elif type(n) is cst.FormattedStringExpression:
             self.scan(n.expression, SAFE)
         else:
             for c in n.children:
@@ -520,7 +520,7 @@ class _Escapes:
     def call(self, n: cst.Call, mode: int) -> None:
         func = n.func
         args_mode = ESC
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             m = func.attr.value
             if m in SAFE_METHODS:
                 recv_mode = SAFE
@@ -538,11 +538,11 @@ class _Escapes:
             last = q.rsplit(".", 1)[-1]
             inplace = kwarg(n, "inplace")
             if (q.startswith("torch.") and last in NEW_TENSOR_OPS and kwarg(n, "out") is None
-                    and not (isinstance(inplace, cst.Name) and inplace.value == "True")):
+                    and not (type(inplace) is cst.Name and inplace.value == "True")):
                 args_mode = SAFE
-            elif isinstance(func, cst.Name) and func.value in SAFE_BUILTINS and not q:
+            elif type(func) is cst.Name and func.value in SAFE_BUILTINS and not q:
                 args_mode = SAFE
-            if not isinstance(func, cst.Name):
+            if type(func) is not cst.Name:
                 self.scan(func, SAFE)
         for a in n.args:
             self.scan(a.value, args_mode)
@@ -551,7 +551,7 @@ class _Escapes:
 def escaped_names(model, root: cst.CSTNode) -> Set[str]:
     """The names of `root`'s body (a function, a class or the module) that escape."""
     scan = _Escapes(model)
-    body = root.body if isinstance(root, (cst.FunctionDef, cst.ClassDef)) else root
+    body = root.body if type(root) in (cst.FunctionDef, cst.ClassDef) else root
     for c in (body.children if isinstance(body, cst.CSTNode) else body):
         scan.scan(c, SAFE)
     return scan.out
