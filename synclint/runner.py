@@ -333,9 +333,7 @@ class _Run:
             if path in self.texts:
                 self.out[path] = [self.digests[path], "", [], None, self.errors[path], [[], []], None, [], None]
         fresh = [p for p in self.texts if p not in self.errors and p not in hits]
-        for path in fresh:
-            self.facts[path] = project.facts_for(path)
-        self._lint(fresh)
+        self._lint(fresh, make_facts=True)
         todo = []
         for path, hit in hits.items():
             if project.facts_unchanged(path, hit[8]):
@@ -375,12 +373,20 @@ class _Run:
         entry[8] = self.project.made_from(path)
         return True
 
-    def _lint(self, paths: List[str]) -> None:
-        """Lint `paths` with the facts just made for them, then give the project what their
-        walks found."""
+    def _lint(self, paths: List[str], make_facts: bool = False) -> None:
+        """Lint `paths` with the facts just made for them (`make_facts`: made as each job
+        is sent, while the workers lint the jobs before it), then give the project what
+        their walks found (only then: every file's facts are made from the same project)."""
         paths = sorted(paths, key=lambda p: -len(self.texts[p]))  # biggest first, as in the first phase
-        jobs = [("lint", p, self.texts[p], self.names[p], self.facts[p].to_json(), p in self.forced) for p in paths]
-        for _, job, (found, graph, error, summary, reads) in self.runner.run(jobs, self.affinity):
+
+        def with_facts(job):
+            path = job[1]
+            if make_facts:
+                self.facts[path] = self.project.facts_for(path)
+            return job[:4] + (self.facts[path].to_json(),) + job[5:]
+
+        jobs = [("lint", p, self.texts[p], self.names[p], None, p in self.forced) for p in paths]
+        for _, job, (found, graph, error, summary, reads) in self.runner.run(jobs, self.affinity, with_facts):
             path = job[1]
             answers = self.facts[path].answers_digest(reads)
             self.out[path] = [self.digests[path], answers, found, graph, error, [[], []], summary, reads,
@@ -493,7 +499,9 @@ class _Runner:
             self._codes = self.select()
         return self._codes
 
-    def run(self, jobs, affinity=None):
+    def run(self, jobs, affinity=None, prepare=None):
+        """Yield (worker, job, result) as jobs finish; `prepare(job)` completes a job just
+        before it is run (see `Pool.run`)."""
         if not jobs:
             return
         if self.pool is None and (self.local is not None or self.n <= 1 or len(jobs) < PARALLEL_THRESHOLD):
@@ -504,6 +512,7 @@ class _Runner:
             if self.local is None:
                 self.local = Worker(self.codes())
             for job in jobs:
+                job = prepare(job) if prepare is not None else job
                 yield 0, job, self.local.do(job, self.budget)
             return
         if self.pool is None:
@@ -512,7 +521,7 @@ class _Runner:
             self.pool = Pool(min(self.n, len(jobs)), self.codes(), self.budget)
         elif len(jobs) >= PARALLEL_THRESHOLD:
             self.pool.grow(min(self.n, len(jobs)))
-        yield from self.pool.run(jobs, affinity)
+        yield from self.pool.run(jobs, affinity, prepare)
 
     def close(self) -> None:
         if self.pool is not None:

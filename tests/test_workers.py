@@ -62,6 +62,29 @@ def test_a_worker_past_its_budget_is_killed_and_replaced(tmp_path, monkeypatch):
     assert took < 25  # the spin (30 s) was cut short
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
+def test_a_worker_that_dies_fails_its_file_and_the_jobs_waiting_for_it_run_on(monkeypatch):
+    """One worker, five files: each job waits in the worker's pipe while the one before it
+    runs. The worker dies on the second file: that file gets the error line, and the job
+    that was waiting behind it runs on a new worker with the rest."""
+    from synclint import workers
+
+    real = workers.Worker.do
+
+    def do(self, job, budget=None):
+        if job[1] == "dies.py":
+            os._exit(3)  # as a segfault in a parser would end it
+        return real(self, job, budget)
+
+    monkeypatch.setattr(workers.Worker, "do", do)  # forked workers inherit the patch
+    names = ["a.py", "dies.py", "b.py", "c.py", "d.py"]
+    with workers.Pool(1, []) as pool:
+        results = {job[1]: result for _, job, result in pool.run([("summarise", n, HOT_ITEM, n[:-3]) for n in names])}
+    assert sorted(results) == sorted(names)
+    assert results["dies.py"] == (None, "cannot analyse: synclint's worker died on this file (exit code 3)")
+    assert all(results[n][0] and results[n][1] is None for n in names if n != "dies.py")
+
+
 def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
     """In this process (one file, -j 1) the budget is SIGALRM: the job that runs out is its
     file's error, the tree it left half-walked is dropped, and the handler and the timer are
