@@ -345,11 +345,11 @@ class _Run:
                 todo.append(path)
         self._lint(todo)
         for _ in range(LINK_ROUNDS):
-            again = [p for p, e in self.out.items()
-                     if not e[4] and project.may_change(p, self.facts[p]) and not self._same_answers(p, e)]
-            if not again:
+            # (whether a file's answers changed is asked as its job is about to go out: the
+            # workers lint the first files that need it while the rest are asked)
+            again = [p for p, e in self.out.items() if not e[4] and project.may_change(p, self.facts[p])]
+            if not again or not self._lint(again, unless_same_answers=True):
                 break
-            self._lint(again)
 
     def _read_last_lints(self) -> None:
         """The last run's lint of each unchanged file, from the cache, and the summaries
@@ -373,20 +373,26 @@ class _Run:
         entry[8] = self.project.made_from(path)
         return True
 
-    def _lint(self, paths: List[str], make_facts: bool = False) -> None:
-        """Lint `paths` with the facts just made for them (`make_facts`: made as each job
-        is sent, while the workers lint the jobs before it), then give the project what
-        their walks found (only then: every file's facts are made from the same project)."""
+    def _lint(self, paths: List[str], make_facts: bool = False, unless_same_answers: bool = False) -> int:
+        """Lint `paths` with the facts just made for them (`make_facts`: made as each job is
+        sent, while the workers lint the jobs before it; `unless_same_answers`: not those
+        files whose facts answer their last lint's questions alike), then give the project
+        what their walks found (only then: every file's facts are made from the same
+        project). How many were linted."""
         paths = sorted(paths, key=lambda p: -len(self.texts[p]))  # biggest first, as in the first phase
 
         def with_facts(job):
             path = job[1]
             if make_facts:
                 self.facts[path] = self.project.facts_for(path)
+            elif unless_same_answers and self._same_answers(path, self.out[path]):
+                return None
             return job[:4] + (self.facts[path].to_json(),) + job[5:]
 
         jobs = [("lint", p, self.texts[p], self.names[p], None, p in self.forced) for p in paths]
+        linted = 0
         for _, job, (found, graph, error, summary, reads) in self.runner.run(jobs, self.affinity, with_facts):
+            linted += 1
             path = job[1]
             answers = self.facts[path].answers_digest(reads)
             self.out[path] = [self.digests[path], answers, found, graph, error, [[], []], summary, reads,
@@ -394,6 +400,7 @@ class _Run:
         for path in paths:
             e = self.out[path]
             self._update(path, e[6])
+        return linted
 
     def _update(self, path: str, summary: Optional[dict]) -> None:
         """Give the project what a file's second walk found, when it differs from what it holds."""
@@ -513,7 +520,8 @@ class _Runner:
                 self.local = Worker(self.codes())
             for job in jobs:
                 job = prepare(job) if prepare is not None else job
-                yield 0, job, self.local.do(job, self.budget)
+                if job is not None:
+                    yield 0, job, self.local.do(job, self.budget)
             return
         if self.pool is None:
             from synclint.workers import Pool

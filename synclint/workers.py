@@ -255,7 +255,8 @@ class Pool:
     def run(self, jobs: Sequence[Job], affinity: Optional[Dict[str, int]] = None,
             prepare: Optional[Callable[[Job], Job]] = None) -> Iterator[Tuple[int, Job, object]]:
         """Yield (worker index, job, result) as jobs finish; `affinity` sends a path's job to
-        the worker that holds its tree. `prepare(job)` completes a job before it is sent.
+        the worker that holds its tree. `prepare(job)` completes a job before it is sent, or
+        drops it (None: no result is yielded for it).
 
         A worker has its next job in its pipe while it works on one (when that job is small
         enough to wait there without blocking this process), and the job after that is
@@ -279,21 +280,32 @@ class Pool:
         def queue_for(i: int) -> Deque[Job]:
             return own[i] if own[i] else shared if shared else max(own, key=len)
 
-        def complete(job: Job) -> Tuple[Job, bytes]:
+        def complete(job: Job) -> Tuple[Optional[Job], bytes]:
             done = prepare(job) if prepare is not None else job
-            return done, ForkingPickler.dumps(done)
+            return done, ForkingPickler.dumps(done) if done is not None else b""
+
+        def next_for(i: int) -> Optional[Tuple[Deque[Job], Job, bytes]]:
+            """The queue worker i takes from next and its first job, completed; the jobs
+            `prepare` drops (None) are dropped from their queues on the way."""
+            while True:
+                q = queue_for(i)
+                if not q:
+                    return None
+                done = completed.get(id(q[0])) or completed.setdefault(id(q[0]), complete(q[0]))
+                if done[0] is not None:
+                    return q, done[0], done[1]
+                completed.pop(id(q.popleft()))
 
         def feed(i: int) -> None:
             """Send worker i a job if it has none, and one more to wait in its pipe."""
             while len(sent[i]) < 2:
-                q = queue_for(i)
-                if not q:
+                found = next_for(i)
+                if found is None:
                     return
-                job, data = completed.pop(id(q[0]), None) or complete(q[0])
+                q, job, data = found
                 if sent[i] and len(data) > WAITING_JOB_BYTES:
-                    completed[id(q[0])] = (job, data)  # sent once the worker is free
-                    return
-                q.popleft()
+                    return  # sent once the worker is free
+                completed.pop(id(q.popleft()))
                 if not sent[i]:
                     deadline[i] = time.monotonic() + (self.budget or float("inf"))
                 sent[i].append(job)
@@ -301,9 +313,7 @@ class Pool:
 
         def ahead(i: int) -> None:
             """Complete the job worker i will take next, while it works."""
-            q = queue_for(i)
-            if q and id(q[0]) not in completed:
-                completed[id(q[0])] = complete(q[0])
+            next_for(i)
 
         def replace(i: int, message: str):
             job = sent[i].popleft()
