@@ -20,6 +20,12 @@ def method_call(node: cst.Call, names) -> Optional[str]:
     return None
 
 
+def last_names(*groups) -> frozenset:
+    """The last part of each name (`torch.cuda.synchronize`: `synchronize`): a rule's
+    `CALLS` from the qualified names it checks."""
+    return frozenset(n.rsplit(".", 1)[-1] for g in groups for n in g)
+
+
 def receiver(node: cst.Call) -> cst.BaseExpression:
     assert type(node.func) is cst.Attribute
     return node.func.value

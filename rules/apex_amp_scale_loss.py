@@ -3,7 +3,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint.rule import Invalid, Rule, Valid
-from synclint.rules._helpers import kwarg, short, string_value
+from synclint.rules._helpers import kwarg, last_names, short, string_value
 from synclint.semantic.syntax import descendants
 
 SCALE_LOSS = {"apex.amp.scale_loss", "apex.amp.handle.scale_loss"}
@@ -49,6 +49,7 @@ class ApexAmpScaleLoss(Rule):
 
     CODE = "SYN118"
     NAME = "apex-amp-scale-loss"
+    CALLS = last_names(SCALE_LOSS)
     MESSAGE = "`{call}` reads apex's inf/NaN flag back to the host when the block ends (dynamic loss scaling)"
     FIX_TITLE = "Use `torch.autocast` with bfloat16 (no loss scaling), or `torch.amp.GradScaler` with a fused optimizer"
     CATALOGUE = ("A1",)

@@ -34,6 +34,7 @@ class ApexLarcStep(Rule):
 
     CODE = "SYN119"
     NAME = "apex-larc-step"
+    CALLS = frozenset({"step"})
     MESSAGE = "`{call}` of apex's `LARC` tests each parameter's norm on the host, a read-back per parameter"
     FIX_TITLE = "Compute the trust ratio on the GPU with `torch.where` (timm's `Lars` does)"
     CATALOGUE = ("A2",)

@@ -46,6 +46,7 @@ class AveragedModelUpdate(Rule):
 
     CODE = "SYN121"
     NAME = "averaged-model-update"
+    CALLS = frozenset({"update_parameters"})
     MESSAGE = ("`{call}` reads `AveragedModel`'s step count (a tensor) back to the host, or copies it to the "
                "GPU, at each call, so the CPU waits for all queued GPU work")
     FIX_TITLE = "Average with `torch._foreach_lerp_` over the parameters and count steps in a Python int"

@@ -34,6 +34,7 @@ class BincountCall(Rule):
 
     CODE = "SYN207"
     NAME = "bincount-call"
+    CALLS = frozenset({"bincount"})
     MESSAGE = "`{call}` reads the input's minimum and maximum back to the host to size its output"
     FIX_TITLE = "Count into `torch.zeros(K, ...).index_add_(0, x, ones)` when values lie in `range(K)`"
     CATALOGUE = ("C6",)

@@ -4,7 +4,7 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.rules._helpers import with_kwarg
-from synclint.semantic.moves import factory_under, gpu_move, moves_own_attribute
+from synclint.semantic.moves import MOVE_METHODS, factory_under, gpu_move, moves_own_attribute
 
 _TRUE = cst.Name("True")
 PINNED_TITLE = "Pass `non_blocking=True`: the source is pinned"
@@ -48,6 +48,7 @@ class BlockingHostToDeviceCopy(Rule):
 
     CODE = "SYN304"
     NAME = "blocking-host-to-device-copy"
+    CALLS = frozenset({"copy_", *MOVE_METHODS})
     MESSAGE = "`{expr}` copies a CPU tensor to the GPU and blocks until all queued GPU work is done"
     FIX_TITLE = "Load into pinned memory (`DataLoader(..., pin_memory=True)`) and copy with `non_blocking=True`"
     FIX = "sometimes"

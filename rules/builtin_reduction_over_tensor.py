@@ -8,6 +8,9 @@ from synclint.rules._host_readback import is_builtin, torch_alias
 from synclint.semantic import EVIDENT
 
 
+_REDUCTIONS = ("max", "min", "sorted", "any", "all")
+
+
 class BuiltinReductionOverTensor(Rule):
     """
     ## What it does
@@ -41,6 +44,7 @@ class BuiltinReductionOverTensor(Rule):
 
     CODE = "SYN108"
     NAME = "builtin-reduction-over-tensor"
+    CALLS = frozenset(_REDUCTIONS)
     MESSAGE = "Builtin `{call}` compares GPU tensor values one by one on the host, syncing each time"
     FIX_TITLE = "Use the tensor reduction (`t.max()`, `t.sort()`, `torch.maximum`) instead"
     FIX = "sometimes"
@@ -137,7 +141,7 @@ class BuiltinReductionOverTensor(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        name = is_builtin(ctx, node.func, ("max", "min", "sorted", "any", "all"))
+        name = is_builtin(ctx, node.func, _REDUCTIONS)
         if name is None:
             return
         pos = [a.value for a in positional(node)]

@@ -2,7 +2,7 @@ import libcst as cst
 
 from synclint.semantic import RECEIVER
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import short
+from synclint.rules._helpers import last_names, short
 from synclint.rules._syn11x import arg, literal_bool
 
 # Qualified name -> positional index of `error_if_nonfinite`.
@@ -45,6 +45,7 @@ class ClipGradNonfiniteCheck(Rule):
 
     CODE = "SYN114"
     NAME = "clip-grad-nonfinite-check"
+    CALLS = last_names(_FUNCS)
     MESSAGE = "`{func}(..., error_if_nonfinite=True)` checks the norm for NaN/inf on the host, which waits for all queued GPU work"
     FIX_TITLE = "Drop `error_if_nonfinite=True` and check the returned norm lazily"
     CATALOGUE = ("E6",)

@@ -5,7 +5,7 @@ from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import receiver, short
 from synclint.rules._helpers import with_kwarg
 from synclint.semantic.library import DETERMINISTIC_FACTORIES, SIZE_FACTORIES
-from synclint.semantic.moves import factory_under, gpu_move
+from synclint.semantic.moves import MOVE_METHODS, factory_under, gpu_move
 
 # A dtype moved into these gives bit-identical values (0, 1, the identity, or garbage for empty).
 _EXACT_WITH_DTYPE = {"zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like"}
@@ -55,6 +55,7 @@ class CpuFactoryThenMove(Rule):
 
     CODE = "SYN301"
     NAME = "cpu-factory-then-move"
+    CALLS = frozenset(MOVE_METHODS)
     MESSAGE = "`{expr}` fills the tensor on the CPU, then copies it to the GPU with a blocking transfer"
     FIX_TITLE = "Create it on the device: pass `device=` to `torch.{factory}`"
     FIX = "sometimes"

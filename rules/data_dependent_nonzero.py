@@ -37,6 +37,7 @@ class DataDependentNonzero(Rule):
 
     CODE = "SYN203"
     NAME = "data-dependent-nonzero"
+    CALLS = frozenset({"nonzero", "argwhere", "where"})
     MESSAGE = "`{call}` has a data-dependent size, so the host waits for the GPU to count the nonzero elements"
     FIX_TITLE = "Keep the mask (3-argument `torch.where`), or use `torch.nonzero_static(..., size=K)` when a bound `K` is known"
     CATALOGUE = ("C1",)

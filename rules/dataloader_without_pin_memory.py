@@ -4,7 +4,7 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import kwarg, positional
+from synclint.rules._helpers import kwarg, last_names, positional
 from synclint.rules._overhead import Indentation, Site, absolute_layout, report_at, site
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -73,6 +73,7 @@ class DataloaderWithoutPinMemory(Rule):
 
     CODE = "SYN504"
     NAME = "dataloader-without-pin-memory"
+    CALLS = last_names(DATALOADERS)
     MESSAGE = "`DataLoader` without `pin_memory=True` hands out pageable batches, so their copy to the GPU blocks"
     FIX_TITLE = "Pass `pin_memory=True` and copy batches with `.to(device, non_blocking=True)`"
     FIX = "always"

@@ -1,6 +1,7 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import last_names
 from synclint.semantic.syntax import code_of
 
 SYNCHRONIZE = {"torch.cuda.synchronize", "torch.accelerator.synchronize"}
@@ -33,6 +34,7 @@ class DeviceSynchronizeInHotPath(Rule):
 
     CODE = "SYN401"
     NAME = "device-synchronize-in-hot-path"
+    CALLS = last_names(SYNCHRONIZE)
     MESSAGE = "`{expr}` blocks the host until all work on the device has finished"
     FIX_TITLE = "Remove it from the hot path; order work with streams and events instead"
     TIMING_EXEMPT = True

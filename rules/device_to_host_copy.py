@@ -9,6 +9,10 @@ from synclint.semantic import KNOWN, NOT_MODULE
 from synclint.semantic.moves import host_type_move
 
 
+# the methods that may copy to the host (`torch.save` of a GPU tensor too)
+_READ_BACKS = ("cpu", "to", "numpy", "save", "type", "type_as")
+
+
 class DeviceToHostCopy(Rule):
     """
     ## What it does
@@ -48,6 +52,7 @@ class DeviceToHostCopy(Rule):
 
     CODE = "SYN103"
     NAME = "device-to-host-copy"
+    CALLS = frozenset(_READ_BACKS)
     MESSAGE = "`{expr}` copies a GPU tensor to the host and waits for all queued GPU work"
     FIX_TITLE = "Move results to the host once, outside the hot loop, or copy with `non_blocking=True` and synchronize before reading"
     CATALOGUE = ("B1", "B3")
@@ -236,7 +241,7 @@ class DeviceToHostCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        m = method_call(node, ("cpu", "to", "numpy", "save", "type", "type_as"))
+        m = method_call(node, _READ_BACKS)
         if m is None:
             return
         if m == "save":

@@ -1,6 +1,7 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
+from synclint.rules._helpers import last_names
 
 EMPTY_CACHE = {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"}
 
@@ -27,6 +28,7 @@ class EmptyCacheInHotPath(Rule):
 
     CODE = "SYN403"
     NAME = "empty-cache-in-hot-path"
+    CALLS = last_names(EMPTY_CACHE)
     MESSAGE = "`torch.cuda.empty_cache()` synchronizes and discards the allocator cache that later steps reuse"
     FIX_TITLE = "Call it between phases (or under `if step % N == 0:`), not every step"
     CATALOGUE = ("G5",)

@@ -34,6 +34,7 @@ class HistcDefaultRange(Rule):
 
     CODE = "SYN208"
     NAME = "histc-default-range"
+    CALLS = frozenset({"histc"})
     MESSAGE = "`{call}` without an explicit range reads the input's minimum and maximum back to the host"
     FIX_TITLE = "Pass an explicit range, `min=` and `max=` with `min < max`, when it is known in advance"
     CATALOGUE = ("C7",)

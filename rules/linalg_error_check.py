@@ -3,7 +3,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import short
+from synclint.rules._helpers import last_names, short
 from synclint.rules._syn11x import arg, gpu_number, has_star, literal_bool, one_line, torch_alias
 from synclint.semantic import RECEIVER
 
@@ -62,6 +62,7 @@ class LinalgErrorCheck(Rule):
 
     CODE = "SYN112"
     NAME = "linalg-error-check"
+    CALLS = last_names(_EX, _TWINS, _METHODS)
     MESSAGE = "`{call}` checks for errors on the host, which waits for all queued GPU work"
     FIX_TITLE = "Use `torch.linalg.{ex}` and check `info` lazily"
     FIX = "sometimes"

@@ -40,6 +40,7 @@ class MaskedFillTensorValue(Rule):
 
     CODE = "SYN111"
     NAME = "masked-fill-tensor-value"
+    CALLS = frozenset({"masked_fill", "masked_fill_"})
     MESSAGE = "`{call}` reads the GPU fill value `{value}` back to the host, which waits for all queued GPU work"
     FIX_TITLE = "Use `torch.where(mask, {value}.to(x.dtype), x)`, which stays on the GPU"
     FIX = "sometimes"

@@ -34,6 +34,7 @@ class MaskedSelect(Rule):
 
     CODE = "SYN204"
     NAME = "masked-select"
+    CALLS = frozenset({"masked_select"})
     MESSAGE = "`{call}` has a data-dependent size, so the host waits for the GPU to count the selected elements"
     FIX_TITLE = "Keep the shape with `torch.where(mask, x, 0)` when the result feeds a reduction"
     CATALOGUE = ("C2",)

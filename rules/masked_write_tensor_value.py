@@ -53,6 +53,7 @@ class MaskedWriteTensorValue(Rule):
 
     CODE = "SYN202"
     NAME = "masked-write-tensor-value"
+    CALLS = frozenset({"index_put_", "index_put"})
     MESSAGE = "`{expr}` writes a tensor through a boolean mask, so the host waits for the GPU to count the mask"
     FIX_TITLE = "Write with `torch.where({mask}, value, {x})` or `{x}.masked_scatter_({mask}, src)` instead"
     FIX = "sometimes"

@@ -2,7 +2,7 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._data_dependent import arg
-from synclint.rules._helpers import short
+from synclint.rules._helpers import last_names, short
 from synclint.semantic import RECEIVER
 
 # torchvision's NMS entry points (each CUDA call ends in the kernel's mask read-back)
@@ -45,6 +45,7 @@ class NmsCall(Rule):
 
     CODE = "SYN211"
     NAME = "nms-call"
+    CALLS = last_names(_NAMES)
     MESSAGE = "`{call}` reads its overlap mask back to the host, so the CPU waits for all queued GPU work"
     FIX_TITLE = "Run NMS once per step: one `batched_nms` over every class instead of one `nms` per class"
     CATALOGUE = ()

@@ -33,6 +33,7 @@ class OneHotWithoutNumClasses(Rule):
 
     CODE = "SYN209"
     NAME = "one-hot-without-num-classes"
+    CALLS = frozenset({"one_hot"})
     MESSAGE = "`{call}` without `num_classes` reads the largest label back to the host"
     FIX_TITLE = "Pass `num_classes=`"
     CATALOGUE = ("C8",)

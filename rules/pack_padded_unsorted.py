@@ -2,7 +2,7 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import short
+from synclint.rules._helpers import last_names, short
 from synclint.rules._syn11x import arg, has_star, literal_bool
 
 # Qualified name -> (positional index of the tensor input, positional index of enforce_sorted).
@@ -50,6 +50,7 @@ class PackPaddedUnsorted(Rule):
 
     CODE = "SYN116"
     NAME = "pack-padded-unsorted"
+    CALLS = last_names(_FUNCS)
     MESSAGE = (
         "`{func}(..., enforce_sorted=False)` copies the sort order to the GPU with a blocking copy, "
         "which waits for all queued GPU work"

@@ -5,7 +5,7 @@ from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.semantic.syntax import is_true
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.semantic.library import SIZE_FACTORIES
-from synclint.semantic.moves import factory_under, gpu_move
+from synclint.semantic.moves import MOVE_METHODS, factory_under, gpu_move
 
 
 class PageableNonBlockingCopy(Rule):
@@ -43,6 +43,7 @@ class PageableNonBlockingCopy(Rule):
 
     CODE = "SYN303"
     NAME = "pageable-non-blocking-copy"
+    CALLS = frozenset({"copy_", *MOVE_METHODS})
     MESSAGE = "`{expr}` copies from pageable memory, so `non_blocking=True` can still block the host"
     FIX_TITLE = "Pin the source: `DataLoader(..., pin_memory=True)` or a tensor created with `pin_memory=True`"
     CATALOGUE = ("B5",)

@@ -35,6 +35,7 @@ class RepeatInterleaveWithoutOutputSize(Rule):
 
     CODE = "SYN206"
     NAME = "repeat-interleave-without-output-size"
+    CALLS = frozenset({"repeat_interleave"})
     MESSAGE = "`{call}` without `output_size=` reads the total repeat count back to the host"
     FIX_TITLE = "Pass `output_size=` (the exact total of `repeats`) when the host knows it"
     CATALOGUE = ("C5",)

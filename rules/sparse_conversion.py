@@ -31,6 +31,7 @@ class SparseConversion(Rule):
 
     CODE = "SYN210"
     NAME = "sparse-conversion"
+    CALLS = frozenset(_NAMES)
     MESSAGE = "`{call}` counts the nonzero elements, so the host waits for the GPU"
     FIX_TITLE = "Convert once outside the loop when the sparsity pattern is static"
     CATALOGUE = ("C10",)

@@ -33,6 +33,7 @@ class StreamOrEventSynchronizeInHotPath(Rule):
 
     CODE = "SYN402"
     NAME = "stream-or-event-synchronize-in-hot-path"
+    CALLS = frozenset({"synchronize"})
     MESSAGE = "`{expr}` blocks the host until {what}"
     FIX_TITLE = "Wait on the device instead (`torch.cuda.current_stream().wait_event(event)`), or poll `event.query()`"
     TIMING_EXEMPT = True

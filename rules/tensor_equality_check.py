@@ -42,6 +42,7 @@ class TensorEqualityCheck(Rule):
 
     CODE = "SYN107"
     NAME = "tensor-equality-check"
+    CALLS = frozenset({"equal", "allclose"})
     MESSAGE = "`{call}` reads its answer back to the host and waits for all queued GPU work"
     FIX_TITLE = "Keep `(a == b).all()` / `torch.isclose(a, b).all()` on the GPU and check it lazily"
     CATALOGUE = ("E1", "E2")

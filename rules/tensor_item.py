@@ -28,6 +28,7 @@ class TensorItem(Rule):
 
     CODE = "SYN101"
     NAME = "tensor-item"
+    CALLS = frozenset({"item"})
     MESSAGE = "`{recv}.item()` copies a GPU value to the host and waits for all queued GPU work"
     FIX_TITLE = "Accumulate on the GPU (`total += x.detach()`) and read it once per N steps or after the loop"
     CATALOGUE = ("A1",)

@@ -35,6 +35,7 @@ class TensorTolist(Rule):
 
     CODE = "SYN102"
     NAME = "tensor-tolist"
+    CALLS = frozenset({"tolist"})
     MESSAGE = "`{recv}.tolist()` copies a GPU tensor to the host and waits for all queued GPU work"
     FIX_TITLE = "Keep per-step results on the GPU and call `.tolist()` once on the concatenated result"
     CATALOGUE = ("B1",)

@@ -43,6 +43,7 @@ class UniqueCall(Rule):
 
     CODE = "SYN205"
     NAME = "unique-call"
+    CALLS = frozenset(_NAMES)
     MESSAGE = "`{call}` has a data-dependent size, so the host waits for the GPU to count the unique values"
     FIX_TITLE = "Count into a fixed-size tensor (`zeros(K).index_add_`) when values lie in `range(K)`, or hoist the call out of the loop"
     CATALOGUE = ("C4",)

@@ -200,7 +200,10 @@ def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
     cls = _FANOUT.get(tuple(rules))
     if cls is None:
         names = sorted({f"{kind}_{t}" for r in rules for kind, t in rule_methods(r)})
-        cls = _FANOUT[tuple(rules)] = type("IsolatedRules", (_IsolatedRules,), {n: _fan_out(n) for n in names})
+        methods = {n: _fan_out(n) for n in names}
+        if "visit_Call" in methods:
+            methods["visit_Call"] = _IsolatedRules.calls_by_name
+        cls = _FANOUT[tuple(rules)] = type("IsolatedRules", (_IsolatedRules,), methods)
     return [cls(rules, ctx, failed)]
 
 
@@ -219,11 +222,36 @@ class _IsolatedRules:
             for kind, t in rule_methods(r):
                 name = f"{kind}_{t}"
                 self.table.setdefault(name, []).append((r, getattr(rule, name)))
+        self._calls: dict = {}  # (names a call goes by) -> the visit_Call methods it reaches
+        global _cst
+        import libcst as _cst  # (only once rules run: a cached run never imports LibCST)
 
     def drop(self, rule: type) -> None:
         self.failed.setdefault(rule, self.ctx.stmt_index)
         for name, methods in self.table.items():
             self.table[name] = [m for m in methods if m[0] is not rule]
+        self._calls.clear()
+
+    def calls_by_name(self, node) -> None:
+        """`visit_Call` of the rules that may act on this call: those without `CALLS`, and
+        those whose `CALLS` holds a name the call goes by (its function's own, and the last
+        part of the qualified name its imports make of it). 34 rules visit every call, most
+        of them to return at once."""
+        func = node.func
+        t = type(func)
+        spelled = func.attr.value if t is _cst.Attribute else func.value if t is _cst.Name else None
+        q = self.ctx.qualname(func)
+        key = (spelled, q[q.rfind(".") + 1:] if q else None)
+        methods = self._calls.get(key)
+        if methods is None:
+            methods = self._calls[key] = [
+                (r, m) for r, m in self.table.get("visit_Call", ())
+                if r.CALLS is None or spelled in r.CALLS or key[1] in r.CALLS]
+        for rule, method in methods:
+            try:
+                method(node)
+            except Exception:  # noqa: BLE001 - as in `_fan_out`
+                self.drop(rule)
 
 
 def _fan_out(name: str):
@@ -239,6 +267,7 @@ def _fan_out(name: str):
 
 
 _FANOUT: dict = {}  # rule classes -> their IsolatedRules class (the walker caches by class)
+_cst = None  # libcst, once `_IsolatedRules` is made
 
 
 def _internal_error(rule: type, filename: str, row: int) -> Finding:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -84,6 +84,11 @@ class Rule:
     VALID: ClassVar[List[Valid]] = []
     INVALID: ClassVar[List[Invalid]] = []
     BENCH: ClassVar[Optional[BenchPair]] = None
+    # The names of the calls `visit_Call` can act on: a call's function as spelled
+    # (`x.item`, `print`) or the last part of the qualified name its imports make of it
+    # (`from torch import nonzero as nz`: `nonzero`). The engine calls `visit_Call` only for
+    # those; None: for every call (a rule that asks what the called object is).
+    CALLS: ClassVar[Optional[FrozenSet[str]]] = None
 
     # Filled in by __init_subclass__.
     FAMILY: ClassVar[str]
@@ -114,6 +119,9 @@ class Rule:
             raise TypeError(f"{where}: a fixable rule needs a FIX_TITLE and a '## Fix safety' section")
         if not cls.VALID or not cls.INVALID:
             raise TypeError(f"{where}: needs VALID and INVALID examples")
+        if cls.CALLS is not None and not (isinstance(cls.CALLS, frozenset) and cls.CALLS
+                                          and all(isinstance(n, str) for n in cls.CALLS)):
+            raise TypeError(f"{where}: CALLS must be None or a non-empty frozenset of names")
         cls.FAMILY = FAMILIES[cls.CODE[3]]
         cls.DOC = doc
         cls.SUMMARY = _summary(doc)

@@ -56,3 +56,36 @@ def test_fixes_converge_and_silence_the_rule(rule):
         cst.parse_module(out)
         remaining = [f for f in lint_with([rule], out) if f.fix is not None]
         assert remaining == []
+
+
+ALIASED = """import torch
+from torch import nonzero as nz
+from torch.cuda import synchronize as wait_for_gpu
+x = torch.ones(3, device="cuda")
+for _ in range(3):
+    idx = nz(x)
+    wait_for_gpu()
+"""
+
+
+def test_calls_names_every_call_a_rule_acts_on(monkeypatch):
+    """A rule's `CALLS` spares it only calls it would pass over: every example and fixture
+    gives the same findings when each rule's `visit_Call` sees every call. A call goes by
+    the last part of its qualified name too (`nz(x)` after `from torch import nonzero as nz`)."""
+    from pathlib import Path
+
+    from synclint.testing import fixture_paths
+
+    rules = all_rules()
+    sources = [case.code for r in rules for case in (*r.VALID, *r.INVALID)]
+    sources += [p.read_text() for p in fixture_paths(Path(__file__).parent.parent / "fixtures")]
+    sources.append(ALIASED)
+
+    def found():
+        return [[(f.code, f.row, f.column, f.message, f.hot) for f in lint_with(rules, s)] for s in sources]
+
+    gated = found()
+    assert {c for c, row, *_ in gated[-1]} >= {"SYN203", "SYN401"}
+    for r in rules:
+        monkeypatch.setattr(r, "CALLS", None)
+    assert found() == gated

@@ -38,9 +38,13 @@ class Move:
         self.nb_given = nb_given  # non_blocking passed at all (keyword or positional)
 
 
+# The methods `gpu_move` knows as moves
+MOVE_METHODS = ("to", "cuda", "type", "type_as")
+
+
 def _method(call: cst.Call) -> Optional[str]:
     f = call.func
-    if type(f) is cst.Attribute and f.attr.value in ("to", "cuda", "type", "type_as"):
+    if type(f) is cst.Attribute and f.attr.value in MOVE_METHODS:
         return f.attr.value
     return None
 
