@@ -95,9 +95,9 @@ BUILT: ContextVar[Optional[SourceOf]] = ContextVar("synclint_built_tree", defaul
 
 
 def build(source: str, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
-    """(LibCST's tree of `source`, without whitespace or comments; id(node) -> `Span`)."""
-    with without_validation():
-        return _Builder(source).module(tree)
+    """(LibCST's tree of `source`, without whitespace or comments; id(node) -> `Span`).
+    Its nodes are made without `__init__` (`_make`), so none validates itself."""
+    return _Builder(source).module(tree)
 
 
 def build_statement(code: str) -> cst.BaseStatement:
@@ -108,15 +108,16 @@ def build_statement(code: str) -> cst.BaseStatement:
 
 def build_expression(code: str) -> cst.BaseExpression:
     """The expression `code` (a helper's returned expression, a string annotation)."""
-    with without_validation():
-        return _Builder(code).expr(ast.parse(code.strip(), mode="eval").body)
+    return _Builder(code).expr(ast.parse(code.strip(), mode="eval").body)
 
 
 @contextmanager
 def without_validation():
     """Build LibCST nodes without each checking itself in `__post_init__`: redundant for a
     tree made from source a parser accepted (LibCST's own parser says so of its trees), and
-    a sixth of its parse. Nodes built anywhere else (rule fixes) are still validated."""
+    a sixth of its parse. Nodes built anywhere else (rule fixes) are still validated. Once
+    per file, not per node or expression: setting the hook on `CSTNode` empties the type
+    caches of every node class."""
     hook = CSTNode.__dict__.get("__post_init__")
     if hook is None:  # pragma: no cover - another LibCST layout: validate as usual
         yield

@@ -235,8 +235,9 @@ class _IsolatedRules:
     def calls_by_name(self, node) -> None:
         """`visit_Call` of the rules that may act on this call: those without `CALLS`, and
         those whose `CALLS` holds a name the call goes by (its function's own, and the last
-        part of the qualified name its imports make of it). 34 rules visit every call, most
-        of them to return at once."""
+        part of the qualified name its imports make of it). Of the 40 rules that visit
+        calls, most act on a few names and returned at once from all other calls: a sixth
+        of the second walk."""
         func = node.func
         t = type(func)
         spelled = func.attr.value if t is _cst.Attribute else func.value if t is _cst.Name else None
