@@ -533,9 +533,14 @@ def run(a) -> str:
 
     targets = {}
     if cold is not None and bare is not None:
-        targets[id(cold)] = ("≤ bare LibCST parse" + ("; ≥ 15x faster than TorchFix" if tf_row else ""),
-                             cold["median"] <= bare["median"]
-                             and (tf_row is None or tf_row["median"] / cold["median"] >= 15))
+        # two targets, each met or not on its own: issue 7's (the bare parse) and issue 2's
+        # (TorchFix), with the ratio each was measured at
+        parse_ratio = cold["median"] / bare["median"]
+        met = [f"{'yes' if parse_ratio <= 1 else '**no**'} ({parse_ratio:.2f}x the parse)"]
+        if tf_row:
+            tf_ratio = tf_row["median"] / cold["median"]
+            met.append(f"{'yes' if tf_ratio >= 15 else '**no**'} ({tf_ratio:.1f}x faster)")
+        targets[id(cold)] = ("≤ bare LibCST parse" + ("; ≥ 15x faster than TorchFix" if tf_row else ""), "; ".join(met))
     for r, limit in ((edit, 0.5), (warm, 0.1), (one_cold, 0.25), (one_warm, 0.25), (mid_cold, 0.25),
                      (daemon_rows.get("daemon-edit"), 0.5), (daemon_rows.get("daemon-warm"), 0.1),
                      (daemon_rows.get("daemon-one-cold"), 0.25), (daemon_rows.get("daemon-mid-cold"), 0.25)):
@@ -555,7 +560,7 @@ def run(a) -> str:
     ]
     for r in rows:
         t, ok = targets.get(id(r), ("", None))
-        met = "" if ok is None else ("yes" if ok else "**no**")
+        met = "" if ok is None else ok if isinstance(ok, str) else ("yes" if ok else "**no**")
         lines.append(f"| {r['what']} | {cell(r)} | {spread(r)} | {r['cpu']:.2f} s | {r['runs']} | {t} | {met} |")
     if tf_row and cold:
         lines += ["", f"**Cold synclint vs TorchFix: {tf_row['median'] / cold['median']:.1f}x faster** in wall "
