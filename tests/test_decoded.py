@@ -98,3 +98,22 @@ def test_a_process_that_keeps_answers_as_fresh_ones_do_across_edits(tmp_path):
     assert kept == fresh
     # the edits mattered: the other module's findings follow what `make` returns
     assert any(code == "SYN101" for _, _, code, _ in kept[0]) and not any(code == "SYN101" for _, _, code, _ in kept[2])
+
+
+REPORT = 'import torch\nx = torch.ones(3, device="cuda")\n\ndef report():\n    print(x.sum().item())\n'
+IN_LOOP = "from train import report\n\ndef run():\n    for _ in range(3):\n        report()\n"
+ONCE = "from train import report\n\ndef run():\n    report()\n"
+
+
+def test_heat_kept_between_checks_follows_an_edit_of_the_call_graph(tmp_path):
+    """A kept process reuses the last check's heat only while no call graph or summary
+    changed: `report()` moved out of the caller's loop (another module) makes its `.item()`
+    cold, as in a fresh process."""
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    (tmp_path / "train.py").write_text(REPORT)
+    texts = [IN_LOOP, ONCE, None, IN_LOOP, IN_LOOP + "# a comment\n", ONCE]
+    kept = _steps(tmp_path, "keep", texts)
+    fresh = [_steps(tmp_path, "fresh", [t])[0] for t in texts]
+    assert kept == fresh
+    heat = [[hot for name, _, code, hot in step if name.endswith("train.py") and code == "SYN101"] for step in kept]
+    assert heat[0] == [True] and heat[1] == [False] and heat[3] == [True]
