@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from synclint.discovery import is_test_module
 from synclint.semantic import library as L
@@ -34,6 +34,11 @@ MAX_CLASSES = 200  # classes one file is told about (the closure of what its imp
 Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# what -> [(root, summary versions, the table)], newest first: the last whole-project tables
+# (`Project._kept`). An edit's check makes each twice: from the edited file's first walk,
+# then from its second.
+_LAST_TABLES: Dict[str, List[tuple]] = {}
+KEPT_TABLES = 2
 
 
 def project_root(paths: Iterable[str]) -> str:
@@ -725,10 +730,30 @@ class Project:
                 return found
         return None
 
+    def _kept(self, what: str, make: Callable[[], object]):
+        """`make()`, a table of the whole project, or the one the last project with the same
+        root and the same summaries (by version) made: in a long-lived process (the daemon)
+        an edit that changes no summary (most edits) makes none again, a sixth of its
+        re-check on the Lightning tree."""
+        versions = self.versions
+        if not all(versions.values()):  # a summary without a version: no telling
+            return make()
+        kept = _LAST_TABLES.setdefault(what, [])
+        for root, made_from, table in kept:
+            if root == self.root and made_from == versions:
+                return table
+        out = make()
+        kept.insert(0, (self.root, dict(versions), out))
+        del kept[KEPT_TABLES:]
+        return out
+
     def _incoming_params(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
         """path -> function qual -> parameter -> join of what other modules' calls pass."""
-        if self._incoming is not None:
-            return self._incoming
+        if self._incoming is None:
+            self._incoming = self._kept("incoming", self._passed_in)
+        return self._incoming
+
+    def _passed_in(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
         out: Dict[str, Dict[str, Dict[str, Val]]] = {}
         # (by path: the summaries arrive in the order workers finish, and joins of three or
         # more values are not associative, so the order must not vary from run to run)
@@ -758,7 +783,6 @@ class Project:
                     if spec is not None:
                         join_call(out.setdefault(p2, {}).setdefault(qual, {}), spec[0][1:], spec[1], pos, kws,
                                   lambda v, path=path: self.value(path, v))
-        self._incoming = out
         return out
 
     def _subclass_attrs(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
@@ -766,8 +790,11 @@ class Project:
         any module, assign to `self.attr`: a base class's method reads what only its
         subclasses set (GAN_zoo's `GANTrainer.trainOnEpoch` calls `self.model.optimizeParameters`,
         and each trainer subclass makes `self.model` in its `initModel`)."""
-        if self._sub_attrs is not None:
-            return self._sub_attrs
+        if self._sub_attrs is None:
+            self._sub_attrs = self._kept("subclass attributes", self._set_by_subclasses)
+        return self._sub_attrs
+
+    def _set_by_subclasses(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
         out: Dict[str, Dict[str, Dict[str, Val]]] = {}
         for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):  # (see _incoming_params)
             if s is None or self._is_test(path):
@@ -783,7 +810,6 @@ class Project:
                         v = self.value(path, v)
                         if v.kind != V.UNKNOWN:
                             slot[a] = V.join(slot[a], v) if a in slot else v
-        self._sub_attrs = out
         return out
 
     def _is_test(self, path: str) -> bool:

@@ -117,3 +117,22 @@ def test_heat_kept_between_checks_follows_an_edit_of_the_call_graph(tmp_path):
     assert kept == fresh
     heat = [[hot for name, _, code, hot in step if name.endswith("train.py") and code == "SYN101"] for step in kept]
     assert heat[0] == [True] and heat[1] == [False] and heat[3] == [True]
+
+
+TAKES = "import torch\n\ndef report(y):\n    for _ in range(3):\n        print(y.sum().item())\n"
+PASSES_GPU = "import torch\nfrom train import report\n\nreport(torch.ones(3, device='cuda'))\n"
+PASSES_CPU = "import torch\nfrom train import report\n\nreport(torch.ones(3))\n"
+
+
+def test_tables_kept_between_checks_follow_an_edit_of_what_a_module_passes(tmp_path):
+    """A kept process reuses the last checks' whole-project tables (what other modules pass
+    each function) only while no summary changed: a caller that starts passing a CUDA tensor
+    makes the callee's `.item()` a finding, as in a fresh process."""
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    (tmp_path / "train.py").write_text(TAKES)
+    texts = [PASSES_CPU, PASSES_GPU, None, PASSES_CPU, PASSES_CPU + "# a comment\n", PASSES_GPU]
+    kept = _steps(tmp_path, "keep", texts)
+    fresh = [_steps(tmp_path, "fresh", [t])[0] for t in texts]
+    assert kept == fresh
+    found = [any(name.endswith("train.py") and code == "SYN101" for name, _, code, _ in step) for step in kept]
+    assert found == [False, True, True, False, False, True]
