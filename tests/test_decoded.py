@@ -89,13 +89,18 @@ def _steps(cwd, mode, texts):
     return json.loads(tail)
 
 
-def test_a_process_that_keeps_answers_as_fresh_ones_do_across_edits(tmp_path):
+def _kept_as_fresh(tmp_path, train: str, texts):
+    """The answers of one process that keeps what it decoded, checking after each edit of
+    `helpers.py` (None: none), `train.py` holding `train`; each is a fresh process's."""
     (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
-    (tmp_path / "train.py").write_text(TRAIN)
-    texts = [GPU, None, CPU, None, GPU, CPU + "\n# a comment\n", None]
+    (tmp_path / "train.py").write_text(train)
     kept = _steps(tmp_path, "keep", texts)
-    fresh = [_steps(tmp_path, "fresh", [t])[0] for t in texts]
-    assert kept == fresh
+    assert kept == [_steps(tmp_path, "fresh", [t])[0] for t in texts]
+    return kept
+
+
+def test_a_process_that_keeps_answers_as_fresh_ones_do_across_edits(tmp_path):
+    kept = _kept_as_fresh(tmp_path, TRAIN, [GPU, None, CPU, None, GPU, CPU + "\n# a comment\n", None])
     # the edits mattered: the other module's findings follow what `make` returns
     assert any(code == "SYN101" for _, _, code, _ in kept[0]) and not any(code == "SYN101" for _, _, code, _ in kept[2])
 
@@ -109,12 +114,7 @@ def test_heat_kept_between_checks_follows_an_edit_of_the_call_graph(tmp_path):
     """A kept process reuses the last check's heat only while no call graph or summary
     changed: `report()` moved out of the caller's loop (another module) makes its `.item()`
     cold, as in a fresh process."""
-    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
-    (tmp_path / "train.py").write_text(REPORT)
-    texts = [IN_LOOP, ONCE, None, IN_LOOP, IN_LOOP + "# a comment\n", ONCE]
-    kept = _steps(tmp_path, "keep", texts)
-    fresh = [_steps(tmp_path, "fresh", [t])[0] for t in texts]
-    assert kept == fresh
+    kept = _kept_as_fresh(tmp_path, REPORT, [IN_LOOP, ONCE, None, IN_LOOP, IN_LOOP + "# a comment\n", ONCE])
     heat = [[hot for name, _, code, hot in step if name.endswith("train.py") and code == "SYN101"] for step in kept]
     assert heat[0] == [True] and heat[1] == [False] and heat[3] == [True]
 
@@ -128,11 +128,6 @@ def test_tables_kept_between_checks_follow_an_edit_of_what_a_module_passes(tmp_p
     """A kept process reuses the last checks' whole-project tables (what other modules pass
     each function) only while no summary changed: a caller that starts passing a CUDA tensor
     makes the callee's `.item()` a finding, as in a fresh process."""
-    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
-    (tmp_path / "train.py").write_text(TAKES)
-    texts = [PASSES_CPU, PASSES_GPU, None, PASSES_CPU, PASSES_CPU + "# a comment\n", PASSES_GPU]
-    kept = _steps(tmp_path, "keep", texts)
-    fresh = [_steps(tmp_path, "fresh", [t])[0] for t in texts]
-    assert kept == fresh
+    kept = _kept_as_fresh(tmp_path, TAKES, [PASSES_CPU, PASSES_GPU, None, PASSES_CPU, PASSES_CPU + "# a comment\n", PASSES_GPU])
     found = [any(name.endswith("train.py") and code == "SYN101" for name, _, code, _ in step) for step in kept]
     assert found == [False, True, True, False, False, True]
