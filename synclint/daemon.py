@@ -5,7 +5,7 @@ It is a pre-loaded interpreter and nothing more. It keeps no findings or trees b
 requests: each request is the click command run afresh in this process, in the client's
 folder, with its arguments, environment and terminal, and answers with the bytes a local
 run would have printed. What it keeps is what the cache's files decode to (`decoded`) and
-what is made from exactly those summaries and call graphs (`Project._kept`, `_Run.heat`):
+what is made from exactly those summaries and call graphs (`Project.kept`):
 the same inputs, so the same answers. What a run may reuse is on disk (`.synclint_cache/`), as for
 a local run; the only thing that can go stale is the daemon's own code, so a client of
 another build (`client.build_id`) is refused (it runs locally) and the daemon stops.

@@ -223,8 +223,9 @@ class _IsolatedRules:
                 name = f"{kind}_{t}"
                 self.table.setdefault(name, []).append((r, getattr(rule, name)))
         self._calls: dict = {}  # (names a call goes by) -> the visit_Call methods it reaches
-        global _cst
-        import libcst as _cst  # (only once rules run: a cached run never imports LibCST)
+        from synclint.semantic.syntax import last_name
+
+        self._spelled = last_name  # (imported here: a cached run never imports LibCST)
 
     def drop(self, rule: type) -> None:
         self.failed.setdefault(rule, self.ctx.stmt_index)
@@ -239,8 +240,7 @@ class _IsolatedRules:
         calls, most act on a few names and returned at once from all other calls: a sixth
         of the second walk."""
         func = node.func
-        t = type(func)
-        spelled = func.attr.value if t is _cst.Attribute else func.value if t is _cst.Name else None
+        spelled = self._spelled(func)
         q = self.ctx.qualname(func)
         key = (spelled, q[q.rfind(".") + 1:] if q else None)
         methods = self._calls.get(key)
@@ -268,7 +268,6 @@ def _fan_out(name: str):
 
 
 _FANOUT: dict = {}  # rule classes -> their IsolatedRules class (the walker caches by class)
-_cst = None  # libcst, once `_IsolatedRules` is made
 
 
 def _internal_error(rule: type, filename: str, row: int) -> Finding:

@@ -34,9 +34,9 @@ MAX_CLASSES = 200  # classes one file is told about (the closure of what its imp
 Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-# what -> [(root, summary versions, the table)], newest first: the last whole-project tables
-# (`Project._kept`). An edit's check makes each twice: from the edited file's first walk,
-# then from its second.
+# what -> [(root, summary versions, what else it was made from, the table)], newest first:
+# the last whole-project tables (`Project.kept`). An edit's check makes some twice: from the
+# edited file's first walk, then from its second.
 _LAST_TABLES: Dict[str, List[tuple]] = {}
 KEPT_TABLES = 2
 
@@ -730,27 +730,28 @@ class Project:
                 return found
         return None
 
-    def _kept(self, what: str, make: Callable[[], object]):
-        """`make()`, a table of the whole project, or the one the last project with the same
-        root and the same summaries (by version) made: in a long-lived process (the daemon)
-        an edit that changes no summary (most edits) makes none again, a sixth of its
-        re-check on the Lightning tree."""
+    def kept(self, what: str, make: Callable[[], object], also: object = None):
+        """`make()`, a table made from the whole project's summaries (and from `also`: the
+        call graphs, for heat), or the one the last projects with the same root, the same
+        summaries (by version) and the same `also` made: in a long-lived process (the
+        daemon) an edit that changes no summary and no call graph (most edits) makes none
+        again, a third of its re-check on the Lightning tree."""
         versions = self.versions
         if not all(versions.values()):  # a summary without a version: no telling
             return make()
         kept = _LAST_TABLES.setdefault(what, [])
-        for root, made_from, table in kept:
-            if root == self.root and made_from == versions:
+        for root, made_from, extra, table in kept:
+            if root == self.root and made_from == versions and extra == also:
                 return table
         out = make()
-        kept.insert(0, (self.root, dict(versions), out))
+        kept.insert(0, (self.root, dict(versions), also, out))
         del kept[KEPT_TABLES:]
         return out
 
     def _incoming_params(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
         """path -> function qual -> parameter -> join of what other modules' calls pass."""
         if self._incoming is None:
-            self._incoming = self._kept("incoming", self._passed_in)
+            self._incoming = self.kept("incoming", self._passed_in)
         return self._incoming
 
     def _passed_in(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
@@ -791,7 +792,7 @@ class Project:
         subclasses set (GAN_zoo's `GANTrainer.trainOnEpoch` calls `self.model.optimizeParameters`,
         and each trainer subclass makes `self.model` in its `initModel`)."""
         if self._sub_attrs is None:
-            self._sub_attrs = self._kept("subclass attributes", self._set_by_subclasses)
+            self._sub_attrs = self.kept("subclass attributes", self._set_by_subclasses)
         return self._sub_attrs
 
     def _set_by_subclasses(self) -> Dict[str, Dict[str, Dict[str, Val]]]:

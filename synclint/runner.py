@@ -421,17 +421,13 @@ class _Run:
         from synclint.workers import timed_out
 
         project = self.project
-        # Heat is a function of the call graphs and the summaries alone: a long-lived
-        # process (the daemon) whose next check changed neither (most edits: a line in a
-        # body) takes the last answer, a fifth of an edit's re-check.
-        made_from = (project.root, dict(project.versions),
-                     {project.absolute(p): e[3] for p, e in self.out.items() if e[3]})
-        if _last_heat and _last_heat[0] == made_from:
-            hot, timing = _last_heat[1]
-        else:
+
+        def heat():
             graphs = {p: decoded.made("graph", e[3], Graph.from_json) for p, e in self.out.items() if e[3]}
-            hot, timing = project.hot_scopes(graphs), project.timing_scopes(graphs)
-            _last_heat[:] = [made_from, (hot, timing)]
+            return project.hot_scopes(graphs), project.timing_scopes(graphs)
+
+        # a function of the summaries and the call graphs alone (see `Project.kept`)
+        hot, timing = project.kept("heat", heat, {project.absolute(p): e[3] for p, e in self.out.items() if e[3]})
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
@@ -440,8 +436,6 @@ class _Run:
                     e = e[:6] + [None] + e[7:]
                 self.cache.put(path, e)
 
-
-_last_heat: list = []  # [what the last heat was made from, (hot, timing)] (see `_Run.heat`)
 
 # `import a.b`, `from a.b import c`, `from . import c` at the start of a line
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.M)

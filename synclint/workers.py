@@ -275,6 +275,10 @@ class Pool:
             (own[w] if w is not None else shared).append(job)
         sent: List[Deque[Job]] = [deque() for _ in range(n)]  # per worker, oldest first
         deadline: Dict[int, float] = {}  # per worker: when its oldest job's budget ends
+
+        def begun(i: int) -> None:
+            """Worker i begins its oldest job now: that job's budget starts."""
+            deadline[i] = time.monotonic() + (self.budget or float("inf"))
         completed: Dict[int, Tuple[Job, bytes]] = {}  # id(queued job) -> (it completed, pickled)
 
         def queue_for(i: int) -> Deque[Job]:
@@ -291,7 +295,9 @@ class Pool:
                 q = queue_for(i)
                 if not q:
                     return None
-                done = completed.get(id(q[0])) or completed.setdefault(id(q[0]), complete(q[0]))
+                done = completed.get(id(q[0]))
+                if done is None:
+                    done = completed[id(q[0])] = complete(q[0])
                 if done[0] is not None:
                     return q, done[0], done[1]
                 completed.pop(id(q.popleft()))
@@ -307,7 +313,7 @@ class Pool:
                     return  # sent once the worker is free
                 completed.pop(id(q.popleft()))
                 if not sent[i]:
-                    deadline[i] = time.monotonic() + (self.budget or float("inf"))
+                    begun(i)
                 sent[i].append(job)
                 self.conns[i].send_bytes(data)
 
@@ -347,7 +353,7 @@ class Pool:
                         continue
                     if result is not None:
                         job = sent[i].popleft()
-                        deadline[i] = time.monotonic() + (self.budget or float("inf"))  # the next one's
+                        begun(i)  # the one that waited in its pipe, if any
                         feed(i)
                         yield i, job, result
                         ahead(i)
