@@ -131,7 +131,7 @@ class Project:
         self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._cuda: Optional[Set[str]] = None
         self._sub_attrs: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
-        self._override_map: Optional[Dict[Tuple[str, str], List[Tuple[str, str]]]] = None
+        self._hierarchy: Optional[Tuple[dict, dict]] = None  # see `_class_hierarchy`
         # (name, importer's directory) -> symbol: the same spelling from the same directory
         # resolves the same way (one file's facts ask thousands of times); forgotten when a
         # summary changes
@@ -145,6 +145,7 @@ class Project:
         self._classes_moved_at = -1  # generation of the last update that added or removed a class
         self._made_at: Dict[str, int] = {}  # file -> generation its last facts were made at
         self._found_on_disk: Dict[Tuple[str, str], Optional[str]] = {}  # (name, directory) -> file
+        self._unsummarised: Dict[Tuple[str, str], Optional[str]] = {}  # (directory, name) -> file (`on_disk`)
         self._is_file: Dict[str, bool] = {}
         self._tests: Dict[str, bool] = {}  # path -> a test file (tests call code unlike how it runs)
         self._names_in: Dict[str, Set[str]] = {}  # folder -> names `_visible` from it
@@ -169,6 +170,7 @@ class Project:
             named = self.by_name.setdefault(".".join(parts[i:]), [])
             if path not in named:  # (added again: a file that imports tensors, summarised once more)
                 named.append(path)
+                self._unsummarised.clear()
         if summary is not None:
             for cname in summary.classes:
                 self._key_to_class[self.class_key(path, cname)] = (path, cname)
@@ -193,7 +195,7 @@ class Project:
         self._resolved.clear()
         self._incoming = self._cuda = self._sub_attrs = None
         if old is None or _class_shape(old) != _class_shape(summary):
-            self._override_map = None  # (an edit inside a method keeps which methods override which)
+            self._hierarchy = None  # (an edit inside a method keeps which methods override which)
 
     def module_path(self, name: str, importer: str) -> Optional[str]:
         paths = self.by_name.get(name)
@@ -211,21 +213,30 @@ class Project:
         from synclint.semantic.library import LIBRARY_ROOTS
 
         found: List[str] = []
-        start = os.path.dirname(os.path.abspath(importer))
-        visible = self._visible(start)
+        start = os.path.dirname(self.absolute(importer))
         for name in names:
-            parts = name.split(".")
-            if parts[0] not in visible or parts[0] in LIBRARY_ROOTS and parts[0] not in self.by_name:
-                continue  # torch, numpy, the standard library, any other installed package
-            if any(".".join(parts[:n]) in self.by_name for n in range(len(parts), 0, -1)):
-                continue  # already summarised (or a name inside such a module)
-            for n in range(len(parts), 0, -1):
-                hit = self._file_for(os.path.join(*parts[:n]), start)
-                if hit is not None:
-                    if hit not in self.summaries and hit not in found:
-                        found.append(hit)
-                    break
+            key = (start, name)  # (the same names are imported from the same folders again and again)
+            if key in self._unsummarised:
+                hit = self._unsummarised[key]
+            else:
+                hit = self._unsummarised[key] = self._unsummarised_file(name, start, LIBRARY_ROOTS)
+            if hit is not None and hit not in self.summaries and hit not in found:
+                found.append(hit)
         return found
+
+    def _unsummarised_file(self, name: str, start: str, library_roots) -> Optional[str]:
+        """The file under the root that `name`, imported from folder `start`, is, unless it
+        is a library's or a module of the project already summarised."""
+        parts = name.split(".")
+        if parts[0] not in self._visible(start) or parts[0] in library_roots and parts[0] not in self.by_name:
+            return None  # torch, numpy, the standard library, any other installed package
+        if any(".".join(parts[:n]) in self.by_name for n in range(len(parts), 0, -1)):
+            return None  # already summarised (or a name inside such a module)
+        for n in range(len(parts), 0, -1):
+            hit = self._file_for(os.path.join(*parts[:n]), start)
+            if hit is not None:
+                return hit
+        return None
 
     def _visible(self, start: str) -> Set[str]:
         """The module and package names in `start` and the folders above it, up to the root:
@@ -417,6 +428,8 @@ class Project:
         `Tensorizer.text_to_tensor`, annotated as the base, made on the CPU by its one
         subclass). None when there is none, or one says nothing."""
         out: Optional[Val] = None
+        # (a method added to any subclass changes the answer: what it is made from)
+        self.summaries.note(self._descendant_files(path, name))
         for p2, qual in self._overrides().get((path, f"{name}.{method}"), ()):
             s = self.summaries.get(p2)
             cname = qual.rsplit(".", 1)[0]
@@ -738,15 +751,24 @@ class Project:
         again, a third of its re-check on the Lightning tree."""
         versions = self.versions
         if not all(versions.values()):  # a summary without a version: no telling
-            return make()
+            return self._whole(make)
         kept = _LAST_TABLES.setdefault(what, [])
         for root, made_from, extra, table in kept:
             if root == self.root and made_from == versions and extra == also:
                 return table
-        out = make()
+        out = self._whole(make)
         kept.insert(0, (self.root, dict(versions), also, out))
         del kept[KEPT_TABLES:]
         return out
+
+    def _whole(self, make: Callable[[], object]):
+        """`make()` of a whole-project table, asked for wherever it is first needed: what it
+        reads is no one file's reads (made or kept, a file's facts read the same)."""
+        self.summaries.reading.append(set())
+        try:
+            return make()
+        finally:
+            self.summaries.reading.pop()
 
     def _incoming_params(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
         """path -> function qual -> parameter -> join of what other modules' calls pass."""
@@ -823,20 +845,50 @@ class Project:
         """(path, "Base.m") -> the (path, "Sub.m") methods that override it, in any module:
         a call of the base's method may run each (an instance of any class of a family,
         `registry_base`). The nearest base that defines the method is the one overridden."""
-        if self._override_map is not None:
-            return self._override_map
-        out: Dict[Tuple[str, str], List[Tuple[str, str]]] = {}
+        return self._class_hierarchy()[0]
+
+    def _descendant_files(self, path: str, cname: str) -> Set[str]:
+        """The files that define a class derived from `cname` (in `path`), at any depth:
+        where an override of its methods may appear without a module or class appearing."""
+        return self._class_hierarchy()[1].get((path, cname), set())
+
+    def _class_hierarchy(self) -> Tuple[dict, dict]:
+        if self._hierarchy is None:
+            self._hierarchy = self.kept("class hierarchy", self._find_hierarchy)
+        return self._hierarchy
+
+    def _find_hierarchy(self) -> Tuple[dict, dict]:
+        overrides: Dict[Tuple[str, str], List[Tuple[str, str]]] = {}
+        descendants: Dict[Tuple[str, str], Set[str]] = {}
         for p2, s in self.summaries.items():
             if s is None:
                 continue
             for cname, cf in s.classes.items():
+                for ancestor in self._ancestors(p2, cname):
+                    descendants.setdefault(ancestor, set()).add(p2)
                 prefix = cname + "."
                 for qual in s.params:
                     if qual.startswith(prefix) and "." not in qual[len(prefix):]:
                         base = self._defining_base(p2, cname, qual[len(prefix):])
                         if base is not None:
-                            out.setdefault(base, []).append((p2, qual))
-        self._override_map = out
+                            overrides.setdefault(base, []).append((p2, qual))
+        return overrides, descendants
+
+    def _ancestors(self, path: str, cname: str) -> List[Tuple[str, str]]:
+        """(path, name) of every project class `cname` (in `path`) derives from."""
+        out: List[Tuple[str, str]] = []
+        todo = [(path, cname, 0)]
+        while todo:
+            p, c, depth = todo.pop()
+            s = self.summaries.get(p)
+            cf = s.classes.get(c) if s is not None else None
+            if cf is None or depth > 10:
+                continue
+            for base in cf.bases:
+                sym = ("class", p, base) if base in s.classes else self.resolve(base, p)
+                if sym is not None and sym[0] == "class" and (sym[1], sym[2]) not in out:
+                    out.append((sym[1], sym[2]))
+                    todo.append((sym[1], sym[2], depth + 1))
         return out
 
     def _defining_base(self, path: str, cname: str, method: str, depth: int = 0) -> Optional[Tuple[str, str]]:

@@ -454,12 +454,16 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     # given GPU tensors. Only a name that some skipped file may be is resolved (most import
     # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).
     may_be_skipped = {n for n, ps in project.by_name.items() if any(p in skipped for p in ps)}
+    names: Dict[str, bool] = {}  # imported name -> whether it or a package above it may be skipped
     for path, s in list(project.summaries.items()) if may_be_skipped else ():
         if s is None:
             continue
         for name in set(s.aliases.values()) | set(s.imports):
-            parts = name.split(".")
-            if not any(".".join(parts[:i]) in may_be_skipped for i in range(1, len(parts) + 1)):
+            maybe = names.get(name)
+            if maybe is None:
+                parts = name.split(".")
+                maybe = names[name] = any(".".join(parts[:i]) in may_be_skipped for i in range(1, len(parts) + 1))
+            if not maybe:
                 continue
             for p in _module_paths(project, name, path):
                 if p in skipped:

@@ -1604,3 +1604,27 @@ def test_an_abstract_method_returns_what_its_overrides_in_other_modules_return(t
     paths = _project(tmp_path / "b", {"pkg/__init__.py": "", "pkg/base.py": base, "pkg/use.py": use,
                                       "pkg/bert.py": cpu, "pkg/other.py": other})
     assert {code for name, row, code, _ in _found(paths) if name == "use.py" and row == 6} >= {"SYN101"}
+
+
+def test_an_edit_that_adds_an_override_reaches_the_callers_of_the_abstract_method(tmp_path):
+    """A method added to an existing subclass in another module (no module or class appears)
+    changes what the abstract base's method returns: a file that asked about it is told again,
+    as a fresh check would tell it."""
+    base = "class Tensorizer:\n    def text_to_tensor(self, text):\n        raise NotImplementedError\n"
+    use = ("from pkg.base import Tensorizer\n\n"
+           "def span(text, tensorizer: Tensorizer, id: int):\n"
+           "    t = tensorizer.text_to_tensor(text)\n"
+           "    return (t == id).nonzero()[0, 0].item()\n")
+    cpu = ("import torch\nfrom pkg.base import Tensorizer\n\nclass BertTensorizer(Tensorizer):\n"
+           "    def text_to_tensor(self, text):\n        return torch.tensor([1, 2, 3])\n")
+    other = "import torch\nfrom pkg.base import Tensorizer\n\nclass Other(Tensorizer):\n    size = 3\n"
+    paths = _project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": base, "pkg/use.py": use,
+                                "pkg/bert.py": cpu, "pkg/other.py": other})
+    cache = tmp_path / ".cache"
+    assert not any(name == "use.py" and row == 5 for name, row, _, _ in _found(paths, cache_dir=cache))
+    path = tmp_path / "pkg" / "other.py"
+    path.write_text(path.read_text() + "\n    def text_to_tensor(self, text):\n"
+                    "        return torch.ones(3, device='cuda')\n")
+    fresh = _found(paths)
+    assert {code for name, row, code, _ in fresh if name == "use.py" and row == 5} >= {"SYN101"}
+    assert _found(paths, cache_dir=cache) == fresh
