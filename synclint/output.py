@@ -35,9 +35,11 @@ def fail(message: str) -> "click.exceptions.Exit":
 
 
 def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = True, unsafe: bool = False,
-           verbose: bool = False, sources: Optional[Dict[str, List[str]]] = None) -> Optional[str]:
+           verbose: bool = False, sources: Optional[Dict[str, List[str]]] = None,
+           color: bool = True) -> Optional[str]:
     """The report of `outcome` (a `pipeline.Outcome`, findings sorted) in `fmt`; None when
-    there is nothing to print. `sources`: the lines of files not on disk (stdin)."""
+    there is nothing to print. `sources`: the lines of files not on disk (stdin); `color`:
+    whether the text report's styles would reach a terminal."""
     findings, errors = outcome.findings, outcome.all_errors
     if statistics and fmt == "json":
         from synclint.render import statistics as stats
@@ -49,7 +51,8 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
         if statistics:  # the count per rule, then the same last lines as a full report
             report = stats(findings, "text")
         else:
-            report = text_report(findings, show_source=show_source and fmt == "text", sources=sources) if findings else ""
+            report = text_report(findings, show_source=show_source and fmt == "text", sources=sources,
+                                 color=color) if findings else ""
         tail = summary(findings, errors, outcome.checked, unsafe, skipped=len(outcome.skipped), verbose=verbose,
                        silenced=outcome.suppressed)
         return f"{report}\n{tail}" if report else tail
@@ -74,7 +77,13 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
 
 def emit(fmt: str, outcome, **options) -> None:
     """Print `render`'s report to stdout."""
-    text = render(fmt, outcome, **options)
+    from click.globals import resolve_color_default
+    from click.utils import should_strip_ansi
+
+    # `echo`'s own test: styling each finding only for `echo` to strip it all again was a
+    # third of a warm run's report
+    color = not should_strip_ansi(click.get_text_stream("stdout"), resolve_color_default())
+    text = render(fmt, outcome, color=color, **options)
     if text is not None:
         click.echo(text)
 

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from synclint.discovery import is_test_module
+from synclint.discovery import absolute_paths, is_test_module
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
@@ -45,7 +45,7 @@ def project_root(paths: Iterable[str]) -> str:
     """The nearest directory above the files' common directory with a project marker, else
     the directory that holds the package the common directory is in (`check pkg/` in a tree
     without markers: `from pkg.sub import f` names `pkg/sub.py`), else that directory."""
-    dirs = [os.path.dirname(os.path.abspath(p)) for p in paths]
+    dirs = [os.path.dirname(p) for p in absolute_paths(paths).values()]
     if not dirs:
         return os.getcwd()
     common = os.path.commonpath(dirs)
@@ -84,8 +84,8 @@ def module_names(paths: Iterable[str]) -> Dict[str, str]:
         return got
 
     out = {}
-    for path in paths:
-        d, base = os.path.split(os.path.abspath(path))
+    for path, absolute in absolute_paths(paths).items():
+        d, base = os.path.split(absolute)
         out[path] = ".".join(reversed([os.path.splitext(base)[0]] + package(d)))
     return out
 
@@ -120,9 +120,10 @@ class _Summaries(dict):
 
 
 class Project:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, absolute: Optional[Dict[str, str]] = None) -> None:
         self.root = os.path.abspath(root)
-        self._absolute: Dict[str, str] = {}  # (one run, one working directory)
+        # path -> absolute path (one run, one working directory; `absolute`: those known)
+        self._absolute: Dict[str, str] = dict(absolute or {})
         self._folders: Dict[str, str] = {}  # importer -> its folder (`resolve` asks ~100 times a file)
         self.summaries: _Summaries = _Summaries()  # absolute path -> summary
         self.by_name: Dict[str, List[str]] = {}

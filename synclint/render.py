@@ -25,15 +25,21 @@ def _source_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
     return cache[path]
 
 
+def _unstyled(text: str, **_) -> str:
+    return text
+
+
 def text_report(findings: Sequence[Finding], show_source: bool = True,
-                sources: Optional[Dict[str, List[str]]] = None) -> str:
-    """`sources`: the lines of files not to be read from disk (stdin)."""
+                sources: Optional[Dict[str, List[str]]] = None, color: bool = True) -> str:
+    """`sources`: the lines of files not to be read from disk (stdin). `color=False`: no
+    styles at all, where `click.echo` would strip them again (a pipe, a CI log)."""
     out: List[str] = []
     sources = dict(sources or {})
+    style = click.style if color else _unstyled
     for f in findings:
-        heat = click.style("hot", fg="red", bold=True) if f.hot else click.style("cold", fg="blue")
-        loc = click.style(f"{f.filename}:{f.row}:{f.column}:", bold=True)
-        out.append(f"{loc} {click.style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
+        heat = style("hot", fg="red", bold=True) if f.hot else style("cold", fg="blue")
+        loc = style(f"{f.filename}:{f.row}:{f.column}:", bold=True)
+        out.append(f"{loc} {style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
         if show_source:
             gutter = " " * len(str(f.row))
             lines = _source_lines(f.filename, sources)
@@ -43,13 +49,13 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
                 # The caret's lead keeps the line's tabs, so it lines up at any tab width.
                 lead = "".join("\t" if c == "\t" else " " for c in line[: f.column - 1])
                 caret = lead + "^" * max(1, width)
-                out.append(click.style(f"{gutter} |", fg="blue"))
-                out.append(click.style(f"{f.row} |", fg="blue") + f" {line}")
-                out.append(click.style(f"{gutter} |", fg="blue") + " " + click.style(caret, fg="red"))
+                out.append(style(f"{gutter} |", fg="blue"))
+                out.append(style(f"{f.row} |", fg="blue") + f" {line}")
+                out.append(style(f"{gutter} |", fg="blue") + " " + style(caret, fg="red"))
             if f.fix_title:
                 tag = " [*]" if _safe_fix(f) else ""  # [*]: what plain `--fix` applies
-                out.append(click.style(f"{gutter} = help{tag}: ", fg="cyan") + f.fix_title)
-            out.append(click.style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
+                out.append(style(f"{gutter} = help{tag}: ", fg="cyan") + f.fix_title)
+            out.append(style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
             out.append("")
     return "\n".join(out)
 

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from synclint import decoded
 from synclint.cache import content_hash
+from synclint.discovery import absolute_paths
 from synclint.findings import FileError, Finding
 from synclint.source import decode_source, read_bytes
 from synclint.workers import usable_cpus
@@ -74,7 +75,7 @@ def check_files(
     #          findings, graph, error, hot scopes, second-walk summary, those questions,
     #          what its facts were made from (`Project.made_from`)]
     entries: Dict[str, list] = {}
-    absolute = {p: os.path.abspath(p) for p in files}
+    absolute = absolute_paths(files)
     if cache is not None and not sources:
         entries = _unchanged_by_stamps(cache, files, absolute)
     if not entries:
@@ -96,7 +97,7 @@ def check_files(
         if cache is not None:
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
-            entries = _analyse(texts, digests, get_rules, cache, cache_dir, jobs, file_timeout)
+            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout)
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -195,7 +196,7 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
     return out
 
 
-def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> Dict[str, list]:
+def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         from synclint.cache import SummaryCache
@@ -204,7 +205,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
                      early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
-    run = _Run(texts, digests, cache, summaries, runner)
+    run = _Run(texts, digests, absolute, cache, summaries, runner)
     try:
         run.summarise()
         run.lint()
@@ -212,7 +213,7 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
         run.runner.close()
     run.heat()
     if cache is not None:
-        cache.project = _project_key(texts, digests, run.extra, cache) + "|" + "|".join(run.extra)
+        cache.project = _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra)
     if summaries is not None:
         summaries.save()
     return run.out
@@ -221,11 +222,11 @@ def _analyse(texts, digests, get_rules, cache, cache_dir, jobs, budget=None) -> 
 class _Run:
     """One check of a project with a cache: the state the phases share."""
 
-    def __init__(self, texts, digests, cache, summaries, runner) -> None:
+    def __init__(self, texts, digests, absolute, cache, summaries, runner) -> None:
         from synclint.project import Project, module_names, project_root
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
-        self.project = Project(project_root(list(texts)))
+        self.project = Project(project_root(list(texts)), absolute)
         self.names = module_names(texts)
         self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
         self.errors: Dict[str, str] = {}
@@ -250,7 +251,7 @@ class _Run:
         self.first[self.project.absolute(path)] = self.held[self.project.absolute(path)] = summary
 
     def _cached_summary(self, path: str, digest: str) -> bool:
-        hit = self.summaries.get(path, digest) if self.summaries is not None else None
+        hit = self.summaries.get(self.project.absolute(path), digest) if self.summaries is not None else None
         if hit is None:
             return False
         self._add(path, hit[0], hit[1], hit[3])
@@ -262,7 +263,7 @@ class _Run:
         from synclint.workers import timed_out
 
         if self.summaries is not None and not timed_out(error):
-            self.summaries.put(path, self.digests[path], summary, error,
+            self.summaries.put(self.project.absolute(path), self.digests[path], summary, error,
                                self.project.versions.get(self.project.absolute(path)))
 
     # ------------------------------------------------------------------ phase 1
@@ -357,7 +358,7 @@ class _Run:
         if self.cache is None:
             return
         for path in self.texts:
-            hit = self.cache.get(path, self.digests[path]) if path not in self.errors else None
+            hit = self.cache.get(self.project.absolute(path), self.digests[path]) if path not in self.errors else None
             if hit is not None:
                 self.last[path] = hit
                 self._update(path, hit[6])
@@ -434,7 +435,7 @@ class _Run:
             if self.cache is not None and not timed_out(e[4]):
                 if e[6] is not None and e[6] == self.first.get(key):
                     e = e[:6] + [None] + e[7:]
-                self.cache.put(path, e)
+                self.cache.put(key, e)
 
 
 # `import a.b`, `from a.b import c`, `from . import c` at the start of a line
