@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding
-from synclint.lines import source_lines
+from synclint.source import finding_line
 
 FORMAT_VERSION = 1
 
@@ -53,15 +53,6 @@ def relative_path(filename: str, root: Path) -> str:
     return rel.replace(os.sep, "/")
 
 
-def _read_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
-    if path not in cache:
-        from synclint.source import read_source
-
-        text = read_source(path)  # as the check read it: coding cookie, BOM
-        cache[path] = source_lines(text) if isinstance(text, str) else []
-    return cache[path]
-
-
 def fingerprints(findings: Sequence[Finding], root: Path) -> List[Fingerprint]:
     """One fingerprint per finding, in the order given."""
     cache: Dict[str, List[str]] = {}
@@ -70,8 +61,7 @@ def fingerprints(findings: Sequence[Finding], root: Path) -> List[Fingerprint]:
     out: List[Optional[Fingerprint]] = [None] * len(findings)
     for i in order:
         f = findings[i]
-        lines = _read_lines(f.filename, cache)
-        text = normalize(lines[f.row - 1]) if 0 < f.row <= len(lines) else ""
+        text = normalize(finding_line(f, cache) or "")
         key = (relative_path(f.filename, root), f.code, text)
         n = seen.get(key, 0)
         seen[key] = n + 1

@@ -309,7 +309,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set) -> Opti
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
-        timing_exempt=getattr(rule, "TIMING_EXEMPT", False),
+        timing_exempt=getattr(rule, "TIMING_EXEMPT", False), line=positions.line(row),
     )
 
 

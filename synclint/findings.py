@@ -91,6 +91,9 @@ class Finding:
     suppressed: Optional[str] = field(default=None, repr=False, compare=False)
     # A rule that raised on this file: reported as the file's error, not as a finding.
     internal: bool = field(default=False, repr=False, compare=False)
+    # The text of its first row as the check read it (no line ending): what a report quotes
+    # and a baseline matches, without reading the file again. None: read it from the file.
+    line: Optional[str] = field(default=None, repr=False, compare=False)
 
     @property
     def url(self) -> Optional[str]:
@@ -137,7 +140,7 @@ class Finding:
             d["hot"], d.get("fix_title"), fix,
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
             timing_exempt=bool(d.get("timing_exempt")),
-            noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")),
+            noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")), line=d.get("line"),
         )
 
     def to_cache(self) -> dict:
@@ -151,6 +154,8 @@ class Finding:
             d["suppressed"] = self.suppressed
         if self.internal:
             d["internal"] = True
+        if self.line is not None:
+            d["line"] = self.line
         return d
 
 

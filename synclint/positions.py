@@ -163,6 +163,10 @@ class PositionIndex:
         row = bisect_right(self._line_starts, offset)
         return row, offset - self._line_starts[row - 1]
 
+    def line(self, row: int) -> Optional[str]:
+        """The text of a row without its line ending; None outside the file."""
+        return self.lines[row - 1].rstrip("\r\n") if 0 < row <= len(self.lines) else None
+
     def indent(self, row: int) -> str:
         """The leading blanks of a line (a fix's continuation lines keep them)."""
         line = self.lines[row - 1] if 0 < row <= len(self.lines) else ""

@@ -13,16 +13,7 @@ from typing import Dict, List, Optional, Sequence
 import click
 
 from synclint.findings import FileError, Finding
-from synclint.lines import source_lines
-
-
-def _source_lines(path: str, cache: Dict[str, List[str]]) -> List[str]:
-    if path not in cache:
-        from synclint.source import read_source
-
-        text = read_source(path)  # as the check read it: coding cookie, BOM
-        cache[path] = source_lines(text) if isinstance(text, str) else []
-    return cache[path]
+from synclint.source import finding_line
 
 
 def _unstyled(text: str, **_) -> str:
@@ -42,9 +33,8 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
         out.append(f"{loc} {style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
         if show_source:
             gutter = " " * len(str(f.row))
-            lines = _source_lines(f.filename, sources)
-            if 0 < f.row <= len(lines):
-                line = lines[f.row - 1]
+            line = finding_line(f, sources)
+            if line is not None:
                 width = (f.end_column - f.column) if f.end_row == f.row else len(line) - f.column + 1
                 # The caret's lead keeps the line's tabs, so it lines up at any tab width.
                 lead = "".join("\t" if c == "\t" else " " for c in line[: f.column - 1])

@@ -4,9 +4,9 @@ run (every file in the cache) reads and decodes files without importing the anal
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Dict, List, Optional, Union
 
-from synclint.findings import FileError
+from synclint.findings import FileError, Finding
 
 
 def read_bytes(path: str) -> Union[bytes, FileError]:
@@ -52,3 +52,17 @@ def decode_source(path: str, data: bytes) -> Union[str, FileError]:
     if "\x00" in text:
         return FileError(path, "cannot parse: source contains a null byte")
     return text
+
+
+def finding_line(f: Finding, read: Dict[str, List[str]]) -> Optional[str]:
+    """The text of a finding's first row: as the check read it, else its file's as read now
+    (each file once, its lines kept in `read`); None past the end or for an unreadable file."""
+    if f.line is not None:
+        return f.line
+    if f.filename not in read:
+        from synclint.lines import source_lines
+
+        text = read_source(f.filename)  # as the check read it: coding cookie, BOM
+        read[f.filename] = source_lines(text) if isinstance(text, str) else []
+    lines = read[f.filename]
+    return lines[f.row - 1] if 0 < f.row <= len(lines) else None

@@ -202,3 +202,25 @@ def test_a_file_changed_just_before_it_was_read_is_read_again(tmp_path, monkeypa
     real_read = runner._read
     monkeypatch.setattr(runner, "_read", lambda p, errors: read.append(p) or real_read(p, errors))
     assert _check(f, cache) == first and read == [str(f)]
+
+
+def test_a_report_quotes_the_line_the_check_read_not_the_file_now(tmp_path):
+    """Findings carry the text of their row (a warm run's report and a baseline read no file):
+    an editor's unsaved buffer is quoted as checked, and so is a cached finding."""
+    from synclint.registry import default_rules
+    from synclint.render import text_report
+    from synclint.runner import check_files
+
+    f = tmp_path / "train.py"
+    f.write_text(HAZARD_ON_DISK)
+    buffer = HAZARD_ON_DISK.replace("x.sum().item()", "x.mean().item()")
+    found = check_files([str(f)], default_rules(), sources={str(f): buffer}).findings
+    assert [x.line for x in found if x.code == "SYN101"] == ["    v = x.mean().item()"]
+    assert "x.mean().item()" in text_report(found) and "x.sum()" not in text_report(found)
+    cache = tmp_path / ".cache"
+    check_files([str(f)], default_rules(), cache_dir=cache)
+    warm = check_files([str(f)], default_rules(), cache_dir=cache).findings
+    assert [x.line for x in warm if x.code == "SYN101"] == ["    v = x.sum().item()"]
+
+
+HAZARD_ON_DISK = 'import torch\n\nx = torch.ones(3, device="cuda")\nfor _ in range(3):\n    v = x.sum().item()\n'
