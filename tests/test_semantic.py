@@ -333,6 +333,11 @@ def test_a_cpu_script_that_never_mentions_a_gpu():
     assert not ctx.gpu_evident
     _, ctx = probe("import torch\ndef f(x):\n    return x\n")
     assert ctx.gpu_evident  # a library module: its callers decide
+    # minimalRL's scripts: `sample()`, `clamp` and `example` hold no AMP, and no GPU
+    _, ctx = probe("import torch\nfor i in range(3):\n    a = m.sample().clamp(0, 1)  # an example\n")
+    assert not ctx.gpu_evident
+    _, ctx = probe("import torch\nfrom torch import amp\nfor i in range(3):\n    pass\n")
+    assert ctx.gpu_evident
 
 
 @pytest.mark.parametrize("guard, hot", [

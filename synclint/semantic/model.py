@@ -115,7 +115,7 @@ NOT_MODULE = "not-module"
 # torch, torchvision, torchmetrics..., CUDA: what a file of a PyTorch program names. Not
 # "tensor": sympy's modules speak of tensors (`from sympy.tensor.array import NDimArray`)
 _TORCH_WORDS = re.compile(r"\b(?:torch|cuda)")
-_GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|amp")
+_GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|\bamp\b")
 
 
 class SemanticModel(Inference):
