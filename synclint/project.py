@@ -881,28 +881,21 @@ class Project:
         todo = [(path, cname, 0)]
         while todo:
             p, c, depth = todo.pop()
-            s = self.summaries.get(p)
-            cf = s.classes.get(c) if s is not None else None
-            if cf is None or depth > 10:
+            if depth > 10:
                 continue
-            for base in cf.bases:
-                sym = ("class", p, base) if base in s.classes else self.resolve(base, p)
-                if sym is not None and sym[0] == "class" and (sym[1], sym[2]) not in out:
-                    out.append((sym[1], sym[2]))
-                    todo.append((sym[1], sym[2], depth + 1))
+            for p1, bname in self._bases(p, c):
+                if p1 is not None and (p1, bname) not in out:
+                    out.append((p1, bname))
+                    todo.append((p1, bname, depth + 1))
         return out
 
     def _defining_base(self, path: str, cname: str, method: str, depth: int = 0) -> Optional[Tuple[str, str]]:
         """(path, "Base.method") of the nearest base of `cname` (in `path`) that defines `method`."""
-        s = self.summaries.get(path)
-        cf = s.classes.get(cname) if s is not None else None
-        if cf is None or depth > 10:
+        if depth > 10:
             return None
-        for base in cf.bases:
-            sym = ("class", path, base) if base in s.classes else self.resolve(base, path)
-            if sym is None or sym[0] != "class":
-                continue
-            _, p1, bname = sym
+        for p1, bname in self._bases(path, cname):
+            if p1 is None:
+                continue  # a library's class
             if f"{bname}.{method}" in self.summaries[p1].params:
                 return (p1, f"{bname}.{method}")
             found = self._defining_base(p1, bname, method, depth + 1)

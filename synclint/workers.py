@@ -279,6 +279,7 @@ class Pool:
         def begun(i: int) -> None:
             """Worker i begins its oldest job now: that job's budget starts."""
             deadline[i] = time.monotonic() + (self.budget or float("inf"))
+
         completed: Dict[int, Tuple[Job, bytes]] = {}  # id(queued job) -> (it completed, pickled)
 
         def queue_for(i: int) -> Deque[Job]:
@@ -365,6 +366,7 @@ class Pool:
                     proc.join()
                     self.conns[i].close()
                     yield replace(i, timeout_message(self.budget))
+
     def close(self) -> None:
         for conn in self.conns:
             try:
