@@ -328,7 +328,7 @@ def _link_shaped(e: list) -> bool:
                                   and all(type(i) is int for i in m[0]) and isinstance(m[1], str)):
             return False
         g = e[2]  # a call graph: checked by shape (rebuilding each one was a third of a warm run)
-        return g is None or (isinstance(g, list) and len(g) == 4 and all(isinstance(x, list) for x in g[1:])
+        return g is None or (isinstance(g, list) and len(g) == 5 and all(isinstance(x, list) for x in g[1:])
                              and all(isinstance(c, list) and len(c) == 3 for c in g[0]))
     except _BAD_SHAPE:
         return False

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
-        "docs-url", "tests-hot-only", "file-timeout"}
+        "docs-url", "tests-hot-only", "file-timeout", "hot-functions", "cold-functions"}
 # Seconds one file's analysis may take in each phase. The largest real file we know, torch's
 # 1.3 MB common_methods_invocations.py, takes 7 s and 15 s (its two phases) on a loaded
 # 2-core machine, a generated 2 MB file with 26,000 findings 56 s and 207 s; a budget a
@@ -35,6 +35,9 @@ class Config:
     cache_dir: Optional[str] = None
     file_timeout: float = DEFAULT_FILE_TIMEOUT
     docs_url: Optional[str] = None  # where rule pages are linked from (None: synclint.findings' default)
+    # globs over qualified function names that run every step / rarely (`DeclaredHeat`)
+    hot_functions: List[str] = field(default_factory=list)
+    cold_functions: List[str] = field(default_factory=list)
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
     path: Optional[Path] = None  # the file it came from
 
@@ -117,6 +120,8 @@ def load_config(path: Optional[Path]) -> Config:
         raise ConfigError(f"{path}: [tool.synclint] cache-dir must be a string")
     cfg.cache_dir = cache_dir
     cfg.file_timeout = file_timeout(table.get("file-timeout", DEFAULT_FILE_TIMEOUT), f"{path}: [tool.synclint] file-timeout")
+    cfg.hot_functions = _str_list(table.get("hot-functions", []), "hot-functions", path)
+    cfg.cold_functions = _str_list(table.get("cold-functions", []), "cold-functions", path)
     docs_url = table.get("docs-url")
     if docs_url is not None:
         from urllib.parse import urlsplit

@@ -4,6 +4,7 @@ offers (`analyse`), a second walk with the rules that also knows what the projec
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from synclint.findings import Edit, Finding, Fix
 from synclint.noqa import noqa_map, suppressing
+from synclint.semantic.declared import DeclaredHeat
 
 if TYPE_CHECKING:  # the semantic package imports LibCST: a cached run never loads it
     from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts
@@ -58,13 +60,16 @@ class Graph:
     # what it runs (a `Timer`'s `tic`/`toc` in another module)
     timing: List[str] = field(default_factory=list)
     steppers: List[str] = field(default_factory=list)  # functions that step an optimizer (`heat.STEPS`)
+    # functions a framework calls every step by their class's framework base (a head's
+    # `loss_by_feat`: `SemanticModel.is_entry`), which their name alone does not say
+    entries: List[str] = field(default_factory=list)
 
     def to_json(self) -> list:
-        return [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers]
+        return [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers, self.entries]
 
     @staticmethod
     def from_json(d: list) -> "Graph":
-        return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]))
+        return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]), list(d[4]))
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
@@ -96,17 +101,20 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
 
 
 def lint_analysis(
-    a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts] = None
+    a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts] = None,
+    declared: DeclaredHeat = DeclaredHeat(),
 ) -> Tuple[List[Finding], Graph, "ModuleSummary"]:
     """The second walk, with the rules, from what the first walk and the project know.
-    Findings carry the heat known in this file; `Graph` lets the project add callers'; the
+    Findings carry the heat known in this file (with what `declared` says of its functions,
+    the file a module named `a.module_name`); `Graph` lets the project add callers'; the
     summary is what this walk (knowing the project) tells the other modules."""
     with _reading(a.source, a.spans):
-        return _lint_analysis(a, rules, project)
+        return _lint_analysis(a, rules, project, declared)
 
 
-def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts]):
+def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
     from synclint.semantic import SemanticModel
+    from synclint.semantic.callgraph import hot_name
     from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
     from synclint.walker import Walker
@@ -128,7 +136,8 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
             facts = ctx.summary()
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
-                  [q for q, f in ctx.all_funcs.items() if f.steps_optimizer])
+                  [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
+                  [q for q, f in ctx.all_funcs.items() if f.entry and not hot_name(f.name)])
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
@@ -142,8 +151,8 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
             for p in ctx.findings:
                 p.replacement = None
         else:
-            return lint_analysis(again, rules, project)
-    hot_funcs = hot_functions(ctx)
+            return lint_analysis(again, rules, project, declared)
+    hot_funcs = hot_functions(ctx, declared, a.module_name or "")
     positions = PositionIndex(module, source, a.rows, a.spans)
     noqa = noqa_map(source)
     used: set = set()  # the noqa directive entries that silenced something
@@ -155,7 +164,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
             continue  # what a rule found before it raised is not trusted
         try:
             with _deep_recursion():  # positions and fixes regenerate code: as deep as the tree
-                found = _finding(p, a, positions, noqa, hot_funcs, ctx, used)
+                found = _finding(p, a, positions, noqa, hot_funcs, ctx, used, declared)
         except Exception:  # noqa: BLE001 - this rule's finding only: the error names it
             failed.setdefault(rule, p.stmt_index)
             continue
@@ -279,12 +288,12 @@ def _internal_error(rule: type, filename: str, row: int) -> Finding:
     )
 
 
-def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set) -> Optional[Finding]:
+def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declared: DeclaredHeat) -> Optional[Finding]:
     """The finding a rule reported, placed; None when a timing function exempts it. One that
     a `# noqa` silences is kept, marked `suppressed` (counted, never shown), and the
     directive entries that silenced it go into `used` (for unused-noqa)."""
     rule = p.rule
-    hot = p.hot or (p.func in hot_funcs and not p.guarded)
+    hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not declared.cold_scope(a.module_name or "", p.func)
     if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
         return None
     number = positions.stmt_number(p.stmt, p.stmt_index)
@@ -336,8 +345,10 @@ def lint_source(
     hot_only: bool = False,
     project: Optional[ProjectFacts] = None,
     module_name: Optional[str] = None,
+    declared: DeclaredHeat = DeclaredHeat(),
 ) -> List[Finding]:
-    """Findings for one file's text, from what it and `project` say. Raises `LintError` on bad input."""
+    """Findings for one file's text, from what it and `project` say, with what `declared`
+    says of how often its functions run. Raises `LintError` on bad input."""
     if rules is None:
         from synclint.registry import default_rules
 
@@ -345,10 +356,14 @@ def lint_source(
     if not rules:
         _syntax_check(source)
         return []
+    if declared and module_name is None:  # (the name a file on disk has in its package)
+        from synclint.project import module_name as name_of
+
+        module_name = name_of(filename) if os.path.isfile(filename) else os.path.splitext(os.path.basename(filename))[0]
     a = analyse(source, filename, module_name)
     if a is None or not might_fire(source):
         return []
-    findings, _, _ = lint_analysis(a, rules, project)
+    findings, _, _ = lint_analysis(a, rules, project, declared)
     return [f for f in findings if not f.suppressed and (f.hot or not hot_only)]
 
 

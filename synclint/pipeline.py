@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from synclint.findings import FileError, Finding
+from synclint.semantic.declared import DeclaredHeat
 
 if TYPE_CHECKING:
     from synclint.config import Config
@@ -46,6 +47,11 @@ class Setup:
         except Exception as e:
             _reraise(e)
         return self.rules
+
+    @property
+    def declared(self) -> DeclaredHeat:
+        """What `hot-functions` and `cold-functions` say of how often functions run."""
+        return DeclaredHeat(tuple(self.cfg.hot_functions), tuple(self.cfg.cold_functions))
 
 
 @dataclass
@@ -132,7 +138,8 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
     found = discover(paths, cfg.exclude, cfg.root, force_exclude)
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
-                             selection_key=setup.selection_key, file_timeout=cfg.file_timeout)
+                             selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
+                             declared=setup.declared)
     except Exception as e:
         _reraise(e)
     out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files))
@@ -145,7 +152,8 @@ def run_text(setup: Setup, name: str, text: str) -> Outcome:
     from synclint.engine import LintError, lint_source
 
     try:
-        found = lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only)
+        found = lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only,
+                            declared=setup.declared)
     except LintError as e:
         return Outcome(errors=[FileError(name, str(e))], checked=1)
     return _filtered(setup, Outcome(checked=1), found, [], None)
@@ -177,7 +185,7 @@ def _one_file(setup: Setup, path: str, source: str) -> Outcome:
     try:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
                              jobs=1, sources={path: source}, cache_findings=False,
-                             file_timeout=setup.cfg.file_timeout)
+                             file_timeout=setup.cfg.file_timeout, declared=setup.declared)
     except Exception as e:
         _reraise(e)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)
@@ -204,7 +212,8 @@ def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:
     from synclint.engine import lint_source
 
     def lint(text: str) -> List[Finding]:
-        return drop_per_file_ignored(setup.cfg, lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only))
+        return drop_per_file_ignored(setup.cfg, lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only,
+                                                            declared=setup.declared))
 
     return lint
 
@@ -250,7 +259,9 @@ def _codes(values: Sequence[str]) -> List[str]:
 def _selection_key(cfg) -> str:
     """Everything the rule selection (and its validation) is made from, for the cache key."""
     pfi = sorted({c for codes in cfg.per_file_ignores.values() for c in codes})
-    return "select=" + repr((sorted(cfg.select or ()), sorted(cfg.ignore), sorted(cfg.extend_select), pfi))
+    heat = (cfg.hot_functions, cfg.cold_functions)  # (the heat of cached findings depends on them)
+    return "select=" + repr((sorted(cfg.select or ()), sorted(cfg.ignore), sorted(cfg.extend_select), pfi)) + (
+        f"|heat={heat!r}" if any(heat) else "")
 
 
 def _reraise(e: Exception):

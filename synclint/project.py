@@ -26,6 +26,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
 from synclint.semantic.callgraph import crosses, hot_name, spread
+from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.values import Val
 
 MAX_DEPTH = 8  # re-exports and references followed at most this deep (cycles end here too)
@@ -925,13 +926,16 @@ class Project:
         return seen
 
     # ------------------------------------------------------------------ heat
-    def hot_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[str]]:
+    def hot_scopes(self, graphs: Dict[str, "object"], declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, Set[str]]:
         """path -> functions that run every step, over the whole call graph: called from a
-        loop or from hot code in any module, or hot by name (`forward`, `*_step`). A
-        function that loops over batches itself is per-epoch: heat stops there."""
+        loop or from hot code in any module, hot by name (`forward`, `*_step`), called by a
+        framework (`Graph.entries`) or declared hot. A function that loops over batches
+        itself is per-epoch, and a function declared cold runs rarely: heat stops there."""
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
         frontier: List[Tuple[str, str]] = []
         per_epoch: Set[Tuple[str, str]] = set()
+        entries: Set[Tuple[str, str]] = set()  # called every step by a framework (`Graph.entries`)
+        cold: Set[Tuple[str, str]] = set()  # declared cold: heat stops there
         steppers = {(self.absolute(p), q) for p, g in graphs.items() for q in g.steppers}
         for path, g in graphs.items():
             path = self.absolute(path)
@@ -939,17 +943,22 @@ class Project:
             s = self.summaries.get(path)
             if s is not None:
                 frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1]))
+                if declared:
+                    frontier.extend((path, q) for q in s.params if declared.is_hot(qualified(s.name, q)))
+                    cold.update((path, q) for q in s.params if declared.is_cold(qualified(s.name, q)))
+            frontier.extend((path, q) for q in g.entries)
+            entries.update((path, q) for q in g.entries)
             for caller, callee, hot in g.calls:
                 if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
                 # (under a periodic guard, `STEPS`: only into what steps an optimizer)
                 targets = [t for t in self._call_targets(path, callee) if crosses(hot, t in steppers)]
                 edges.setdefault((path, caller), []).extend(targets)
-                if hot:
+                if hot and (path, caller) not in cold:  # (a loop in a cold function runs rarely too)
                     frontier.extend(targets)
         for base, subs in self._overrides().items():
             edges.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
-        per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1])}
+        per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1]) and n not in entries} | cold
         hot: Dict[str, Set[str]] = {}
         for path, qual in spread(frontier, edges, per_epoch):
             hot.setdefault(path, set()).add(qual)

@@ -14,6 +14,7 @@ from synclint import decoded
 from synclint.cache import content_hash
 from synclint.discovery import absolute_paths
 from synclint.findings import FileError, Finding
+from synclint.semantic.declared import DeclaredHeat
 from synclint.source import decode_source, read_bytes
 from synclint.workers import usable_cpus
 
@@ -43,6 +44,7 @@ def check_files(
     sources: Optional[Dict[str, str]] = None,
     cache_findings: bool = True,
     file_timeout: Optional[float] = None,
+    declared: DeclaredHeat = DeclaredHeat(),
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
@@ -53,7 +55,8 @@ def check_files(
 
     `sources` gives the text of files that are not (or not yet) saved, an editor's buffer;
     with `cache_findings=False` only the module summaries are cached (their bytes decide).
-    `file_timeout`: the seconds each file's analysis may take per phase (see `workers`)."""
+    `file_timeout`: the seconds each file's analysis may take per phase (see `workers`).
+    `declared`: what the configuration says of how often functions run (`hot-functions`)."""
     selected: List[Sequence[type]] = []
 
     def get_rules() -> Sequence[type]:
@@ -67,6 +70,8 @@ def check_files(
         from synclint.cache import Cache
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
+        if selection_key is None and declared:  # (a selection key says it: `pipeline._selection_key`)
+            key.append(repr(declared))
         cache = Cache(cache_dir, key, False)
     texts: Dict[str, str] = {}
     digests: Dict[str, str] = {}
@@ -97,7 +102,12 @@ def check_files(
         if cache is not None:
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
-            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout)
+            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared)
+    modules = {}
+    if declared.cold:
+        from synclint.project import module_names
+
+        modules = module_names(files)
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -114,6 +124,8 @@ def check_files(
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
             f.hot = f.hot or (f.scope in hot_scopes and not f.guarded)
+            if f.hot and modules and declared.cold_scope(modules[path], f.scope):
+                f.hot = False
             if f.hot or not hot_only:
                 result.findings.append(f)
     if cache is not None:
@@ -196,7 +208,8 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
     return out
 
 
-def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None) -> Dict[str, list]:
+def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
+             declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         from synclint.cache import SummaryCache
@@ -205,7 +218,7 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
                      early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
-    run = _Run(texts, digests, absolute, cache, summaries, runner)
+    run = _Run(texts, digests, absolute, cache, summaries, runner, declared)
     try:
         run.summarise()
         run.lint()
@@ -222,10 +235,11 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
 class _Run:
     """One check of a project with a cache: the state the phases share."""
 
-    def __init__(self, texts, digests, absolute, cache, summaries, runner) -> None:
+    def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat) -> None:
         from synclint.project import Project, module_names, project_root
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
+        self.declared = declared
         self.project = Project(project_root(list(texts)), absolute)
         self.names = module_names(texts)
         self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
@@ -296,7 +310,9 @@ class _Run:
                 continue
             self.digests[path] = content_hash(data)
             if not self._cached_summary(path, self.digests[path]):
-                todo.append(("summarise", path, data.decode("utf-8", errors="replace"), module_name(path), False))
+                # (forced as a checked file would be: a module with tensors imports it, and a
+                # base class there says what the importer's classes are, tensors or not)
+                todo.append(("summarise", path, data.decode("utf-8", errors="replace"), module_name(path), False, True))
         for _, job, (summary, error) in self.runner.run(todo):
             self._add(job[1], summary)
             self._keep_summary(job[1], summary, None)
@@ -425,10 +441,11 @@ class _Run:
 
         def heat():
             graphs = {p: decoded.made("graph", e[3], Graph.from_json) for p, e in self.out.items() if e[3]}
-            return project.hot_scopes(graphs), project.timing_scopes(graphs)
+            return project.hot_scopes(graphs, self.declared), project.timing_scopes(graphs)
 
-        # a function of the summaries and the call graphs alone (see `Project.kept`)
-        hot, timing = project.kept("heat", heat, {project.absolute(p): e[3] for p, e in self.out.items() if e[3]})
+        # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
+        hot, timing = project.kept("heat", heat, ({project.absolute(p): e[3] for p, e in self.out.items() if e[3]},
+                                                  self.declared))
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
@@ -449,8 +466,14 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     from synclint.engine import might_inform
 
     out: Set[str] = set()
-    skipped = {project.absolute(p): p for p, t in texts.items()
-               if p not in errors and project.summaries.get(project.absolute(p)) is None}
+    skipped: Dict[str, str] = {}
+    for p, t in texts.items():
+        if p in errors:
+            continue
+        if project.summaries.get(project.absolute(p)) is None:
+            skipped[project.absolute(p)] = p
+        elif not might_inform(t):
+            out.add(p)  # forced by an earlier run, its summary cached: forced still
     # a helper module of a file with tensors (an AverageMeter's `update(loss)`): it may be
     # given GPU tensors. Only a name that some skipped file may be is resolved (most import
     # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).

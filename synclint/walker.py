@@ -166,6 +166,7 @@ class Walker:
         info.compiled = (ctx.func is not None and ctx.func.compiled) or any(
             ctx.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in COMPILERS
             for d in node.decorators)
+        info.entry = ctx.is_entry(info)
         ctx.all_funcs[qual] = info
         saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
                  ctx.container_loop_depth)
@@ -220,6 +221,7 @@ class Walker:
         where its callers are (as `def mse2psnr(x):` would be)."""
         ctx = self.ctx
         info = FuncInfo(name=name, qual=name, cls=None)
+        info.entry = ctx.is_entry(info)
         ctx.all_funcs[name] = info
         for p in all_params(node.params):
             if p.default is not None:

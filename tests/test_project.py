@@ -422,6 +422,9 @@ def test_a_file_that_never_names_torch_sees_the_gpu_tensors_other_modules_give_i
     assert {(n, row, code) for n, row, code, _ in found} == {("train.py", 7, "SYN106"), ("train.py", 8, "SYN106")}
     cache = tmp_path / ".cache"
     assert _found(paths, cache_dir=cache) == found == _found(paths, cache_dir=cache)  # cached alike
+    # another selection (a findings cache of its own) over the same cached summaries: a file
+    # forced by the first run stays forced
+    assert _found(paths, cache_dir=cache, selection_key="another") == found
 
 
 def test_summaries_survive_json_and_references_resolve():

@@ -14,20 +14,24 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 
 from synclint.semantic import library as L
-from synclint.semantic.callgraph import crosses, hot_name, spread
+from synclint.semantic.callgraph import crosses, spread
+from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic import values as V
 from synclint.semantic.syntax import code_of, descendants, last_name, string_value
 
-def hot_functions(model) -> Set[str]:
-    """In-file functions that run hot: hot by name, or called from a loop or hot code."""
+def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
+    """In-file functions that run hot: hot by name, called by a framework, called from a
+    loop or hot code, or declared hot (`declared`, the file a module named `module`)."""
+    cold = {q for q in model.all_funcs if declared.cold_scope(module, q)}
     steppers = {q for q, f in model.all_funcs.items() if f.steps_optimizer}
-    frontier = [callee for caller, callee, site in model.calls if site and crosses(site, callee in steppers)]
-    frontier += [q for q in model.all_funcs if hot_name(q.rsplit(".", 1)[-1])]
+    frontier = [callee for caller, callee, site in model.calls
+                if site and crosses(site, callee in steppers) and caller not in cold]
+    frontier += [q for q, info in model.all_funcs.items() if info.entry or declared.is_hot(qualified(module, q))]
     edges: Dict[Optional[str], List[str]] = {}
     for caller, callee, site in model.calls:
         if crosses(site, callee in steppers):  # (None: a guarded or run-once site, which heat skips)
             edges.setdefault(caller, []).append(callee)
-    per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not hot_name(info.name)}
+    per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not info.entry} | cold
     return spread(frontier, edges, per_epoch)
 
 

@@ -83,6 +83,18 @@ MODULE_BASE_NAMES = _set("modules", "base_names")
 MODULE_SELF_RETURNING = _set("modules", "self_returning")
 HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
 BATCH_PARAM_NAMES = _set("modules", "batch_params")
+# base class (or package, ending in ".") -> the methods its framework calls at every batch
+FRAMEWORK_HOOKS = {k: frozenset(v) for k, v in _DATA["modules"]["framework_hooks"].items()}
+FRAMEWORK_HOOK_NAMES = frozenset().union(*FRAMEWORK_HOOKS.values())
+
+
+def framework_calls(base: str, method: str) -> bool:
+    """Whether the framework of the library class `base` calls a subclass's `method` at
+    every batch (`framework_hooks`)."""
+    if method in FRAMEWORK_HOOKS.get(base, ()):
+        return True
+    package = base[:base.find(".") + 1]
+    return bool(package) and method in FRAMEWORK_HOOKS.get(package, ())
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])

@@ -62,6 +62,7 @@ class FuncInfo:
     started_d2h: bool = False  # started a non-blocking device-to-host copy (a sync is then required)
     node: Optional[cst.CSTNode] = None  # the FunctionDef (for `escaped`)
     compiled: bool = False  # under torch.compile / torch.jit (itself or an enclosing function)
+    entry: bool = False  # called every step by a framework (`SemanticModel.is_entry`)
     escaped: Optional[Set[str]] = None  # names whose tensor may be reachable from elsewhere
     counters: Optional[Set[str]] = None  # names this function counts with (`is_counter`)
     # local name -> (method, positional values, keyword values) of calls made on the instance
@@ -578,6 +579,15 @@ class SemanticModel(Inference):
         return info is not None and self.library_base(
             info.name, lambda b: b == "LightningModule" or b.endswith(L.LIGHTNING_MODULE_BASES)) is not None
 
+    def is_entry(self, info: FuncInfo) -> bool:
+        """Whether a framework calls this function every step: hot by name (`forward`,
+        `*_step`), or a method a framework base of its class (in any module of the project)
+        calls at every batch (`framework_hooks`: an mmengine head's `loss_by_feat`)."""
+        if hot_name(info.name):
+            return True
+        return info.cls is not None and info.name in L.FRAMEWORK_HOOK_NAMES and self.library_base(
+            info.cls.name, lambda b: L.framework_calls(b, info.name)) is not None
+
     def distribution_base(self, cls_name: str) -> Optional[str]:
         """The `torch.distributions` class (`"Categorical"`) an in-file or project class
         derives from (`class FixedCategorical(torch.distributions.Categorical)`), if any."""
@@ -1078,7 +1088,7 @@ class SemanticModel(Inference):
         if self.loop_depth > self.container_loop_depth:
             return True
         f = self.func
-        return f is not None and hot_name(f.name)
+        return f is not None and f.entry
 
     # ----------------------------------------------------------------- findings
     def add_finding(self, rule, node, message, *, replacement, target, safe, fix_title) -> None:

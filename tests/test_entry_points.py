@@ -1,0 +1,175 @@
+"""Where heat starts when no loop in the project says it: the methods a framework calls
+every step on the subclasses of its classes (`framework_hooks` in library.toml), and what
+the configuration declares (`hot-functions`, `cold-functions`).
+
+Each case sits beside its near miss: the same method in a class with no framework base,
+the same name on another framework's class, a function the configuration does not name."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from synclint.pipeline import configure, run, run_text
+
+# A library-style package (as mmdetection is): nothing in it calls `loss`; mmengine's
+# runner calls `train_step`, which reaches the head's `loss` through an attribute made
+# from a config. The base that says so is in another module of the package.
+BASE = """\
+    from mmengine.model import BaseModule
+
+
+    class BaseHead(BaseModule):
+        def loss(self, feats, targets):
+            return self.loss_by_feat(feats, targets)
+    """
+
+HEAD = """\
+    import torch
+    from pkg.base import BaseHead
+
+
+    class MyHead(BaseHead):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(3, device="cuda"))
+
+        def loss_by_feat(self, feats, targets):
+            w = self.weight * 2
+            print(w.sum().item())  # [hot] every step: mmengine calls it through `loss`
+            return w
+
+        def init_weights(self):
+            print(self.weight.sum().item())  # [cold] once: not a hook
+
+
+    class Plain:  # the same method name, no framework base
+        def __init__(self):
+            self.weight = torch.zeros(3, device="cuda")
+
+        def loss_by_feat(self, feats, targets):
+            return self.weight.sum().item()  # [cold]
+
+
+    class Other(torch.nn.Module):  # a hook of another framework's class (torchmetrics' `update`)
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.zeros(3, device="cuda")
+
+        def update(self, x):
+            return self.weight.sum().item()  # [cold]
+    """
+
+METRIC = """\
+    import torch
+    from torchmetrics import Metric
+
+
+    class Hits(Metric):
+        def __init__(self):
+            super().__init__()
+            self.total = torch.zeros((), device="cuda")
+
+        def update(self, preds, target):
+            self.total += (preds == target).sum()
+            print(self.total.item())  # [hot] every batch: torchmetrics calls `update`
+
+        def compute(self):
+            return self.total.item()  # [cold] once per epoch
+    """
+
+UTIL = """\
+    import torch
+
+
+    def summarize(x):
+        return x.cuda().sum().item()
+
+
+    def evaluate(model, loader):
+        for batch in loader:
+            out = model(batch.cuda())
+            print(out.mean().item())
+
+
+    def step_all(x):
+        return summarize(x)
+    """
+
+TRAIN = """\
+    from pkg.util import step_all
+
+
+    def tick(x):
+        return step_all(x)
+    """
+
+
+def _write(root: Path, files: dict, config: str = "") -> None:
+    (root / "pyproject.toml").write_text("[tool.synclint]\n" + textwrap.dedent(config))
+    (root / "pkg").mkdir(exist_ok=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    for name, src in files.items():
+        (root / "pkg" / name).write_text(textwrap.dedent(src))
+
+
+def _tags(root: Path, monkeypatch, cache: bool = False) -> dict:
+    monkeypatch.chdir(root)
+    out = run(configure(start=root, no_cache=not cache), ["pkg"])
+    assert not out.all_errors, out.all_errors
+    return {(Path(f.filename).name, f.row): f.hot for f in out.findings}
+
+
+def _expected(files: dict) -> dict:
+    """(file, row) -> hot, from each row's `# [hot]` or `# [cold]` mark."""
+    return {(name, row): "# [hot]" in line
+            for name, src in files.items()
+            for row, line in enumerate(textwrap.dedent(src).splitlines(), 1) if "# [hot]" in line or "# [cold]" in line}
+
+
+def test_a_method_a_framework_calls_every_step_is_hot_through_a_base_in_another_module(tmp_path, monkeypatch):
+    files = {"base.py": BASE, "head.py": HEAD, "metric.py": METRIC}
+    _write(tmp_path, files)
+    assert _tags(tmp_path, monkeypatch) == _expected(files)
+
+
+def test_declared_hot_functions_spread_along_calls_and_cold_ones_stop_heat(tmp_path, monkeypatch):
+    _write(tmp_path, {"util.py": UTIL, "train.py": TRAIN})
+    before = _tags(tmp_path, monkeypatch)
+    assert before[("util.py", 5)] is False  # nothing loops over `tick`
+    assert before[("util.py", 10)] is True and before[("util.py", 11)] is True  # the eval loop
+    _write(tmp_path, {}, """\
+        hot-functions = ["pkg.train.tick"]
+        cold-functions = ["pkg.util.eval*"]
+        """)
+    after = _tags(tmp_path, monkeypatch)
+    assert after[("util.py", 5)] is True  # tick -> step_all (hot by the loop? no: declared) -> summarize
+    assert after[("util.py", 10)] is False and after[("util.py", 11)] is False  # a loop in a cold function
+
+
+def test_declared_heat_changes_what_a_cached_run_reports(tmp_path, monkeypatch):
+    _write(tmp_path, {"util.py": UTIL, "train.py": TRAIN})
+    assert _tags(tmp_path, monkeypatch, cache=True)[("util.py", 5)] is False
+    _write(tmp_path, {}, 'hot-functions = ["pkg.train.*"]\n')
+    assert _tags(tmp_path, monkeypatch, cache=True)[("util.py", 5)] is True
+    _write(tmp_path, {}, "")
+    assert _tags(tmp_path, monkeypatch, cache=True)[("util.py", 5)] is False
+
+
+def test_a_file_checked_alone_takes_the_declared_heat_of_its_configuration(tmp_path, monkeypatch):
+    _write(tmp_path, {"util.py": UTIL}, """\
+        hot-functions = ["pkg.util.summarize"]
+        cold-functions = ["pkg.util.evaluate"]
+        """)
+    monkeypatch.chdir(tmp_path)
+    out = run_text(configure(start=tmp_path, no_cache=True), "pkg/util.py", (tmp_path / "pkg" / "util.py").read_text())
+    tags = {f.row: f.hot for f in out.findings}
+    assert tags[5] is True and tags[11] is False
+
+
+def test_a_package_checked_whole_or_a_file_alone_tags_a_hook_the_same(tmp_path, monkeypatch):
+    _write(tmp_path, {"base.py": BASE, "head.py": HEAD})
+    whole = _tags(tmp_path, monkeypatch)
+    out = run(configure(start=tmp_path, no_cache=True), ["pkg/head.py"])
+    alone = {(Path(f.filename).name, f.row): f.hot for f in out.findings}
+    assert alone == {k: v for k, v in whole.items() if k[0] == "head.py"}
