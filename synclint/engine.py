@@ -60,8 +60,8 @@ class Graph:
     # what it runs (a `Timer`'s `tic`/`toc` in another module)
     timing: List[str] = field(default_factory=list)
     steppers: List[str] = field(default_factory=list)  # functions that step an optimizer (`heat.STEPS`)
-    # functions a framework calls every step by their class's framework base (a head's
-    # `loss_by_feat`: `SemanticModel.is_entry`), which their name alone does not say
+    # functions a framework calls every step: by name (`forward`) or by their class's
+    # framework base (a head's `loss_by_feat`: `SemanticModel.is_entry`)
     entries: List[str] = field(default_factory=list)
 
     def to_json(self) -> list:
@@ -114,7 +114,6 @@ def lint_analysis(
 
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
     from synclint.semantic import SemanticModel
-    from synclint.semantic.callgraph import hot_name
     from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
     from synclint.walker import Walker
@@ -137,7 +136,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
-                  [q for q, f in ctx.all_funcs.items() if f.entry and not hot_name(f.name)])
+                  [q for q, f in ctx.all_funcs.items() if f.entry])
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.

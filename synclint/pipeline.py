@@ -184,7 +184,7 @@ def _one_file(setup: Setup, path: str, source: str) -> Outcome:
 
     try:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
-                             jobs=1, sources={path: source}, cache_findings=False,
+                             jobs=1, sources={path: source}, cache_findings=False, selection_key=setup.selection_key,
                              file_timeout=setup.cfg.file_timeout, declared=setup.declared)
     except Exception as e:
         _reraise(e)

@@ -65,14 +65,16 @@ def check_files(
         return selected[0]
 
     result = Result(files_checked=len(files))
-    cache = None
-    if cache_dir is not None and cache_findings:
+    cache = known = None
+    if cache_dir is not None and (cache_findings or selection_key is not None):
         from synclint.cache import Cache
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         if selection_key is None and declared:  # (a selection key says it: `pipeline._selection_key`)
             key.append(repr(declared))
-        cache = Cache(cache_dir, key, False)
+        known = Cache(cache_dir, key, False)
+        # (an editor's buffer writes no findings, but reads what the last check knew)
+        cache = known if cache_findings else None
     texts: Dict[str, str] = {}
     digests: Dict[str, str] = {}
     errors: Dict[str, str] = {}
@@ -102,7 +104,8 @@ def check_files(
         if cache is not None:
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
-            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared)
+            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
+                               known)
     modules = {}
     if declared.cold:
         from synclint.project import module_names
@@ -209,7 +212,7 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
 
 
 def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
-             declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, list]:
+             declared: DeclaredHeat = DeclaredHeat(), known=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         from synclint.cache import SummaryCache
@@ -224,7 +227,7 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
         run.lint()
     finally:
         run.runner.close()
-    run.heat()
+    run.heat(known)
     if cache is not None:
         cache.project = _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra)
     if summaries is not None:
@@ -431,21 +434,26 @@ class _Run:
         self.held[key] = summary
 
     # ------------------------------------------------------------------ heat
-    def heat(self) -> None:
-        """Heat over the whole project's call graph; every entry goes to the cache, its
+    def heat(self, known=None) -> None:
+        """Heat over the whole project's call graph: this run's files, and the rest of the
+        project as the last check that read it left it in `known` (a cache): a file checked
+        alone (an editor's buffer, `check pkg/util.py`) takes its callers' heat from the
+        files around it as the package's check does. Every entry goes to the cache, its
         second-walk summary left out where it is the first walk's (most files)."""
         from synclint.engine import Graph
         from synclint.workers import timed_out
 
         project = self.project
+        graphs = {project.absolute(p): e[3] for p, e in self.out.items() if e[3]}
+        if known is not None:
+            graphs = {**_unchanged_graphs(known, project.root, set(graphs)), **graphs}
 
         def heat():
-            graphs = {p: decoded.made("graph", e[3], Graph.from_json) for p, e in self.out.items() if e[3]}
-            return project.hot_scopes(graphs, self.declared), project.timing_scopes(graphs)
+            made = {p: decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
+            return project.hot_scopes(made, self.declared), project.timing_scopes(made)
 
         # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
-        hot, timing = project.kept("heat", heat, ({project.absolute(p): e[3] for p, e in self.out.items() if e[3]},
-                                                  self.declared))
+        hot, timing = project.kept("heat", heat, (graphs, self.declared))
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
@@ -453,6 +461,23 @@ class _Run:
                 if e[6] is not None and e[6] == self.first.get(key):
                     e = e[:6] + [None] + e[7:]
                 self.cache.put(key, e)
+
+
+def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, list]:
+    """absolute path -> the call graph (JSON) the cache holds for each file under `root`
+    that this run did not analyse and that has the size and modification time it had when
+    that graph was made."""
+    out: Dict[str, list] = {}
+    inside = os.path.join(root, "")
+    for key in cache.entries:
+        if key in have or not key.startswith(inside):
+            continue
+        st = _stat(key)
+        digest = cache.stamped(key, st) if st is not None else None
+        entry = cache.get(key, digest) if digest is not None else None
+        if entry is not None and entry[3]:
+            out[key] = entry[3]
+    return out
 
 
 # `import a.b`, `from a.b import c`, `from . import c` at the start of a line
