@@ -293,7 +293,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
     directive entries that silenced it go into `used` (for unused-noqa)."""
     rule = p.rule
     hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not declared.cold_scope(a.module_name or "", p.func)
-    if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
+    if rule.TIMING_EXEMPT and p.func in ctx.timing_funcs:
         return None
     number = positions.stmt_number(p.stmt, p.stmt_index)
     row, col, end_row, end_col = positions.span(p.node, p.stmt, number)
@@ -317,7 +317,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
-        timing_exempt=getattr(rule, "TIMING_EXEMPT", False), line=positions.line(row),
+        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row),
     )
 
 
@@ -363,7 +363,7 @@ def lint_source(
     if a is None or not might_fire(source):
         return []
     findings, _, _ = lint_analysis(a, rules, project, declared)
-    return [f for f in findings if not f.suppressed and (f.hot or not hot_only)]
+    return [f for f in findings if not f.suppressed and (f.hot or not (hot_only or f.hot_only))]
 
 
 def _parse(source: str, libcst_tree: bool = False):

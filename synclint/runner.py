@@ -129,7 +129,7 @@ def check_files(
             f.hot = f.hot or (f.scope in hot_scopes and not f.guarded)
             if f.hot and modules and declared.cold_scope(modules[path], f.scope):
                 f.hot = False
-            if f.hot or not hot_only:
+            if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:
         cache.save()

@@ -204,3 +204,40 @@ def test_a_file_checked_alone_takes_its_callers_heat_from_the_last_check_of_its_
     edited = (tmp_path / "pkg" / "util.py").read_text() + "\n# an unsaved edit\n"
     outcome, _ = run_editor(str(tmp_path / "pkg" / "util.py"), edited)
     assert {f.row: f.hot for f in outcome.findings} == alone
+
+
+def test_a_hot_only_rule_reports_what_another_modules_loop_makes_hot_and_nothing_cold(tmp_path, monkeypatch):
+    """SYN403 (`HOT_ONLY`): `empty_cache()` in a helper is a finding only where a loop of
+    another module calls the helper; called once between phases, it costs nothing."""
+    files = {
+        "mem.py": """\
+            import torch
+
+
+            def free():
+                torch.cuda.empty_cache()
+
+
+            def free_between_phases():
+                torch.cuda.empty_cache()
+            """,
+        "loop.py": """\
+            import torch
+            from pkg.mem import free, free_between_phases
+
+
+            def train(loader):
+                for x in loader:
+                    y = x.cuda() * 2
+                    free()
+                free_between_phases()
+            """,
+    }
+    _write(tmp_path, files)
+    found = {(Path(f.filename).name, f.row, f.hot) for f in _outcome(tmp_path, monkeypatch).findings if f.code == "SYN403"}
+    assert found == {("mem.py", 5, True)}
+
+
+def _outcome(root: Path, monkeypatch):
+    monkeypatch.chdir(root)
+    return run(configure(start=root, no_cache=True), ["pkg"])
