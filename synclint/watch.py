@@ -84,7 +84,7 @@ def _changes(watched: List[str], *, roots: List[str], extra: Set[str], say) -> I
             f"looking for changes every {POLL_SECONDS:g} s")
         return poll(watched, POLL_SECONDS, roots=roots, extra=extra)
     return ({p for _, p in batch} for batch in watchfiles.watch(
-        *watched, watch_filter=lambda _change, p: relevant(p, roots, extra), raise_interrupt=False))
+        *watched, watch_filter=lambda _change, p: relevant(p, roots, extra)))  # (Ctrl-C: KeyboardInterrupt)
 
 
 def poll(watched: List[str], interval: float, *, roots: List[str], extra: Set[str] = frozenset()
