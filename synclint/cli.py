@@ -118,7 +118,7 @@ _PATHS = click.Path(path_type=str, readable=False)
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Show the fixes as a unified diff; write nothing (exit 1 if there is a diff).")
 @click.option("--watch", "-w", is_flag=True,
-              help="Check again each time a Python file, .gitignore or the configuration changes, until Ctrl-C (unchanged files come from the cache).")
+              help="Check again each time a Python file, .gitignore or the configuration changes, until Ctrl-C (unchanged files come from the cache; file events with `pip install 'synclint[watch]'`, else a look once a second).")
 @click.option("--force-exclude", is_flag=True, help="Apply `exclude` to files named on the command line too (for pre-commit, which names every staged file).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.synclint_cache/).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: one per CPU).")
@@ -165,7 +165,7 @@ def check(**options):
     from synclint.watch import watch
 
     config = o.config_file or find_config(Path(o.paths[0]))  # (also when it lies above the paths)
-    raise click.exceptions.Exit(watch(lambda: _check_once(o), o.paths, config_file=config, quiet=o.silent))
+    raise click.exceptions.Exit(watch(lambda: _check_once(o), o.paths, config_file=config, quiet=o.quiet or o.silent))
 
 
 def _check_usage(o) -> None:
@@ -182,7 +182,7 @@ def _check_usage(o) -> None:
     if o.watch and (stdin or o.add_noqa or o.show_settings):
         raise _fail("--watch cannot be combined with " + ("`-` (stdin)" if stdin else "--add-noqa" if o.add_noqa
                                                           else "--show-settings"))
-    if o.output_file is not None and (stdin and (o.fix or o.diff)):
+    if o.output_file is not None and stdin and (o.fix or o.diff):
         raise _fail("--output-file cannot be combined with --fix or --diff on stdin (the fixed text goes to stdout)")
 
 
@@ -208,7 +208,7 @@ def _configure(o):
         config_file=o.config_file, start=Path(o.stdin_filename or ".") if stdin else Path(o.paths[0]),
         select=o.select, ignore=o.ignore, extend_select=o.extend_select, hot_only=o.hot_only,
         exclude=o.exclude or None, extend_exclude=o.extend_exclude, no_cache=o.no_cache,
-        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff or o.show_settings))
+        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff))
 
 
 def _check_once(o) -> int:

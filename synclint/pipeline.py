@@ -81,8 +81,8 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
               extend_exclude: Sequence[str] = ()) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
     line's choices on top (rule lists and patterns as given to `--select`: repeated,
-    comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a cache and a cache file
-    for this selection, the rules are selected only when some file is not in the cache
+    comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a
+    cache and a cache file for this selection, the rules are selected only when some file is not in the cache
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
     `own_process`: the run is the process's only one, so the configuration's `docs-url`
     becomes the default for every link (an editor's server keeps one per file instead)."""
