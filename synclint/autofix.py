@@ -12,24 +12,24 @@ import click
 from synclint.findings import FileError, Finding
 
 
-def fix_files(setup, outcome, *, write: bool, unsafe: bool, show_diff: bool) -> bool:
+def fix_files(setup, outcome, *, write: bool, unsafe: bool, show_diff: bool, quiet: bool = False) -> bool:
     """Fix the files of `outcome`'s findings (or print their diff); the findings left and
     the files that could not be fixed go back into `outcome`. Returns whether a diff was
     shown. A SIGTERM meanwhile ends the run like Ctrl-C: the file being written is left as
-    it was, with no temp file beside it."""
+    it was, with no temp file beside it. `quiet`: without the "Fixed N findings." line."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
-        return _fix_files(setup, outcome, write=write, unsafe=unsafe, show_diff=show_diff)
+        return _fix_files(setup, outcome, write=write, unsafe=unsafe, show_diff=show_diff, quiet=quiet)
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        return _fix_files(setup, outcome, write=write, unsafe=unsafe, show_diff=show_diff)
+        return _fix_files(setup, outcome, write=write, unsafe=unsafe, show_diff=show_diff, quiet=quiet)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _fix_files(setup, outcome, *, write, unsafe, show_diff) -> bool:
+def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
     from synclint.atomic import write_text_atomic
     from synclint.engine import LintError
     from synclint.source import decode_source, read_bytes, source_encoding
@@ -80,7 +80,7 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff) -> bool:
             left, internal = split_internal(left)
             errors.extend(internal)
         remaining.extend(left if write else fs)
-    if write and fixed_count:
+    if write and fixed_count and not quiet:
         click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}.", err=True)
     outcome.findings = remaining
     return diff_changed

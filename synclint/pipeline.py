@@ -83,11 +83,12 @@ class Outcome:
 def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), select: Sequence[str] = (),
               ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
               no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True,
-              own_process: bool = True) -> Setup:
+              own_process: bool = True, exclude: Optional[Sequence[str]] = None,
+              extend_exclude: Sequence[str] = ()) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
-    line's choices on top (rule lists as given to `--select`: repeated, comma-separated),
-    and the rules it selects. With `lazy`, a cache and a cache file
-    for this selection, the rules are selected only when some file is not in the cache
+    line's choices on top (rule lists and patterns as given to `--select`: repeated,
+    comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a
+    cache and a cache file for this selection, the rules are selected only when some file is not in the cache
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
     `own_process`: the run is the process's only one, so the configuration's `docs-url`
     becomes the default for every link (an editor's server keeps one per file instead)."""
@@ -97,20 +98,22 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
         if config_file and not config_file.exists():
             raise ConfigError(f"{config_file}: no such file")
         cfg = merge_cli(load_config(config_file if config_file else find_config(start)),
-                        _codes(select), _codes(ignore), _codes(extend_select), hot_only)
-        if file_timeout is not None:
-            cfg.file_timeout = file_timeout
+                        _codes(select), _codes(ignore), _codes(extend_select), hot_only,
+                        exclude=None if exclude is None else _codes(exclude), extend_exclude=_codes(extend_exclude),
+                        file_timeout_s=file_timeout)
         cache_dir = cache_dir_for(cfg, no_cache)
         key = _selection_key(cfg)
 
         def selected_rules():
-            from synclint.registry import match, select as select_rules
+            from synclint.registry import SelectionError, match, select as select_rules
 
-            chosen = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
-            for codes in cfg.per_file_ignores.values():
-                for c in codes:
-                    match(c)  # an unknown code in per-file-ignores is a configuration error
-            return chosen
+            for where, selectors in cfg.selector_sources:  # each list named where it was written
+                for s in selectors:
+                    try:
+                        match(s)
+                    except SelectionError as e:
+                        raise SelectionError(f"{where}: {e}") from None
+            return select_rules(cfg.select, cfg.ignore, cfg.extend_select)
 
         from synclint.cache import cache_path
 
@@ -135,7 +138,7 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
 
     known = _load_baseline(baseline)
     cfg = setup.cfg
-    found = discover(paths, cfg.exclude, cfg.root, force_exclude)
+    found = discover(paths, cfg.exclude_sets(), force_exclude)
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
                              selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
@@ -259,8 +262,9 @@ def _codes(values: Sequence[str]) -> List[str]:
 def _selection_key(cfg) -> str:
     """Everything the rule selection (and its validation) is made from, for the cache key."""
     pfi = sorted({c for codes in cfg.per_file_ignores.values() for c in codes})
+    chosen = None if cfg.select is None else sorted(cfg.select)  # (`select = []` is no rule)
     heat = (cfg.hot_functions, cfg.cold_functions)  # (the heat of cached findings depends on them)
-    return "select=" + repr((sorted(cfg.select or ()), sorted(cfg.ignore), sorted(cfg.extend_select), pfi)) + (
+    return "select=" + repr((chosen, sorted(cfg.ignore), sorted(cfg.extend_select), pfi)) + (
         f"|heat={heat!r}" if any(heat) else "")
 
 

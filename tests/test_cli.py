@@ -80,7 +80,7 @@ def test_bad_files_report_one_line_each_and_others_are_checked(tmp_path):
     assert any("a_syntax.py: cannot parse" in e and "line 2" in e for e in errors)
     assert any("b_latin1.py: not UTF-8" in e for e in errors)
     assert "Traceback" not in r.output
-    assert [f["filename"] for f in findings_json(r)] == ["./c_train.py"]
+    assert [f["filename"] for f in findings_json(r)] == ["c_train.py"]
 
 
 def test_syntax_error_in_file_without_torch_is_still_reported(tmp_path):
@@ -159,7 +159,7 @@ def test_pyproject_config(tmp_path):
     write(tmp_path / "generated" / "train.py", HAZARD)
     write(tmp_path / "scripts" / "one.py", HAZARD)
     r = run(["check", ".", "--output-format", "json"], tmp_path)
-    assert sorted(f["filename"] for f in findings_json(r)) == ["./src/train.py"]
+    assert sorted(f["filename"] for f in findings_json(r)) == ["src/train.py"]
 
 
 def test_pyproject_hot_only(tmp_path):
@@ -196,7 +196,7 @@ def test_gitignore_is_respected(tmp_path):
     write(tmp_path / "x_gen.py", HAZARD)
     write(tmp_path / "kept.py", HAZARD)
     r = run(["check", ".", "--select", "SYN101", "--output-format", "json"], tmp_path)
-    assert [f["filename"] for f in findings_json(r)] == ["./kept.py"]
+    assert [f["filename"] for f in findings_json(r)] == ["kept.py"]
 
 
 def test_cache_gives_same_output_and_sees_changes(tmp_path):

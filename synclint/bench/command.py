@@ -66,12 +66,13 @@ def bench(
     from synclint.registry import SelectionError
 
     sizes = _sizes(size_overrides)
+    from synclint.torch_import import import_torch
+
     try:
-        import torch  # noqa: F401
+        torch = import_torch()
     except ImportError:
         click.echo(TORCH_MISSING, err=True)
         ctx.exit(2)
-    import torch
 
     if device is None:
         if not torch.cuda.is_available():

@@ -72,8 +72,10 @@ class Listener:
 
 def cuda_state() -> Optional[str]:
     """None when a CUDA device can be traced, else the one-line reason it cannot."""
+    from synclint.torch_import import import_torch
+
     try:
-        import torch
+        torch = import_torch()
     except ImportError:
         return "torch is not installed (pip install 'synclint[trace]')"
     if not torch.cuda.is_available():
