@@ -1,9 +1,12 @@
+from typing import Optional
+
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short, string_value
 from synclint.rules._host_readback import torch_alias
 from synclint.semantic import EVIDENT
+from synclint.semantic.context import Site
 
 
 class TensorTruthiness(Rule):
@@ -193,26 +196,27 @@ class TensorTruthiness(Rule):
     )
 
     # ------------------------------------------------------------ bool contexts
-    def _bool_context(self, e: cst.BaseExpression) -> None:
-        """`e` is evaluated as a Python bool: report it if it is a GPU tensor."""
+    def _bool_context(self, e: cst.BaseExpression, where: Optional[Site] = None) -> None:
+        """`e` is evaluated as a Python bool: report it (at `where`, if given) if it is a GPU
+        tensor."""
         if type(e) is cst.BooleanOperation:
-            self._bool_context(e.left)
-            self._bool_context(e.right)
+            self._bool_context(e.left, where)
+            self._bool_context(e.right, where)
         elif type(e) is cst.UnaryOperation and type(e.operator) is cst.Not:
-            self._bool_context(e.expression)
+            self._bool_context(e.expression, where)
         elif self.ctx.gpu(e, EVIDENT) is not None:
-            self.report(e, expr=short(e))
+            if where is None:
+                self.report(e, expr=short(e))
+            else:
+                self.report_at(where, e, expr=short(e))
 
     def visit_If(self, node: cst.If) -> None:
         self._bool_context(node.test)
 
     def visit_While(self, node: cst.While) -> None:
-        # The test runs on every iteration: it is inside the loop.
-        self.ctx.loop_depth += 1
-        try:
-            self._bool_context(node.test)
-        finally:
-            self.ctx.loop_depth -= 1
+        # The test runs on every iteration: it is inside the loop (which the walk enters
+        # after this visit).
+        self._bool_context(node.test, self.ctx.site(loop_test=True))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._bool_context(node.test)

@@ -217,13 +217,15 @@ def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
 
 class _IsolatedRules:
     def __init__(self, rules: Sequence[type], ctx, failed: dict) -> None:
+        from synclint.semantic.context import RuleContext
         from synclint.walker import rule_methods
 
         self.ctx, self.failed = ctx, failed
         self.table: dict = {}  # method name -> [(rule class, bound method)]
+        facade = RuleContext(ctx)  # all a rule sees of the model
         for r in rules:
             try:
-                rule = r(ctx)
+                rule = r(facade)
             except Exception:  # noqa: BLE001
                 failed.setdefault(r, -1)
                 continue

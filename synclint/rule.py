@@ -2,8 +2,9 @@
 
 A rule is a visitor. The engine walks each file once and calls every enabled rule's
 `visit_<NodeType>` / `leave_<NodeType>` methods in the same pass; `self.ctx` (a
-`synclint.semantic.SemanticModel`) answers the contextual questions: is this a tensor,
-on which device, are we in a loop, under `no_grad`, in hot code.
+`synclint.semantic.context.RuleContext`, the only thing a rule touches) answers the
+contextual questions: is this a tensor, on which device, are we in a loop, under
+`no_grad`, in hot code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, List, Optional, Seq
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
-    from synclint.semantic import SemanticModel as FileContext
+    from synclint.semantic.context import RuleContext, Site
 
 CODE_RE = re.compile(r"^SYN[1-9]\d\d$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -132,7 +133,7 @@ class Rule:
         cls.DOC = doc
         cls.SUMMARY = _summary(doc)
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: "RuleContext") -> None:
         self.ctx = ctx
 
     def report(
@@ -146,15 +147,28 @@ class Rule:
         **fmt: object,
     ) -> None:
         """Report `node`. A fix replaces `target` (default: `node`) with `replacement`."""
-        self.ctx.add_finding(
-            self,
-            node,
-            self.MESSAGE.format(**fmt),
-            replacement=replacement,
-            target=target if target is not None else node,
-            safe=safe,
-            fix_title=(fix_title or self.FIX_TITLE or "").format(**fmt) or None,
-        )
+        self.ctx.report(self, node, self.MESSAGE.format(**fmt),
+                        **self._fix_args(node, replacement, target, safe, fix_title, fmt))
+
+    def report_at(
+        self,
+        where: "Site",
+        node: "cst.CSTNode",
+        replacement: "Optional[cst.CSTNode]" = None,
+        *,
+        target: "Optional[cst.CSTNode]" = None,
+        safe: bool = False,
+        fix_title: Optional[str] = None,
+        **fmt: object,
+    ) -> None:
+        """`report`, placed at a site met earlier (`self.ctx.site()`): for a finding decided
+        after the walk has left the place it was seen (at the end of a function or file)."""
+        self.ctx.report_at(where, self, node, self.MESSAGE.format(**fmt),
+                           **self._fix_args(node, replacement, target, safe, fix_title, fmt))
+
+    def _fix_args(self, node, replacement, target, safe: bool, fix_title: Optional[str], fmt: dict) -> dict:
+        return dict(replacement=replacement, target=target if target is not None else node, safe=safe,
+                    fix_title=(fix_title or self.FIX_TITLE or "").format(**fmt) or None)
 
 
 def _summary(doc: str) -> str:

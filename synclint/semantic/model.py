@@ -9,6 +9,8 @@ is it a GPU tensor under a named policy (`gpu`), what was this name assigned
 
 from __future__ import annotations
 
+import builtins
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
@@ -24,7 +26,7 @@ from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
-                                      dotted, last_name, read_first, string_value)
+                                      dotted, is_true, kwarg, last_name, read_first, string_value)
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.values import Val
 
@@ -103,6 +105,18 @@ class PendingFinding:
     stmt_index: int
     stmt: Optional[cst.CSTNode]
     guarded: bool = False
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a finding reported now would be placed (`SemanticModel.site`): kept by a rule
+    that decides later (at the end of a function or of the file) whether to report it."""
+
+    hot: bool
+    func: Optional[str]
+    stmt_index: int
+    stmt: Optional[cst.CSTNode]
+    guarded: bool
 
 
 # Policies for values whose device or type is not known, named so each rule says which it takes.
@@ -217,6 +231,8 @@ class SemanticModel(Inference):
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
         self._registry_base: Optional[str] = None  # `registry_base`, once asked ("": none)
+        self._validate_args_off: Optional[bool] = None  # `validate_args_off`, once asked
+        self._amp_static: Optional[bool] = None  # `amp_static_scale`, once asked
 
     def set_module(self, module: cst.Module) -> None:
         """Facts about the whole file, before the walk: is it a script that never mentions
@@ -1079,13 +1095,13 @@ class SemanticModel(Inference):
     def in_no_grad(self) -> bool:
         return self.no_grad_depth > 0
 
-    def site_hot(self, guarded: bool = False) -> bool:
+    def site_hot(self, guarded: bool = False, loops: int = 0) -> bool:
         """Runs every step: a for/while body, or a framework hook, outside periodic guards
-        (`guarded`: or inside them). Functions called from hot code are added after the walk
-        (`heat.hot_functions`)."""
+        (`guarded`: or inside them); `loops` more loops deep than the walk is. Functions
+        called from hot code are added after the walk (`heat.hot_functions`)."""
         if self.guard_depth and not guarded or self.once_depth:
             return False
-        if self.loop_depth > self.container_loop_depth:
+        if self.loop_depth + loops > self.container_loop_depth:
             return True
         f = self.func
         return f is not None and f.entry
@@ -1102,6 +1118,100 @@ class SemanticModel(Inference):
                 guarded=self.guard_depth > 0 or self.once_depth > 0,
             )
         )
+
+    def site(self, loop_test: bool = False) -> Site:
+        """Where a finding reported now would be placed (its heat, function and statement),
+        for a rule that decides later (`add_finding_at`). With `loop_test`: the test of the
+        `while` loop the walk is at (rules visit a loop before the walk enters it), which runs
+        at every iteration, so one loop deeper."""
+        f = self.func
+        return Site(hot=self.site_hot(loops=1 if loop_test else 0), func=f.qual if f else None,
+                    stmt_index=self.stmt_index, stmt=self.stmt_stack[-1] if self.stmt_stack else None,
+                    guarded=self.guard_depth > 0 or self.once_depth > 0)
+
+    def add_finding_at(self, where: Site, rule, node, message, *, replacement, target, safe, fix_title) -> None:
+        """`add_finding`, placed at a site the walk met earlier (`site`)."""
+        self.findings.append(
+            PendingFinding(
+                rule=rule, node=node, message=message, replacement=replacement,
+                target=target, safe=safe, fix_title=fix_title, hot=where.hot,
+                func=where.func, stmt_index=where.stmt_index, stmt=where.stmt, guarded=where.guarded,
+            )
+        )
+
+    # ----------------------------------------------------------------- names, as rules ask
+    def is_imported(self, name: str) -> bool:
+        """`name` is bound by an import of this file."""
+        return name in self.aliases
+
+    def is_builtin(self, name: str) -> bool:
+        """`name` is Python's builtin here: no import, module-level binding or binding of the
+        current function rebinds it."""
+        if name not in _BUILTINS or name in self.aliases or name in self.module_scope:
+            return False
+        f = self.func
+        return not (f is not None and name in f.scope)
+
+    def import_alias(self, module: str) -> Optional[str]:
+        """The local name an import binds to `module` (`import torch as th`: "th"), if any."""
+        if self.aliases.get(module) == module:
+            return module
+        for local, full in self.aliases.items():
+            if full == module and "." not in local:
+                return local
+        return None
+
+    def in_test_code(self) -> bool:
+        """In a test file (`test_*.py`, `*_test.py`) or in a function named `test*`."""
+        base = os.path.basename(self.filename)
+        if base.startswith("test_") or base.endswith("_test.py"):
+            return True
+        return any(f.name.startswith("test") for f in self.funcs)
+
+    def fresh_tensor(self, name: str) -> Optional[Fresh]:
+        """What `name` holds, if a tensor it alone owns (`ownership.fresh`): new storage,
+        no autograd history."""
+        b = self.binding(name)
+        return b.fresh if b is not None else None
+
+    # ----------------------------------------------------------------- file facts, as rules ask
+    def reads_grads(self) -> bool:
+        """The file reads a `.grad` somewhere."""
+        return ".grad" in self.source
+
+    def validate_args_off(self) -> bool:
+        """The file turns distribution argument validation off by default
+        (`Distribution.set_default_validate_args(False)`, anywhere)."""
+        if self._validate_args_off is None:
+            self._validate_args_off = "set_default_validate_args" in self.source and any(
+                type(n) is cst.Call and type(n.func) is cst.Attribute
+                and n.func.attr.value == "set_default_validate_args" and n.args and is_true(n.args[0].value) is False
+                for n in descendants(self.module, stop=frozenset()))
+        return self._validate_args_off
+
+    def amp_static_scale(self) -> bool:
+        """The file sets NVIDIA apex's amp up (`amp.initialize` at module level), each time
+        with a static loss scale (`loss_scale=<number>`, or an opt level whose default is)."""
+        if self._amp_static is None:
+            calls = [n for n in descendants(self.module) if type(n) is cst.Call
+                     and self.qualname(n.func) in _APEX_AMP_INITIALIZE]
+            self._amp_static = bool(calls) and all(_static_loss_scale(c) for c in calls)
+        return self._amp_static
+
+
+_BUILTINS = frozenset(vars(builtins))
+_APEX_AMP_INITIALIZE = frozenset({"apex.amp.initialize", "apex.amp.frontend.initialize"})
+# opt levels whose default loss scale is a static 1.0 (apex/amp/frontend.py): no overflow check
+_STATIC_SCALE_LEVELS = frozenset({"O0", "O3"})
+
+
+def _static_loss_scale(call: cst.Call) -> bool:
+    """`amp.initialize(...)` with a number for `loss_scale`, or an opt level of static scale."""
+    scale = kwarg(call, "loss_scale")
+    if scale is not None:
+        return type(scale) in (cst.Integer, cst.Float)
+    level = kwarg(call, "opt_level")
+    return level is not None and string_value(level) in _STATIC_SCALE_LEVELS
 
 
 def _star_exported(name: str, q: str) -> bool:
