@@ -98,12 +98,7 @@ def dict_values(e: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
 
 def torch_alias(ctx) -> Optional[str]:
     """The local name bound to the `torch` module, if any (for fixes that call torch.*)."""
-    if ctx.aliases.get("torch") == "torch":
-        return "torch"
-    for local, full in ctx.aliases.items():
-        if full == "torch" and "." not in local:
-            return local
-    return None
+    return ctx.import_alias("torch")
 
 
 def side_effect_free(e: cst.BaseExpression) -> bool:

@@ -14,12 +14,7 @@ def is_builtin(ctx, func: cst.BaseExpression, names) -> Optional[str]:
     """`func` is the builtin `name` (one of `names`), not shadowed by an import or a binding."""
     if type(func) is not cst.Name or func.value not in names:
         return None
-    name = func.value
-    if name in ctx.aliases or name in ctx.module_scope:
-        return None
-    if ctx.func is not None and name in ctx.func.scope:
-        return None
-    return name
+    return func.value if ctx.is_builtin(func.value) else None
 
 
 def last_identifier(e: cst.BaseExpression) -> Optional[str]:
@@ -35,8 +30,7 @@ def last_identifier(e: cst.BaseExpression) -> Optional[str]:
 def only_on_error_path(ctx) -> bool:
     """The innermost statement is `raise ...` or `assert ...`: its message is built only
     when the check fails, not on every step."""
-    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
-    return type(stmt) in (cst.Raise, cst.Assert)
+    return type(ctx.statement) in (cst.Raise, cst.Assert)
 
 
 def string_literal(e: cst.BaseExpression) -> bool:

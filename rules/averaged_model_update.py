@@ -116,7 +116,7 @@ class AveragedModelUpdate(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if method_call(node, ("update_parameters",)) is None or ctx.cuda_less_depth or not ctx.gpu_evident:
+        if method_call(node, ("update_parameters",)) is None or ctx.in_cuda_less or not ctx.gpu_evident:
             return
         ema = ctx.infer(receiver(node))
         if ema.kind != V.MODULE or ema.cls != L.AVERAGED_MODEL:

@@ -4,7 +4,7 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.rules._helpers import with_kwarg
-from synclint.semantic.moves import MOVE_METHODS, factory_under, gpu_move, moves_own_attribute
+from synclint.semantic.moves import MOVE_METHODS
 
 _TRUE = cst.Name("True")
 PINNED_TITLE = "Pass `non_blocking=True`: the source is pinned"
@@ -228,7 +228,7 @@ class BlockingHostToDeviceCopy(Rule):
         moves it for `index_put_`), a blocking host-to-device copy like `copy_` (B4). A 0-d
         source into a larger slice is a fill, and a mask index is SYN202's: both left out."""
         ctx = self.ctx
-        if ctx.cuda_less_depth or not any(type(t.target) is cst.Subscript for t in node.targets):
+        if ctx.in_cuda_less or not any(type(t.target) is cst.Subscript for t in node.targets):
             return
         v = ctx.infer(node.value)
         if not (v.kind == V.TENSOR and v.device == V.CPU and v.ndim is not None and v.ndim >= 1):
@@ -246,7 +246,7 @@ class BlockingHostToDeviceCopy(Rule):
         ctx = self.ctx
         if method_call(node, ("copy_",)):
             args = positional(node)
-            if not args or kwarg(node, "non_blocking") is not None or len(args) > 1 or ctx.cuda_less_depth:
+            if not args or kwarg(node, "non_blocking") is not None or len(args) > 1 or ctx.in_cuda_less:
                 return
             if ctx.gpu(receiver(node)) is None:
                 return
@@ -258,11 +258,11 @@ class BlockingHostToDeviceCopy(Rule):
                 fix = with_kwarg(node, "non_blocking", _TRUE) if v.pinned else None
                 self.report(node, fix, fix_title=PINNED_TITLE if fix else None, expr=short(node))
             return
-        move = gpu_move(ctx, node)
-        if move is None or move.non_blocking is not False or moves_own_attribute(ctx, node):
+        move = ctx.gpu_move(node)
+        if move is None or move.non_blocking is not False or ctx.moves_own_attribute(node):
             return
         src = receiver(node)
-        if factory_under(ctx, src) is not None:
+        if ctx.factory_under(src) is not None:
             return  # SYN301 / SYN302 report `torch.zeros(n).cuda()` / `torch.tensor(data).cuda()`
         v = ctx.infer(src)
         if v.kind not in (V.TENSOR, V.TENSORS) or not V.on_host(v):

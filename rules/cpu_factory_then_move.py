@@ -5,7 +5,7 @@ from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import receiver, short
 from synclint.rules._helpers import with_kwarg
 from synclint.semantic.library import DETERMINISTIC_FACTORIES, SIZE_FACTORIES
-from synclint.semantic.moves import MOVE_METHODS, factory_under, gpu_move
+from synclint.semantic.moves import MOVE_METHODS
 
 # A dtype moved into these gives bit-identical values (0, 1, the identity, or garbage for empty).
 _EXACT_WITH_DTYPE = {"zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like"}
@@ -150,10 +150,10 @@ class CpuFactoryThenMove(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        move = gpu_move(self.ctx, node)
+        move = self.ctx.gpu_move(node)
         if move is None:
             return
-        found = factory_under(self.ctx, receiver(node))
+        found = self.ctx.factory_under(receiver(node))
         if found is None:
             return
         fcall, name, through = found

@@ -221,7 +221,7 @@ class DataloaderWithoutPinMemory(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if ctx.qualname(node.func) not in DATALOADERS or ctx.cuda_less_depth:
+        if ctx.qualname(node.func) not in DATALOADERS or ctx.in_cuda_less:
             return
         if any(a.star for a in node.args) or len(positional(node)) > PIN_MEMORY_POSITION:
             return

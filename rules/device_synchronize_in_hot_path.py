@@ -136,7 +136,7 @@ class DeviceSynchronizeInHotPath(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.cuda_less_depth or self.ctx.qualname(node.func) not in SYNCHRONIZE:
+        if self.ctx.in_cuda_less or self.ctx.qualname(node.func) not in SYNCHRONIZE:
             return
         if not self.ctx.after_nonblocking_d2h():
             self.report(node, expr=code_of(node))

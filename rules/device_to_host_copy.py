@@ -6,7 +6,6 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import is_true, kwarg, method_call, positional, receiver, short
 from synclint.semantic import KNOWN, NOT_MODULE
-from synclint.semantic.moves import host_type_move
 
 
 # the methods that may copy to the host (`torch.save` of a GPU tensor too)
@@ -259,7 +258,7 @@ class DeviceToHostCopy(Rule):
                 self.report(node, expr=short(node))
             elif m == "numpy" and is_true(kwarg(node, "force")) is True and self._numpy_source(recv):
                 self.report(node, expr=short(node))
-            elif m in ("type", "type_as") and host_type_move(ctx, node) and ctx.infer(recv).device == V.CUDA:
+            elif m in ("type", "type_as") and ctx.host_type_move(node) and ctx.infer(recv).device == V.CUDA:
                 # `.type(torch.FloatTensor)`: old code's dtype cast, mostly of host data, so
                 # only a receiver known to be on the GPU
                 self.report(node, expr=short(node))
@@ -286,7 +285,7 @@ class DeviceToHostCopy(Rule):
     def _numpy_source(self, recv: cst.BaseExpression) -> bool:
         # Only tensors have `.numpy(force=...)`; an unknown receiver is a tensor whose
         # device the author did not know either.
-        if self.ctx.cuda_less_depth:
+        if self.ctx.in_cuda_less:
             return False
         v = self.ctx.infer(recv)
         return (v.kind == V.TENSOR and v.device != V.CPU) or v.kind == V.UNKNOWN

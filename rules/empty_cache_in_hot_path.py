@@ -111,5 +111,5 @@ class EmptyCacheInHotPath(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self.ctx.cuda_less_depth and self.ctx.qualname(node.func) in EMPTY_CACHE:
+        if not self.ctx.in_cuda_less and self.ctx.qualname(node.func) in EMPTY_CACHE:
             self.report(node)

@@ -5,7 +5,6 @@ from synclint.rules._helpers import short
 from synclint.rules._syn11x import arg
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.heat import scaler_called
 
 # Optimizers whose `fused=True` implementation takes `found_inf` from the scaler as a GPU
 # tensor (`_step_supports_amp_scaling`, torch/optim/{adam,adamw,sgd,adagrad}.py).
@@ -292,7 +291,7 @@ class GradScalerUnfusedStep(Rule):
             scaler = ctx.infer(func.value)
             if scaler.kind != V.OBJECT or scaler.cls != L.GRAD_SCALER or scaler.device == V.CPU:
                 return
-        elif scaler_called(node, ctx):  # `loss_scaler(loss, optimizer)`: timm's NativeScaler
+        elif ctx.is_native_scaler_call(node):  # `loss_scaler(loss, optimizer)`: timm's NativeScaler
             opt = arg(node, *L.SCALER_CALLABLES[L.NATIVE_SCALER])
             if opt is None:
                 return

@@ -191,7 +191,7 @@ class HostIndexIntoGpuTensor(Rule):
         if type(e) is cst.ListComp:
             return "list" if ctx.infer(e.elt).kind in (V.PY, V.NUMPY) or _literal(e.elt) else None
         if type(e) is cst.Call and type(e.func) is cst.Name and e.func.value in ("range", "list"):
-            if e.func.value not in ctx.aliases:  # the builtins, not an imported namesake
+            if not ctx.is_imported(e.func.value):  # the builtins, not an imported namesake
                 return e.func.value
         if type(e) is cst.Name:
             r = ctx.origin(e)

@@ -248,15 +248,14 @@ class OutOfPlaceRebind(Rule):
 
     def _check(self, node: cst.Assign, name: str) -> None:
         ctx = self.ctx
-        b = ctx.binding(name)
-        info = b.fresh if b is not None else None
-        if info is None or not info.nograd or ctx.compiled:
+        info = ctx.fresh_tensor(name)
+        if info is None or not info.nograd or ctx.in_compiled:
             return
         rhs = self._rhs(name, node.value)
         if rhs is None:
             return
         op, operands, fix = rhs
-        if not O.dtype_kept(ctx, info.dtype, op, operands):
+        if not ctx.dtype_kept(info.dtype, op, operands):
             return
         for e in operands:
             if string_value(e) is not None or (type(e) is cst.Name and e.value == "None"):
@@ -266,11 +265,12 @@ class OutOfPlaceRebind(Rule):
             kind = ctx.infer(e).kind
             if kind == V.PY:
                 continue
-            if kind != V.TENSOR or not (ctx.in_no_grad or O.nograd(ctx, e)):
+            if kind != V.TENSOR or not (ctx.in_no_grad or ctx.grad_free(e)):
                 return
         if ctx.escaped(name):
             return
-        if ctx.loop_nodes and not O.loop_rebinds_ok(ctx, ctx.loop_nodes[0], name):
+        loops = ctx.enclosing_loops
+        if loops and not ctx.loop_rebinds_ok(loops[0], name):
             return
         # The finding's span is the statement without its `;`, so the fix carries none either.
         self.report(node, fix, safe=False, stmt=short(node, 50).rstrip("; "), name=name, fix=code(fix))

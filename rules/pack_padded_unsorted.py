@@ -172,7 +172,7 @@ class PackPaddedUnsorted(Rule):
         if literal_bool(arg(node, sorted_index, "enforce_sorted")) is not False:
             return
         data = arg(node, data_index, "input" if data_index == 0 and q.endswith("padded_sequence") else "sequences")
-        if data is None or self.ctx.cuda_less_depth:
+        if data is None or self.ctx.in_cuda_less:
             return
         v = self.ctx.infer(data)
         if v.kind in (V.TENSOR, V.TENSORS) and v.device == V.CPU:

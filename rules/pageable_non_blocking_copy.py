@@ -5,7 +5,7 @@ from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.semantic.syntax import is_true
 from synclint.rules._helpers import kwarg, method_call, positional, receiver, short
 from synclint.semantic.library import SIZE_FACTORIES
-from synclint.semantic.moves import MOVE_METHODS, factory_under, gpu_move
+from synclint.semantic.moves import MOVE_METHODS
 
 
 class PageableNonBlockingCopy(Rule):
@@ -166,17 +166,17 @@ class PageableNonBlockingCopy(Rule):
         ctx = self.ctx
         if method_call(node, ("copy_",)):
             args = positional(node)
-            if not args or not is_true(kwarg(node, "non_blocking")) or ctx.cuda_less_depth:
+            if not args or not is_true(kwarg(node, "non_blocking")) or ctx.in_cuda_less:
                 return
             if ctx.gpu(receiver(node)) is None:
                 return
             src = args[0].value
         else:
-            move = gpu_move(ctx, node)
+            move = ctx.gpu_move(node)
             if move is None or move.non_blocking is not True:
                 return
             src = receiver(node)
-            found = factory_under(ctx, src)
+            found = ctx.factory_under(src)
             if found is not None and found[1].split("~")[0] in SIZE_FACTORIES:
                 return  # SYN301 reports `torch.zeros(n).to(...)`
         v = ctx.infer(src)

@@ -341,13 +341,13 @@ class PerParameterOptimizer(Rule):
         fused = kwarg(node, "fused")
         if type(fused) is cst.Name and fused.value == "True":
             return
-        if not self.ctx.cuda_less_depth:
+        if not self.ctx.in_cuda_less:
             params = node.args[0].value if node.args and node.args[0].keyword is None else kwarg(node, "params")
             self._pending.append((node, site(self.ctx), f"{last}(..., foreach=False)", CTOR_TITLE,
                                   self._on_cuda(params)))
 
     def visit_For(self, node: cst.For) -> None:
-        if not self._reads_grads or self.ctx.cuda_less_depth:
+        if not self._reads_grads or self.ctx.in_cuda_less:
             return
         if updates_params_with_grad(node):
             what = f"for {short(node.target, 20)} in {short(node.iter, 30)}"

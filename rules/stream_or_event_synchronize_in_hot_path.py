@@ -151,7 +151,7 @@ class StreamOrEventSynchronizeInHotPath(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if node.args or not method_call(node, ("synchronize",)) or self.ctx.cuda_less_depth:
+        if node.args or not method_call(node, ("synchronize",)) or self.ctx.in_cuda_less:
             return
         kind = self.ctx.infer(receiver(node)).kind
         if kind not in (V.EVENT, V.STREAM) or self.ctx.after_nonblocking_d2h():

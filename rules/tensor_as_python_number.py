@@ -263,7 +263,7 @@ class TensorAsPythonNumber(Rule):
         """The arguments of `node` that Python converts to a number, with the fix hint."""
         ctx = self.ctx
         func = node.func
-        if type(func) is cst.Name and func.value == "range" and _builtin(ctx, "range"):
+        if type(func) is cst.Name and func.value == "range" and ctx.is_builtin("range"):
             for a in positional(node):
                 yield a.value, _SIZE_HINT
             return
@@ -342,12 +342,6 @@ def _host_sequence(v: V.Val) -> bool:
     """A NumPy array or a Python list, tuple or str: indexed by a tensor, they ask it for an
     int (`__index__`). Not a dict, which hashes the tensor object and reads nothing."""
     return v.kind == V.NUMPY or (v.kind == V.PY and v.py in ("list", "tuple", "str"))
-
-
-def _builtin(ctx, name: str) -> bool:
-    if name in ctx.aliases or name in ctx.module_scope:
-        return False
-    return not (ctx.func is not None and name in ctx.func.scope)
 
 
 def _kw(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

@@ -1,5 +1,3 @@
-import os
-
 import libcst as cst
 
 from synclint.semantic import RECEIVER
@@ -169,11 +167,4 @@ class TensorEqualityCheck(Rule):
             return False  # one on the CPU (they share a device), not a tensor, or no GPU at all
         known_gpu = any(ctx.infer(e).kind == V.TENSOR for e in operands)
         # Unit tests loop over cases and compare with allclose on purpose (often on the CPU).
-        return known_gpu or not _in_test(ctx)
-
-
-def _in_test(ctx) -> bool:
-    base = os.path.basename(ctx.filename)
-    if base.startswith("test_") or base.endswith("_test.py"):
-        return True
-    return any(f.name.startswith("test") for f in ctx.funcs)
+        return known_gpu or not ctx.in_test_code()

@@ -5,7 +5,6 @@ from synclint.semantic.library import LEGACY_CTORS
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import dict_values, kwarg, lightning_logged, method_call, receiver, short
 from synclint.semantic.library import COPYING_DATA_FACTORIES as DATA_FACTORIES
-from synclint.semantic.moves import factory_under, gpu_move, host_data
 
 
 class TensorFromHostDataInHotPath(Rule):
@@ -195,7 +194,7 @@ class TensorFromHostDataInHotPath(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if ctx.cuda_less_depth:
+        if ctx.in_cuda_less:
             return
         if self._lightning_logs_number(node):
             # `self.log("loss", loss.item())` in a LightningModule: Lightning makes the number
@@ -221,7 +220,7 @@ class TensorFromHostDataInHotPath(Rule):
                 return
             if kwarg(node, "device") is None and ctx.default_device == V.CPU:
                 return  # on the device of a tensor argument, not a host copy
-            if host_data(ctx, _data(node), strict=tn != "tensor"):
+            if ctx.host_data(_data(node), strict=tn != "tensor"):
                 self.report(node, expr=short(node))
             return
         if method_call(node, ("new_tensor",)):
@@ -233,17 +232,17 @@ class TensorFromHostDataInHotPath(Rule):
                     return
             elif ctx.gpu(recv) is None:
                 return
-            if _data(node) is not None and host_data(ctx, _data(node), strict=False):
+            if _data(node) is not None and ctx.host_data(_data(node), strict=False):
                 self.report(node, expr=short(node))
             return
-        move = gpu_move(ctx, node)
+        move = ctx.gpu_move(node)
         if move is None or move.non_blocking is not False:
             return  # a non_blocking copy of pageable data is SYN303's
-        found = factory_under(ctx, receiver(node))
+        found = ctx.factory_under(receiver(node))
         if found is None or found[1] not in DATA_FACTORIES or ctx.infer(found[0]).device != V.CPU:
             return
         data = _data(found[0])
-        if data is not None and host_data(ctx, data, strict=found[1] != "tensor"):
+        if data is not None and ctx.host_data(data, strict=found[1] != "tensor"):
             self.report(node, expr=short(node))
 
     def _lightning_logs_number(self, node: cst.Call) -> bool:

@@ -296,8 +296,7 @@ class TensorLoggedToTracker(Rule):
         `validation_step`/`test_step`, which writes every step's values. Per step:
         `on_step=True`, or its default in `training_step` (the logger there writes every
         `log_every_n_steps`: not every step)."""
-        f = self.ctx.func
-        hook = f.name if f is not None else None
+        hook = self.ctx.function_name
         on_step = kwarg(node, "on_step")
         per_step = is_true(on_step) is True if on_step is not None else hook in L.LIGHTNING_PER_STEP_LOGGING
         if not per_step:
