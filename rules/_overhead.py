@@ -1,48 +1,13 @@
-"""Helpers for the SYN5xx rules (GPU overhead that is not a sync).
-
-- `Site` / `site` / `report_at`: findings decided after the walk has moved on (at the end of
-  a function or of the file) keep the position, heat and function of the place they were
-  seen. `ctx.add_finding` reads the walker's *current* statement and function, which at
-  `leave_FunctionDef` / `leave_Module` are the enclosing ones, so the pending finding is
-  patched with the snapshot taken at the site.
-"""
+"""Helpers for the SYN5xx rules (GPU overhead that is not a sync): dotted names, the
+indentation of the block being walked and fixes laid out for it, a node's code children.
+(A finding decided after the walk has moved on is reported with `Rule.report_at` at the
+site `ctx.site()` kept where it was seen.)"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
-
-
-@dataclass(frozen=True)
-class Site:
-    hot: bool
-    func: Optional[str]
-    stmt_index: int
-    stmt: Optional[cst.CSTNode]
-    guarded: bool
-
-
-def site(ctx) -> Site:
-    f = ctx.func
-    return Site(
-        hot=ctx.site_hot(),
-        func=f.qual if f else None,
-        stmt_index=ctx.stmt_index,
-        stmt=ctx.stmt_stack[-1] if ctx.stmt_stack else None,
-        guarded=ctx.guard_depth > 0,
-    )
-
-
-def report_at(rule, where: Site, node: cst.CSTNode, replacement=None, **kw) -> None:
-    """`rule.report(...)`, but as if it had been called at `where`."""
-    findings = rule.ctx.findings
-    n = len(findings)
-    rule.report(node, replacement, **kw)
-    for p in findings[n:]:
-        p.hot, p.func, p.guarded = where.hot, where.func, where.guarded
-        p.stmt_index, p.stmt = where.stmt_index, where.stmt
 
 
 def dotted_name(e: cst.BaseExpression) -> Optional[str]:

@@ -5,7 +5,8 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, last_names, positional
-from synclint.rules._overhead import Indentation, Site, absolute_layout, report_at, site
+from synclint.rules._overhead import Indentation, absolute_layout
+from synclint.semantic.context import Site
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 PIN_MEMORY_POSITION = 7  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory)
@@ -231,10 +232,10 @@ class DataloaderWithoutPinMemory(Rule):
         dataset = kwarg(node, "dataset") or (node.args[0].value if node.args and node.args[0].keyword is None else None)
         if self._gpu_dataset(dataset):
             return
-        self._pending.append((node, site(ctx), self._indent.current))
+        self._pending.append((node, ctx.site(), self._indent.current))
 
     def leave_Module(self, node: cst.Module) -> None:
         if not self.ctx.puts_on_cuda:
             return
         for call, where, indent in self._pending:
-            report_at(self, where, call, absolute_layout(with_pin_memory(call), indent), safe=False)
+            self.report_at(where, call, absolute_layout(with_pin_memory(call), indent), safe=False)

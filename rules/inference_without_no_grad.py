@@ -8,7 +8,8 @@ from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
 from synclint.semantic.syntax import last_name
-from synclint.rules._overhead import Site, dotted_name, report_at, site
+from synclint.rules._overhead import dotted_name
+from synclint.semantic.context import Site
 
 # Words that name evaluation code when they are a whole word of the function name
 # (`evaluate_model`, `run_inference`, `predictTopK`), split on `_` and camelCase.
@@ -314,7 +315,7 @@ class InferenceWithoutNoGrad(Rule):
         if frame is None or frame.cand is not None or ctx.in_no_grad or self._grad_depth:
             return
         if self._is_module_call(frame, func):
-            frame.cand = (node, site(ctx), short(node))
+            frame.cand = (node, ctx.site(), short(node))
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         t = node.target
@@ -337,4 +338,4 @@ class InferenceWithoutNoGrad(Rule):
         for fname, call, where, text in self._pending:
             if fname in self._nograd_callees or fname in self._grad_callees:
                 continue
-            report_at(self, where, call, call=text, func=fname)
+            self.report_at(where, call, call=text, func=fname)

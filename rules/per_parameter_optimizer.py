@@ -4,7 +4,8 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import kwarg, short
-from synclint.rules._overhead import Site, code_children, report_at, site
+from synclint.rules._overhead import code_children
+from synclint.semantic.context import Site
 from synclint.semantic import values as V
 
 # In-place tensor methods that are not parameter updates (zeroing, flags).
@@ -343,7 +344,7 @@ class PerParameterOptimizer(Rule):
             return
         if not self.ctx.in_cuda_less:
             params = node.args[0].value if node.args and node.args[0].keyword is None else kwarg(node, "params")
-            self._pending.append((node, site(self.ctx), f"{last}(..., foreach=False)", CTOR_TITLE,
+            self._pending.append((node, self.ctx.site(), f"{last}(..., foreach=False)", CTOR_TITLE,
                                   self._on_cuda(params)))
 
     def visit_For(self, node: cst.For) -> None:
@@ -351,7 +352,7 @@ class PerParameterOptimizer(Rule):
             return
         if updates_params_with_grad(node):
             what = f"for {short(node.target, 20)} in {short(node.iter, 30)}"
-            self._pending.append((node, site(self.ctx), what, LOOP_TITLE, self._on_cuda(node.iter)))
+            self._pending.append((node, self.ctx.site(), what, LOOP_TITLE, self._on_cuda(node.iter)))
 
     def _on_cuda(self, params) -> bool:
         """The parameters are known to be on CUDA (another module's model moved there)."""
@@ -362,4 +363,4 @@ class PerParameterOptimizer(Rule):
         # CPU-only script's per-parameter loop costs nothing this rule is about.
         for n, where, what, title, on_cuda in self._pending:
             if on_cuda or self.ctx.puts_on_cuda:
-                report_at(self, where, n, fix_title=title, what=what)
+                self.report_at(where, n, fix_title=title, what=what)
