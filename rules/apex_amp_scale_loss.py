@@ -1,15 +1,9 @@
-from typing import Optional
-
 import libcst as cst
 
 from synclint.rule import Invalid, Rule, Valid
-from synclint.rules._helpers import kwarg, last_names, short, string_value
-from synclint.semantic.syntax import descendants
+from synclint.rules._helpers import kwarg, last_names, short
 
 SCALE_LOSS = {"apex.amp.scale_loss", "apex.amp.handle.scale_loss"}
-INITIALIZE = {"apex.amp.initialize", "apex.amp.frontend.initialize"}
-# opt levels whose default loss scale is a static 1.0 (apex/amp/frontend.py): no overflow check
-_STATIC_LEVELS = {"O0", "O3"}
 
 
 class ApexAmpScaleLoss(Rule):
@@ -125,10 +119,6 @@ class ApexAmpScaleLoss(Rule):
         ),
     ]
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._static: Optional[bool] = None  # the file sets up amp with a static loss scale
-
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualname(node.func) not in SCALE_LOSS:
             return
@@ -136,21 +126,5 @@ class ApexAmpScaleLoss(Rule):
             flag = kwarg(node, deferred)
             if type(flag) is cst.Name and flag.value == "True":
                 return
-        if self._static is None:
-            self._static = self._static_scale()
-        if not self._static:
+        if not self.ctx.amp_static_scale():
             self.report(node, call=short(node, 60))
-
-    def _static_scale(self) -> bool:
-        """The file calls `amp.initialize` and every such call sets a static loss scale."""
-        calls = [n for n in descendants(self.ctx.module) if type(n) is cst.Call
-                 and self.ctx.qualname(n.func) in INITIALIZE]
-        return bool(calls) and all(_static(c) for c in calls)
-
-
-def _static(call: cst.Call) -> bool:
-    scale = kwarg(call, "loss_scale")
-    if scale is not None:
-        return type(scale) in (cst.Integer, cst.Float)
-    level = kwarg(call, "opt_level")
-    return level is not None and string_value(level) in _STATIC_LEVELS

@@ -1,5 +1,3 @@
-from typing import Optional
-
 import libcst as cst
 
 from synclint.semantic import RECEIVER
@@ -20,20 +18,6 @@ _VALIDATING = {
     "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "Poisson", "Uniform", "VonMises",
     "Weibull", "Wishart",
 }
-
-
-class _DefaultOff(cst.CSTVisitor):
-    """Finds `Distribution.set_default_validate_args(False)` anywhere in a module."""
-
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> Optional[bool]:
-        f = node.func
-        if type(f) is cst.Attribute and f.attr.value == "set_default_validate_args" and node.args:
-            if literal_bool(node.args[0].value) is False:
-                self.found = True
-        return None
 
 
 class DistributionValidation(Rule):
@@ -241,15 +225,8 @@ class DistributionValidation(Rule):
         compare="equal",
     )
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self._off = False
-        if "set_default_validate_args" in self.ctx.source:
-            v = _DefaultOff()
-            node.visit(v)
-            self._off = v.found
-
     def visit_Call(self, node: cst.Call) -> None:
-        if getattr(self, "_off", False) or has_star(node):
+        if has_star(node) or self.ctx.validate_args_off():
             return
         self._sample_check(node)
         q = self.ctx.qualname(node.func)

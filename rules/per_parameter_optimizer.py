@@ -325,7 +325,6 @@ class PerParameterOptimizer(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._reads_grads = ".grad" in ctx.source  # no update loop without it
         # (node, site, what, fix title, whether its parameters are known to be on CUDA)
         self._pending: List[Tuple[cst.CSTNode, Site, str, str, bool]] = []
 
@@ -348,7 +347,7 @@ class PerParameterOptimizer(Rule):
                                   self._on_cuda(params)))
 
     def visit_For(self, node: cst.For) -> None:
-        if not self._reads_grads or self.ctx.in_cuda_less:
+        if not self.ctx.reads_grads() or self.ctx.in_cuda_less:  # no update loop without a `.grad`
             return
         if updates_params_with_grad(node):
             what = f"for {short(node.target, 20)} in {short(node.iter, 30)}"
