@@ -5,6 +5,7 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 
 from synclint.semantic import values as V
+from synclint.semantic.model import GRAD_MODE_CONTEXTS
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
 from synclint.semantic.syntax import last_name
@@ -32,9 +33,6 @@ GRAD_CALLS = {
     "torch.func.grad", "torch.func.grad_and_value", "torch.func.vjp", "torch.func.jvp",
     "torch.func.jacrev", "torch.func.jacfwd", "torch.func.hessian",
 }
-GRAD_CONTEXTS = {"torch.enable_grad", "torch.autograd.enable_grad", "torch.set_grad_enabled",
-                 "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled",
-                 "torch.autograd.grad_mode.enable_grad"}
 # Functions whose callees run with gradients (a `predict` helper used while training).
 TRAINING_NAMES = re.compile(r"(^|_)(train|training|forward|fit|loss|step)(_|$)")
 
@@ -242,8 +240,6 @@ class InferenceWithoutNoGrad(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._frames: List[_Frame] = []
-        self._grad_ctx: List[int] = []  # per `with`: how many grad-mode items it opened
-        self._grad_depth = 0
         self._pending: List[Tuple[str, cst.Call, Site, str]] = []
         self._nograd_callees: Set[str] = set()  # called from inside no_grad in this file
         self._grad_callees: Set[str] = set()  # called from training code in this file
@@ -256,7 +252,7 @@ class InferenceWithoutNoGrad(Rule):
         frame.needs_grad = bool(LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name))
         for d in node.decorators:
             dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
-            if self.ctx.qualname(dec) in GRAD_CONTEXTS:
+            if self.ctx.qualname(dec) in GRAD_MODE_CONTEXTS:
                 frame.needs_grad = True
         self._frames.append(frame)
 
@@ -267,18 +263,6 @@ class InferenceWithoutNoGrad(Rule):
         elif frame.cand is not None:
             call, where, recv = frame.cand
             self._pending.append((frame.name, call, where, recv))
-
-    def visit_With(self, node: cst.With) -> None:
-        n = 0
-        for item in node.items:
-            e = item.item
-            if type(e) is cst.Call and self.ctx.qualname(e.func) in GRAD_CONTEXTS:
-                n += 1
-        self._grad_ctx.append(n)
-        self._grad_depth += n
-
-    def leave_With(self, node: cst.With) -> None:
-        self._grad_depth -= self._grad_ctx.pop()
 
     # ------------------------------------------------------------- calls
     def visit_Call(self, node: cst.Call) -> None:
@@ -294,7 +278,7 @@ class InferenceWithoutNoGrad(Rule):
             return
         callee = last_name(func)
         if callee is not None:
-            if ctx.in_no_grad or self._grad_depth:
+            if ctx.in_no_grad or ctx.in_grad_mode_block:
                 self._nograd_callees.add(callee)
             if frame is not None:
                 frame.calls.add(callee)
@@ -312,7 +296,7 @@ class InferenceWithoutNoGrad(Rule):
                 return
             if m in ("eval", "train"):
                 return  # the mode switch itself (the model records it on the module's value)
-        if frame is None or frame.cand is not None or ctx.in_no_grad or self._grad_depth:
+        if frame is None or frame.cand is not None or ctx.in_no_grad or ctx.in_grad_mode_block:
             return
         if self._is_module_call(frame, func):
             frame.cand = (node, ctx.site(), short(node))

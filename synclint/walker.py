@@ -24,7 +24,7 @@ from synclint.semantic.callgraph import STEPS, hot_name
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, skips_unless_periodic, steps_optimizer
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
 from synclint.semantic.facts import STARRED, ref_target
-from synclint.semantic.model import FuncInfo, SemanticModel
+from synclint.semantic.model import GRAD_MODE_CONTEXTS, FuncInfo, SemanticModel
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, SMALL_STATEMENTS,
@@ -378,6 +378,10 @@ class Walker:
 
     def _with(self, node: cst.With) -> None:
         ctx = self.ctx
+        # `with torch.enable_grad(), ...`: from its first item on (rules ask at each call)
+        grad_mode = sum(1 for item in node.items
+                        if type(item.item) is cst.Call and ctx.qualname(item.item.func) in GRAD_MODE_CONTEXTS)
+        ctx.grad_mode_depth += grad_mode
         no_grad = 0
         for item in node.items:
             self.walk(item.item)
@@ -391,6 +395,7 @@ class Walker:
         ctx.no_grad_depth += no_grad
         self.walk_field(node.body)
         ctx.no_grad_depth -= no_grad
+        ctx.grad_mode_depth -= grad_mode
 
     def _block(self, node: cst.IndentedBlock) -> None:
         """A block's statements in order; after `if step % N != 0: continue` the rest of the

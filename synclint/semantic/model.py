@@ -119,6 +119,11 @@ class Site:
     guarded: bool
 
 
+# `with` contexts that set the grad mode explicitly (`SemanticModel.grad_mode_depth`)
+GRAD_MODE_CONTEXTS = frozenset({
+    "torch.enable_grad", "torch.autograd.enable_grad", "torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
+    "torch.autograd.grad_mode.set_grad_enabled", "torch.autograd.grad_mode.enable_grad"})
+
 # Policies for values whose device or type is not known, named so each rule says which it takes.
 KNOWN = "known"  # only tensors the model can place on the GPU (or on no known device)
 EVIDENT = "evident"  # KNOWN, and a tensor for a better reason than an unannotated parameter
@@ -194,6 +199,9 @@ class SemanticModel(Inference):
         self.container_loop_depth = 0
         self.comp_depth = 0
         self.no_grad_depth = 0
+        # inside `with torch.enable_grad()` / `torch.set_grad_enabled(...)` (its items too):
+        # code that sets its grad mode itself
+        self.grad_mode_depth = 0
         self.cuda_less_depth = 0  # inside `if not torch.cuda.is_available():`
         self.guard_depth = 0  # inside `if step % every == 0:` (a logging guard: cold)
         # inside a block that runs once at most (`if step == 0:`, `if x is None: x = ...`,
