@@ -163,6 +163,3 @@ class RuleContext:
         """The file puts something on a CUDA device: complete once the walk is over
         (`leave_Module`)."""
         return self._model.puts_on_cuda
-
-    def __getattr__(self, name: str):  # transitional: the rules still reading the model's state
-        return getattr(self._model, name)
