@@ -30,13 +30,14 @@ def write(p: Path, text: str) -> Path:
 
 @pytest.fixture
 def item_rule_raises_on_boom(monkeypatch):
-    """SYN101 raises at `.item()` in a file that mentions BOOM (a stand-in for a rule's bug)."""
+    """SYN101 raises at `.item()` in the files that mention BOOM, bad.py and b.py (a stand-in
+    for a rule's bug; a rule sees the file's name, not its text)."""
     from synclint.rules.tensor_item import TensorItem
 
     real = TensorItem.visit_Call
 
     def visit_Call(self, node):
-        if "BOOM" in self.ctx.source and getattr(getattr(node.func, "attr", None), "value", "") == "item":
+        if Path(self.ctx.filename).name in ("bad.py", "b.py") and getattr(getattr(node.func, "attr", None), "value", "") == "item":
             raise AttributeError("'Match' object has no attribute 'body'")
         return real(self, node)
 
