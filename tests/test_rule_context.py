@@ -125,3 +125,8 @@ def test_the_declared_api_is_what_the_context_offers():
     assert offered == set(API_NAMES)
     names = [n for group in API.values() for n in group]
     assert len(names) == len(set(names))  # each in one group
+
+
+def test_each_query_is_documented():
+    doc = (RULES.parent / "docs" / "writing-rules.md").read_text(encoding="utf-8")
+    assert [n for n in sorted(API_NAMES) if f"`ctx.{n}" not in doc] == []
