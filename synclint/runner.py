@@ -118,8 +118,7 @@ def check_files(
         if e[4]:
             result.errors.append(FileError(path, e[4]))
         hot_scopes, timing_scopes = set(e[5][0]), set(e[5][1])
-        for d in e[2]:
-            f = Finding.from_json(d)
+        for f in _settled([Finding.from_json(d) for d in e[2]], e[5]):
             if f.timing_exempt and f.scope in timing_scopes:
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
@@ -131,6 +130,17 @@ def check_files(
     if cache is not None:
         cache.save()
     return result
+
+
+def _settled(findings: List[Finding], scopes: list) -> List[Finding]:
+    """A file's findings with its compiled events settled by the project's compiled regions
+    (`scopes[2]`: function -> region, JSON), where it has any."""
+    if not any(f.compiled for f in findings):
+        return findings
+    from synclint.semantic.compiled import Region, settle
+
+    regions = scopes[2] if len(scopes) > 2 else {}
+    return settle(findings, {q: decoded.made("region", r, Region.from_json) for q, r in regions.items()})
 
 
 def _stat(path: str) -> Optional[os.stat_result]:
@@ -446,9 +456,14 @@ class _Run:
         # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
         hot, timing = project.kept("heat", heat, ({project.absolute(p): e[3] for p, e in self.out.items() if e[3]},
                                                   self.declared))
+        compiled = project.kept("compiled regions", lambda: project.compiled_regions(
+            {p: decoded.made("graph", e[3], Graph.from_json) for p, e in self.out.items() if e[3]}),
+            {project.absolute(p): e[3] for p, e in self.out.items() if e[3]})
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
+            if key in compiled:  # (the functions of this file that run compiled, and how)
+                e[5].append({q: r.to_json() for q, r in sorted(compiled[key].items())})
             if self.cache is not None and not timed_out(e[4]):
                 if e[6] is not None and e[6] == self.first.get(key):
                     e = e[:6] + [None] + e[7:]
