@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.rule import Invalid, Valid
 from synclint.rules._compiled import CompiledRule
 from synclint.rules._data_dependent import arg, has_star, number
-from synclint.rules._helpers import is_python_scalar, kwarg, method_call, receiver, short
+from synclint.rules._helpers import kwarg, method_call, receiver, short
 from synclint.semantic import EVIDENT, RECEIVER
 from synclint.semantic import values as V
 
@@ -36,7 +36,7 @@ class CompiledDynamicShape(CompiledRule):
 
     A masked write of one value (`x[mask] = t.mean()`, `x.masked_fill(mask, t.mean())`) is
     not reported: inductor turns it into `torch.where`, which neither breaks the graph nor
-    waits (the eager finding on it, SYN202 or SYN209, is withdrawn there).
+    waits (the eager finding on it, SYN202 or SYN111, is withdrawn there).
 
     ## Use instead
     Keep the shape static: `torch.where(mask, x, 0)` and a masked reduction instead of
@@ -166,7 +166,7 @@ class CompiledDynamicShape(CompiledRule):
                 continue
             self._writes.add(id(target))
             mask = self._mask(target)
-            if mask is not None and not is_python_scalar(node.value) and self._one_value(node.value):
+            if mask is not None and self._one_value(node.value):
                 # inductor's masked fill: the eager SYN202 finding on the write goes
                 self.report_event(target, "fill", node.value, EVIDENT, expr=short(target), what=_SHAPED)
 
@@ -178,10 +178,11 @@ class CompiledDynamicShape(CompiledRule):
             self.report_event(node, "shape", mask, EVIDENT, expr=short(node), what=_SHAPED)
 
     def _one_value(self, e: cst.BaseExpression) -> bool:
-        if is_python_scalar(e):
-            return True
+        """A tensor of one element: known 0-d, or a whole-tensor reduction (`x.mean()`)."""
         v = self.ctx.graph_tensor(e, EVIDENT)
-        return v is not None and v.ndim == 0
+        if v is None:
+            return False
+        return v.ndim == 0 or (type(e) is cst.Call and not e.args and method_call(e, _FULL_REDUCTIONS) is not None)
 
     # ------------------------------------------------------------ calls
     def visit_Call(self, node: cst.Call) -> None:
@@ -194,8 +195,9 @@ class CompiledDynamicShape(CompiledRule):
             if ctx.graph_tensor(recv, EVIDENT if m in ("unique", "unique_consecutive") else RECEIVER) is None:
                 return
             if m == "masked_fill":
+                # a tensor value is 0-d (masked_fill's contract): inductor's where
                 value = arg(node, 1, "value")
-                if value is not None and not is_python_scalar(value) and self._one_value(value):
+                if value is not None and ctx.graph_tensor(value, EVIDENT) is not None:
                     self.report_event(node, "fill", value, EVIDENT, expr=short(node), what=_SHAPED)
             elif m != "repeat_interleave" or self._tensor_repeats(node, arg(node, 0, "repeats")):
                 self.report_event(node, "shape", recv, RECEIVER, expr=short(node), what=_SHAPED)
@@ -227,3 +229,5 @@ class CompiledDynamicShape(CompiledRule):
 
 
 _SHAPED = "has a shape that depends on the data"
+# reductions that, called without arguments, give one element
+_FULL_REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "all", "any", "std", "var")

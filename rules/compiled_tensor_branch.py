@@ -26,7 +26,7 @@ class CompiledTensorBranch(CompiledRule):
     between them.
 
     `assert <tensor>` is not reported: Dynamo turns it into `torch._assert_async`, which
-    neither breaks the graph nor waits (the eager finding on it, SYN104, is withdrawn there).
+    neither breaks the graph nor waits (the eager finding on it, SYN105, is withdrawn there).
 
     ## Use instead
     Make both branches data: `torch.where(cond, a, b)`, or `torch.cond(pred, true_fn,
@@ -45,7 +45,7 @@ class CompiledTensorBranch(CompiledRule):
     CALLS = frozenset({"equal", "allclose"})
     MESSAGE = "`{expr}` {what} inside compiled code"
     VALID = [
-        # eager code: the eager rule's (SYN104)
+        # eager code: the eager rule's (SYN105)
         Valid("import torch\ndef step(x: torch.Tensor):\n    if x.sum() > 0:\n        x = x * 2\n    return x\n"),
         # an assert becomes torch._assert_async under Dynamo: no break, no wait
         Valid(
@@ -148,7 +148,7 @@ class CompiledTensorBranch(CompiledRule):
             self._bool_context(node.expression)
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        # Dynamo's `torch._assert_async` for a tensor test: nothing happens (withdraws SYN104).
+        # Dynamo's `torch._assert_async` for a tensor test: nothing happens (withdraws SYN105).
         # A compound test is left alone: the rewrite is of the assert's own jump only.
         test = node.test
         if type(test) not in (cst.BooleanOperation, cst.UnaryOperation) and \

@@ -26,7 +26,7 @@ class CompiledTensorPrint(CompiledRule):
 
     An f-string or `str.format` of a tensor is not reported here: Dynamo builds that text after
     the graph, without a break (the host still waits to format the value: the eager finding,
-    SYN105, says so).
+    SYN106, says so).
 
     ## Use instead
     Return what you want to see from the compiled function and print or log it outside, once
@@ -44,7 +44,7 @@ class CompiledTensorPrint(CompiledRule):
     CALLS = frozenset({"print", "str", "repr"}) | LOG_METHODS
     MESSAGE = "`{expr}` {what} inside compiled code"
     VALID = [
-        # eager code: the eager rule's (SYN105)
+        # eager code: the eager rule's (SYN106)
         Valid("import torch\ndef step(x: torch.Tensor):\n    print(x.sum())\n    return x\n"),
         # an f-string is built after the graph, without a break
         Valid(
