@@ -171,7 +171,7 @@ class CompiledDynamicShape(CompiledRule):
                 self.report_event(target, "fill", node.value, EVIDENT, expr=short(target), what=_SHAPED)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if id(node) in self._writes:
+        if id(node) in self._writes or not self.ctx.may_compile():
             return
         mask = self._mask(node)
         if mask is not None:
@@ -187,7 +187,7 @@ class CompiledDynamicShape(CompiledRule):
     # ------------------------------------------------------------ calls
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if has_star(node):
+        if has_star(node) or not ctx.may_compile():
             return
         m = method_call(node, _SHAPE_OPS | {"repeat_interleave", "masked_fill"})
         if m is not None and ctx.qualname(node.func) is None:

@@ -149,6 +149,8 @@ class CompiledScalarRead(CompiledRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
+        if not ctx.may_compile():
+            return
         m = method_call(node, ("item", "tolist"))
         if m is not None and not node.args:
             recv = receiver(node)
@@ -171,7 +173,8 @@ class CompiledScalarRead(CompiledRule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         ctx = self.ctx
-        if ctx.graph_tensor(node.value, RECEIVER) is None:
+        if not any(type(el.slice) is cst.Slice for el in node.slice) or not ctx.may_compile() \
+                or ctx.graph_tensor(node.value, RECEIVER) is None:
             return
         for el in node.slice:
             if type(el.slice) is cst.Slice and any(
