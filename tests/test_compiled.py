@@ -102,8 +102,13 @@ def test_regions_spread_join_and_stop():
     edges = {"step": ["helper", "log", "frame"], "fwd": ["helper"], "log": ["deep"], "frame": ["inner"]}
     got = C.regions([("step", fast), ("fwd", graphs)], edges, disabled={"log"}, skipped={"frame"})
     assert set(got) == {"step", "fwd", "helper", "inner"}  # not the disabled one, nor what it calls
-    assert got["helper"] == C.Region("fwd", cudagraphs=True, scalars=False, roots=2)  # joined
+    assert got["helper"] == C.Region("fwd", cudagraphs=True, scalars=False, roots=2, fullgraph_all=False)  # joined
     assert got["inner"] == fast  # traced below a skipped frame
+    # fullgraph=True on one root of two: its compile errors are said, its captures are not
+    both = C.Region("a", fullgraph=True).join(C.Region("b"))
+    assert both.fullgraph and not both.captures
+    assert "a compile error" in C.consequence("branch:gpu", both)[0]
+    assert "a graph break (GB0124)" in C.consequence("item:gpu", both)[0]
 
 
 @pytest.mark.parametrize("region,tag,says", [

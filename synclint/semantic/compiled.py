@@ -88,31 +88,40 @@ class Compiled:
 
 @dataclass(frozen=True)
 class Region:
-    """What holds for a function traced by Dynamo, joined over the roots that reach it:
-    `fullgraph` and CUDA graphs if any root has them (the worse consequence is the one to
-    say), a capture flag only if every root has it."""
+    """What holds for a function traced by Dynamo, joined over the roots that reach it: a
+    compile error under `fullgraph=True` and CUDA graphs if any root has them (the worse
+    consequence is the one to say), a capture (a flag, or `fullgraph=True`, which captures
+    what the flags capture) only if every root has it."""
 
     root: str  # the function whose graph this code is part of (for messages)
-    fullgraph: bool = False
+    fullgraph: bool = False  # some root is compiled with fullgraph=True
     cudagraphs: bool = False
     inductor: bool = True  # every root compiles through inductor
     scalars: bool = False  # capture_scalar_outputs
     shapes: bool = False  # capture_dynamic_output_shape_ops
     roots: int = 1
+    fullgraph_all: Optional[bool] = None  # every root is (None: as `fullgraph`, one root)
 
     def to_json(self) -> list:
-        return [self.root, self.fullgraph, self.cudagraphs, self.inductor, self.scalars, self.shapes, self.roots]
+        return [self.root, self.fullgraph, self.cudagraphs, self.inductor, self.scalars, self.shapes, self.roots,
+                self.fullgraph_all]
 
     @staticmethod
     def from_json(d: list) -> "Region":
-        return Region(d[0], bool(d[1]), bool(d[2]), bool(d[3]), bool(d[4]), bool(d[5]), int(d[6]))
+        return Region(d[0], bool(d[1]), bool(d[2]), bool(d[3]), bool(d[4]), bool(d[5]), int(d[6]), d[7])
+
+    @property
+    def captures(self) -> bool:
+        """Every root is compiled with fullgraph=True (which captures scalars and shapes)."""
+        return self.fullgraph if self.fullgraph_all is None else self.fullgraph_all
 
     def join(self, other: "Region") -> "Region":
         if other == self:
             return self
         return Region(min(self.root, other.root), self.fullgraph or other.fullgraph,
                       self.cudagraphs or other.cudagraphs, self.inductor and other.inductor,
-                      self.scalars and other.scalars, self.shapes and other.shapes, self.roots + other.roots)
+                      self.scalars and other.scalars, self.shapes and other.shapes, self.roots + other.roots,
+                      self.captures and other.captures)
 
 
 def region_of(root: str, options: Options, flags: Dict[str, bool]) -> Region:
@@ -228,7 +237,7 @@ def consequence(compiled: str, region: Region) -> Optional[Tuple[str, str]]:
                 f"CPU op in {root}{wait}"), kind.fix
     captured = (kind.lifted_by == SCALARS and region.scalars) or (kind.lifted_by == SHAPES and region.shapes)
     why = (f"`{kind.lifted_by}`" if captured else "fullgraph=True")
-    if captured or (region.fullgraph and kind.fullgraph_captures):
+    if captured or (region.captures and kind.fullgraph_captures):
         if not gpu:
             return None  # captured, and no GPU to wait for
         text = f"no graph break ({why} captures it), but the host still waits for the GPU at every call"
@@ -236,7 +245,7 @@ def consequence(compiled: str, region: Region) -> Optional[Tuple[str, str]]:
             text += ", and CUDA graphs are split or skipped around its data-dependent value"
         return text, kind.fix
     gb = f" ({kind.gb})" if kind.gb else ""
-    if region.fullgraph:
+    if region.fullgraph and not kind.fullgraph_captures:
         return f"a compile error under fullgraph=True{gb}: {root} cannot be one graph", kind.fix
     parts = "two CUDA graphs" if region.cudagraphs and region.inductor else "two graphs"
     return f"a graph break{gb} splits {root} here into {parts}; this line runs in Python{wait}", kind.fix
