@@ -979,6 +979,9 @@ class Project:
         for path, g in graphs.items():
             path = self.absolute(path)
             for key, opts in g.compiled.roots:
+                unless = g.compiled.unless.get(key)
+                if unless is not None and self._call_targets(path, unless):
+                    continue  # `model.compile()` runs the project's own `compile`, not nn.Module's
                 roots.extend((t, C.region_of(t[1], opts, flags)) for t in self._call_targets(path, key))
             disabled.update(t for key in g.compiled.disabled for t in self._call_targets(path, key))
             skipped.update(t for key in g.compiled.skipped for t in self._call_targets(path, key))

@@ -700,7 +700,7 @@ class Walker:
                 ctx.timing_funcs.add(None)  # a script that times things at module level
         if (hot is True or hot is False) and callee is None and not bound_methods:
             _handed_methods(ctx, node, caller, hot)
-        compile_sites.note_call(ctx, node, lambda e: _compiled_targets(ctx, e))
+        compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
         array_of = _array_read(ctx, node)
         if array_of is not None:
             # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
@@ -780,9 +780,38 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
     return tuple(here), there
 
 
-def _compiled_targets(ctx: SemanticModel, e: cst.BaseExpression) -> List[str]:
+def _compiled_targets(ctx: SemanticModel, e: cst.BaseExpression,
+                      in_place: bool = False) -> List[Tuple[str, Optional[str]]]:
     """What `torch.compile(e)` compiles, as call-graph keys: a function (this file's, or
-    "@" + another module's) or the `forward` of a module (`__call__` of another object)."""
+    "@" + another module's) or the `forward` of a module (`__call__` of another object).
+    `in_place`: what `e.compile()` compiles, nn.Module's own, for a class that defines no
+    `compile` of its own (LightGlue's `compile` compiles its layers): each key with the key of
+    a `compile` another module's base class may define, which voids it (else None)."""
+    if in_place:
+        v = ctx.infer(e)
+        if v.kind != V.MODULE or not v.cls:
+            return []
+        out: List[Tuple[str, Optional[str]]] = []
+        for k in V.classes_of(v):
+            if ctx.defined_class(k) is None:
+                out.append((f"@{k}.forward", f"@{k}.compile"))
+            elif not _defines(ctx, k, "compile"):
+                base = ctx.inherited_from(k, "compile")
+                out.extend((key, f"@{base}.compile" if base else None) for key in _instance_methods(
+                    ctx, Val(V.MODULE, cls=k), "forward")[0])
+        return out
+    return [(k, None) for k in _compiled_functions(ctx, e)]
+
+
+def _defines(ctx: SemanticModel, cls: str, method: str, depth: int = 0) -> bool:
+    """An in-file class, or one of its in-file bases, defines `method`."""
+    info = ctx.classes_by_name.get(cls)
+    if info is None or depth > 8:
+        return False
+    return method in info.methods or any(_defines(ctx, b, method, depth + 1) for b in info.bases)
+
+
+def _compiled_functions(ctx: SemanticModel, e: cst.BaseExpression) -> List[str]:
     if type(e) is cst.Name:
         q = ctx.qualname(e)
         if q is not None:

@@ -80,8 +80,8 @@ def test_disabled_functions_flags_and_patches():
 
 
 def test_not_compile_sites():
-    """`re.compile`, a compile method of something that is not a module, the disabled
-    function's name used for something else: no roots."""
+    """`re.compile`, a compile method of something that is not a module, a module's own
+    `compile` (LightGlue's compiles its layers, not its forward): not nn.Module.compile."""
     got = _compiled(
         "import re\n"
         "import torch\n"
@@ -91,18 +91,49 @@ def test_not_compile_sites():
         "b = Builder()\n"
         "b.compile()\n"
         "torch.compile\n"
+        "class Matcher(torch.nn.Module):\n"
+        "    def layer(self, x):\n        return x\n"
+        "    def compile(self, mode='reduce-overhead'):\n"
+        "        self.fast = torch.compile(self.layer, mode=mode)\n"
+        "    def forward(self, x):\n        return self.fast(x)\n"
+        "m = Matcher()\n"
+        "m.compile()\n"
     )
-    assert not got
+    assert [k for k, _ in got.roots] == ["Matcher.layer"]
+
+
+def test_a_base_in_another_module_with_its_own_compile(tmp_path):
+    (tmp_path / "base.py").write_text(
+        "import torch\n"
+        "class Base(torch.nn.Module):\n"
+        "    def compile(self):\n        self.ready = True\n"
+    )
+    (tmp_path / "net.py").write_text(
+        "import torch\n"
+        "from base import Base\n"
+        "class Net(Base):\n"
+        "    def forward(self, x):\n        return x.sum().item()\n"
+        "class Plain(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x.sum().item()\n"
+        "net, plain = Net(), Plain()\n"
+        "net.compile()\n"
+        "plain.compile()\n"
+    )
+    found = check_files([str(tmp_path / "base.py"), str(tmp_path / "net.py")], all_rules()).findings
+    assert sorted((f.row, f.code) for f in found) == [(5, "SYN101"), (8, "SYN601")]
 
 
 # ------------------------------------------------------------------ regions
 def test_regions_spread_join_and_stop():
     fast = C.Region("step")
     graphs = C.Region("fwd", cudagraphs=True, scalars=True)
-    edges = {"step": ["helper", "log", "frame"], "fwd": ["helper"], "log": ["deep"], "frame": ["inner"]}
+    # (two paths from each root to `helper`: each root is counted once)
+    edges = {"step": ["helper", "log", "frame", "mid"], "fwd": ["helper", "mid"], "mid": ["helper"],
+             "log": ["deep"], "frame": ["inner"]}
     got = C.regions([("step", fast), ("fwd", graphs)], edges, disabled={"log"}, skipped={"frame"})
-    assert set(got) == {"step", "fwd", "helper", "inner"}  # not the disabled one, nor what it calls
-    assert got["helper"] == C.Region("fwd", cudagraphs=True, scalars=False, roots=2, fullgraph_all=False)  # joined
+    assert set(got) == {"step", "fwd", "helper", "mid", "inner"}  # not the disabled one, nor what it calls
+    assert got["helper"] == C.Region("fwd", cudagraphs=True, scalars=False, others=("step",),
+                                     fullgraph_all=False)  # joined
     assert got["inner"] == fast  # traced below a skipped frame
     # fullgraph=True on one root of two: its compile errors are said, its captures are not
     both = C.Region("a", fullgraph=True).join(C.Region("b"))
@@ -129,7 +160,7 @@ def test_regions_spread_join_and_stop():
     (C.Region("f"), "assert:gpu", C.WITHDRAWN),
     (C.Region("f"), "fill:gpu", C.WITHDRAWN),
     (C.Region("f", inductor=False), "fill:gpu", None),  # aten's index_put_ waits as in eager code
-    (C.Region("f", roots=3), "print", "splits `f` (and 2 more compiled functions) here"),
+    (C.Region("f", others=("g", "h")), "print", "splits `f` (and 2 more compiled functions) here"),
 ])
 def test_consequences(region, tag, says):
     got = C.consequence(tag, region)

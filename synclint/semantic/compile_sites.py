@@ -28,7 +28,9 @@ CONFIG_PATCH = frozenset(_D["config_patch"])
 ENVIRON = frozenset(_D["environ"])
 MODULE_COMPILE = _D["module_compile_method"]
 
-Targets = Callable[[cst.BaseExpression], List[str]]  # what a compiled expression runs (call-graph keys)
+# what a compiled expression runs: call-graph keys, each with the key of a method whose
+# existence in the project voids it (`e.compile()` of a class with a `compile` of its own)
+Targets = Callable[..., List[Tuple[str, Optional[str]]]]
 
 
 def options(ctx, call: Optional[cst.Call], optimize: bool = False) -> Options:
@@ -114,33 +116,30 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
         q = ctx.qualname(func.func)
         pos = _positional(call)
         if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE):
-            opts = options(ctx, func, optimize=q == OPTIMIZE)
-            facts.roots.extend((k, opts) for k in targets(pos[0]))
+            facts.add_roots(targets(pos[0]), options(ctx, func, optimize=q == OPTIMIZE))
         elif pos and q in DISABLERS:
             skipped = is_true(kwarg(func, "recursive")) is False
-            (facts.skipped if skipped else facts.disabled).extend(targets(pos[0]))
+            (facts.skipped if skipped else facts.disabled).extend(k for k, _ in targets(pos[0]))
         return
     q = ctx.qualname(func)
     if q in COMPILERS and q != OPTIMIZE:
         pos = _positional(call)
         if pos:
-            opts = options(ctx, call)
-            facts.roots.extend((k, opts) for k in targets(pos[0]))
+            facts.add_roots(targets(pos[0]), options(ctx, call))
         return
     if q in DISABLERS:
         pos = _positional(call)
         if pos:
-            facts.disabled.extend(targets(pos[0]))
+            facts.disabled.extend(k for k, _ in targets(pos[0]))
         return
     if type(func) is not cst.Attribute:
         return
     if func.attr.value == MODULE_COMPILE and q is None:
-        # nn.Module.compile: only on a value known to be a module (`re.compile` has a qualname)
-        from synclint.semantic import values as V
-
-        if ctx.infer(func.value).kind == V.MODULE:
-            opts = options(ctx, call)
-            facts.roots.extend((k, opts) for k in targets(func.value))
+        # nn.Module.compile: on a value known to be a module (`re.compile` has a qualname)
+        # whose class has no `compile` of its own
+        found = targets(func.value, in_place=True)
+        if found:
+            facts.add_roots(found, options(ctx, call))
     elif func.attr.value == "setdefault" and ctx.qualname(func.value) in ENVIRON:
         pos = _positional(call)
         if len(pos) == 2:

@@ -72,18 +72,28 @@ class Compiled:
     disabled: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
     flags: Dict[str, bool] = field(default_factory=dict)
+    # root key -> a key that voids it when it names a function of the project (`model.compile()`
+    # of a class whose base in another module defines its own `compile`)
+    unless: Dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.roots or self.disabled or self.skipped or self.flags)
 
+    def add_roots(self, keys: Iterable[Tuple[str, Optional[str]]], options: Options) -> None:
+        for key, unless in keys:
+            self.roots.append((key, options))
+            if unless is not None:
+                self.unless[key] = unless
+
     def to_json(self) -> list:
-        return [[[k, o.to_json()] for k, o in self.roots], self.disabled, self.skipped, self.flags]
+        return [[[k, o.to_json()] for k, o in self.roots], self.disabled, self.skipped, self.flags, self.unless]
 
     @staticmethod
     def from_json(d: Optional[list]) -> "Compiled":
         if not d:
             return Compiled()
-        return Compiled([(k, Options.from_json(o)) for k, o in d[0]], list(d[1]), list(d[2]), dict(d[3]))
+        return Compiled([(k, Options.from_json(o)) for k, o in d[0]], list(d[1]), list(d[2]), dict(d[3]),
+                        dict(d[4]))
 
 
 @dataclass(frozen=True)
@@ -93,22 +103,22 @@ class Region:
     consequence is the one to say), a capture (a flag, or `fullgraph=True`, which captures
     what the flags capture) only if every root has it."""
 
-    root: str  # the function whose graph this code is part of (for messages)
+    root: str  # the function whose graph this code is part of (for messages): the first root
     fullgraph: bool = False  # some root is compiled with fullgraph=True
     cudagraphs: bool = False
     inductor: bool = True  # every root compiles through inductor
     scalars: bool = False  # capture_scalar_outputs
     shapes: bool = False  # capture_dynamic_output_shape_ops
-    roots: int = 1
+    others: Tuple[str, ...] = ()  # the other roots that reach it
     fullgraph_all: Optional[bool] = None  # every root is (None: as `fullgraph`, one root)
 
     def to_json(self) -> list:
-        return [self.root, self.fullgraph, self.cudagraphs, self.inductor, self.scalars, self.shapes, self.roots,
-                self.fullgraph_all]
+        return [self.root, self.fullgraph, self.cudagraphs, self.inductor, self.scalars, self.shapes,
+                list(self.others), self.fullgraph_all]
 
     @staticmethod
     def from_json(d: list) -> "Region":
-        return Region(d[0], bool(d[1]), bool(d[2]), bool(d[3]), bool(d[4]), bool(d[5]), int(d[6]), d[7])
+        return Region(d[0], bool(d[1]), bool(d[2]), bool(d[3]), bool(d[4]), bool(d[5]), tuple(d[6]), d[7])
 
     @property
     def captures(self) -> bool:
@@ -118,9 +128,10 @@ class Region:
     def join(self, other: "Region") -> "Region":
         if other == self:
             return self
-        return Region(min(self.root, other.root), self.fullgraph or other.fullgraph,
+        names = sorted({self.root, *self.others, other.root, *other.others})
+        return Region(names[0], self.fullgraph or other.fullgraph,
                       self.cudagraphs or other.cudagraphs, self.inductor and other.inductor,
-                      self.scalars and other.scalars, self.shapes and other.shapes, self.roots + other.roots,
+                      self.scalars and other.scalars, self.shapes and other.shapes, tuple(names[1:]),
                       self.captures and other.captures)
 
 
@@ -224,8 +235,8 @@ def consequence(compiled: str, region: Region) -> Optional[Tuple[str, str]]:
     kind = KINDS[name]
     gpu = where == "gpu"
     wait = " and the host waits for the GPU" if gpu else ""
-    root = f"`{region.root}`" + (f" (and {region.roots - 1} more compiled function"
-                                 f"{'s' if region.roots > 2 else ''})" if region.roots > 1 else "")
+    more = len(region.others)
+    root = f"`{region.root}`" + (f" (and {more} more compiled function{'s' if more > 1 else ''})" if more else "")
     if kind.silent:
         if name == "fill" and not region.inductor:
             return None  # another backend runs aten's index_put_, which waits as in eager code
