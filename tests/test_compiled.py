@@ -250,3 +250,25 @@ def test_regions_cross_modules_and_keep_in_the_cache(tmp_path):
     (tmp_path / "p" / "train.py").write_text("import torch\nfrom model import Net\nmodel = Net().cuda()\n"
                                              "for _ in range(3):\n    model(torch.randn(4, device='cuda'))\n")
     assert [(n, r, c) for n, r, c, _ in run()] == [("utils.py", 3, "SYN104"), ("utils.py", 6, "SYN101")]
+
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "compiled-code"
+# what each finding of the fixture project says happens there (the codes and rows are marked
+# in the files themselves, tests/test_project_fixtures.py)
+CONSEQUENCES = {
+    ("helpers.py", 6): "no graph break (`capture_scalar_outputs` captures it), but the host still waits",
+    ("model.py", 33): "a graph break (GB0036) splits `Scorer.forward` here into two CUDA graphs",
+    ("model.py", 34): "CUDA graphs (mode=\"reduce-overhead\") are split or skipped at this CPU op in `Scorer.forward`",
+    ("train.py", 19): "a graph break (GB0170) splits `train_step` here into two graphs; this line runs in Python "
+                      "and the host waits for the GPU",
+    ("train.py", 28): "a compile error under fullgraph=True (GB0059): `normalized` cannot be one graph",
+    ("train.py", 35): "no graph break (`capture_dynamic_output_shape_ops` captures it), but the host still waits",
+}
+
+
+def test_fixture_project_says_each_consequence():
+    found = check_files([str(p) for p in sorted(FIXTURE.glob("*.py"))], all_rules()).findings
+    said = {(Path(f.filename).name, f.row): f.message for f in found if f.code.startswith("SYN6")}
+    assert set(said) == set(CONSEQUENCES)
+    for where, text in CONSEQUENCES.items():
+        assert text in said[where], (where, said[where])
