@@ -318,20 +318,31 @@ class Pool:
                 if not sent[i]:
                     begun(i)
                 sent[i].append(job)
-                self.conns[i].send_bytes(data)
+                try:
+                    self.conns[i].send_bytes(data)
+                except OSError:  # its end of the pipe closed: the worker has gone
+                    if len(sent[i]) > 1:
+                        return  # on the job before this one: `run` sees it go and reports that one
+                    reap(self.procs[i])
+                    restart(i)  # between two jobs: this one goes to the worker in its place
 
         def ahead(i: int) -> None:
             """Complete the job worker i will take next, while it works."""
             next_for(i)
 
-        def replace(i: int, message: str):
+        def restart(i: int) -> None:
+            """A new worker in the place of worker i, which has gone."""
             self.conns[i].close()
-            job = sent[i].popleft()
             shared.extendleft(reversed(sent[i]))  # sent but never begun: any worker runs them
             sent[i].clear()
             shared.extend(own[i])  # its trees are gone: any worker re-parses them
             own[i].clear()
             self._start(i)
+
+        def replace(i: int, message: str):
+            """Worker i failed on the job it was on: that job's result is `message`."""
+            job = sent[i].popleft()
+            restart(i)
             feed(i)
             return i, job, failed(job, message)
 

@@ -97,6 +97,21 @@ def test_a_worker_that_dies_fails_its_file_and_the_jobs_waiting_for_it_run_on(mo
     assert all(results[n][0] and results[n][1] is None for n in names if n != "dies.py")
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
+def test_a_worker_killed_between_runs_is_replaced_and_the_next_runs_files_are_checked():
+    """A worker can go while it waits for work (the OOM killer picks the process that holds
+    the most trees): sending it the next run's first job fails, and that job goes to the
+    worker started in its place, not reported as the file a worker died on."""
+    from synclint import workers
+
+    with workers.Pool(1, []) as pool:
+        assert [r[1] for _, _, r in pool.run([("summarise", "a.py", HOT_ITEM, "a")])] == [None]
+        pool.procs[0].kill()
+        pool.procs[0].join()
+        results = {job[1]: result for _, job, result in pool.run([("summarise", n, HOT_ITEM, n[:-3]) for n in ("b.py", "c.py")])}
+    assert sorted(results) == ["b.py", "c.py"] and all(r[0] and r[1] is None for r in results.values())
+
+
 def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
     """In this process (one file, -j 1) the budget is SIGALRM: the job that runs out is its
     file's error, the tree it left half-walked is dropped, and the handler and the timer are
