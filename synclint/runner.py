@@ -488,17 +488,12 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     """Files the prefilter would skip (no torch, tensor, cuda... in them) that a module of the
     project the first phase found tensors in imports, or that import one: what they are
     given, or use, may be a GPU tensor."""
-    from synclint.engine import might_inform
+    from synclint.engine import might_fire, might_inform
 
     out: Set[str] = set()
-    skipped: Dict[str, str] = {}
-    for p, t in texts.items():
-        if p in errors:
-            continue
-        if project.summaries.get(project.absolute(p)) is None:
-            skipped[project.absolute(p)] = p
-        elif not might_inform(t):
-            out.add(p)  # forced by an earlier run, its summary cached: forced still
+    # (a file the prefilter skips may have a summary: the one a run that forced it cached)
+    skipped = {project.absolute(p): p for p, t in texts.items()
+               if p not in errors and (project.summaries.get(project.absolute(p)) is None or not might_fire(t))}
     # a helper module of a file with tensors (an AverageMeter's `update(loss)`): it may be
     # given GPU tensors. Only a name that some skipped file may be is resolved (most import
     # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).
