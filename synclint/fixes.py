@@ -80,7 +80,7 @@ def fix_source(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = F
     total, passes = 0, 0
     findings = lint(text)
     while passes < MAX_PASSES:
-        usable = [f for f in findings if f.fix is None or _identity(text, f) not in withheld]
+        usable = _without(text, findings, withheld)
         new, n = apply_edits(text, usable, unsafe)
         if n == 0:
             return Fixed(text, total, *_say_withheld(text, findings, withheld))
@@ -98,7 +98,7 @@ def fix_source(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = F
             if other is not None:
                 findings = [other if g is f else g for g in findings]
             else:
-                withheld[_identity(text, f)] = why
+                withheld[_identity(text, line_starts(text), f)] = why
     raise FixError(f"fixes did not converge after {MAX_PASSES} passes; nothing was written")
 
 
@@ -118,24 +118,31 @@ def _breaking(text: str, fs: List[Finding], unsafe: bool, check) -> List[Tuple[F
     return out
 
 
-def _identity(text: str, f: Finding) -> tuple:
-    """A fix as what it replaces and with what: the same fix in a later pass, where other
-    fixes moved it, has the same identity."""
-    starts = line_starts(text)
-
+def _identity(text: str, starts: List[int], f: Finding) -> tuple:
+    """A fix as what it replaces and with what (`starts`: `text`'s line starts): the same
+    fix in a later pass, where other fixes moved it, has the same identity."""
     def off(pos: Tuple[int, int]) -> int:
         return starts[pos[0] - 1] + pos[1] - 1
 
     return f.code, tuple((text[off(e.start):off(e.end)], e.content) for e in f.fix.edits)
 
 
+def _without(text: str, findings: List[Finding], withheld: Dict[tuple, str]) -> List[Finding]:
+    """`findings` less those whose fix was withheld."""
+    if not withheld:
+        return findings
+    starts = line_starts(text)
+    return [f for f in findings if f.fix is None or _identity(text, starts, f) not in withheld]
+
+
 def _say_withheld(text: str, findings: List[Finding], withheld: Dict[tuple, str]):
     """(the findings, each withheld fix's finding without it and saying why; the withheld)"""
     if not withheld:
         return findings, []
+    starts = line_starts(text)
     left, said = [], []
     for f in findings:
-        why = withheld.get(_identity(text, f)) if f.fix is not None else None
+        why = withheld.get(_identity(text, starts, f)) if f.fix is not None else None
         if why is not None:
             f = dataclasses.replace(f, fix=None, fix_title=f"{f.fix_title or 'fix'} (not applied: {why})")
             said.append((f, why))
