@@ -61,13 +61,14 @@ def _chosen(text: str, findings: Sequence[Finding], unsafe: bool) -> List[Tuple[
 
 
 def fix_text(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = False) -> Tuple[str, int, List[Finding]]:
-    """Fix until stable. Returns (text, number of fixes, remaining findings)."""
+    """`fix_source` without a declared minimum. Returns (text, number of fixes, remaining
+    findings)."""
     fixed = fix_source(text, lint, unsafe)
     return fixed.text, fixed.count, fixed.left
 
 
 def fix_source(text: str, lint: Callable[[str], List[Finding]], unsafe: bool = False,
-               minimum=None) -> Fixed:
+               minimum: Optional[Tuple[Tuple[int, int], str]] = None) -> Fixed:
     """Fix until stable, each pass checked against what `text` was (`fixcheck.FixCheck`,
     with `minimum`, the project's oldest Python, where known). A fix that breaks the file
     on its own is first tried with its new strings in the other quote (an f-string's braces
