@@ -19,7 +19,8 @@ SCRIPT = "fixtures/trace/train_sites.py"
 
 
 def _trace(root=str(REPO)):
-    s = lambda line, kind, count, ms, **kw: Site(SCRIPT, line, "main", kind, count=count, blocked_ms=ms, **kw)  # noqa: E731
+    s = lambda line, kind, count, ms, **kw: Site(SCRIPT, line, "main", kind, count=count, blocked_ms=ms,  # noqa: E731
+                                                 timed=count, **kw)
     sites = [
         s(53, "stream", 30, 40.0, debug_mode=30),  # .item()
         s(49, "stream", 30, 20.0, debug_mode=30, via="torch/_tensor.py:__getitem__"),  # mask
@@ -29,9 +30,9 @@ def _trace(root=str(REPO)):
         s(56, "stream", 30, 0.4, debug_mode=30, via="torch/_tensor.py:__format__"),
         s(60, "event", 30, 0.2, debug_mode=0),
         s(61, "device", 30, 3.0, debug_mode=0),
-        Site(SCRIPT, 24, "log_every", "stream", count=30, blocked_ms=0.3, debug_mode=30,
+        Site(SCRIPT, 24, "log_every", "stream", count=30, blocked_ms=0.3, timed=30, debug_mode=30,
              callers=[f"{SCRIPT}:58:main"]),
-        Site("torch/utils/data/_utils/pin_memory.py", 20, "pin_memory", "stream", count=2, blocked_ms=0.1,
+        Site("torch/utils/data/_utils/pin_memory.py", 20, "pin_memory", "stream", count=2, blocked_ms=0.1, timed=2,
              user=False, threads=["pin-thread"]),
     ]
     return Trace({"wall_ms": 200.0, "root": root, "gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130",
