@@ -184,9 +184,9 @@ def child(a: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- measure (on the GPU)
 
 
-def _run_child(name: str, mode: str, programs: Path, out: Path, tag: str, limit_s: float) -> Dict[str, Any]:
+def _run_child(name: str, mode: str, programs: Path, out: Path, work: Path, tag: str, limit_s: float) -> Dict[str, Any]:
     p = PROGRAMS[name]
-    result = out / f"{name}-{tag}.json"
+    result = work / f"{name}-{tag}.json"
     log = out / "children.log"
     cmd = [sys.executable, str(Path(__file__).resolve()), "child", "--mode", mode, "--warmup", str(p["warmup"]),
            "--steps", str(p["steps"]), "--json", str(result), "--", *p["argv"]]
@@ -206,8 +206,11 @@ def _run_child(name: str, mode: str, programs: Path, out: Path, tag: str, limit_
 
 
 def measure(a: argparse.Namespace) -> int:
+    import tempfile
+
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="trace-overhead-"))  # one file per child: kept out of OUT
     names = [n for n in PROGRAMS if not a.only or n in a.only.split(",")]
     deadline = time.time() + a.budget_s
     runs: Dict[str, List[Dict[str, Any]]] = {n: [] for n in names}
@@ -220,7 +223,7 @@ def measure(a: argparse.Namespace) -> int:
                 if time.time() > deadline:
                     print(f"budget spent: skipping {name} {mode} round {r}", flush=True)
                     continue
-                d = _run_child(name, mode, Path(a.programs), out, f"{mode}-r{r}", a.child_limit_s)
+                d = _run_child(name, mode, Path(a.programs).resolve(), out, work, f"{mode}-r{r}", a.child_limit_s)
                 d["round"] = r
                 runs[name].append(d)
                 print(f"{name:10s} r{r} {mode:10s} median {d.get('median_ms')} ms over {d.get('steps')} steps "

@@ -60,7 +60,7 @@ def install(torch: Any, on_sync: Callable[[Optional[FrameType]], None]) -> Calla
     original_show = warnings._showwarnmsg  # type: ignore[attr-defined]
 
     def showwarnmsg(msg: Any) -> None:
-        if isinstance(msg.message, Warning) and str(msg.message).startswith(MESSAGE):
+        if isinstance(msg.message, Warning) and MESSAGE in str(msg.message):
             on_sync(sys._getframe(1))  # the frame that called the op that synced
             if program["mode"] != 1:
                 return
