@@ -80,6 +80,14 @@ def test_text_table_shows_ms_and_share_of_wall(joined):
     assert "6 findings confirmed, 4 sync sites missed by the rules, 1 finding not reached" in text
 
 
+def test_the_headline_says_how_many_syncs_were_timed_when_not_all_were(joined):
+    from synclint.trace.output import headline
+
+    assert "timed" not in headline(joined)
+    joined.trace.sites[0].timed -= 1  # its first sync taught the clock where to look
+    assert "272 syncs at 10 sites (271 of them timed) blocked the host" in headline(joined)
+
+
 def test_json_output_is_versioned_and_complete(joined):
     doc = json.loads(render_json(joined))
     assert doc["schema"] == "synclint-trace-join" and doc["version"] == 1
