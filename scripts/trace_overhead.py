@@ -218,7 +218,7 @@ def measure(a: argparse.Namespace) -> int:
         for i, name in enumerate(names):
             modes = ["plain", "trace"] if (r + i) % 2 else ["trace", "plain"]
             if r == 1:
-                modes += ["gpu-trace", "crosscheck"]
+                modes += ["crosscheck"] + (["gpu-trace"] if name in a.gpu_trace.split(",") else [])
             for mode in modes:
                 if time.time() > deadline:
                     print(f"budget spent: skipping {name} {mode} round {r}", flush=True)
@@ -293,6 +293,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     m.add_argument("--out", default=os.environ.get("OUT") or "trace-overhead-out")
     m.add_argument("--budget-s", type=float, default=420, help="start no run after this many seconds")
     m.add_argument("--child-limit-s", type=float, default=90)
+    m.add_argument("--gpu-trace", default=",".join(PROGRAMS), help="programs also run with the GPU-trace hooks armed")
     c = sub.add_parser("child")
     c.add_argument("--mode", choices=["plain", "trace", "gpu-trace", "crosscheck"], required=True)
     c.add_argument("--warmup", type=int, required=True)
