@@ -6,14 +6,17 @@ in PROGRAMS; materialised from local clones with `fetch`, not committed):
 
 * makemore   karpathy/makemore `makemore.py`: a 4-layer character transformer, batch 32:
              launch-bound and small (a few ms a step, a `torch.cuda.synchronize()` each step);
-* pyramidnet clovaai/CutMix-PyTorch `train.py`: PyramidNet-200 (alpha 240) on CIFAR-100
-             shapes, batch 64: GPU-bound and large;
+* dla        kuangliu/pytorch-cifar `main.py`: SimpleDLA under DataParallel on CIFAR-10 shapes,
+             batch 128, cudnn autotuned: GPU-bound and large. (CutMix-PyTorch's PyramidNet-200 was
+             tried first: its own `accuracy()` fails on torch 2.11, `.view` of a non-contiguous
+             slice, before a step is taken.)
 * fixmatch   kekmodel/FixMatch-pytorch `train.py`: WRN-28-2 on CIFAR-10 shapes with
              RandAugment on 7x64 unlabelled images a step, 4 loader workers: data-loader bound.
 
 CIFAR datasets are replaced by random images of the same shapes (torchvision's CIFAR10 and
 its subclasses load no files); DataLoader iterators regain the `.next()` that FixMatch
-calls (gone from torch 2.x). Nothing in the programs is edited.
+calls (gone from torch 2.x); `stty size` answers "24 80" (pytorch-cifar's progress bar
+asks at import). Nothing in the programs is edited.
 
     python scripts/trace_overhead.py fetch --mirror /work/.mirror --dest DIR
     python scripts/trace_overhead.py measure --programs DIR --rounds 3 --out OUT    # on a GPU
@@ -25,8 +28,8 @@ both carry the same optimizer-step hook that notes the time of each step. A step
 time between two `optimizer.step()` calls; the figure is the median step of the window
 (the N steps after W warm-up steps, less the first). Round 1 also runs each program with
 `torch._C._activate_gpu_trace()` alone (the former mechanism's price, no callback), and
-once under `synclint trace --cross-check` (the profiler beside it: blocked time against
-the profiler's time in blocking CUDA calls). Writes OUT/trace-overhead.json and prints a
+once under `synclint trace --cross-check` (the profiler beside it, over fewer steps where a
+program has many: blocked time against the profiler's time in blocking CUDA calls). Writes OUT/trace-overhead.json and prints a
 table.
 """
 
@@ -50,15 +53,17 @@ PROGRAMS: Dict[str, Dict[str, Any]] = {
         "repo": "karpathy/makemore", "commit": "988aa59e4d8fefa526d06f3b453ad116258398d4",
         "files": ["makemore.py", "names.txt"], "shape": "launch-bound, small",
         "argv": ["makemore.py", "-i", "names.txt", "-o", "out", "--device", "cuda", "--max-steps", "100000"],
-        "warmup": 30, "steps": 300,
+        "warmup": 30, "steps": 300, "crosscheck_steps": 40,
     },
-    "pyramidnet": {
-        "repo": "clovaai/CutMix-PyTorch", "commit": "2d8eb68faff7fe4962776ad51d175c3b01a25734",
-        "files": ["train.py", "pyramidnet.py", "resnet.py", "utils.py"], "shape": "GPU-bound, large",
-        "argv": ["train.py", "--net_type", "pyramidnet", "--dataset", "cifar100", "--depth", "200", "--alpha", "240",
-                 "--batch_size", "64", "--lr", "0.25", "--expname", "PyraNet200", "--epochs", "300", "--beta", "0",
-                 "--no-verbose"],
-        "warmup": 10, "steps": 40,
+    "dla": {
+        "repo": "kuangliu/pytorch-cifar", "commit": "49b7aa97b0c12fe0d4054e670403a16b6b834ddd",
+        "files": ["main.py", "utils.py", "models/__init__.py", "models/densenet.py", "models/dla.py",
+                  "models/dla_simple.py", "models/dpn.py", "models/efficientnet.py", "models/googlenet.py",
+                  "models/lenet.py", "models/mobilenet.py", "models/mobilenetv2.py", "models/pnasnet.py",
+                  "models/preact_resnet.py", "models/regnet.py", "models/resnet.py", "models/resnext.py",
+                  "models/senet.py", "models/shufflenet.py", "models/shufflenetv2.py", "models/vgg.py"],
+        "shape": "GPU-bound, large",
+        "argv": ["main.py"], "warmup": 10, "steps": 40,
     },
     "fixmatch": {
         "repo": "kekmodel/FixMatch-pytorch", "commit": "040be3b8950300b052f810df31a0c6c09561e09f",
@@ -121,6 +126,16 @@ def _synthetic_cifar() -> None:
     CIFAR10.__init__ = init
 
 
+def _terminal() -> None:
+    """`stty size` answers "24 80" (a progress bar that sizes itself asks at import)."""
+    import tempfile
+
+    bin_dir = Path(tempfile.mkdtemp(prefix="trace-overhead-bin-"))
+    (bin_dir / "stty").write_text("#!/bin/sh\necho 24 80\n")
+    (bin_dir / "stty").chmod(0o755)
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def _loader_next() -> None:
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
@@ -134,6 +149,7 @@ def child(a: argparse.Namespace) -> int:
 
     _synthetic_cifar()
     _loader_next()
+    _terminal()
     stamps: List[float] = []
     total = a.warmup + a.steps
 
@@ -188,8 +204,9 @@ def _run_child(name: str, mode: str, programs: Path, out: Path, work: Path, tag:
     p = PROGRAMS[name]
     result = work / f"{name}-{tag}.json"
     log = out / "children.log"
+    steps = p.get("crosscheck_steps", p["steps"]) if mode == "crosscheck" else p["steps"]
     cmd = [sys.executable, str(Path(__file__).resolve()), "child", "--mode", mode, "--warmup", str(p["warmup"]),
-           "--steps", str(p["steps"]), "--json", str(result), "--", *p["argv"]]
+           "--steps", str(steps), "--json", str(result), "--", *p["argv"]]
     t0 = time.time()
     with open(log, "a") as f:
         f.write(f"\n===== {name} {tag}: {' '.join(cmd)}\n")

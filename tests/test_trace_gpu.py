@@ -200,7 +200,7 @@ for step in range(100):
 def _program(tmp_path, sleep_ms):
     path = tmp_path / "prog.py"
     path.write_text(PROGRAM.replace("SLEEP_MS", str(sleep_ms)))
-    lines = {tag: n for n, text in enumerate(PROGRAM.splitlines()) for tag in ("ITEM", "PAGEABLE", "EVENT", "DEVICE")
+    lines = {tag: n for n, text in enumerate(PROGRAM.splitlines(), start=1) for tag in ("ITEM", "PAGEABLE", "EVENT", "DEVICE")
              if f"# {tag}" in text}
     return path, lines
 

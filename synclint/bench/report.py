@@ -15,6 +15,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 SHIPPED = "data/bench.json"
+# The flag of runs.py: two runs' own 95% intervals are disjoint, so one run's figure is not
+# reproducible by the next; the run-to-run interval shown beside it includes that spread.
+NOT_REPRODUCIBLE = "runs disagree"
 
 VERDICT_COLOURS = {
     "faster": "#2e7d32",
@@ -149,10 +152,10 @@ def ci_label(g: Optional[Dict[str, Any]]) -> str:
 
 def regime_phrase(g: Optional[Dict[str, Any]]) -> str:
     """One regime's speedup with its interval: "1.32x (95% CI 1.28–1.36x)", "1.32x (99% over
-    5 runs 1.25–1.40x, not reproducible)"."""
+    5 runs 1.25–1.40x, runs disagree)"."""
     if not g or g.get("speedup") is None:
         return "-"
-    flag = ", not reproducible" if g.get("reproducible") is False else ""
+    flag = f", {NOT_REPRODUCIBLE}" if g.get("reproducible") is False else ""
     return f"{fmt_x(g['speedup'])} ({ci_label(g)} {fmt_ci(g.get('ci'))}{flag})"
 
 
@@ -161,7 +164,7 @@ def verdict_phrase(r: Dict[str, Any]) -> str:
     s = r.get("speedup")
     where = f" in the {r['regime']} loop" if r.get("regime") else ""
     head = (r.get("regimes") or {}).get(r.get("regime")) or r
-    ci = f"{ci_label(head)} {fmt_ci(r.get('ci'))}" + (", not reproducible" if head.get("reproducible") is False else "")
+    ci = f"{ci_label(head)} {fmt_ci(r.get('ci'))}" + (f", {NOT_REPRODUCIBLE}" if head.get("reproducible") is False else "")
     if v == "faster":
         return f"{fmt_x(s)} faster{where} ({ci})"
     if v == "memory":

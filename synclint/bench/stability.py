@@ -118,13 +118,15 @@ def render_markdown(cmp: Dict[str, Any], heading: Optional[str] = "## Stability:
         flips, withheld = cmp.get("flips") or [], cmp.get("withheld") or []
         out.append(
             f"**Intervals**: {cmp['covered']} of {cmp['intervals']} intervals of run 2 contain run 1's figure"
-            + (f"; the {len(cmp['misses_flagged'])} that do not are flagged not reproducible "
+            + (f"; the {len(cmp['misses_flagged'])} that do not are flagged (runs disagree) "
                f"({', '.join(cmp['misses_flagged'])})" if cmp["misses_flagged"] else "")
             + (f"; **{len(cmp['misses'])} miss without a flag** ({', '.join(cmp['misses'])})" if cmp["misses"] else "")
             + ". **Verdicts**: " + (f"{len(flips)} flipped ({', '.join(flips)})" if flips else "none flipped")
             + (f"; {len(withheld)} issued in one run and withheld (undecided) in the other ({', '.join(withheld)})"
                if withheld else "") + ".\n"
         )
+    if cmp.get("note"):  # what the person who took the runs adds (how they were made, what else was checked)
+        out.append(cmp["note"] + "\n")
     out.append("| rule | verdict run 1 | verdict run 2 | run 1 speedup (interval) | run 2 speedup (interval) | "
                "run 2 holds run 1 | same |")
     out.append("|---|---|---|---:|---:|---|---|")
