@@ -63,11 +63,14 @@ _BREAK = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\nG
 _DUP_BREAK = re.compile(r"Graph break \(user stack suppressed due to duplicate graph break\) in user code "
                         r"at (?P<file>.+?):(?P<line>\d+)\nGraph Break Reason: (?P<reason>.*)\Z", re.S)
 _SKIP = re.compile(r"Graph break: torch.compile cannot properly resume from this graph break.*?"
+                   r"torch.compile will skip tracing the frame (?P<frame>.*?) and fall back to eager.*?"
                    r"The graph break occurred in the following user code:\n(?P<stack>.*)\Z", re.S)
 _RECOMPILE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(?P<line>\d+)\n"
                         r"\s*triggered by the following guard failure\(s\):\n(?P<guards>.*)\Z", re.S)
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$', re.M)
 _GB_LINK = re.compile(r"/gb/gb(\d{4})\.html")
+# a break Dynamo cannot resume from (in a loop, in a with-block it cannot reconstruct...) skips the frame
+_SKIPPED = re.compile(r"frame skipped: (?P<fn>\S+) \((?P<file>.+?) line (?P<line>\d+)\)")
 
 
 def _registry() -> Dict[str, str]:
@@ -112,7 +115,7 @@ class Break:
     context: str
     explanation: str
     stack: List[Tuple[str, int, str]]  # outermost first, as Dynamo printed it
-    skipped_frame: bool = False  # the whole frame fell back to eager
+    skipped: Optional[Tuple[str, int, str]] = None  # the frame that fell back to eager whole, if one did
 
 
 @dataclass
@@ -177,22 +180,26 @@ class CompileRecorder(logging.Handler):
             return
         m = _BREAK.match(msg)
         if m:
-            reason, stack, skipped = m["reason"], _frames(m["stack"] or ""), False
+            reason, stack = m["reason"], _frames(m["stack"] or "")
             reason = reason.split("\n\nStack variable source attribution:")[0]
             file, line = m["file"], int(m["line"])
         elif (m := _DUP_BREAK.match(msg)):
-            reason, stack, skipped = m["reason"], None, False
+            reason, stack = m["reason"], None
             file, line = m["file"], int(m["line"])
         elif (m := _SKIP.search(msg)):
-            stack, skipped = _frames(m["stack"]), True
+            stack = _frames(m["stack"])
             exc = record.exc_info[1] if record.exc_info else None
             reason = str(getattr(exc, "msg", exc) or "")
+            if not _SKIPPED.search(reason):
+                reason += f"\nframe skipped: {m['frame']}"
             if not stack:
                 return
             file, line = stack[-1][0], stack[-1][1]
         else:
             return
         gb_type, ctx, expl = parse_reason(reason)
+        sk = _SKIPPED.search(reason)
+        skipped = (sk["file"], int(sk["line"]), sk["fn"]) if sk else None
         key = (file, line, gb_type)
         if stack:
             self._stacks.setdefault(key, stack)
@@ -425,9 +432,14 @@ def summarise(rec: CompileRecorder, root: Path, driver: Path) -> dict:
                 "explanation": b.explanation[:300],
                 "dynamo_at": f"{dyn_path}:{b.line}",
                 "stack": [f"{p}:{ln}" for (p, _), ln, _ in frames][-6:],
-                "skipped_frame": b.skipped_frame, "count": 0,
+                "skips_frames": [], "count": 0,
             }
         e["count"] += 1
+        if b.skipped:
+            sk_path, _ = _rel(b.skipped[0], roots)
+            frame = f"{sk_path}:{b.skipped[1]} {b.skipped[2]}"
+            if frame not in e["skips_frames"]:
+                e["skips_frames"].append(frame)
     recompiles: Dict[Tuple[str, int, str], dict] = {}
     for r in rec.recompiles:
         path, ok = _rel(r.file, roots)
@@ -516,7 +528,9 @@ def record(programs: List[Program], backend: Optional[str], compare: bool, pytho
         print(f"{p.name}: {len(got['breaks'])} break sites ({n_in} in the program), "
               f"{len(got['recompiles'])} recompiled functions, {got['unique_graphs']} graphs, "
               f"{got['seconds']} s, backend {got['backend']}; {status}")
-        if compare:
+        if compare and not (p.folder / "recorded.json").exists():
+            print("  no recorded.json to compare with")
+        elif compare:
             base = json.loads((p.folder / "recorded.json").read_text())
             a = {(b["path"], b["line"], b["gb_type"]) for b in base["breaks"]}
             b_ = {(b["path"], b["line"], b["gb_type"]) for b in got["breaks"]}
