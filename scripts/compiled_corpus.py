@@ -280,13 +280,19 @@ def case_of(gb_id: Optional[str], gb_type: str, context: str, code: str) -> str:
     if gb_id == "GB0059" and re.search(r"builtin (int|float|bool)\b", context):
         return "scalar_conversion"
     if gb_id in _DYNAMIC_SHAPE:
-        for case, pat in (("masked_select", r"masked_select\("), ("unique", r"\bunique(_consecutive)?\("),
-                          ("repeat_interleave", r"repeat_interleave\("), ("nonzero", r"\b(nonzero|argwhere)\("),
-                          ("where1", r"\bwhere\(")):
+        # Dynamo names the operator (aten.nonzero.default, aten.bincount.default...); nonzero is
+        # also what a boolean mask and a one-argument where lower to, so the line tells those apart
+        op = context
+        for case, name in (("masked_select", "masked_select"), ("unique", "unique"),
+                           ("repeat_interleave", "repeat_interleave")):
+            if name in op or re.search(rf"\b{name}(_consecutive)?\(", c):
+                return case
+        if "nonzero" not in op and "index" not in op:
+            return "other"  # bincount, histc...: data-dependent sizes outside the cases
+        for case, pat in (("nonzero", r"\b(nonzero|argwhere)\("), ("where1", r"\bwhere\(")):
             if re.search(pat, c):
                 return case
-        if "[" in c:
-            return "bool_mask"
+        return "bool_mask" if "[" in c else "nonzero"
     return "other"
 
 
