@@ -2,8 +2,8 @@
 their graph breaks and recompilations recorded (see docs/compiled-corpus.md).
 
     python scripts/compiled_corpus.py fetch                 # materialise the programs from local bare clones
-    python scripts/compiled_corpus.py record                # run every driver, write eval/compiled/*/recorded.json
-    python scripts/compiled_corpus.py record lingua --backend eager --compare   # same breaks under another backend?
+    python scripts/compiled_corpus.py record                # run every driver (backend eager), write recorded.json
+    python scripts/compiled_corpus.py record timesfm --backend as-written --compare   # same breaks as the program's own backend?
     python scripts/compiled_corpus.py score --code SYN7     # static compile findings against the recorded breaks
 
 Each program is a folder of eval/compiled/: `program.toml` names the repository, commit and
@@ -496,7 +496,7 @@ def run_driver(name: str, backend: Optional[str], out: Path) -> int:
         "unique_graphs": counters["stats"]["unique_graphs"],
         "seconds": round(time.perf_counter() - t0, 1),
         "torch": torch.__version__, "python": platform.python_version(),
-        "backend": backend or "as written", "error": error,
+        "backend": backend or "as-written", "error": error,
     })
     out.write_text(json.dumps(result, indent=1) + "\n")
     return 0
@@ -674,7 +674,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     f.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     r = sub.add_parser("record", help="run the drivers, write recorded.json")
     r.add_argument("names", nargs="*")
-    r.add_argument("--backend", help="force this torch.compile backend (eager, aot_eager, inductor)")
+    r.add_argument("--backend", default="eager",
+                   help="torch.compile backend forced on every compile call (eager, aot_eager, inductor), or "
+                        "'as-written' for the program's own arguments (default: eager)")
     r.add_argument("--compare", action="store_true",
                    help="write recorded.<backend>.json instead and compare its break sites with recorded.json")
     r.add_argument("--python", default=sys.executable, help="interpreter with torch and the programs' requirements")
@@ -696,7 +698,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if a.cmd == "fetch":
         return fetch(programs, a.mirror)
     if a.cmd == "record":
-        return record(programs, a.backend, a.compare, a.python)
+        return record(programs, None if a.backend == "as-written" else a.backend, a.compare, a.python)
     result = score(programs, a.code, a.findings, a.python)
     print_score(result)
     if a.verbose:
