@@ -1,9 +1,10 @@
 """The compiled-code corpus: real programs that use torch.compile, run with synthetic data,
 their graph breaks and recompilations recorded (see docs/compiled-corpus.md).
 
+    pip install $(python scripts/compiled_corpus.py requirements)   # the programs' dependencies, torch pinned
     python scripts/compiled_corpus.py fetch                 # materialise the programs from local bare clones
-    python scripts/compiled_corpus.py record                # run every driver (backend eager), write recorded.json
-    python scripts/compiled_corpus.py record timesfm --backend as-written --compare   # same breaks as the program's own backend?
+    python scripts/compiled_corpus.py record                # run every driver as written, write recorded.json
+    python scripts/compiled_corpus.py record timesfm --backend eager --compare   # same breaks with backend eager?
     python scripts/compiled_corpus.py score --code SYN7     # static compile findings against the recorded breaks
 
 Each program is a folder of eval/compiled/: `program.toml` names the repository, commit and
@@ -45,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "eval" / "compiled"
 # Outside the checkout: inside it, the checkout's .gitignore would apply to the code.
 CORPUS = Path(os.environ.get("SYNCLINT_COMPILED_CORPUS", ROOT.parent / "synclint-compiled-corpus"))
+TORCH = "torch==2.13.0"  # the version recorded.json was made with; pinned so pip never upgrades it
 
 # The cases of issue 36 (point 2) that the static compile findings are scored on; a recorded
 # break of any other kind (a torch.compiler.disable'd call, backward(), an untraceable
@@ -574,25 +576,37 @@ def _selected(code: str, codes: Sequence[str]) -> bool:
 
 
 def score_program(recorded: dict, expected: dict, findings: List[dict], codes: Sequence[str],
-                  source: Optional[Path], tallies: Dict[str, Tally]) -> None:
-    """Adds one program to `tallies` (per case, and "all"). A finding is right when its rows
-    cover the line of a recorded break (any kind of break: the line does split the graph); a
-    finding on a line listed in expected.toml's [[maybe]] (a break the driver cannot reach)
-    is not counted; any other is wrong. Recall counts the recorded breaks of CASES only."""
+                  source: Optional[Path], tallies: Dict[str, Tally], files: Iterable[str]) -> None:
+    """Adds one program to `tallies` (per case, and "all"). Only findings in `files` (the files
+    read for expected.toml) count. A finding is right when its rows cover the line of a
+    recorded break (any kind of break: the line does split the graph); a finding on a line
+    listed in expected.toml's [[maybe]] (a break the driver cannot reach) is not counted; any
+    other is wrong. Recall counts the recorded breaks of CASES only."""
+    read = {os.path.normpath(f) for f in files}
     name = recorded.get("program", "?")
     truth: Dict[Tuple[str, int], str] = {}
     for b in recorded.get("breaks", []):
         if b["in_program"]:
             prev = truth.get((b["path"], b["line"]))
             truth[(b["path"], b["line"])] = b["case"] if prev in (None, "other") else prev
+    # a [[cause]] is a line that Dynamo reported elsewhere (bincount at its first use, a backend
+    # failure at the caller's line): a finding on the cause names that break
+    alias: Dict[Tuple[str, int], Tuple[str, int]] = {}
+    for c in expected.get("cause", []):
+        at = (c["path"], c["break_line"])
+        if at in truth:
+            alias[(c["path"], c["line"])] = at
+            truth[at] = c.get("case", truth[at])
     maybes = {(m["path"], m["line"]) for m in expected.get("maybe", [])}
     hit_lines = set()
     for f in findings:
         if not _selected(f["code"], codes):
             continue
         path = os.path.normpath(f["filename"])
+        if path not in read:
+            continue
         rows = range(f["location"]["row"], f["end_location"]["row"] + 1)
-        hits = [(path, r) for r in rows if (path, r) in truth]
+        hits = [alias.get((path, r), (path, r)) for r in rows if (path, r) in truth or (path, r) in alias]
         if hits:
             hit_lines.update(hits)
             case = truth[hits[0]]
@@ -644,7 +658,7 @@ def score(programs: List[Program], codes: Sequence[str], findings_dir: Optional[
             if not p.root.is_dir():
                 raise SystemExit(f"{p.root} is missing: run `python scripts/compiled_corpus.py fetch` first")
             findings, source = run_synclint(p.root, codes, python), p.root
-        score_program(recorded, load_expected(p), findings, codes, source, tallies)
+        score_program(recorded, load_expected(p), findings, codes, source, tallies, [f["path"] for f in p.files])
     return {"programs": [p.name for p in programs], "codes": list(codes),
             "cases": {k: {"tp": t.tp, "fp": t.fp, "precision": t.precision(), "breaks": t.breaks,
                           "found": t.found, "recall": t.recall()} for k, t in sorted(tallies.items())},
@@ -674,9 +688,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     f.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     r = sub.add_parser("record", help="run the drivers, write recorded.json")
     r.add_argument("names", nargs="*")
-    r.add_argument("--backend", default="eager",
+    r.add_argument("--backend", default="as-written",
                    help="torch.compile backend forced on every compile call (eager, aot_eager, inductor), or "
-                        "'as-written' for the program's own arguments (default: eager)")
+                        "'as-written' for the program's own arguments (the default)")
     r.add_argument("--compare", action="store_true",
                    help="write recorded.<backend>.json instead and compare its break sites with recorded.json")
     r.add_argument("--python", default=sys.executable, help="interpreter with torch and the programs' requirements")
@@ -687,6 +701,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     s.add_argument("--json", type=Path, help="write the full result")
     s.add_argument("--verbose", "-v", action="store_true", help="list misses and false findings")
     s.add_argument("--python", default=sys.executable)
+    sub.add_parser("requirements", help="print the programs' pinned requirements, torch first (for pip install)")
     x = sub.add_parser("_run")  # internal: one driver, in its own process
     x.add_argument("name")
     x.add_argument("--backend")
@@ -694,6 +709,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "_run":
         return run_driver(a.name, a.backend, a.out)
+    if a.cmd == "requirements":
+        reqs = {r for p in load_programs() for r in p.requirements}
+        print("\n".join([TORCH, *sorted(reqs, key=str.lower)]))
+        return 0
     programs = load_programs(a.names)
     if a.cmd == "fetch":
         return fetch(programs, a.mirror)

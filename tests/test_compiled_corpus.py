@@ -75,7 +75,7 @@ def test_case_of_reads_the_line_when_dynamo_reason_is_shared():
 def test_score_counts_precision_and_recall_per_case(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    (src / "m.py").write_text("a = 1\nv = t.item()\nif t > 0:\n    pass\nb = y[m]\nw = x.item()\nhelper(x)\n")
+    (src / "m.py").write_text("a = 1\nv = t.item()\nif t > 0:\n    x[m] = y\nb = y[m]\nw = x.item()\nhelper(x)\n")
     recorded = {"program": "fake", "breaks": [
         {"path": "m.py", "line": 2, "in_program": True, "case": "item"},
         {"path": "m.py", "line": 3, "in_program": True, "case": "tensor_branch"},
@@ -83,24 +83,27 @@ def test_score_counts_precision_and_recall_per_case(tmp_path):
         {"path": "m.py", "line": 7, "in_program": True, "case": "other"},  # not scored for recall
         {"path": "torch/nn/functional.py", "line": 9, "in_program": False, "case": "item"},  # outside: ignored
     ]}
-    expected = {"maybe": [{"path": "m.py", "line": 6}]}
+    expected = {"maybe": [{"path": "m.py", "line": 6}],
+                # the break recorded at line 7 (a call) is caused by line 4: a finding there names it
+                "cause": [{"path": "m.py", "line": 4, "break_line": 7, "case": "bool_mask"}]}
 
     def finding(code, row, end=None):
         return {"code": code, "filename": "m.py", "location": {"row": row, "column": 1},
                 "end_location": {"row": end or row, "column": 9}}
 
-    findings = [finding("SYN701", 2), finding("SYN702", 3, 4), finding("SYN701", 1),  # right, right, wrong
+    findings = [finding("SYN701", 2), finding("SYN702", 3), finding("SYN701", 1),  # right, right, wrong
                 finding("SYN701", 6),  # on a [[maybe]] line: not counted
-                finding("SYN703", 7),  # right: the line breaks, though of a case not scored
-                finding("SYN101", 5)]  # not a code we were given
+                finding("SYN703", 4),  # right: the cause of the break recorded at line 7
+                finding("SYN101", 5),  # not a code we were given
+                dict(finding("SYN701", 3), filename="other.py")]  # not a file that was read: ignored
     tallies = defaultdict(cc.Tally)
-    cc.score_program(recorded, expected, findings, ["SYN70"], src, tallies)
+    cc.score_program(recorded, expected, findings, ["SYN70"], src, tallies, ["m.py"])
     allt = tallies["all"]
-    assert (allt.tp, allt.fp, allt.breaks, allt.found) == (3, 1, 3, 2)
-    assert tallies["item"].recall() == 1.0 and tallies["bool_mask"].recall() == 0.0
+    assert (allt.tp, allt.fp, allt.breaks, allt.found) == (3, 1, 4, 3)
+    assert tallies["item"].recall() == 1.0 and tallies["bool_mask"].recall() == 0.5
     assert tallies["tensor_branch"].precision() == 1.0
     assert tallies["unknown"].fp == 1 and allt.fps == ["fake/m.py:1 SYN701 a = 1"]
-    assert allt.misses == ["fake/m.py:5 [bool_mask]"]
+    assert allt.misses == ["fake/m.py:5 [bool_mask]"] and tallies["bool_mask"].tp == 1
 
 
 def test_programs_are_well_formed():
@@ -110,11 +113,13 @@ def test_programs_are_well_formed():
         assert len(p.commit) == 40 and p.files and (p.folder / "driver.py").is_file(), p.name
         lines = {f["path"]: f["lines"] for f in p.files}
         exp = tomllib.loads((p.folder / "expected.toml").read_text())
-        for e in exp.get("break", []) + exp.get("maybe", []):
+        for e in exp.get("break", []) + exp.get("maybe", []) + exp.get("cause", []):
             assert e["path"] in lines and 1 <= e["line"] <= lines[e["path"]], (p.name, e)
             assert e["why"].strip(), (p.name, e)
-        for e in exp.get("break", []):
-            assert e["case"] in cc.CASES + ("other",), (p.name, e)
+        for e in exp.get("break", []) + exp.get("cause", []):
+            assert e.get("case", "other") in cc.CASES + ("other",), (p.name, e)
+        for e in exp.get("cause", []):
+            assert 1 <= e["break_line"] <= lines[e["path"]] and e["why"].strip(), (p.name, e)
         rec = json.loads((p.folder / "recorded.json").read_text())
         assert rec["torch"] and rec["backend"] and rec["commit"] == p.commit, p.name
         for b in rec["breaks"]:
