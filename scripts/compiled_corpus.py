@@ -395,6 +395,8 @@ def fetch(programs: Iterable[Program], mirror: Path) -> int:
 def _rel(path: str, roots: Sequence[Tuple[str, Path]]) -> Tuple[str, bool]:
     """(path as recorded, inside the program?): relative to the program root, 'driver.py' for the
     driver, else site-packages-relative (torch/..., tensordict/...)."""
+    if not os.path.isabs(path):  # "<frozen runpy>", "<string>": no file of the program
+        return path, False
     ap = os.path.realpath(path)
     for label, r in roots:
         rp = os.path.realpath(r)
@@ -425,18 +427,18 @@ def summarise(rec: CompileRecorder, root: Path, driver: Path) -> dict:
     for b in rec.breaks:
         frames = [(_rel(f, roots), ln, fn) for f, ln, fn in b.stack] or [(_rel(b.file, roots), b.line, "?")]
         inside = [(p, ln, fn) for (p, ok), ln, fn in frames if ok]
-        dyn_path, _ = _rel(b.file, roots)
+        dyn_path, dyn_inside = _rel(b.file, roots)
         if inside:
             path, line, _ = inside[-1]
             abs_path = str(root / path)
-        else:
+        else:  # no program frame in the stack: where Dynamo says it stopped (maybe a library line)
             path, line, abs_path = dyn_path, b.line, b.file
         key = (path, line, b.gb_type)
         e = breaks.get(key)
         if e is None:
             code = _code_at(abs_path, line)
             e = breaks[key] = {
-                "path": path, "line": line, "in_program": bool(inside), "code": code,
+                "path": path, "line": line, "in_program": bool(inside) or dyn_inside, "code": code,
                 "case": case_of(b.gb_id, b.gb_type, b.context, code),
                 "gb_id": b.gb_id, "gb_type": b.gb_type, "context": b.context[:300],
                 "explanation": b.explanation[:300],
