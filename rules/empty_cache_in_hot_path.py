@@ -9,8 +9,9 @@ EMPTY_CACHE = {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"}
 class EmptyCacheInHotPath(Rule):
     """
     ## What it does
-    Flags `torch.cuda.empty_cache()`, tagged hot in a loop body, a `forward`, a `*_step`, or a
-    function called from them).
+    Flags `torch.cuda.empty_cache()` where it runs every step: in a loop body, a `forward`, a
+    `*_step`, or a function called from them (in any module). Called once, between phases,
+    it costs nothing worth a finding, and is not reported.
 
     ## Why is this bad?
     It hands every fully free cached segment back to the driver. `cudaFree` synchronizes the
@@ -32,6 +33,7 @@ class EmptyCacheInHotPath(Rule):
     MESSAGE = "`torch.cuda.empty_cache()` synchronizes and discards the allocator cache that later steps reuse"
     FIX_TITLE = "Call it between phases (or under `if step % N == 0:`), not every step"
     CATALOGUE = ("G5",)
+    HOT_ONLY = True
     VALID = [
         Valid("import torch\nfor _ in range(3):\n    y = torch.ones(3, device='cuda')\ntorch.cuda.empty_cache()\n", cold=True),
         Valid("import torch\nfor step in range(100):\n    if step % 50 == 0:\n        torch.cuda.empty_cache()\n", cold=True),

@@ -94,6 +94,8 @@ class TensorTolist(Rule):
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
         ),
+        # a shape as a tensor is made on the host, whatever the device of what it measures
+        Valid("import torch\nx = torch.ones(3, 4, device='cuda')\nfor _ in range(3):\n    dims = torch._shape_as_tensor(x).tolist()\n"),
     ]
     INVALID = [
         Invalid(

@@ -112,6 +112,8 @@ class TensorTruthiness(Rule):
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
         ),
+        # another device backend's query is a Python bool, as `torch.cuda.is_available()` is
+        Valid("import torch\nx = torch.ones(3, device='cuda')\nif torch.npu.is_available():\n    x = x.npu()\n"),
     ]
     INVALID = [
         Invalid(

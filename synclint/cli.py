@@ -88,21 +88,37 @@ def main() -> None:
     """
 
 
+# Paths are not tested for readability here: an unreadable file or folder gets its own error
+# line from the run, like one found by a walk, and the other paths are still checked.
+_PATHS = click.Path(path_type=str, readable=False)
+
+
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, type=_PATHS)
 @click.option("--select", multiple=True, metavar="RULES",
               help="Rules to enable instead of the defaults: codes (SYN101), prefixes (SYN1) or names; comma-separated, repeatable. ALL enables every rule.")
 @click.option("--ignore", multiple=True, metavar="RULES", help="Rules to disable (codes, prefixes or names).")
 @click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to enable on top of the defaults, e.g. off-by-default ones.")
 @click.option("--hot-only", is_flag=True, help="Report only findings in hot code (loop bodies, forward, *_step, functions called from loops).")
+@click.option("--exclude", multiple=True, metavar="PATTERNS",
+              help="Paths to leave out (gitignore-style patterns, relative to the current folder; comma-separated, repeatable); replaces `exclude` in [tool.synclint].")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS",
+              help="Paths to leave out in addition to `exclude` and `extend-exclude` (as --exclude).")
 @click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True,
               help="How to print findings: text (with source), concise (a line each), json, sarif, github, junit, gitlab (Code Quality).")
+@click.option("--output-file", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to this file (replaced whole, never half-written) instead of stdout; error lines still go to stderr.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
+@click.option("--quiet", "-q", is_flag=True, help="Print the findings (and error lines) only: no summary or counts.")
+@click.option("--silent", "-s", is_flag=True, help="Print nothing but a --diff; the exit code says what was found.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
+@click.option("--show-settings", is_flag=True, help="Print the settings a check of PATHS would use, and the file they came from; check nothing.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Show the fixes as a unified diff; write nothing (exit 1 if there is a diff).")
+@click.option("--watch", "-w", is_flag=True,
+              help="Check again each time a Python file, .gitignore or the configuration changes, until Ctrl-C (unchanged files come from the cache; file events with `pip install 'synclint[watch]'`, else a look once a second).")
 @click.option("--force-exclude", is_flag=True, help="Apply `exclude` to files named on the command line too (for pre-commit, which names every staged file).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.synclint_cache/).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: one per CPU).")
@@ -114,10 +130,8 @@ def main() -> None:
 @click.option("--verbose", "-v", is_flag=True, help="Also name each folder or file the walk skipped, and why.")
 @click.option("--bench", "bench_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Bench results JSON for --report (default: the shipped results, whose file names the GPU they were measured on).")
 @click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A `synclint trace` JSON of a run of these files: --report shows each finding's measured cost in it.")
-@click.option("--file-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Seconds one file's analysis may take in each phase before it is skipped with an error (default: `file-timeout` in [tool.synclint], else 300).")
-def check(paths, select, ignore, extend_select, hot_only, output_format, statistics, exit_zero,
-          config_file, fix, unsafe_fixes, diff, force_exclude, no_cache, jobs, no_source, baseline, report_file, add_noqa,
-          stdin_filename, verbose, bench_file, trace_file, file_timeout):
+@click.option("--file-timeout", type=float, metavar="SECONDS", help="Seconds one file's analysis may take in each phase before it is skipped with an error (default: `file-timeout` in [tool.synclint], else 300; inf: no limit).")
+def check(**options):
     """Check PATHS (files or directories; default: the current directory).
 
     \b
@@ -129,79 +143,143 @@ def check(paths, select, ignore, extend_select, hot_only, output_format, statist
     \b
     Examples:
       synclint check src/ --select SYN1,SYN2
-      synclint check train.py --output-format json
-      synclint check . --extend-select SYN115 --ignore tensor-formatting
-      synclint check . --fix --diff
+      synclint check train.py --output-format json -o findings.json
+      synclint check . --extend-select SYN901 --ignore tensor-formatting
+      synclint check . --diff
+      synclint check src/ --watch
     """
-    from synclint import pipeline
-    from synclint.output import echo_errors, echo_skipped, emit
+    from types import SimpleNamespace
+
     from synclint.workers import collect_less
 
     _FAST_EXIT.append(True)
-    collect_less()
-    if add_noqa and (fix or diff):
+    collect_less()  # (once: a --watch session's later runs collect as usual)
+    o = SimpleNamespace(**options)
+    o.paths = list(o.paths) or ["."]
+    _check_usage(o)
+    if o.show_settings:
+        _show_settings(o)
+    if not o.watch:
+        raise click.exceptions.Exit(_check_once(o))
+    from synclint.config import find_config
+    from synclint.watch import watch
+
+    config = o.config_file or find_config(Path(o.paths[0]))  # (also when it lies above the paths)
+    raise click.exceptions.Exit(watch(lambda: _check_once(o), o.paths, config_file=config, quiet=o.quiet or o.silent))
+
+
+def _check_usage(o) -> None:
+    """The combinations of `check` options that make no sense: one error line, exit 2."""
+    stdin = o.paths == ["-"]
+    if o.add_noqa and (o.fix or o.diff):
         raise _fail("--add-noqa cannot be combined with --fix or --diff")
-    if trace_file is not None and report_file is None:
+    if o.trace_file is not None and o.report_file is None:
         raise _fail("--trace goes with --report FILE (the report shows the traced cost per finding)")
-    paths = list(paths) or ["."]
-    stdin = paths == ["-"]
-    if "-" in paths and not stdin:
+    if "-" in o.paths and not stdin:
         raise _fail("`-` (read stdin) cannot be mixed with other paths")
-    if stdin_filename and not stdin:
+    if o.stdin_filename and not stdin:
         raise _fail("--stdin-filename needs `-` as the path")
+    if o.watch and (stdin or o.add_noqa or o.show_settings):
+        raise _fail("--watch cannot be combined with " + ("`-` (stdin)" if stdin else "--add-noqa" if o.add_noqa
+                                                          else "--show-settings"))
+    if o.output_file is not None and stdin and (o.fix or o.diff):
+        raise _fail("--output-file cannot be combined with --fix or --diff on stdin (the fixed text goes to stdout)")
+
+
+def _show_settings(o) -> None:
+    """`check --show-settings`: the settings a check of the first path would use."""
+    from synclint import pipeline
+    from synclint.output import settings_text
+
     try:
-        setup = pipeline.configure(
-            config_file=config_file, start=Path(stdin_filename or ".") if stdin else Path(paths[0]),
-            select=select, ignore=ignore, extend_select=extend_select, hot_only=hot_only,
-            no_cache=no_cache, file_timeout=file_timeout, lazy=not (fix or diff))
-        if stdin:
-            _check_stdin(setup, stdin_filename or "-", output_format=output_format, statistics=statistics, fix=fix,
-                         diff=diff, unsafe=unsafe_fixes, force_exclude=force_exclude, exit_zero=exit_zero,
-                         no_source=no_source)
-        outcome = pipeline.run(setup, paths, force_exclude=force_exclude, jobs=jobs, baseline=baseline)
+        text = settings_text(_configure(o), o.stdin_filename or "-" if o.paths == ["-"] else o.paths[0])
     except pipeline.PipelineError as e:
         raise _fail(str(e))
-    echo_errors(outcome.missing)
-    if verbose:
-        echo_skipped(outcome.skipped)
+    click.echo(text)
+    raise click.exceptions.Exit(EXIT_CLEAN)
 
-    if add_noqa:
+
+def _configure(o):
+    """The configuration and rule selection of a check with options `o`."""
+    from synclint import pipeline
+
+    stdin = o.paths == ["-"]
+    return pipeline.configure(
+        config_file=o.config_file, start=Path(o.stdin_filename or ".") if stdin else Path(o.paths[0]),
+        select=o.select, ignore=o.ignore, extend_select=o.extend_select, hot_only=o.hot_only,
+        exclude=o.exclude or None, extend_exclude=o.extend_exclude, no_cache=o.no_cache,
+        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff))
+
+
+def _check_once(o) -> int:
+    """One check with options `o` (already vetted by `_check_usage`): its exit code. A usage
+    or configuration error is its error line and exit 2."""
+    from synclint import pipeline
+    from synclint.output import echo_errors, echo_skipped, emit
+
+    try:
+        try:
+            setup = _configure(o)
+            if o.paths == ["-"]:
+                _check_stdin(setup, o.stdin_filename or "-", o)
+            outcome = pipeline.run(setup, o.paths, force_exclude=o.force_exclude, jobs=o.jobs, baseline=o.baseline)
+        except pipeline.PipelineError as e:
+            raise _fail(str(e))
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    loud = not o.silent
+    if loud:
+        echo_errors(outcome.missing)
+    if o.verbose and loud:
+        echo_skipped(outcome.skipped)
+    if setup.cfg.select == [] and not setup.cfg.extend_select and loud:
+        click.echo(f"synclint: warning: no rule is selected (`select = []` in {setup.cfg.path}); "
+                   "nothing is checked", err=True)
+
+    if o.add_noqa:
         from synclint.autofix import add_noqa as add_directives
 
         added = add_directives(outcome)
-        echo_errors(outcome.errors)
-        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-        raise click.exceptions.Exit(outcome.exit_code(exit_zero, count_findings=False))
-    if fix or diff:
+        if loud:
+            echo_errors(outcome.errors)
+        if not (o.quiet or o.silent):
+            click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+        return outcome.exit_code(o.exit_zero, count_findings=False)
+    if o.fix or o.diff:
         from synclint.autofix import fix_files, unfixable_note
 
-        changed = fix_files(setup, outcome, write=fix and not diff, unsafe=unsafe_fixes, show_diff=diff)
-        if diff:
-            echo_errors(outcome.errors)
-            note = unfixable_note(outcome, unsafe_fixes)
-            if note:
+        changed = fix_files(setup, outcome, write=o.fix and not o.diff, unsafe=o.unsafe_fixes, show_diff=o.diff,
+                            quiet=o.quiet or o.silent)
+        if o.diff:
+            note = unfixable_note(outcome, o.unsafe_fixes)
+            if loud:
+                echo_errors(outcome.errors)
+            if note and not (o.quiet or o.silent):
                 click.echo(note, err=True)
-            raise click.exceptions.Exit(outcome.exit_code(exit_zero, count_findings=False, changed=changed))
+            return outcome.exit_code(o.exit_zero, count_findings=False, changed=changed)
 
     outcome.findings.sort(key=lambda f: f.sort_key())
-    echo_errors(outcome.errors)
-
-    if report_file is not None:
+    if loud:
+        echo_errors(outcome.errors)
+    if o.report_file is not None:
         from synclint.report import write_report
 
-        write_report(outcome.findings, report_file, bench_file, trace_file)
+        write_report(outcome.findings, o.report_file, o.bench_file, o.trace_file)
+    if loud or o.output_file is not None:
+        try:
+            emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
+                 verbose=o.verbose, summary=not (o.quiet or o.silent), output_file=o.output_file)
+        except OSError as e:
+            return _fail(f"{o.output_file}: cannot write the report: {e.strerror or e}").exit_code
+    return outcome.exit_code(o.exit_zero)
 
-    emit(output_format, outcome, statistics=statistics, show_source=not no_source, unsafe=unsafe_fixes,
-         verbose=verbose)
-    raise click.exceptions.Exit(outcome.exit_code(exit_zero))
 
-
-def _check_stdin(setup, name, *, output_format, statistics, fix, diff, unsafe, force_exclude, exit_zero, no_source):
+def _check_stdin(setup, name, o):
     """`synclint check - --stdin-filename PATH`: the text on stdin, checked as if it were PATH
     (its config, per-file-ignores and name). With --fix the fixed text goes to stdout and
     the findings left to stderr, as Ruff does; with --diff, the diff goes to stdout."""
     from synclint import pipeline
-    from synclint.discovery import excluded_by_config
+    from synclint.discovery import Excludes
     from synclint.engine import LintError
     from synclint.source import decode_source
     from synclint.findings import FileError
@@ -211,7 +289,8 @@ def _check_stdin(setup, name, *, output_format, statistics, fix, diff, unsafe, f
 
     data = sys.stdin.buffer.read()
     cfg = setup.cfg
-    if force_exclude and name != "-" and excluded_by_config(name, cfg.exclude, cfg.root):
+    fix, diff, loud = o.fix, o.diff, not o.silent
+    if o.force_exclude and name != "-" and Excludes(cfg.exclude_sets()).match(name):
         if fix:
             click.echo(data.decode("utf-8", "surrogateescape"), nl=False)
         raise click.exceptions.Exit(EXIT_CLEAN)  # excluded: nothing to say, the text unchanged
@@ -223,43 +302,50 @@ def _check_stdin(setup, name, *, output_format, statistics, fix, diff, unsafe, f
         from synclint.autofix import fix_stdin, unified_diff
 
         try:
-            new, n = fix_stdin(setup, outcome, name, text, unsafe=unsafe)
+            new, n = fix_stdin(setup, outcome, name, text, unsafe=o.unsafe_fixes)
         except (LintError, FixError) as e:
             outcome.errors.append(FileError(name, str(e)))
     if fix or diff:
         if any(e.code is None for e in outcome.errors):
             if fix:
                 click.echo(text, nl=False)  # a filter never swallows its input
-            echo_errors(outcome.errors)
+            if loud:
+                echo_errors(outcome.errors)
             raise click.exceptions.Exit(EXIT_ERROR)
-        echo_errors(outcome.errors)
+        if loud:
+            echo_errors(outcome.errors)
         if diff:
             click.echo(unified_diff(name, text, new), nl=False)
-            raise click.exceptions.Exit(outcome.exit_code(exit_zero, count_findings=False, changed=bool(n)))
+            raise click.exceptions.Exit(outcome.exit_code(o.exit_zero, count_findings=False, changed=bool(n)))
         click.echo(new, nl=False)
-        for f in outcome.findings:
+        for f in outcome.findings if loud else ():
             click.echo(f"{f.filename}:{f.row}:{f.column}: {f.code} {f.message}", err=True)
-        raise click.exceptions.Exit(outcome.exit_code(exit_zero))
-    echo_errors(outcome.errors)
-    emit(output_format, outcome, statistics=statistics, show_source=not no_source, unsafe=unsafe,
-         sources={name: source_lines(text)})
-    raise click.exceptions.Exit(outcome.exit_code(exit_zero))
+        raise click.exceptions.Exit(outcome.exit_code(o.exit_zero))
+    if loud:
+        echo_errors(outcome.errors)
+    if loud or o.output_file is not None:
+        emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
+             sources={name: source_lines(text)}, summary=not (o.quiet or o.silent), output_file=o.output_file)
+    raise click.exceptions.Exit(outcome.exit_code(o.exit_zero))
 
 
 @main.command("baseline")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, type=_PATHS)
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path), default=".synclint-baseline.json",
               show_default=True, help="Where to write the baseline.")
 @click.option("--select", multiple=True, metavar="RULES", help="Rules to record instead of the defaults (as for check).")
 @click.option("--ignore", multiple=True, metavar="RULES", help="Rules to leave out (as for check).")
 @click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to add to the defaults (as for check).")
 @click.option("--hot-only", is_flag=True, help="Record only findings in hot code.")
+@click.option("--exclude", multiple=True, metavar="PATTERNS", help="Paths to leave out; replaces `exclude` (as for check).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Paths to leave out in addition (as for check).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read [tool.synclint] from this file instead of the nearest pyproject.toml.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-@click.option("--file-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+@click.option("--file-timeout", type=float, metavar="SECONDS",
               help="Seconds one file's analysis may take in each phase (as for check).")
-def baseline_command(paths, output, select, ignore, extend_select, hot_only, config_file, no_cache, file_timeout):
+def baseline_command(paths, output, select, ignore, extend_select, hot_only, exclude, extend_exclude, config_file,
+                     no_cache, file_timeout):
     """Record today's findings in PATHS so that `check --baseline FILE` reports only new ones.
 
     \b
@@ -279,8 +365,8 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, con
     paths = list(paths) or ["."]
     try:
         setup = pipeline.configure(config_file=config_file, start=Path(paths[0]), select=select, ignore=ignore,
-                                   extend_select=extend_select, hot_only=hot_only,
-                                   no_cache=no_cache, file_timeout=file_timeout)
+                                   extend_select=extend_select, hot_only=hot_only, exclude=exclude or None,
+                                   extend_exclude=extend_exclude, no_cache=no_cache, file_timeout=file_timeout)
         outcome = pipeline.run(setup, paths)
     except pipeline.PipelineError as e:
         raise _fail(str(e))
@@ -297,8 +383,8 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, con
               default="text", show_default=True,
               help="text: one line per rule (greppable); table: a table; json: every field.")
 def rules(output_format):
-    """List every rule, one line each: code, default (on/off), fix (always/some/never),
-    name and summary.
+    """List every rule by family: code, default (on/off), fix (always/some/never: whether
+    --fix can fix its findings), name and summary.
 
     \b
     The summary is cut at a word to fit the terminal (or $COLUMNS); piped
@@ -321,24 +407,12 @@ def rules(output_format):
 
         click.echo(json.dumps(rows, indent=2))
         return
+    from synclint.render import rules_table, rules_text
+
     if output_format == "text":
-        width = _listing_width()
-        for r in rows:
-            click.echo(_rule_line(r, width))
+        click.echo(rules_text(rows, _listing_width()))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="synclint rules", show_lines=False)
-    for col in ("code", "name", "family", "default", "fix", "summary"):
-        table.add_column(col, overflow="fold", no_wrap=col in ("code", "name", "default", "fix"))
-    for r in rows:
-        table.add_row(r["code"], r["name"], r["family"], "on" if r["default"] else "off",
-                      r["fix"], r["summary"])
-    Console().print(table)
-
-
-FIX_SHORT = {"always": "always", "sometimes": "some", "never": "never"}
+    rules_table(rows)
 
 
 def _listing_width() -> Optional[int]:
@@ -354,19 +428,6 @@ def _listing_width() -> Optional[int]:
     return None
 
 
-def _rule_line(r: dict, width: Optional[int]) -> str:
-    """`SYN101 on  never  tensor-item: Flags ...`, cut at a word boundary to `width`."""
-    head = f"{r['code']} {'on' if r['default'] else 'off':<3} {FIX_SHORT[r['fix']]:<6} {r['name']}: "
-    summary = r["summary"].removeprefix("Flags ")  # every summary starts so; the listing says it once
-    if width is None or len(head) + len(summary) <= width:
-        return head + summary
-    room = width - len(head) - 1  # 1 for the ellipsis
-    cut = summary[:room + 1].rsplit(" ", 1)[0] if room > 0 else ""
-    if not cut or len(cut) > room:
-        cut = ""
-    return head + cut + "…"  # no word fits: the name and an ellipsis, never half a word
-
-
 def _rule_json(r) -> dict:
     from synclint.findings import rule_url
 
@@ -377,6 +438,7 @@ def _rule_json(r) -> dict:
         "summary": r.SUMMARY,
         "default": r.DEFAULT_ON,
         "fix": r.FIX,
+        "hot_only": r.HOT_ONLY,
         "has_bench": r.BENCH is not None,
         "url": rule_url(r.NAME, r.CODE),
     }

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import sys
 
-# `check` options that write the checked files, read stdin or print help: run here (a daemon
-# is for the read-only check; --help is rare and not worth matching click's width logic)
-LOCAL_OPTIONS = frozenset(("--fix", "--diff", "--add-noqa", "--stdin-filename", "--help", "-h"))
+# `check` options that write the checked files, read stdin, print help or run until Ctrl-C:
+# run here (a daemon is for the read-only check; --help is rare and not worth matching
+# click's width logic; a --watch session keeps its own process warm)
+LOCAL_OPTIONS = frozenset(("--fix", "--diff", "--add-noqa", "--stdin-filename", "--help", "-h", "--watch", "-w"))
 PROTOCOL = 1
 NO_DAEMON_ENV = "SYNCLINT_NO_DAEMON"  # set (non-empty): never use a daemon
 CONNECT_TIMEOUT = 2.0  # a connect to a live socket is immediate; a wedged one must not hang us
@@ -118,7 +119,7 @@ def daemon_may_run(argv) -> bool:
             break
         if tok == "-" or tok.split("=", 1)[0] in LOCAL_OPTIONS:
             return False
-        if tok[:1] == "-" and tok[:2] != "--" and "h" in tok:  # -h among short flags (-vh)
+        if tok[:1] == "-" and tok[:2] != "--" and ("h" in tok or "w" in tok):  # -h, -w among short flags (-vw)
             return False
     return True
 

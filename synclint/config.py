@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
         "docs-url", "tests-hot-only", "file-timeout", "hot-functions", "cold-functions"}
@@ -15,6 +16,9 @@ KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-f
 # loaded CI machine can trip on real code would fail builds at random, and 300 s still ends
 # a hang (docs/reliability.md).
 DEFAULT_FILE_TIMEOUT = 300.0
+# A budget this long (11.6 days) or longer is no budget: the timers that enforce one take at
+# most 2**31 ms (poll) and 2**63 ns (setitimer), and no analysis runs for days.
+NO_BUDGET_FROM = 1_000_000.0
 
 
 class ConfigError(ValueError):
@@ -26,7 +30,13 @@ class Config:
     select: Optional[List[str]] = None
     ignore: List[str] = field(default_factory=list)
     extend_select: List[str] = field(default_factory=list)
-    exclude: List[str] = field(default_factory=list)
+    exclude: List[str] = field(default_factory=list)  # `exclude`: patterns relative to `root`
+    extend_exclude: List[str] = field(default_factory=list)  # `extend-exclude`: the same
+    # --exclude (replaces `exclude`; None: not given) and --extend-exclude: relative to the
+    # folder synclint was started in (`cli_base`), as in Ruff
+    cli_exclude: Optional[List[str]] = None
+    cli_extend_exclude: List[str] = field(default_factory=list)
+    cli_base: Optional[Path] = None
     per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
     hot_only: bool = False
     # in test files (pytest's naming: test_*.py, *_test.py, conftest.py, tests/), report only
@@ -40,38 +50,62 @@ class Config:
     cold_functions: List[str] = field(default_factory=list)
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
     path: Optional[Path] = None  # the file it came from
+    # (where, selectors) for each rule list given, in the file and on the command line, so
+    # that an unknown selector is named with the place it was written
+    selector_sources: List[Tuple[str, List[str]]] = field(default_factory=list)
+
+    def exclude_sets(self) -> List[Tuple[Path, List[str]]]:
+        """(folder, patterns relative to it) for every exclusion in force."""
+        base = self.cli_base or Path.cwd()
+        return [(folder, patterns) for folder, patterns in (
+            (self.root, self.exclude if self.cli_exclude is None else []), (self.root, self.extend_exclude),
+            (base, self.cli_exclude or []), (base, self.cli_extend_exclude)) if patterns]
 
 
 def _load_toml(path: Path) -> dict:
     try:
-        import tomllib  # type: ignore[import-not-found]
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            return _parse_toml(fh.read())
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: invalid TOML: {e}") from None
     except UnicodeDecodeError as e:  # TOML is UTF-8 only
         raise ConfigError(f"{path}: not UTF-8: invalid byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
+    except ValueError as e:  # tomllib.TOMLDecodeError
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
 
 
 def find_config(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml with a [tool.synclint] table, walking up from `start`."""
+    """The nearest pyproject.toml with a `tool.synclint` entry, walking up from `start`.
+    TOML spells it in several ways (`[tool.synclint]`, `[tool]` with `synclint = ...` or
+    `synclint.select = ...`, an inline table), so a file that names synclint is parsed; one
+    that does not parse is taken, for `load_config` to say why."""
     d = start if start.is_dir() else start.parent
     d = d.resolve()
     for parent in (d, *d.parents):
         candidate = parent / "pyproject.toml"
         if candidate.is_file():
             try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
+                data = candidate.read_bytes()
             except OSError:
                 continue
-            if "[tool.synclint" in text:
+            if b"synclint" not in data:
+                continue
+            try:
+                tool = _parse_toml(data).get("tool")
+            except ValueError:  # invalid TOML or not UTF-8
                 return candidate
+            if tool is None or isinstance(tool, dict) and "synclint" not in tool:
+                continue  # (synclint named elsewhere: a dependency, a comment)
+            return candidate
     return None
+
+
+def _parse_toml(data: bytes) -> dict:
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads(data.decode("utf-8"))
 
 
 def _str_list(value, key: str, path: Path) -> List[str]:
@@ -80,6 +114,47 @@ def _str_list(value, key: str, path: Path) -> List[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
     raise ConfigError(f"{path}: [tool.synclint] {key} must be a list of strings")
+
+
+def check_patterns(patterns: Sequence[str], where: str) -> List[str]:
+    """`patterns` if each is a valid gitignore-style pattern, else a ConfigError naming
+    `where` and the pattern: what pathspec refuses (`!`, a trailing `\\`, a range `[z-a]`)
+    and an unclosed `[`, which git's matcher never matches and Ruff refuses."""
+    import re
+
+    import pathspec
+
+    for pattern in patterns:
+        reason = "unclosed character class `[`" if _unclosed_bracket(pattern) else None
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except (ValueError, re.error) as e:  # GitIgnorePatternError is a ValueError
+            reason = re.sub(r" at position \d+$", "", str(e).removeprefix("Invalid git pattern: ").strip())
+            if reason in (pattern, repr(pattern), f"'{pattern}'"):  # pathspec names no reason
+                reason = "not a gitignore pattern"
+        if reason:
+            raise ConfigError(f"{where}: invalid pattern {pattern!r}: {reason}") from None
+    return list(patterns)
+
+
+def _unclosed_bracket(pattern: str) -> bool:
+    """A `[` (not escaped) without its `]` (which may come first in the class: `[]a]`, `[!]a]`)."""
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] in "!^":
+                j += 1
+            close = pattern.find("]", j + 1)
+            if close < 0:
+                return True
+            i = close
+        i += 1
+    return False
 
 
 def load_config(path: Optional[Path]) -> Config:
@@ -91,22 +166,32 @@ def load_config(path: Optional[Path]) -> Config:
         raise ConfigError(f"{path}: `tool` must be a table, not {type(tool).__name__} ({tool!r})")
     table = tool.get("synclint", {})
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.synclint] must be a table")
+        raise ConfigError(f"{path}: [tool.synclint] must be a table, not {type(table).__name__} ({table!r})")
     unknown = sorted(set(table) - KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown key {unknown[0]!r} in [tool.synclint] (known: {', '.join(sorted(KEYS))})")
+        from difflib import get_close_matches
+
+        keys = ", ".join(repr(k) + "".join(f" (did you mean {m!r}?)" for m in get_close_matches(k, KEYS, 1))
+                         for k in unknown)
+        raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {keys} in [tool.synclint] "
+                          f"(known: {', '.join(sorted(KEYS))})")
     cfg = Config(root=path.parent.resolve(), path=path)
-    if "select" in table:
+    where = f"{path}: [tool.synclint]"
+    if "select" in table:  # `select = []` selects no rule, as in Ruff (extend-select may add some)
         cfg.select = _str_list(table["select"], "select", path)
     cfg.ignore = _str_list(table.get("ignore", []), "ignore", path)
     cfg.extend_select = _str_list(table.get("extend-select", []), "extend-select", path)
-    cfg.exclude = _str_list(table.get("exclude", []), "exclude", path) + _str_list(
-        table.get("extend-exclude", []), "extend-exclude", path
-    )
+    for key in ("exclude", "extend-exclude"):
+        patterns = check_patterns(_str_list(table.get(key, []), key, path), f"{where} {key}")
+        setattr(cfg, key.replace("-", "_"), patterns)
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{path}: [tool.synclint] per-file-ignores must be a table of pattern = [codes]")
+    check_patterns(list(pfi), f"{where} per-file-ignores")
     cfg.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", path) for k, v in pfi.items()}
+    cfg.selector_sources = [(f"{where} {key}", values) for key, values in (
+        ("select", cfg.select or []), ("ignore", cfg.ignore), ("extend-select", cfg.extend_select))]
+    cfg.selector_sources += [(f"{where} per-file-ignores {k!r}", v) for k, v in cfg.per_file_ignores.items()]
     hot = table.get("hot-only", False)
     if not isinstance(hot, bool):
         raise ConfigError(f"{path}: [tool.synclint] hot-only must be true or false")
@@ -135,10 +220,11 @@ def load_config(path: Optional[Path]) -> Config:
 
 
 def file_timeout(value, where: str) -> float:
-    """A time budget in seconds: a positive number."""
+    """A time budget in seconds: a positive number; `inf` (and anything from
+    NO_BUDGET_FROM on, which no timer can hold) is no budget."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ConfigError(f"{where} must be a positive number of seconds (got {value!r})")
-    return float(value)
+    return math.inf if value >= NO_BUDGET_FROM else float(value)
 
 
 def per_file_ignored(cfg: Config, filename: str) -> List[str]:
@@ -198,11 +284,24 @@ def cache_dir_for(cfg: Config, no_cache: bool) -> Optional[Path]:
     return cache_dir if cache_dir.is_absolute() else cfg.root / cache_dir
 
 
-def merge_cli(cfg: Config, select: Sequence[str], ignore: Sequence[str], extend_select: Sequence[str], hot_only: bool) -> Config:
-    """Command-line options win over the file (select replaces; ignore/extend-select add)."""
+def merge_cli(cfg: Config, select: Sequence[str], ignore: Sequence[str], extend_select: Sequence[str], hot_only: bool,
+              *, exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),
+              file_timeout_s: Optional[float] = None) -> Config:
+    """Command-line options win over the file, as in Ruff: --select and --exclude replace
+    the file's list, --ignore, --extend-select and --extend-exclude add to it; patterns
+    given here are relative to the current folder."""
     if select:
         cfg.select = list(select)
     cfg.ignore = cfg.ignore + list(ignore)
     cfg.extend_select = cfg.extend_select + list(extend_select)
+    cfg.selector_sources = [(opt, list(values)) for opt, values in (
+        ("--select", select), ("--ignore", ignore), ("--extend-select", extend_select)) if values] + cfg.selector_sources
     cfg.hot_only = cfg.hot_only or hot_only
+    if exclude is not None:
+        cfg.cli_exclude = check_patterns(exclude, "--exclude")
+    cfg.cli_extend_exclude = check_patterns(extend_exclude, "--extend-exclude")
+    if exclude is not None or extend_exclude:
+        cfg.cli_base = Path.cwd()
+    if file_timeout_s is not None:
+        cfg.file_timeout = file_timeout(file_timeout_s, "--file-timeout")
     return cfg

@@ -16,7 +16,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from synclint.findings import FileError
 
@@ -74,42 +74,64 @@ def not_checkable(path: str) -> Optional[str]:
     return f"not a regular file ({kind})" if kind.startswith("a ") else kind
 
 
-def excluded_by_config(path: str, exclude: List[str], root: Path) -> bool:
-    """`path` (existing or not: stdin's name) matches the configuration's `exclude`."""
-    if not exclude:
+class Excludes:
+    """The exclusions in force: gitignore-style patterns, each set relative to its own
+    folder (the configuration's for `exclude` in [tool.synclint], the current folder for
+    --exclude)."""
+
+    def __init__(self, sets: Sequence[Tuple[object, object]]) -> None:
+        # (folder, patterns), or (folder, a compiled spec) from `without_matches_of`
+        self.sets = [(str(folder), _spec(spec) if isinstance(spec, (list, tuple)) else spec)
+                     for folder, spec in sets if spec]
+
+    def __bool__(self) -> bool:
+        return bool(self.sets)
+
+    def match(self, path: str) -> bool:
+        """`path` (existing or not: stdin's name; a file or a folder) is excluded."""
+        full = os.path.abspath(path)
+        for folder, spec in self.sets:
+            rel = os.path.relpath(full, folder).replace(os.sep, "/")
+            if spec.match_file(rel) or spec.match_file(rel + "/"):
+                return True
         return False
-    rel = os.path.relpath(os.path.abspath(path), str(root)).replace(os.sep, "/")
-    spec = _spec(exclude)
-    return spec.match_file(rel) or spec.match_file(rel + "/")
+
+    def without_matches_of(self, folder: str) -> "Excludes":
+        """Less the patterns that match `folder` (named on the command line: what excludes
+        the folder itself must not exclude everything inside it)."""
+        full = os.path.abspath(folder)
+        return Excludes([(base, _without_matches_of(spec, os.path.relpath(full, base).replace(os.sep, "/")))
+                         for base, spec in self.sets])
 
 
-def discover(
-    paths: Iterable[str], exclude: List[str], root: Path, force_exclude: bool = False
-) -> Discovery:
-    """The python files to check under `paths`, the named paths that cannot be checked, and
-    what the walk skipped."""
+def tidy(path: str) -> str:
+    """A path as given, without `.` parts or doubled separators (`./src//a.py` -> `src/a.py`),
+    for the findings, errors and diffs that print it. `..` is kept: through a symlinked
+    folder it is not the lexical parent."""
+    if os.sep + "." + os.sep not in os.sep + path + os.sep and os.sep * 2 not in path:
+        return path
+    head = os.sep if path.startswith(os.sep) else ""
+    parts = [p for p in path.split(os.sep) if p not in ("", ".")]
+    return head + os.sep.join(parts) if parts else head or "."
+
+
+def discover(paths: Iterable[str], exclude: Sequence[Tuple[Path, Sequence[str]]], force_exclude: bool = False
+             ) -> Discovery:
+    """The python files to check under `paths` (printed as `tidy` writes them), the named
+    paths that cannot be checked, and what the walk skipped. `exclude`: (folder, patterns
+    relative to it), as `Config.exclude_sets` gives them."""
     out = Discovery()
-    excl = _spec(exclude) if exclude else None
-    root_s = str(root)
-
-    def rel_to_root(path: str) -> str:
-        return os.path.relpath(os.path.abspath(path), root_s).replace(os.sep, "/")
-
-    def excluded(path: str) -> bool:
-        if excl is None:
-            return False
-        rel = rel_to_root(path)
-        return excl.match_file(rel) or excl.match_file(rel + "/")
-
+    excl = Excludes(exclude)
     files: List[str] = []
     for p in paths:
+        p = tidy(p)
         why = not_checkable(p)
         if why is not None:
             out.errors.append(FileError(p, why))
-        elif force_exclude and excluded(p):
+        elif force_exclude and excl.match(p):
             out.skipped.append((p, "excluded by the configuration (--force-exclude)"))
         elif os.path.isdir(p):
-            files.extend(_walk(p, excl, rel_to_root, out.skipped))
+            files.extend(_walk(p, excl, out))
         else:
             files.append(p)
     seen = set()
@@ -163,22 +185,18 @@ def _without_matches_of(spec, rel_dir: str):
     return pathspec.GitIgnoreSpec(keep) if len(keep) != len(spec.patterns) else spec
 
 
-def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[str]:
-    out: List[str] = []
+def _walk(top: str, excl: Excludes, out: Discovery) -> List[str]:
+    """The `.py` files under `top` (named on the command line); what is passed over goes to
+    `out.skipped`, and `top` itself unreadable to `out.errors` (it was asked for)."""
+    found: List[str] = []
+    skipped = out.skipped
     top_abs = os.path.abspath(top)
     specs: List[Tuple[str, object]] = [
         (base, _without_matches_of(spec, os.path.relpath(top_abs, base).replace(os.sep, "/")))
         for base, spec in _ancestor_gitignores(top)
     ]
-    if excl is not None:
-        excl = _without_matches_of(excl, rel_to_root(top))
-
-    def excluded(path: str) -> bool:
-        if excl is None:
-            return False
-        rel = rel_to_root(path)
-        return excl.match_file(rel) or excl.match_file(rel + "/")
-
+    if excl:
+        excl = excl.without_matches_of(top)
     stack: List[Tuple[str, List[Tuple[str, object]]]] = [(top, specs)]
     while stack:
         d, specs = stack.pop()
@@ -189,11 +207,16 @@ def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[s
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as e:
-            skipped.append((d, f"cannot read the directory: {e.strerror or e}"))
+            why = f"cannot read the directory: {e.strerror or e}"
+            if d == top:
+                out.errors.append(FileError(d, why))
+            else:
+                skipped.append((d, why))
             continue
+        bare = d == "."  # scandir(".") names its entries ./a.py: they print as a.py
         subdirs = []
         for e in entries:
-            full = e.path  # (`os.path.join(d, e.name)`, made by scandir)
+            full = e.name if bare else e.path  # (`os.path.join(d, e.name)`, made by scandir)
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
                 is_py = not is_dir and e.name.endswith(".py")
@@ -210,7 +233,7 @@ def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[s
                 if specs and _ignored(os.path.join(d_abs, e.name), True, specs):
                     skipped.append((full, "ignored by .gitignore"))
                     continue
-                if excluded(full):
+                if excl and excl.match(full):
                     skipped.append((full, "excluded by the configuration"))
                     continue
                 subdirs.append(full)
@@ -219,12 +242,12 @@ def _walk(top: str, excl, rel_to_root, skipped: List[Tuple[str, str]]) -> List[s
                     if e.is_symlink():
                         skipped.append((full, _link_problem(full, None)))
                     continue
-                if specs and _ignored(os.path.join(d_abs, e.name), False, specs) or excluded(full):
+                if specs and _ignored(os.path.join(d_abs, e.name), False, specs) or excl and excl.match(full):
                     continue
-                out.append(full)
+                found.append(full)
         for s in reversed(subdirs):
             stack.append((s, specs))
-    return sorted(out)
+    return sorted(found)
 
 
 def _link_problem(path: str, err: Optional[OSError]) -> str:

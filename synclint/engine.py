@@ -61,8 +61,8 @@ class Graph:
     # what it runs (a `Timer`'s `tic`/`toc` in another module)
     timing: List[str] = field(default_factory=list)
     steppers: List[str] = field(default_factory=list)  # functions that step an optimizer (`heat.STEPS`)
-    # functions a framework calls every step by their class's framework base (a head's
-    # `loss_by_feat`: `SemanticModel.is_entry`), which their name alone does not say
+    # functions a framework calls every step: by name (`forward`) or by their class's
+    # framework base (a head's `loss_by_feat`: `SemanticModel.is_entry`)
     entries: List[str] = field(default_factory=list)
     # compile roots, disabled functions and Dynamo flags (`semantic.compiled`), for the
     # project's compiled regions
@@ -120,7 +120,6 @@ def lint_analysis(
 
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
     from synclint.semantic import SemanticModel
-    from synclint.semantic.callgraph import hot_name
     from synclint.semantic.heat import hot_functions
     from synclint.positions import PositionIndex
     from synclint.walker import Walker
@@ -143,7 +142,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
-                  [q for q, f in ctx.all_funcs.items() if f.entry and not hot_name(f.name)], ctx.compile_facts)
+                  [q for q, f in ctx.all_funcs.items() if f.entry], ctx.compile_facts)
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
@@ -300,7 +299,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
     directive entries that silenced it go into `used` (for unused-noqa)."""
     rule = p.rule
     hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not declared.cold_scope(a.module_name or "", p.func)
-    if getattr(rule, "TIMING_EXEMPT", False) and p.func in ctx.timing_funcs:
+    if rule.TIMING_EXEMPT and p.func in ctx.timing_funcs:
         return None
     number = positions.stmt_number(p.stmt, p.stmt_index)
     row, col, end_row, end_col = positions.span(p.node, p.stmt, number)
@@ -324,7 +323,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
-        timing_exempt=getattr(rule, "TIMING_EXEMPT", False), line=positions.line(row), compiled=p.compiled,
+        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row), compiled=p.compiled,
     )
 
 
@@ -374,7 +373,7 @@ def lint_source(
         from synclint.semantic.compiled import file_regions, settle
 
         findings = settle(findings, file_regions(graph.compiled, graph.calls))
-    return [f for f in findings if not f.suppressed and (f.hot or not hot_only)]
+    return [f for f in findings if not f.suppressed and (f.hot or not (hot_only or f.hot_only))]
 
 
 def _parse(source: str, libcst_tree: bool = False):

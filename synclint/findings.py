@@ -86,6 +86,8 @@ class Finding:
     # Its rule leaves code that times itself alone (`TIMING_EXEMPT`): dropped when the project
     # finds its function calling another module's clock (a `Timer`'s `toc`).
     timing_exempt: bool = field(default=False, repr=False, compare=False)
+    # Its rule reports only what runs every step (`HOT_ONLY`): dropped when cold.
+    hot_only: bool = field(default=False, repr=False, compare=False)
     # "noqa": silenced by a `# noqa` comment. The engine hands such findings on (through the
     # cache and the runner) only so that the summary can count them; they are never shown.
     suppressed: Optional[str] = field(default=None, repr=False, compare=False)
@@ -143,7 +145,7 @@ class Finding:
             d["end_location"]["row"], d["end_location"]["column"],
             d["hot"], d.get("fix_title"), fix,
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
-            timing_exempt=bool(d.get("timing_exempt")),
+            timing_exempt=bool(d.get("timing_exempt")), hot_only=bool(d.get("hot_only")),
             noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")), line=d.get("line"),
             compiled=d.get("compiled"),
         )
@@ -154,6 +156,8 @@ class Finding:
         d["scope"], d["guarded"] = self.scope, self.guarded
         if self.timing_exempt:
             d["timing_exempt"] = True
+        if self.hot_only:
+            d["hot_only"] = True
         d["noqa_rows"] = list(self.noqa_rows)  # where `--add-noqa` may put a comment
         if self.suppressed:
             d["suppressed"] = self.suppressed

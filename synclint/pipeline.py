@@ -3,11 +3,11 @@ selection, discovery, the runner (workers, cache, project linking, the time budg
 the filters a finding passes (`# noqa`, per-file ignores, tests-hot-only, the baseline).
 
 Each front end parses its options, calls `configure` and then `run` (files and folders),
-`run_text` (stdin), `run_buffer` (flake8's lines) or `run_editor` (the LSP's buffers),
-and hands the `Outcome` to
-`synclint.output`. A failure a user can cause comes back as a `FileError` in the outcome
-or as a `PipelineError` (the configuration, the selection, the baseline), so a fix to
-error handling made here is made for every front end.
+`run_text` (stdin), `run_buffer` (a buffer that stands for a file: flake8's stdin) or
+`run_editor` (the LSP's buffers), and hands the `Outcome` to `synclint.output`. A failure
+a user can cause comes back as a `FileError` in the outcome or as a `PipelineError` (the
+configuration, the selection, the baseline), so a fix to error handling made here is made
+for every front end.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Outcome:
     errors: List[FileError] = field(default_factory=list)
     skipped: List[Tuple[str, str]] = field(default_factory=list)  # (path, why) the walk passed over
     checked: int = 0
+    files: List[str] = field(default_factory=list)  # the files `run` checked (its discovery's)
     suppressed: Dict[str, int] = field(default_factory=dict)  # "noqa", "baseline" -> findings not shown
 
     @property
@@ -83,11 +84,12 @@ class Outcome:
 def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), select: Sequence[str] = (),
               ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
               no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True,
-              own_process: bool = True) -> Setup:
+              own_process: bool = True, exclude: Optional[Sequence[str]] = None,
+              extend_exclude: Sequence[str] = ()) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
-    line's choices on top (rule lists as given to `--select`: repeated, comma-separated),
-    and the rules it selects. With `lazy`, a cache and a cache file
-    for this selection, the rules are selected only when some file is not in the cache
+    line's choices on top (rule lists and patterns as given to `--select`: repeated,
+    comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a
+    cache and a cache file for this selection, the rules are selected only when some file is not in the cache
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
     `own_process`: the run is the process's only one, so the configuration's `docs-url`
     becomes the default for every link (an editor's server keeps one per file instead)."""
@@ -97,20 +99,22 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
         if config_file and not config_file.exists():
             raise ConfigError(f"{config_file}: no such file")
         cfg = merge_cli(load_config(config_file if config_file else find_config(start)),
-                        _codes(select), _codes(ignore), _codes(extend_select), hot_only)
-        if file_timeout is not None:
-            cfg.file_timeout = file_timeout
+                        _codes(select), _codes(ignore), _codes(extend_select), hot_only,
+                        exclude=None if exclude is None else _codes(exclude), extend_exclude=_codes(extend_exclude),
+                        file_timeout_s=file_timeout)
         cache_dir = cache_dir_for(cfg, no_cache)
         key = _selection_key(cfg)
 
         def selected_rules():
-            from synclint.registry import match, select as select_rules
+            from synclint.registry import SelectionError, match, select as select_rules
 
-            chosen = select_rules(cfg.select, cfg.ignore, cfg.extend_select)
-            for codes in cfg.per_file_ignores.values():
-                for c in codes:
-                    match(c)  # an unknown code in per-file-ignores is a configuration error
-            return chosen
+            for where, selectors in cfg.selector_sources:  # each list named where it was written
+                for s in selectors:
+                    try:
+                        match(s)
+                    except SelectionError as e:
+                        raise SelectionError(f"{where}: {e}") from None
+            return select_rules(cfg.select, cfg.ignore, cfg.extend_select)
 
         from synclint.cache import cache_path
 
@@ -135,14 +139,14 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
 
     known = _load_baseline(baseline)
     cfg = setup.cfg
-    found = discover(paths, cfg.exclude, cfg.root, force_exclude)
+    found = discover(paths, cfg.exclude_sets(), force_exclude)
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
                              selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
                              declared=setup.declared)
     except Exception as e:
         _reraise(e)
-    out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files))
+    out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files)
     return _filtered(setup, out, result.findings, result.errors, known)
 
 
@@ -159,22 +163,13 @@ def run_text(setup: Setup, name: str, text: str) -> Outcome:
     return _filtered(setup, Outcome(checked=1), found, [], None)
 
 
-def run_buffer(filename: str, source: str, *, hot_only: bool) -> Outcome:
-    """One file's text from flake8, every rule on: flake8's own options decide the codes
-    shown and the per-file ignores; the file's `[tool.synclint]` gives the cache,
-    tests-hot-only and the time budget (a broken one: the defaults, the same findings)."""
-    from synclint.config import Config, ConfigError, cache_dir_for, find_config, load_config
-    from synclint.registry import all_rules
-
-    try:
-        cfg = load_config(find_config(Path(filename).resolve().parent))
-    except (ConfigError, OSError):
-        cfg = Config()
-    cfg.per_file_ignores, cfg.hot_only = {}, hot_only
-    setup = Setup(cfg, all_rules(), cache_dir_for(cfg, False))
-    if filename in ("stdin", "-") or not os.path.isfile(filename):
-        return run_text(setup, filename, source)
-    return _one_file(setup, filename, source)
+def run_buffer(setup: Setup, path: str, source: str) -> Outcome:
+    """A buffer's text (an editor's, flake8's stdin) checked as the file `path`: with what
+    the project's other modules say when `path` is a file on disk (as `synclint check
+    <path>` sees it, the buffer's text in place of the file's), else on its own."""
+    if not os.path.isfile(path):
+        return run_text(setup, path, source)
+    return _one_file(setup, path, source)
 
 
 def _one_file(setup: Setup, path: str, source: str) -> Outcome:
@@ -184,7 +179,7 @@ def _one_file(setup: Setup, path: str, source: str) -> Outcome:
 
     try:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
-                             jobs=1, sources={path: source}, cache_findings=False,
+                             jobs=1, sources={path: source}, cache_findings=False, selection_key=setup.selection_key,
                              file_timeout=setup.cfg.file_timeout, declared=setup.declared)
     except Exception as e:
         _reraise(e)
@@ -199,9 +194,7 @@ def run_editor(path: Optional[str], source: str) -> Tuple[Outcome, "Config"]:
     if not start.is_dir():
         start = Path.cwd()
     setup = configure(start=start, lazy=False, own_process=False)
-    if not path or not os.path.isfile(path):
-        return run_text(setup, path or "<editor>", source), setup.cfg
-    return _one_file(setup, path, source), setup.cfg
+    return run_buffer(setup, path or "<editor>", source), setup.cfg
 
 
 def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:
@@ -259,8 +252,9 @@ def _codes(values: Sequence[str]) -> List[str]:
 def _selection_key(cfg) -> str:
     """Everything the rule selection (and its validation) is made from, for the cache key."""
     pfi = sorted({c for codes in cfg.per_file_ignores.values() for c in codes})
+    chosen = None if cfg.select is None else sorted(cfg.select)  # (`select = []` is no rule)
     heat = (cfg.hot_functions, cfg.cold_functions)  # (the heat of cached findings depends on them)
-    return "select=" + repr((sorted(cfg.select or ()), sorted(cfg.ignore), sorted(cfg.extend_select), pfi)) + (
+    return "select=" + repr((chosen, sorted(cfg.ignore), sorted(cfg.extend_select), pfi)) + (
         f"|heat={heat!r}" if any(heat) else "")
 
 

@@ -65,8 +65,9 @@ def select(
     ignore: Iterable[str] = (),
     extend_select: Iterable[str] = (),
 ) -> List[type]:
-    """Ruff semantics: `select` replaces the default set, `extend_select` adds, `ignore` removes."""
-    if select:
+    """Ruff semantics: `select` replaces the default set (an empty one selects nothing),
+    `extend_select` adds, `ignore` removes."""
+    if select is not None:
         chosen = {r for s in select for r in match(s)}
     else:
         chosen = set(default_rules())

@@ -59,18 +59,20 @@ def _n(count: int, noun: str) -> str:
 
 
 def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int, unsafe: bool, skipped: int = 0,
-            verbose: bool = False, silenced: Optional[Dict[str, int]] = None) -> str:
+            verbose: bool = False, silenced: Optional[Dict[str, int]] = None, color: bool = True) -> str:
     """The last lines of a text check. "All checks passed!" only when every file named was
-    checked and there was at least one; skipped folders are counted (`--verbose` names them)."""
+    checked and there was at least one; skipped folders are counted (`--verbose` names them).
+    `color=False`: no styles (a file)."""
+    style = click.style if color else _unstyled
     checked = f"{_n(files, 'file')} checked"
     if skipped:
         checked += f", {skipped} skipped" + ("" if verbose else " (--verbose names them)")
     if not findings and not files and not errors:
-        msg = click.style("warning:", fg="yellow", bold=True) + f" no Python files to check ({checked})."
+        msg = style("warning:", fg="yellow", bold=True) + f" no Python files to check ({checked})."
     elif not findings and errors:
         msg = f"No findings in the files that could be checked ({checked})."
     elif not findings:
-        msg = click.style("All checks passed!", fg="green", bold=True) + f" ({checked})"
+        msg = style("All checks passed!", fg="green", bold=True) + f" ({checked})"
     else:
         hot = sum(f.hot for f in findings)
         nfiles = len({f.filename for f in findings})
@@ -90,7 +92,7 @@ def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int
     if hidden:
         msg += f"\nNot shown: {', '.join(hidden)}."
     if errors:
-        msg += "\n" + click.style(f"{_n(len(errors), 'file')} could not be checked.", fg="red")
+        msg += "\n" + style(f"{_n(len(errors), 'file')} could not be checked.", fg="red")
     return msg
 
 
@@ -114,3 +116,66 @@ def statistics(findings: Sequence[Finding], fmt: str) -> str:
         )
     lines = [f"{counts[c]:>5}  {c}  {names[c]:<42} {hot[c]:>4} hot{'  [*]' if fixable[c] else ''}" for c in rows]
     return "\n".join(lines)
+
+
+# `synclint rules`: the listing
+
+FIX_SHORT = {"always": "always", "sometimes": "some", "never": "never"}
+RULES_HEADER = "CODE   DEFAULT FIX    NAME: SUMMARY"
+
+
+def rules_text(rows: Sequence[dict], width: Optional[int]) -> str:
+    """The rules (`synclint rules --output-format json`'s rows) under a header, a heading
+    per family, one line per rule, each cut to `width` (None: whole)."""
+    out = [RULES_HEADER]
+    families = Counter(r["family"] for r in rows)
+    family = None
+    for r in rows:
+        if r["family"] != family:
+            family = r["family"]
+            n = families[family]
+            out += ["", f"{r['code'][:4]}xx  {family} ({n} rule{'s' if n != 1 else ''})"]
+        out.append(rule_line(r, width))
+    return "\n".join(out)
+
+
+def rule_line(r: dict, width: Optional[int]) -> str:
+    """`SYN101 on      never  tensor-item: summary`, cut at a word boundary to `width`."""
+    head = f"{r['code']} {'on' if r['default'] else 'off':<7} {FIX_SHORT[r['fix']]:<6} {r['name']}{_hot_only(r)}: "
+    summary = r["summary"].removeprefix("Flags ")  # every summary starts so; the listing says it once
+    if width is None or len(head) + len(summary) <= width:
+        return head + summary
+    room = width - len(head) - 1  # 1 for the ellipsis
+    cut = summary[:room + 1].rsplit(" ", 1)[0] if room > 0 else ""
+    if not cut or len(cut) > room:
+        cut = ""
+    return head + cut + "…"  # no word fits: the name and an ellipsis, never half a word
+
+
+def _hot_only(r: dict) -> str:
+    """The mark of a rule that reports hot sites only (`Rule.HOT_ONLY`)."""
+    return " (hot only)" if r.get("hot_only") else ""
+
+
+def rules_table(rows: Sequence[dict]) -> None:
+    """The rules as a table (rich), a section per family: the summary column wraps, the
+    others never do, so that every column keeps its width at 80 columns."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="synclint rules", show_lines=False)
+    table.add_column("code", no_wrap=True)
+    table.add_column("default", no_wrap=True)
+    table.add_column("fix", no_wrap=True)
+    table.add_column("name", overflow="fold", ratio=2)
+    table.add_column("summary", ratio=3, min_width=16)
+    family = None
+    for r in rows:
+        if r["family"] != family:
+            if family is not None:
+                table.add_section()
+            family = r["family"]
+            table.add_row(f"[bold]{r['code'][:4]}xx[/]", "", "", f"[bold]{family}[/]", "")
+        table.add_row(r["code"], "on" if r["default"] else "off", FIX_SHORT[r["fix"]], r["name"] + _hot_only(r),
+                      r["summary"].removeprefix("Flags "))
+    Console().print(table)

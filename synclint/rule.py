@@ -90,6 +90,12 @@ class Rule:
     # (`from torch import nonzero as nz`: `nonzero`). The engine calls `visit_Call` only for
     # those; None: for every call (a rule that asks what the called object is).
     CALLS: ClassVar[Optional[FrozenSet[str]]] = None
+    # Code that times itself (beside a clock read, or calling a `Timer` of another module)
+    # syncs on purpose: the rule's findings there are dropped.
+    TIMING_EXEMPT: ClassVar[bool] = False
+    # Only where it runs every step is it worth a finding (one `empty_cache()` between phases
+    # costs nothing): its cold findings are dropped once the project's heat is known.
+    HOT_ONLY: ClassVar[bool] = False
 
     # Filled in by __init_subclass__.
     FAMILY: ClassVar[str]

@@ -65,14 +65,16 @@ def check_files(
         return selected[0]
 
     result = Result(files_checked=len(files))
-    cache = None
-    if cache_dir is not None and cache_findings:
+    cache = known = None
+    if cache_dir is not None and (cache_findings or selection_key is not None):
         from synclint.cache import Cache
 
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         if selection_key is None and declared:  # (a selection key says it: `pipeline._selection_key`)
             key.append(repr(declared))
-        cache = Cache(cache_dir, key, False)
+        known = Cache(cache_dir, key, False)
+        # (an editor's buffer writes no findings, but reads what the last check knew)
+        cache = known if cache_findings else None
     texts: Dict[str, str] = {}
     digests: Dict[str, str] = {}
     errors: Dict[str, str] = {}
@@ -102,7 +104,8 @@ def check_files(
         if cache is not None:
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
-            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared)
+            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
+                               known)
     modules = {}
     if declared.cold:
         from synclint.project import module_names
@@ -125,7 +128,7 @@ def check_files(
             f.hot = f.hot or (f.scope in hot_scopes and not f.guarded)
             if f.hot and modules and declared.cold_scope(modules[path], f.scope):
                 f.hot = False
-            if f.hot or not hot_only:
+            if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:
         cache.save()
@@ -219,7 +222,7 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
 
 
 def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
-             declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, list]:
+             declared: DeclaredHeat = DeclaredHeat(), known=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         from synclint.cache import SummaryCache
@@ -234,7 +237,7 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
         run.lint()
     finally:
         run.runner.close()
-    run.heat()
+    run.heat(known)
     if cache is not None:
         cache.project = _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra)
     if summaries is not None:
@@ -441,24 +444,28 @@ class _Run:
         self.held[key] = summary
 
     # ------------------------------------------------------------------ heat
-    def heat(self) -> None:
-        """Heat over the whole project's call graph; every entry goes to the cache, its
+    def heat(self, known=None) -> None:
+        """Heat over the whole project's call graph: this run's files, and the rest of the
+        project as the last check that read it left it in `known` (a cache): a file checked
+        alone (an editor's buffer, `check pkg/util.py`) takes its callers' heat from the
+        files around it as the package's check does. Every entry goes to the cache, its
         second-walk summary left out where it is the first walk's (most files)."""
         from synclint.engine import Graph
         from synclint.workers import timed_out
 
         project = self.project
+        graphs = {project.absolute(p): e[3] for p, e in self.out.items() if e[3]}
+        if known is not None:
+            graphs = {**_unchanged_graphs(known, project.root, set(graphs)), **graphs}
 
         def heat():
-            graphs = {p: decoded.made("graph", e[3], Graph.from_json) for p, e in self.out.items() if e[3]}
-            return project.hot_scopes(graphs, self.declared), project.timing_scopes(graphs)
+            made = {p: decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
+            return project.hot_scopes(made, self.declared), project.timing_scopes(made)
 
         # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
-        hot, timing = project.kept("heat", heat, ({project.absolute(p): e[3] for p, e in self.out.items() if e[3]},
-                                                  self.declared))
+        hot, timing = project.kept("heat", heat, (graphs, self.declared))
         compiled = project.kept("compiled regions", lambda: project.compiled_regions(
-            {p: decoded.made("graph", e[3], Graph.from_json) for p, e in self.out.items() if e[3]}),
-            {project.absolute(p): e[3] for p, e in self.out.items() if e[3]})
+            {p: decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
@@ -470,6 +477,23 @@ class _Run:
                 self.cache.put(key, e)
 
 
+def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, list]:
+    """absolute path -> the call graph (JSON) the cache holds for each file under `root`
+    that this run did not analyse and that has the size and modification time it had when
+    that graph was made."""
+    out: Dict[str, list] = {}
+    inside = os.path.join(root, "")
+    for key in cache.entries:
+        if key in have or not key.startswith(inside):
+            continue
+        st = _stat(key)
+        digest = cache.stamped(key, st) if st is not None else None
+        entry = cache.get(key, digest) if digest is not None else None
+        if entry is not None and entry[3]:
+            out[key] = entry[3]
+    return out
+
+
 # `import a.b`, `from a.b import c`, `from . import c` at the start of a line
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.M)
 
@@ -478,17 +502,12 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     """Files the prefilter would skip (no torch, tensor, cuda... in them) that a module of the
     project the first phase found tensors in imports, or that import one: what they are
     given, or use, may be a GPU tensor."""
-    from synclint.engine import might_inform
+    from synclint.engine import might_fire, might_inform
 
     out: Set[str] = set()
-    skipped: Dict[str, str] = {}
-    for p, t in texts.items():
-        if p in errors:
-            continue
-        if project.summaries.get(project.absolute(p)) is None:
-            skipped[project.absolute(p)] = p
-        elif not might_inform(t):
-            out.add(p)  # forced by an earlier run, its summary cached: forced still
+    # (a file the prefilter skips may have a summary: the one a run that forced it cached)
+    skipped = {project.absolute(p): p for p, t in texts.items()
+               if p not in errors and (project.summaries.get(project.absolute(p)) is None or not might_fire(t))}
     # a helper module of a file with tensors (an AverageMeter's `update(loss)`): it may be
     # given GPU tensors. Only a name that some skipped file may be is resolved (most import
     # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).

@@ -114,6 +114,32 @@ def _full_disk(d, mp):
     mp.setattr(os, "fsync", fsync)
 
 
+def _unreadable_file(d, mp):
+    """bad.py unreadable, as for a user without the right to read it (these tests may run
+    as root, who may read anything): click's test (`os.access`) and the reading fail."""
+    import builtins
+
+    import synclint.source
+
+    _w(d / "bad.py", GOOD)
+    real_access, real_open = os.access, builtins.open
+
+    def access(path, mode, *a, **k):
+        return False if os.path.basename(os.fspath(path)) == "bad.py" else real_access(path, mode, *a, **k)
+
+    def open_(path, *a, **k):
+        if os.path.basename(os.fspath(path)) == "bad.py":
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *a, **k)
+
+    mp.setattr(os, "access", access)
+    mp.setattr(synclint.source, "open", open_, raising=False)
+
+
+def _pyproject(text):
+    return lambda d, mp: _w(d / "pyproject.toml", text)
+
+
 SETUPS = {
     "match-in-loop": _match_in_loop,
     "rule-raises": _rule_raises,
@@ -156,8 +182,42 @@ SETUPS = {
     "unreadable-dir": _unreadable_dir,
     "no-python-files": lambda d, mp: (d / "empty").mkdir(),
     "stdin": lambda d, mp: None,
+    # issue 37: the command line and the configuration
+    "unreadable-file-named": _unreadable_file,
+    "unreadable-dir-named": _unreadable_dir,
+    "file-timeout-huge": lambda d, mp: _w(d / "bad.py", GOOD),
+    "file-timeout-huge-config": lambda d, mp: (_w(d / "bad.py", GOOD), _w(d / "pyproject.toml", "[tool.synclint]\nfile-timeout = 1e300\n")),
+    "unknown-selector-in-config": _pyproject('[tool.synclint]\nselect = ["SYN1", "SYN999"]\n'),
+    "tool-entry-is-5": _pyproject("[tool]\nsynclint = 5\n"),
+    "two-unknown-keys": _pyproject("[tool.synclint]\nselekt = ['SYN1']\nignor = ['SYN101']\n"),
+    "unclosed-bracket-exclude": _pyproject('[tool.synclint]\nexclude = ["build["]\n'),
+    "bad-range-exclude": _pyproject('[tool.synclint]\nexclude = ["gen/[z-a].py"]\n'),
+    "empty-select": _pyproject("[tool.synclint]\nselect = []\n"),
 }
 STDIN = {"stdin": GOOD}
+
+
+# Issue 37, fixes (their own block of rows in docs/reliability.md)
+def _saved_while_fixing(d, mp):
+    """An editor saves bad.py after `--fix` read it (as another `--fix` run would)."""
+    from synclint import pipeline
+
+    real = pipeline.lint_fixed
+
+    def lint_fixed(setup, name):
+        if name.endswith("bad.py"):
+            _w(d / "bad.py", MOVE + "z = 1\n")
+        return real(setup, name)
+
+    mp.setattr(pipeline, "lint_fixed", lint_fixed)
+    _w(d / "bad.py", MOVE)
+
+
+SETUPS.update({
+    "fix-fstring-quote": lambda d, mp: _w(d / "bad.py", HEAD + 'for i in range(3):\n    print(f"{torch.zeros(3).cuda()}")\n'),
+    "fix-file-changed": _saved_while_fixing,
+    "fix-read-only": lambda d, mp: (_w(d / "bad.py", MOVE), os.chmod(d / "bad.py", 0o444)),
+})
 
 
 def _unescape(cell: str) -> str:

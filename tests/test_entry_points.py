@@ -7,6 +7,7 @@ the same name on another framework's class, a function the configuration does no
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -173,3 +174,70 @@ def test_a_package_checked_whole_or_a_file_alone_tags_a_hook_the_same(tmp_path, 
     out = run(configure(start=tmp_path, no_cache=True), ["pkg/head.py"])
     alone = {(Path(f.filename).name, f.row): f.hot for f in out.findings}
     assert alone == {k: v for k, v in whole.items() if k[0] == "head.py"}
+
+
+def test_a_file_checked_alone_takes_its_callers_heat_from_the_last_check_of_its_package(tmp_path, monkeypatch):
+    """`util.summarize` runs every step only because `loop.py` calls it in a loop. Checked
+    alone (the command line, an editor's buffer), util.py learns that from the call graphs
+    the last check of the package left in the cache; with no such check, it cannot."""
+    loop = """\
+        from pkg.util import summarize
+
+
+        def train(loader):
+            for x in loader:
+                summarize(x)
+        """
+    _write(tmp_path, {"util.py": UTIL, "loop.py": loop})
+    for f in (tmp_path / "pkg").iterdir():  # saved a while ago: the cache vouches by size and time
+        os.utime(f, (f.stat().st_atime - 3600, f.stat().st_mtime - 3600))
+    monkeypatch.chdir(tmp_path)
+    setup = configure(start=tmp_path)
+    alone_first = {f.row: f.hot for f in run(setup, ["pkg/util.py"]).findings}
+    assert alone_first[5] is False  # nothing known of loop.py yet
+    whole = {(Path(f.filename).name, f.row): f.hot for f in run(configure(start=tmp_path), ["pkg"]).findings}
+    assert whole[("util.py", 5)] is True
+    alone = {f.row: f.hot for f in run(configure(start=tmp_path), ["pkg/util.py"]).findings}
+    assert alone == {row: hot for (name, row), hot in whole.items() if name == "util.py"}
+    from synclint.pipeline import run_editor
+
+    edited = (tmp_path / "pkg" / "util.py").read_text() + "\n# an unsaved edit\n"
+    outcome, _ = run_editor(str(tmp_path / "pkg" / "util.py"), edited)
+    assert {f.row: f.hot for f in outcome.findings} == alone
+
+
+def test_a_hot_only_rule_reports_what_another_modules_loop_makes_hot_and_nothing_cold(tmp_path, monkeypatch):
+    """SYN403 (`HOT_ONLY`): `empty_cache()` in a helper is a finding only where a loop of
+    another module calls the helper; called once between phases, it costs nothing."""
+    files = {
+        "mem.py": """\
+            import torch
+
+
+            def free():
+                torch.cuda.empty_cache()
+
+
+            def free_between_phases():
+                torch.cuda.empty_cache()
+            """,
+        "loop.py": """\
+            import torch
+            from pkg.mem import free, free_between_phases
+
+
+            def train(loader):
+                for x in loader:
+                    y = x.cuda() * 2
+                    free()
+                free_between_phases()
+            """,
+    }
+    _write(tmp_path, files)
+    found = {(Path(f.filename).name, f.row, f.hot) for f in _outcome(tmp_path, monkeypatch).findings if f.code == "SYN403"}
+    assert found == {("mem.py", 5, True)}
+
+
+def _outcome(root: Path, monkeypatch):
+    monkeypatch.chdir(root)
+    return run(configure(start=root, no_cache=True), ["pkg"])

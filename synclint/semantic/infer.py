@@ -849,8 +849,11 @@ class Inference:
             va = kwarg(call, "validate_args")
             off = type(va) is cst.Name and va.value == "False" or va is not None and type(va) is not cst.Name
             return Val(V.DIST, py=None if off else "validating")
-        if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES):
+        if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES) or (
+                "." in t and last.startswith(L.TORCH_ACCESSOR_PREFIXES)):
             return V.PY_VAL
+        if t in L.TORCH_CPU_RESULTS:
+            return V.tensor(V.CPU)
         pos = [a.value for a in call.args if a.keyword is None and not a.star]
         if last == "where" and len(call.args) == 1:
             return Val(V.TENSORS, _device_of(self.tensor_args(call)), dtype=V.INT)
