@@ -35,3 +35,20 @@ def only_on_error_path(ctx) -> bool:
 
 def string_literal(e: cst.BaseExpression) -> bool:
     return type(e) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+# the methods of a logger that format what they are given
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"})
+
+
+def is_logging_call(ctx, func: cst.Attribute) -> bool:
+    """`logger.info(...)`, `logging.warning(...)`: a method of the logging module or of a
+    name that is a logger's."""
+    q = ctx.qualname(func)
+    if q is not None:
+        return q.startswith(("logging.", "loguru.", "absl.logging."))
+    name = last_identifier(func.value)
+    if name is None or name == "self":
+        return False
+    low = name.lower().lstrip("_")
+    return low in ("log", "logger", "logging", "lg") or low.endswith("logger")

@@ -5,12 +5,10 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, positional, receiver, short
-from synclint.rules._host_readback import is_builtin, last_identifier, only_on_error_path, string_literal
+from synclint.rules._host_readback import LOG_METHODS, is_builtin, is_logging_call, only_on_error_path, string_literal
 from synclint.semantic import EVIDENT
 from synclint.semantic import values as V
 from synclint.semantic.syntax import string_value
-
-LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
 
 
 class TensorFormatting(Rule):
@@ -255,24 +253,13 @@ class TensorFormatting(Rule):
                 self._check((a.value for a in node.args if not a.star), node)
                 self._check(_attribute_fields(_literal_text(receiver(node)), node), node)
             return
-        if m is not None and _is_logging_call(ctx, node.func):
+        if m is not None and is_logging_call(ctx, node.func):
             if ctx.logging_below_level(m):
                 return  # `log.debug(...)` under a configured INFO level formats nothing
             pos = positional(node)
             if m == "log":
                 pos = pos[1:]  # logger.log(level, msg, *args)
             self._check(a.value for a in pos)
-
-
-def _is_logging_call(ctx, func: cst.Attribute) -> bool:
-    q = ctx.qualname(func)
-    if q is not None:
-        return q.startswith(("logging.", "loguru.", "absl.logging."))
-    name = last_identifier(func.value)
-    if name is None or name == "self":
-        return False
-    low = name.lower().lstrip("_")
-    return low in ("log", "logger", "logging", "lg") or low.endswith("logger")
 
 
 def _literal_text(e: cst.BaseExpression) -> Optional[str]:

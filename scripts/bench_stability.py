@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""Run the full bench twice on the GPU and compare the verdicts; or compare two runs.
+"""Two full bench runs on the GPU, and whether the second's intervals hold the first's figures.
 
-    python scripts/bench_stability.py both [--out DIR]            # on the GPU: run, run, compare
+    python scripts/bench_stability.py run bench-run1.json [--runs 4] [--passes 1] [--out DIR]   # on the GPU
+    python scripts/bench_stability.py both [--runs 4] [--out DIR]       # on the GPU: run, run, compare
     python scripts/bench_stability.py compare RUN1 RUN2 [--out DIR]
 
-`both` writes DIR/bench-run1.json, DIR/bench-run2.json and the comparison; `compare` only the
-comparison: DIR/bench-stability.json and DIR/bench-stability.md. Exit 0 when no verdict
-changed, 1 when one did, 2 when the runs cannot be compared (different GPUs or torch, or a
-file that is not a timed results document). When the two runs must go in two device calls
-(each run is up to 5 minutes), run `scripts/gpu_run.sh --name bench-run1.json` and
-`--name bench-run2.json`, then `compare` here. Commit the second run as
-synclint/data/bench.json and the comparison beside it (scripts/take_gpu_results.py
---stability does both).
+A full run is `synclint bench --runs R` in a process of its own, which runs the whole bench R
+times, each in a fresh process, and combines them (synclint/bench/runs.py). `run` makes one
+(into DIR/NAME, with its wall time), `both` two and the comparison; `compare` only the
+comparison: DIR/bench-stability.json and DIR/bench-stability.md. Exit 0 when every interval
+of run 2 holds run 1's figure or is flagged not reproducible and no verdict flipped, 1
+otherwise, 2 when the runs cannot be compared (different GPUs or torch, or a file that is
+not a timed results document). When the two runs must go in two device calls, `run` each,
+then `compare` here. Commit the second run as synclint/data/bench.json and the comparison
+beside it (scripts/take_gpu_results.py --stability does both).
 """
 
 from __future__ import annotations
@@ -55,16 +57,48 @@ def write_comparison(first: Path, second: Path, out: Path) -> int:
         if not p["equal"]:
             print(f"CHANGED {p['code']} {p['name']}: {p['why']}")
     n = len(cmp["pairs"])
-    print(f"{n - len(cmp['changed'])} of {n} pairs with equal verdicts; wrote {out / 'bench-stability.json'}")
-    return 0 if cmp["all_equal"] else 1
+    print(f"{n - len(cmp['changed'])} of {n} pairs with equal verdicts; {len(cmp['flips'])} flipped, "
+          f"{len(cmp['withheld'])} withheld in one run; {cmp['covered']} of {cmp['intervals']} intervals of run 2 "
+          f"hold run 1's figure, {len(cmp['misses_flagged'])} miss flagged, {len(cmp['misses'])} miss unflagged; "
+          f"wrote {out / 'bench-stability.json'}")
+    return 0 if not cmp["flips"] and not cmp["misses"] else 1
+
+
+def run_full(out: Path, name: str, runs: int, passes: int, repeat: int, select: str) -> int:
+    """One full run, `synclint bench --runs RUNS`, in a process of its own, into out/name."""
+    import subprocess
+    import time
+
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "synclint", "bench", "--runs", str(runs), "--passes", str(passes),
+           "--repeat", str(repeat), "--output-format", "json", "--output", str(out / name), "--progress"]
+    cmd += [a for sel in select.split(",") if sel.strip() for a in ("--select", sel.strip())]
+    t0 = time.time()
+    with open(out / "progress.log", "a", buffering=1) as log:
+        rc = subprocess.run(cmd, stderr=log).returncode
+    took = time.time() - t0
+    if (out / name).is_file():
+        data = json.loads((out / name).read_text(encoding="utf-8"))
+        data["meta"]["wall_s"] = round(took, 1)
+        from synclint.bench.results import dumps, write_atomic
+
+        write_atomic(str(out / name), dumps(data))
+    print(f"{name}: {runs} runs x {passes} passes x {repeat} loops took {took:.0f} s (exit {rc})", flush=True)
+    return rc
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    one = sub.add_parser("run", help="on the GPU: one full run")
+    one.add_argument("name")
     both = sub.add_parser("both", help="on the GPU: two full runs, then the comparison")
-    both.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or ROOT / "gpu-out"))
-    both.add_argument("--select", default="")
+    for p in (one, both):
+        p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or ROOT / "gpu-out"))
+        p.add_argument("--select", default="")
+        p.add_argument("--runs", type=int, default=4)
+        p.add_argument("--passes", type=int, default=1)
+        p.add_argument("--repeat", type=int, default=4)
     cmpp = sub.add_parser("compare", help="compare two results documents")
     cmpp.add_argument("first", type=Path)
     cmpp.add_argument("second", type=Path)
@@ -72,13 +106,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "compare":
         return write_comparison(a.first, a.second, a.out)
-    import gpu_run
-
-    gpu_run.ensure_rules_package()
-    a.out.mkdir(parents=True, exist_ok=True)
+    if a.cmd == "run":
+        return run_full(a.out, a.name, a.runs, a.passes, a.repeat, a.select)
     status = 0
     for name in ("bench-run1.json", "bench-run2.json"):
-        status = gpu_run.run_bench(a.out, name, a.select) or status
+        status = run_full(a.out, name, a.runs, a.passes, a.repeat, a.select) or status
     rc = write_comparison(a.out / "bench-run1.json", a.out / "bench-run2.json", a.out)
     return rc or status
 

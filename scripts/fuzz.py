@@ -5,7 +5,9 @@
     python scripts/fuzz.py --kind torch --count 10000 --seed 1 --out fuzz-out
 
 Every program that fails (an exception, an internal error, a position outside the file, a
-fix that does not compile or does not converge, more than `--timeout` seconds) is written
+fixed text that does not compile where the original did, on this Python or as Python 3.8, a
+fix withheld for that reason, fixes that do not converge or change again when run on their
+own output, more than `--timeout` seconds) is written
 to OUT/<kind>-<n>.py with its problems in a comment; the program being checked is always in
 OUT/current-<kind>.py, so a run killed by the parser (a segfault) leaves its culprit there.
 The first 50 programs refused with one line (a parse error LibCST reports on code Python
@@ -72,6 +74,7 @@ def main() -> int:
         tally["programs"] += 1
         tally["with findings"] += bool(outcome.codes)
         tally["with fixes"] += bool(outcome.fixes)
+        tally["fixed texts checked"] += outcome.fixed_texts
         if outcome.refused:
             refused[outcome.refused.split(" (")[0]] += 1
             if sum(refused.values()) <= 50:  # kept to look at: a valid program refused is worth knowing

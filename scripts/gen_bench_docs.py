@@ -40,11 +40,14 @@ def readme_with_bench(readme: str, data) -> str:
         "",
         "![Speedup of each rule's fix, log scale](docs/speedups.svg)",
         "",
-        "Speedup = flagged time / fixed time (the median over interleaved loop pairs) with its 95% bootstrap "
-        "interval, in a back-to-back loop and, "
+        "Speedup = flagged time / fixed time (the median over interleaved loop pairs"
+        + (f", the geometric mean over {meta['runs']} whole runs in fresh processes) with an interval that holds "
+           f"another {meta['runs']} runs' figure" if (meta.get("runs") or 1) > 1 else ") with its 95% bootstrap interval")
+        + ", in a back-to-back loop and, "
         "for fixes that remove a sync, in a loop with host and GPU work per step "
         f"({(meta.get('host_work') or {}).get('host_us', '?')} µs host, {(meta.get('host_work') or {}).get('gpu_us', '?')} µs GPU); "
-        "a verdict needs the interval to exclude 1.0 and names the loop it rests on.",
+        "a verdict needs the interval to exclude 1.0 (or, for no gain, to stay within 3% of it; else *undecided*) "
+        "and names the loop it rests on.",
         "",
         "| rule | sizes | back-to-back | host-work | verdict |",
         "|---|---|---:|---:|---|",

@@ -5,29 +5,50 @@ The file keeps its encoding (a PEP 263 cookie's), its UTF-8 BOM, its mode and, w
 may, its owner. A symlink is followed: its target is the file, and the link stays a link.
 A file with other hard links is the one exception to "never half": replacing it would
 detach this name from the others, so it is rewritten in place (one write, then fsync).
+
+A file read, changed and written back (`replacing=` the bytes read: `--fix`) is written
+only where it still holds those bytes, checked under an exclusive lock (`flock`) on the
+file right before the rename: a second synclint run fixing it meanwhile, or an editor
+saving it, is not overwritten (`FileChanged`); two synclint runs take the lock in turn,
+so neither can slip between the other's check and rename. And only where this user may
+write the file itself (a rename needs the folder only): a read-only file (mode 0444) or
+one owned by another user is left alone (`PermissionError`).
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Iterator, Optional, Tuple, Union
 
 AT_FDCWD, AT_SYMLINK_FOLLOW = -100, 0x400  # <fcntl.h>, Linux
+LOCK_WAIT = 10.0  # seconds to wait for the lock on a file being replaced
 
 
-def write_text_atomic(path: Union[str, Path], text: str, encoding: str = "utf-8", bom: bool = False) -> None:
-    """Raises OSError (or UnicodeEncodeError) with nothing changed and no temp file left."""
+class FileChanged(OSError):
+    """The file no longer holds what was read from it: it is left as it now is."""
+
+
+def write_text_atomic(path: Union[str, Path], text: str, encoding: str = "utf-8", bom: bool = False,
+                      replacing: Optional[bytes] = None) -> None:
+    """Raises OSError (or UnicodeEncodeError) with nothing changed and no temp file left;
+    with `replacing` (the bytes read from the file), FileChanged where the file holds other
+    bytes now and PermissionError where this user may not write it."""
     path = os.path.realpath(os.fspath(path))
     data = (codecs.BOM_UTF8 if bom else b"") + text.encode(encoding)
     try:
         st = os.stat(path)
     except FileNotFoundError:
         st = None
+    if replacing is not None and st is not None:
+        _refuse_unwritable(path, st)
     if st is not None and st.st_nlink > 1:
-        with open(path, "r+b") as fh:
+        with open(path, "r+b") as fh, _locked_unchanged(path, replacing, fh):
+            fh.seek(0)
             fh.write(data)
             fh.truncate()
             fh.flush()
@@ -51,11 +72,10 @@ def write_text_atomic(path: Union[str, Path], text: str, encoding: str = "utf-8"
                 os.umask(umask)
                 os.fchmod(fh.fileno(), 0o666 & ~umask)
             os.fsync(fh.fileno())
-            if tmp is None:  # unnamed until complete: named only for the rename, at once
-                tmp = _name(fh.fileno(), directory)
+            with _locked_unchanged(path, replacing):
+                if tmp is None:  # unnamed until complete: named only for the rename, at once
+                    tmp = _name(fh.fileno(), directory)
                 os.replace(tmp, path)
-                return
-        os.replace(tmp, path)
     except BaseException:
         if tmp is not None:
             try:
@@ -63,6 +83,68 @@ def write_text_atomic(path: Union[str, Path], text: str, encoding: str = "utf-8"
             except OSError:
                 pass
         raise
+
+
+def _refuse_unwritable(path: str, st: os.stat_result) -> None:
+    """PermissionError for a file whose permissions say this user may not write it. The
+    superuser may write anything, so a file without any write permission is read-only for
+    everyone."""
+    mode = st.st_mode & 0o7777
+    if not mode & 0o222:
+        raise PermissionError(errno.EACCES, f"the file is read-only (mode {mode:04o})", path)
+    if not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise PermissionError(errno.EACCES, f"no permission to write the file (owner uid {st.st_uid}, "
+                                            f"mode {mode:04o})", path)
+
+
+@contextmanager
+def _locked_unchanged(path: str, expected: Optional[bytes], fh=None) -> Iterator[None]:
+    """Held while the file at `path` is replaced or rewritten: an exclusive lock on it,
+    after checking that it still holds `expected` (FileChanged if not). No-op without
+    `expected`. The lock is the file's (its inode's): one taken on a file another run has
+    meanwhile replaced is dropped and taken again on the file now at `path`."""
+    if expected is None:
+        yield
+        return
+    try:
+        import fcntl  # noqa: F401
+        lockable = True
+    except ImportError:  # no flock (Windows): the check alone, with its short window
+        lockable = False
+    while True:
+        handle = fh or open(path, "rb")
+        try:
+            if lockable:
+                _lock(handle.fileno(), path)
+            if not os.path.samestat(os.fstat(handle.fileno()), os.stat(path)):
+                if fh is None:
+                    continue  # replaced while we waited for the lock: lock the new one
+                raise FileChanged(errno.EAGAIN, "the file was replaced since it was read", path)
+            handle.seek(0)
+            if handle.read() != expected:
+                raise FileChanged(errno.EAGAIN, "the file changed since it was read", path)
+            yield
+            return
+        finally:  # closing the handle drops the lock (after the rename or the write)
+            if fh is None:
+                handle.close()
+
+
+def _lock(fd: int, path: str) -> None:
+    """An exclusive lock on the file: another synclint run holds it for a rename at most, so
+    waiting longer than LOCK_WAIT means some other program holds it (OSError)."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise OSError(errno.EAGAIN, f"the file stayed locked by another program for {LOCK_WAIT:.0f} s", path)
+            time.sleep(0.005)
 
 
 def _temp_file(directory: str) -> Tuple[int, Optional[str]]:

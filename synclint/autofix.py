@@ -1,7 +1,11 @@
 """What `check --fix`, `--diff`, `--unsafe-fixes` and `--add-noqa` do with a pipeline
 `Outcome`: fix each file that has fixable findings (written atomically, or shown as a
 diff), fix stdin's text, or add `# noqa` comments. The edits themselves are
-`synclint.fixes`; the findings left after fixing replace the outcome's."""
+`synclint.fixes`; the findings left after fixing replace the outcome's. Each of these is
+one line for its file, the run going on: a fix withheld because the fixed file would not
+compile (on this Python, or parse as the project's `requires-python` minimum); a file
+that changed after it was read (another run, an editor), which is not overwritten; a file
+this user may not write (read-only, another user's), which is left alone."""
 
 from __future__ import annotations
 
@@ -30,11 +34,12 @@ def fix_files(setup, outcome, *, write: bool, unsafe: bool, show_diff: bool, qui
 
 
 def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
-    from synclint.atomic import write_text_atomic
+    from synclint.atomic import FileChanged, write_text_atomic
     from synclint.engine import LintError
+    from synclint.fixcheck import declared_minimum
     from synclint.source import decode_source, read_bytes, source_encoding
     from synclint.findings import split_internal
-    from synclint.fixes import FixError, fix_text
+    from synclint.fixes import FixError, fix_source
     from synclint.pipeline import lint_fixed
 
     by_file = {}
@@ -44,6 +49,7 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
     errors = outcome.errors
     diff_changed = False
     fixed_count = 0
+    minimums: dict = {}  # folder -> the project's oldest Python, for this run
     for path, fs in by_file.items():
         if not any(f.fix and (f.fix.applicability == "safe" or unsafe) for f in fs):
             remaining.extend(fs)
@@ -59,17 +65,24 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
             remaining.extend(fs)
             continue
         try:
-            new, n, left = fix_text(text, lint_fixed(setup, path), unsafe=unsafe)
+            fixed = fix_source(text, lint_fixed(setup, path), unsafe, declared_minimum(path, minimums))
         except (FixError, LintError) as e:
             errors.append(FileError(path, str(e)))
             remaining.extend(fs)
             continue
+        new, n, left = fixed.text, fixed.count, fixed.left
+        errors.extend(withheld_errors(path, fixed))
         if n and show_diff:
             diff_changed = True
             click.echo(unified_diff(path, text, new), nl=False)
         elif n and write:
-            try:  # in the file's own encoding, with its BOM if it had one
-                write_text_atomic(path, new, source_encoding(data), data.startswith(b"\xef\xbb\xbf"))
+            try:  # in the file's own encoding, with its BOM if it had one; only over what was read
+                write_text_atomic(path, new, source_encoding(data), data.startswith(b"\xef\xbb\xbf"), replacing=data)
+            except FileChanged:
+                errors.append(FileError(path, "changed while synclint was fixing it (another run or an editor); "
+                                              "not overwritten: run --fix again"))
+                remaining.extend(fs)
+                continue
             except (OSError, UnicodeEncodeError) as e:
                 reason = e.strerror if isinstance(e, OSError) and e.strerror else e
                 errors.append(FileError(path, f"cannot write the fixes: {reason}; the file is unchanged"))
@@ -90,13 +103,19 @@ def fix_stdin(setup, outcome, name: str, text: str, *, unsafe: bool) -> Tuple[st
     """stdin's `text` fixed: (the new text, fixes applied); `outcome` gets the findings left.
     Raises FixError or LintError when it cannot be fixed."""
     from synclint.findings import split_internal
-    from synclint.fixes import fix_text
+    from synclint.fixcheck import declared_minimum
+    from synclint.fixes import fix_source
     from synclint.pipeline import lint_fixed
 
-    new, n, left = fix_text(text, lint_fixed(setup, name), unsafe=unsafe)
-    outcome.findings, internal = split_internal(left)
-    outcome.errors = internal
-    return new, n
+    fixed = fix_source(text, lint_fixed(setup, name), unsafe, declared_minimum(name if name != "-" else "stdin", {}))
+    outcome.findings, internal = split_internal(fixed.left)
+    outcome.errors = internal + withheld_errors(name, fixed)
+    return fixed.text, fixed.count
+
+
+def withheld_errors(path: str, fixed) -> List[FileError]:
+    """One line per fix that was not applied, saying why (the finding stays, without it)."""
+    return [FileError(path, f"{f.code}'s fix not applied: {why}", f.row, f.code) for f, why in fixed.withheld]
 
 
 def unfixable_note(outcome, unsafe: bool) -> str:

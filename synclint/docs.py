@@ -36,10 +36,11 @@ def _measured_line(rule) -> Optional[str]:
              f"at {measured_at(r, {**run, **meta})}")
     if r.get("flagged_us") is None or r.get("fixed_us") is None:
         return f"Measured on {where}: {r.get('verdict', 'n/a')}."
-    from synclint.bench.report import fmt_ci, regime_phrase
+    from synclint.bench.report import ci_label, fmt_ci, regime_phrase
 
     line = (f"Measured on {where}: flagged {r['flagged_us']:.1f} us, fixed {r['fixed_us']:.1f} us "
-            f"({r.get('speedup', 0):.2f}x, 95% CI {fmt_ci(r.get('ci'))}, {r.get('verdict', '')})")
+            f"({r.get('speedup', 0):.2f}x, {ci_label((r.get('regimes') or {}).get(r.get('regime')) or r)} "
+            f"{fmt_ci(r.get('ci'))}, {r.get('verdict', '')})")
     others = {k: g for k, g in (r.get("regimes") or {}).items() if k != r.get("regime")}
     if others:  # the other regime, so a verdict of one loop is not read as the rule's only figure
         line += "; " + "; ".join(f"{k}: {regime_phrase(g)}, {g.get('verdict', '')}" for k, g in sorted(others.items()))

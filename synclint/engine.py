@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from synclint.findings import Edit, Finding, Fix
 from synclint.noqa import noqa_map, suppressing
+from synclint.semantic.compiled import Compiled
 from synclint.semantic.declared import DeclaredHeat
 
 if TYPE_CHECKING:  # the semantic package imports LibCST: a cached run never loads it
@@ -63,13 +64,18 @@ class Graph:
     # functions a framework calls every step: by name (`forward`) or by their class's
     # framework base (a head's `loss_by_feat`: `SemanticModel.is_entry`)
     entries: List[str] = field(default_factory=list)
+    # compile roots, disabled functions and Dynamo flags (`semantic.compiled`), for the
+    # project's compiled regions
+    compiled: Compiled = field(default_factory=Compiled)
 
     def to_json(self) -> list:
-        return [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers, self.entries]
+        out = [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers, self.entries]
+        return out + [self.compiled.to_json()] if self.compiled else out
 
     @staticmethod
     def from_json(d: list) -> "Graph":
-        return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]), list(d[4]))
+        return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]), list(d[4]),
+                     Compiled.from_json(d[5] if len(d) > 5 else None))
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
@@ -136,7 +142,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
-                  [q for q, f in ctx.all_funcs.items() if f.entry])
+                  [q for q, f in ctx.all_funcs.items() if f.entry], ctx.compile_facts)
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
@@ -319,7 +325,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
-        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row),
+        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row), compiled=p.compiled,
     )
 
 
@@ -364,7 +370,11 @@ def lint_source(
     a = analyse(source, filename, module_name)
     if a is None or not might_fire(source):
         return []
-    findings, _, _ = lint_analysis(a, rules, project, declared)
+    findings, graph, _ = lint_analysis(a, rules, project, declared)
+    if any(f.compiled for f in findings):  # compiled events: in a region of this file's own?
+        from synclint.semantic.compiled import file_regions, settle
+
+        findings = settle(findings, file_regions(graph.compiled, graph.calls))
     return [f for f in findings if not f.suppressed and (f.hot or not (hot_only or f.hot_only))]
 
 

@@ -96,6 +96,10 @@ class Finding:
     # The text of its first row as the check read it (no line ending): what a report quotes
     # and a baseline matches, without reading the file again. None: read it from the file.
     line: Optional[str] = field(default=None, repr=False, compare=False)
+    # A compiled event (`semantic.compiled`): what it does depends on the compiled region its
+    # function is in, known once the project is linked; `compiled.settle` keeps or drops it
+    # and says its consequence. None for every finding that leaves the engine settled.
+    compiled: Optional[str] = field(default=None, repr=False, compare=False)
 
     @property
     def url(self) -> Optional[str]:
@@ -143,6 +147,7 @@ class Finding:
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
             timing_exempt=bool(d.get("timing_exempt")), hot_only=bool(d.get("hot_only")),
             noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")), line=d.get("line"),
+            compiled=d.get("compiled"),
         )
 
     def to_cache(self) -> dict:
@@ -160,6 +165,8 @@ class Finding:
             d["internal"] = True
         if self.line is not None:
             d["line"] = self.line
+        if self.compiled:
+            d["compiled"] = self.compiled
         return d
 
 

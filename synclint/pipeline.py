@@ -3,11 +3,11 @@ selection, discovery, the runner (workers, cache, project linking, the time budg
 the filters a finding passes (`# noqa`, per-file ignores, tests-hot-only, the baseline).
 
 Each front end parses its options, calls `configure` and then `run` (files and folders),
-`run_text` (stdin), `run_buffer` (flake8's lines) or `run_editor` (the LSP's buffers),
-and hands the `Outcome` to
-`synclint.output`. A failure a user can cause comes back as a `FileError` in the outcome
-or as a `PipelineError` (the configuration, the selection, the baseline), so a fix to
-error handling made here is made for every front end.
+`run_text` (stdin), `run_buffer` (a buffer that stands for a file: flake8's stdin) or
+`run_editor` (the LSP's buffers), and hands the `Outcome` to `synclint.output`. A failure
+a user can cause comes back as a `FileError` in the outcome or as a `PipelineError` (the
+configuration, the selection, the baseline), so a fix to error handling made here is made
+for every front end.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Outcome:
     errors: List[FileError] = field(default_factory=list)
     skipped: List[Tuple[str, str]] = field(default_factory=list)  # (path, why) the walk passed over
     checked: int = 0
+    files: List[str] = field(default_factory=list)  # the files `run` checked (its discovery's)
     suppressed: Dict[str, int] = field(default_factory=dict)  # "noqa", "baseline" -> findings not shown
 
     @property
@@ -145,7 +146,7 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
                              declared=setup.declared)
     except Exception as e:
         _reraise(e)
-    out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files))
+    out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files)
     return _filtered(setup, out, result.findings, result.errors, known)
 
 
@@ -162,22 +163,13 @@ def run_text(setup: Setup, name: str, text: str) -> Outcome:
     return _filtered(setup, Outcome(checked=1), found, [], None)
 
 
-def run_buffer(filename: str, source: str, *, hot_only: bool) -> Outcome:
-    """One file's text from flake8, every rule on: flake8's own options decide the codes
-    shown and the per-file ignores; the file's `[tool.synclint]` gives the cache,
-    tests-hot-only and the time budget (a broken one: the defaults, the same findings)."""
-    from synclint.config import Config, ConfigError, cache_dir_for, find_config, load_config
-    from synclint.registry import all_rules
-
-    try:
-        cfg = load_config(find_config(Path(filename).resolve().parent))
-    except (ConfigError, OSError):
-        cfg = Config()
-    cfg.per_file_ignores, cfg.hot_only = {}, hot_only
-    setup = Setup(cfg, all_rules(), cache_dir_for(cfg, False))
-    if filename in ("stdin", "-") or not os.path.isfile(filename):
-        return run_text(setup, filename, source)
-    return _one_file(setup, filename, source)
+def run_buffer(setup: Setup, path: str, source: str) -> Outcome:
+    """A buffer's text (an editor's, flake8's stdin) checked as the file `path`: with what
+    the project's other modules say when `path` is a file on disk (as `synclint check
+    <path>` sees it, the buffer's text in place of the file's), else on its own."""
+    if not os.path.isfile(path):
+        return run_text(setup, path, source)
+    return _one_file(setup, path, source)
 
 
 def _one_file(setup: Setup, path: str, source: str) -> Outcome:
@@ -202,9 +194,7 @@ def run_editor(path: Optional[str], source: str) -> Tuple[Outcome, "Config"]:
     if not start.is_dir():
         start = Path.cwd()
     setup = configure(start=start, lazy=False, own_process=False)
-    if not path or not os.path.isfile(path):
-        return run_text(setup, path or "<editor>", source), setup.cfg
-    return _one_file(setup, path, source), setup.cfg
+    return run_buffer(setup, path or "<editor>", source), setup.cfg
 
 
 def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:

@@ -964,6 +964,37 @@ class Project:
             hot.setdefault(path, set()).add(qual)
         return hot
 
+    def compiled_regions(self, graphs: Dict[str, "object"]) -> Dict[str, Dict[str, "object"]]:
+        """path -> function -> the compiled region (`semantic.compiled.Region`) it runs in:
+        reached from a compile root of any module along any call (`semantic.compiled.regions`),
+        not through a function `torch.compiler.disable` excludes; with the Dynamo flags the
+        program sets anywhere."""
+        from synclint.semantic import compiled as C
+
+        if not any(g.compiled.roots for g in graphs.values()):
+            return {}
+        flags = C.merged_flags(g.compiled.flags for g in graphs.values())
+        roots, disabled, skipped = [], set(), set()
+        edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
+        for path, g in graphs.items():
+            path = self.absolute(path)
+            for key, opts in g.compiled.roots:
+                unless = g.compiled.unless.get(key)
+                if unless is not None and self._call_targets(path, unless):
+                    continue  # `model.compile()` runs the project's own `compile`, not nn.Module's
+                roots.extend((t, C.region_of(t[1], opts, flags)) for t in self._call_targets(path, key))
+            disabled.update(t for key in g.compiled.disabled for t in self._call_targets(path, key))
+            skipped.update(t for key in g.compiled.skipped for t in self._call_targets(path, key))
+            for caller, callee, _ in g.calls:  # (guarded calls too: Dynamo traces every call)
+                if caller is not None:
+                    edges.setdefault((path, caller), []).extend(self._call_targets(path, callee))
+        for base, subs in self._overrides().items():
+            edges.setdefault(base, []).extend(subs)  # a compiled `self.m()` runs the override
+        out: Dict[str, Dict[str, object]] = {}
+        for (path, qual), region in C.regions(roots, edges, disabled, skipped).items():
+            out.setdefault(path, {})[qual] = region
+        return out
+
     def _call_targets(self, path: str, callee: str) -> List[Tuple[str, str]]:
         """The (path, function) pairs a call edge's callee key may run."""
         return self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)

@@ -67,7 +67,13 @@ def _check_shape(data: Any, where: str) -> None:
 # Number formats are the bench report's, so both documents print a measurement the same way.
 from synclint.bench.report import fmt_bytes as _bytes  # noqa: E402
 from synclint.bench.report import fmt_ci as _ci  # noqa: E402
+from synclint.bench.report import ci_label as _ci_label  # noqa: E402
 from synclint.bench.report import fmt_us, fmt_x as _x  # noqa: E402
+
+
+def _headline(r: Dict[str, Any]) -> Dict[str, Any]:
+    """The regime a result's top-level figures come from (its interval says what kind it is)."""
+    return (r.get("regimes") or {}).get(r.get("regime")) or r
 
 
 def _us(x: Optional[float]) -> str:
@@ -97,7 +103,9 @@ def verdict_text(r: Optional[Dict[str, Any]], timed: bool = True) -> str:
             syncs = f": {r['syncs_flagged']} → {r['syncs_fixed']} per call"
         return f"not faster ({_x(s)}); fewer syncs{syncs}"
     if v == "no measurable gain":
-        return f"not faster: no measurable gain ({_x(s)}, 95% CI {_ci(r.get('ci'))})"
+        return f"not faster: no measurable gain ({_x(s)}, {_ci_label(_headline(r))} {_ci(r.get('ci'))})"
+    if v == "undecided":
+        return f"not shown faster: the runs do not settle it ({_x(s)}, {_ci_label(_headline(r))} {_ci(r.get('ci'))})"
     if v == "slower":
         return f"not faster: the fix was slower here ({_x(s)})"
     return f"not faster ({v})" if v else "not measured"
@@ -106,7 +114,7 @@ def verdict_text(r: Optional[Dict[str, Any]], timed: bool = True) -> str:
 def _measured_detail(r: Dict[str, Any]) -> str:
     parts = [f"flagged {_us(r.get('flagged_us'))} → fixed {_us(r.get('fixed_us'))} per call"]
     if r.get("ci") is not None:
-        parts.append(f"95% CI {_ci(r.get('ci'))}")
+        parts.append(f"{_ci_label(_headline(r))} {_ci(r.get('ci'))}")
     if r.get("syncs_flagged") is not None:
         parts.append(f"syncs {r['syncs_flagged']} → {r['syncs_fixed']}")
     elif r.get("debug_mode_sees") is False:

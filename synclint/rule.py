@@ -27,6 +27,7 @@ FAMILIES = {
     "3": "blocking host-to-device transfer",
     "4": "explicit synchronization",
     "5": "GPU overhead (not a sync)",
+    "6": "compiled code (torch.compile)",
 }
 REQUIRED_HEADINGS = ("## What it does", "## Why is this bad?", "## Use instead")
 

@@ -121,8 +121,7 @@ def check_files(
         if e[4]:
             result.errors.append(FileError(path, e[4]))
         hot_scopes, timing_scopes = set(e[5][0]), set(e[5][1])
-        for d in e[2]:
-            f = Finding.from_json(d)
+        for f in _settled([Finding.from_json(d) for d in e[2]], e[5]):
             if f.timing_exempt and f.scope in timing_scopes:
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
@@ -134,6 +133,17 @@ def check_files(
     if cache is not None:
         cache.save()
     return result
+
+
+def _settled(findings: List[Finding], scopes: list) -> List[Finding]:
+    """A file's findings with its compiled events settled by the project's compiled regions
+    (`scopes[2]`: function -> region, JSON), where it has any."""
+    if not any(f.compiled for f in findings):
+        return findings
+    from synclint.semantic.compiled import Region, settle
+
+    regions = scopes[2] if len(scopes) > 2 else {}
+    return settle(findings, {q: decoded.made("region", r, Region.from_json) for q, r in regions.items()})
 
 
 def _stat(path: str) -> Optional[os.stat_result]:
@@ -454,9 +464,13 @@ class _Run:
 
         # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
         hot, timing = project.kept("heat", heat, (graphs, self.declared))
+        compiled = project.kept("compiled regions", lambda: project.compiled_regions(
+            {p: decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
+            if key in compiled:  # (the functions of this file that run compiled, and how)
+                e[5].append({q: r.to_json() for q, r in sorted(compiled[key].items())})
             if self.cache is not None and not timed_out(e[4]):
                 if e[6] is not None and e[6] == self.first.get(key):
                     e = e[:6] + [None] + e[7:]
@@ -488,17 +502,12 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     """Files the prefilter would skip (no torch, tensor, cuda... in them) that a module of the
     project the first phase found tensors in imports, or that import one: what they are
     given, or use, may be a GPU tensor."""
-    from synclint.engine import might_inform
+    from synclint.engine import might_fire, might_inform
 
     out: Set[str] = set()
-    skipped: Dict[str, str] = {}
-    for p, t in texts.items():
-        if p in errors:
-            continue
-        if project.summaries.get(project.absolute(p)) is None:
-            skipped[project.absolute(p)] = p
-        elif not might_inform(t):
-            out.add(p)  # forced by an earlier run, its summary cached: forced still
+    # (a file the prefilter skips may have a summary: the one a run that forced it cached)
+    skipped = {project.absolute(p): p for p, t in texts.items()
+               if p not in errors and (project.summaries.get(project.absolute(p)) is None or not might_fire(t))}
     # a helper module of a file with tensors (an AverageMeter's `update(loss)`): it may be
     # given GPU tensors. Only a name that some skipped file may be is resolved (most import
     # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).

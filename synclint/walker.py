@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from synclint.semantic import compile_sites
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
@@ -168,6 +169,7 @@ class Walker:
             for d in node.decorators)
         info.entry = ctx.is_entry(info)
         ctx.all_funcs[qual] = info
+        ctx.patched_flags.append(compile_sites.note_function(ctx, info, node))  # (for roots it defines)
         saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
                  ctx.container_loop_depth)
         ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = ctx.once_depth = ctx.container_loop_depth = 0
@@ -182,6 +184,7 @@ class Walker:
         if info.name == "__init__":
             ctx.end_init(info)
         ctx.funcs.pop()
+        ctx.patched_flags.pop()
         (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
          ctx.container_loop_depth) = saved
         if info.timing:
@@ -393,7 +396,9 @@ class Walker:
             if item.asname is not None:
                 ctx.bind_target(item.asname.name, ctx.infer(item.item))
         ctx.no_grad_depth += no_grad
+        ctx.patched_flags.append(compile_sites.with_flags(ctx, node))  # `with torch._dynamo.config.patch(...)`
         self.walk_field(node.body)
+        ctx.patched_flags.pop()
         ctx.no_grad_depth -= no_grad
         ctx.grad_mode_depth -= grad_mode
 
@@ -486,6 +491,7 @@ class Walker:
         val = self.ctx.infer(node.value)
         for t in node.targets:
             self.ctx.bind_target(t.target, val, node.value if len(node.targets) == 1 else None)
+        compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
 
     def _annassign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -699,6 +705,7 @@ class Walker:
                 ctx.timing_funcs.add(None)  # a script that times things at module level
         if (hot is True or hot is False) and callee is None and not bound_methods:
             _handed_methods(ctx, node, caller, hot)
+        compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
         array_of = _array_read(ctx, node)
         if array_of is not None:
             # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
@@ -776,6 +783,57 @@ def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[st
         else:
             there.append((f"{k}.{method}", 1))
     return tuple(here), there
+
+
+def _compiled_targets(ctx: SemanticModel, e: cst.BaseExpression,
+                      in_place: bool = False) -> List[Tuple[str, Optional[str]]]:
+    """What `torch.compile(e)` compiles, as call-graph keys: a function (this file's, or
+    "@" + another module's) or the `forward` of a module (`__call__` of another object).
+    `in_place`: what `e.compile()` compiles, nn.Module's own, for a class that defines no
+    `compile` of its own (LightGlue's `compile` compiles its layers): each key with the key of
+    a `compile` another module's base class may define, which voids it (else None)."""
+    if in_place:
+        v = ctx.infer(e)
+        if v.kind != V.MODULE or not v.cls:
+            return []
+        out: List[Tuple[str, Optional[str]]] = []
+        for k in V.classes_of(v):
+            if ctx.defined_class(k) is None:
+                out.append((f"@{k}.forward", f"@{k}.compile"))
+            elif not _defines(ctx, k, "compile"):
+                base = ctx.inherited_from(k, "compile")
+                out.extend((key, f"@{base}.compile" if base else None) for key in _instance_methods(
+                    ctx, Val(V.MODULE, cls=k), "forward")[0])
+        return out
+    return [(k, None) for k in _compiled_functions(ctx, e)]
+
+
+def _defines(ctx: SemanticModel, cls: str, method: str, depth: int = 0) -> bool:
+    """An in-file class, or one of its in-file bases, defines `method`."""
+    info = ctx.classes_by_name.get(cls)
+    if info is None or depth > 8:
+        return False
+    return method in info.methods or any(_defines(ctx, b, method, depth + 1) for b in info.bases)
+
+
+def _compiled_functions(ctx: SemanticModel, e: cst.BaseExpression) -> List[str]:
+    if type(e) is cst.Name:
+        q = ctx.qualname(e)
+        if q is not None:
+            return [] if q.split(".", 1)[0] in L.LIBRARY_ROOTS else ["@" + q]
+        fn = ctx.lookup(e.value)
+        if fn == V.FUNCTION_VAL:
+            return [e.value]
+        keys = V.function_keys(fn)
+        if keys:
+            return [("@" + k) if "." in k else k for k in keys]
+    v = ctx.infer(e)
+    if v.kind in (V.MODULE, V.OBJECT) and v.cls:
+        here, there = _instance_methods(ctx, v, _CALLED[v.kind])
+        return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]
+    if V.methods_of(v):  # `torch.compile(self.step)`
+        return list(V.methods_of(v))
+    return []
 
 
 def _handed_methods(ctx: SemanticModel, call: cst.Call, caller: Optional[str], site: bool) -> None:

@@ -32,6 +32,8 @@ TIMEOUT_PREFIX = "analysis took longer than "
 # buffer, or sending it blocks this process until that worker is free (64 KiB: Linux's
 # smallest; a larger job is sent when the worker asks).
 WAITING_JOB_BYTES = 64 * 1024
+# How long a worker that closed its pipe may take to exit before it is killed (`reap`).
+REAP_SECONDS = 5.0
 
 
 class FileTimeout(BaseException):
@@ -316,19 +318,31 @@ class Pool:
                 if not sent[i]:
                     begun(i)
                 sent[i].append(job)
-                self.conns[i].send_bytes(data)
+                try:
+                    self.conns[i].send_bytes(data)
+                except OSError:  # its end of the pipe closed: the worker has gone
+                    if len(sent[i]) > 1:
+                        return  # on the job before this one: `run` sees it go and reports that one
+                    reap(self.procs[i])
+                    restart(i)  # between two jobs: this one goes to the worker in its place
 
         def ahead(i: int) -> None:
             """Complete the job worker i will take next, while it works."""
             next_for(i)
 
-        def replace(i: int, message: str):
-            job = sent[i].popleft()
+        def restart(i: int) -> None:
+            """A new worker in the place of worker i, which has gone."""
+            self.conns[i].close()
             shared.extendleft(reversed(sent[i]))  # sent but never begun: any worker runs them
             sent[i].clear()
             shared.extend(own[i])  # its trees are gone: any worker re-parses them
             own[i].clear()
             self._start(i)
+
+        def replace(i: int, message: str):
+            """Worker i failed on the job it was on: that job's result is `message`."""
+            job = sent[i].popleft()
+            restart(i)
             feed(i)
             return i, job, failed(job, message)
 
@@ -342,11 +356,12 @@ class Pool:
             ready = wait([self.conns[i] for i in busy] + [self.procs[i].sentinel for i in busy], wait_s)
             for i in busy:
                 conn, proc = self.conns[i], self.procs[i]
-                if conn in ready or (proc.sentinel in ready and conn.poll()):
+                gone = proc.sentinel in ready
+                if conn in ready or (gone and conn.poll()):
                     try:
                         result = conn.recv()
-                    except (EOFError, OSError):
-                        result = None
+                    except (EOFError, OSError):  # its end of the pipe closed: it is exiting
+                        result, gone = None, True
                     if result is not None and not self.greeted[i]:
                         self.greeted[i] = True
                         if result[1] is not None:
@@ -359,12 +374,11 @@ class Pool:
                         yield i, job, result
                         ahead(i)
                         continue
-                if proc.sentinel in ready or not proc.is_alive():
-                    yield replace(i, f"cannot analyse: synclint's worker died on this file (exit code {proc.exitcode})")
+                if gone or not proc.is_alive():
+                    yield replace(i, f"cannot analyse: synclint's worker died on this file (exit code {reap(proc)})")
                 elif time.monotonic() >= deadline[i]:
                     proc.kill()
                     proc.join()
-                    self.conns[i].close()
                     yield replace(i, timeout_message(self.budget))
 
     def close(self) -> None:
@@ -384,6 +398,17 @@ class Pool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def reap(proc) -> Optional[int]:
+    """The exit code of a worker whose pipe or sentinel says it has gone. A process's files
+    close as it exits, before the kernel lets it be reaped: read at once, the code may not
+    be there yet (None), so it is waited for. One that closed its pipe and lives on is killed."""
+    proc.join(REAP_SECONDS)
+    if proc.exitcode is None:
+        proc.kill()
+        proc.join()
+    return proc.exitcode
 
 
 def forks() -> bool:

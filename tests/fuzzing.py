@@ -4,7 +4,7 @@ Two kinds of program: hypothesmith's (any valid Python, from the grammar or from
 nodes: the parser, positions and the walk on code nobody writes) and torch-flavoured ones
 (the rules' own examples, composed and nested in random contexts with random renames: code
 the rules fire on and the fixer rewrites). `check_program` runs one through
-`lint_source` with every rule (`--select ALL`) and `fix_text`, safe fixes and unsafe ones,
+`lint_source` with every rule (`--select ALL`) and `fix_source`, safe fixes and unsafe ones,
 as `synclint check --fix [--unsafe-fixes]` does per file, and returns what went wrong.
 Used by `tests/test_fuzz.py` (a small sample in CI) and `scripts/fuzz.py` (the large run).
 """
@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.engine import LintError, lint_source
-from synclint.fixes import FixError, fix_text
+from synclint.fixes import FixError, fix_source, fix_text
 from synclint.lines import source_lines
 from synclint.registry import all_rules
 
 FILENAME = "fuzz.py"
+OLDEST = (3, 8)  # a fixed text must parse as this Python wherever the original did
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Outcome:
     refused: Optional[str] = None  # the one line of a file synclint rightly refuses
     codes: Tuple[str, ...] = ()
     fixes: int = 0  # fixes applied, unsafe ones included
+    fixed_texts: int = 0  # fixed texts checked (compiled, re-linted, fixed again): one per mode that fixed
 
 
 def lint(source: str) -> list:
@@ -44,8 +46,11 @@ def lint(source: str) -> list:
 
 def check_program(source: str) -> Outcome:
     """Lint `source` with every rule and fix it (safe fixes, then all): no exception and no
-    internal error, every position inside the file, every fixed text compiling, and fixing
-    the fixed text again changing nothing."""
+    internal error, every position inside the file, and each fixed text, as Black checks
+    its output: compiling on this Python and parsing as Python 3.8 wherever the original
+    did, linted again without a refusal, and fixed again without a change. No fix may be
+    withheld either: the fixer checks each fixed text itself (`fixcheck`) and withholds a
+    fix that breaks the file, so a withheld fix is a fix the rule got wrong."""
     out = Outcome()
     try:
         findings = lint(source)
@@ -57,15 +62,21 @@ def check_program(source: str) -> Outcome:
         return out
     out.problems += _bad_findings(source, findings)
     out.codes = tuple(sorted({f.code for f in findings}))
-    compiles = _compiles(source)
+    compiles, parses_old = _compiles(source), _parses_as(source, OLDEST)
     for unsafe in (False, True):
         try:
-            fixed, n, left = fix_text(source, lint, unsafe=unsafe)
+            result = fix_source(source, lint, unsafe=unsafe)
+            out.problems += [f"fix withheld (unsafe={unsafe}): {f.code} at line {f.row}: {why}"
+                             for f, why in result.withheld]
+            fixed, n, left = result.text, result.count, result.left
             if n == 0:
                 continue
+            out.fixed_texts += 1
             out.problems += [f"after fixes: {p}" for p in _bad_findings(fixed, left)]
             if compiles and not _compiles(fixed):
                 out.problems.append(f"fixed text does not compile (unsafe={unsafe})")
+            if parses_old and not _parses_as(fixed, OLDEST):
+                out.problems.append(f"fixed text does not parse as Python {OLDEST[0]}.{OLDEST[1]} (unsafe={unsafe})")
             again, more, _ = fix_text(fixed, lint, unsafe=unsafe)
             if more or again != fixed:
                 out.problems.append(f"fixing the fixed text changed it again (unsafe={unsafe})")
@@ -105,6 +116,16 @@ def _compiles(source: str) -> bool:
         with warnings.catch_warnings():  # generated code is full of `(1, 2)()`: not our business
             warnings.simplefilter("ignore")
             compile(source, FILENAME, "exec", dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _parses_as(source: str, version: Tuple[int, int]) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source, feature_version=version)
         return True
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
@@ -166,6 +187,9 @@ _EXPRESSIONS = (
     "next(iter({e} for _ in range(1)))",
     "({e} if flag else None)",
     "(_w := {e})",
+    'f"{{{e}}}"',  # inside an f-string's braces: before 3.12 a string there may not reuse its quote
+    "f'{{{e}}}'",
+    'f"""{{{e}}}"""',
 )
 _KEEP = frozenset(dir(builtins)) | {
     "torch", "nn", "F", "np", "numpy", "self", "cls", "device", "cuda", "loader", "model",

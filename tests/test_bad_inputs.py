@@ -197,6 +197,29 @@ SETUPS = {
 STDIN = {"stdin": GOOD}
 
 
+# Issue 37, fixes (their own block of rows in docs/reliability.md)
+def _saved_while_fixing(d, mp):
+    """An editor saves bad.py after `--fix` read it (as another `--fix` run would)."""
+    from synclint import pipeline
+
+    real = pipeline.lint_fixed
+
+    def lint_fixed(setup, name):
+        if name.endswith("bad.py"):
+            _w(d / "bad.py", MOVE + "z = 1\n")
+        return real(setup, name)
+
+    mp.setattr(pipeline, "lint_fixed", lint_fixed)
+    _w(d / "bad.py", MOVE)
+
+
+SETUPS.update({
+    "fix-fstring-quote": lambda d, mp: _w(d / "bad.py", HEAD + 'for i in range(3):\n    print(f"{torch.zeros(3).cuda()}")\n'),
+    "fix-file-changed": _saved_while_fixing,
+    "fix-read-only": lambda d, mp: (_w(d / "bad.py", MOVE), os.chmod(d / "bad.py", 0o444)),
+})
+
+
 def _unescape(cell: str) -> str:
     cell = cell.strip().replace("\\|", "|")
     m = re.fullmatch(r"(`+)\s?(.*?)\s?\1", cell)

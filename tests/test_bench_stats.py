@@ -302,13 +302,26 @@ def _shipped():
 
 
 def test_shipped_intervals_are_reproducible_from_their_samples():
-    """Each shipped interval is what the harness computes from the per-loop samples beside it."""
+    """Each shipped interval is what the harness computes from the per-loop samples beside it:
+    each run's own figure from its passes, then (runs.py) the figure and interval across runs."""
     data = _shipped()
     for r in data["results"][:6]:
         for name, g in (r.get("regimes") or {}).items():
-            raw = {"calls": g["calls"], "flagged": g["loops_us"]["flagged"], "fixed": g["loops_us"]["fixed"],
-                   "flagged_gpu": g["loops_us"]["flagged"], "fixed_gpu": g["loops_us"]["fixed"]}
-            got = summarize_regime(raw, data["meta"]["resamples"], sum(map(ord, r["code"])))
+            runs = g.get("runs") or [None]
+            per = g["passes"] // len(runs)
+            got_runs = []
+            for i in range(len(runs)):
+                cut = slice(i * per, (i + 1) * per)
+                raw = {"calls": g["calls"], "flagged": g["loops_us"]["flagged"][cut], "fixed": g["loops_us"]["fixed"][cut],
+                       "flagged_gpu": g["loops_us"]["flagged"][cut], "fixed_gpu": g["loops_us"]["fixed"][cut]}
+                got_runs.append(summarize_regime(raw, data["meta"]["resamples"], sum(map(ord, r["code"]))))
+            if runs == [None]:
+                got = got_runs[0]
+            else:
+                for mine, shipped in zip(got_runs, runs):
+                    assert [mine["speedup"], *mine["ci"]] == pytest.approx([shipped["speedup"], *shipped["ci"]], rel=1e-3)
+                s, ci = stats.run_interval([x["speedup"] for x in runs], [tuple(x["ci"]) for x in runs], g["confidence"])
+                got = {"speedup": s, "ci": list(ci), "verdict": stats.verdict_across_runs(s, ci)}
             assert got["ci"] == pytest.approx(g["ci"], rel=1e-3), (r["code"], name)
             assert got["speedup"] == pytest.approx(g["speedup"], rel=1e-3) and got["verdict"] == g["verdict"]
 
@@ -319,8 +332,10 @@ def test_shipped_run_has_both_regimes_for_the_sync_pairs():
     for code in ("SYN101", "SYN106", "SYN201"):  # .item(), print(tensor), a boolean mask per step
         r = by[code]
         hw = r["regimes"]["host-work"]
-        assert hw["verdict"] == "faster" and hw["ci"][0] > 1.0, (code, hw["ci"])
-    assert data["meta"]["passes"] >= 5
+        assert hw["speedup"] > 1.2 and hw["ci"][0] <= hw["speedup"] <= hw["ci"][1], (code, hw)
+        # faster where the interval settles it; SYN101's 1.3x is undecided over 3 runs (synclint/data/bench-stability.md)
+        assert hw["verdict"] == ("faster" if hw["ci"][0] > 1.0 else "undecided"), (code, hw)
+    assert data["meta"]["passes"] * (data["meta"].get("runs") or 1) >= 3
 
 
 def test_results_json_keeps_sample_lists_on_one_line_and_round_trips():

@@ -159,11 +159,64 @@ def test_no_sync_means_no_event(x):
 
 
 def test_the_guard_leaves_torch_as_it_found_it(x):
-    to, sync, device_sync = torch.Tensor.to, torch.cuda.Event.synchronize, torch.cuda.synchronize
+    to, sync, device_sync = torch.Tensor.to, torch.cuda.Event.synchronize, torch._C._cuda_synchronize
     item, getitem = torch.Tensor.item, torch.Tensor.__getitem__
     with synclint.guard("disallow"):
         pass
     assert torch.Tensor.to is to and torch.cuda.Event.synchronize is sync and "to" not in torch.Tensor.__dict__
-    assert torch.cuda.synchronize is device_sync and torch.Tensor.item is item and torch.Tensor.__getitem__ is getitem
+    assert torch._C._cuda_synchronize is device_sync and torch.Tensor.item is item and torch.Tensor.__getitem__ is getitem
     assert "__getitem__" not in torch.Tensor.__dict__ and "__bool__" not in torch.Tensor.__dict__
     assert "nonzero" not in torch.Tensor.__dict__ and "__repr__" in torch.Tensor.__dict__
+    assert torch.cuda.get_sync_debug_mode() == 0
+
+
+# ---------------------------------------------------------------- the trace
+
+PROGRAM = """
+import warnings
+warnings.filterwarnings("ignore")  # as many training scripts begin: must not hide a sync
+import torch
+
+p = torch.nn.Parameter(torch.zeros(1, device="cuda"))
+opt = torch.optim.SGD([p], lr=0.1)
+host = torch.ones(1 << 20)
+ev = torch.cuda.Event()
+a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+a.record(); torch.cuda._sleep(10**7); b.record(); b.synchronize()
+cycles = int(10**7 * SLEEP_MS / a.elapsed_time(b))
+for step in range(100):
+    torch.cuda._sleep(cycles)
+    loss = (p * 2).sum()
+    v = loss.item()                              # ITEM: waits for the queued sleep
+    x = host.to("cuda", non_blocking=True)       # PAGEABLE
+    ev.record()
+    ev.synchronize()                             # EVENT
+    torch.cuda._sleep(cycles)
+    torch.cuda.synchronize()                     # DEVICE: waits for the second sleep
+    opt.step()
+"""
+
+
+def _program(tmp_path, sleep_ms):
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM.replace("SLEEP_MS", str(sleep_ms)))
+    lines = {tag: n for n, text in enumerate(PROGRAM.splitlines(), start=1) for tag in ("ITEM", "PAGEABLE", "EVENT", "DEVICE")
+             if f"# {tag}" in text}
+    return path, lines
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="the clock needs sys.monitoring")
+def test_the_trace_counts_and_times_each_sync_and_agrees_with_the_profiler(tmp_path):
+    from synclint.trace.run import Options, run
+
+    path, lines = _program(tmp_path, sleep_ms=5)
+    t = run(Options([str(path)], roots=[str(tmp_path)], warmup=2, steps=10, cross_check=True))
+    sites = {(s.line, s.kind): s for s in t.sites}
+    item, device = sites[(lines["ITEM"], "stream")], sites[(lines["DEVICE"], "device")]
+    assert sites[(lines["PAGEABLE"], "pageable-copy")].count == 10 and sites[(lines["EVENT"], "event")].count == 10
+    assert (item.count, item.timed) == (10, 10)  # the first one, in the warm-up, armed the clock
+    assert (device.count, device.timed) == (10, 10)
+    assert 4.0 < item.blocked_ms / 10 < 6.5 and 4.0 < device.blocked_ms / 10 < 6.5
+    prof = t.meta["profiler"]["sync_ms"]
+    assert abs(t.blocked_ms - prof) <= 0.1 * prof, (t.blocked_ms, t.meta["profiler"])
+    assert torch.cuda.get_sync_debug_mode() == 0

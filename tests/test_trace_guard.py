@@ -1,6 +1,6 @@
 """`synclint.guard` / `synclint.allow_sync` and the pytest plugin, on CPU: the process's
-interceptor is replaced by one driven from tests/data/trace/fake_torch.py (what c10 does
-at a sync), so the guard's levels, its thread scope, where it raises and what it says are
+interceptor is replaced by one installed on tests/data/trace/fake_torch.py (whose syncs
+do what c10's do under the sync debug mode), so the guard's levels, its thread scope, where it raises and what it says are
 checked without a GPU. tests/test_trace_gpu.py checks the same on a real device."""
 
 import subprocess
@@ -26,42 +26,51 @@ def _line():
 
 @pytest.fixture
 def fake(monkeypatch):
-    """The shared interceptor is a fake; a CUDA device is 'present'."""
-    i = fake_interceptor()
-    monkeypatch.setattr(intercept, "_shared", i)
-    monkeypatch.setattr(intercept, "_users", 1)
-    monkeypatch.setattr(intercept, "cuda_state", lambda: None)
-    yield i
-    monkeypatch.setattr(intercept, "_shared", None)
+    """The shared interceptor is installed on the fake torch; a CUDA device is 'present'."""
+    with fake_interceptor() as i:
+        monkeypatch.setattr(intercept, "_shared", i)
+        monkeypatch.setattr(intercept, "_users", 1)
+        monkeypatch.setattr(intercept, "cuda_state", lambda: None)
+        yield i
+        monkeypatch.setattr(intercept, "_shared", None)
 
 
 def test_disallow_raises_when_the_block_ends_naming_the_line_op_and_rule(fake):
     ran = []
     with pytest.raises(synclint.SyncError) as e:
         with synclint.guard("disallow"):
-            sync_line = _line(); fake_torch.item(fake)  # noqa: E702
+            sync_line = _line(); fake_torch.nonzero()  # noqa: E702
             ran.append("rest of the block")
-    assert ran == ["rest of the block"]  # torch's callback cannot raise: the guard's exit does
+    assert ran == ["rest of the block"]  # a warning handler cannot raise: the guard's exit does
     assert f"test_trace_guard.py:{sync_line}: stream sync" in str(e.value) and "allow_sync" in str(e.value)
     note = "\n".join(getattr(e.value, "__notes__", []))
-    assert "the sync happened here" in note and "sync_line = _line(); fake_torch.item(fake)" in note
+    assert "the sync happened here" in note and "sync_line = _line(); fake_torch.nonzero()" in note
 
 
 def test_a_sync_in_a_wrapped_call_raises_at_once_on_its_line(fake):
     ran = []
     with pytest.raises(synclint.SyncError, match=r"non_blocking copy from pageable memory \[SYN303\]") as e:
         with synclint.guard("disallow"):
-            line = _line(); fake_torch.pageable_copy(fake)  # noqa: E702
+            line = _line(); fake_torch.pageable_copy()  # noqa: E702
             ran.append("next line")
     assert ran == []
     assert [f.lineno for f in traceback.extract_tb(e.value.__traceback__) if f.filename == __file__][-1] == line
 
 
+def test_a_wrapped_tensor_method_raises_at_once_on_its_line(fake):
+    x, ran = fake_torch.Tensor(), []
+    with pytest.raises(synclint.SyncError) as e:
+        with synclint.guard("disallow"):
+            line = _line(); x.item()  # noqa: E702
+            ran.append("next line")
+    assert ran == [] and f"test_trace_guard.py:{line}: stream sync" in str(e.value)
+
+
 def test_two_syncs_raise_once_for_the_first(fake):
     with pytest.raises(synclint.SyncError, match="stream sync") as e:
         with synclint.guard("disallow") as g:
-            line = _line(); fake_torch.boolean_mask_index(fake)  # noqa: E702
-            fake_torch.synchronize(fake)
+            line = _line(); fake_torch.boolean_mask_index()  # noqa: E702
+            fake_torch.synchronize()
     assert [ev.kind for ev in g.events] == ["stream", "stream", "device"]
     assert f"test_trace_guard.py:{line}:" in str(e.value)
 
@@ -69,30 +78,30 @@ def test_two_syncs_raise_once_for_the_first(fake):
 def test_a_guard_that_raised_leaves_nothing_behind(fake):
     with pytest.raises(synclint.SyncError):
         with synclint.guard("disallow"):
-            fake_torch.item(fake)
+            fake_torch.item()
     assert fake.listeners == [] and intercept._users == 1  # the fixture's own hold
     with synclint.guard("log") as g:
-        fake_torch.item(fake)
+        fake_torch.item()
     assert len(g.events) == 1
 
 
 def test_disallow_names_the_rule_for_the_debug_modes_blind_spots(fake):
     with pytest.raises(synclint.SyncError, match=r"torch\.cuda\.synchronize\(\) \[SYN401\]"):
         with synclint.guard("disallow"):
-            fake_torch.synchronize(fake)
+            fake_torch.synchronize()
 
 
 def test_allow_sync_lets_a_sync_through_and_records_its_reason(fake):
     with synclint.guard("disallow") as g:
         with synclint.allow_sync("logged every 100 steps"):
-            fake_torch.item(fake)
+            fake_torch.item()
         ok = True
     assert ok and [e.allowed for e in g.events] == ["logged every 100 steps"] and g.syncs == []
 
 
 def test_another_threads_syncs_are_not_this_guards(fake):
     with synclint.guard("disallow") as g:
-        t = threading.Thread(target=fake_torch.item, args=(fake,))
+        t = threading.Thread(target=fake_torch.item)
         t.start()
         t.join()
     assert g.events == []
@@ -111,7 +120,7 @@ def test_a_guard_in_another_thread_does_not_see_this_threads_syncs(fake):
     t = threading.Thread(target=guarded)
     t.start()
     entered.wait(5)
-    fake_torch.item(fake)  # this (unguarded) thread syncs while the other is guarded
+    fake_torch.item()  # this (unguarded) thread syncs while the other is guarded
     release.set()
     t.join()
     assert seen["events"] == []
@@ -120,21 +129,21 @@ def test_a_guard_in_another_thread_does_not_see_this_threads_syncs(fake):
 def test_log_records_every_sync_and_does_not_raise(fake, caplog):
     with synclint.guard("log") as g:
         for _ in range(2):
-            line = _line(); fake_torch.item(fake)  # noqa: E702
+            line = _line(); fake_torch.item()  # noqa: E702
     assert [e.where for e in g.events] == [f"test_trace_guard.py:{line}"] * 2
     assert sum("sync: test_trace_guard.py" in r.getMessage() for r in caplog.records) == 2
 
 
 def test_allow_level_records_nothing(fake):
     with synclint.guard("allow") as g:
-        fake_torch.item(fake)
+        fake_torch.item()
     assert g.events == []
 
 
 def test_the_innermost_guard_decides(fake):
     with synclint.guard("disallow"):
         with synclint.guard("log") as inner:
-            fake_torch.item(fake)
+            fake_torch.item()
     assert len(inner.events) == 1
 
 
@@ -175,14 +184,14 @@ import synclint
 from synclint.trace import intercept
 
 def test_syncs():
-    fake_torch.item(intercept._shared)
+    fake_torch.item()
 
 def test_clean():
     pass
 
 @pytest.mark.sync_guard("disallow")
 def test_marked():
-    fake_torch.item(intercept._shared)
+    fake_torch.item()
 """
 
 

@@ -19,7 +19,8 @@ SCRIPT = "fixtures/trace/train_sites.py"
 
 
 def _trace(root=str(REPO)):
-    s = lambda line, kind, count, ms, **kw: Site(SCRIPT, line, "main", kind, count=count, blocked_ms=ms, **kw)  # noqa: E731
+    s = lambda line, kind, count, ms, **kw: Site(SCRIPT, line, "main", kind, count=count, blocked_ms=ms,  # noqa: E731
+                                                 timed=count, **kw)
     sites = [
         s(53, "stream", 30, 40.0, debug_mode=30),  # .item()
         s(49, "stream", 30, 20.0, debug_mode=30, via="torch/_tensor.py:__getitem__"),  # mask
@@ -29,9 +30,9 @@ def _trace(root=str(REPO)):
         s(56, "stream", 30, 0.4, debug_mode=30, via="torch/_tensor.py:__format__"),
         s(60, "event", 30, 0.2, debug_mode=0),
         s(61, "device", 30, 3.0, debug_mode=0),
-        Site(SCRIPT, 24, "log_every", "stream", count=30, blocked_ms=0.3, debug_mode=30,
+        Site(SCRIPT, 24, "log_every", "stream", count=30, blocked_ms=0.3, timed=30, debug_mode=30,
              callers=[f"{SCRIPT}:58:main"]),
-        Site("torch/utils/data/_utils/pin_memory.py", 20, "pin_memory", "stream", count=2, blocked_ms=0.1,
+        Site("torch/utils/data/_utils/pin_memory.py", 20, "pin_memory", "stream", count=2, blocked_ms=0.1, timed=2,
              user=False, threads=["pin-thread"]),
     ]
     return Trace({"wall_ms": 200.0, "root": root, "gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130",
@@ -77,6 +78,14 @@ def test_text_table_shows_ms_and_share_of_wall(joined):
     assert "confirmed" in first and "SYN101" in first and "40.0" in first and "20.0%" in first
     assert "272 syncs at 10 sites blocked the host 67.5 ms of 200.0 ms wall (33.7%), 30 steps" in text
     assert "6 findings confirmed, 4 sync sites missed by the rules, 1 finding not reached" in text
+
+
+def test_the_headline_says_how_many_syncs_were_timed_when_not_all_were(joined):
+    from synclint.trace.output import headline
+
+    assert "timed" not in headline(joined)
+    joined.trace.sites[0].timed -= 1  # its first sync taught the clock where to look
+    assert "272 syncs at 10 sites (271 of them timed) blocked the host" in headline(joined)
 
 
 def test_json_output_is_versioned_and_complete(joined):

@@ -65,14 +65,26 @@ def test_a_worker_past_its_budget_is_killed_and_replaced(tmp_path, monkeypatch):
 @pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
 def test_a_worker_that_dies_fails_its_file_and_the_jobs_waiting_for_it_run_on(monkeypatch):
     """One worker, five files: each job waits in the worker's pipe while the one before it
-    runs. The worker dies on the second file: that file gets the error line, and the job
-    that was waiting behind it runs on a new worker with the rest."""
+    runs. The worker dies on the second file: that file gets the error line with the
+    worker's exit code, and the job that was waiting behind it runs on a new worker with
+    the rest.
+
+    A dying process's files close before it can be reaped: here that moment lasts (the
+    worker closes them, then exits), so the exit code must be waited for, never read
+    while the process has not yet gone (it read "exit code None" on a loaded machine)."""
     from synclint import workers
 
     real = workers.Worker.do
 
     def do(self, job, budget=None):
         if job[1] == "dies.py":
+            for fd in map(int, os.listdir("/proc/self/fd")):
+                if fd > 2:
+                    try:
+                        os.close(fd)  # its pipe and the sentinel's end: the main process sees it gone
+                    except OSError:
+                        pass
+            time.sleep(0.5)
             os._exit(3)  # as a segfault in a parser would end it
         return real(self, job, budget)
 
@@ -85,10 +97,26 @@ def test_a_worker_that_dies_fails_its_file_and_the_jobs_waiting_for_it_run_on(mo
     assert all(results[n][0] and results[n][1] is None for n in names if n != "dies.py")
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
+def test_a_worker_killed_between_runs_is_replaced_and_the_next_runs_files_are_checked():
+    """A worker can go while it waits for work (the OOM killer picks the process that holds
+    the most trees): sending it the next run's first job fails, and that job goes to the
+    worker started in its place, not reported as the file a worker died on."""
+    from synclint import workers
+
+    with workers.Pool(1, []) as pool:
+        assert [r[1] for _, _, r in pool.run([("summarise", "a.py", HOT_ITEM, "a")])] == [None]
+        pool.procs[0].kill()
+        pool.procs[0].join()
+        results = {job[1]: result for _, job, result in pool.run([("summarise", n, HOT_ITEM, n[:-3]) for n in ("b.py", "c.py")])}
+    assert sorted(results) == ["b.py", "c.py"] and all(r[0] and r[1] is None for r in results.values())
+
+
 def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
     """In this process (one file, -j 1) the budget is SIGALRM: the job that runs out is its
     file's error, the tree it left half-walked is dropped, and the handler and the timer are
-    put back, whether the job finished or not."""
+    put back, whether the job finished or not. (Only the spinning job has a budget it must
+    run out of: a real job on a loaded machine may take longer than that one's.)"""
     import signal
 
     from synclint.testing import spin_on
@@ -97,13 +125,14 @@ def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
     spin_on(monkeypatch, "slow.py")
     before = signal.getsignal(signal.SIGALRM)
     w = Worker(["SYN101"])
+    ample = 120.0
     for name in ("ok.py", "slow.py"):
-        assert w.do(("summarise", name, HOT_ITEM, name[:-3]), 0.5)[1] is None
+        assert w.do(("summarise", name, HOT_ITEM, name[:-3]), ample)[1] is None
     start = time.monotonic()
     found, _graph, error, _summary, _reads = w.do(("lint", "slow.py", HOT_ITEM, "slow", None), 0.5)
     assert (found, error) == ([], timeout_message(0.5))
     assert time.monotonic() - start < 5 and "slow.py" not in w.held
-    found, _graph, error, _summary, _reads = w.do(("lint", "ok.py", HOT_ITEM, "ok", None), 0.5)
+    found, _graph, error, _summary, _reads = w.do(("lint", "ok.py", HOT_ITEM, "ok", None), ample)
     assert error is None and [f["code"] for f in found] == ["SYN101"]
     assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert timeout_message(0.5) == ("analysis took longer than 0.5 s; skipped "

@@ -33,7 +33,9 @@ def _sizes(values: Sequence[str]) -> Dict[str, int]:
 @click.option("--device", default=None, metavar="cuda|cpu", help="Where to run (default: cuda if available, else an error).")
 @click.option("--select", "selectors", multiple=True, metavar="CODES", help="Rule codes, prefixes or names (repeatable, comma-separated).")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=4, show_default=True, help="Timed loops per side, regime and pass.")
-@click.option("--passes", type=click.IntRange(1, 50), default=7, show_default=True, help="Times the whole run is repeated (interleaved); the bootstrap interval resamples passes, then loops.")
+@click.option("--runs", type=click.IntRange(1, 50), default=5, show_default=True, help="Whole runs, each in a fresh process; each interval then holds the figure of another such set of runs, and a verdict is given only where it does (CUDA only; 1: one run, its interval from inside it).")
+@click.option("--passes", type=click.IntRange(1, 50), default=None, help="Passes over all pairs inside a run (interleaved; the bootstrap resamples passes, then loops). Default: 7 with --runs 1, else 1.")
+@click.option("--combine", "combine_files", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="RUN.json", help="Combine single-run results documents (repeatable) instead of running: runs made apart, on other days or machines of the same GPU model.")
 @click.option("--host-us", type=click.FloatRange(0, 100_000), default=500.0, show_default=True, help="Host-work regime: host busy-work per step (µs).")
 @click.option("--gpu-us", type=click.FloatRange(0, 100_000), default=1000.0, show_default=True, help="Host-work regime: GPU work per step (µs, one kernel sized to take it).")
 @click.option("--size", "size_overrides", multiple=True, metavar="NAME=N", help="Override a pair size (e.g. n=1000), for quick runs.")
@@ -46,7 +48,9 @@ def bench(
     device: Optional[str],
     selectors: Tuple[str, ...],
     repeat: int,
-    passes: int,
+    runs: int,
+    passes: Optional[int],
+    combine_files: Tuple[str, ...],
     host_us: float,
     gpu_us: float,
     size_overrides: Tuple[str, ...],
@@ -58,14 +62,20 @@ def bench(
 
     On CUDA: same-result check; time per call in a back-to-back loop with GPU work queued and,
     for pairs whose fix removes a sync, per step in a loop with host and GPU work per step;
-    the speedup's 95% bootstrap interval; syncs per call (set_sync_debug_mode), peak memory
-    and a verdict per rule that names the loop it rests on. On the CPU:
-    the same-result check only. Exit 0: all pairs agree; 1: a pair's sides differ or a pair
+    syncs per call (set_sync_debug_mode), peak memory; --runs whole runs in fresh processes,
+    the speedup over them with an interval that holds another set of runs' figure (flagged
+    when the runs disagree beyond their own spread), and a verdict per rule, where those
+    intervals settle one, that names the loop it rests on. On the CPU: the same-result
+    check only. Exit 0: all pairs agree; 1: a pair's sides differ or a pair
     could not run; 2: usage error.
     """
     from synclint.registry import SelectionError
 
     sizes = _sizes(size_overrides)
+    if combine_files:
+        data = _combined(ctx, combine_files)
+        _finish(ctx, data, fmt, output)
+        return
     from synclint.torch_import import import_torch
 
     try:
@@ -109,8 +119,47 @@ def bench(
     say = (lambda msg: click.echo(msg, err=True)) if show else None
     if device == "cpu" and (fmt != "text" or output):
         click.echo(CPU_NOTE, err=True)
-    opts = harness.Options(repeat=repeat, passes=passes, host_us=host_us, gpu_us=gpu_us)
-    data = harness.run(pairs, device, opts, progress=say, sizes_override=sizes or None)
+    if device != "cpu" and runs > 1:
+        from synclint.bench.runs import combine, run_processes
+
+        args = ["--device", device, "--repeat", str(repeat), "--passes", str(passes or 1), "--host-us", str(host_us),
+                "--gpu-us", str(gpu_us), "--progress" if show else "--no-progress"]
+        args += [a for sel in selectors for a in ("--select", sel)] + [a for v in size_overrides for a in ("--size", v)]
+        try:
+            data = combine(run_processes(args, runs, say))
+        except (RuntimeError, ValueError) as e:
+            click.echo(f"synclint bench: {e}", err=True)
+            ctx.exit(2)
+    else:
+        opts = harness.Options(repeat=repeat, passes=passes or 7, host_us=host_us, gpu_us=gpu_us)
+        data = harness.run(pairs, device, opts, progress=say, sizes_override=sizes or None)
+    _finish(ctx, data, fmt, output)
+
+
+def _combined(ctx: click.Context, paths: Sequence[str]) -> Dict[str, Any]:
+    """`--combine`: the runs' documents read, checked and folded together (runs.py)."""
+    from synclint.bench.results import validate
+    from synclint.bench.runs import Incomparable, combine
+    from synclint.jsonio import read_json
+
+    docs = []
+    for path in paths:
+        try:
+            data = read_json(path, ValueError)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--combine") from None
+        problems = validate(data)
+        if problems:
+            raise click.BadParameter(f"{path}: not a results document ({problems[0]})", param_hint="--combine")
+        docs.append(data)
+    try:
+        return combine(docs)
+    except Incomparable as e:
+        raise click.BadParameter(str(e), param_hint="--combine") from None
+
+
+def _finish(ctx: click.Context, data: Dict[str, Any], fmt: str, output: Optional[str]) -> None:
+    from synclint.bench import harness
 
     text = render(data, fmt, color=output is None and sys.stdout.isatty())
     if output:
@@ -144,7 +193,7 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from synclint.bench.report import fmt_bytes, fmt_syncs, fmt_us, regime_phrase
+    from synclint.bench.report import ci_label, fmt_bytes, fmt_syncs, fmt_us, regime_phrase
 
     meta = data["meta"]
     buf = io.StringIO()
@@ -152,9 +201,11 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
     timed = bool(meta.get("timed"))
     if timed:
         hw = meta.get("host_work") or {}
+        runs = meta.get("runs") or 1
         con.print(
             f"{meta.get('gpu')}  torch {meta.get('torch')}  CUDA {meta.get('cuda')}  {meta.get('date')}  "
-            f"({meta.get('repeats')} loops x {meta.get('passes')} passes; back-to-back after {meta.get('background_us')} us "
+            + (f"({runs} runs in fresh processes x " if runs > 1 else "(")
+            + f"{meta.get('repeats')} loops x {meta.get('passes')} passes; back-to-back after {meta.get('background_us')} us "
             f"queued; host-work: {hw.get('host_us')} us host + {hw.get('gpu_us')} us GPU per step)"
         )
     else:
@@ -163,11 +214,13 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
     table.add_column("rule", no_wrap=True)
     table.add_column("name", no_wrap=True, max_width=34, overflow="ellipsis")
     if timed:
-        for col in ("back-to-back us", "speedup (95% CI)", "host-work us/step", "speedup (95% CI)", "syncs", "peak mem"):
+        label = "speedup (99% over runs)" if (meta.get("runs") or 1) > 1 else "speedup (95% CI)"
+        for col in ("back-to-back us", label, "host-work us/step", label, "syncs", "peak mem"):
             table.add_column(col, justify="right")
     table.add_column("same result")
     table.add_column("verdict")
-    styles = {"faster": "green", "memory": "blue", "failed": "bold red", "error": "bold red", "slower": "red"}
+    styles = {"faster": "green", "memory": "blue", "failed": "bold red", "error": "bold red", "slower": "red",
+              "undecided": "yellow"}
     for r in data["results"]:
         same = {True: "yes", False: "NO", None: "not compared"}[r.get("same_result")]
         if r.get("error"):
@@ -186,7 +239,8 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
                 mem = f"{fmt_bytes(r['peak_mem_flagged'])} -> {fmt_bytes(r['peak_mem_fixed'])}"
             for name in ("back-to-back", "host-work"):
                 g = (r.get("regimes") or {}).get(name)
-                row += [f"{fmt_us(g['flagged_us'])} -> {fmt_us(g['fixed_us'])}" if g else "-", regime_phrase(g).replace("95% CI ", "")]
+                row += [f"{fmt_us(g['flagged_us'])} -> {fmt_us(g['fixed_us'])}" if g else "-",
+                        regime_phrase(g).replace(f"{ci_label(g)} ", "")]
             row += [fmt_syncs(r).replace("→", "->"), mem]
         style = styles.get(r.get("verdict"))
         row += [same, f"[{style}]{_esc(verdict)}[/]" if style else _esc(verdict)]

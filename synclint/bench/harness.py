@@ -88,6 +88,8 @@ def env_meta(torch: Any, device: str, opts: Options, cuda: Optional[bool] = None
         "warmup": opts.warmup,
         "target_ms": opts.target_ms,
         "confidence": stats.CONFIDENCE,
+        "runs": 1,
+        "interval": {"kind": "within-run", "confidence": stats.CONFIDENCE, "runs": 1},
         "resamples": opts.resamples,
         "background_us": None,  # filled with the measured values on CUDA
         "host_work": None,
@@ -536,6 +538,9 @@ def decide(rec: Dict[str, Any]) -> Tuple[str, str]:
     slower = [k for k in order if regs[k]["verdict"] == "slower"]
     if slower:
         return "slower", slower[0]
+    undecided = [k for k in order if regs[k]["verdict"] == "undecided"]  # runs.py: the runs do not settle it
+    if undecided:
+        return "undecided", undecided[0]
     return "no measurable gain", (HOST_WORK if HOST_WORK in regs else base)
 
 

@@ -15,12 +15,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 SHIPPED = "data/bench.json"
+# The flag of runs.py: two runs' own 95% intervals are disjoint, so one run's figure is not
+# reproducible by the next; the run-to-run interval shown beside it includes that spread.
+NOT_REPRODUCIBLE = "runs disagree"
 
 VERDICT_COLOURS = {
     "faster": "#2e7d32",
     "memory": "#1565c0",
     "fewer syncs": "#6a1b9a",
     "no measurable gain": "#9e9e9e",
+    "undecided": "#f9a825",
     "slower": "#c62828",
 }
 
@@ -135,18 +139,32 @@ def fmt_ci(ci: Optional[Sequence[float]]) -> str:
     return f"{lo:.2f}–{hi:.2f}x"
 
 
+def ci_label(g: Optional[Dict[str, Any]]) -> str:
+    """What a figure's interval is: "95% CI" inside one run, "99% over 5 runs" across runs
+    (runs.py: an interval that holds the figure of another 5 runs)."""
+    runs = (g or {}).get("runs")
+    if runs:
+        from synclint.bench.stats import RUN_CONFIDENCE
+
+        return f"{(g or {}).get('confidence', RUN_CONFIDENCE) * 100:.0f}% over {len(runs)} runs"
+    return "95% CI"
+
+
 def regime_phrase(g: Optional[Dict[str, Any]]) -> str:
-    """One regime's speedup with its interval: "1.32x (95% CI 1.28–1.36x)"."""
+    """One regime's speedup with its interval: "1.32x (95% CI 1.28–1.36x)", "1.32x (99% over
+    5 runs 1.25–1.40x, runs disagree)"."""
     if not g or g.get("speedup") is None:
         return "-"
-    return f"{fmt_x(g['speedup'])} (95% CI {fmt_ci(g.get('ci'))})"
+    flag = f", {NOT_REPRODUCIBLE}" if g.get("reproducible") is False else ""
+    return f"{fmt_x(g['speedup'])} ({ci_label(g)} {fmt_ci(g.get('ci'))}{flag})"
 
 
 def verdict_phrase(r: Dict[str, Any]) -> str:
     v = r.get("verdict")
     s = r.get("speedup")
     where = f" in the {r['regime']} loop" if r.get("regime") else ""
-    ci = f"95% CI {fmt_ci(r.get('ci'))}"
+    head = (r.get("regimes") or {}).get(r.get("regime")) or r
+    ci = f"{ci_label(head)} {fmt_ci(r.get('ci'))}" + (f", {NOT_REPRODUCIBLE}" if head.get("reproducible") is False else "")
     if v == "faster":
         return f"{fmt_x(s)} faster{where} ({ci})"
     if v == "memory":
@@ -163,6 +181,8 @@ def verdict_phrase(r: Dict[str, Any]) -> str:
         if len(regs) > 1:
             return f"no measurable gain in either loop ({r.get('regime')}: {fmt_x(s)}, {ci} includes 1.0)"
         return f"no measurable gain ({fmt_x(s)}, {ci} includes 1.0)"
+    if v == "undecided":
+        return f"undecided{where}: the runs do not settle whether it gains 3% or more ({fmt_x(s)}, {ci})"
     return str(v)
 
 
@@ -224,26 +244,52 @@ def render_markdown(
         "works, so each sync costs about min(host, GPU) time between syncs (the sweep below measures how "
         "well). Times are per step; **saved** is flagged minus fixed per step.\n"
     )
+    runs = meta.get("runs") or 1
     out.append(
         f"Each side and regime is timed in {meta.get('repeats', '?')} loops per pass, flagged and fixed "
-        f"interleaved, in {meta.get('passes', '?')} passes over all pairs (fresh inputs each pass). The speedup "
-        "is the median, over all interleaved pairs of loops, of flagged time / fixed time (a drift of the machine "
-        "between loops or passes hits both loops of a pair alike and cancels); its **95% CI** comes from a "
-        f"bootstrap that resamples passes, then loops within them ({meta.get('resamples', '?')} resamples). A pair is "
-        "*faster* (or *slower*) only when the interval excludes 1.0 in that regime (and the gain is at least "
-        "3%); the verdict names the regime it rests on. (This replaces the harness contract's \"median of "
+        f"interleaved, in {meta.get('passes', '?')} pass(es) over all pairs (fresh inputs each pass)"
+        + (f", in each of **{runs} whole runs, each in a fresh process**" if runs > 1 else "")
+        + ". A run's speedup is the median, over all its interleaved pairs of loops, of flagged time / fixed time "
+        "(a drift of the machine between loops or passes hits both loops of a pair alike and cancels), with a 95% "
+        f"bootstrap interval that resamples passes, then loops within them ({meta.get('resamples', '?')} resamples). "
+    )
+    if runs > 1:
+        conf = (meta.get("interval") or {}).get("confidence", 0.99)
+        out.append(
+            "That interval sees only what varies inside one process; between processes the figures move more "
+            "(buffer placement, the kernels the libraries pick, the host's clocks: two runs of SYN101 ten days "
+            "apart gave 1.25–1.33x and 1.46–1.48x). So the figure here is the geometric mean of the runs' "
+            f"speedups, and its interval (**{conf * 100:.0f}% over {runs} runs**) is a prediction interval for the "
+            f"figure of another {runs} runs: the spread between the runs (never less than the runs' own intervals "
+            "say), with Student's t for their number (`synclint/bench/runs.py`). A figure is marked "
+            f"*{NOT_REPRODUCIBLE}* when two runs' own 95% intervals do not overlap: one run's figure is not "
+            "reproducible by the next, it depends on the process more than one run can tell (the interval shown "
+            "includes that spread). A pair is *faster* (or *slower*) only when that interval lies above (below) "
+            "1.0 and the gain is at least 3%, *no measurable gain* only when it lies within 3% of 1.0, and "
+            "*undecided* otherwise: with that gap, two runs give opposite verdicts only if one's interval misses "
+            "the other's figure. "
+        )
+    else:
+        out.append(
+            "A pair is *faster* (or *slower*) only when the interval excludes 1.0 in that regime (and the gain is "
+            "at least 3%). One run's interval does not include the spread between runs: `synclint bench --runs N` "
+            "gives intervals that do. "
+        )
+    out.append(
+        "The verdict names the regime it rests on. (This replaces the harness contract's \"median of "
         "repeats after warm-up\" in DESIGN.md: one median per side, compared without an interval, let verdicts "
         "near 1.0x flip between runs.) Otherwise it is *memory* when the fix lowers peak GPU "
-        "memory, and else *no measurable gain*. Sizes matter: a gain at 1e7 elements is that size's gain, "
+        "memory. Sizes matter: a gain at 1e7 elements is that size's gain, "
         "not a universal factor. Syncs are counted with `torch.cuda.set_sync_debug_mode(\"warn\")`; "
         "*not visible* marks syncs that the debug mode cannot see (`torch.cuda.synchronize()`, "
         "`Event.synchronize()`, pageable `non_blocking` copies).\n"
     )
     if timed:
         out.append(
-            "To reproduce: `synclint bench --output-format json --output results.json` (one run: both regimes, "
-            f"{meta.get('passes', '?')} passes; this one took {meta.get('wall_s', '?')} s) or, from a checkout, "
-            "`python scripts/bench_stability.py both` (two runs and their comparison) and "
+            f"To reproduce: `synclint bench --runs {runs} --passes {meta.get('passes', '?')} --repeat "
+            f"{meta.get('repeats', '?')} --output-format json --output results.json` (this one took "
+            f"{meta.get('wall_s', '?')} s) or, from a checkout, "
+            "`python scripts/bench_stability.py both` (two such runs and their comparison) and "
             "`python scripts/gpu_run.py --sweep --skip-bench --skip-record` (the sweep).\n"
         )
     if sweep:
@@ -382,7 +428,7 @@ def render_svg(data: Dict[str, Any]) -> str:
     gpu = meta.get("gpu") or "no GPU"
     title = "Speedup of each rule's fix (flagged time / fixed time, log scale)"
     sub = (f"{gpu}, torch {meta.get('torch')}, {day(meta.get('date'))}; per rule: back-to-back (solid), "
-           "host-work (light); whiskers: 95% CI")
+           "host-work (light); whiskers: " + ci_label(next((g for r in rows for _, g in _bars(r)), None)))
     p: List[str] = []
     p.append(
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '

@@ -59,9 +59,10 @@ REGIME_KEYS = {
     "verdict": (str,),
 }
 REGIMES = ("back-to-back", "host-work")
-TIME_VERDICTS = ("faster", "no measurable gain", "slower")
+TIME_VERDICTS = ("faster", "no measurable gain", "slower", "undecided")  # undecided: runs.py
 
-VERDICTS = ("faster", "memory", "fewer syncs", "no measurable gain", "slower", "not timed", "failed", "error")
+VERDICTS = ("faster", "memory", "fewer syncs", "no measurable gain", "slower", "undecided", "not timed", "failed",
+            "error")
 
 
 def validate(data: Any) -> List[str]:

@@ -16,6 +16,7 @@ measured gain.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -100,3 +101,101 @@ def time_verdict(s: float, interval: Optional[Sequence[float]]) -> str:
     if hi < 1.0 and s <= 1.0 / (1.0 + MIN_GAIN):
         return "slower"
     return "no measurable gain"
+
+
+# ---------------------------------------------------------------- across runs
+
+RUN_CONFIDENCE = 0.99  # the run-to-run interval: one of ~80 intervals of a full run may miss
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with `df` degrees of freedom (bisection on its CDF)."""
+    if not 0.0 < p < 1.0 or df <= 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0 (got p={p}, df={df})")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _t_cdf(t: float, df: float) -> float:
+    x = df / (df + t * t)
+    tail = 0.5 * _betainc(df / 2.0, 0.5, x)
+    return 1.0 - tail if t >= 0 else tail
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) (continued fraction, Lentz)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only on this side
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 300):
+        for num in ((m * (b - m) * x) / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -((a + m) * (a + b + m) * x) / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1.0) < 1e-14:
+            break
+    return front * f / a
+
+
+def run_interval(speedups: Sequence[float], within: Sequence[Tuple[float, float]],
+                 confidence: float = RUN_CONFIDENCE) -> Tuple[float, Tuple[float, float]]:
+    """The figure of R runs and an interval that holds the figure of another R runs.
+
+    `speedups` are the runs' own figures, `within` their own (within-run) 95% intervals.
+    The figure is their geometric mean; the interval is the prediction interval, on the
+    log scale, for the mean of R more runs: mean ± t(df = R-1) · σ · sqrt(2/R), where σ is
+    the spread between the runs' figures, but never less than what their own intervals
+    say a run's figure wanders by (R runs can agree by chance)."""
+    r = len(speedups)
+    if r < 2 or len(within) != r:
+        raise ValueError(f"need at least two runs, each with its own interval (got {r} and {len(within)})")
+    logs = [math.log(max(s, 1e-12)) for s in speedups]
+    mean = statistics.fmean(logs)
+    between = statistics.variance(logs)
+    z95 = statistics.NormalDist().inv_cdf(0.975)
+    own = statistics.fmean(((math.log(max(hi, 1e-12)) - math.log(max(lo, 1e-12))) / (2 * z95)) ** 2
+                           for lo, hi in within)
+    half = t_quantile(0.5 + confidence / 2, r - 1) * math.sqrt(max(between, own)) * math.sqrt(2.0 / r)
+    return math.exp(mean), (math.exp(mean - half), math.exp(mean + half))
+
+
+def runs_disagree(within: Sequence[Tuple[float, float]]) -> bool:
+    """Not reproducible: two runs' own 95% intervals do not overlap, so the figure depends
+    on the process that measured it more than a run's own spread says."""
+    return max(lo for lo, _ in within) > min(hi for _, hi in within)
+
+
+def verdict_across_runs(s: float, interval: Sequence[float]) -> str:
+    """A time verdict only where the run-to-run interval decides it: "faster" when it lies
+    above 1.0 (and the gain is at least MIN_GAIN), "slower" below, "no measurable gain"
+    when it lies inside (1/(1+MIN_GAIN), 1+MIN_GAIN); otherwise "undecided". With that gap,
+    two runs give opposite verdicts only if one's interval misses the other's figure."""
+    lo, hi = interval
+    if lo > 1.0 and s >= 1.0 + MIN_GAIN:
+        return "faster"
+    if hi < 1.0 and s <= 1.0 / (1.0 + MIN_GAIN):
+        return "slower"
+    if lo >= 1.0 / (1.0 + MIN_GAIN) and hi <= 1.0 + MIN_GAIN:
+        return "no measurable gain"
+    return "undecided"

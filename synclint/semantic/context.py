@@ -33,13 +33,13 @@ API: Dict[str, Tuple[str, ...]] = {
         "infer", "is_tensor", "gpu", "gpu_mask", "device_of_arg", "is_int", "is_int_for_any_caller",
         "is_int_index", "is_host_number", "is_numpy_array", "origin", "attribute_of", "dataset_device",
         "escaped", "fresh_tensor", "grad_free", "dtype_kept", "gpu_move", "moves_own_attribute",
-        "host_type_move", "factory_under", "host_data", "is_native_scaler_call",
+        "host_type_move", "factory_under", "host_data", "is_native_scaler_call", "graph_tensor",
     ),
     "qualified names": ("qualname", "torch_name", "library_base", "distribution_base"),
     "the current site": (
         "function_name", "in_test_code", "in_cuda_less", "in_no_grad", "in_grad_mode_block", "in_compiled",
         "in_lightning_module", "site_hot", "after_nonblocking_d2h", "statement", "enclosing_loops",
-        "loop_rebinds_ok",
+        "loop_rebinds_ok", "may_compile", "compiled_region",
     ),
     "file facts": (
         "filename", "gpu_evident", "default_device", "puts_on_cuda", "validate_args_off", "reads_grads",
@@ -80,6 +80,7 @@ class RuleContext:
         self.factory_under = partial(moves.factory_under, m)
         self.host_data = partial(moves.host_data, m)
         self.is_native_scaler_call = lambda call: scaler_called(call, m)
+        self.graph_tensor = m.graph_tensor
         # qualified names
         self.qualname = m.qualname
         self.torch_name = m.torch_name
@@ -91,6 +92,8 @@ class RuleContext:
         self.site_hot = m.site_hot
         self.after_nonblocking_d2h = m.after_nonblocking_d2h
         self.loop_rebinds_ok = partial(ownership.loop_rebinds_ok, m)
+        self.may_compile = m.may_compile
+        self.compiled_region = m.compiled_region
         # file facts
         self.filename = m.filename
         self.validate_args_off = m.validate_args_off

@@ -24,6 +24,7 @@ from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLin
 from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
+from synclint.semantic.compiled import Compiled, Options
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
                                       dotted, is_true, kwarg, last_name, read_first, string_value)
@@ -64,6 +65,8 @@ class FuncInfo:
     started_d2h: bool = False  # started a non-blocking device-to-host copy (a sync is then required)
     node: Optional[cst.CSTNode] = None  # the FunctionDef (for `escaped`)
     compiled: bool = False  # under torch.compile / torch.jit (itself or an enclosing function)
+    region: Optional[Options] = None  # a compile root by its decorator (`@torch.compile(...)`)
+    disabled: bool = False  # `@torch.compiler.disable`: runs eagerly, even when compiled code calls it
     entry: bool = False  # called every step by a framework (`SemanticModel.is_entry`)
     escaped: Optional[Set[str]] = None  # names whose tensor may be reachable from elsewhere
     counters: Optional[Set[str]] = None  # names this function counts with (`is_counter`)
@@ -105,6 +108,7 @@ class PendingFinding:
     stmt_index: int
     stmt: Optional[cst.CSTNode]
     guarded: bool = False
+    compiled: Optional[str] = None  # a compiled event (`semantic.compiled.tag`), settled later
 
 
 @dataclass(frozen=True)
@@ -241,6 +245,10 @@ class SemanticModel(Inference):
         self._registry_base: Optional[str] = None  # `registry_base`, once asked ("": none)
         self._validate_args_off: Optional[bool] = None  # `validate_args_off`, once asked
         self._amp_static: Optional[bool] = None  # `amp_static_scale`, once asked
+        # compile roots, disabled functions and Dynamo flags met (`compile_sites`), and the
+        # flags each enclosing `torch._dynamo.config.patch` sets
+        self.compile_facts = Compiled()
+        self.patched_flags: List[Dict[str, bool]] = []
 
     def set_module(self, module: cst.Module) -> None:
         """Facts about the whole file, before the walk: is it a script that never mentions
@@ -1018,6 +1026,35 @@ class SemanticModel(Inference):
         f = self.func
         return f is not None and f.compiled
 
+    def compiled_region(self) -> Optional[Options]:
+        """The options of the compile root this function is by its own decorator
+        (`@torch.compile(mode="reduce-overhead")`), else None. Whether code is compiled
+        because something else compiles it (`torch.compile(model)` in another module, a
+        compiled caller) is known only once the project's call graph is linked: rules report
+        compiled events (`CompiledRule`) and `compiled.settle` keeps those in a region."""
+        f = self.func
+        return f.region if f is not None else None
+
+    def may_compile(self) -> bool:
+        """This code may run under Dynamo: it is in a function (module-level code never is)
+        that no `torch.compiler.disable` excludes, and not in a data pipeline's worker code."""
+        return bool(self.funcs) and not any(f.disabled for f in self.funcs) and not self.in_data_pipeline()
+
+    def graph_tensor(self, e: cst.BaseExpression, policy: str = KNOWN) -> Optional[Val]:
+        """The value of `e` if it is a tensor, on any device: inside compiled code every
+        tensor is a graph value, and reading it breaks the graph wherever it lives. `policy`
+        as for `gpu` (RECEIVER: also a value of unknown kind where only a tensor fits, in a
+        file that names torch); EVIDENT: not merely an unannotated parameter."""
+        v = self.infer(e)
+        if v.kind == V.TENSORS and policy == RECEIVER:
+            v = V.element_of(v)
+        if v.kind == V.TENSOR:
+            return None if policy == EVIDENT and v.assumed else v
+        if v.kind == V.UNKNOWN and self.names_torch and (
+                policy == RECEIVER or policy == NOT_MODULE and not _named_like_module(e)):
+            return V.tensor(None, assumed=True)
+        return None
+
     def forward_refs_known(self) -> bool:
         """After a walk: a function or method called before its definition turned out to
         return something worth knowing (so a second walk would see more)."""
@@ -1115,7 +1152,8 @@ class SemanticModel(Inference):
         return f is not None and f.entry
 
     # ----------------------------------------------------------------- findings
-    def add_finding(self, rule, node, message, *, replacement, target, safe, fix_title) -> None:
+    def add_finding(self, rule, node, message, *, replacement, target, safe, fix_title,
+                    compiled: Optional[str] = None) -> None:
         f = self.func
         self.findings.append(
             PendingFinding(
@@ -1123,7 +1161,7 @@ class SemanticModel(Inference):
                 target=target, safe=safe, fix_title=fix_title, hot=self.site_hot(),
                 func=f.qual if f else None, stmt_index=self.stmt_index,
                 stmt=self.stmt_stack[-1] if self.stmt_stack else None,
-                guarded=self.guard_depth > 0 or self.once_depth > 0,
+                guarded=self.guard_depth > 0 or self.once_depth > 0, compiled=compiled,
             )
         )
 
@@ -1137,13 +1175,15 @@ class SemanticModel(Inference):
                     stmt_index=self.stmt_index, stmt=self.stmt_stack[-1] if self.stmt_stack else None,
                     guarded=self.guard_depth > 0 or self.once_depth > 0)
 
-    def add_finding_at(self, where: Site, rule, node, message, *, replacement, target, safe, fix_title) -> None:
+    def add_finding_at(self, where: Site, rule, node, message, *, replacement, target, safe, fix_title,
+                       compiled: Optional[str] = None) -> None:
         """`add_finding`, placed at a site the walk met earlier (`site`)."""
         self.findings.append(
             PendingFinding(
                 rule=rule, node=node, message=message, replacement=replacement,
                 target=target, safe=safe, fix_title=fix_title, hot=where.hot,
                 func=where.func, stmt_index=where.stmt_index, stmt=where.stmt, guarded=where.guarded,
+                compiled=compiled,
             )
         )
 

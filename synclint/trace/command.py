@@ -34,7 +34,7 @@ def _fail(message: str) -> click.exceptions.Exit:
               show_default=True, help="How to print the joined result.")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), help="Also write the Markdown report here.")
 @click.option("--no-join", is_flag=True, help="Only record; do not run the static rules.")
-@click.option("--debug-mode", is_flag=True, help="Also run torch's sync debug mode and count its reports per line (a cross-check; costs about 15 us a sync).")
+@click.option("--debug-mode", is_flag=True, hidden=True, help="Accepted for old command lines: torch's sync debug mode is now how every trace sees syncs.")
 @click.option("--cross-check", is_flag=True, help="Also run the profiler and record its time in blocking CUDA calls.")
 @click.option("--limit", type=click.IntRange(1), default=30, show_default=True, help="Rows in the text table.")
 def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, warmup, time_limit, roots, fmt,
@@ -69,7 +69,7 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
 
         try:
             recorded = run(Options(list(program), roots=roots, steps=steps, warmup=warmup, time_limit=time_limit,
-                                   debug_mode=debug_mode, cross_check=cross_check))
+                                   cross_check=cross_check))
         except TraceUnavailable as e:
             raise _fail(str(e))
         from synclint.atomic import write_text_atomic

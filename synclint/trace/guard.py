@@ -17,7 +17,7 @@ copies); a sync in a torch function synclint does not wrap (`torch.nonzero(x)`) 
 when the block ends (raising.py says how and why). The message names the line, what blocked and
 the rule, and a note carries the stack at the sync.
 
-The guard is scoped to the thread that entered it: torch's sync callbacks run on the
+The guard is scoped to the thread that entered it: the detector's warnings arrive on the
 syncing thread, so a sync on another thread (a data-loading thread, another test's
 worker) is not this guard's business. It sees what `synclint trace` sees, the debug
 mode's blind spots included (device and event synchronize, pageable non_blocking copies).

@@ -2,31 +2,31 @@
 
 Choice of mechanism (torch 2.11 on the device, 2.13 here; read in their sources):
 
-* `torch.cuda._gpu_trace` callbacks (after `torch._C._activate_gpu_trace()`) are the
-  spine. c10 fires the stream-synchronization callback from the same two hooks the sync
-  debug mode uses (`memcpy_and_sync`, `stream_synchronize` in c10/cuda/CUDAFunctions.h), so
-  it sees every sync the debug mode sees, and it also fires for what the debug mode is
-  blind to: `torch.cuda.synchronize()` (device callback) and `Event.synchronize()` (event
-  callback). A callback runs on the syncing thread, before the blocking call, with the
-  Python stack of the line that caused it: that gives the line, the thread and a place to
-  measure the wait (timing.py). It counts every occurrence (the debug mode's warnings are
-  deduplicated per line unless the filter says "always").
-* The debug mode ("warn", filter "always") runs beside it as a cross-check only: each site
-  carries the debug mode's own count, so "the counts equal the debug mode's for the lines
-  it sees" is checked in every trace, not assumed.
-* Pageable `non_blocking` host-to-device copies block inside `cudaMemcpyAsync` with no hook
-  at all, so `Tensor.to`, `Tensor.cuda` and `Tensor.copy_` are wrapped: only calls with
-  `non_blocking=True` from an unpinned CPU tensor to a CUDA device are timed and reported.
+* torch's sync debug mode is the detector (detector.py): c10 warns from the two hooks
+  every sync it knows passes through (`memcpy_and_sync`, `stream_synchronize` in
+  c10/cuda/CUDAFunctions.h) and nowhere else, so it costs nothing between syncs. The
+  warning arrives on the syncing thread as the call that synced returns, with the Python
+  stack of the line that caused it: that gives the line and the thread, and the clock
+  (timing.py) gives the time the host spent in that line's instruction.
+* What the debug mode cannot see is wrapped in Python: `torch._C._cuda_synchronize`
+  (behind `torch.cuda.synchronize()`), `torch.cuda.Event.synchronize` and, for
+  `non_blocking` copies from pageable memory (which block inside `cudaMemcpyAsync` with no
+  hook at all), `Tensor.to`/`cuda`/`copy_`: each wrapper times its call.
+* `torch.cuda._gpu_trace` callbacks were the spine before. They see the same
+  syncs before they block, but `torch._C._activate_gpu_trace()` (which cannot be undone)
+  sends *every* kernel launch, allocation and event through a Python call under the GIL,
+  callback or not: +79% per iteration on a launch-bound nanoGPT on an H100 with no
+  callback registered (issue 39). The debug mode sees the same syncs at no such cost.
 * The profiler was rejected as the recording mechanism: its runtime events
   (`cudaStreamSynchronize`, ...) carry durations but reach Python frames only with
-  `with_stack=True`, cost far more than a callback per sync, and grow a buffer for the whole
-  run. `synclint trace --cross-check` runs it beside the callbacks to check the times.
+  `with_stack=True`, cost far more per op, and grow a buffer for the whole run.
+  `synclint trace --cross-check` runs it beside the interception to check the times.
 
-A callback's exceptions are swallowed by torch's CallbackRegistry, so a listener that wants
-to stop the program (the guard) returns the exception and this module arms it for the
-syncing thread (raising.py): a wrapper of the call that synced raises it on the syncing
-line as that call returns (`raise_at_the_line`), else the guard raises it when its block
-ends.
+A warning handler cannot raise into the program (torch turns that into a SystemError), so
+a listener that wants to stop the program (the guard) returns the exception and this
+module arms it for the syncing thread (raising.py): a wrapper of the call that synced
+raises it on the syncing line as that call returns (`raise_at_the_line`), else the guard
+raises it when its block ends.
 """
 
 from __future__ import annotations
@@ -34,13 +34,11 @@ from __future__ import annotations
 import sys
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
-from synclint.trace.frames import Attribution, Place, UserCode
+from synclint.trace.frames import Attribution, UserCode
 
-DEBUG_MODE_MESSAGE = "called a synchronizing CUDA operation"
 # What a raising guard wraps: the operations behind the common syncs. The operators among
 # them (`if t`, `x[mask]`, `x[m] = v`) are not calls in the user's frame, so only a wrapper
 # can raise on their line; print and f-strings reach `item`/`tolist` through torch's
@@ -59,15 +57,12 @@ class SyncEvent:
 
 
 class Listener:
-    """Receives events. `wants_time`: the interceptor measures the wait (timing.py)."""
+    """Receives events. `wants_time`: the interceptor measures the blocked time (timing.py)."""
 
     wants_time = False
 
     def on_sync(self, event: SyncEvent) -> Optional[BaseException]:
         return None
-
-    def on_debug_mode(self, where: Optional[Place], thread: str) -> None:
-        pass
 
 
 def cuda_state() -> Optional[str]:
@@ -88,40 +83,32 @@ def cuda_state() -> Optional[str]:
 class Interceptor:
     """Process-wide: installed while at least one listener is registered."""
 
-    def __init__(self, user: UserCode) -> None:
+    def __init__(self, user: UserCode, clock: Any = None) -> None:
         self.user = user
         self.listeners: List[Listener] = []
         self._local = threading.local()  # .busy: inside our own handling (no re-entry)
         self._undo: List[Callable[[], None]] = []
-        self._waiter = None
-        self.debug_mode = False
+        self.clock = clock  # timing.SyncClock, started when a listener first wants time
         self.raise_at_line = False  # raise_at_the_line() installed its wrappers
         self._torch: Any = None
 
     # ------------------------------------------------------------ install / remove
 
-    def install(self, torch: Any, *, debug_mode: bool = False) -> None:
-        from torch.cuda import _gpu_trace
-
+    def install(self, torch: Any) -> None:
+        from synclint.trace import detector
         from synclint.trace.raising import raise_armed_after
-        from synclint.trace.timing import GpuWaiter
+        from synclint.trace.timing import SyncClock
 
-        self._waiter = GpuWaiter(torch)
-        torch._C._activate_gpu_trace()  # cannot be undone; our callbacks can
-        for registry, cb in ((_gpu_trace.StreamSynchronizationCallbacks, self.on_stream_sync),
-                             (_gpu_trace.DeviceSynchronizationCallbacks, self.on_device_sync),
-                             (_gpu_trace.EventSynchronizationCallbacks, self.on_event_sync)):
-            registry.add_callback(cb)
-            self._undo.append(lambda r=registry, c=cb: r.callback_list.remove(c))
-        self._wrap(torch.cuda.Event, "synchronize", self._timed_event_synchronize)
-        self._wrap(torch.cuda, "synchronize", raise_armed_after)
-        self._wrap(torch.cuda.Stream, "synchronize", raise_armed_after)
+        self._torch = torch
+        self.clock = self.clock or SyncClock()
+        self._undo.append(self.clock.stop)
+        self._undo.append(detector.install(torch, self.on_sync_warning))
+        self._wrap(torch._C, "_cuda_synchronize", self._timed_call("device"))
+        self._wrap(torch.cuda.Event, "synchronize", self._timed_call("event"))
+        self._wrap(torch.cuda.Stream, "synchronize", raise_armed_after)  # the detector sees it
         self._wrap(torch.Tensor, "to", self._copy_wrapper("to"))
         self._wrap(torch.Tensor, "cuda", self._copy_wrapper("cuda"))
         self._wrap(torch.Tensor, "copy_", self._copy_wrapper("copy_"))
-        self._torch = torch
-        if debug_mode:
-            self._install_debug_mode(torch)
 
     def raise_at_the_line(self) -> None:
         """For a guard that raises: wrap the Tensor operations that sync most (`item`,
@@ -147,43 +134,13 @@ class Interceptor:
         setattr(owner, name, make(original))
         self._undo.append(lambda: setattr(owner, name, original) if had else delattr(owner, name))
 
-    def _install_debug_mode(self, torch: Any) -> None:
-        previous_mode = torch.cuda.get_sync_debug_mode()
-        with warnings.catch_warnings():  # its one-time "prototype feature" notice
-            warnings.simplefilter("ignore")
-            torch.cuda.set_sync_debug_mode("warn")
-        warnings.filterwarnings("always", message=DEBUG_MODE_MESSAGE)
-        ours = warnings.filters[0]
-        # The C part of `warnings` looks `_showwarnmsg` up on each warning, and
-        # `catch_warnings(record=True)` (pytest's) leaves it alone: a stable place to listen.
-        original = warnings._showwarnmsg  # type: ignore[attr-defined]
-
-        def showwarnmsg(msg: Any) -> None:
-            if DEBUG_MODE_MESSAGE in str(msg.message):
-                self.on_debug_warning(sys._getframe(1))
-                return
-            original(msg)
-
-        warnings._showwarnmsg = showwarnmsg  # type: ignore[attr-defined]
-        self.debug_mode = True
-
-        def undo() -> None:
-            warnings._showwarnmsg = original  # type: ignore[attr-defined]
-            if ours in warnings.filters:
-                warnings.filters.remove(ours)
-                getattr(warnings, "_filters_mutated", lambda: None)()
-            torch.cuda.set_sync_debug_mode(previous_mode)
-            self.debug_mode = False
-
-        self._undo.append(undo)
-
     # ------------------------------------------------------------ events
 
     def _busy(self) -> bool:
         return getattr(self._local, "busy", False)
 
     def _wants_time(self) -> bool:
-        return self._waiter is not None and any(listener.wants_time for listener in self.listeners)
+        return any(listener.wants_time for listener in self.listeners)
 
     def _dispatch(self, event: SyncEvent) -> Optional[BaseException]:
         raised = None
@@ -192,45 +149,24 @@ class Interceptor:
             raised = raised or exc
         return raised
 
-    def _callback(self, kind: str, frame: Any, wait: Optional[Callable[[], float]]) -> None:
-        """The shared body of the torch callbacks: attribute, wait, tell the listeners and,
-        if one of them says stop, arm the exception in the user's frame."""
+    def on_sync_warning(self, frame: Any) -> None:
+        """The detector's report of a sync that just ended in a call made from `frame`:
+        attribute it, time it, tell the listeners and, if one says stop, arm the error."""
         if self._busy() or not self.listeners:
             return
         self._local.busy = True
         try:
             where = self.user.attribute(frame)
-            blocked = wait() if wait is not None and self._wants_time() else None
-            exc = self._dispatch(SyncEvent(kind, where, blocked, threading.current_thread().name))
+            blocked = None
+            if self.clock is not None and self._wants_time() and self.clock.start():
+                blocked = self.clock.elapsed(where.raise_frame)
+            exc = self._dispatch(SyncEvent("stream", where, blocked, threading.current_thread().name))
             if exc is not None:
                 from synclint.trace.raising import arm
 
                 arm(exc)
         finally:
             self._local.busy = False
-
-    def on_stream_sync(self, stream_ptr: int) -> None:
-        waiter = self._waiter
-        self._callback("stream", sys._getframe(1), (lambda: waiter.stream(stream_ptr)) if waiter else None)
-
-    def on_device_sync(self) -> None:
-        waiter = self._waiter
-        self._callback("device", sys._getframe(1), waiter.device if waiter else None)
-
-    def on_event_sync(self, event_handle: int) -> None:
-        if getattr(self._local, "event_wrapper", False):
-            # Inside our Event.synchronize wrapper: it times the call and reports after it.
-            self._local.event_seen = True
-            return
-        self._callback("event", sys._getframe(1), None)
-
-    def on_debug_warning(self, frame: Any) -> None:
-        if self._busy() or not self.listeners:
-            return
-        where = self.user.innermost(frame)
-        thread = threading.current_thread().name
-        for listener in list(self.listeners):
-            listener.on_debug_mode(where, thread)
 
     # ------------------------------------------------------------ wrappers
 
@@ -242,27 +178,30 @@ class Interceptor:
             exc = self._dispatch(SyncEvent(kind, where, blocked, threading.current_thread().name))
         finally:
             self._local.busy = False
-        if exc is not None:
-            raise exc
+        if exc is not None:  # raised here, on the caller's line; an earlier sync's error first
+            from synclint.trace.raising import arm, take_pending
 
-    def _timed_event_synchronize(self, original: Callable) -> Callable:
+            arm(exc)
+            raise take_pending()  # type: ignore[misc]
+
+    def _timed_call(self, kind: str) -> Callable[[Callable], Callable]:
+        """A wrapper for a call that always blocks (a device or event synchronize)."""
         interceptor = self
 
-        def synchronize(event: Any) -> None:
-            local = interceptor._local
-            if interceptor._busy() or not interceptor.listeners:
-                return original(event)
-            local.event_wrapper, local.event_seen = True, False
-            t0 = time.perf_counter()
-            try:
-                original(event)
-            finally:
-                local.event_wrapper = False
-            if local.event_seen:
-                interceptor._after_wrapped_call("event", time.perf_counter() - t0, sys._getframe(1))
+        def make(original: Callable) -> Callable:
+            def synchronize(*args: Any, **kwargs: Any) -> Any:
+                if interceptor._busy() or not interceptor.listeners:
+                    return original(*args, **kwargs)
+                t0 = time.perf_counter()
+                out = original(*args, **kwargs)
+                interceptor._after_wrapped_call(kind, time.perf_counter() - t0, sys._getframe(1))
+                return out
 
-        synchronize.__doc__ = original.__doc__
-        return synchronize
+            synchronize.__name__ = getattr(original, "__name__", "synchronize")
+            synchronize.__doc__ = original.__doc__
+            return synchronize
+
+        return make
 
     def _copy_wrapper(self, name: str) -> Callable[[Callable], Callable]:
         from synclint.trace.raising import call_and_raise_armed
@@ -327,7 +266,7 @@ _users = 0
 _holds: dict = {}  # id(listener) -> how many times it was acquired (nested guards share one)
 
 
-def acquire(listener: Listener, *, user: Optional[UserCode] = None, debug_mode: bool = False) -> Interceptor:
+def acquire(listener: Listener, *, user: Optional[UserCode] = None) -> Interceptor:
     """Register a listener on the process's interceptor, installing it on first use."""
     global _shared, _users
     with _shared_lock:
@@ -335,7 +274,7 @@ def acquire(listener: Listener, *, user: Optional[UserCode] = None, debug_mode: 
             import torch
 
             _shared = Interceptor(user or UserCode())
-            _shared.install(torch, debug_mode=debug_mode)
+            _shared.install(torch)
         elif user is not None:
             _shared.user = user
         if listener not in _shared.listeners:

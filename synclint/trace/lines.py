@@ -59,12 +59,13 @@ class LineRecorder:
     # ------------------------------------------------------------ mechanisms
 
     def _start_monitoring(self) -> None:
+        from synclint.trace.timing import claim_tool
+
         mon = sys.monitoring  # type: ignore[attr-defined]
-        tool = next((t for t in (mon.COVERAGE_ID, 3, 4) if mon.get_tool(t) is None), None)
+        tool = claim_tool(_TOOL_NAME, (mon.COVERAGE_ID, 3, 4))
         if tool is None:  # coverage.py and two others hold the tools: record nothing
             self.mechanism = "none (no free sys.monitoring tool)"
             return
-        mon.use_tool_id(tool, _TOOL_NAME)
         disable = mon.DISABLE
 
         def on_line(code: Any, line: int) -> Any:

@@ -37,7 +37,10 @@ def headline(joined: Joined) -> str:
     blocked = joined.trace.blocked_ms
     syncs = sum(s.count for s in joined.trace.sites)
     steps = f", {m['steps']} steps" if m.get("steps") else ""
-    return (f"{syncs} syncs at {len(joined.trace.sites)} sites blocked the host {_ms(blocked)} ms of "
+    timed = sum(s.timed for s in joined.trace.sites)
+    # The first sync at a line teaches the clock where to look (timing.py): say how many were timed.
+    of = "" if timed == syncs else f" ({timed} of them timed)"
+    return (f"{syncs} syncs at {len(joined.trace.sites)} sites{of} blocked the host {_ms(blocked)} ms of "
             f"{_ms(joined.trace.wall_ms)} ms wall ({_pct(joined, blocked)}){steps}; "
             f"{m.get('gpu', '?')}, torch {m.get('torch', '?')}, {str(m.get('date', '?'))[:10]}")
 
@@ -131,8 +134,9 @@ def render_markdown(joined: Joined) -> str:
     out: List[str] = ["# synclint trace: the syncs of one run, joined with the static findings", ""]
     out.append(headline(joined) + ".")
     out.append("")
-    out.append(f"Command: `{' '.join(m.get('command') or [])}`; stopped: {m.get('stopped', '?')}; "
-               f"debug-mode cross-check: {'on' if m.get('debug_mode') else 'off'}.")
+    how = (f"blocked time: {m['timing']}" if m.get("timing")
+           else f"debug-mode cross-check: {'on' if m.get('debug_mode') else 'off'}")  # a trace from before the clock
+    out.append(f"Command: `{' '.join(m.get('command') or [])}`; stopped: {m.get('stopped', '?')}; {how}.")
     prof = m.get("profiler")
     if isinstance(prof, dict) and prof.get("sync_ms") is not None:
         out.append(f"The profiler, in the same run, timed {_ms(prof['sync_ms'])} ms in blocking CUDA calls "

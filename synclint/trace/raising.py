@@ -1,20 +1,19 @@
-"""How a guard's exception gets out of torch's sync callback and onto the syncing line.
+"""How a guard's exception gets out of the sync detector and onto the syncing line.
 
-torch runs its sync callbacks inside C++, before the blocking call. Its CallbackRegistry
-logs and swallows what they raise (c10 would too: "cuda trace hook execution failed").
-Three ways out that did not work, seen on the device (torch 2.11, Python 3.12): raising
-from the sync debug mode's warning ("SystemError: error return without exception set" at
-the line); arming a trace function from the callback (a segmentation fault on a
-boolean-mask index, which syncs twice inside one C call); and an asynchronous exception
-(`PyThreadState_SetAsyncExc`) for the syncing thread, set as the callback returns to c10:
-the interpreter delivers it while c10's hook is still running (seen on `x.nonzero()`,
-`torch.unique`, `masked_select`, `allclose`), and c10 swallows it there.
+The detector is torch's sync debug mode, whose warning reaches Python as the call that
+synced returns (detector.py). An exception raised from the warning handler does not leave
+it cleanly: torch's warning machinery turns it into "SystemError: error return without
+exception set" at the line (seen on the device, torch 2.11, Python 3.12). With the former
+GPU-trace callbacks, two more ways out were tried and dropped: arming a trace function
+from the callback (a segmentation fault on a boolean-mask index, which syncs twice inside
+one C call), and an asynchronous exception (`PyThreadState_SetAsyncExc`), delivered while
+c10's hook was still running and swallowed there.
 
-So the callback only *arms* the error for its thread (`arm`), and it is raised:
+So the detector only *arms* the error for its thread (`arm`), and it is raised:
 
 1. on the syncing line, as the call that synced returns, by a synclint wrapper around that
-   call (`raise_armed_after`): `torch.cuda.synchronize`, `Stream.synchronize`,
-   `Event.synchronize`, `Tensor.to`/`cuda`/`copy_`, and while a raising guard is on, the
+   call (`raise_armed_after`): `Stream.synchronize`, `Tensor.to`/`cuda`/`copy_` (the
+   wrappers of `torch.cuda.synchronize` and `Event.synchronize` raise their own), and while a raising guard is on, the
    Tensor operations behind the common syncs (intercept.py's SYNCING_TENSOR_METHODS:
    `.item()`, `if t`, `x[mask]`, f-strings, `print`, `.cpu()`, `.nonzero()`, ...). The
    operators among them (`if t`, `x[mask]`) are no calls in the user's frame: only a

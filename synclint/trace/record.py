@@ -1,5 +1,5 @@
 """The trace's listener: adds each sync to its site (file, line, kind) while the window is
-open, and counts the debug mode's warnings per line beside it."""
+open."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import threading
 from typing import Dict, List, Optional, Tuple
 
-from synclint.trace.frames import Place
 from synclint.trace.intercept import Listener, SyncEvent
 from synclint.trace.schema import Site
 
@@ -18,12 +17,10 @@ _MAX_CALLERS = 6
 class Recorder(Listener):
     wants_time = True
 
-    def __init__(self, roots: Tuple[str, ...] = (), debug_mode: bool = False) -> None:
+    def __init__(self, roots: Tuple[str, ...] = ()) -> None:
         self.recording = True
-        self.debug_mode = debug_mode
         self._roots = roots
         self._sites: Dict[Tuple[str, int, str], Site] = {}
-        self._debug: Dict[Tuple[str, int], int] = {}
         self._lock = threading.Lock()  # syncs arrive on several threads
 
     def on_sync(self, event: SyncEvent) -> Optional[BaseException]:
@@ -38,8 +35,7 @@ class Recorder(Listener):
             if site is None:
                 site = self._sites[key] = Site(
                     file=file, line=line, function=function, kind=event.kind, via=w.via,
-                    callers=[str(c) for c in w.callers(_MAX_CALLERS)], user=w.user,
-                    debug_mode=0 if self.debug_mode else None)
+                    callers=[str(c) for c in w.callers(_MAX_CALLERS)], user=w.user)
             site.count += 1
             if event.blocked_s is not None:
                 site.timed += 1
@@ -48,26 +44,10 @@ class Recorder(Listener):
                 site.threads.append(event.thread)
         return None
 
-    def on_debug_mode(self, where: Optional[Place], thread: str) -> None:
-        if not self.recording or where is None:
-            return
-        key = (where.file, where.line)
-        with self._lock:
-            self._debug[key] = self._debug.get(key, 0) + 1
-
     def sites(self) -> List[Site]:
-        """The sites, debug-mode counts merged in, source lines read; most blocked first.
-        A line the debug mode reported but no callback saw becomes a site with count 0,
-        so a disagreement shows instead of vanishing."""
+        """The sites, source lines read; most blocked first."""
         with self._lock:
-            sites = dict(self._sites)
-            debug = dict(self._debug)
-        for (file, line), n in debug.items():
-            key = (file, line, "stream")
-            if key not in sites:
-                sites[key] = Site(file=file, line=line, function="", kind="stream", debug_mode=0)
-            sites[key].debug_mode = n
-        out = list(sites.values())
+            out = list(self._sites.values())
         for s in out:
             s.blocked_ms = round(s.blocked_ms, 4)
             s.source = self._source(s.file, s.line)

@@ -46,7 +46,6 @@ class Options:
     steps: Optional[int] = None
     warmup: int = 0
     time_limit: Optional[float] = None
-    debug_mode: bool = False
     cross_check: bool = False  # also run the profiler and record its sync-call time
     lines: bool = True  # also record which lines of the user's files ran (lines.py)
 
@@ -93,7 +92,7 @@ def run(options: Options) -> Trace:
 
     program = program_argv(options.program)
     roots = tuple(os.path.realpath(r) for r in (options.roots or [os.getcwd()]))
-    recorder = Recorder(roots, debug_mode=options.debug_mode)
+    recorder = Recorder(roots)
     recorder.recording = False  # open_window starts it, after its own synchronize
     window = _Window()
     user = UserCode(roots)
@@ -131,7 +130,7 @@ def run(options: Options) -> Trace:
         timer = threading.Timer(options.time_limit, out_of_time)
         timer.daemon = True
 
-    interceptor = acquire(recorder, user=user, debug_mode=options.debug_mode)
+    interceptor = acquire(recorder, user=user)
     exit_code = 0
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     wall_start = time.perf_counter()
@@ -161,7 +160,7 @@ def run(options: Options) -> Trace:
             h.remove()
         sys.argv[:], sys.path[:] = saved_argv, saved_path
         profile = _stop_profiler(window.profiler) if window.profiler is not None else None
-        debug_mode_on = interceptor.debug_mode
+        timing = _timing(interceptor)
         release(recorder)
     started = window.started if window.started is not None else window.ended
     meta: Dict[str, Any] = {
@@ -173,7 +172,8 @@ def run(options: Options) -> Trace:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "gpu": torch.cuda.get_device_name(0),
-        "debug_mode": debug_mode_on,
+        "detector": "torch.cuda.set_sync_debug_mode('warn') + wrappers (device/event synchronize, pageable copies)",
+        "timing": timing,
         "wall_ms": round((window.ended - started) * 1e3, 3),
         "run_ms": round((window.ended - wall_start) * 1e3, 3),
         "steps": max(0, window.steps - options.warmup),
@@ -184,6 +184,15 @@ def run(options: Options) -> Trace:
         "lines": line_recorder.mechanism if line_recorder is not None else None,
     }
     return Trace(meta, recorder.sites(), line_recorder.lines() if line_recorder is not None else None)
+
+
+def _timing(interceptor: Any) -> str:
+    """How the blocked time of the debug mode's syncs was measured (timing.py)."""
+    if interceptor.clock is not None and interceptor.clock.available:
+        return "sys.monitoring: from the start of the syncing instruction"
+    if not hasattr(sys, "monitoring"):
+        return "none: Python before 3.12 has no sys.monitoring (syncs counted, not timed)"
+    return "none: no free sys.monitoring tool id (syncs counted, not timed)"
 
 
 def _run_program(program: List[str]) -> int:

@@ -3,7 +3,7 @@
     {"schema": "synclint-trace", "version": 1,
      "meta": {"command": [...], "root": "/abs/dir", "date": "...", "torch": "2.11.0",
               "cuda": "13.0", "gpu": "NVIDIA H100 80GB HBM3", "python": "3.12.3",
-              "synclint": "0.1.0", "debug_mode": true, "wall_ms": 1234.5, "steps": 20,
+              "synclint": "0.1.0", "detector": "...", "timing": "sys.monitoring: ...", "wall_ms": 1234.5, "steps": 20,
               "warmup_steps": 2, "stopped": "end" | "steps" | "time-limit" | "error",
               "exit_code": 0, "profiler": null | {"sync_ms": ..., "calls": {name: [count, ms]}}},
      "sites": [{"file": "train.py", "line": 42, "function": "main", "kind": "stream",
@@ -17,8 +17,10 @@ sync the debug mode sees, and `Stream.synchronize()`), "device" (`torch.cuda.syn
 "event" (`Event.synchronize()`), "pageable-copy" (a `non_blocking` host-to-device copy from
 pageable memory, which blocks without any sync call). `user` is false for a sync with no
 user frame on its stack (a library thread): then file/line are the innermost library frame.
-`debug_mode` counts what `torch.cuda.set_sync_debug_mode("warn")` reported at the line (null
-when it was off); `timed` counts the syncs whose blocked time was measured.
+`debug_mode` is the debug mode's own count at the line in traces taken with the former
+GPU-trace callbacks and `--debug-mode` (null otherwise: the debug mode is now the detector,
+named with the clock in `meta.detector` and `meta.timing`); `timed` counts the syncs whose
+blocked time was measured (the first at each line teaches the clock and is not).
 `lines` (optional; absent in traces taken before it existed) holds, per user file, the runs
 of lines that executed in the window (lines.py): what separates a finding whose line ran
 without syncing from one whose line never ran.

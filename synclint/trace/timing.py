@@ -1,58 +1,141 @@
-"""How long a sync blocks the host, measured inside torch's own sync callback.
+"""How long a sync blocked the host, for syncs that are reported after they happened.
 
-torch calls the `torch.cuda._gpu_trace` callbacks *before* the blocking CUDA call
-(`memcpy_and_sync` and `stream_synchronize` in c10/cuda/CUDAFunctions.h, device and event
-synchronize likewise), so a callback cannot time the call that follows it. Instead the
-callback does the waiting itself: it records an event on the stream that is about to be
-synchronized and waits for it (or synchronizes the device). That wait is exactly the time
-the host would have blocked on queued GPU work; the real sync that follows finds the
-queue drained and returns at once. A stream whose queue is already empty (a query says so)
-is not waited on. What is not counted is the copy that
-`memcpy_and_sync` issues after the hook (transfer time, not waiting); the profiler check of
-`synclint trace --cross-check` shows how much that is.
+torch's sync debug mode (the detector, detector.py) reports a sync as a Python warning
+when the C++ call that synced returns to Python: the wait is over by then, and nothing
+marks when it began. What does mark it is the bytecode instruction of the frame the sync
+is charged to (`x[mask]`, `if t:`, `f"{t}"`, `loss.item()`, a call into a library that
+syncs): the host was inside that instruction from its start until the report. So the
+clock learns each syncing instruction from its first report, and from then on
+`sys.monitoring` (Python 3.12+) tells it when that one instruction starts: blocked time =
+the report's time minus the instruction's start (or minus the previous report inside the
+same execution of the instruction, when one call syncs twice).
 
-Our own event wait goes through `cudaEventSynchronize`, which the debug mode does not
-report, so the wait adds no debug-mode warning of its own.
+Cost: nothing for code that never synced. A code object that holds a syncing instruction
+gets INSTRUCTION events; every other instruction in it fires once and is then disabled
+(`DISABLE`), so in the steady state exactly one callback runs per execution of a syncing
+instruction. The first sync at each instruction is counted but not timed (it teaches the
+clock where to look); a warm-up (`synclint trace --warmup`) leaves none untimed in the
+window. What the time includes beyond the wait: the rest of that instruction up to the
+report (the copy of `.item()`'s 4 bytes, converting `.tolist()`'s list, a kernel launch
+after `nonzero`'s count), which the profiler counts in its blocking calls too for the
+copies, not for the Python work.
+
+Before Python 3.12 (no `sys.monitoring`) the clock is unavailable: syncs are counted and
+attributed, not timed.
 """
 
 from __future__ import annotations
 
+import bisect
+import dis
+import sys
 import threading
 import time
-from typing import Any, Dict, Optional
+from types import CodeType, FrameType
+from typing import Any, Callable, Dict, List, Optional, Set
+
+TOOL_NAME = "synclint-sync-clock"
 
 
-class GpuWaiter:
-    """Waits for the queued work that a sync is about to wait for; returns seconds."""
+def claim_tool(name: str, preferred: tuple = (4, 3, 1, 2)) -> Optional[int]:
+    """A free `sys.monitoring` tool id, registered under `name`; None if none is free
+    (coverage.py, a profiler and a debugger may hold some) or before Python 3.12."""
+    mon = getattr(sys, "monitoring", None)
+    if mon is None:
+        return None
+    for tool in preferred:
+        if mon.get_tool(tool) is None:
+            mon.use_tool_id(tool, name)
+            return tool
+    return None
 
-    def __init__(self, torch: Any) -> None:
-        self._torch = torch
-        self._local = threading.local()  # per thread: stream pointer -> (stream, event)
 
-    def _stream_and_event(self, ptr: int):
-        cache: Optional[Dict[int, Any]] = getattr(self._local, "cache", None)
-        if cache is None:
-            cache = self._local.cache = {}
-        hit = cache.get(ptr)
-        if hit is None:
-            cuda = self._torch.cuda
-            cur = cuda.current_stream()
-            # The legacy default stream has pointer 0: the current stream when none was set.
-            stream = cur if cur.cuda_stream == ptr else cuda.ExternalStream(ptr)
-            hit = cache[ptr] = (stream, cuda.Event())
-        return hit
+class SyncClock:
+    """Learns the instructions that sync and times each later execution of them."""
 
-    def stream(self, ptr: int) -> float:
-        stream, event = self._stream_and_event(ptr)
-        t0 = time.perf_counter()
-        # Most syncs after the first of a step find the queue empty: a query (no wait, not
-        # a sync) answers those without the second round trip of an event wait.
-        if not stream.query():
-            event.record(stream)
-            event.synchronize()
-        return time.perf_counter() - t0
+    def __init__(self) -> None:
+        self._mon = getattr(sys, "monitoring", None)
+        self._tool: Optional[int] = None
+        self._armed: Dict[CodeType, Set[int]] = {}  # code -> instruction offsets that synced
+        self._offsets: Dict[CodeType, List[int]] = {}  # code -> its instruction offsets (no caches)
+        self._lock = threading.Lock()  # arming comes from any syncing thread
+        self._local = threading.local()  # .started: {(code, offset): perf_counter at its start}
+        self._undo: List[Callable[[], None]] = []
 
-    def device(self) -> float:
-        t0 = time.perf_counter()
-        self._torch._C._cuda_synchronize()
-        return time.perf_counter() - t0
+    @property
+    def available(self) -> bool:
+        return self._tool is not None
+
+    def start(self) -> bool:
+        """Claim a monitoring tool; False when there is none (Python < 3.12, all taken)."""
+        if self._tool is not None:
+            return True
+        self._tool = claim_tool(TOOL_NAME)
+        if self._tool is None:
+            return False
+        mon, tool = self._mon, self._tool
+        mon.register_callback(tool, mon.events.INSTRUCTION, self._on_instruction)
+
+        def undo() -> None:
+            for code in list(self._armed):
+                mon.set_local_events(tool, code, 0)
+            mon.register_callback(tool, mon.events.INSTRUCTION, None)
+            mon.free_tool_id(tool)
+            self._tool = None
+
+        self._undo.append(undo)
+        return True
+
+    def stop(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+        self._armed.clear()
+
+    def _on_instruction(self, code: CodeType, offset: int) -> Any:
+        if offset not in self._armed.get(code, ()):
+            return self._mon.DISABLE  # not a syncing instruction: never report it again
+        started = getattr(self._local, "started", None)
+        if started is None:
+            started = self._local.started = {}
+        started[(code, offset)] = time.perf_counter()
+        return None
+
+    def _instruction(self, code: CodeType, lasti: int) -> int:
+        """The offset of the instruction `f_lasti` is in (it can point into the inline
+        cache after the instruction, as for a call in progress on Python 3.12)."""
+        offsets = self._offsets.get(code)
+        if offsets is None:
+            offsets = self._offsets[code] = [i.offset for i in dis.get_instructions(code)]
+        i = bisect.bisect_right(offsets, lasti) - 1
+        return offsets[i] if i >= 0 else lasti
+
+    def elapsed(self, frame: Optional[FrameType]) -> Optional[float]:
+        """Seconds since the start of `frame`'s current instruction (or since the previous
+        report inside it); None the first time that instruction syncs (it is armed now)."""
+        if frame is None or self._tool is None:
+            return None
+        now = time.perf_counter()
+        code = frame.f_code
+        offset = self._instruction(code, frame.f_lasti)
+        started = getattr(self._local, "started", None)
+        t0 = started.pop((code, offset), None) if started else None
+        if t0 is not None:
+            started[(code, offset)] = now  # a second sync in the same execution counts from here
+            return now - t0
+        self._arm(code, offset)
+        return None
+
+    def _arm(self, code: CodeType, offset: int) -> None:
+        with self._lock:
+            offsets = self._armed.get(code)
+            if offsets is not None and offset in offsets:
+                return  # armed already: this execution began before it was armed
+            fresh = offsets is None
+            self._armed.setdefault(code, set()).add(offset)
+            mon, tool = self._mon, self._tool
+            if fresh:
+                mon.set_local_events(tool, code, mon.events.INSTRUCTION)
+            else:
+                # Its other instructions disabled themselves, this one among them: enable
+                # them again (each fires once more and disables itself again).
+                mon.restart_events()

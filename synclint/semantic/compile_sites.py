@@ -1,0 +1,195 @@
+"""Where a file makes code run under Dynamo, read from its syntax (`semantic.compiled` holds
+the rest): the compile roots (`@torch.compile`, `@torch.compile(mode=...)`,
+`torch.compile(f_or_model, ...)`, `torch._dynamo.optimize(...)(f)`, `model.compile()`), the
+functions `torch.compiler.disable` excludes, and the Dynamo flags set by assignment
+(`torch._dynamo.config.capture_scalar_outputs = True`), by `torch._dynamo.config.patch`
+(a decorator or a `with`), or in the environment (`os.environ["TORCHDYNAMO_..."] = "1"`).
+
+The walker calls these as it meets the syntax; what they find goes to the model's
+`Compiled` (roots, disabled keys, the program's flags) and to the function's `FuncInfo`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from synclint.semantic import library as L
+from synclint.semantic.compiled import CUDA_GRAPH_MODES, FLAG_ENV, FLAGS, INDUCTOR, Options
+from synclint.semantic.syntax import is_true, kwarg, string_value
+
+_D = L._DATA["compiled"]
+COMPILERS = frozenset(_D["compilers"])
+OPTIMIZE = "torch._dynamo.optimize"
+DISABLERS = frozenset(_D["disablers"])
+CONFIG = _D["config"]
+CONFIG_PATCH = frozenset(_D["config_patch"])
+ENVIRON = frozenset(_D["environ"])
+MODULE_COMPILE = _D["module_compile_method"]
+
+# what a compiled expression runs: call-graph keys, each with the key of a method whose
+# existence in the project voids it (`e.compile()` of a class with a `compile` of its own)
+Targets = Callable[..., List[Tuple[str, Optional[str]]]]
+
+
+def options(ctx, call: Optional[cst.Call], optimize: bool = False) -> Options:
+    """The options of `torch.compile(...)` (`call`; None: a bare `@torch.compile`) or of
+    `torch._dynamo.optimize(backend, nopython=...)`, with the flags patched around it. A
+    value that is not a literal is not known: its default is assumed."""
+    merged: Dict[str, bool] = {}
+    for flags in ctx.patched_flags:  # (outermost first: the innermost patch wins)
+        merged.update(flags)
+    patched = tuple(sorted(merged.items()))
+    if call is None:
+        return Options(flags=patched)
+    pos = [a.value for a in call.args if a.keyword is None and not a.star]
+    if optimize:
+        fullgraph = is_true(kwarg(call, "nopython")) is True
+        backend_expr = kwarg(call, "backend") or (pos[0] if pos else None)
+        mode = None
+    else:
+        fullgraph = is_true(kwarg(call, "fullgraph")) is True
+        backend_expr = kwarg(call, "backend")
+        mode = string_value(kwarg(call, "mode"))
+    backend = None if backend_expr is None else (string_value(backend_expr) or "<custom>")
+    if backend == "inductor":
+        backend = None
+    dynamic = is_true(kwarg(call, "dynamic")) if kwarg(call, "dynamic") is not None else None
+    cudagraphs = (backend in INDUCTOR and mode in CUDA_GRAPH_MODES) or backend == "cudagraphs" \
+        or _asks_cudagraphs(kwarg(call, "options"))
+    return Options(fullgraph, mode, dynamic, backend, cudagraphs, patched)
+
+
+def _asks_cudagraphs(opts: Optional[cst.BaseExpression]) -> bool:
+    """`options={"triton.cudagraphs": True}`."""
+    if type(opts) is not cst.Dict:
+        return False
+    return any(type(el) is cst.DictElement and string_value(el.key) == "triton.cudagraphs"
+               and is_true(el.value) is True for el in opts.elements)
+
+
+def _decorator(ctx, d: cst.BaseExpression) -> Tuple[Optional[str], Optional[cst.Call]]:
+    """(qualified name, the call when it has arguments) of a decorator."""
+    call = d if type(d) is cst.Call else None
+    return ctx.qualname(call.func if call is not None else d), call
+
+
+def note_function(ctx, info, node: cst.FunctionDef) -> Dict[str, bool]:
+    """A function's decorators: a compiler makes it a compile root, a disabler excludes it
+    from compiled regions; returns the flags a `torch._dynamo.config.patch` decorator sets
+    (they hold for the roots it is or defines)."""
+    patched: Dict[str, bool] = {}
+    for dec in node.decorators:
+        q, call = _decorator(ctx, dec.decorator)
+        if q in CONFIG_PATCH and call is not None:
+            patched.update(patch_flags(call))
+    ctx.patched_flags.append(patched)
+    try:
+        for dec in node.decorators:
+            q, call = _decorator(ctx, dec.decorator)
+            if q in COMPILERS and not (call is not None and q != OPTIMIZE and _positional(call)):
+                info.region = options(ctx, call, optimize=q == OPTIMIZE)
+                ctx.compile_facts.roots.append((info.qual, info.region))
+            elif q in DISABLERS:
+                info.disabled = True
+                if call is not None and is_true(kwarg(call, "recursive")) is False:
+                    ctx.compile_facts.skipped.append(info.qual)  # only this frame runs eagerly
+                else:
+                    ctx.compile_facts.disabled.append(info.qual)
+    finally:
+        ctx.patched_flags.pop()
+    return patched
+
+
+def _positional(call: cst.Call) -> List[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def note_call(ctx, call: cst.Call, targets: Targets) -> None:
+    """`torch.compile(f_or_model, ...)`, `torch._dynamo.optimize(...)(f)`,
+    `torch.compile(mode=...)(f)`, `model.compile(...)`: compile roots; `torch.compiler.disable(f)`:
+    `f` excluded; `os.environ.setdefault("TORCHDYNAMO_...", "1")`: a flag."""
+    func = call.func
+    facts = ctx.compile_facts
+    if type(func) is cst.Call:  # a decorator factory applied: `torch.compile(mode=...)(f)`
+        q = ctx.qualname(func.func)
+        pos = _positional(call)
+        if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE):
+            facts.add_roots(targets(pos[0]), options(ctx, func, optimize=q == OPTIMIZE))
+        elif pos and q in DISABLERS:
+            skipped = is_true(kwarg(func, "recursive")) is False
+            (facts.skipped if skipped else facts.disabled).extend(k for k, _ in targets(pos[0]))
+        return
+    q = ctx.qualname(func)
+    if q in COMPILERS and q != OPTIMIZE:
+        pos = _positional(call)
+        if pos:
+            facts.add_roots(targets(pos[0]), options(ctx, call))
+        return
+    if q in DISABLERS:
+        pos = _positional(call)
+        if pos:
+            facts.disabled.extend(k for k, _ in targets(pos[0]))
+        return
+    if type(func) is not cst.Attribute:
+        return
+    if func.attr.value == MODULE_COMPILE and q is None:
+        # nn.Module.compile: on a value known to be a module (`re.compile` has a qualname)
+        # whose class has no `compile` of its own
+        found = targets(func.value, in_place=True)
+        if found:
+            facts.add_roots(found, options(ctx, call))
+    elif func.attr.value == "setdefault" and ctx.qualname(func.value) in ENVIRON:
+        pos = _positional(call)
+        if len(pos) == 2:
+            _env_flag(ctx, pos[0], pos[1])
+
+
+def note_assign(ctx, node: cst.Assign) -> None:
+    """`torch._dynamo.config.<flag> = True` and `os.environ["TORCHDYNAMO_<FLAG>"] = "1"`."""
+    for t in node.targets:
+        target = t.target
+        if type(target) is cst.Attribute:
+            q = ctx.qualname(target)
+            if q is not None and q.startswith(CONFIG + ".") and q[len(CONFIG) + 1:] in FLAGS:
+                on = is_true(node.value)
+                if on is not None:
+                    ctx.compile_facts.flags[q[len(CONFIG) + 1:]] = on
+        elif type(target) is cst.Subscript and ctx.qualname(target.value) in ENVIRON and len(target.slice) == 1:
+            index = target.slice[0].slice
+            if type(index) is cst.Index:
+                _env_flag(ctx, index.value, node.value)
+
+
+def _env_flag(ctx, name: cst.BaseExpression, value: cst.BaseExpression) -> None:
+    flag = FLAG_ENV.get(string_value(name) or "")
+    text = string_value(value)
+    if flag is not None and text is not None:
+        ctx.compile_facts.flags[flag] = text == "1"
+
+
+def patch_flags(call: cst.Call) -> Dict[str, bool]:
+    """The Dynamo flags `torch._dynamo.config.patch(...)` sets: keywords, a dict, or a name
+    and a value."""
+    out: Dict[str, bool] = {}
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value in FLAGS and is_true(a.value) is not None:
+            out[a.keyword.value] = bool(is_true(a.value))
+    pos = _positional(call)
+    if len(pos) == 1 and type(pos[0]) is cst.Dict:
+        for el in pos[0].elements:
+            if type(el) is cst.DictElement and string_value(el.key) in FLAGS and is_true(el.value) is not None:
+                out[string_value(el.key)] = bool(is_true(el.value))
+    elif len(pos) == 2 and string_value(pos[0]) in FLAGS and is_true(pos[1]) is not None:
+        out[string_value(pos[0])] = bool(is_true(pos[1]))
+    return out
+
+
+def with_flags(ctx, node: cst.With) -> Dict[str, bool]:
+    """The flags a `with torch._dynamo.config.patch(...):` sets for the roots in its body."""
+    out: Dict[str, bool] = {}
+    for item in node.items:
+        if type(item.item) is cst.Call and ctx.qualname(item.item.func) in CONFIG_PATCH:
+            out.update(patch_flags(item.item))
+    return out

@@ -1,0 +1,274 @@
+"""Compiled regions (issue 36): what runs under torch.compile, with which options, and what
+the SYN6xx findings say there; nothing outside a region changes."""
+
+from pathlib import Path
+
+import pytest
+
+from synclint.engine import analyse, lint_analysis, lint_source
+from synclint.registry import all_rules, select
+from synclint.runner import check_files
+from synclint.semantic import compiled as C
+
+
+def _compiled(source: str) -> C.Compiled:
+    a = analyse(source, "m.py", "m")
+    return lint_analysis(a, [])[1].compiled
+
+
+# ------------------------------------------------------------------ compile sites
+def test_compile_roots_with_their_options():
+    got = _compiled(
+        "import torch\n"
+        "import torch._dynamo\n"
+        "class Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "@torch.compile\n"
+        "def bare(x):\n    return x\n"
+        "@torch.compile(fullgraph=True, mode='reduce-overhead', dynamic=False)\n"
+        "def full(x):\n    return x\n"
+        "@torch._dynamo.optimize('eager', nopython=True)\n"
+        "def old(x):\n    return x\n"
+        "def plain(x):\n    return x\n"
+        "def other(x):\n    return x\n"
+        "fast = torch.compile(plain, backend='aot_eager')\n"
+        "net = torch.compile(Net(), options={'triton.cudagraphs': True})\n"
+        "m = Net()\n"
+        "m.compile(mode='max-autotune')\n"
+        "wrapped = torch.compile(mode='max-autotune-no-cudagraphs')(other)\n"
+    )
+    roots = dict(got.roots)
+    assert roots["bare"] == C.Options()
+    assert roots["full"] == C.Options(fullgraph=True, mode="reduce-overhead", dynamic=False, cudagraphs=True)
+    assert roots["old"] == C.Options(fullgraph=True, backend="eager")
+    assert roots["plain"] == C.Options(backend="aot_eager")
+    assert roots["other"] == C.Options(mode="max-autotune-no-cudagraphs")
+    assert [o for k, o in got.roots if k == "Net.forward"] == [C.Options(cudagraphs=True),
+                                                                C.Options(mode="max-autotune", cudagraphs=True)]
+
+
+def test_disabled_functions_flags_and_patches():
+    got = _compiled(
+        "import os\n"
+        "import torch\n"
+        "import torch._dynamo.config as dcfg\n"
+        "os.environ['TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS'] = '1'\n"
+        "torch._dynamo.config.capture_scalar_outputs = True\n"
+        "dcfg.capture_scalar_outputs = False\n"
+        "@torch.compiler.disable\n"
+        "def off(x):\n    return x\n"
+        "@torch._dynamo.disable(recursive=False)\n"
+        "def frame_only(x):\n    return x\n"
+        "def helper(x):\n    return x\n"
+        "helper = torch.compiler.disable(helper)\n"
+        "@torch._dynamo.config.patch(capture_scalar_outputs=True)\n"
+        "@torch.compile\n"
+        "def patched(x):\n    return x\n"
+        "def later(x):\n    return x\n"
+        "with torch._dynamo.config.patch({'capture_dynamic_output_shape_ops': False}):\n"
+        "    fast = torch.compile(later)\n"
+    )
+    assert got.disabled == ["off", "helper"] and got.skipped == ["frame_only"]
+    assert got.flags == {C.SHAPES: True, C.SCALARS: False}  # the last assignment of each
+    roots = dict(got.roots)
+    assert roots["patched"].flags == ((C.SCALARS, True),)
+    assert roots["later"].flags == ((C.SHAPES, False),)
+    # a patch on the root wins over the program's flags
+    assert C.region_of("patched", roots["patched"], got.flags).scalars
+    assert not C.region_of("later", roots["later"], got.flags).shapes
+
+
+def test_not_compile_sites():
+    """`re.compile`, a compile method of something that is not a module, a module's own
+    `compile` (LightGlue's compiles its layers, not its forward): not nn.Module.compile."""
+    got = _compiled(
+        "import re\n"
+        "import torch\n"
+        "pattern = re.compile('a+')\n"
+        "class Builder:\n"
+        "    def compile(self):\n        return self\n"
+        "b = Builder()\n"
+        "b.compile()\n"
+        "torch.compile\n"
+        "class Matcher(torch.nn.Module):\n"
+        "    def layer(self, x):\n        return x\n"
+        "    def compile(self, mode='reduce-overhead'):\n"
+        "        self.fast = torch.compile(self.layer, mode=mode)\n"
+        "    def forward(self, x):\n        return self.fast(x)\n"
+        "m = Matcher()\n"
+        "m.compile()\n"
+    )
+    assert [k for k, _ in got.roots] == ["Matcher.layer"]
+
+
+def test_a_base_in_another_module_with_its_own_compile(tmp_path):
+    (tmp_path / "base.py").write_text(
+        "import torch\n"
+        "class Base(torch.nn.Module):\n"
+        "    def compile(self):\n        self.ready = True\n"
+    )
+    (tmp_path / "net.py").write_text(
+        "import torch\n"
+        "from base import Base\n"
+        "class Net(Base):\n"
+        "    def forward(self, x):\n        return x.sum().item()\n"
+        "class Plain(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x.sum().item()\n"
+        "net, plain = Net(), Plain()\n"
+        "net.compile()\n"
+        "plain.compile()\n"
+    )
+    found = check_files([str(tmp_path / "base.py"), str(tmp_path / "net.py")], all_rules()).findings
+    assert sorted((f.row, f.code) for f in found) == [(5, "SYN101"), (8, "SYN601")]
+
+
+# ------------------------------------------------------------------ regions
+def test_regions_spread_join_and_stop():
+    fast = C.Region("step")
+    graphs = C.Region("fwd", cudagraphs=True, scalars=True)
+    # (two paths from each root to `helper`: each root is counted once)
+    edges = {"step": ["helper", "log", "frame", "mid"], "fwd": ["helper", "mid"], "mid": ["helper"],
+             "log": ["deep"], "frame": ["inner"]}
+    got = C.regions([("step", fast), ("fwd", graphs)], edges, disabled={"log"}, skipped={"frame"})
+    assert set(got) == {"step", "fwd", "helper", "mid", "inner"}  # not the disabled one, nor what it calls
+    assert got["helper"] == C.Region("fwd", cudagraphs=True, scalars=False, others=("step",),
+                                     fullgraph_all=False)  # joined
+    assert got["inner"] == fast  # traced below a skipped frame
+    # fullgraph=True on one root of two: its compile errors are said, its captures are not
+    both = C.Region("a", fullgraph=True).join(C.Region("b"))
+    assert both.fullgraph and not both.captures
+    assert "a compile error" in C.consequence("branch:gpu", both)[0]
+    assert "a graph break (GB0124)" in C.consequence("item:gpu", both)[0]
+
+
+@pytest.mark.parametrize("region,tag,says", [
+    (C.Region("f"), "item:gpu", "a graph break (GB0124) splits `f` here into two graphs; this line runs in "
+                                "Python and the host waits for the GPU"),
+    (C.Region("f", cudagraphs=True), "shape", "a graph break (GB0036) splits `f` here into two CUDA graphs; "
+                                              "this line runs in Python"),
+    (C.Region("f", scalars=True), "item:gpu", "no graph break (`capture_scalar_outputs` captures it), but the "
+                                              "host still waits for the GPU at every call"),
+    (C.Region("f", scalars=True), "item", None),  # captured, and no GPU to wait for
+    (C.Region("f", scalars=True), "shape:gpu", "a graph break (GB0036)"),  # the other flag
+    (C.Region("f", fullgraph=True), "shape:gpu", "no graph break (fullgraph=True captures it)"),
+    (C.Region("f", fullgraph=True, scalars=True), "branch:gpu", "a compile error under fullgraph=True (GB0170)"),
+    (C.Region("f", fullgraph=True), "tolist:gpu", "a compile error under fullgraph=True (GB0109)"),
+    (C.Region("f"), "host-copy:gpu", None),  # no CUDA graphs: what eager code costs
+    (C.Region("f", cudagraphs=True), "host-copy:gpu", "CUDA graphs (mode=\"reduce-overhead\") are split or skipped"),
+    (C.Region("f", cudagraphs=True, inductor=False), "host-copy:gpu", None),
+    (C.Region("f"), "assert:gpu", C.WITHDRAWN),
+    (C.Region("f"), "fill:gpu", C.WITHDRAWN),
+    (C.Region("f", inductor=False), "fill:gpu", None),  # aten's index_put_ waits as in eager code
+    (C.Region("f", others=("g", "h")), "print", "splits `f` (and 2 more compiled functions) here"),
+])
+def test_consequences(region, tag, says):
+    got = C.consequence(tag, region)
+    if says is None:
+        assert got is None
+    else:
+        assert got is not None and says in got[0], got
+
+
+# ------------------------------------------------------------------ findings
+EAGER_AND_COMPILED = """import torch
+@torch.compiler.disable
+def log_value(x):
+    return x.sum().item()
+def helper(x):
+    return x.sum().item()
+@torch.compile
+def step(x: torch.Tensor):
+    n = helper(x)
+    log_value(x)
+    return x * n
+def evaluate(x: torch.Tensor):
+    return x.mean().item()
+x = torch.ones(3, device='cuda')
+for _ in range(3):
+    step(x)
+    evaluate(x)
+"""
+
+
+def test_compiled_finding_replaces_the_eager_one_in_its_region_only():
+    got = {(f.row, f.code) for f in lint_source(EAGER_AND_COMPILED, "m.py", all_rules())}
+    assert got == {(4, "SYN101"), (6, "SYN601"), (13, "SYN101")}
+    eager = {(f.row, f.code) for f in lint_source(EAGER_AND_COMPILED, "m.py", select(ignore=["SYN6"]))}
+    assert eager == {(4, "SYN101"), (6, "SYN101"), (13, "SYN101")}  # without SYN6xx: the eager findings
+
+
+def test_outside_compiled_code_nothing_changes():
+    """Without a compile root, every rule reports what the eager rules alone report."""
+    source = EAGER_AND_COMPILED.replace("@torch.compile\n", "").replace("@torch.compiler.disable\n", "")
+    with_compiled = [(f.row, f.code, f.message) for f in lint_source(source, "m.py", all_rules())]
+    without = [(f.row, f.code, f.message) for f in lint_source(source, "m.py", select(ignore=["SYN6"]))]
+    assert with_compiled == without and with_compiled
+
+
+def _project(tmp_path: Path) -> list:
+    tmp_path.mkdir()
+    (tmp_path / "utils.py").write_text(
+        "import torch\n"
+        "def count(h):\n"
+        "    return int((h > 0).sum())\n"
+        "@torch.compiler.disable\n"
+        "def report(h):\n"
+        "    print(h.max().item())\n"
+    )
+    (tmp_path / "model.py").write_text(
+        "import torch\n"
+        "from utils import count, report\n"
+        "class Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        h = x.relu()\n"
+        "        report(h)\n"
+        "        return h * count(h)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from model import Net\n"
+        "model = torch.compile(Net().cuda(), mode='reduce-overhead')\n"
+        "for _ in range(3):\n"
+        "    model(torch.randn(4, device='cuda'))\n"
+    )
+    return [str(tmp_path / n) for n in ("utils.py", "model.py", "train.py")]
+
+
+def test_regions_cross_modules_and_keep_in_the_cache(tmp_path):
+    files = _project(tmp_path / "p")
+    cache = tmp_path / "cache"
+
+    def run():
+        return sorted((Path(f.filename).name, f.row, f.code, f.message) for f in
+                      check_files(files, all_rules(), cache_dir=cache).findings)
+
+    first = run()
+    assert [(n, r, c) for n, r, c, _ in first] == [("utils.py", 3, "SYN601"), ("utils.py", 6, "SYN101")]
+    assert "splits `Net.forward` here into two CUDA graphs" in first[0][3]
+    assert run() == first  # the second run takes the regions from the cache
+    (tmp_path / "p" / "train.py").write_text("import torch\nfrom model import Net\nmodel = Net().cuda()\n"
+                                             "for _ in range(3):\n    model(torch.randn(4, device='cuda'))\n")
+    assert [(n, r, c) for n, r, c, _ in run()] == [("utils.py", 3, "SYN104"), ("utils.py", 6, "SYN101")]
+
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "compiled-code"
+# what each finding of the fixture project says happens there (the codes and rows are marked
+# in the files themselves, tests/test_project_fixtures.py)
+CONSEQUENCES = {
+    ("helpers.py", 6): "no graph break (`capture_scalar_outputs` captures it), but the host still waits",
+    ("model.py", 33): "a graph break (GB0036) splits `Scorer.forward` here into two CUDA graphs",
+    ("model.py", 34): "CUDA graphs (mode=\"reduce-overhead\") are split or skipped at this CPU op in `Scorer.forward`",
+    ("train.py", 19): "a graph break (GB0170) splits `train_step` here into two graphs; this line runs in Python "
+                      "and the host waits for the GPU",
+    ("train.py", 28): "a compile error under fullgraph=True (GB0059): `normalized` cannot be one graph",
+    ("train.py", 35): "no graph break (`capture_dynamic_output_shape_ops` captures it), but the host still waits",
+}
+
+
+def test_fixture_project_says_each_consequence():
+    found = check_files([str(p) for p in sorted(FIXTURE.glob("*.py"))], all_rules()).findings
+    said = {(Path(f.filename).name, f.row): f.message for f in found if f.code.startswith("SYN6")}
+    assert set(said) == set(CONSEQUENCES)
+    for where, text in CONSEQUENCES.items():
+        assert text in said[where], (where, said[where])
