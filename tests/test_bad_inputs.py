@@ -87,6 +87,35 @@ def _slow_rule(d, mp):
     _w(d / "bad.py", GOOD)
 
 
+def _slow_at_the_recursion_limit(d, mp):
+    """SYN101 spins at the bottom of a recursion in bad.py: the budget's timer finds the stack
+    full, so its exception comes as a RecursionError (which the rule passes on, as deep code
+    does)."""
+    from synclint.rules.tensor_item import TensorItem
+
+    real = TensorItem.visit_Call
+    spun = []
+
+    def down():
+        try:
+            down()
+        except RecursionError:
+            if not spun:
+                spun.append(1)
+                i = 0
+                while i < 10**9:  # (a minute at most; no call: there is no room for one)
+                    i += 1
+            raise
+
+    def visit_Call(self, node):
+        if self.ctx.filename.endswith("bad.py"):
+            down()
+        return real(self, node)
+
+    mp.setattr(TensorItem, "visit_Call", visit_Call)
+    _w(d / "bad.py", GOOD)
+
+
 def _unreadable_dir(d, mp):
     _w(d / "locked" / "a.py", GOOD)
     real = os.scandir
@@ -118,6 +147,7 @@ SETUPS = {
     "match-in-loop": _match_in_loop,
     "rule-raises": _rule_raises,
     "slow-analysis": _slow_rule,
+    "slow-at-recursion-limit": _slow_at_the_recursion_limit,
     "deep-brackets": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "(" * 3000 + ")" * 3000 + "\n"),
     "deep-brackets-plain": lambda d, mp: _w(d / "bad.py", "(" * 3000 + ")" * 3000 + "\n"),
     "deep-unary": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "-" * 20000 + "1\n"),

@@ -491,3 +491,24 @@ def test_stdin_with_force_exclude_passes_an_excluded_file_through(tmp_path):
     assert (r.exit_code, r.stdout) == (0, FIXABLE)  # not checked, not changed
     r = _stdin(["check", "-", "--stdin-filename", "src/new.py", "--force-exclude"], HAZARD, tmp_path)
     assert r.exit_code == 1 and "src/new.py:5:9: SYN101" in r.stdout
+
+
+# ------------------------------------------------------------------ issue 37: input limits
+def test_a_change_that_keeps_size_and_modification_time_is_seen(tmp_path, monkeypatch):
+    """`cp -p`, `touch -r`, `rsync -t` and `tar` restore a changed file's modification time:
+    the cache took the file's unchanged size and time for its old content, and the file
+    importing it kept its old finding. The inode and status change time say it changed."""
+    import os
+
+    from synclint import cache
+
+    monkeypatch.setattr(cache, "SETTLED_NS", 0)  # files just written count as left alone
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    lib = write(tmp_path / "lib.py", "import torch\n\n\ndef make():\n    return torch.ones(3).cuda()\n")
+    write(tmp_path / "train.py", "from lib import make\n\nx = make()\nfor _ in range(3):\n    print(x.sum().item())\n")
+    assert "train.py:5:11: SYN101" in run(["check", "--no-source", "."], tmp_path).stdout
+    st = lib.stat()
+    lib.write_text(lib.read_text().replace(".cuda()", ".cpu() "))  # the same size
+    os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (lib.stat().st_size, lib.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert "train.py:5" not in run(["check", "--no-source", "."], tmp_path).stdout
