@@ -112,6 +112,9 @@ class PositionIndex:
         self.lines = source_lines(source, keepends=True)
         self._stmts: Optional[List[Row]] = rows
         self._cache: Dict[int, Dict[cst.CSTNode, CodeRange]] = {}
+        # every node of the statements regenerated so far: a statement holds the statements of
+        # its blocks, and an `elif` chain regenerated per finding was quadratic in its length
+        self._known: Dict[cst.CSTNode, CodeRange] = {}
         self._full: Optional[Dict[cst.CSTNode, CodeRange]] = None
         self._numbers: Optional[Dict[int, int]] = None  # id(LibCST statement) -> its number
 
@@ -141,8 +144,10 @@ class PositionIndex:
         if self.spans is not None:
             where = self.spans.get(id(node)) or self.spans.get(id(stmt))
             return self._built_span(where) if where is not None else (1, 0, 1, 0)
-        ranges = self._ranges_for(stmt, stmt_index)
-        r = ranges.get(node) if ranges is not None else None
+        r = self._known.get(node)  # regenerated with an earlier finding's statement (an `elif` of its `if`)
+        if r is None:
+            ranges = self._ranges_for(stmt, stmt_index)
+            r = ranges.get(node) if ranges is not None else None
         if r is None:
             r = self._full_ranges().get(node)
         if r is None:  # pragma: no cover - every node reaches codegen
@@ -216,6 +221,7 @@ class PositionIndex:
         if r is None or r.start.line != lineno:
             return None
         self._cache[stmt_index] = rec._computed
+        self._known.update(rec._computed)
         return rec._computed
 
     def _full_ranges(self) -> Dict[cst.CSTNode, CodeRange]:

@@ -154,6 +154,11 @@ SETUPS = {
     "plus-chain": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "+".join(["a"] * 100_000) + "\n"),
     "method-chain": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    y = x" + ".abs()" * 246 + ".item()\n"),
     "attribute-chain": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    y = x.item()" + ".real" * 491 + "\n"),
+    "subscript-chain": lambda d, mp: _w(d / "bad.py", "import torch\nx = y" + "[0]" * 5000 + "\n"),
+    "elif-chain": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    if i == -1:\n        pass\n" + "".join(
+        f"    elif i == {k}:\n        pass\n" for k in range(998)) + "    elif x.item() > 0:\n        pass\n"),
+    "long-elif-chain": lambda d, mp: _w(d / "bad.py", HEAD + "if x:\n    pass\n" + "elif x:\n    pass\n" * 5000),
+    "joined-strings": lambda d, mp: _w(d / "bad.py", "import torch\nx = (\n" + '    "a"\n' * 50_000 + ")\n"),
     "case-guard": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    match i:\n        case 0 if x.sum().item() > 0:\n            pass\n"),
     "cr-only": lambda d, mp: _w(d / "bad.py", MOVE.replace("\n", "\r")),
     "mixed-endings": lambda d, mp: _w(d / "bad.py", MOVE.replace("\n", "\r\n", 2).replace("\n", "\r", 1)),

@@ -102,6 +102,14 @@ DEEP = {
     "unary": "x = " + "-" * 20000 + "1\n",
     "lambdas": "x = " + "lambda: " * 5000 + "1\n",
     "plus-chain": "x = " + "+".join(["a"] * 100_000) + "\n",
+    # issue 37: 146 s in LibCST's parser, which no time budget can stop
+    "subscript-chain": "x = y" + "[0]" * 5000 + "\n",
+    "call-chain": "x = f" + "(1)" * 5000 + "\n",
+    "method-chain": "x = y" + ".f()" * 3000 + "\n",
+    # issue 37: past 300 s, then an internal error
+    "elif-chain": "if a:\n    pass\n" + "elif a:\n    pass\n" * 5000,
+    # issue 37: LibCST's parser refuses them; was "nesting too deep"
+    "joined-strings": "x = (\n" + '    "a"\n' * 50_000 + ")\n",
 }
 
 
@@ -114,7 +122,8 @@ def test_code_that_would_kill_the_parser_is_refused_in_one_line(tmp_path, kind):
     r = run(["check", "deep.py", "good.py", "--no-cache", "--no-source"], tmp_path)
     assert r.exit_code == 2
     [line] = r.stderr.strip().splitlines()
-    assert line.startswith("synclint: error: deep.py: too deeply nested to analyse (")
+    assert line.startswith(("synclint: error: deep.py: too deeply nested to analyse (",
+                            "synclint: error: deep.py: too long to analyse ("))
     assert "good.py:5:9: SYN101" in r.stdout
 
 
@@ -127,6 +136,11 @@ def test_nesting_limits_leave_real_code_alone():
         "z = [" + ", ".join(["-1"] * 50_000) + "]\n",  # a long flat list
         "f = lambda a, b=1, *c, **d: lambda: a if b else c\n" * 2000,
         "w = (\r" + "a +\r" * 900 + "b)\r",  # CR-only line endings
+        "v = x" + ".f()" * 490 + "[0]" * 10 + "\n",  # a method chain
+        "s = (\n" + '    "a"\n' * 3000 + ")\n",  # Python's pydoc topics join 2,215 strings
+        "if a:\n    pass\n" + "elif a:\n    pass\n" * 1000,
+        "if a:\n    if b:\n        pass\n" + "    elif b:\n        pass\n" * 600 + "elif a:\n    pass\n" * 600,
+        "return (x)\nprint (x)\nassert (x)\n" * 2000,  # keywords are no operands to call
     ]
     assert [nesting_problem(s) for s in ok] == [None] * len(ok)
 
@@ -138,6 +152,8 @@ _NESTS = {
     "brackets": "(" * 201 + "1" + ")" * 201,
     "unary": "-" * 1010 + "1",
     "chain": "+".join(["a"] * 1002),
+    "subscripts": "a" + "[0]" * 1001,
+    "strings": '"a" ' * 3001,
     "lambdas": "lambda: " * 1001 + "1",
     "spread-chain": "(a\n" + "+ a\n" * 1001 + ")",
     "split-by-strings": ("lambda: " + '"""\n\n\n"""' + " if c else ") * 600 + "1",
@@ -512,3 +528,31 @@ def test_a_change_that_keeps_size_and_modification_time_is_seen(tmp_path, monkey
     os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert (lib.stat().st_size, lib.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
     assert "train.py:5" not in run(["check", "--no-source", "."], tmp_path).stdout
+
+
+ELIF_HEAD = 'import torch\nx = torch.ones(3, device="cuda")\nfor i in range(3):\n    if i == -1:\n        pass\n'
+
+
+def test_a_long_elif_chain_is_analysed():
+    """1,000 `elif` branches (the most the limits let through; valid Python) raised
+    RecursionError in the statement numbering, reported as an internal error."""
+    src = ELIF_HEAD + "".join(f"    elif i == {k}:\n        pass\n" for k in range(998))
+    src += "    elif x.item() > 0:\n        pass\n"
+    findings = lint_source(src, "e.py", all_rules())
+    assert [(f.code, f.row, f.column, f.internal) for f in findings] == [("SYN101", 2002, 10, False)]
+
+
+def test_positions_regenerate_an_elif_chain_once(monkeypatch):
+    """Each `elif` is a statement holding the rest of the chain: a finding in each made
+    positions regenerate the rest of it again, quadratic (5,000 ran past 300 s)."""
+    from synclint.engine import analyse, lint_analysis
+    from synclint.positions import PositionIndex
+
+    regenerated = []
+    real = PositionIndex._ranges_for
+    monkeypatch.setattr(PositionIndex, "_ranges_for", lambda self, stmt, i: regenerated.append(i) or real(self, stmt, i))
+    src = ELIF_HEAD + "".join(f"    elif x.item() > {k}:\n        pass\n" for k in range(300))
+    a = analyse(src, "e.py", force=True, libcst_tree=True)  # LibCST's own tree, as for a fix
+    findings = lint_analysis(a, all_rules())[0]
+    assert [f.row for f in findings] == [6 + 2 * k for k in range(300)]
+    assert len(regenerated) == 1
