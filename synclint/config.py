@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from synclint.source import DEFAULT_MAX_CHARS
+
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
-        "docs-url", "tests-hot-only", "file-timeout"}
+        "docs-url", "tests-hot-only", "file-timeout", "max-file-size"}
 # Seconds one file's analysis may take in each phase. The largest real file we know, torch's
 # 1.3 MB common_methods_invocations.py, takes 7 s and 15 s (its two phases) on a loaded
 # 2-core machine, a generated 2 MB file with 26,000 findings 56 s and 207 s; a budget a
@@ -34,6 +36,7 @@ class Config:
     tests_hot_only: bool = True
     cache_dir: Optional[str] = None
     file_timeout: float = DEFAULT_FILE_TIMEOUT
+    max_file_size: int = DEFAULT_MAX_CHARS  # characters (`source.size_problem`)
     docs_url: Optional[str] = None  # where rule pages are linked from (None: synclint.findings' default)
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
     path: Optional[Path] = None  # the file it came from
@@ -117,6 +120,11 @@ def load_config(path: Optional[Path]) -> Config:
         raise ConfigError(f"{path}: [tool.synclint] cache-dir must be a string")
     cfg.cache_dir = cache_dir
     cfg.file_timeout = file_timeout(table.get("file-timeout", DEFAULT_FILE_TIMEOUT), f"{path}: [tool.synclint] file-timeout")
+    size = table.get("max-file-size", DEFAULT_MAX_CHARS)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"{path}: [tool.synclint] max-file-size must be a positive number of characters "
+                          f"(got {size!r})")
+    cfg.max_file_size = size
     docs_url = table.get("docs-url")
     if docs_url is not None:
         from urllib.parse import urlsplit

@@ -336,8 +336,15 @@ def lint_source(
     hot_only: bool = False,
     project: Optional[ProjectFacts] = None,
     module_name: Optional[str] = None,
+    max_chars: Optional[int] = None,
 ) -> List[Finding]:
-    """Findings for one file's text, from what it and `project` say. Raises `LintError` on bad input."""
+    """Findings for one file's text, from what it and `project` say; `max_chars`: see
+    `source.size_problem`. Raises `LintError` on bad input."""
+    from synclint.source import size_problem
+
+    problem = size_problem(source, max_chars)
+    if problem is not None:
+        raise LintError(problem)
     if rules is None:
         from synclint.registry import default_rules
 

@@ -132,7 +132,8 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
     found = discover(paths, cfg.exclude, cfg.root, force_exclude)
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
-                             selection_key=setup.selection_key, file_timeout=cfg.file_timeout)
+                             selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
+                             max_chars=cfg.max_file_size)
     except Exception as e:
         _reraise(e)
     out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files))
@@ -145,7 +146,8 @@ def run_text(setup: Setup, name: str, text: str) -> Outcome:
     from synclint.engine import LintError, lint_source
 
     try:
-        found = lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only)
+        found = lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only,
+                            max_chars=setup.cfg.max_file_size)
     except LintError as e:
         return Outcome(errors=[FileError(name, str(e))], checked=1)
     return _filtered(setup, Outcome(checked=1), found, [], None)
@@ -177,7 +179,7 @@ def _one_file(setup: Setup, path: str, source: str) -> Outcome:
     try:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
                              jobs=1, sources={path: source}, cache_findings=False,
-                             file_timeout=setup.cfg.file_timeout)
+                             file_timeout=setup.cfg.file_timeout, max_chars=setup.cfg.max_file_size)
     except Exception as e:
         _reraise(e)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)

@@ -14,7 +14,7 @@ from synclint import decoded
 from synclint.cache import content_hash
 from synclint.discovery import absolute_paths
 from synclint.findings import FileError, Finding
-from synclint.source import decode_source, read_bytes
+from synclint.source import decode_source, read_bytes, size_problem
 from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
@@ -43,6 +43,7 @@ def check_files(
     sources: Optional[Dict[str, str]] = None,
     cache_findings: bool = True,
     file_timeout: Optional[float] = None,
+    max_chars: Optional[int] = None,
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
@@ -53,7 +54,8 @@ def check_files(
 
     `sources` gives the text of files that are not (or not yet) saved, an editor's buffer;
     with `cache_findings=False` only the module summaries are cached (their bytes decide).
-    `file_timeout`: the seconds each file's analysis may take per phase (see `workers`)."""
+    `file_timeout`: the seconds each file's analysis may take per phase (see `workers`);
+    `max_chars`: the size past which a file is not analysed (`source.size_problem`)."""
     selected: List[Sequence[type]] = []
 
     def get_rules() -> Sequence[type]:
@@ -90,14 +92,17 @@ def check_files(
             if st is not None:
                 cache.stamp(absolute[path], st, digests[path], now)
             text = decode_source(path, data)
+            too_large = size_problem(text, max_chars) if isinstance(text, str) else None
             if isinstance(text, FileError):
                 errors[path] = text.reason
+            elif too_large is not None:
+                errors[path] = too_large  # (never cached: the limit is this run's)
             else:
                 texts[path] = text
         if cache is not None:
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
-            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout)
+            entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, max_chars)
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -196,7 +201,8 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
     return out
 
 
-def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None) -> Dict[str, list]:
+def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
+             max_chars=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         from synclint.cache import SummaryCache
@@ -205,15 +211,16 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
                      early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
-    run = _Run(texts, digests, absolute, cache, summaries, runner)
+    run = _Run(texts, digests, absolute, cache, summaries, runner, max_chars)
     try:
         run.summarise()
         run.lint()
     finally:
         run.runner.close()
     run.heat()
-    if cache is not None:
-        cache.project = _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra)
+    if cache is not None:  # (None: the next run looks at each file's entry)
+        cache.project = None if run.limited else (
+            _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra))
     if summaries is not None:
         summaries.save()
     return run.out
@@ -222,10 +229,14 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
 class _Run:
     """One check of a project with a cache: the state the phases share."""
 
-    def __init__(self, texts, digests, absolute, cache, summaries, runner) -> None:
+    def __init__(self, texts, digests, absolute, cache, summaries, runner, max_chars=None) -> None:
         from synclint.project import Project, module_names, project_root
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
+        self.max_chars = max_chars
+        # an imported module this run's limits left unsummarised (too large, out of time): what
+        # its importers were told is this run's, so the next run may not reuse it whole
+        self.limited = False
         self.project = Project(project_root(list(texts)), absolute)
         self.names = module_names(texts)
         self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
@@ -282,6 +293,7 @@ class _Run:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
         from synclint.project import module_name
+        from synclint.workers import timed_out
 
         project = self.project
         for path in self.texts:
@@ -296,10 +308,15 @@ class _Run:
                 continue
             self.digests[path] = content_hash(data)
             if not self._cached_summary(path, self.digests[path]):
-                todo.append(("summarise", path, data.decode("utf-8", errors="replace"), module_name(path), False))
+                text = data.decode("utf-8", errors="replace")
+                if size_problem(text, self.max_chars) is None:
+                    todo.append(("summarise", path, text, module_name(path), False))
+                else:  # a module too large says nothing to its importers
+                    self.limited = True
         for _, job, (summary, error) in self.runner.run(todo):
             self._add(job[1], summary)
-            self._keep_summary(job[1], summary, None)
+            self._keep_summary(job[1], summary, error)  # (a timeout is not kept)
+            self.limited |= timed_out(error)
         # Files that never name torch but import project modules that hold tensors (a
         # script using only what `logs.py` gives it): analysed too (GAPS G4).
         self.forced = _forced(self.texts, self.errors, project)

@@ -8,6 +8,21 @@ from typing import Dict, List, Optional, Union
 
 from synclint.findings import FileError, Finding
 
+# Characters of a file past which it is not analysed (`max-file-size` in [tool.synclint]).
+# Memory grows with the tokens of a file, not its lines: about 0.9 GB per million characters
+# of dense code, more where LibCST's own parser builds the tree for a fix (a 1 MB one-line
+# list of 500,000 numbers: 2.2 GB). Twice torch's largest file (1.4 MB); a few GB at most.
+DEFAULT_MAX_CHARS = 2_000_000
+
+
+def size_problem(source: str, max_chars: Optional[int]) -> Optional[str]:
+    """Why `source` is not analysed, for its size alone (the language server's own limit,
+    `synclint lsp --max-size`, says it the same way), or None."""
+    if max_chars is None or len(source) <= max_chars:
+        return None
+    return (f"too large to analyse ({len(source):,} characters; the limit is {max_chars:,}: "
+            f"raise `max-file-size` in [tool.synclint])")
+
 
 def read_bytes(path: str) -> Union[bytes, FileError]:
     try:

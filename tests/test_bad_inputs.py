@@ -159,6 +159,8 @@ SETUPS = {
         f"    elif i == {k}:\n        pass\n" for k in range(998)) + "    elif x.item() > 0:\n        pass\n"),
     "long-elif-chain": lambda d, mp: _w(d / "bad.py", HEAD + "if x:\n    pass\n" + "elif x:\n    pass\n" * 5000),
     "joined-strings": lambda d, mp: _w(d / "bad.py", "import torch\nx = (\n" + '    "a"\n' * 50_000 + ")\n"),
+    "too-large": lambda d, mp: (_w(d / "pyproject.toml", "[tool.synclint]\nmax-file-size = 1000\n"),
+                                _w(d / "bad.py", HEAD + "y = [" + "1, " * 400 + "]\n")),
     "case-guard": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    match i:\n        case 0 if x.sum().item() > 0:\n            pass\n"),
     "cr-only": lambda d, mp: _w(d / "bad.py", MOVE.replace("\n", "\r")),
     "mixed-endings": lambda d, mp: _w(d / "bad.py", MOVE.replace("\n", "\r\n", 2).replace("\n", "\r", 1)),

@@ -556,3 +556,48 @@ def test_positions_regenerate_an_elif_chain_once(monkeypatch):
     findings = lint_analysis(a, all_rules())[0]
     assert [f.row for f in findings] == [6 + 2 * k for k in range(300)]
     assert len(regenerated) == 1
+
+
+def test_max_file_size_holds_for_stdin_and_imported_modules(tmp_path, monkeypatch):
+    """The size guard (a 1 MB one-line list took 27 s and 2.18 GB) applies to stdin, and a
+    module too large is not summarised for the files that import it."""
+    from click.testing import CliRunner
+
+    from synclint.cli import main
+
+    write(tmp_path / "pyproject.toml", f"[tool.synclint]\nmax-file-size = {len(HAZARD) - 1}\n")
+    write(tmp_path / "big.py", HAZARD)
+    write(tmp_path / "small.py", "from big import x\n\nfor _ in range(3):\n    print(x.item())\n")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["check", "-", "--stdin-filename", "big.py"], input=HAZARD)
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (f"synclint: error: big.py: too large to analyse ({len(HAZARD)} characters; the "
+                                f"limit is {len(HAZARD) - 1}: raise `max-file-size` in [tool.synclint])")
+    assert run(["check", "small.py"], tmp_path).exit_code == 0  # `x` is nothing known: big.py was not read
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    assert "small.py:4:11: SYN101" in run(["check", "small.py"], tmp_path).stdout  # a CUDA tensor of big.py's
+
+
+def test_an_imported_module_out_of_time_is_summarised_again(tmp_path, monkeypatch):
+    """A timeout is never cached: an imported module whose summary ran out of time was kept
+    as a module with nothing to say, and its importer's findings with it."""
+    import time
+
+    from synclint import engine
+
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    write(tmp_path / "big.py", HAZARD)
+    write(tmp_path / "small.py", "from big import x\n\nfor _ in range(3):\n    print(x.item())\n")
+    real = engine.analyse
+
+    def slow(source, filename="<string>", *args, **kwargs):
+        if filename.endswith("big.py"):
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                pass
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "analyse", slow)
+    assert run(["check", "--file-timeout", "1", "small.py"], tmp_path).exit_code == 0  # `x`: nothing known
+    monkeypatch.setattr(engine, "analyse", real)
+    assert "small.py:4:11: SYN101" in run(["check", "small.py"], tmp_path).stdout
