@@ -52,11 +52,21 @@ def source_encoding(data: bytes) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
+# Byte-order marks of encodings Python cannot read source in (UTF-32's first: it begins
+# with UTF-16's)
+_FOREIGN_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+                 (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
 def decode_source(path: str, data: bytes) -> Union[str, FileError]:
+    for bom, name in _FOREIGN_BOMS:
+        if data.startswith(bom):
+            return FileError(path, f"not UTF-8: {name}, by its byte-order mark (Python reads source as UTF-8 "
+                                   f"or an ASCII-based encoding)")
     try:
         encoding = source_encoding(data)
     except SyntaxError as e:
-        return FileError(path, f"cannot read: {e}")
+        return FileError(path, f"cannot read: {_cookie_conflict(data) or e}")
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as e:
@@ -67,6 +77,22 @@ def decode_source(path: str, data: bytes) -> Union[str, FileError]:
     if "\x00" in text:
         return FileError(path, "cannot parse: source contains a null byte")
     return text
+
+
+def _cookie_conflict(data: bytes) -> Optional[str]:
+    """What disagrees where a file starts with UTF-8's byte-order mark and its coding cookie
+    names another encoding (`tokenize` says only "encoding problem: utf-8"), or None."""
+    if not data.startswith(b"\xef\xbb\xbf"):
+        return None
+    import re
+    import tokenize
+
+    for line in data[3:].splitlines()[:2]:
+        m = re.match(tokenize.cookie_re.pattern.encode(), line)
+        if m:
+            cookie = m.group(1).decode("ascii", "replace")
+            return f"it starts with UTF-8's byte-order mark but its coding cookie says {cookie}"
+    return None
 
 
 def finding_line(f: Finding, read: Dict[str, List[str]]) -> Optional[str]:

@@ -601,3 +601,18 @@ def test_an_imported_module_out_of_time_is_summarised_again(tmp_path, monkeypatc
     assert run(["check", "--file-timeout", "1", "small.py"], tmp_path).exit_code == 0  # `x`: nothing known
     monkeypatch.setattr(engine, "analyse", real)
     assert "small.py:4:11: SYN101" in run(["check", "small.py"], tmp_path).stdout
+
+
+def test_a_newline_in_a_file_name_keeps_each_line_whole(tmp_path):
+    """Names are quoted as git quotes them where they hold a character that would break a
+    line or act on a terminal, in findings, error lines and skipped lines alike."""
+    write(tmp_path / "bad\nname.py", "import torch\nx = (\n")
+    write(tmp_path / "tab\there.py", HAZARD)
+    (tmp_path / "esc\x1b[2J.py").symlink_to("esc\x1b[2J.py")  # a loop: skipped
+    r = run(["check", "--no-source", "--output-format", "concise", "-v", "."], tmp_path)
+    assert r.exit_code == 2
+    assert '"./tab\\there.py":5:9: SYN101 [hot] `x.sum().item()` copies a GPU value to the host and waits for ' \
+           'all queued GPU work' in r.stdout.splitlines()
+    assert set(r.stderr.splitlines()) == {
+        "synclint: error: \"./bad\\nname.py\": cannot parse: '(' was never closed (line 2, column 5)",
+        'synclint: skipped "./esc\\x1b[2J.py": symlink loop'}
