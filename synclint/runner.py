@@ -18,6 +18,11 @@ from synclint.source import decode_source, read_bytes, size_problem
 from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
+# A file larger than this is analysed in a worker process even alone, under a time budget:
+# LibCST's own parser (a fix needs its tree) holds the interpreter for seconds on it, where no
+# timer signal gets through and only killing the process keeps the budget (up to 5 s for
+# 100,000 characters of a one-line list; a fork costs some 50 ms).
+LOCAL_MAX_CHARS = 100_000
 # Linking rounds after the first lint: a file is linted again when what other files' walks
 # learned changes its answers (its callers' values reach it, its return reaches them).
 # 3D-ResNets-PyTorch needs three: the model `make_data_parallel` returns reaches
@@ -538,7 +543,9 @@ class _Runner:
         before it is run (see `Pool.run`)."""
         if not jobs:
             return
-        if self.pool is None and (self.local is not None or self.n <= 1 or len(jobs) < PARALLEL_THRESHOLD):
+        large = self.budget is not None and self.local is None and any(len(j[2]) > LOCAL_MAX_CHARS for j in jobs)
+        if self.pool is None and not large and (self.local is not None or self.n <= 1
+                                                or len(jobs) < PARALLEL_THRESHOLD):
             # Few files: a process pool costs more than it saves. Once trees are held here,
             # the later phases stay here too.
             from synclint.workers import Worker

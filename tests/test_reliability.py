@@ -616,3 +616,60 @@ def test_a_newline_in_a_file_name_keeps_each_line_whole(tmp_path):
     assert set(r.stderr.splitlines()) == {
         "synclint: error: \"./bad\\nname.py\": cannot parse: '(' was never closed (line 2, column 5)",
         'synclint: skipped "./esc\\x1b[2J.py": symlink loop'}
+
+
+def _fuzz_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fuzz_script", Path(__file__).resolve().parent.parent / "scripts" / "fuzz.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pathological_shapes_are_analysed_or_refused_in_one_line():
+    """`scripts/fuzz.py --kind shapes` at small sizes, in this process: each program is
+    analysed to its end (the finding after the shape is reported), fix included, or refused
+    with one reason, as the generator expects; never an exception or an internal error.
+    (The script runs them large, in fresh processes, and times them: docs/reliability.md.)"""
+    from synclint.engine import LintError
+    from synclint.nesting import DEEP, LONG
+
+    fuzz = _fuzz_script()
+    rules = all_rules()
+    got, want = {}, {}
+    for name, (_, _, sizes, _) in fuzz.SHAPES.items():
+        for n, analysed in sizes:
+            program = fuzz.shape_program(name, n)
+            try:
+                findings = lint_source(program, "bad.py", rules)
+            except LintError as e:
+                assert str(e).startswith((DEEP, LONG)), (name, n, str(e))
+                got[name, n] = False
+            else:
+                assert not [f for f in findings if f.internal], (name, n)
+                got[name, n] = ("SYN101", fuzz.epilogue_row(program)) in {(f.code, f.row) for f in findings}
+            want[name, n] = analysed
+    assert got == want
+
+
+def test_a_large_file_is_analysed_where_its_budget_can_stop_it(tmp_path, monkeypatch):
+    """LibCST's own parser (a fix needs its tree) holds the interpreter: no timer signal
+    gets through until it returns (a 2 MB one-line list: about a minute). A file larger
+    than `runner.LOCAL_MAX_CHARS` is analysed in a worker process even alone, and the budget
+    kills it there."""
+    import time
+
+    from synclint import engine, runner
+    from synclint.workers import forks
+
+    if not forks():
+        pytest.skip("the stand-in below reaches workers only when they are forked")
+    monkeypatch.setattr(engine, "_parse_module", lambda source: sum(range(2 * 10**9)))  # C: no signal gets in
+    fixable = 'import torch\nfor i in range(3):\n    y = torch.zeros(3).cuda()\n'
+    write(tmp_path / "big.py", fixable + "#" * runner.LOCAL_MAX_CHARS + "\n")
+    start = time.monotonic()
+    r = run(["check", "--no-cache", "--file-timeout", "1", "big.py"], tmp_path)
+    assert time.monotonic() - start < 20  # (in this process: as long as the sum, a minute or more)
+    assert r.stderr.splitlines() == ["synclint: error: big.py: analysis took longer than 1 s; skipped (raise "
+                                     "`file-timeout` in [tool.synclint] to allow more)"]
