@@ -329,7 +329,10 @@ class Pool:
                 if not sent[i]:
                     begun(i)
                 sent[i].append(job)
-                self.conns[i].send_bytes(data)
+                try:
+                    self.conns[i].send_bytes(data)
+                except OSError:  # it died on the job before (its sentinel says so below): this one runs elsewhere
+                    return
 
         def ahead(i: int) -> None:
             """Complete the job worker i will take next, while it works."""
@@ -373,6 +376,7 @@ class Pool:
                         ahead(i)
                         continue
                 if proc.sentinel in ready or not proc.is_alive():
+                    proc.join()  # (its sentinel closes as it exits, a moment before it can be reaped)
                     yield replace(i, f"cannot analyse: synclint's worker died on this file (exit code {proc.exitcode})")
                 elif time.monotonic() >= deadline[i]:
                     proc.kill()
