@@ -3,16 +3,21 @@
 LibCST's native parser recurses once per level of nesting and a deep enough nest
 overflows its stack and kills the process (a segfault, not an exception we could catch):
 about 1,500 nested brackets, calls or lists; 4,000 nested lambdas; 10,000 unary minus
-signs or `**`. A chain of binary operators or attribute accesses is not deep for the
-parser but makes a left-deep tree whose parse time grows with the square of its length
-(4,000 `+` terms: 3.4 s; 100,000: many minutes). None of this is real code: CPython itself
-refuses more than 200 nested brackets ("too many nested parentheses"). A file beyond the
-limits below is refused with one line before the parser sees it.
+signs or `**`. A chain of binary operators, attribute accesses, calls or subscripts is not
+deep for the parser but makes a left-deep tree whose parse time grows with the square of
+its length (4,000 `+` terms: 3.4 s; 5,000 subscripts `x[0][0]...`: 146 s), and no time
+budget can stop that parse. Joined string literals and `elif` branches are flat in the
+source and nested in the trees. None of this is real code: CPython itself refuses more
+than 200 nested brackets ("too many nested parentheses"). A file beyond the limits below is
+refused with one line before the parser sees it ("too deeply nested" for a nest, "too long"
+for something flat that the trees nest).
 
 Measuring every token is a tenth of a cold check, so the usual file is cleared first with
 Python's own parser (`ast`, C, twice as fast as `tokenize`): where it accepts the file and
 no logical line of it is long enough to hold a nest or chain near the limits, no token is
-measured. Anything else is measured as before.
+measured. Anything else is measured as before; a file the measure clears is built from
+Python's tree all the same. Before LibCST's own parser runs (a fix needs its tree), every
+token is measured, and the chains' lengths are added up too (`native_problem`).
 """
 
 from __future__ import annotations

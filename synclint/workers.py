@@ -10,8 +10,10 @@ A worker that dies (a segfault in the parser on absurdly deep code) fails the fi
 on with a one-line error; its files are checked again by a fresh worker. So does a worker
 that spends longer than the time budget on one job (`file-timeout`): it is killed. In this
 process the budget is a timer signal (`time_limit`): a process of its own for one file
-would cost a fork and sending the trees back, and what runs long is our Python code
-(LibCST's native parse is bounded by the nesting limits), which a signal interrupts.
+would cost a fork and sending the trees back, and what runs long is our Python code, which
+a signal interrupts. LibCST's native parse, which no signal interrupts, is bounded by the
+nesting limits, and a file large enough for it to run for seconds goes to a worker even
+alone (`runner.LOCAL_MAX_CHARS`).
 """
 
 from __future__ import annotations
