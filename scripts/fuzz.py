@@ -172,7 +172,7 @@ SHAPES = {
     "list-of-lines": ("a list, one number a line", lambda n: "y = [\n" + "    1,\n" * n + "]\n", ((2000, YES),),
                       (280_000,)),
     "dict-literal": ("a one-line dict", lambda n: "y = {" + ", ".join(f"{i}: {i}" for i in range(n)) + "}\n",
-                     ((2000, YES),), (200_000,)),
+                     ((2000, YES),), (135_000,)),
     "joined-strings": ("string literals joined", lambda n: "y = (\n" + '    "a"\n' * n + ")\n",
                        ((3000, YES), (3001, NO)), (3000, 50_000)),
     "elif-chain": ("`elif` branches, each with a finding", lambda n: "for i in range(3):\n    if i < 0:\n        pass\n"
@@ -253,6 +253,7 @@ def _shape_check(program: str, budget: float) -> dict:
 
 
 SLACK_S = 10.0  # a loaded machine's noise; what no budget stops (LibCST's parse) is bounded well below
+MEMORY_BOUND_MB = 4608  # what `max-file-size`'s default promises (docs/configuration.md)
 
 # Runs the command line it is given; prints its exit code, output, wall and CPU time and
 # peak memory (of its only child, the command) as JSON.
@@ -280,6 +281,8 @@ def _shape_row(name, what, n, program, run: dict, budget: float, baseline: float
         problems.append("neither the finding nor one line for the file")
     if wall > 2 * budget + baseline + SLACK_S:
         problems.append(f"{wall:.0f} s, past two phases' budgets ({budget:g} s each)")
+    if run["peak_kb"] > MEMORY_BOUND_MB * 1024 or any("worker died" in ln for ln in mine):
+        problems.append(f"{run['peak_kb'] / 1024:,.0f} MB at most (the bound: {MEMORY_BOUND_MB:,} MB), or a worker died")
     outcome = mine[0].split(": ", 3)[3].split(" (")[0] if mine else "analysed"
     return {"shape": name, "what": what, "n": n, "chars": len(program), "exit": run["code"], "outcome": outcome,
             "wall s": round(wall, 2), "cpu s": round(run["cpu"], 2), "peak MB": round(run["peak_kb"] / 1024),

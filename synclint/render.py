@@ -63,8 +63,10 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
             line = finding_line(f, sources)
             if line is not None:
                 width = (f.end_column - f.column) if f.end_row == f.row else len(line) - f.column + 1
+                line, column = _excerpt(line, f.column)
+                width = min(width, len(line) - column + 1)
                 # The caret's lead keeps the line's tabs, so it lines up at any tab width.
-                lead = "".join("\t" if c == "\t" else " " for c in line[: f.column - 1])
+                lead = "".join("\t" if c == "\t" else " " for c in line[: column - 1])
                 caret = lead + "^" * max(1, width)
                 out.append(style(f"{gutter} |", fg="blue"))
                 out.append(style(f"{f.row} |", fg="blue") + f" {line}")
@@ -75,6 +77,22 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
             out.append(style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
             out.append("")
     return "\n".join(out)
+
+
+# A source line longer than this is shown in part, around the finding: a generated one-line
+# file (300 KB of f-string, a finding every 3 characters) printed whole with each finding
+# made a report of 30 GB.
+EXCERPT_MAX = 1000
+
+
+def _excerpt(line: str, column: int):
+    """(the part of `line` a report shows, the finding's 1-based column in it)."""
+    if len(line) <= EXCERPT_MAX:
+        return line, column
+    start = max(0, min(column - 1 - EXCERPT_MAX // 4, len(line) - EXCERPT_MAX))
+    end = start + EXCERPT_MAX
+    shown = ("..." if start else "") + line[start:end] + ("..." if end < len(line) else "")
+    return shown, column - start + (3 if start else 0)
 
 
 def _safe_fix(f: Finding) -> bool:

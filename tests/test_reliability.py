@@ -673,3 +673,19 @@ def test_a_large_file_is_analysed_where_its_budget_can_stop_it(tmp_path, monkeyp
     assert time.monotonic() - start < 20  # (in this process: as long as the sum, a minute or more)
     assert r.stderr.splitlines() == ["synclint: error: big.py: analysis took longer than 1 s; skipped (raise "
                                      "`file-timeout` in [tool.synclint] to allow more)"]
+
+
+def test_a_very_long_line_is_quoted_in_part():
+    """A finding carried a copy of its row, and a report printed the row whole with each
+    finding: a 300 KB one-line f-string (a finding every 3 characters) took 21 GB. A row
+    over 1,000 characters is read from the file when a report needs it, and shown around
+    the finding."""
+    from synclint.render import EXCERPT_MAX, text_report
+
+    src = 'import torch\nx = torch.ones(3, device="cuda")\ny = f"' + "{x}" * 2000 + '"\n'
+    findings = lint_source(src, "long.py", all_rules())
+    assert len(findings) == 2000 and all(f.row == 3 and f.line is None for f in findings)
+    report = text_report(findings, sources={"long.py": src.splitlines()}, color=False).splitlines()
+    assert max(len(line) for line in report) < EXCERPT_MAX + 20
+    at = max(i for i, line in enumerate(report) if line.startswith("3 |"))  # the last finding's row
+    assert report[at][report[at + 1].index("^"):].startswith('x}"')  # the caret under its field
