@@ -188,7 +188,7 @@ SHAPES = {
     "nested-blocks": ("`if a:` nested", lambda n: "".join("    " * i + "if a:\n" for i in range(n)) + "    " * n
                       + "pass\n", ((99, YES),), (99, 101)),
     "f-strings": ("a one-line f-string of replacement fields", lambda n: "y = f'" + "{x}" * n + "'\n",
-                  ((2000, YES),), (100_000,)),
+                  ((2000, YES),), (100_000, 660_000)),
     "dense-code": ("lines each with a finding and a fix", lambda n: "".join(
         f"def step_{i}(batch):\n    for _ in range(3):\n        y = torch.zeros(8).cuda()\n        print(y.item())\n"
         for i in range(n)), ((50, YES),), (18_000,)),

@@ -9,9 +9,10 @@ from typing import Dict, List, Optional, Union
 from synclint.findings import FileError, Finding
 
 # Characters of a file past which it is not analysed (`max-file-size` in [tool.synclint]).
-# Memory grows with the tokens of a file, not its lines: about 0.9 GB per million characters
-# of dense code, more where LibCST's own parser builds the tree for a fix (a 1 MB one-line
-# list of 500,000 numbers: 2.2 GB). Twice torch's largest file (1.4 MB); a few GB at most.
+# Memory grows with the tokens of a file, not its lines: 1.2 GB per million characters of
+# dense code, 1.7 GB for a one-line list of numbers (LibCST's own parser builds a second
+# tree for a fix; 10 MB of it needed 22 GB before). Over torch's largest file (1.4 MB);
+# 3.5 GB at most (docs/reliability.md, "Pathological shapes").
 DEFAULT_MAX_CHARS = 2_000_000
 
 
