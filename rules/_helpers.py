@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional, Tuple
 
 import libcst as cst
@@ -49,8 +50,12 @@ def code(e: cst.CSTNode) -> str:
     return code_of(e)
 
 
+# A backslash that continues a line: no part of the code a message quotes on one line
+_CONTINUATION = re.compile(r"\\(?:\r\n|\r|\n)")
+
+
 def short(e: cst.CSTNode, limit: int = 40) -> str:
-    s = " ".join(code(e).split())
+    s = " ".join(_CONTINUATION.sub(" ", code(e)).split())
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 

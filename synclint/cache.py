@@ -37,10 +37,18 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-# A file's (size, modification time) vouches for its last digest only once the file has
-# been left alone this long before it was read: an edit in the same tick of a coarse clock
-# as the read it follows would otherwise keep the old stamp (git's "racy" files).
+# A file's stamp vouches for its last digest only once the file has been left alone this
+# long before it was read (its status change time, which every change of its content
+# moves): an edit in the same tick of a coarse clock as the read it follows would otherwise
+# keep the old stamp (git's "racy" files).
 SETTLED_NS = 2_000_000_000
+
+
+def _stamp_of(st: os.stat_result) -> list:
+    """What a file's stat says of its content, as git's index keeps it: size, modification
+    time, and the inode and status change time, which no one can set back (`cp -p`, `touch
+    -r`, `rsync -t` and `tar` restore the modification time of a changed file)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
@@ -203,7 +211,7 @@ class Cache(_Store):
         self.data["stamps"] = dict(stamps) if isinstance(stamps, dict) else {}
         self.data["files"] = dict(self.data["files"])  # (changed below, and perhaps shared: `decoded`)
         self.entries: Dict[str, list] = self.data["files"]  # type: ignore[assignment]
-        # absolute path -> [size, modification time (ns), content digest] (`stamped`)
+        # absolute path -> [size, modification time, status change time (ns), inode, content digest] (`stamped`)
         self.stamps: Dict[str, list] = self.data["stamps"]  # type: ignore[assignment]
         self._links: Optional[_Links] = None
 
@@ -225,21 +233,20 @@ class Cache(_Store):
             self.dirty = True
 
     def stamped(self, key: str, st: os.stat_result) -> Optional[str]:
-        """The content digest of the file at absolute path `key` when its size and
-        modification time are those it had when it was last read: a warm run stats the
-        files instead of reading and hashing them (as Ruff's cache does)."""
+        """The content digest of the file at absolute path `key` when its stat says what it
+        said when the file was last read (`_stamp_of`): a warm run stats the files instead of
+        reading and hashing them (as Ruff's cache and git's index do)."""
         s = self.stamps.get(key)
-        if isinstance(s, list) and len(s) == 3 and s[0] == st.st_size and s[1] == st.st_mtime_ns \
-                and isinstance(s[2], str):
-            return s[2]
+        if isinstance(s, list) and len(s) == 5 and s[:4] == _stamp_of(st) and isinstance(s[4], str):
+            return s[4]
         return None
 
     def stamp(self, key: str, st: os.stat_result, digest: str, now_ns: int) -> None:
         """Remember that the file with `st` (taken before it was read at `now_ns`) has `digest`;
-        not for a file modified within `SETTLED_NS` of that read."""
-        if now_ns - st.st_mtime_ns < SETTLED_NS:
+        not for a file changed within `SETTLED_NS` of that read."""
+        if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < SETTLED_NS:
             return
-        s = [st.st_size, st.st_mtime_ns, digest]
+        s = _stamp_of(st) + [digest]
         if self.stamps.get(key) != s:
             self.stamps[key] = s
             self.dirty = True

@@ -6,6 +6,9 @@ Everything before "a daemon answers" is stdlib and small on purpose: with no dae
 is one listing of the (absent) socket folder, not click's import (25 ms) or LibCST's (400 ms).
 The daemon's answer is the complete stdout, stderr and exit code of a local run, buffered
 whole before anything is written, so that a daemon that dies mid-answer leaves no half output.
+While it works it sends a blank every `daemon.HEARTBEAT_S`: a daemon silent for
+`ANSWER_TIMEOUT` (stopped with Ctrl-Z or SIGSTOP, stuck, or busy with another client's
+check) is given up with one line, and the check runs here.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ LOCAL_OPTIONS = frozenset(("--fix", "--diff", "--add-noqa", "--stdin-filename", 
 PROTOCOL = 1
 NO_DAEMON_ENV = "SYNCLINT_NO_DAEMON"  # set (non-empty): never use a daemon
 CONNECT_TIMEOUT = 2.0  # a connect to a live socket is immediate; a wedged one must not hang us
+# Seconds without a byte from the daemon before the client gives up on it. It sends one every
+# second while it works, but LibCST's parser holds the interpreter for seconds on a huge
+# file (the largest torch file: 6 s on a quiet machine). SYNCLINT_DAEMON_TIMEOUT sets it.
+ANSWER_TIMEOUT = 10.0
+TIMEOUT_ENV = "SYNCLINT_DAEMON_TIMEOUT"
 MAX_ANSWER = 1 << 30
 
 
@@ -158,7 +166,8 @@ def request(argv) -> dict:
 
 def exchange(path: str, req: dict, timeout=None) -> dict | None:
     """Send `req` to the daemon at `path`; its answer (the header, with the output as
-    `chunks` of (fd, bytes)), or None if it is not there, dies or answers garbage."""
+    `chunks` of (fd, bytes)), `{"status": "silent"}` when it sent nothing for `timeout`
+    seconds, or None if it is not there, dies or answers garbage."""
     import json
 
     try:  # the C module under `socket`: 1 ms to import against 5 ms (selectors, enum)
@@ -170,15 +179,26 @@ def exchange(path: str, req: dict, timeout=None) -> dict | None:
     try:
         s.settimeout(CONNECT_TIMEOUT)
         s.connect(path)
-        s.settimeout(timeout)
+        s.settimeout(timeout)  # (per receive: the daemon's blanks while it works restart it)
         s.sendall(json.dumps(req).encode("utf-8", "surrogatepass"))
         s.shutdown(socket.SHUT_WR)  # the request is complete
         data = read_all(s, MAX_ANSWER)
+    except TimeoutError:
+        return {"status": "silent"}
     except (OSError, ValueError, TypeError):
         return None
     finally:
         s.close()
     return None if data is None else parse_answer(data)
+
+
+def answer_timeout() -> float:
+    """`ANSWER_TIMEOUT`, or the seconds SYNCLINT_DAEMON_TIMEOUT gives."""
+    try:
+        t = float(os.environ.get(TIMEOUT_ENV) or ANSWER_TIMEOUT)
+    except ValueError:
+        return ANSWER_TIMEOUT
+    return t if 0 < t < 1e9 else ANSWER_TIMEOUT
 
 
 def read_all(conn, limit: int) -> bytes | None:
@@ -256,10 +276,15 @@ def via_daemon(argv) -> int | None:
     answer = None
     try:
         req = request(argv)
-        for _root, path in daemons:  # nearest first
-            answer = exchange(path, req)
+        for root, path in daemons:  # nearest first
+            wait = answer_timeout()
+            answer = exchange(path, req, wait)
             if answer is not None and answer.get("status") == "ok":
                 break
+            if answer is not None and answer.get("status") == "silent":
+                sys.stderr.write(f"synclint: the daemon serving {root} sent nothing for {wait:g} s (stopped, "
+                                 f"stuck, or busy with another check); checking here\n")
+                sys.stderr.flush()
             answer = None
     except KeyboardInterrupt:  # as click says it
         sys.stderr.write("\nAborted!\n")

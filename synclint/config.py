@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from synclint.source import DEFAULT_MAX_CHARS
+
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
-        "docs-url", "tests-hot-only", "file-timeout", "hot-functions", "cold-functions"}
+        "docs-url", "tests-hot-only", "file-timeout", "hot-functions", "cold-functions", "max-file-size"}
 # Seconds one file's analysis may take in each phase. The largest real file we know, torch's
 # 1.3 MB common_methods_invocations.py, takes 7 s and 15 s (its two phases) on a loaded
 # 2-core machine, a generated 2 MB file with 26,000 findings 56 s and 207 s; a budget a
@@ -44,6 +46,7 @@ class Config:
     tests_hot_only: bool = True
     cache_dir: Optional[str] = None
     file_timeout: float = DEFAULT_FILE_TIMEOUT
+    max_file_size: int = DEFAULT_MAX_CHARS  # characters (`source.size_problem`)
     docs_url: Optional[str] = None  # where rule pages are linked from (None: synclint.findings' default)
     # globs over qualified function names that run every step / rarely (`DeclaredHeat`)
     hot_functions: List[str] = field(default_factory=list)
@@ -207,6 +210,11 @@ def load_config(path: Optional[Path]) -> Config:
     cfg.file_timeout = file_timeout(table.get("file-timeout", DEFAULT_FILE_TIMEOUT), f"{path}: [tool.synclint] file-timeout")
     cfg.hot_functions = _str_list(table.get("hot-functions", []), "hot-functions", path)
     cfg.cold_functions = _str_list(table.get("cold-functions", []), "cold-functions", path)
+    size = table.get("max-file-size", DEFAULT_MAX_CHARS)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"{path}: [tool.synclint] max-file-size must be a positive number of characters "
+                          f"(got {size!r})")
+    cfg.max_file_size = size
     docs_url = table.get("docs-url")
     if docs_url is not None:
         from urllib.parse import urlsplit

@@ -12,7 +12,9 @@ another build (`client.build_id`) is refused (it runs locally) and the daemon st
 
 One request at a time, in the main thread: the per-file time budget is a SIGALRM
 (`workers.time_limit`), and the worker processes a run forks inherit these imports, which
-is the point. The socket lives in a per-user folder of mode 0700 (`client.runtime_dir`),
+is the point. While a check runs, a thread sends the client a blank every HEARTBEAT_S: a
+client that hears nothing for a while (`client.ANSWER_TIMEOUT`) knows the daemon is
+stopped or stuck, and runs the check itself. The socket lives in a per-user folder of mode 0700 (`client.runtime_dir`),
 named by a hash of the root's realpath; on Linux the peer's uid is checked as well.
 """
 
@@ -33,6 +35,7 @@ from synclint.client import (PROTOCOL, build_id, daemon_may_run, exchange, find_
 DEFAULT_IDLE_TIMEOUT = 1800.0
 MAX_REQUEST = 64 << 20  # an environment and an argv: far less
 READ_TIMEOUT = 30.0  # a client that connects and sends nothing must not hold the daemon
+HEARTBEAT_S = 1.0  # while a check runs, a blank to the client this often (see `_Heartbeat`)
 WATCH_EVERY = 60.0  # how often an idle daemon checks that its socket file is still its own
 START_TIMEOUT = 120.0  # the imports and a warm-up check: seconds on a slow, busy machine
 BOOT = "import sys; del sys.path[0]; from synclint.cli import main; main(prog_name='synclint')"
@@ -313,7 +316,14 @@ class Server:
         if not daemon_may_run(req.get("argv")):
             return _reply(conn, {"status": "refused", "reason": "only `synclint check` runs here"})
         try:
-            code, chunks = run_check(req)
+            heartbeat = _Heartbeat(conn)
+        except OSError:  # the client gave up waiting (this daemon was stopped or busy): not run
+            return None
+        try:
+            try:
+                code, chunks = run_check(req)
+            finally:
+                heartbeat.stop()
         except _Stop:
             raise
         except BaseException as e:  # noqa: BLE001 - the client runs it locally; the daemon goes on
@@ -327,6 +337,34 @@ class Server:
     def after_request(self) -> None:
         _end_children()
         _collect(full=self.requests % 256 == 0)
+
+
+class _Heartbeat:
+    """A blank to the client now and every HEARTBEAT_S until `stop()`, from a thread of its
+    own (blanks before the answer's header are JSON whitespace): the client tells a daemon
+    at work from a stopped or stuck one. The first goes out at once, so that a request
+    whose client has given up (it waited here while this daemon was stopped or busy) fails
+    before it is run."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        import threading
+
+        self.conn, self.done = conn, threading.Event()
+        conn.sendall(b" ")
+        self.thread = threading.Thread(target=self._beat, name="synclint-heartbeat", daemon=True)
+        self.thread.start()
+
+    def _beat(self) -> None:
+        while not self.done.wait(HEARTBEAT_S):
+            try:
+                self.conn.sendall(b" ")
+            except OSError:  # the client went away: the check's answer finds that out too
+                return
+
+    def stop(self) -> None:
+        """No blank after this returns (the answer follows on the same connection)."""
+        self.done.set()
+        self.thread.join()
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -547,7 +585,7 @@ def _stop_at(path: str, facts: str, info: Optional[dict], wait: float = 10.0) ->
     """Ask the daemon at `path` to stop (SIGTERM to its pid when it does not answer: busy);
     whether it is gone."""
     answer = exchange(path, {"op": "stop", "protocol": PROTOCOL}, 5.0)
-    if answer is None:
+    if answer is None or answer.get("status") != "ok":  # (busy, or stopped: SIGTERM waits for SIGCONT)
         pid = (info or {}).get("pid") or _facts_pid(facts)
         if pid:
             try:

@@ -353,9 +353,16 @@ def lint_source(
     project: Optional[ProjectFacts] = None,
     module_name: Optional[str] = None,
     declared: DeclaredHeat = DeclaredHeat(),
+    max_chars: Optional[int] = None,
 ) -> List[Finding]:
     """Findings for one file's text, from what it and `project` say, with what `declared`
-    says of how often its functions run. Raises `LintError` on bad input."""
+    says of how often its functions run; `max_chars`: see `source.size_problem`. Raises
+    `LintError` on bad input."""
+    from synclint.source import size_problem
+
+    problem = size_problem(source, max_chars)
+    if problem is not None:
+        raise LintError(problem)
     if rules is None:
         from synclint.registry import default_rules
 
@@ -385,20 +392,23 @@ def _parse(source: str, libcst_tree: bool = False):
     import libcst as cst
 
     from synclint.cst_from_ast import Unsupported, build
-    from synclint.nesting import checked
+    from synclint.nesting import checked, native_problem
     from synclint.positions import statement_rows
 
     problem, tree = checked(source)  # deeper than this would kill the process in the parser
     if problem is not None:
         raise LintError(problem)
-    rows = statement_rows(tree) if tree is not None else None
-    if tree is not None and not libcst_tree:
-        try:
-            with _deep_recursion():  # a long chain is a deep tree (the nesting guard bounds it)
+    with _deep_recursion():  # a long chain, an `elif` chain: a deep tree (the nesting guard bounds it)
+        rows = statement_rows(tree) if tree is not None else None
+        if tree is not None and not libcst_tree:
+            try:
                 module, spans = build(source, tree)
-            return module, rows, spans
-        except Unsupported:
-            pass
+                return module, rows, spans
+            except Unsupported:
+                pass
+    problem = native_problem(source)  # LibCST's parser holds the interpreter: no time budget stops it
+    if problem is not None:
+        raise LintError(problem)
     try:
         return _parse_module(source), rows, None
     except cst.ParserSyntaxError as e:
@@ -470,13 +480,15 @@ def _syntax_check(source: str) -> None:
     running us may); `ast` is only the fast path for the usual, valid file."""
     import ast
 
+    from synclint.nesting import DEEP, LONG
+
     try:
         ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         try:
             _parse(source)  # newer syntax than this Python's is accepted here
         except LintError as refused:
-            if not isinstance(e, SyntaxError) or str(refused).startswith("too deeply nested"):
+            if not isinstance(e, SyntaxError) or str(refused).startswith((DEEP, LONG)):
                 raise
             # Python's message names the problem better than LibCST's "Syntax Error @ 1:1".
             raise LintError(f"cannot parse: {e.msg} (line {e.lineno}, column {e.offset or 0})") from None

@@ -18,13 +18,19 @@ def error_line(message: object) -> str:
 
 
 def echo_errors(errors: Iterable[FileError]) -> None:
+    from dataclasses import replace
+
+    from synclint.render import shown_path
+
     for e in errors:
-        click.echo(error_line(e), err=True)
+        click.echo(error_line(replace(e, filename=shown_path(e.filename))), err=True)
 
 
 def echo_skipped(skipped: Iterable[Tuple[str, str]]) -> None:
+    from synclint.render import shown_path
+
     for path, why in skipped:
-        click.echo(f"synclint: skipped {path}: {why}", err=True)
+        click.echo(f"synclint: skipped {shown_path(path)}: {why}", err=True)
 
 
 def fail(message: str) -> "click.exceptions.Exit":

@@ -143,7 +143,7 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
                              selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
-                             declared=setup.declared)
+                             declared=setup.declared, max_chars=cfg.max_file_size)
     except Exception as e:
         _reraise(e)
     out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files)
@@ -157,7 +157,7 @@ def run_text(setup: Setup, name: str, text: str) -> Outcome:
 
     try:
         found = lint_source(text, name, setup.selected(), hot_only=setup.cfg.hot_only,
-                            declared=setup.declared)
+                            declared=setup.declared, max_chars=setup.cfg.max_file_size)
     except LintError as e:
         return Outcome(errors=[FileError(name, str(e))], checked=1)
     return _filtered(setup, Outcome(checked=1), found, [], None)
@@ -180,7 +180,8 @@ def _one_file(setup: Setup, path: str, source: str) -> Outcome:
     try:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
                              jobs=1, sources={path: source}, cache_findings=False, selection_key=setup.selection_key,
-                             file_timeout=setup.cfg.file_timeout, declared=setup.declared)
+                             file_timeout=setup.cfg.file_timeout, declared=setup.declared,
+                             max_chars=setup.cfg.max_file_size)
     except Exception as e:
         _reraise(e)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)

@@ -22,6 +22,8 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 from synclint.lines import source_lines
 from synclint.semantic.syntax import COMPOUND_STATEMENTS, SUITES
 
+QUOTED_LINE_MAX = 1000  # characters of a row that a finding carries (`PositionIndex.line`)
+
 Span = Tuple[int, int, int, int]  # row, col (0-based), end row, end col (0-based, exclusive)
 
 
@@ -112,6 +114,9 @@ class PositionIndex:
         self.lines = source_lines(source, keepends=True)
         self._stmts: Optional[List[Row]] = rows
         self._cache: Dict[int, Dict[cst.CSTNode, CodeRange]] = {}
+        # every node of the statements regenerated so far: a statement holds the statements of
+        # its blocks, and an `elif` chain regenerated per finding was quadratic in its length
+        self._known: Dict[cst.CSTNode, CodeRange] = {}
         self._full: Optional[Dict[cst.CSTNode, CodeRange]] = None
         self._numbers: Optional[Dict[int, int]] = None  # id(LibCST statement) -> its number
 
@@ -141,8 +146,10 @@ class PositionIndex:
         if self.spans is not None:
             where = self.spans.get(id(node)) or self.spans.get(id(stmt))
             return self._built_span(where) if where is not None else (1, 0, 1, 0)
-        ranges = self._ranges_for(stmt, stmt_index)
-        r = ranges.get(node) if ranges is not None else None
+        r = self._known.get(node)  # regenerated with an earlier finding's statement (an `elif` of its `if`)
+        if r is None:
+            ranges = self._ranges_for(stmt, stmt_index)
+            r = ranges.get(node) if ranges is not None else None
         if r is None:
             r = self._full_ranges().get(node)
         if r is None:  # pragma: no cover - every node reaches codegen
@@ -164,8 +171,14 @@ class PositionIndex:
         return row, offset - self._line_starts[row - 1]
 
     def line(self, row: int) -> Optional[str]:
-        """The text of a row without its line ending; None outside the file."""
-        return self.lines[row - 1].rstrip("\r\n") if 0 < row <= len(self.lines) else None
+        """The text of a row without its line ending, for a finding to quote; None outside
+        the file and for a row longer than QUOTED_LINE_MAX (each finding keeps its own copy,
+        in memory and in the cache: the 100,000 findings of a 300 KB one-line f-string took
+        21 GB; a report reads such a row from the file)."""
+        if not 0 < row <= len(self.lines) or len(self.lines[row - 1]) > QUOTED_LINE_MAX + 2:  # (+ its ending)
+            return None
+        text = self.lines[row - 1].rstrip("\r\n")
+        return text if len(text) <= QUOTED_LINE_MAX else None
 
     def indent(self, row: int) -> str:
         """The leading blanks of a line (a fix's continuation lines keep them)."""
@@ -216,6 +229,7 @@ class PositionIndex:
         if r is None or r.start.line != lineno:
             return None
         self._cache[stmt_index] = rec._computed
+        self._known.update(rec._computed)
         return rec._computed
 
     def _full_ranges(self) -> Dict[cst.CSTNode, CodeRange]:

@@ -7,6 +7,7 @@ one-file check does not pay for importing rich; rich renders `explain` and `rule
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
@@ -20,6 +21,32 @@ def _unstyled(text: str, **_) -> str:
     return text
 
 
+# What would end a report's line early or reach the terminal as a command: C0 and C1
+# controls, DEL, Unicode's line and paragraph separators, and the bytes of a name that is
+# not UTF-8 (`os.fsdecode`'s surrogate escapes).
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown_path(path: str) -> str:
+    """`path` as a line of text shows it: as it is, or, where it holds a character that
+    would break the line (a newline in a file name) or act on the terminal, in double
+    quotes with C escapes, as git shows such names (`"new\\nline.py"`)."""
+    if not _UNPRINTABLE.search(path):
+        return path
+    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + _UNPRINTABLE.sub(lambda m: _escape(m.group()), quoted) + '"'
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    if c in _ESCAPES:
+        return _ESCAPES[c]
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a name that is not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
 def text_report(findings: Sequence[Finding], show_source: bool = True,
                 sources: Optional[Dict[str, List[str]]] = None, color: bool = True) -> str:
     """`sources`: the lines of files not to be read from disk (stdin). `color=False`: no
@@ -29,15 +56,17 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
     style = click.style if color else _unstyled
     for f in findings:
         heat = style("hot", fg="red", bold=True) if f.hot else style("cold", fg="blue")
-        loc = style(f"{f.filename}:{f.row}:{f.column}:", bold=True)
+        loc = style(f"{shown_path(f.filename)}:{f.row}:{f.column}:", bold=True)
         out.append(f"{loc} {style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
         if show_source:
             gutter = " " * len(str(f.row))
             line = finding_line(f, sources)
             if line is not None:
                 width = (f.end_column - f.column) if f.end_row == f.row else len(line) - f.column + 1
+                line, column = _excerpt(line, f.column)
+                width = min(width, len(line) - column + 1)
                 # The caret's lead keeps the line's tabs, so it lines up at any tab width.
-                lead = "".join("\t" if c == "\t" else " " for c in line[: f.column - 1])
+                lead = "".join("\t" if c == "\t" else " " for c in line[: column - 1])
                 caret = lead + "^" * max(1, width)
                 out.append(style(f"{gutter} |", fg="blue"))
                 out.append(style(f"{f.row} |", fg="blue") + f" {line}")
@@ -48,6 +77,22 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
             out.append(style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
             out.append("")
     return "\n".join(out)
+
+
+# A source line longer than this is shown in part, around the finding: a generated one-line
+# file (300 KB of f-string, a finding every 3 characters) printed whole with each finding
+# made a report of 30 GB.
+EXCERPT_MAX = 1000
+
+
+def _excerpt(line: str, column: int):
+    """(the part of `line` a report shows, the finding's 1-based column in it)."""
+    if len(line) <= EXCERPT_MAX:
+        return line, column
+    start = max(0, min(column - 1 - EXCERPT_MAX // 4, len(line) - EXCERPT_MAX))
+    end = start + EXCERPT_MAX
+    shown = ("..." if start else "") + line[start:end] + ("..." if end < len(line) else "")
+    return shown, column - start + (3 if start else 0)
 
 
 def _safe_fix(f: Finding) -> bool:

@@ -15,10 +15,15 @@ from synclint.cache import content_hash
 from synclint.discovery import absolute_paths
 from synclint.findings import FileError, Finding
 from synclint.semantic.declared import DeclaredHeat
-from synclint.source import decode_source, read_bytes
+from synclint.source import decode_source, read_bytes, size_problem
 from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
+# A file larger than this is analysed in a worker process even alone, under a time budget:
+# LibCST's own parser (a fix needs its tree) holds the interpreter for seconds on it, where no
+# timer signal gets through and only killing the process keeps the budget (up to 5 s for
+# 100,000 characters of a one-line list; a fork costs some 50 ms).
+LOCAL_MAX_CHARS = 100_000
 # Linking rounds after the first lint: a file is linted again when what other files' walks
 # learned changes its answers (its callers' values reach it, its return reaches them).
 # 3D-ResNets-PyTorch needs three: the model `make_data_parallel` returns reaches
@@ -45,6 +50,7 @@ def check_files(
     cache_findings: bool = True,
     file_timeout: Optional[float] = None,
     declared: DeclaredHeat = DeclaredHeat(),
+    max_chars: Optional[int] = None,
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
@@ -55,7 +61,8 @@ def check_files(
 
     `sources` gives the text of files that are not (or not yet) saved, an editor's buffer;
     with `cache_findings=False` only the module summaries are cached (their bytes decide).
-    `file_timeout`: the seconds each file's analysis may take per phase (see `workers`).
+    `file_timeout`: the seconds each file's analysis may take per phase (see `workers`);
+    `max_chars`: the size past which a file is not analysed (`source.size_problem`).
     `declared`: what the configuration says of how often functions run (`hot-functions`)."""
     selected: List[Sequence[type]] = []
 
@@ -97,15 +104,18 @@ def check_files(
             if st is not None:
                 cache.stamp(absolute[path], st, digests[path], now)
             text = decode_source(path, data)
+            too_large = size_problem(text, max_chars) if isinstance(text, str) else None
             if isinstance(text, FileError):
                 errors[path] = text.reason
+            elif too_large is not None:
+                errors[path] = too_large  # (never cached: the limit is this run's)
             else:
                 texts[path] = text
         if cache is not None:
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
             entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
-                               known)
+                               known, max_chars)
     modules = {}
     if declared.cold:
         from synclint.project import module_names
@@ -222,7 +232,7 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
 
 
 def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
-             declared: DeclaredHeat = DeclaredHeat(), known=None) -> Dict[str, list]:
+             declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         from synclint.cache import SummaryCache
@@ -231,15 +241,16 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
                      early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
-    run = _Run(texts, digests, absolute, cache, summaries, runner, declared)
+    run = _Run(texts, digests, absolute, cache, summaries, runner, declared, max_chars)
     try:
         run.summarise()
         run.lint()
     finally:
         run.runner.close()
     run.heat(known)
-    if cache is not None:
-        cache.project = _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra)
+    if cache is not None:  # (None: the next run looks at each file's entry)
+        cache.project = None if run.limited else (
+            _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra))
     if summaries is not None:
         summaries.save()
     return run.out
@@ -248,11 +259,16 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
 class _Run:
     """One check of a project with a cache: the state the phases share."""
 
-    def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat) -> None:
+    def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat,
+                 max_chars=None) -> None:
         from synclint.project import Project, module_names, project_root
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
         self.declared = declared
+        self.max_chars = max_chars
+        # an imported module this run's limits left unsummarised (too large, out of time): what
+        # its importers were told is this run's, so the next run may not reuse it whole
+        self.limited = False
         self.project = Project(project_root(list(texts)), absolute)
         self.names = module_names(texts)
         self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
@@ -309,6 +325,7 @@ class _Run:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
         from synclint.project import module_name
+        from synclint.workers import timed_out
 
         project = self.project
         for path in self.texts:
@@ -323,12 +340,17 @@ class _Run:
                 continue
             self.digests[path] = content_hash(data)
             if not self._cached_summary(path, self.digests[path]):
-                # (forced as a checked file would be: a module with tensors imports it, and a
-                # base class there says what the importer's classes are, tensors or not)
-                todo.append(("summarise", path, data.decode("utf-8", errors="replace"), module_name(path), False, True))
+                text = data.decode("utf-8", errors="replace")
+                if size_problem(text, self.max_chars) is None:
+                    # (forced as a checked file would be: a module with tensors imports it, and a
+                    # base class there says what the importer's classes are, tensors or not)
+                    todo.append(("summarise", path, text, module_name(path), False, True))
+                else:  # a module too large says nothing to its importers
+                    self.limited = True
         for _, job, (summary, error) in self.runner.run(todo):
             self._add(job[1], summary)
-            self._keep_summary(job[1], summary, None)
+            self._keep_summary(job[1], summary, error)  # (a timeout is not kept)
+            self.limited |= timed_out(error)
         # Files that never name torch but import project modules that hold tensors (a
         # script using only what `logs.py` gives it): analysed too (GAPS G4).
         self.forced = _forced(self.texts, self.errors, project)
@@ -578,7 +600,9 @@ class _Runner:
         before it is run (see `Pool.run`)."""
         if not jobs:
             return
-        if self.pool is None and (self.local is not None or self.n <= 1 or len(jobs) < PARALLEL_THRESHOLD):
+        large = self.budget is not None and self.local is None and any(len(j[2]) > LOCAL_MAX_CHARS for j in jobs)
+        if self.pool is None and not large and (self.local is not None or self.n <= 1
+                                                or len(jobs) < PARALLEL_THRESHOLD):
             # Few files: a process pool costs more than it saves. Once trees are held here,
             # the later phases stay here too.
             from synclint.workers import Worker

@@ -10,13 +10,16 @@ A worker that dies (a segfault in the parser on absurdly deep code) fails the fi
 on with a one-line error; its files are checked again by a fresh worker. So does a worker
 that spends longer than the time budget on one job (`file-timeout`): it is killed. In this
 process the budget is a timer signal (`time_limit`): a process of its own for one file
-would cost a fork and sending the trees back, and what runs long is our Python code
-(LibCST's native parse is bounded by the nesting limits), which a signal interrupts.
+would cost a fork and sending the trees back, and what runs long is our Python code, which
+a signal interrupts. LibCST's native parse, which no signal interrupts, is bounded by the
+nesting limits, and a file large enough for it to run for seconds goes to a worker even
+alone (`runner.LOCAL_MAX_CHARS`).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from contextlib import contextmanager
 from typing import Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -57,10 +60,17 @@ def failed(job: Job, message: str):
     return (None, message) if job[0] == "summarise" else ([], None, message, None, [])
 
 
+# After the budget, the timer fires again this often until its exception gets through: one
+# that finds the stack at the recursion limit (a long chain's walk) raises RecursionError
+# instead, which the code it lands in may take for its own error.
+RETRY_S = 0.1
+
+
 @contextmanager
 def time_limit(seconds: Optional[float]):
-    """Raise FileTimeout in this thread after `seconds` (SIGALRM). Only the main thread can
-    take a signal: elsewhere (an editor's analysis thread) the code runs unbounded."""
+    """Raise FileTimeout in this thread after `seconds` (SIGALRM), and every RETRY_S after
+    that until it is raised. Only the main thread can take a signal: elsewhere (an editor's
+    analysis thread) the code runs unbounded."""
     import signal
     import threading
 
@@ -71,10 +81,8 @@ def time_limit(seconds: Optional[float]):
     def expire(signum, frame):
         raise FileTimeout
 
-    import time
-
     previous = signal.signal(signal.SIGALRM, expire)
-    outer, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, seconds, RETRY_S)
     if outer and outer <= seconds:  # the host's own timer (a test runner's) ends sooner: leave it be
         signal.setitimer(signal.ITIMER_REAL, outer, interval)
         signal.signal(signal.SIGALRM, previous)
@@ -101,17 +109,25 @@ class Worker:
         self.held: Dict[str, object] = {}
 
     def do(self, job: Job, budget: Optional[float] = None):
-        """`budget`: seconds this job may take in this process (see `time_limit`)."""
+        """`budget`: seconds this job may take in this process (see `time_limit`). A job
+        that ends past it is a timeout, whatever it returned: where the timer's exception
+        came as a RecursionError, the code it met may have made an error of it (a rule's
+        internal error, "nesting too deep")."""
+        start = time.monotonic()
         try:
             with time_limit(budget):
                 if job[0] == "summarise":
-                    return self._summarise(*job[1:])
-                return self._lint(*job[1:])
+                    out = self._summarise(*job[1:])
+                else:
+                    out = self._lint(*job[1:])
         except FileTimeout:
+            out = None
+        except Exception as e:  # noqa: BLE001 - one file's internal error must not end the run
+            out = failed(job, f"internal error in synclint ({type(e).__name__}: {e}); please report it")
+        if out is None or (budget and time.monotonic() - start >= budget):
             self.held.pop(job[1], None)  # a tree left half-walked
             return failed(job, timeout_message(budget))
-        except Exception as e:  # noqa: BLE001 - one file's internal error must not end the run
-            return failed(job, f"internal error in synclint ({type(e).__name__}: {e}); please report it")
+        return out
 
     def _summarise(self, path: str, text: str, module_name: str, keep: bool = True, force: bool = False):
         from synclint.engine import LintError, analyse, might_fire
@@ -265,7 +281,6 @@ class Pool:
         completed and pickled meanwhile: what this process does for a job and with a
         result (two milliseconds, over some thousand jobs a tenth of a cold check's wall
         time when the workers waited for it) overlaps their work."""
-        import time
         from multiprocessing.connection import wait
         from multiprocessing.reduction import ForkingPickler
 

@@ -87,6 +87,35 @@ def _slow_rule(d, mp):
     _w(d / "bad.py", GOOD)
 
 
+def _slow_at_the_recursion_limit(d, mp):
+    """SYN101 spins at the bottom of a recursion in bad.py: the budget's timer finds the stack
+    full, so its exception comes as a RecursionError (which the rule passes on, as deep code
+    does)."""
+    from synclint.rules.tensor_item import TensorItem
+
+    real = TensorItem.visit_Call
+    spun = []
+
+    def down():
+        try:
+            down()
+        except RecursionError:
+            if not spun:
+                spun.append(1)
+                i = 0
+                while i < 10**9:  # (a minute at most; no call: there is no room for one)
+                    i += 1
+            raise
+
+    def visit_Call(self, node):
+        if self.ctx.filename.endswith("bad.py"):
+            down()
+        return real(self, node)
+
+    mp.setattr(TensorItem, "visit_Call", visit_Call)
+    _w(d / "bad.py", GOOD)
+
+
 def _unreadable_dir(d, mp):
     _w(d / "locked" / "a.py", GOOD)
     real = os.scandir
@@ -150,6 +179,19 @@ SETUPS = {
     "plus-chain": lambda d, mp: _w(d / "bad.py", "import torch\nx = " + "+".join(["a"] * 100_000) + "\n"),
     "method-chain": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    y = x" + ".abs()" * 246 + ".item()\n"),
     "attribute-chain": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    y = x.item()" + ".real" * 491 + "\n"),
+    # issue 37: input limits
+    "slow-at-recursion-limit": _slow_at_the_recursion_limit,
+    "subscript-chain": lambda d, mp: _w(d / "bad.py", "import torch\nx = y" + "[0]" * 5000 + "\n"),
+    "elif-chain": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    if i == -1:\n        pass\n" + "".join(
+        f"    elif i == {k}:\n        pass\n" for k in range(998)) + "    elif x.item() > 0:\n        pass\n"),
+    "long-elif-chain": lambda d, mp: _w(d / "bad.py", HEAD + "if x:\n    pass\n" + "elif x:\n    pass\n" * 5000),
+    "joined-strings": lambda d, mp: _w(d / "bad.py", "import torch\nx = (\n" + '    "a"\n' * 50_000 + ")\n"),
+    "too-large": lambda d, mp: (_w(d / "pyproject.toml", "[tool.synclint]\nmax-file-size = 1000\n"),
+                                _w(d / "bad.py", HEAD + "y = [" + "1, " * 400 + "]\n")),
+    "utf-16": lambda d, mp: _w(d / "bad.py", GOOD.encode("utf-16"), True),
+    "bom-and-cookie": lambda d, mp: _w(d / "bad.py", b"\xef\xbb\xbf# coding: latin-1\n" + GOOD.encode(), True),
+    "backslash-continuation": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    y = (x \\\n        + 1).item()\n"),
+    "newline-in-name": lambda d, mp: _w(d / "new\nline.py", GOOD),
     "case-guard": lambda d, mp: _w(d / "bad.py", HEAD + "for i in range(3):\n    match i:\n        case 0 if x.sum().item() > 0:\n            pass\n"),
     "cr-only": lambda d, mp: _w(d / "bad.py", MOVE.replace("\n", "\r")),
     "mixed-endings": lambda d, mp: _w(d / "bad.py", MOVE.replace("\n", "\r\n", 2).replace("\n", "\r", 1)),

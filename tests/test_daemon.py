@@ -358,6 +358,46 @@ def test_a_killed_daemon_falls_back_to_a_local_run(env, own_daemon):
     assert not os.path.exists(env.socket_path(proj))
 
 
+def test_a_stopped_daemon_costs_the_timeout_then_a_local_run(env, own_daemon):
+    """A daemon stopped (Ctrl-Z, SIGSTOP) still accepts connections: the client hung until
+    killed. It gives up after SYNCLINT_DAEMON_TIMEOUT seconds of silence with one line, and
+    the daemon, continued, drops the request its client gave up and serves the next."""
+    proj, pid = own_daemon
+    before = env.answered(proj)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        rc, out, err = env.run(["check", "train.py"], proj, env={"SYNCLINT_DAEMON_TIMEOUT": "1"}, timeout=30)
+        took = time.monotonic() - start
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    local = env.run(["check", "train.py"], proj, local=True)
+    assert (rc, out) == local[:2] and rc == 1
+    said = (f"synclint: the daemon serving {os.path.realpath(proj)} sent nothing for 1 s (stopped, stuck, "
+            f"or busy with another check); checking here\n").encode()
+    assert err == said + local[2]
+    assert took < 20  # the 1 s wait and a local run
+    assert env.answered(proj) == before  # the request given up was not run
+    _same_as_local(env, ["check", "train.py"], proj)
+
+
+def test_a_daemon_that_never_answers_is_given_up(env, tmp_path):
+    """A socket that accepts and never answers (a wedged daemon) costs the timeout."""
+    proj = _project(tmp_path / "wedged")
+    path = env.socket_path(proj)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(path)
+        listener.listen(4)
+        got = env.run(["check", "train.py"], proj, env={"SYNCLINT_DAEMON_TIMEOUT": "0.5"}, timeout=30)
+    finally:
+        listener.close()
+        os.unlink(path)
+    local = env.run(["check", "train.py"], proj, local=True)
+    assert got[:2] == local[:2] and got[2].endswith(local[2]) and b"sent nothing for 0.5 s" in got[2]
+
+
 def test_stop_removes_the_socket(env, own_daemon):
     proj, pid = own_daemon
     r = env.daemon(proj, "status")

@@ -103,6 +103,14 @@ DEEP = {
     "unary": "x = " + "-" * 20000 + "1\n",
     "lambdas": "x = " + "lambda: " * 5000 + "1\n",
     "plus-chain": "x = " + "+".join(["a"] * 100_000) + "\n",
+    # issue 37: 146 s in LibCST's parser, which no time budget can stop
+    "subscript-chain": "x = y" + "[0]" * 5000 + "\n",
+    "call-chain": "x = f" + "(1)" * 5000 + "\n",
+    "method-chain": "x = y" + ".f()" * 3000 + "\n",
+    # issue 37: past 300 s, then an internal error
+    "elif-chain": "if a:\n    pass\n" + "elif a:\n    pass\n" * 5000,
+    # issue 37: LibCST's parser refuses them; was "nesting too deep"
+    "joined-strings": "x = (\n" + '    "a"\n' * 50_000 + ")\n",
 }
 
 
@@ -115,7 +123,8 @@ def test_code_that_would_kill_the_parser_is_refused_in_one_line(tmp_path, kind):
     r = run(["check", "deep.py", "good.py", "--no-cache", "--no-source"], tmp_path)
     assert r.exit_code == 2
     [line] = r.stderr.strip().splitlines()
-    assert line.startswith("synclint: error: deep.py: too deeply nested to analyse (")
+    assert line.startswith(("synclint: error: deep.py: too deeply nested to analyse (",
+                            "synclint: error: deep.py: too long to analyse ("))
     assert "good.py:5:9: SYN101" in r.stdout
 
 
@@ -128,6 +137,11 @@ def test_nesting_limits_leave_real_code_alone():
         "z = [" + ", ".join(["-1"] * 50_000) + "]\n",  # a long flat list
         "f = lambda a, b=1, *c, **d: lambda: a if b else c\n" * 2000,
         "w = (\r" + "a +\r" * 900 + "b)\r",  # CR-only line endings
+        "v = x" + ".f()" * 490 + "[0]" * 10 + "\n",  # a method chain
+        "s = (\n" + '    "a"\n' * 3000 + ")\n",  # Python's pydoc topics join 2,215 strings
+        "if a:\n    pass\n" + "elif a:\n    pass\n" * 1000,
+        "if a:\n    if b:\n        pass\n" + "    elif b:\n        pass\n" * 600 + "elif a:\n    pass\n" * 600,
+        "return (x)\nprint (x)\nassert (x)\n" * 2000,  # keywords are no operands to call
     ]
     assert [nesting_problem(s) for s in ok] == [None] * len(ok)
 
@@ -139,6 +153,8 @@ _NESTS = {
     "brackets": "(" * 201 + "1" + ")" * 201,
     "unary": "-" * 1010 + "1",
     "chain": "+".join(["a"] * 1002),
+    "subscripts": "a" + "[0]" * 1001,
+    "strings": '"a" ' * 3001,
     "lambdas": "lambda: " * 1001 + "1",
     "spread-chain": "(a\n" + "+ a\n" * 1001 + ")",
     "split-by-strings": ("lambda: " + '"""\n\n\n"""' + " if c else ") * 600 + "1",
@@ -492,3 +508,185 @@ def test_stdin_with_force_exclude_passes_an_excluded_file_through(tmp_path):
     assert (r.exit_code, r.stdout) == (0, FIXABLE)  # not checked, not changed
     r = _stdin(["check", "-", "--stdin-filename", "src/new.py", "--force-exclude"], HAZARD, tmp_path)
     assert r.exit_code == 1 and "src/new.py:5:9: SYN101" in r.stdout
+
+
+# ------------------------------------------------------------------ issue 37: input limits
+def test_a_change_that_keeps_size_and_modification_time_is_seen(tmp_path, monkeypatch):
+    """`cp -p`, `touch -r`, `rsync -t` and `tar` restore a changed file's modification time:
+    the cache took the file's unchanged size and time for its old content, and the file
+    importing it kept its old finding. The inode and status change time say it changed."""
+    import os
+
+    from synclint import cache
+
+    monkeypatch.setattr(cache, "SETTLED_NS", 0)  # files just written count as left alone
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    lib = write(tmp_path / "lib.py", "import torch\n\n\ndef make():\n    return torch.ones(3).cuda()\n")
+    write(tmp_path / "train.py", "from lib import make\n\nx = make()\nfor _ in range(3):\n    print(x.sum().item())\n")
+    assert "train.py:5:11: SYN101" in run(["check", "--no-source", "."], tmp_path).stdout
+    st = lib.stat()
+    lib.write_text(lib.read_text().replace(".cuda()", ".cpu() "))  # the same size
+    os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (lib.stat().st_size, lib.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert "train.py:5" not in run(["check", "--no-source", "."], tmp_path).stdout
+
+
+ELIF_HEAD = 'import torch\nx = torch.ones(3, device="cuda")\nfor i in range(3):\n    if i == -1:\n        pass\n'
+
+
+def test_a_long_elif_chain_is_analysed():
+    """1,000 `elif` branches (the most the limits let through; valid Python) raised
+    RecursionError in the statement numbering, reported as an internal error."""
+    src = ELIF_HEAD + "".join(f"    elif i == {k}:\n        pass\n" for k in range(998))
+    src += "    elif x.item() > 0:\n        pass\n"
+    findings = lint_source(src, "e.py", all_rules())
+    assert [(f.code, f.row, f.column, f.internal) for f in findings] == [("SYN101", 2002, 10, False)]
+
+
+def test_positions_regenerate_an_elif_chain_once(monkeypatch):
+    """Each `elif` is a statement holding the rest of the chain: a finding in each made
+    positions regenerate the rest of it again, quadratic (5,000 ran past 300 s)."""
+    from synclint.engine import analyse, lint_analysis
+    from synclint.positions import PositionIndex
+
+    regenerated = []
+    real = PositionIndex._ranges_for
+    monkeypatch.setattr(PositionIndex, "_ranges_for", lambda self, stmt, i: regenerated.append(i) or real(self, stmt, i))
+    src = ELIF_HEAD + "".join(f"    elif x.item() > {k}:\n        pass\n" for k in range(300))
+    a = analyse(src, "e.py", force=True, libcst_tree=True)  # LibCST's own tree, as for a fix
+    findings = lint_analysis(a, all_rules())[0]
+    assert [f.row for f in findings] == [6 + 2 * k for k in range(300)]
+    assert len(regenerated) == 1
+
+
+def test_max_file_size_holds_for_stdin_and_imported_modules(tmp_path, monkeypatch):
+    """The size guard (a 1 MB one-line list took 27 s and 2.18 GB) applies to stdin, and a
+    module too large is not summarised for the files that import it."""
+    from click.testing import CliRunner
+
+    from synclint.cli import main
+
+    write(tmp_path / "pyproject.toml", f"[tool.synclint]\nmax-file-size = {len(HAZARD) - 1}\n")
+    write(tmp_path / "big.py", HAZARD)
+    write(tmp_path / "small.py", "from big import x\n\nfor _ in range(3):\n    print(x.item())\n")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["check", "-", "--stdin-filename", "big.py"], input=HAZARD)
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (f"synclint: error: big.py: too large to analyse ({len(HAZARD)} characters; the "
+                                f"limit is {len(HAZARD) - 1}: raise `max-file-size` in [tool.synclint])")
+    assert run(["check", "small.py"], tmp_path).exit_code == 0  # `x` is nothing known: big.py was not read
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    assert "small.py:4:11: SYN101" in run(["check", "small.py"], tmp_path).stdout  # a CUDA tensor of big.py's
+
+
+def test_an_imported_module_out_of_time_is_summarised_again(tmp_path, monkeypatch):
+    """A timeout is never cached: an imported module whose summary ran out of time was kept
+    as a module with nothing to say, and its importer's findings with it."""
+    import time
+
+    from synclint import engine
+
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+    write(tmp_path / "big.py", HAZARD)
+    write(tmp_path / "small.py", "from big import x\n\nfor _ in range(3):\n    print(x.item())\n")
+    real = engine.analyse
+
+    def slow(source, filename="<string>", *args, **kwargs):
+        if filename.endswith("big.py"):
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                pass
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "analyse", slow)
+    assert run(["check", "--file-timeout", "1", "small.py"], tmp_path).exit_code == 0  # `x`: nothing known
+    monkeypatch.setattr(engine, "analyse", real)
+    assert "small.py:4:11: SYN101" in run(["check", "small.py"], tmp_path).stdout
+
+
+def test_a_newline_in_a_file_name_keeps_each_line_whole(tmp_path):
+    """Names are quoted as git quotes them where they hold a character that would break a
+    line or act on a terminal, in findings, error lines and skipped lines alike."""
+    write(tmp_path / "bad\nname.py", "import torch\nx = (\n")
+    write(tmp_path / "tab\there.py", HAZARD)
+    (tmp_path / "esc\x1b[2J.py").symlink_to("esc\x1b[2J.py")  # a loop: skipped
+    r = run(["check", "--no-source", "--output-format", "concise", "-v", "."], tmp_path)
+    assert r.exit_code == 2
+    assert '"tab\\there.py":5:9: SYN101 [hot] `x.sum().item()` copies a GPU value to the host and waits for ' \
+           'all queued GPU work' in r.stdout.splitlines()
+    assert set(r.stderr.splitlines()) == {
+        "synclint: error: \"bad\\nname.py\": cannot parse: '(' was never closed (line 2, column 5)",
+        'synclint: skipped "esc\\x1b[2J.py": symlink loop'}
+
+
+def _fuzz_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fuzz_script", Path(__file__).resolve().parent.parent / "scripts" / "fuzz.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pathological_shapes_are_analysed_or_refused_in_one_line():
+    """`scripts/fuzz.py --kind shapes` at small sizes, in this process: each program is
+    analysed to its end (the finding after the shape is reported), fix included, or refused
+    with one reason, as the generator expects; never an exception or an internal error.
+    (The script runs them large, in fresh processes, and times them: docs/reliability.md.)"""
+    from synclint.engine import LintError
+    from synclint.nesting import DEEP, LONG
+
+    fuzz = _fuzz_script()
+    rules = all_rules()
+    got, want = {}, {}
+    for name, (_, _, sizes, _) in fuzz.SHAPES.items():
+        for n, analysed in sizes:
+            program = fuzz.shape_program(name, n)
+            try:
+                findings = lint_source(program, "bad.py", rules)
+            except LintError as e:
+                assert str(e).startswith((DEEP, LONG)), (name, n, str(e))
+                got[name, n] = False
+            else:
+                assert not [f for f in findings if f.internal], (name, n)
+                got[name, n] = ("SYN101", fuzz.epilogue_row(program)) in {(f.code, f.row) for f in findings}
+            want[name, n] = analysed
+    assert got == want
+
+
+def test_a_large_file_is_analysed_where_its_budget_can_stop_it(tmp_path, monkeypatch):
+    """LibCST's own parser (a fix needs its tree) holds the interpreter: no timer signal
+    gets through until it returns (a 2 MB one-line list: about a minute). A file larger
+    than `runner.LOCAL_MAX_CHARS` is analysed in a worker process even alone, and the budget
+    kills it there."""
+    import time
+
+    from synclint import engine, runner
+    from synclint.workers import forks
+
+    if not forks():
+        pytest.skip("the stand-in below reaches workers only when they are forked")
+    monkeypatch.setattr(engine, "_parse_module", lambda source: sum(range(2 * 10**9)))  # C: no signal gets in
+    fixable = 'import torch\nfor i in range(3):\n    y = torch.zeros(3).cuda()\n'
+    write(tmp_path / "big.py", fixable + "#" * runner.LOCAL_MAX_CHARS + "\n")
+    start = time.monotonic()
+    r = run(["check", "--no-cache", "--file-timeout", "1", "big.py"], tmp_path)
+    assert time.monotonic() - start < 20  # (in this process: as long as the sum, a minute or more)
+    assert r.stderr.splitlines() == ["synclint: error: big.py: analysis took longer than 1 s; skipped (raise "
+                                     "`file-timeout` in [tool.synclint] to allow more)"]
+
+
+def test_a_very_long_line_is_quoted_in_part():
+    """A finding carried a copy of its row, and a report printed the row whole with each
+    finding: a 300 KB one-line f-string (a finding every 3 characters) took 21 GB. A row
+    over 1,000 characters is read from the file when a report needs it, and shown around
+    the finding."""
+    from synclint.render import EXCERPT_MAX, text_report
+
+    src = 'import torch\nx = torch.ones(3, device="cuda")\ny = f"' + "{x}" * 2000 + '"\n'
+    findings = lint_source(src, "long.py", all_rules())
+    assert len(findings) == 2000 and all(f.row == 3 and f.line is None for f in findings)
+    report = text_report(findings, sources={"long.py": src.splitlines()}, color=False).splitlines()
+    assert max(len(line) for line in report) < EXCERPT_MAX + 20
+    at = max(i for i, line in enumerate(report) if line.startswith("3 |"))  # the last finding's row
+    assert report[at][report[at + 1].index("^"):].startswith('x}"')  # the caret under its field
