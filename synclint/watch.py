@@ -91,8 +91,13 @@ def poll(watched: List[str], interval: float, *, roots: List[str], extra: Set[st
          ) -> Iterator[Set[str]]:
     """Batches of the relevant paths among `watched` (files and folders, absolute) that
     appeared, went or changed size or modification time since the last look, looking every
-    `interval` seconds."""
-    before = _snapshot(watched, roots, extra)
+    `interval` seconds. The first look is taken now, not at the first `next`: a save made
+    while the first check runs is a change."""
+    return _polled(_snapshot(watched, roots, extra), watched, interval, roots, extra)
+
+
+def _polled(before: Dict[str, Tuple[int, int]], watched: List[str], interval: float, roots: List[str],
+            extra: Set[str]) -> Iterator[Set[str]]:
     while True:
         time.sleep(interval)
         now = _snapshot(watched, roots, extra)
