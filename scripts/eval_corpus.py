@@ -42,6 +42,7 @@ class Repo:
     repo: str
     commit: str
     split: str
+    sealed: bool  # labelled blind and not yet scored: `--split all` leaves it out
     files: List[dict]
     syncs: List[dict]
     maybes: List[dict]
@@ -52,12 +53,14 @@ def load_repos(split: str = "all") -> List[Repo]:
     for path in sorted(LABELS.glob("*.toml")):
         try:
             data = tomllib.loads(path.read_text())
-            r = Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"),
+            r = Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"), bool(data.get("sealed")),
                      data.get("file", []), data.get("sync", []), data.get("maybe", []))
         except (tomllib.TOMLDecodeError, KeyError) as e:
             # every command reads all label files (--split's choices), so say which one is bad
             raise SystemExit(f"{path}: not a label file ({type(e).__name__}: {e})")
-        if split in ("all", r.split):
+        # A sealed split is scored once, by name, never as part of `all` (which runs after
+        # every change and would spend it).
+        if split == r.split or (split == "all" and not r.sealed):
             out.append(r)
     return out
 
