@@ -48,26 +48,29 @@ class Repo:
     maybes: List[dict]
 
 
-def load_repos(split: str = "all") -> List[Repo]:
+def read_labels() -> List[Repo]:
+    """Every label file, sealed splits included."""
     out = []
     for path in sorted(LABELS.glob("*.toml")):
         try:
             data = tomllib.loads(path.read_text())
-            r = Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"), bool(data.get("sealed")),
-                     data.get("file", []), data.get("sync", []), data.get("maybe", []))
+            out.append(Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"), bool(data.get("sealed")),
+                            data.get("file", []), data.get("sync", []), data.get("maybe", [])))
         except (tomllib.TOMLDecodeError, KeyError) as e:
             # every command reads all label files (--split's choices), so say which one is bad
             raise SystemExit(f"{path}: not a label file ({type(e).__name__}: {e})")
-        # A sealed split is scored once, by name, never as part of `all` (which runs after
-        # every change and would spend it).
-        if split == r.split or (split == "all" and not r.sealed):
-            out.append(r)
     return out
+
+
+def load_repos(split: str = "all") -> List[Repo]:
+    # A sealed split is scored once, by name, never as part of `all` (which runs after
+    # every change and would spend it).
+    return [r for r in read_labels() if split == r.split or (split == "all" and not r.sealed)]
 
 
 def splits() -> List[str]:
     """The split names the label files use, so a new split needs no change here."""
-    return sorted({r.split for r in load_repos()})
+    return sorted({r.split for r in read_labels()})
 
 
 def fetch(mirror: Path) -> int:
