@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+# `synclint check`'s exit codes (DESIGN.md): clean, findings, usage or input errors.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
 # The rule pages are docs/rules/<name>.md in synclint's repository. Where they are served
 # from is the user's choice (`[tool.synclint] docs-url`); by default they are the pages in
 # the source tree synclint runs from (a clone installed with `pip install -e .`), and a

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from synclint.discovery import absolute_paths, is_test_module
+from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from synclint.cli import main
+from synclint.frontends.cli import main
 from synclint.testing import run_cli as run
 
 HAZARD = textwrap.dedent(

@@ -152,13 +152,26 @@ def _quick_fixes(f, pos: ClientPositions) -> Dict[str, Any]:
 _last: Dict[Optional[str], Tuple[str, list]] = {}
 
 
+def lint_document(source: str, path: Optional[str]):
+    """(findings, error message or None, the docs-url of the file's configuration) for an
+    editor buffer, through the one pipeline."""
+    from synclint.run.pipeline import PipelineError, run_editor
+
+    try:
+        outcome, cfg = run_editor(path, source)
+    except PipelineError as e:  # a broken pyproject.toml: say so instead of linting with defaults
+        return [], f"configuration: {e}", None
+    # (a rule's internal error, or a time budget run out: its line beside the other findings)
+    return outcome.findings, outcome.errors[0].reason if outcome.errors else None, cfg.docs_url
+
+
 def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16") -> Dict[str, Any]:
     """Lint `source` (the buffer of `path`) and prepare everything the server sends about it:
     {"diagnostics": JSON text of the Diagnostic list, "end": the buffer's end
     position, "findings": PreparedActions, "safe_fixes": bool, "error": message or None}."""
-    from synclint.lsp import lint_document, rule_link
+    from synclint.findings import rule_url
 
-    findings, error = lint_document(source, path)
+    findings, error, docs_url = lint_document(source, path)
     _last.clear()
     _last[path] = (source, findings)
     pos = ClientPositions(source, encoding)
@@ -166,7 +179,7 @@ def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16") -
     prepared = PreparedActions()
     for f in findings:
         rng = pos.range(f.row, f.column, f.end_row, f.end_column)
-        diagnostics.append(_diagnostic(f, rng, rule_link(f, path)))
+        diagnostics.append(_diagnostic(f, rng, rule_url(f.name, f.code, docs_url)))
         prepared.add(rng, {"diagnostic": diagnostics[-1], **_quick_fixes(f, pos)})
     return {
         "diagnostics": json.dumps(diagnostics),
@@ -181,7 +194,6 @@ def fix_all_buffer(source: str, path: Optional[str]) -> Optional[str]:
     """The buffer with every safe fix applied (linted as its diagnostics were), or None
     when nothing changes or the fixes fail."""
     from synclint.fixes import FixError, fix_text
-    from synclint.lsp import lint_document
 
     def lint(text: str) -> list:
         last = _last.get(path)

@@ -190,7 +190,7 @@ def _where(f: Finding) -> str:
 def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], source: str,
                   now: Optional[_dt.datetime] = None, shipped: bool = False, trace: Any = None) -> str:
     """`trace`: a joined trace (synclint.trace.join.Joined) of the same files, or None."""
-    from synclint import __version__
+    from synclint.build import VERSION
 
     now = now or _dt.datetime.now(_dt.timezone.utc)
     meta = (bench or {}).get("meta", {})
@@ -205,7 +205,7 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
     out.append(
         f"{len(findings)} finding{'s' if len(findings) != 1 else ''} ({hot} hot, {len(findings) - hot} cold) "
         f"in {files} file{'s' if files != 1 else ''}; checked {now.strftime('%Y-%m-%d %H:%M UTC')} "
-        f"with synclint {__version__}."
+        f"with synclint {VERSION}."
     )
     out.append("")
     if bench is None:

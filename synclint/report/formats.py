@@ -1,5 +1,5 @@
 """Machine-readable output formats for `synclint check --output-format` (chosen by
-`synclint.output`, the dispatcher of every format).
+`synclint.report.output`, the dispatcher of every format).
 
 - `json`: the documented list of findings (see DESIGN.md).
 - `sarif`: SARIF 2.1.0 for GitHub code scanning (and any SARIF viewer). Rules carry their
@@ -69,7 +69,7 @@ def _rule_text(rule) -> str:
 
 
 def _rule_descriptor(rule) -> dict:
-    from synclint.docs import rule_markdown
+    from synclint.report.rule_docs import rule_markdown
     from synclint.findings import rule_url
 
     try:
@@ -131,7 +131,7 @@ def _sarif_fix(finding: Finding) -> Optional[dict]:
 
 
 def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> dict:
-    from synclint import __version__
+    from synclint.build import VERSION
     from synclint.registry import all_rules
 
     rules = list(all_rules())
@@ -179,8 +179,8 @@ def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
         "tool": {
             "driver": {
                 "name": "synclint",
-                "version": __version__,
-                "semanticVersion": __version__,
+                "version": VERSION,
+                "semanticVersion": VERSION,
                 **({"informationUri": _rules_index(descriptors)} if _rules_index(descriptors) else {}),
                 "rules": descriptors,
             }

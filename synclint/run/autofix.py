@@ -40,7 +40,7 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
     from synclint.source import decode_source, read_bytes, source_encoding
     from synclint.findings import split_internal
     from synclint.fixes import FixError, fix_source
-    from synclint.pipeline import lint_fixed
+    from synclint.run.pipeline import lint_fixed
 
     by_file = {}
     for f in outcome.findings:
@@ -105,7 +105,7 @@ def fix_stdin(setup, outcome, name: str, text: str, *, unsafe: bool) -> Tuple[st
     from synclint.findings import split_internal
     from synclint.fixcheck import declared_minimum
     from synclint.fixes import fix_source
-    from synclint.pipeline import lint_fixed
+    from synclint.run.pipeline import lint_fixed
 
     fixed = fix_source(text, lint_fixed(setup, name), unsafe, declared_minimum(name if name != "-" else "stdin", {}))
     outcome.findings, internal = split_internal(fixed.left)

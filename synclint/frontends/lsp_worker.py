@@ -1,5 +1,5 @@
 """The language server's analysis process: one warm worker that runs the server's jobs
-(`synclint.lsp_analysis`) one at a time, so that parsing and linting never hold the
+(`synclint.frontends.lsp_analysis`) one at a time, so that parsing and linting never hold the
 event loop (LibCST's parser keeps the GIL for the whole parse: a thread would not do).
 
 A job whose result is no longer wanted (the buffer changed) is interrupted with SIGUSR1:
@@ -34,7 +34,7 @@ def _on_interrupt(signum, frame) -> None:
 def _run(job: Tuple) -> Tuple[str, Any]:
     """("ok", result), ("cancelled", None) or ("error", message) for one job."""
     global _busy
-    from synclint import lsp_analysis
+    from synclint.frontends import lsp_analysis
 
     kind, args = job[0], job[1:]
     try:
@@ -55,7 +55,7 @@ def _run(job: Tuple) -> Tuple[str, Any]:
 
 def _serve(conn) -> None:
     """The worker process's loop: a job from the pipe, its reply, until the pipe closes."""
-    from synclint.workers import serve
+    from synclint.run.workers import serve
 
     os.dup2(2, 1)  # stdout is the LSP stream: a stray print here must not corrupt it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the editor's Ctrl-C is for the server

@@ -4,7 +4,7 @@ the filters a finding passes (`# noqa`, per-file ignores, tests-hot-only, the ba
 
 Each front end parses its options, calls `configure` and then `run` (files and folders),
 `run_text` (stdin), `run_buffer` (a buffer that stands for a file: flake8's stdin) or
-`run_editor` (the LSP's buffers), and hands the `Outcome` to `synclint.output`. A failure
+`run_editor` (the LSP's buffers), and hands the `Outcome` to `synclint.report.output`. A failure
 a user can cause comes back as a `FileError` in the outcome or as a `PipelineError` (the
 configuration, the selection, the baseline), so a fix to error handling made here is made
 for every front end.
@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from synclint.findings import FileError, Finding
+from synclint.findings import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FileError, Finding
 from synclint.semantic.declared import DeclaredHeat
 
 if TYPE_CHECKING:
-    from synclint.config import Config
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+    from synclint.run.config import Config
 
 
 class PipelineError(Exception):
@@ -93,7 +91,7 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
     `own_process`: the run is the process's only one, so the configuration's `docs-url`
     becomes the default for every link (an editor's server keeps one per file instead)."""
-    from synclint.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
+    from synclint.run.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
 
     try:
         if config_file and not config_file.exists():
@@ -116,7 +114,7 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
                         raise SelectionError(f"{where}: {e}") from None
             return select_rules(cfg.select, cfg.ignore, cfg.extend_select)
 
-        from synclint.cache import cache_path
+        from synclint.run.cache import cache_path
 
         if not lazy or cache_dir is None or not cache_path(cache_dir, [key], cfg.hot_only).exists():
             rules = selected_rules()
@@ -134,8 +132,8 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
 def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs: Optional[int] = None,
         baseline: Optional[Path] = None) -> Outcome:
     """Check the files under `paths` as one project."""
-    from synclint.discovery import discover
-    from synclint.runner import check_files
+    from synclint.run.discovery import discover
+    from synclint.run.runner import check_files
 
     known = _load_baseline(baseline)
     cfg = setup.cfg
@@ -175,7 +173,7 @@ def run_buffer(setup: Setup, path: str, source: str) -> Outcome:
 def _one_file(setup: Setup, path: str, source: str) -> Outcome:
     """A file's unsaved text, with what the project's other modules say (read from disk,
     their summaries cached), as `synclint check <path>` sees it."""
-    from synclint.runner import check_files
+    from synclint.run.runner import check_files
 
     try:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
@@ -202,7 +200,7 @@ def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:
     """The function `fixes.fix_text` re-lints each fixed text of `name` with: the check's
     rules and filters, so that a finding per-file-ignores silences is not fixed either (a
     rule's internal error stays among the findings, for `split_internal`)."""
-    from synclint.config import drop_per_file_ignored
+    from synclint.run.config import drop_per_file_ignored
     from synclint.engine import lint_source
 
     def lint(text: str) -> List[Finding]:
@@ -217,7 +215,7 @@ def _filtered(setup: Setup, out: Outcome, findings: List[Finding], errors: List[
     """`out` with the findings a user is shown: a rule's internal error is its file's error
     line; `# noqa`, per-file ignores, tests-hot-only and the baseline leave findings out
     (those of noqa and the baseline are counted)."""
-    from synclint.config import drop_per_file_ignored
+    from synclint.run.config import drop_per_file_ignored
     from synclint.findings import split_internal
 
     findings, internal = split_internal(findings)
@@ -261,7 +259,7 @@ def _selection_key(cfg) -> str:
 
 def _reraise(e: Exception):
     """A configuration or selection error as a PipelineError; anything else as it is."""
-    from synclint.config import ConfigError
+    from synclint.run.config import ConfigError
     from synclint.registry import SelectionError
 
     if isinstance(e, (ConfigError, SelectionError)):

@@ -1,7 +1,7 @@
 """The one output dispatcher: a pipeline `Outcome` printed in the format asked for (text,
 concise, statistics, json, sarif, github, junit, gitlab) or handed to flake8, and the one
 shape of an error line (`synclint: error: PATH: REASON`). The renderers themselves are
-`synclint.render` (text, statistics, json) and `synclint.formats` (the CI formats)."""
+`synclint.report.render` (text, statistics, json) and `synclint.report.formats` (the CI formats)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import click
 
-from synclint.findings import INTERNAL_CODE, FileError
+from synclint.findings import EXIT_ERROR, INTERNAL_CODE, FileError
 
 
 def error_line(message: object) -> str:
@@ -20,14 +20,14 @@ def error_line(message: object) -> str:
 def echo_errors(errors: Iterable[FileError]) -> None:
     from dataclasses import replace
 
-    from synclint.render import shown_path
+    from synclint.report.render import shown_path
 
     for e in errors:
         click.echo(error_line(replace(e, filename=shown_path(e.filename))), err=True)
 
 
 def echo_skipped(skipped: Iterable[Tuple[str, str]]) -> None:
-    from synclint.render import shown_path
+    from synclint.report.render import shown_path
 
     for path, why in skipped:
         click.echo(f"synclint: skipped {shown_path(path)}: {why}", err=True)
@@ -35,7 +35,6 @@ def echo_skipped(skipped: Iterable[Tuple[str, str]]) -> None:
 
 def fail(message: str) -> "click.exceptions.Exit":
     """Print `message` as the run's error line; the exit (2) to raise."""
-    from synclint.pipeline import EXIT_ERROR
 
     click.echo(error_line(message), err=True)
     return click.exceptions.Exit(EXIT_ERROR)
@@ -50,11 +49,11 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
     report ends with its counts (not with --quiet)."""
     findings, errors = outcome.findings, outcome.all_errors
     if statistics and fmt == "json":
-        from synclint.render import statistics as stats
+        from synclint.report.render import statistics as stats
 
         return stats(findings, "json") or None
     if statistics or fmt in ("text", "concise"):
-        from synclint.render import statistics as stats, summary as summary_of, text_report
+        from synclint.report.render import statistics as stats, summary as summary_of, text_report
 
         if statistics:  # the count per rule, then the same last lines as a full report
             report = stats(findings, "text")
@@ -67,12 +66,12 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
                           silenced=outcome.suppressed, color=color)
         return f"{report}\n{tail}" if report else tail
     if fmt == "json":
-        from synclint.render import json_report
+        from synclint.report.render import json_report
 
         return json_report(findings)
     import json
 
-    from synclint import formats
+    from synclint.report import formats
 
     if fmt == "sarif":
         return json.dumps(formats.sarif_log(findings, errors), indent=2, ensure_ascii=False)
