@@ -171,16 +171,13 @@ def _sizes(streams: List[dict]) -> Callable:
 
 
 def _reset_process_state() -> None:
-    """What synclint's modules keep per process besides pure memos: a fresh run starts
-    without it (another request's `docs-url`, a file's test-or-script verdict by stamp)."""
+    """What synclint's modules still keep per process besides pure memos (tests/test_module_state.py
+    lists it): a fresh run starts without another request's `docs-url` or fast-exit flag."""
     from synclint import findings
     from synclint.frontends import cli
-    from synclint.run import discovery
 
     findings.set_docs_url(None)
-    for table in (getattr(cli, "_FAST_EXIT", None), getattr(discovery, "_scripts", None)):
-        if table is not None:
-            table.clear()
+    cli._FAST_EXIT.clear()
 
 
 def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
