@@ -178,7 +178,7 @@ def test_diagnostics_on_open(client, tmp_path):
         assert d["range"]["start"] == {"line": f.row - 1, "character": f.column - 1}
         assert d["range"]["end"] == {"line": f.end_row - 1, "character": f.end_column - 1}
         assert d["severity"] == (2 if f.hot else 3)  # Warning for hot, Information for cold
-        assert d["codeDescription"]["href"] == f.url
+        assert d["codeDescription"]["href"] == f.url()
         assert f.message in d["message"]
     item = [d for d in diags if d["code"] == "SYN101"]
     assert item[0]["range"]["start"]["line"] == 5 and item[0]["severity"] == 2

@@ -264,11 +264,12 @@ def _check_once(o) -> int:
     if o.report_file is not None:
         from synclint.report.savings import write_report
 
-        write_report(outcome.findings, o.report_file, o.bench_file, o.trace_file)
+        write_report(outcome.findings, o.report_file, o.bench_file, o.trace_file, setup.cfg.docs_url)
     if loud or o.output_file is not None:
         try:
             emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
-                 verbose=o.verbose, summary=not (o.quiet or o.silent), output_file=o.output_file)
+                 verbose=o.verbose, summary=not (o.quiet or o.silent), output_file=o.output_file,
+                 docs_url=setup.cfg.docs_url)
         except OSError as e:
             return _fail(f"{o.output_file}: cannot write the report: {e.strerror or e}").exit_code
     return outcome.exit_code(o.exit_zero)
@@ -325,7 +326,8 @@ def _check_stdin(setup, name, o):
         echo_errors(outcome.errors)
     if loud or o.output_file is not None:
         emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
-             sources={name: source_lines(text)}, summary=not (o.quiet or o.silent), output_file=o.output_file)
+             sources={name: source_lines(text)}, summary=not (o.quiet or o.silent), output_file=o.output_file,
+             docs_url=cfg.docs_url)
     raise click.exceptions.Exit(outcome.exit_code(o.exit_zero))
 
 
@@ -394,14 +396,13 @@ def rules(output_format):
       synclint rules --output-format json
     """
     from synclint.run.config import ConfigError, find_config, load_config
-    from synclint.findings import set_docs_url
     from synclint.registry import all_rules
 
     try:  # the rule links follow the project's `docs-url`, as `check` does
-        set_docs_url(load_config(find_config(Path.cwd())).docs_url)
+        docs_url = load_config(find_config(Path.cwd())).docs_url
     except ConfigError as e:
         raise _fail(str(e))
-    rows = [_rule_json(r) for r in all_rules()]
+    rows = [_rule_json(r, docs_url) for r in all_rules()]
     if output_format == "json":
         import json
 
@@ -428,7 +429,7 @@ def _listing_width() -> Optional[int]:
     return None
 
 
-def _rule_json(r) -> dict:
+def _rule_json(r, docs_url: Optional[str]) -> dict:
     from synclint.findings import rule_url
 
     return {
@@ -440,7 +441,7 @@ def _rule_json(r) -> dict:
         "fix": r.FIX,
         "hot_only": r.HOT_ONLY,
         "has_bench": r.BENCH is not None,
-        "url": rule_url(r.NAME, r.CODE),
+        "url": rule_url(r.NAME, r.CODE, docs_url),
     }
 
 

@@ -172,11 +172,9 @@ def _sizes(streams: List[dict]) -> Callable:
 
 def _reset_process_state() -> None:
     """What synclint's modules still keep per process besides pure memos (tests/test_module_state.py
-    lists it): a fresh run starts without another request's `docs-url` or fast-exit flag."""
-    from synclint import findings
+    lists it): a fresh run starts without another request's fast-exit flag."""
     from synclint.frontends import cli
 
-    findings.set_docs_url(None)
     cli._FAST_EXIT.clear()
 
 

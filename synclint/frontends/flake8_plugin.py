@@ -135,7 +135,7 @@ class Flake8Run:
         """The configuration found from `start`, with the rules this run enables."""
         from synclint.run import pipeline
 
-        setup = pipeline.configure(start=start, hot_only=self.hot_only, lazy=False, own_process=False)
+        setup = pipeline.configure(start=start, hot_only=self.hot_only, lazy=False)
         if self.options is not None:
             setup.rules = rules_for(self.options, setup.cfg)
             setup.selection_key = None  # the cache is keyed by these rules' codes

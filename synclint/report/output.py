@@ -42,11 +42,12 @@ def fail(message: str) -> "click.exceptions.Exit":
 
 def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = True, unsafe: bool = False,
            verbose: bool = False, sources: Optional[Dict[str, List[str]]] = None,
-           color: bool = True, summary: bool = True) -> Optional[str]:
+           color: bool = True, summary: bool = True, docs_url: Optional[str] = None) -> Optional[str]:
     """The report of `outcome` (a `pipeline.Outcome`, findings sorted) in `fmt`; None when
     there is nothing to print. `sources`: the lines of files not on disk (stdin); `color`:
     whether the text report's styles would reach a terminal; `summary`: whether a text
-    report ends with its counts (not with --quiet)."""
+    report ends with its counts (not with --quiet); `docs_url`: the run's `docs-url`, for
+    the rule links."""
     findings, errors = outcome.findings, outcome.all_errors
     if statistics and fmt == "json":
         from synclint.report.render import statistics as stats
@@ -68,17 +69,17 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
     if fmt == "json":
         from synclint.report.render import json_report
 
-        return json_report(findings)
+        return json_report(findings, docs_url)
     import json
 
     from synclint.report import formats
 
     if fmt == "sarif":
-        return json.dumps(formats.sarif_log(findings, errors), indent=2, ensure_ascii=False)
+        return json.dumps(formats.sarif_log(findings, errors, docs_url), indent=2, ensure_ascii=False)
     if fmt == "github":
-        return formats.github_annotations(findings, errors)
+        return formats.github_annotations(findings, errors, docs_url)
     if fmt == "junit":
-        return formats.junit_xml(findings, errors)
+        return formats.junit_xml(findings, errors, docs_url)
     if fmt == "gitlab":
         return json.dumps(formats.gitlab_code_quality(findings, errors), indent=2, ensure_ascii=False)
     raise ValueError(f"unknown output format {fmt!r}")

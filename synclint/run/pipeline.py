@@ -82,15 +82,14 @@ class Outcome:
 def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), select: Sequence[str] = (),
               ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
               no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True,
-              own_process: bool = True, exclude: Optional[Sequence[str]] = None,
+              exclude: Optional[Sequence[str]] = None,
               extend_exclude: Sequence[str] = ()) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
     line's choices on top (rule lists and patterns as given to `--select`: repeated,
     comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a
     cache and a cache file for this selection, the rules are selected only when some file is not in the cache
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
-    `own_process`: the run is the process's only one, so the configuration's `docs-url`
-    becomes the default for every link (an editor's server keeps one per file instead)."""
+    The configuration's `docs-url` travels with it (`Setup.cfg`) to the report."""
     from synclint.run.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
 
     try:
@@ -122,10 +121,6 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
             rules = selected_rules
     except Exception as e:
         _reraise(e)
-    if cfg.docs_url and own_process:  # (a server answering for many projects keeps it per file)
-        from synclint.findings import set_docs_url
-
-        set_docs_url(cfg.docs_url)
     return Setup(cfg, rules, cache_dir, key)
 
 
@@ -192,7 +187,7 @@ def run_editor(path: Optional[str], source: str) -> Tuple[Outcome, "Config"]:
     start = Path(path).resolve().parent if path else Path.cwd()
     if not start.is_dir():
         start = Path.cwd()
-    setup = configure(start=start, lazy=False, own_process=False)
+    setup = configure(start=start, lazy=False)
     return run_buffer(setup, path or "<editor>", source), setup.cfg
 
 
