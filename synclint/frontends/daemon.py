@@ -170,14 +170,6 @@ def _sizes(streams: List[dict]) -> Callable:
     return get_terminal_size
 
 
-def _reset_process_state() -> None:
-    """What synclint's modules still keep per process besides pure memos (tests/test_module_state.py
-    lists it): a fresh run starts without another request's fast-exit flag."""
-    from synclint.frontends import cli
-
-    cli._FAST_EXIT.clear()
-
-
 def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
     """Run `synclint <argv>` as the client would have, here; (exit code, output chunks)."""
     import warnings
@@ -207,7 +199,6 @@ def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
-        _reset_process_state()
         sys.stdin, sys.stdout, sys.stderr = io.StringIO(), out, err
         sys.argv = [str(req.get("prog") or "synclint")] + argv
         os.get_terminal_size = _sizes(streams)
