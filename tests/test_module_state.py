@@ -16,9 +16,7 @@ MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault
 # module:name -> why it is still there. Every entry is a debt (issue 35, point 2), not a
 # constant: constants are never written, so they need no entry.
 ALLOWED = {
-    "synclint/project.py:_LAST_TABLES": "whole-project tables kept between a daemon's runs; to a daemon-held store",
     "synclint/decoded.py:_FILES": "decoded cache files kept in the daemon (the parse layer's helper moves it)",
-    "synclint/frontends/lsp_analysis.py:_last": "the LSP worker's last analysis, for its `fix all`",
     "synclint/decoded.py:_MADE": "the parse layer's (its helper removes decoded.py's state)",
     "synclint/decoded.py:_ON": "the parse layer's (its helper removes decoded.py's state)",
     # Memos of what never changes in a process (a class's fields, a rule set's dispatch class,

@@ -20,11 +20,15 @@ OUTPUT_FORMATS = ["text", "concise", "json", "sarif", "github", "junit", "gitlab
 _RULE_PAGE_WORDS = frozenset(("rule", "doc", "docs", "show", "describe", "help-rule", "info"))
 
 
-class _Program:
-    """One run of the program (the root context's `obj`): whether it may end without the
-    interpreter's teardown (`check` says so when it starts)."""
+class Program:
+    """One invocation of the command line (its root context's `obj`): whether it may end
+    without the interpreter's teardown (`check` says so when it starts), and the store of
+    whole-project tables its runs share (`project.Project`: a --watch session's, or the
+    daemon's, which hands its own to each request)."""
 
-    fast_exit = False
+    def __init__(self, kept: Optional[dict] = None) -> None:
+        self.fast_exit = False
+        self.kept: dict = {} if kept is None else kept
 
 
 class _Group(click.Group):
@@ -34,7 +38,7 @@ class _Group(click.Group):
         parsed trees at interpreter exit took about 40 ms, a sixth of a one-file check."""
         if args is not None or not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        program = _Program()
+        program = Program()
         try:
             return super().main(args, prog_name, complete_var, standalone_mode, obj=program, **extra)
         except SystemExit as e:
@@ -158,7 +162,7 @@ def check(**options):
     from synclint.run.workers import collect_less
 
     program = click.get_current_context().obj
-    if isinstance(program, _Program):
+    if isinstance(program, Program):
         program.fast_exit = True
     collect_less()  # (once: a --watch session's later runs collect as usual)
     o = SimpleNamespace(**options)
@@ -211,11 +215,13 @@ def _configure(o):
     from synclint.run import pipeline
 
     stdin = o.paths == ["-"]
+    program = click.get_current_context().obj
     return pipeline.configure(
         config_file=o.config_file, start=Path(o.stdin_filename or ".") if stdin else Path(o.paths[0]),
         select=o.select, ignore=o.ignore, extend_select=o.extend_select, hot_only=o.hot_only,
         exclude=o.exclude or None, extend_exclude=o.extend_exclude, no_cache=o.no_cache,
-        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff))
+        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff),
+        kept=program.kept if isinstance(program, Program) else None)
 
 
 def _check_once(o) -> int:

@@ -170,8 +170,9 @@ def _sizes(streams: List[dict]) -> Callable:
     return get_terminal_size
 
 
-def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
-    """Run `synclint <argv>` as the client would have, here; (exit code, output chunks)."""
+def run_check(req: dict, kept: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
+    """Run `synclint <argv>` as the client would have, here; (exit code, output chunks).
+    `kept`: the daemon's store of whole-project tables, which every request shares."""
     import warnings
 
     from synclint.frontends import cli
@@ -203,7 +204,7 @@ def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
         sys.argv = [str(req.get("prog") or "synclint")] + argv
         os.get_terminal_size = _sizes(streams)
         try:
-            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True)
+            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True, obj=cli.Program(kept))
             code = 0
         except SystemExit as e:  # click's standalone mode ends every run so
             code = e.code
@@ -265,6 +266,7 @@ class Server:
         self.requests = 0
         self.started = time.time()
         self.stopping = ""
+        self.kept: dict = {}  # the whole-project tables the requests share (`project.Project`)
 
     def info(self) -> dict:
         return {"pid": os.getpid(), "root": self.root, "build": self.build, "started": self.started,
@@ -310,7 +312,7 @@ class Server:
             return None
         try:
             try:
-                code, chunks = run_check(req)
+                code, chunks = run_check(req, self.kept)
             finally:
                 heartbeat.stop()
         except _Stop:
@@ -409,7 +411,7 @@ def _preload(echo: Callable[[str], None]) -> None:
         spec = {"tty": False, "size": None, "encoding": "utf-8", "errors": "strict"}
         for fmt in ("text", "json"):
             run_check({"argv": ["check", "--no-cache", "--output-format", fmt, "warm.py"], "cwd": d,
-                       "env": dict(os.environ), "streams": [spec, spec, spec], "prog": "synclint"})
+                       "env": dict(os.environ), "streams": [spec, spec, spec], "prog": "synclint"}, {})
     except Exception as e:  # noqa: BLE001 - only a warm-up: a real request will say what is wrong
         echo(f"synclint daemon: the warm-up check failed ({type(e).__name__}: {e})")
     finally:

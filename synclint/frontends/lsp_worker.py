@@ -31,8 +31,9 @@ def _on_interrupt(signum, frame) -> None:
         raise Cancelled
 
 
-def _run(job: Tuple) -> Tuple[str, Any]:
-    """("ok", result), ("cancelled", None) or ("error", message) for one job."""
+def _run(job: Tuple, memory) -> Tuple[str, Any]:
+    """("ok", result), ("cancelled", None) or ("error", message) for one job; `memory`: what
+    the worker keeps between its jobs (`lsp_analysis.Memory`)."""
     global _busy
     from synclint.frontends import lsp_analysis
 
@@ -41,9 +42,9 @@ def _run(job: Tuple) -> Tuple[str, Any]:
         try:
             _busy = True
             if kind == "analyse":
-                return "ok", lsp_analysis.analyse_buffer(*args)
+                return "ok", lsp_analysis.analyse_buffer(*args, memory=memory)
             if kind == "fix_all":
-                return "ok", lsp_analysis.fix_all_buffer(*args)
+                return "ok", lsp_analysis.fix_all_buffer(*args, memory=memory)
             return "error", f"unknown job {kind!r}"
         finally:
             _busy = False
@@ -61,8 +62,11 @@ def _serve(conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the editor's Ctrl-C is for the server
     if _INTERRUPT is not None:
         signal.signal(_INTERRUPT, _on_interrupt)
-    _run(("analyse", "import torch\n", None))  # warm up: imports and the parser
-    serve(conn, _run)
+    from synclint.frontends.lsp_analysis import Memory
+
+    memory = Memory()
+    _run(("analyse", "import torch\n", None), memory)  # warm up: imports and the parser
+    serve(conn, lambda job: _run(job, memory))
 
 
 class AnalysisWorker:

@@ -37,6 +37,9 @@ class Setup:
     rules: Union[Sequence[type], Callable[[], Sequence[type]]]
     cache_dir: Optional[Path] = None
     selection_key: Optional[str] = None
+    # a long-lived process's store of whole-project tables, handed to each of its runs (see
+    # `project.Project`); None: each run makes its own
+    kept: Optional[Dict[str, list]] = None
 
     def selected(self) -> Sequence[type]:
         try:
@@ -83,7 +86,7 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
               ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
               no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True,
               exclude: Optional[Sequence[str]] = None,
-              extend_exclude: Sequence[str] = ()) -> Setup:
+              extend_exclude: Sequence[str] = (), kept: Optional[Dict[str, list]] = None) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
     line's choices on top (rule lists and patterns as given to `--select`: repeated,
     comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a
@@ -121,7 +124,7 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
             rules = selected_rules
     except Exception as e:
         _reraise(e)
-    return Setup(cfg, rules, cache_dir, key)
+    return Setup(cfg, rules, cache_dir, key, kept)
 
 
 def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs: Optional[int] = None,
@@ -136,7 +139,7 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
                              selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
-                             declared=setup.declared, max_chars=cfg.max_file_size)
+                             declared=setup.declared, max_chars=cfg.max_file_size, kept=setup.kept)
     except Exception as e:
         _reraise(e)
     out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files)
@@ -174,20 +177,21 @@ def _one_file(setup: Setup, path: str, source: str) -> Outcome:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
                              jobs=1, sources={path: source}, cache_findings=False, selection_key=setup.selection_key,
                              file_timeout=setup.cfg.file_timeout, declared=setup.declared,
-                             max_chars=setup.cfg.max_file_size)
+                             max_chars=setup.cfg.max_file_size, kept=setup.kept)
     except Exception as e:
         _reraise(e)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)
 
 
-def run_editor(path: Optional[str], source: str) -> Tuple[Outcome, "Config"]:
+def run_editor(path: Optional[str], source: str, kept: Optional[Dict[str, list]] = None) -> Tuple[Outcome, "Config"]:
     """An editor's buffer (the LSP): its file's own configuration and rule selection, with
     what the project's other modules say when the buffer is a file on disk, as `synclint
-    check <file>` sees it. Raises `PipelineError` for a broken configuration."""
+    check <file>` sees it (`kept`: the editor's store of whole-project tables). Raises
+    `PipelineError` for a broken configuration."""
     start = Path(path).resolve().parent if path else Path.cwd()
     if not start.is_dir():
         start = Path.cwd()
-    setup = configure(start=start, lazy=False)
+    setup = configure(start=start, lazy=False, kept=kept)
     return run_buffer(setup, path or "<editor>", source), setup.cfg
 
 

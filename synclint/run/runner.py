@@ -51,6 +51,7 @@ def check_files(
     file_timeout: Optional[float] = None,
     declared: DeclaredHeat = DeclaredHeat(),
     max_chars: Optional[int] = None,
+    kept: Optional[Dict[str, list]] = None,
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
@@ -63,7 +64,8 @@ def check_files(
     with `cache_findings=False` only the module summaries are cached (their bytes decide).
     `file_timeout`: the seconds each file's analysis may take per phase (see `workers`);
     `max_chars`: the size past which a file is not analysed (`source.size_problem`).
-    `declared`: what the configuration says of how often functions run (`hot-functions`)."""
+    `declared`: what the configuration says of how often functions run (`hot-functions`).
+    `kept`: a long-lived process's store of whole-project tables (`Project`)."""
     selected: List[Sequence[type]] = []
 
     def get_rules() -> Sequence[type]:
@@ -115,7 +117,7 @@ def check_files(
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
             entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
-                               known, max_chars)
+                               known, max_chars, kept)
     modules = {}
     if declared.cold:
         from synclint.project import module_names
@@ -232,7 +234,7 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
 
 
 def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
-             declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None) -> Dict[str, list]:
+             declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None, kept=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         from synclint.run.cache import SummaryCache
@@ -241,7 +243,7 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
                      early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
-    run = _Run(texts, digests, absolute, cache, summaries, runner, declared, max_chars)
+    run = _Run(texts, digests, absolute, cache, summaries, runner, declared, max_chars, kept)
     try:
         run.summarise()
         run.lint()
@@ -260,7 +262,7 @@ class _Run:
     """One check of a project with a cache: the state the phases share."""
 
     def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat,
-                 max_chars=None) -> None:
+                 max_chars=None, kept=None) -> None:
         from synclint.project import Project, module_names, project_root
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
@@ -269,7 +271,7 @@ class _Run:
         # an imported module this run's limits left unsummarised (too large, out of time): what
         # its importers were told is this run's, so the next run may not reuse it whole
         self.limited = False
-        self.project = Project(project_root(list(texts)), absolute)
+        self.project = Project(project_root(list(texts)), absolute, kept)
         self.names = module_names(texts)
         self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
         self.errors: Dict[str, str] = {}
