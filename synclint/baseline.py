@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from synclint.build import VERSION
 from synclint.findings import Finding
 from synclint.source import finding_line
 
@@ -83,7 +84,6 @@ def baseline_json(findings: Sequence[Finding], root: Path) -> dict:
             "message": f.message,
         })
     entries.sort(key=lambda e: (e["file"], e["row"], e["code"], e["occurrence"]))
-    from synclint.build import VERSION
 
     return {
         "synclint_baseline": FORMAT_VERSION,

@@ -10,8 +10,8 @@ from typing import Optional
 import click
 
 from synclint.build import VERSION
-from synclint.findings import EXIT_CLEAN, EXIT_ERROR
-from synclint.report.output import fail as _fail
+from synclint.findings import EXIT_CLEAN, EXIT_ERROR, FileError, rule_url
+from synclint.report.output import echo_errors, echo_skipped, emit, fail as _fail, settings_text
 
 OUTPUT_FORMATS = ["text", "concise", "json", "sarif", "github", "junit", "gitlab"]
 
@@ -200,7 +200,6 @@ def _check_usage(o) -> None:
 def _show_settings(o) -> None:
     """`check --show-settings`: the settings a check of the first path would use."""
     from synclint.run import pipeline
-    from synclint.report.output import settings_text
 
     try:
         text = settings_text(_configure(o), o.stdin_filename or "-" if o.paths == ["-"] else o.paths[0])
@@ -228,7 +227,6 @@ def _check_once(o) -> int:
     """One check with options `o` (already vetted by `_check_usage`): its exit code. A usage
     or configuration error is its error line and exit 2."""
     from synclint.run import pipeline
-    from synclint.report.output import echo_errors, echo_skipped, emit
 
     try:
         try:
@@ -296,10 +294,8 @@ def _check_stdin(setup, name, o):
     from synclint.run.discovery import Excludes
     from synclint.engine import LintError
     from synclint.source import decode_source
-    from synclint.findings import FileError
     from synclint.fixes import FixError
     from synclint.lines import source_lines
-    from synclint.report.output import echo_errors, emit
 
     data = sys.stdin.buffer.read()
     cfg = setup.cfg
@@ -375,7 +371,6 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, exc
     """
     from synclint.run import pipeline
     from synclint.baseline import write_baseline
-    from synclint.report.output import echo_errors
 
     paths = list(paths) or ["."]
     try:
@@ -443,8 +438,6 @@ def _listing_width() -> Optional[int]:
 
 
 def _rule_json(r, docs_url: Optional[str]) -> dict:
-    from synclint.findings import rule_url
-
     return {
         "code": r.CODE,
         "name": r.NAME,

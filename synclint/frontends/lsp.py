@@ -26,6 +26,8 @@ from typing import Any, Dict, List, Optional
 
 import click
 
+from synclint.build import VERSION
+
 DEBOUNCE_S = 0.05  # the worker interrupts a stale analysis, so waiting for a pause costs more than it saves
 MAX_DOCUMENT_CHARS = 1_000_000  # larger buffers get one "too large" diagnostic (analysis is ~15 s per MB)
 TIME_BUDGET_S = 60.0  # an analysis running longer is stopped (its worker replaced)
@@ -159,7 +161,6 @@ def create_server(max_chars: int = MAX_DOCUMENT_CHARS, budget_s: float = TIME_BU
     from pygls.protocol import default_converter
     from pygls.uris import to_fs_path
 
-    from synclint.build import VERSION
     from synclint.frontends.lsp_analysis import PreparedActions, lsp_range
     from synclint.frontends.lsp_worker import AnalysisWorker
 

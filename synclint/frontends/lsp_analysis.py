@@ -13,6 +13,7 @@ import json
 from array import array
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from synclint.findings import rule_url
 from synclint.lines import line_starts
 
 SOURCE = "synclint"
@@ -176,7 +177,6 @@ def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16",
     """Lint `source` (the buffer of `path`) and prepare everything the server sends about it:
     {"diagnostics": JSON text of the Diagnostic list, "end": the buffer's end
     position, "findings": PreparedActions, "safe_fixes": bool, "error": message or None}."""
-    from synclint.findings import rule_url
 
     memory = memory or Memory()
     findings, error, docs_url = lint_document(source, path, memory.kept)

@@ -19,7 +19,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 from urllib.parse import quote
 
-from synclint.findings import FileError, Finding
+from synclint.baseline import fingerprint_hash, fingerprints
+from synclint.build import VERSION
+from synclint.findings import FileError, Finding, rule_url
+from synclint.registry import all_rules
+from synclint.report.rule_docs import rule_markdown
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "synclint/v1"
@@ -69,9 +73,6 @@ def _rule_text(rule) -> str:
 
 
 def _rule_descriptor(rule, docs_url: Optional[str]) -> dict:
-    from synclint.report.rule_docs import rule_markdown
-    from synclint.findings import rule_url
-
     try:
         markdown = rule_markdown(rule)
     except Exception:  # a page that cannot render must not cost the whole report
@@ -103,8 +104,6 @@ def _rules_index(descriptors: List[dict]) -> Optional[str]:
 
 
 def _fingerprints(findings: Sequence[Finding]) -> List[str]:
-    from synclint.baseline import fingerprint_hash, fingerprints
-
     return [fingerprint_hash(fp) for fp in fingerprints(findings, Path.cwd())]
 
 
@@ -131,9 +130,6 @@ def _sarif_fix(finding: Finding) -> Optional[dict]:
 
 
 def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = (), docs_url: Optional[str] = None) -> dict:
-    from synclint.build import VERSION
-    from synclint.registry import all_rules
-
     rules = list(all_rules())
     index: Dict[str, int] = {r.CODE: i for i, r in enumerate(rules)}
     descriptors = [_rule_descriptor(r, docs_url) for r in rules]

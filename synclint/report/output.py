@@ -10,7 +10,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import click
 
-from synclint.findings import EXIT_ERROR, INTERNAL_CODE, FileError
+from synclint.findings import EXIT_ERROR, FileError, INTERNAL_CODE, default_docs_url
 
 
 def error_line(message: object) -> str:
@@ -149,7 +149,6 @@ def settings_text(setup, target: str) -> str:
     lines.append("hot-functions = " + q(cfg.hot_functions))
     lines.append("cold-functions = " + q(cfg.cold_functions))
     lines.append(f"file-timeout = {cfg.file_timeout}" + ("  # no limit" if cfg.file_timeout == float("inf") else ""))
-    from synclint.findings import default_docs_url
 
     lines.append("docs-url = " + (q(cfg.docs_url) if cfg.docs_url else f"(not set: {default_docs_url() or 'no links'})"))
     return "\n".join(lines)

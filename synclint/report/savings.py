@@ -69,6 +69,7 @@ from synclint.bench.report import fmt_bytes as _bytes  # noqa: E402
 from synclint.bench.report import fmt_ci as _ci  # noqa: E402
 from synclint.bench.report import ci_label as _ci_label  # noqa: E402
 from synclint.bench.report import fmt_us, fmt_x as _x  # noqa: E402
+from synclint.build import VERSION
 
 
 def _headline(r: Dict[str, Any]) -> Dict[str, Any]:
@@ -192,7 +193,6 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
                   docs_url: Optional[str] = None) -> str:
     """`trace`: a joined trace (synclint.trace.join.Joined) of the same files, or None;
     `docs_url`: the run's `docs-url`, for the rule links."""
-    from synclint.build import VERSION
 
     now = now or _dt.datetime.now(_dt.timezone.utc)
     meta = (bench or {}).get("meta", {})

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from synclint.findings import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FileError, Finding
+from synclint.findings import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FileError, Finding, split_internal
 from synclint.semantic.declared import DeclaredHeat
 
 if TYPE_CHECKING:
@@ -215,7 +215,6 @@ def _filtered(setup: Setup, out: Outcome, findings: List[Finding], errors: List[
     line; `# noqa`, per-file ignores, tests-hot-only and the baseline leave findings out
     (those of noqa and the baseline are counted)."""
     from synclint.run.config import drop_per_file_ignored
-    from synclint.findings import split_internal
 
     findings, internal = split_internal(findings)
     out.errors = list(errors) + internal

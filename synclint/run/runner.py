@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from synclint import decoded
-from synclint.run.cache import content_hash
-from synclint.paths import absolute_paths
 from synclint.findings import FileError, Finding
+from synclint.paths import absolute_paths
+from synclint.run.cache import Cache, SummaryCache, content_hash
+from synclint.run.workers import Pool, Worker, forks, timed_out, usable_cpus
 from synclint.semantic.declared import DeclaredHeat
 from synclint.source import decode_source, read_bytes, size_problem
-from synclint.run.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
 # A file larger than this is analysed in a worker process even alone, under a time budget:
@@ -76,8 +76,6 @@ def check_files(
     result = Result(files_checked=len(files))
     cache = known = None
     if cache_dir is not None and (cache_findings or selection_key is not None):
-        from synclint.run.cache import Cache
-
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         if selection_key is None and declared:  # (a selection key says it: `pipeline._selection_key`)
             key.append(repr(declared))
@@ -237,8 +235,6 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
              declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None, kept=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
-        from synclint.run.cache import SummaryCache
-
         summaries = SummaryCache(cache_dir)
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
@@ -305,8 +301,6 @@ class _Run:
         return True
 
     def _keep_summary(self, path: str, summary: Optional[dict], error: Optional[str]) -> None:
-        from synclint.run.workers import timed_out
-
         if self.summaries is not None and not timed_out(error):
             self.summaries.put(self.project.absolute(path), self.digests[path], summary, error,
                                self.project.versions.get(self.project.absolute(path)))
@@ -327,7 +321,6 @@ class _Run:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
         from synclint.project import module_name
-        from synclint.run.workers import timed_out
 
         project = self.project
         for path in self.texts:
@@ -475,7 +468,6 @@ class _Run:
         files around it as the package's check does. Every entry goes to the cache, its
         second-walk summary left out where it is the first walk's (most files)."""
         from synclint.engine import Graph
-        from synclint.run.workers import timed_out
 
         project = self.project
         graphs = {project.absolute(p): e[3] for p, e in self.out.items() if e[3]}
@@ -587,7 +579,6 @@ class _Runner:
         self.pool = None
         self.local = None
         if early and n > 1 and "libcst" not in sys.modules:  # (a daemon has it: no import to overlap)
-            from synclint.run.workers import Pool, forks
 
             if forks():
                 self.pool = Pool(1, select, self.budget)
@@ -607,7 +598,6 @@ class _Runner:
                                                 or len(jobs) < PARALLEL_THRESHOLD):
             # Few files: a process pool costs more than it saves. Once trees are held here,
             # the later phases stay here too.
-            from synclint.run.workers import Worker
 
             if self.local is None:
                 self.local = Worker(self.codes())
@@ -617,8 +607,6 @@ class _Runner:
                     yield 0, job, self.local.do(job, self.budget)
             return
         if self.pool is None:
-            from synclint.run.workers import Pool
-
             self.pool = Pool(min(self.n, len(jobs)), self.codes(), self.budget)
         elif len(jobs) >= PARALLEL_THRESHOLD:
             self.pool.grow(min(self.n, len(jobs)))
