@@ -5,10 +5,11 @@ It is a pre-loaded interpreter and nothing more. It keeps no findings or trees b
 requests: each request is the click command run afresh in this process, in the client's
 folder, with its arguments, environment and terminal, and answers with the bytes a local
 run would have printed. What it keeps is what the cache's files decode to (`decoded`) and
-what is made from exactly those summaries and call graphs (`Project.kept`):
+what is made from exactly those summaries and call graphs (`Project.kept`, from the
+server's own store, `Server.kept`, handed to each request through `cli.Program`):
 the same inputs, so the same answers. What a run may reuse is on disk (`.synclint_cache/`), as for
 a local run; the only thing that can go stale is the daemon's own code, so a client of
-another build (`client.build_id`) is refused (it runs locally) and the daemon stops.
+another build (`build.build_id`) is refused (it runs locally) and the daemon stops.
 
 One request at a time, in the main thread: the per-file time budget is a SIGALRM
 (`workers.time_limit`), and the worker processes a run forks inherit these imports, which
