@@ -2,8 +2,11 @@
 
 For each side, the code is copied to a temporary folder (the ref with `git archive`, the
 working tree with its tracked and unignored files) and run as `python -m synclint` from
-there (PYTHONPATH ahead of any installed copy), both in the working tree's folder on the
-working tree's files, without daemon or cache. What is compared, per target: stdout,
+there (PYTHONPATH ahead of any installed copy, and PYTHONSAFEPATH so that the working
+tree's own synclint/ in the current folder does not come first), both in the working
+tree's folder on the working tree's files, without daemon or cache. Where the copy lies
+differs by construction (the default rule links point into it): its path is replaced
+with `<tree>` before comparing. What is compared, per target: stdout,
 stderr and the exit code of `check --output-format F` for every format, of
 `--statistics`, and of `--diff` and `--unsafe-fixes --diff` (the fixes, written nowhere).
 
@@ -60,15 +63,28 @@ def importable(tree: Path) -> None:
 
 
 def run_all(tree: Path, cwd: Path, targets: list[list[str]]) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree), "SYNCLINT_NO_DAEMON": "1", "NO_COLOR": "1",
-           "COLUMNS": "100", "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONSAFEPATH": "1", "SYNCLINT_NO_DAEMON": "1",
+           "NO_COLOR": "1", "COLUMNS": "100", "PYTHONHASHSEED": "0"}
+    where = subprocess.run([sys.executable, "-c", "import synclint; print(synclint.__file__)"], cwd=cwd, env=env,
+                           capture_output=True, text=True).stdout.strip()
+    if not where.startswith(str(tree)):
+        raise SystemExit(f"compare_outputs: {tree} is not the synclint that runs ({where})")
+    places = []
+    for root in {tree, tree.resolve()}:  # URIs first: they hold the path
+        places = [(root.as_uri().encode(), b"file://<tree>")] + places + [(str(root).encode(), b"<tree>")]
+
+    def neutral(data: bytes) -> bytes:
+        for place, name in places:
+            data = data.replace(place, name)
+        return data
+
     out = {}
     for target in targets:
         for extra in RUNS:
             argv = [sys.executable, "-m", "synclint", "check", "--no-cache", *extra, *target]
             p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True)
             label = " ".join(extra) + " " + (target[0] if len(target) == 1 else f"{target[0]} (+{len(target) - 1})")
-            out[label] = (p.returncode, p.stdout, p.stderr)
+            out[label] = (p.returncode, neutral(p.stdout), neutral(p.stderr))
     return out
 
 
@@ -86,6 +102,8 @@ def main() -> int:
     ap.add_argument("--corpus", action="store_true", help=f"also the corpus ($SYNCLINT_CORPUS, else {DEFAULT_CORPUS})")
     ap.add_argument("--corpus-files", type=int, help="only this many corpus files, spread evenly")
     a = ap.parse_args()
+    if sys.version_info < (3, 11):
+        raise SystemExit("compare_outputs needs Python 3.11 or newer (PYTHONSAFEPATH)")
     repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
     ref = a.ref or git(repo, "merge-base", "HEAD", "main")
     targets = [["fixtures"], ["examples"]]
