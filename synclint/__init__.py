@@ -1,6 +1,6 @@
 """synclint: find CPU-GPU synchronization hazards in PyTorch code."""
 
-__version__ = "0.1.0"
+from synclint.build import VERSION as __version__
 
 __all__ = ["__version__", "guard", "allow_sync", "SyncError"]
 

@@ -1,3 +1,3 @@
-from synclint.cli import main
+from synclint.frontends.cli import main
 
 main()

@@ -14,7 +14,7 @@ a third identical one is new.
     synclint baseline src/ --output .synclint-baseline.json
     synclint check src/ --baseline .synclint-baseline.json
 
-(The `baseline` command is in synclint/cli.py; recording runs through synclint/pipeline.py.)
+(The `baseline` command is in synclint/frontends/cli.py; recording runs through synclint/run/pipeline.py.)
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from synclint.build import VERSION
 from synclint.findings import Finding
 from synclint.source import finding_line
 
@@ -83,11 +84,10 @@ def baseline_json(findings: Sequence[Finding], root: Path) -> dict:
             "message": f.message,
         })
     entries.sort(key=lambda e: (e["file"], e["row"], e["code"], e["occurrence"]))
-    from synclint import __version__
 
     return {
         "synclint_baseline": FORMAT_VERSION,
-        "synclint_version": __version__,
+        "synclint_version": VERSION,
         "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         "findings": entries,
     }

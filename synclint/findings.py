@@ -6,27 +6,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+# `synclint check`'s exit codes (DESIGN.md): clean, findings, usage or input errors.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
 # The rule pages are docs/rules/<name>.md in synclint's repository. Where they are served
 # from is the user's choice (`[tool.synclint] docs-url`); by default they are the pages in
 # the source tree synclint runs from (a clone installed with `pip install -e .`), and a
 # wheel without that tree has no page to link to: no URL rather than an invented one.
 RULE_PAGES = Path(__file__).resolve().parent.parent / "docs" / "rules"
-_DOCS_URL: List[Optional[str]] = [None]  # the run's `docs-url`, set once by the CLI
-
-
 def default_docs_url() -> Optional[str]:
     return RULE_PAGES.as_uri() if RULE_PAGES.is_dir() else None
 
 
-def set_docs_url(base: Optional[str]) -> None:
-    """The base (or `{name}`/`{code}` template) every finding's `url` is built from."""
-    _DOCS_URL[0] = base
-
-
 def rule_url(name: str, code: str, base: Optional[str] = None) -> Optional[str]:
     """The rule's page: `base` formatted when it has `{name}` or `{code}`, else
-    `base/<name>.md`; None when there is no page to point at."""
-    base = base or _DOCS_URL[0] or default_docs_url()
+    `base/<name>.md`; None when there is no page to point at. `base`: the run's `docs-url`
+    (None: the pages of the source tree synclint runs from)."""
+    base = base or default_docs_url()
     if not base:
         return None
     if "{name}" in base or "{code}" in base:
@@ -101,14 +97,14 @@ class Finding:
     # and says its consequence. None for every finding that leaves the engine settled.
     compiled: Optional[str] = field(default=None, repr=False, compare=False)
 
-    @property
-    def url(self) -> Optional[str]:
-        return rule_url(self.name, self.code)
+    def url(self, docs_url: Optional[str] = None) -> Optional[str]:
+        """Its rule's page, by the run's `docs-url`."""
+        return rule_url(self.name, self.code, docs_url)
 
     def sort_key(self):
         return (self.filename, self.row, self.column, self.code)
 
-    def to_json(self) -> dict:
+    def to_json(self, docs_url: Optional[str] = None) -> dict:
         return {
             "code": self.code,
             "name": self.name,
@@ -119,7 +115,7 @@ class Finding:
             "hot": self.hot,
             "fix": self.fix.to_json() if self.fix else None,
             "fix_title": self.fix_title,
-            "url": self.url,
+            "url": self.url(docs_url),
         }
 
     @classmethod

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from synclint.discovery import absolute_paths, is_test_module
+from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
@@ -35,10 +35,8 @@ MAX_CLASSES = 200  # classes one file is told about (the closure of what its imp
 Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-# what -> [(root, summary versions, what else it was made from, the table)], newest first:
-# the last whole-project tables (`Project.kept`). An edit's check makes some twice: from the
-# edited file's first walk, then from its second.
-_LAST_TABLES: Dict[str, List[tuple]] = {}
+# The whole-project tables a store keeps per kind (`Project.kept`): an edit's check makes some
+# twice, from the edited file's first walk, then from its second.
 KEPT_TABLES = 2
 
 
@@ -121,8 +119,14 @@ class _Summaries(dict):
 
 
 class Project:
-    def __init__(self, root: str, absolute: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, root: str, absolute: Optional[Dict[str, str]] = None,
+                 kept: Optional[Dict[str, List[tuple]]] = None) -> None:
         self.root = os.path.abspath(root)
+        # the last whole-project tables, what -> [(root, summary versions, what else it was
+        # made from, the table)], newest first: the store of a long-lived process (the daemon,
+        # --watch, the LSP worker), which hands the same one to each of its runs; None: this
+        # project's own
+        self._kept_tables: Dict[str, List[tuple]] = {} if kept is None else kept
         # path -> absolute path (one run, one working directory; `absolute`: those known)
         self._absolute: Dict[str, str] = dict(absolute or {})
         self._folders: Dict[str, str] = {}  # importer -> its folder (`resolve` asks ~100 times a file)
@@ -754,7 +758,7 @@ class Project:
         versions = self.versions
         if not all(versions.values()):  # a summary without a version: no telling
             return self._whole(make)
-        kept = _LAST_TABLES.setdefault(what, [])
+        kept = self._kept_tables.setdefault(what, [])
         for root, made_from, extra, table in kept:
             if root == self.root and made_from == versions and extra == also:
                 return table

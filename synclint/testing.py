@@ -52,7 +52,7 @@ def run_cli(args, cwd: Path):
     """Invoke `synclint ARGS` in `cwd` through click's CliRunner (exceptions propagate)."""
     from click.testing import CliRunner
 
-    from synclint.cli import main
+    from synclint.frontends.cli import main
 
     old = os.getcwd()
     os.chdir(cwd)

@@ -13,7 +13,7 @@ def main(paths) -> None:
     from synclint.source import read_source
     from synclint.project import module_name
     from synclint.registry import all_rules
-    from synclint.workers import Worker
+    from synclint.run.workers import Worker
 
     worker = Worker([r.CODE for r in all_rules()])
     for path in paths:

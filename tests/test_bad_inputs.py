@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from synclint.cli import main
+from synclint.frontends.cli import main
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "reliability.md"
 
@@ -242,7 +242,7 @@ STDIN = {"stdin": GOOD}
 # Issue 37, fixes (their own block of rows in docs/reliability.md)
 def _saved_while_fixing(d, mp):
     """An editor saves bad.py after `--fix` read it (as another `--fix` run would)."""
-    from synclint import pipeline
+    from synclint.run import pipeline
 
     real = pipeline.lint_fixed
 

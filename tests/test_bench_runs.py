@@ -141,7 +141,7 @@ def test_a_pair_that_failed_in_one_run_fails_in_the_combination():
 
 
 def test_bench_combine_from_the_command_line(tmp_path):
-    from synclint.cli import main
+    from synclint.frontends.cli import main
 
     paths = []
     for i in range(3):

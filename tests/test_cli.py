@@ -1,13 +1,14 @@
 """The command line as users meet it: exit codes, selection, noqa, config, errors, cache."""
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from synclint.cli import main
+from synclint.frontends.cli import main
 from synclint.testing import run_cli as run
 
 HAZARD = textwrap.dedent(
@@ -372,3 +373,21 @@ def test_a_word_for_a_rules_page_points_at_explain():
     assert r.exit_code == 2 and "`synclint explain SYN105`" in r.output
     r = CliRunner().invoke(main, ["chek", "."])  # other typos: click's nearest command
     assert r.exit_code == 2 and "Did you mean 'check'?" in r.output
+
+
+def test_a_checks_process_ends_without_teardown_and_another_commands_with_it(tmp_path):
+    """`check` ends with os._exit once its output is flushed (the interpreter's teardown of
+    LibCST's classes costs more than a small check); the flag is the run's, not a module's."""
+    import subprocess
+    import sys
+
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    prog = ("import atexit, sys; atexit.register(lambda: print('TEARDOWN', file=sys.stderr)); "
+            "sys.argv = ['synclint'] + sys.argv[1:]; from synclint.frontends.cli import main; main()")
+    env = {**os.environ, "SYNCLINT_NO_DAEMON": "1"}
+    check = subprocess.run([sys.executable, "-c", prog, "check", "--no-cache", "ok.py"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
+    assert check.returncode == 0 and "All checks passed" in check.stdout and "TEARDOWN" not in check.stderr
+    listing = subprocess.run([sys.executable, "-c", prog, "rules"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True)
+    assert listing.returncode == 0 and "TEARDOWN" in listing.stderr

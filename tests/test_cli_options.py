@@ -16,7 +16,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from synclint.cli import main
+from synclint.frontends.cli import main
 from synclint.testing import run_cli as run
 
 HAZARD = textwrap.dedent(
@@ -144,7 +144,7 @@ def test_show_settings_without_a_configuration(tmp_path):
 
 
 def test_watch_checks_again_after_each_change_until_ctrl_c(tmp_path):
-    from synclint.watch import poll, watch
+    from synclint.frontends.watch import poll, watch
 
     a = write(tmp_path / "a.py", HAZARD)
     write(tmp_path / ".synclint_cache" / "x.py", "")
@@ -166,7 +166,7 @@ def test_watch_checks_again_after_each_change_until_ctrl_c(tmp_path):
 
 def test_watch_hears_a_save_through_watchfiles(tmp_path):
     pytest.importorskip("watchfiles")
-    from synclint.watch import _changes
+    from synclint.frontends.watch import _changes
 
     a = write(tmp_path / "a.py", "x = 1\n")
     changes = _changes([str(tmp_path)], roots=[str(tmp_path)], extra=set(), say=None)
@@ -180,7 +180,7 @@ def test_watch_hears_a_save_through_watchfiles(tmp_path):
 
 
 def test_only_changes_that_can_change_a_check_count(tmp_path):
-    from synclint.watch import relevant
+    from synclint.frontends.watch import relevant
 
     root = str(tmp_path / "build" / "proj")  # a project may live under a folder named like a tool's
     assert relevant(f"{root}/src/a.py", [root]) and relevant(f"{root}/pyproject.toml", [root])
@@ -191,7 +191,7 @@ def test_only_changes_that_can_change_a_check_count(tmp_path):
 
 @pytest.mark.parametrize("argv", [["check", "--watch", "."], ["check", "-vw", "src"]])
 def test_a_watch_session_runs_here_not_in_a_daemon(argv):
-    from synclint.client import daemon_may_run
+    from synclint.frontends.client import daemon_may_run
 
     assert not daemon_may_run(argv) and daemon_may_run(["check", "-v", "src"])
 

@@ -7,7 +7,7 @@ import pytest
 
 from synclint.engine import analyse, lint_analysis, lint_source
 from synclint.registry import all_rules, select
-from synclint.runner import check_files
+from synclint.run.runner import check_files
 from synclint.semantic import compiled as C
 
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "SYN101.py"
 CLEAN = "import torch\nx = torch.ones(3)\nprint(x.shape)\n"
 # The console script, as pip writes it: `prog` is "synclint" both ways
-CLIENT = "import sys\nfrom synclint.client import main\nsys.exit(main())\n"
+CLIENT = "import sys\nfrom synclint.frontends.client import main\nsys.exit(main())\n"
 
 
 class Env:
@@ -49,12 +49,12 @@ class Env:
                               capture_output=True, text=True, timeout=timeout)
 
     def socket_path(self, root) -> str:
-        from synclint.client import socket_name
+        from synclint.frontends.client import socket_name
 
         return os.path.join(self.rundir, f"synclint-{os.getuid()}", socket_name(os.path.realpath(root)))
 
     def info(self, root):
-        from synclint.daemon import probe
+        from synclint.frontends.daemon import probe
 
         state, info = probe(self.socket_path(root))
         return info if state == "live" else None
@@ -69,14 +69,14 @@ class Env:
     def skip_if_rebuilt(self, root):
         """synclint's own code changed since the daemon started (someone edits the checkout
         while the suite runs): the daemon refused, as it must; start a new one, skip the test."""
-        from synclint.client import fingerprint
+        from synclint.build import fingerprint
 
         if fingerprint() != self.builds.get(str(root)):
             self.start(root, "--idle-timeout", "600")
             pytest.skip("synclint's code changed while the test ran: its daemon refused and stopped")
 
     def start(self, root, *args):
-        from synclint.client import fingerprint
+        from synclint.build import fingerprint
 
         self.builds[str(root)] = fingerprint()
         r = self.daemon(root, "start", *args)
@@ -285,7 +285,8 @@ def test_a_client_below_the_root_uses_it_and_one_outside_does_not(env, served, t
 
 
 def test_a_request_that_fails_leaves_the_daemon_serving(env, served):
-    from synclint.client import PROTOCOL, build_id, exchange, fingerprint
+    from synclint.build import build_id, fingerprint
+    from synclint.frontends.client import PROTOCOL, exchange
 
     req = {"op": "check", "protocol": PROTOCOL, "build": build_id(fingerprint()), "argv": ["check", "train.py"],
            "prog": "synclint", "cwd": str(served), "env": dict(env.env),
@@ -310,7 +311,7 @@ def test_only_its_user_can_reach_it(env, served):
 
 
 def test_fix_diff_and_stdin_run_locally(env, served):
-    from synclint.client import daemon_may_run
+    from synclint.frontends.client import daemon_may_run
 
     assert daemon_may_run(["check", "src", "--output-format", "json", "-j", "2", "--no-cache"])
     for argv in (["check", "--fix"], ["check", "--diff", "."], ["check", "--add-noqa"], ["check", "-"],
@@ -323,9 +324,9 @@ def test_fix_diff_and_stdin_run_locally(env, served):
 
 
 def test_without_a_daemon_the_client_imports_nothing_heavy(tmp_path):
-    probe = ("import sys\nfrom synclint.client import via_daemon\n"
+    probe = ("import sys\nfrom synclint.frontends.client import via_daemon\n"
              "print(via_daemon(['check', '.']), sorted(m for m in ('click', 'rich', 'libcst', 'json', 'socket', "
-             "'hashlib', 'synclint.cli') if m in sys.modules))\n")
+             "'hashlib', 'synclint.frontends.cli') if m in sys.modules))\n")
     e = dict(os.environ, TMPDIR=str(tmp_path))
     e.pop("SYNCLINT_NO_DAEMON", None)
     p = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=e, capture_output=True, text=True, timeout=60)
@@ -334,7 +335,7 @@ def test_without_a_daemon_the_client_imports_nothing_heavy(tmp_path):
 
 def test_a_daemon_of_another_build_is_refused_and_stops(env, own_daemon):
     proj, pid = own_daemon
-    other = ("import sys\nimport synclint.client as c\nc.fingerprint = lambda: 'another build'\n"
+    other = ("import sys\nimport synclint.frontends.client as c\nc.fingerprint = lambda: 'another build'\n"
              "sys.argv[0] = 'synclint'\nsys.exit(c.main())\n")
     p = subprocess.run([sys.executable, "-c", other, "check", "train.py"], cwd=proj, env=env.env,
                        capture_output=True, timeout=120)

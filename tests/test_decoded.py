@@ -62,7 +62,8 @@ def test_an_unreadable_file_raises_as_json_load_does(tmp_path, kept):
 STEPS = """
 import json, os, sys
 from pathlib import Path
-from synclint import decoded, pipeline
+from synclint import decoded
+from synclint.run import pipeline
 if sys.argv[1] == "keep":
     decoded.keep()
 out = []

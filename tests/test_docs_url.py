@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from synclint.findings import RULE_PAGES, rule_url, set_docs_url
+from synclint.findings import RULE_PAGES, rule_url
 from synclint.testing import run_cli as run
 
 HAZARD = textwrap.dedent(
@@ -41,22 +41,33 @@ def test_default_links_open_the_checkouts_rule_page(tmp_path):
 
 def test_configured_base_is_used_by_every_output(tmp_path):
     _project(tmp_path, BASE)
-    try:
-        want = f"{BASE}/tensor-item.md"
-        r = run(["check", "--no-cache", "--output-format", "json", "train.py"], tmp_path)
-        assert json.loads(r.stdout)[0]["url"] == want
-        r = run(["check", "--no-cache", "--output-format", "sarif", "train.py"], tmp_path)
-        driver = json.loads(r.stdout)["runs"][0]["tool"]["driver"]
-        assert {d["id"]: d["helpUri"] for d in driver["rules"]}["SYN101"] == want
-        assert driver["informationUri"] == BASE + "/"
-        r = run(["check", "--no-cache", "--output-format", "github", "train.py"], tmp_path)
-        assert f"({want})" in r.stdout
-        r = run(["check", "--no-cache", "--report", "report.md", "train.py"], tmp_path)
-        assert f"[tensor-item]({want})" in (tmp_path / "report.md").read_text(encoding="utf-8")
-        r = run(["rules", "--output-format", "json"], tmp_path)
-        assert json.loads(r.stdout)[0]["url"] == want
-    finally:
-        set_docs_url(None)  # CliRunner shares this process
+    want = f"{BASE}/tensor-item.md"
+    r = run(["check", "--no-cache", "--output-format", "json", "train.py"], tmp_path)
+    assert json.loads(r.stdout)[0]["url"] == want
+    r = run(["check", "--no-cache", "--output-format", "sarif", "train.py"], tmp_path)
+    driver = json.loads(r.stdout)["runs"][0]["tool"]["driver"]
+    assert {d["id"]: d["helpUri"] for d in driver["rules"]}["SYN101"] == want
+    assert driver["informationUri"] == BASE + "/"
+    r = run(["check", "--no-cache", "--output-format", "github", "train.py"], tmp_path)
+    assert f"({want})" in r.stdout
+    r = run(["check", "--no-cache", "--report", "report.md", "train.py"], tmp_path)
+    assert f"[tensor-item]({want})" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    r = run(["rules", "--output-format", "json"], tmp_path)
+    assert json.loads(r.stdout)[0]["url"] == want
+
+
+def test_one_runs_docs_url_does_not_reach_the_next_run_in_the_same_process(tmp_path):
+    """A daemon or --watch runs many checks in one process: a project without `docs-url`
+    links to the default pages even after a check of one with it."""
+    configured, plain = tmp_path / "configured", tmp_path / "plain"
+    for d in (configured, plain):
+        d.mkdir()
+    _project(configured, BASE)
+    _project(plain)
+    r = run(["check", "--no-cache", "--output-format", "json", "train.py"], configured)
+    assert json.loads(r.stdout)[0]["url"] == f"{BASE}/tensor-item.md"
+    r = run(["check", "--no-cache", "--output-format", "json", "train.py"], plain)
+    assert urlsplit(json.loads(r.stdout)[0]["url"]).scheme == "file"
 
 
 def test_template_with_code_or_name():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from synclint.pipeline import configure, run, run_text
+from synclint.run.pipeline import configure, run, run_text
 
 # A library-style package (as mmdetection is): nothing in it calls `loss`; mmengine's
 # runner calls `train_step`, which reaches the head's `loss` through an attribute made
@@ -190,7 +190,7 @@ def test_a_file_checked_alone_takes_its_callers_heat_from_the_last_check_of_its_
     _write(tmp_path, {"util.py": UTIL, "loop.py": loop})
     # files saved a while ago (not within the moment a save may still be under way), which
     # the cache vouches for by their stat
-    monkeypatch.setattr("synclint.cache.SETTLED_NS", 0)
+    monkeypatch.setattr("synclint.run.cache.SETTLED_NS", 0)
     monkeypatch.chdir(tmp_path)
     setup = configure(start=tmp_path)
     alone_first = {f.row: f.hot for f in run(setup, ["pkg/util.py"]).findings}
@@ -199,7 +199,7 @@ def test_a_file_checked_alone_takes_its_callers_heat_from_the_last_check_of_its_
     assert whole[("util.py", 5)] is True
     alone = {f.row: f.hot for f in run(configure(start=tmp_path), ["pkg/util.py"]).findings}
     assert alone == {row: hot for (name, row), hot in whole.items() if name == "util.py"}
-    from synclint.pipeline import run_editor
+    from synclint.run.pipeline import run_editor
 
     edited = (tmp_path / "pkg" / "util.py").read_text() + "\n# an unsaved edit\n"
     outcome, _ = run_editor(str(tmp_path / "pkg" / "util.py"), edited)

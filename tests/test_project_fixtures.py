@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from synclint.registry import all_rules
-from synclint.runner import check_files
+from synclint.run.runner import check_files
 from synclint.testing import expectations
 
 PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "projects"

@@ -67,12 +67,12 @@ def test_rules_package_cannot_be_imported_twice():
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.CODE)
 def test_generated_rule_pages_are_current(rule):
-    """docs/rules/<name>.md is generated (`python -m synclint.docs`); it must match the rule."""
-    from synclint.docs import rule_markdown
+    """docs/rules/<name>.md is generated (`python -m synclint.report.rule_docs`); it must match the rule."""
+    from synclint.report.rule_docs import rule_markdown
 
     page = RULES_DIR.parent / "docs" / "rules" / f"{rule.NAME}.md"
-    assert page.is_file(), f"run `python -m synclint.docs` to generate {page.name}"
-    assert page.read_text(encoding="utf-8") == rule_markdown(rule), "stale: run `python -m synclint.docs`"
+    assert page.is_file(), f"run `python -m synclint.report.rule_docs` to generate {page.name}"
+    assert page.read_text(encoding="utf-8") == rule_markdown(rule), "stale: run `python -m synclint.report.rule_docs`"
 
 
 def test_bench_docs_and_readme_are_current():

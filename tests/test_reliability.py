@@ -389,7 +389,7 @@ def _stdin(args, text, cwd):
 
     from click.testing import CliRunner
 
-    from synclint.cli import main
+    from synclint.frontends.cli import main
 
     old = os.getcwd()
     os.chdir(cwd)
@@ -418,7 +418,7 @@ def test_stdin_fix_writes_the_fixed_text_to_stdout(tmp_path):
 # ------------------------------------------------------------------ flake8
 def test_flake8_plugin_never_raises(monkeypatch, item_rule_raises_on_boom):
     from synclint import engine
-    from synclint.flake8_plugin import Plugin
+    from synclint.frontends.flake8_plugin import Plugin
 
     src = "# BOOM\n" + HAZARD
     got = [(row, text) for row, _col, text, _t in Plugin(None, src.splitlines(True), "b.py").run()]
@@ -449,7 +449,7 @@ def test_cache_of_the_wrong_shape_is_discarded_and_rewritten(tmp_path):
         f.write_text(json.dumps(data))
     again = run(["check", "t.py", "--output-format", "json"], tmp_path)
     assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)
-    from synclint.cache import _link_shaped, _result_shaped, _summary
+    from synclint.run.cache import _link_shaped, _result_shaped, _summary
 
     for f in files:  # rewritten in the right shape
         data = json.loads(f.read_text())
@@ -517,7 +517,7 @@ def test_a_change_that_keeps_size_and_modification_time_is_seen(tmp_path, monkey
     importing it kept its old finding. The inode and status change time say it changed."""
     import os
 
-    from synclint import cache
+    from synclint.run import cache
 
     monkeypatch.setattr(cache, "SETTLED_NS", 0)  # files just written count as left alone
     write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
@@ -564,7 +564,7 @@ def test_max_file_size_holds_for_stdin_and_imported_modules(tmp_path, monkeypatc
     module too large is not summarised for the files that import it."""
     from click.testing import CliRunner
 
-    from synclint.cli import main
+    from synclint.frontends.cli import main
 
     write(tmp_path / "pyproject.toml", f"[tool.synclint]\nmax-file-size = {len(HAZARD) - 1}\n")
     write(tmp_path / "big.py", HAZARD)
@@ -661,8 +661,10 @@ def test_a_large_file_is_analysed_where_its_budget_can_stop_it(tmp_path, monkeyp
     kills it there."""
     import time
 
-    from synclint import engine, runner
-    from synclint.workers import forks
+    from synclint import engine
+
+    from synclint.run import runner
+    from synclint.run.workers import forks
 
     if not forks():
         pytest.skip("the stand-in below reaches workers only when they are forked")
@@ -681,7 +683,7 @@ def test_a_very_long_line_is_quoted_in_part():
     finding: a 300 KB one-line f-string (a finding every 3 characters) took 21 GB. A row
     over 1,000 characters is read from the file when a report needs it, and shown around
     the finding."""
-    from synclint.render import EXCERPT_MAX, text_report
+    from synclint.report.render import EXCERPT_MAX, text_report
 
     src = 'import torch\nx = torch.ones(3, device="cuda")\ny = f"' + "{x}" * 2000 + '"\n'
     findings = lint_source(src, "long.py", all_rules())

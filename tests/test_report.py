@@ -107,9 +107,9 @@ def test_default_is_the_shipped_results_or_says_there_are_none(project):
 
 
 def test_missing_shipped_results_fall_back_clearly(project, monkeypatch):
-    import synclint.report
+    import synclint.report.savings
 
-    monkeypatch.setattr(synclint.report, "SHIPPED", "data/no-such-bench.json")
+    monkeypatch.setattr(synclint.report.savings, "SHIPPED", "data/no-such-bench.json")
     r = run(["check", "--no-cache", "train.py", "--report", "r.md"], project)
     assert r.exit_code == 1  # the findings decide the exit code, not the missing data
     text = (project / "r.md").read_text(encoding="utf-8")

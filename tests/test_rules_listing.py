@@ -5,7 +5,7 @@ import json
 
 from click.testing import CliRunner
 
-from synclint.cli import main
+from synclint.frontends.cli import main
 from synclint.registry import all_rules
 from synclint.rule import FAMILIES
 

@@ -9,7 +9,7 @@ import time
 
 PROBE = """
 import json, sys
-from synclint.cli import main
+from synclint.frontends.cli import main
 try:
     main(sys.argv[1:])
 except SystemExit as e:
@@ -83,7 +83,7 @@ def test_no_cache_always_checks(tmp_path):
 def test_cache_directory_keeps_only_recent_files(tmp_path):
     import os
 
-    from synclint.cache import KEEP_FILES, Cache
+    from synclint.run.cache import KEEP_FILES, Cache
 
     for i in range(KEEP_FILES + 4):
         p = tmp_path / f"v0.0.0-old{i}.json"
@@ -100,7 +100,7 @@ def test_cache_directory_keeps_only_recent_files(tmp_path):
 def test_large_tables_keep_only_recent_builds_and_drop_single_file_ones(tmp_path):
     import os
 
-    from synclint.cache import KEEP_FILES, SummaryCache
+    from synclint.run.cache import KEEP_FILES, SummaryCache
 
     for i in range(KEEP_FILES + 2):
         d = tmp_path / f"summaries-0.0.0-old{i}"
@@ -122,7 +122,7 @@ def test_an_edit_rewrites_a_few_shards_not_the_whole_cache(tmp_path):
     other shard files are not written again (their bytes and times stay)."""
     from click.testing import CliRunner
 
-    from synclint.cli import main
+    from synclint.frontends.cli import main
 
     for i in range(80):
         (tmp_path / f"m{i}.py").write_text(f"import torch\n\ndef f{i}(x):\n    return x.item()\n")
@@ -166,7 +166,7 @@ def _stamped_project(tmp_path, age_s=60):
 
 def _check(f, cache):
     from synclint.registry import default_rules
-    from synclint.runner import check_files
+    from synclint.run.runner import check_files
 
     return sorted((x.code, x.row) for x in check_files([str(f)], default_rules(), cache_dir=cache).findings)
 
@@ -174,7 +174,8 @@ def _check(f, cache):
 def test_a_warm_run_stats_files_instead_of_reading_them(tmp_path, monkeypatch):
     """A file left alone since it was last read is vouched for by its size and time (Ruff
     does the same); an edit that keeps the size but not the time is read and checked again."""
-    from synclint import cache as cache_module, runner
+    from synclint.run import cache as cache_module
+    from synclint.run import runner
 
     monkeypatch.setattr(cache_module, "SETTLED_NS", 0)  # (the status change time of a file just made is now)
     f = _stamped_project(tmp_path)
@@ -194,7 +195,7 @@ def test_a_warm_run_stats_files_instead_of_reading_them(tmp_path, monkeypatch):
 def test_a_file_changed_just_before_it_was_read_is_read_again(tmp_path, monkeypatch):
     """Within `SETTLED_NS` of its last change a file could change again in the same tick of a
     coarse clock, keeping its size and time: its stamp is not trusted, and the next run reads it."""
-    from synclint import runner
+    from synclint.run import runner
 
     f = _stamped_project(tmp_path, age_s=0)
     cache = tmp_path / ".synclint_cache"
@@ -209,8 +210,8 @@ def test_a_report_quotes_the_line_the_check_read_not_the_file_now(tmp_path):
     """Findings carry the text of their row (a warm run's report and a baseline read no file):
     an editor's unsaved buffer is quoted as checked, and so is a cached finding."""
     from synclint.registry import default_rules
-    from synclint.render import text_report
-    from synclint.runner import check_files
+    from synclint.report.render import text_report
+    from synclint.run.runner import check_files
 
     f = tmp_path / "train.py"
     f.write_text(HAZARD_ON_DISK)

@@ -9,7 +9,7 @@ import pytest
 
 CHILD = """
 import os, sys
-from synclint.workers import Pool
+from synclint.run.workers import Pool
 pool = Pool(2, [])
 print(" ".join(str(p.pid) for p in pool.procs), flush=True)
 os._exit(0)  # as a SIGKILL would: no cleanup, the pipes' ends simply vanish
@@ -72,7 +72,7 @@ def test_a_worker_that_dies_fails_its_file_and_the_jobs_waiting_for_it_run_on(mo
     A dying process's files close before it can be reaped: here that moment lasts (the
     worker closes them, then exits), so the exit code must be waited for, never read
     while the process has not yet gone (it read "exit code None" on a loaded machine)."""
-    from synclint import workers
+    from synclint.run import workers
 
     real = workers.Worker.do
 
@@ -102,7 +102,7 @@ def test_a_worker_killed_between_runs_is_replaced_and_the_next_runs_files_are_ch
     """A worker can go while it waits for work (the OOM killer picks the process that holds
     the most trees): sending it the next run's first job fails, and that job goes to the
     worker started in its place, not reported as the file a worker died on."""
-    from synclint import workers
+    from synclint.run import workers
 
     with workers.Pool(1, []) as pool:
         assert [r[1] for _, _, r in pool.run([("summarise", "a.py", HOT_ITEM, "a")])] == [None]
@@ -120,7 +120,7 @@ def test_in_process_budget_ends_the_job_and_restores_the_alarm(monkeypatch):
     import signal
 
     from synclint.testing import spin_on
-    from synclint.workers import Worker, timeout_message
+    from synclint.run.workers import Worker, timeout_message
 
     spin_on(monkeypatch, "slow.py")
     before = signal.getsignal(signal.SIGALRM)
@@ -145,7 +145,7 @@ def test_in_process_budget_keeps_the_hosts_own_timer(monkeypatch):
     import signal
 
     from synclint.testing import spin_on
-    from synclint.workers import Worker, timeout_message
+    from synclint.run.workers import Worker, timeout_message
 
     spin_on(monkeypatch, "slow.py")
     w = Worker(["SYN101"])
@@ -159,7 +159,7 @@ def test_in_process_budget_keeps_the_hosts_own_timer(monkeypatch):
 
 EDIT_RECHECK = """
 import os, sys
-from synclint.runner import check_files
+from synclint.run.runner import check_files
 files = sorted(f for f in os.listdir(".") if f.endswith(".py"))
 select = lambda: __import__("synclint.registry", fromlist=["default_rules"]).default_rules()
 r = check_files(files, select, cache_dir=__import__("pathlib").Path(".synclint_cache"), jobs=2, selection_key="k")
@@ -192,7 +192,7 @@ def test_a_selection_that_fails_in_a_worker_is_raised_here():
     """A rule selection the worker makes (an unknown code in the configuration) is raised
     in this process, as the same error, not a worker's failure on a file."""
     from synclint.registry import SelectionError, match
-    from synclint.workers import Pool
+    from synclint.run.workers import Pool
 
     pool = Pool(1, lambda: match("SYN999"))
     try:
@@ -208,7 +208,7 @@ def test_a_worker_frees_each_jobs_cyclic_garbage_and_freezes_what_it_keeps():
     job keeps must be frozen (no later collection scans the held trees again)."""
     code = r'''
 import gc, weakref
-from synclint.workers import serve
+from synclint.run.workers import serve
 
 class Node:
     pass

@@ -1,4 +1,4 @@
-"""`synclint bench`: run the rules' benchmark pairs (wired into the CLI by synclint/cli.py)."""
+"""`synclint bench`: run the rules' benchmark pairs (wired into the CLI by synclint/frontends/cli.py)."""
 
 from __future__ import annotations
 

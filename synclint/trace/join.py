@@ -161,9 +161,9 @@ def static_findings(files: Sequence[str]) -> Tuple[List[Finding], List[str]]:
     findings hot and cold): the findings and one line per file that could not be checked."""
     from pathlib import Path
 
-    from synclint.config import drop_per_file_ignored, find_config, load_config
+    from synclint.run.config import drop_per_file_ignored, find_config, load_config
     from synclint.registry import select
-    from synclint.runner import check_files
+    from synclint.run.runner import check_files
 
     if not files:
         return [], []

@@ -239,6 +239,6 @@ def _stop_profiler(prof: Any) -> Dict[str, Any]:
 
 
 def _version() -> str:
-    from synclint import __version__
+    from synclint.build import VERSION as __version__
 
     return __version__

@@ -1,7 +1,7 @@
 """The one output dispatcher: a pipeline `Outcome` printed in the format asked for (text,
 concise, statistics, json, sarif, github, junit, gitlab) or handed to flake8, and the one
 shape of an error line (`synclint: error: PATH: REASON`). The renderers themselves are
-`synclint.render` (text, statistics, json) and `synclint.formats` (the CI formats)."""
+`synclint.report.render` (text, statistics, json) and `synclint.report.formats` (the CI formats)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import click
 
-from synclint.findings import INTERNAL_CODE, FileError
+from synclint.findings import EXIT_ERROR, FileError, INTERNAL_CODE, default_docs_url
 
 
 def error_line(message: object) -> str:
@@ -20,14 +20,14 @@ def error_line(message: object) -> str:
 def echo_errors(errors: Iterable[FileError]) -> None:
     from dataclasses import replace
 
-    from synclint.render import shown_path
+    from synclint.report.render import shown_path
 
     for e in errors:
         click.echo(error_line(replace(e, filename=shown_path(e.filename))), err=True)
 
 
 def echo_skipped(skipped: Iterable[Tuple[str, str]]) -> None:
-    from synclint.render import shown_path
+    from synclint.report.render import shown_path
 
     for path, why in skipped:
         click.echo(f"synclint: skipped {shown_path(path)}: {why}", err=True)
@@ -35,7 +35,6 @@ def echo_skipped(skipped: Iterable[Tuple[str, str]]) -> None:
 
 def fail(message: str) -> "click.exceptions.Exit":
     """Print `message` as the run's error line; the exit (2) to raise."""
-    from synclint.pipeline import EXIT_ERROR
 
     click.echo(error_line(message), err=True)
     return click.exceptions.Exit(EXIT_ERROR)
@@ -43,18 +42,19 @@ def fail(message: str) -> "click.exceptions.Exit":
 
 def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = True, unsafe: bool = False,
            verbose: bool = False, sources: Optional[Dict[str, List[str]]] = None,
-           color: bool = True, summary: bool = True) -> Optional[str]:
+           color: bool = True, summary: bool = True, docs_url: Optional[str] = None) -> Optional[str]:
     """The report of `outcome` (a `pipeline.Outcome`, findings sorted) in `fmt`; None when
     there is nothing to print. `sources`: the lines of files not on disk (stdin); `color`:
     whether the text report's styles would reach a terminal; `summary`: whether a text
-    report ends with its counts (not with --quiet)."""
+    report ends with its counts (not with --quiet); `docs_url`: the run's `docs-url`, for
+    the rule links."""
     findings, errors = outcome.findings, outcome.all_errors
     if statistics and fmt == "json":
-        from synclint.render import statistics as stats
+        from synclint.report.render import statistics as stats
 
         return stats(findings, "json") or None
     if statistics or fmt in ("text", "concise"):
-        from synclint.render import statistics as stats, summary as summary_of, text_report
+        from synclint.report.render import statistics as stats, summary as summary_of, text_report
 
         if statistics:  # the count per rule, then the same last lines as a full report
             report = stats(findings, "text")
@@ -67,19 +67,19 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
                           silenced=outcome.suppressed, color=color)
         return f"{report}\n{tail}" if report else tail
     if fmt == "json":
-        from synclint.render import json_report
+        from synclint.report.render import json_report
 
-        return json_report(findings)
+        return json_report(findings, docs_url)
     import json
 
-    from synclint import formats
+    from synclint.report import formats
 
     if fmt == "sarif":
-        return json.dumps(formats.sarif_log(findings, errors), indent=2, ensure_ascii=False)
+        return json.dumps(formats.sarif_log(findings, errors, docs_url), indent=2, ensure_ascii=False)
     if fmt == "github":
-        return formats.github_annotations(findings, errors)
+        return formats.github_annotations(findings, errors, docs_url)
     if fmt == "junit":
-        return formats.junit_xml(findings, errors)
+        return formats.junit_xml(findings, errors, docs_url)
     if fmt == "gitlab":
         return json.dumps(formats.gitlab_code_quality(findings, errors), indent=2, ensure_ascii=False)
     raise ValueError(f"unknown output format {fmt!r}")
@@ -149,7 +149,6 @@ def settings_text(setup, target: str) -> str:
     lines.append("hot-functions = " + q(cfg.hot_functions))
     lines.append("cold-functions = " + q(cfg.cold_functions))
     lines.append(f"file-timeout = {cfg.file_timeout}" + ("  # no limit" if cfg.file_timeout == float("inf") else ""))
-    from synclint.findings import default_docs_url
 
     lines.append("docs-url = " + (q(cfg.docs_url) if cfg.docs_url else f"(not set: {default_docs_url() or 'no links'})"))
     return "\n".join(lines)

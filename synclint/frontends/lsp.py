@@ -26,6 +26,8 @@ from typing import Any, Dict, List, Optional
 
 import click
 
+from synclint.build import VERSION
+
 DEBOUNCE_S = 0.05  # the worker interrupts a stale analysis, so waiting for a pause costs more than it saves
 MAX_DOCUMENT_CHARS = 1_000_000  # larger buffers get one "too large" diagnostic (analysis is ~15 s per MB)
 TIME_BUDGET_S = 60.0  # an analysis running longer is stopped (its worker replaced)
@@ -34,29 +36,6 @@ FIX_ALL_KIND = "source.fixAll.synclint"
 
 
 # ---------------------------------------------------------------- linting (no pygls)
-
-
-_DOCS_URLS: Dict[Optional[str], Optional[str]] = {}  # path -> its config's docs-url, for the diagnostics' links
-
-
-def rule_link(f, path: Optional[str]) -> Optional[str]:
-    """The rule page of finding `f` in `path`, by that file's `[tool.synclint] docs-url`."""
-    from synclint.findings import rule_url
-
-    return rule_url(f.name, f.code, _DOCS_URLS.get(path))
-
-
-def lint_document(source: str, path: Optional[str]):
-    """(findings, error message or None) for an editor buffer, through the one pipeline."""
-    from synclint.pipeline import PipelineError, run_editor
-
-    try:
-        outcome, cfg = run_editor(path, source)
-    except PipelineError as e:  # a broken pyproject.toml: say so instead of linting with defaults
-        return [], f"configuration: {e}"
-    _DOCS_URLS[path] = cfg.docs_url
-    # (a rule's internal error, or a time budget run out: its line beside the other findings)
-    return outcome.findings, outcome.errors[0].reason if outcome.errors else None
 
 
 # ---------------------------------------------------------------- the server
@@ -89,7 +68,7 @@ def _synclint_protocol():
     from pygls.workspace import TextDocument
 
     from synclint.lines import line_starts, source_lines
-    from synclint.lsp_analysis import code_points
+    from synclint.frontends.lsp_analysis import code_points
 
     answered = object()
 
@@ -182,11 +161,10 @@ def create_server(max_chars: int = MAX_DOCUMENT_CHARS, budget_s: float = TIME_BU
     from pygls.protocol import default_converter
     from pygls.uris import to_fs_path
 
-    from synclint import __version__
-    from synclint.lsp_analysis import PreparedActions, lsp_range
-    from synclint.lsp_worker import AnalysisWorker
+    from synclint.frontends.lsp_analysis import PreparedActions, lsp_range
+    from synclint.frontends.lsp_worker import AnalysisWorker
 
-    server = LanguageServer("synclint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+    server = LanguageServer("synclint", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                             protocol_cls=_synclint_protocol())
     worker = AnalysisWorker(budget_s)
     buffers: Dict[str, _Buffer] = {}

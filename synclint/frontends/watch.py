@@ -19,7 +19,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 
 import click
 
-from synclint.discovery import ALWAYS_SKIP
+from synclint.run.discovery import ALWAYS_SKIP
 
 POLL_SECONDS = 1.0
 # Names besides `*.py` whose change can change a check's answer

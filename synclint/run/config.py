@@ -278,7 +278,7 @@ def drop_cold_in_tests(cfg: Config, findings: list) -> list:
 
 
 def _in_tests(cfg: Config, filename: str) -> bool:
-    from synclint.discovery import is_test_module
+    from synclint.paths import is_test_module
 
     rel = os.path.relpath(os.path.abspath(filename), cfg.root)
     return is_test_module(rel if not rel.startswith("..") else os.path.basename(filename), filename)

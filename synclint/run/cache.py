@@ -17,14 +17,8 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from synclint import __version__, decoded
-
-
-def _build_fingerprint() -> str:
-    """Changes when any engine or rule source file changes (development installs too)."""
-    from synclint.client import fingerprint  # (there without pathlib or json: the client's fast path)
-
-    return fingerprint()
+from synclint import decoded
+from synclint.build import VERSION, fingerprint
 
 
 KEEP_FILES = 8  # cache files kept per cache directory (one per recent build and selection)
@@ -54,9 +48,9 @@ def _stamp_of(st: os.stat_result) -> list:
 def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
     """The cache file for one (selection, build); `codes` may also be one selection key."""
     key = hashlib.blake2b(
-        f"{_build_fingerprint()}|{','.join(codes)}|{hot_only}".encode(), digest_size=8
+        f"{fingerprint()}|{','.join(codes)}|{hot_only}".encode(), digest_size=8
     ).hexdigest()
-    return directory / f"v{__version__}-{key}.json"
+    return directory / f"v{VERSION}-{key}.json"
 
 
 def _drop_stale_temps(directory: Path) -> None:
@@ -292,8 +286,8 @@ class SummaryCache(_Sharded):
     GLOB = "summaries-*"
 
     def __init__(self, directory: Path) -> None:
-        key = hashlib.blake2b(_build_fingerprint().encode(), digest_size=8).hexdigest()
-        super().__init__(directory, directory / f"summaries-{__version__}-{key}")
+        key = hashlib.blake2b(fingerprint().encode(), digest_size=8).hexdigest()
+        super().__init__(directory, directory / f"summaries-{VERSION}-{key}")
 
     def get(self, path: str, digest: str) -> Optional[tuple]:  # type: ignore[override]
         """(summary JSON, the summary, error, its `summary_version`) when the file's bytes are

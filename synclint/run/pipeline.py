@@ -4,7 +4,7 @@ the filters a finding passes (`# noqa`, per-file ignores, tests-hot-only, the ba
 
 Each front end parses its options, calls `configure` and then `run` (files and folders),
 `run_text` (stdin), `run_buffer` (a buffer that stands for a file: flake8's stdin) or
-`run_editor` (the LSP's buffers), and hands the `Outcome` to `synclint.output`. A failure
+`run_editor` (the LSP's buffers), and hands the `Outcome` to `synclint.report.output`. A failure
 a user can cause comes back as a `FileError` in the outcome or as a `PipelineError` (the
 configuration, the selection, the baseline), so a fix to error handling made here is made
 for every front end.
@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from synclint.findings import FileError, Finding
+from synclint.findings import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FileError, Finding, split_internal
 from synclint.semantic.declared import DeclaredHeat
 
 if TYPE_CHECKING:
-    from synclint.config import Config
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+    from synclint.run.config import Config
 
 
 class PipelineError(Exception):
@@ -39,6 +37,9 @@ class Setup:
     rules: Union[Sequence[type], Callable[[], Sequence[type]]]
     cache_dir: Optional[Path] = None
     selection_key: Optional[str] = None
+    # a long-lived process's store of whole-project tables, handed to each of its runs (see
+    # `project.Project`); None: each run makes its own
+    kept: Optional[Dict[str, list]] = None
 
     def selected(self) -> Sequence[type]:
         try:
@@ -84,16 +85,15 @@ class Outcome:
 def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), select: Sequence[str] = (),
               ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
               no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True,
-              own_process: bool = True, exclude: Optional[Sequence[str]] = None,
-              extend_exclude: Sequence[str] = ()) -> Setup:
+              exclude: Optional[Sequence[str]] = None,
+              extend_exclude: Sequence[str] = (), kept: Optional[Dict[str, list]] = None) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
     line's choices on top (rule lists and patterns as given to `--select`: repeated,
     comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a
     cache and a cache file for this selection, the rules are selected only when some file is not in the cache
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
-    `own_process`: the run is the process's only one, so the configuration's `docs-url`
-    becomes the default for every link (an editor's server keeps one per file instead)."""
-    from synclint.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
+    The configuration's `docs-url` travels with it (`Setup.cfg`) to the report."""
+    from synclint.run.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
 
     try:
         if config_file and not config_file.exists():
@@ -116,7 +116,7 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
                         raise SelectionError(f"{where}: {e}") from None
             return select_rules(cfg.select, cfg.ignore, cfg.extend_select)
 
-        from synclint.cache import cache_path
+        from synclint.run.cache import cache_path
 
         if not lazy or cache_dir is None or not cache_path(cache_dir, [key], cfg.hot_only).exists():
             rules = selected_rules()
@@ -124,18 +124,14 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
             rules = selected_rules
     except Exception as e:
         _reraise(e)
-    if cfg.docs_url and own_process:  # (a server answering for many projects keeps it per file)
-        from synclint.findings import set_docs_url
-
-        set_docs_url(cfg.docs_url)
-    return Setup(cfg, rules, cache_dir, key)
+    return Setup(cfg, rules, cache_dir, key, kept)
 
 
 def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs: Optional[int] = None,
         baseline: Optional[Path] = None) -> Outcome:
     """Check the files under `paths` as one project."""
-    from synclint.discovery import discover
-    from synclint.runner import check_files
+    from synclint.run.discovery import discover
+    from synclint.run.runner import check_files
 
     known = _load_baseline(baseline)
     cfg = setup.cfg
@@ -143,7 +139,7 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
                              selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
-                             declared=setup.declared, max_chars=cfg.max_file_size)
+                             declared=setup.declared, max_chars=cfg.max_file_size, kept=setup.kept)
     except Exception as e:
         _reraise(e)
     out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files)
@@ -175,26 +171,27 @@ def run_buffer(setup: Setup, path: str, source: str) -> Outcome:
 def _one_file(setup: Setup, path: str, source: str) -> Outcome:
     """A file's unsaved text, with what the project's other modules say (read from disk,
     their summaries cached), as `synclint check <path>` sees it."""
-    from synclint.runner import check_files
+    from synclint.run.runner import check_files
 
     try:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
                              jobs=1, sources={path: source}, cache_findings=False, selection_key=setup.selection_key,
                              file_timeout=setup.cfg.file_timeout, declared=setup.declared,
-                             max_chars=setup.cfg.max_file_size)
+                             max_chars=setup.cfg.max_file_size, kept=setup.kept)
     except Exception as e:
         _reraise(e)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)
 
 
-def run_editor(path: Optional[str], source: str) -> Tuple[Outcome, "Config"]:
+def run_editor(path: Optional[str], source: str, kept: Optional[Dict[str, list]] = None) -> Tuple[Outcome, "Config"]:
     """An editor's buffer (the LSP): its file's own configuration and rule selection, with
     what the project's other modules say when the buffer is a file on disk, as `synclint
-    check <file>` sees it. Raises `PipelineError` for a broken configuration."""
+    check <file>` sees it (`kept`: the editor's store of whole-project tables). Raises
+    `PipelineError` for a broken configuration."""
     start = Path(path).resolve().parent if path else Path.cwd()
     if not start.is_dir():
         start = Path.cwd()
-    setup = configure(start=start, lazy=False, own_process=False)
+    setup = configure(start=start, lazy=False, kept=kept)
     return run_buffer(setup, path or "<editor>", source), setup.cfg
 
 
@@ -202,7 +199,7 @@ def lint_fixed(setup: Setup, name: str) -> Callable[[str], List[Finding]]:
     """The function `fixes.fix_text` re-lints each fixed text of `name` with: the check's
     rules and filters, so that a finding per-file-ignores silences is not fixed either (a
     rule's internal error stays among the findings, for `split_internal`)."""
-    from synclint.config import drop_per_file_ignored
+    from synclint.run.config import drop_per_file_ignored
     from synclint.engine import lint_source
 
     def lint(text: str) -> List[Finding]:
@@ -217,8 +214,7 @@ def _filtered(setup: Setup, out: Outcome, findings: List[Finding], errors: List[
     """`out` with the findings a user is shown: a rule's internal error is its file's error
     line; `# noqa`, per-file ignores, tests-hot-only and the baseline leave findings out
     (those of noqa and the baseline are counted)."""
-    from synclint.config import drop_per_file_ignored
-    from synclint.findings import split_internal
+    from synclint.run.config import drop_per_file_ignored
 
     findings, internal = split_internal(findings)
     out.errors = list(errors) + internal
@@ -261,7 +257,7 @@ def _selection_key(cfg) -> str:
 
 def _reraise(e: Exception):
     """A configuration or selection error as a PipelineError; anything else as it is."""
-    from synclint.config import ConfigError
+    from synclint.run.config import ConfigError
     from synclint.registry import SelectionError
 
     if isinstance(e, (ConfigError, SelectionError)):

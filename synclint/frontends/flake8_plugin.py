@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from synclint import __version__
+from synclint.build import VERSION
 from synclint.findings import INTERNAL_CODE  # a failure outside any rule (a bad install)
 
 Line = Tuple[int, int, str]  # (row, 0-based column, "CODE message"), as flake8 takes it
@@ -39,7 +39,7 @@ def _internal_error(e: BaseException) -> str:
 
 class Plugin:
     name = "synclint"
-    version = __version__
+    version = VERSION
 
     # This flake8 run (set by `parse_options`, once per run; flake8 gives a plugin's instances
     # nothing else to share). None: the class is used without flake8's options (a test, a
@@ -103,7 +103,7 @@ class Flake8Run:
                 self.error = _internal_error(e)
 
     def _check_project(self) -> None:
-        from synclint import pipeline
+        from synclint.run import pipeline
 
         try:
             setup = self.setup(Path(self.paths[0]))  # the configuration `check PATHS` reads
@@ -120,7 +120,7 @@ class Flake8Run:
             by_file.setdefault(os.path.abspath(e.path), pipeline.Outcome()).errors.append(e)
         for f in outcome.findings:
             by_file.setdefault(os.path.abspath(f.filename), pipeline.Outcome()).findings.append(f)
-        from synclint.output import flake8_lines
+        from synclint.report.output import flake8_lines
 
         for path, one in by_file.items():
             self.found[path] = list(flake8_lines(one))
@@ -133,9 +133,9 @@ class Flake8Run:
 
     def setup(self, start: Path):
         """The configuration found from `start`, with the rules this run enables."""
-        from synclint import pipeline
+        from synclint.run import pipeline
 
-        setup = pipeline.configure(start=start, hot_only=self.hot_only, lazy=False, own_process=False)
+        setup = pipeline.configure(start=start, hot_only=self.hot_only, lazy=False)
         if self.options is not None:
             setup.rules = rules_for(self.options, setup.cfg)
             setup.selection_key = None  # the cache is keyed by these rules' codes
@@ -153,8 +153,8 @@ class Flake8Run:
                 return
             if any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in self.roots):
                 return  # under the paths, left out by synclint's discovery (exclude, .gitignore)
-        from synclint import pipeline
-        from synclint.output import flake8_lines
+        from synclint.run import pipeline
+        from synclint.report.output import flake8_lines
 
         try:
             setup = self.setup(Path(filename))

@@ -5,10 +5,11 @@ It is a pre-loaded interpreter and nothing more. It keeps no findings or trees b
 requests: each request is the click command run afresh in this process, in the client's
 folder, with its arguments, environment and terminal, and answers with the bytes a local
 run would have printed. What it keeps is what the cache's files decode to (`decoded`) and
-what is made from exactly those summaries and call graphs (`Project.kept`):
+what is made from exactly those summaries and call graphs (`Project.kept`, from the
+server's own store, `Server.kept`, handed to each request through `cli.Program`):
 the same inputs, so the same answers. What a run may reuse is on disk (`.synclint_cache/`), as for
 a local run; the only thing that can go stale is the daemon's own code, so a client of
-another build (`client.build_id`) is refused (it runs locally) and the daemon stops.
+another build (`build.build_id`) is refused (it runs locally) and the daemon stops.
 
 One request at a time, in the main thread: the per-file time budget is a SIGALRM
 (`workers.time_limit`), and the worker processes a run forks inherit these imports, which
@@ -29,8 +30,11 @@ import sys
 import time
 from typing import Callable, List, Optional, Tuple
 
-from synclint.client import (PROTOCOL, build_id, daemon_may_run, exchange, find_daemons, private_dir, read_all,
-                             runtime_dir, socket_name)
+import click
+
+from synclint.build import build_id, fingerprint
+from synclint.frontends.client import (PROTOCOL, daemon_may_run, exchange, find_daemons, private_dir, read_all,
+                                       runtime_dir, socket_name)
 
 DEFAULT_IDLE_TIMEOUT = 1800.0
 MAX_REQUEST = 64 << 20  # an environment and an argv: far less
@@ -38,7 +42,7 @@ READ_TIMEOUT = 30.0  # a client that connects and sends nothing must not hold th
 HEARTBEAT_S = 1.0  # while a check runs, a blank to the client this often (see `_Heartbeat`)
 WATCH_EVERY = 60.0  # how often an idle daemon checks that its socket file is still its own
 START_TIMEOUT = 120.0  # the imports and a warm-up check: seconds on a slow, busy machine
-BOOT = "import sys; del sys.path[0]; from synclint.cli import main; main(prog_name='synclint')"
+BOOT = "import sys; del sys.path[0]; from synclint.frontends.cli import main; main(prog_name='synclint')"
 
 # A small check at start: it imports and warms what every request uses (the text report,
 # the rules, the semantic model), so that the first real request is as fast as the rest.
@@ -85,9 +89,7 @@ def _private_runtime_dir() -> str:
 
 
 def current_build() -> str:
-    from synclint.cache import _build_fingerprint
-
-    return build_id(_build_fingerprint())
+    return build_id(fingerprint())
 
 
 def probe(path: str, timeout: float = 5.0) -> Tuple[str, Optional[dict]]:
@@ -169,22 +171,12 @@ def _sizes(streams: List[dict]) -> Callable:
     return get_terminal_size
 
 
-def _reset_process_state() -> None:
-    """What synclint's modules keep per process besides pure memos: a fresh run starts
-    without it (another request's `docs-url`, a file's test-or-script verdict by stamp)."""
-    from synclint import cli, discovery, findings
-
-    findings.set_docs_url(None)
-    for table in (getattr(cli, "_FAST_EXIT", None), getattr(discovery, "_scripts", None)):
-        if table is not None:
-            table.clear()
-
-
-def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
-    """Run `synclint <argv>` as the client would have, here; (exit code, output chunks)."""
+def run_check(req: dict, kept: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
+    """Run `synclint <argv>` as the client would have, here; (exit code, output chunks).
+    `kept`: the daemon's store of whole-project tables, which every request shares."""
     import warnings
 
-    from synclint import cli
+    from synclint.frontends import cli
 
     argv, cwd, env = req.get("argv"), req.get("cwd"), req.get("env")
     streams = req.get("streams")
@@ -209,12 +201,11 @@ def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
-        _reset_process_state()
         sys.stdin, sys.stdout, sys.stderr = io.StringIO(), out, err
         sys.argv = [str(req.get("prog") or "synclint")] + argv
         os.get_terminal_size = _sizes(streams)
         try:
-            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True)
+            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True, obj=cli.Program(kept))
             code = 0
         except SystemExit as e:  # click's standalone mode ends every run so
             code = e.code
@@ -276,6 +267,7 @@ class Server:
         self.requests = 0
         self.started = time.time()
         self.stopping = ""
+        self.kept: dict = {}  # the whole-project tables the requests share (`project.Project`)
 
     def info(self) -> dict:
         return {"pid": os.getpid(), "root": self.root, "build": self.build, "started": self.started,
@@ -321,7 +313,7 @@ class Server:
             return None
         try:
             try:
-                code, chunks = run_check(req)
+                code, chunks = run_check(req, self.kept)
             finally:
                 heartbeat.stop()
         except _Stop:
@@ -406,9 +398,9 @@ def _preload(echo: Callable[[str], None]) -> None:
     from synclint.registry import all_rules
 
     all_rules()
-    for name in ("synclint.pipeline", "synclint.runner", "synclint.engine", "synclint.project", "synclint.output",
-                 "synclint.render", "synclint.formats", "synclint.baseline", "synclint.report", "synclint.cache",
-                 "synclint.workers", "multiprocessing.connection", "synclint.semantic.facts"):
+    for name in ("synclint.run.pipeline", "synclint.run.runner", "synclint.engine", "synclint.project", "synclint.report.output",
+                 "synclint.report.render", "synclint.report.formats", "synclint.baseline", "synclint.report.savings", "synclint.run.cache",
+                 "synclint.run.workers", "multiprocessing.connection", "synclint.semantic.facts"):
         try:
             importlib.import_module(name)
         except ImportError:
@@ -420,7 +412,7 @@ def _preload(echo: Callable[[str], None]) -> None:
         spec = {"tty": False, "size": None, "encoding": "utf-8", "errors": "strict"}
         for fmt in ("text", "json"):
             run_check({"argv": ["check", "--no-cache", "--output-format", fmt, "warm.py"], "cwd": d,
-                       "env": dict(os.environ), "streams": [spec, spec, spec], "prog": "synclint"})
+                       "env": dict(os.environ), "streams": [spec, spec, spec], "prog": "synclint"}, {})
     except Exception as e:  # noqa: BLE001 - only a warm-up: a real request will say what is wrong
         echo(f"synclint daemon: the warm-up check failed ({type(e).__name__}: {e})")
     finally:
@@ -444,7 +436,7 @@ def serve(idle_timeout: float = DEFAULT_IDLE_TIMEOUT, echo: Callable[[str], None
     os.chdir(root)
     _preload(echo)
     from synclint import decoded
-    from synclint.workers import collect_less
+    from synclint.run.workers import collect_less
 
     collect_less()
     decoded.keep()  # the cache's files, decoded once while they stay the same
@@ -672,3 +664,97 @@ def status(echo: Callable[[str], None]) -> int:
         echo("It runs another build of synclint than this one: it will refuse the next check and stop "
              "(`synclint daemon start` replaces it now).")
     return 0
+
+
+# ---------------------------------------------------------------- the `synclint daemon` commands
+
+
+@click.group()
+def daemon():
+    """Keep synclint loaded in a background process, so checks skip its start-up.
+
+    \b
+    Every `synclint check` pays for importing LibCST and the rules (about
+    half a second on a small machine) before it reads a file. A
+    daemon has done that once: `synclint check` in its folder (or below)
+    hands the run to it and prints its answer. For pre-commit hooks,
+    scripts and editors that run `synclint check` on save (with an LSP
+    client, `synclint lsp` is the better fit).
+
+    \b
+    The output and exit code are exactly those of a local run: the daemon
+    keeps no findings between runs (the .synclint_cache/ works as usual,
+    --no-cache too), runs each check afresh in your folder with your
+    arguments and environment, and refuses a client whose synclint code
+    differs from its own (then stops; the check runs locally). --fix,
+    --diff, --add-noqa and stdin (`-`) always run locally.
+
+    \b
+      synclint daemon start     in the project's root, once per session
+      synclint daemon status    is one running for this folder?
+      synclint daemon stop      stop it (it also stops after 30 min idle)
+
+    Set SYNCLINT_NO_DAEMON=1 to run a check locally although a daemon runs.
+    """
+
+
+def _daemon_call(fn) -> None:
+    from synclint.report.output import fail
+
+    try:
+        code = fn()
+    except DaemonError as e:
+        raise fail(str(e))
+    raise click.exceptions.Exit(code)
+
+
+_IDLE_HELP = "Stop after this many seconds without a check."
+
+
+@daemon.command("start")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=1800, show_default=True,
+              metavar="SECONDS", help=_IDLE_HELP)
+def daemon_start(idle_timeout):
+    """Start a daemon for the current folder (the project's root) in the background.
+
+    \b
+    Returns once it answers (a second or two: it imports LibCST and the
+    rules and runs a small check first). Then `synclint check` in this
+    folder or below runs in it, with the same output and exit code as
+    without it. One daemon per user and folder; starting it again is a
+    no-op, or replaces one of another synclint build.
+    Stop it with `synclint daemon stop`; it stops by itself after
+    --idle-timeout seconds without a check.
+    """
+    _daemon_call(lambda: start(idle_timeout, lambda m: click.echo(m, err=True)))
+
+
+@daemon.command("stop")
+def daemon_stop():
+    """Stop the daemon serving the current folder (started here or in a folder above).
+
+    Exit 0 also when none was running. A check it is running is cut short
+    (its client then runs the check locally).
+    """
+    _daemon_call(lambda: stop(lambda m: click.echo(m, err=True)))
+
+
+@daemon.command("status")
+def daemon_status():
+    """Say whether a daemon serves the current folder: its root, pid, uptime and the
+    number of checks it answered. Exit 0 if one runs, 1 if none does."""
+    _daemon_call(lambda: status(click.echo))
+
+
+@daemon.command("run")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=1800, show_default=True,
+              metavar="SECONDS", help=_IDLE_HELP)
+def daemon_run(idle_timeout):
+    """Run the daemon in the foreground (what `start` launches; for tests and debugging).
+
+    \b
+    Serves the current folder until Ctrl-C, SIGTERM, `synclint daemon stop`,
+    or --idle-timeout seconds without a check. Logs one line when it starts
+    and stops, and one per failed request, on stderr.
+    """
+    _daemon_call(lambda: serve(idle_timeout, lambda m: click.echo(m, err=True)))

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
 from synclint import decoded
-from synclint.cache import content_hash
-from synclint.discovery import absolute_paths
 from synclint.findings import FileError, Finding
+from synclint.paths import absolute_paths
+from synclint.run.cache import Cache, SummaryCache, content_hash
+from synclint.run.workers import Pool, Worker, forks, timed_out, usable_cpus
 from synclint.semantic.declared import DeclaredHeat
 from synclint.source import decode_source, read_bytes, size_problem
-from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
 # A file larger than this is analysed in a worker process even alone, under a time budget:
@@ -51,6 +51,7 @@ def check_files(
     file_timeout: Optional[float] = None,
     declared: DeclaredHeat = DeclaredHeat(),
     max_chars: Optional[int] = None,
+    kept: Optional[Dict[str, list]] = None,
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
@@ -63,7 +64,8 @@ def check_files(
     with `cache_findings=False` only the module summaries are cached (their bytes decide).
     `file_timeout`: the seconds each file's analysis may take per phase (see `workers`);
     `max_chars`: the size past which a file is not analysed (`source.size_problem`).
-    `declared`: what the configuration says of how often functions run (`hot-functions`)."""
+    `declared`: what the configuration says of how often functions run (`hot-functions`).
+    `kept`: a long-lived process's store of whole-project tables (`Project`)."""
     selected: List[Sequence[type]] = []
 
     def get_rules() -> Sequence[type]:
@@ -74,8 +76,6 @@ def check_files(
     result = Result(files_checked=len(files))
     cache = known = None
     if cache_dir is not None and (cache_findings or selection_key is not None):
-        from synclint.cache import Cache
-
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         if selection_key is None and declared:  # (a selection key says it: `pipeline._selection_key`)
             key.append(repr(declared))
@@ -115,7 +115,7 @@ def check_files(
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
             entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
-                               known, max_chars)
+                               known, max_chars, kept)
     modules = {}
     if declared.cold:
         from synclint.project import module_names
@@ -232,16 +232,14 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
 
 
 def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
-             declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None) -> Dict[str, list]:
+             declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None, kept=None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
-        from synclint.cache import SummaryCache
-
         summaries = SummaryCache(cache_dir)
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
                      early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
-    run = _Run(texts, digests, absolute, cache, summaries, runner, declared, max_chars)
+    run = _Run(texts, digests, absolute, cache, summaries, runner, declared, max_chars, kept)
     try:
         run.summarise()
         run.lint()
@@ -260,7 +258,7 @@ class _Run:
     """One check of a project with a cache: the state the phases share."""
 
     def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat,
-                 max_chars=None) -> None:
+                 max_chars=None, kept=None) -> None:
         from synclint.project import Project, module_names, project_root
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
@@ -269,7 +267,7 @@ class _Run:
         # an imported module this run's limits left unsummarised (too large, out of time): what
         # its importers were told is this run's, so the next run may not reuse it whole
         self.limited = False
-        self.project = Project(project_root(list(texts)), absolute)
+        self.project = Project(project_root(list(texts)), absolute, kept)
         self.names = module_names(texts)
         self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
         self.errors: Dict[str, str] = {}
@@ -303,8 +301,6 @@ class _Run:
         return True
 
     def _keep_summary(self, path: str, summary: Optional[dict], error: Optional[str]) -> None:
-        from synclint.workers import timed_out
-
         if self.summaries is not None and not timed_out(error):
             self.summaries.put(self.project.absolute(path), self.digests[path], summary, error,
                                self.project.versions.get(self.project.absolute(path)))
@@ -325,7 +321,6 @@ class _Run:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
         from synclint.project import module_name
-        from synclint.workers import timed_out
 
         project = self.project
         for path in self.texts:
@@ -473,7 +468,6 @@ class _Run:
         files around it as the package's check does. Every entry goes to the cache, its
         second-walk summary left out where it is the first walk's (most files)."""
         from synclint.engine import Graph
-        from synclint.workers import timed_out
 
         project = self.project
         graphs = {project.absolute(p): e[3] for p, e in self.out.items() if e[3]}
@@ -585,7 +579,6 @@ class _Runner:
         self.pool = None
         self.local = None
         if early and n > 1 and "libcst" not in sys.modules:  # (a daemon has it: no import to overlap)
-            from synclint.workers import Pool, forks
 
             if forks():
                 self.pool = Pool(1, select, self.budget)
@@ -605,7 +598,6 @@ class _Runner:
                                                 or len(jobs) < PARALLEL_THRESHOLD):
             # Few files: a process pool costs more than it saves. Once trees are held here,
             # the later phases stay here too.
-            from synclint.workers import Worker
 
             if self.local is None:
                 self.local = Worker(self.codes())
@@ -615,8 +607,6 @@ class _Runner:
                     yield 0, job, self.local.do(job, self.budget)
             return
         if self.pool is None:
-            from synclint.workers import Pool
-
             self.pool = Pool(min(self.n, len(jobs)), self.codes(), self.budget)
         elif len(jobs) >= PARALLEL_THRESHOLD:
             self.pool.grow(min(self.n, len(jobs)))

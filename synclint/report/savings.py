@@ -69,6 +69,7 @@ from synclint.bench.report import fmt_bytes as _bytes  # noqa: E402
 from synclint.bench.report import fmt_ci as _ci  # noqa: E402
 from synclint.bench.report import ci_label as _ci_label  # noqa: E402
 from synclint.bench.report import fmt_us, fmt_x as _x  # noqa: E402
+from synclint.build import VERSION
 
 
 def _headline(r: Dict[str, Any]) -> Dict[str, Any]:
@@ -188,9 +189,10 @@ def _where(f: Finding) -> str:
 
 
 def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], source: str,
-                  now: Optional[_dt.datetime] = None, shipped: bool = False, trace: Any = None) -> str:
-    """`trace`: a joined trace (synclint.trace.join.Joined) of the same files, or None."""
-    from synclint import __version__
+                  now: Optional[_dt.datetime] = None, shipped: bool = False, trace: Any = None,
+                  docs_url: Optional[str] = None) -> str:
+    """`trace`: a joined trace (synclint.trace.join.Joined) of the same files, or None;
+    `docs_url`: the run's `docs-url`, for the rule links."""
 
     now = now or _dt.datetime.now(_dt.timezone.utc)
     meta = (bench or {}).get("meta", {})
@@ -205,7 +207,7 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
     out.append(
         f"{len(findings)} finding{'s' if len(findings) != 1 else ''} ({hot} hot, {len(findings) - hot} cold) "
         f"in {files} file{'s' if files != 1 else ''}; checked {now.strftime('%Y-%m-%d %H:%M UTC')} "
-        f"with synclint {__version__}."
+        f"with synclint {VERSION}."
     )
     out.append("")
     if bench is None:
@@ -286,7 +288,8 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
             out.append(f"Fix measured: **{verdict}**.")
         if r is not None and r.get("condition"):
             out.append(f"The fix is equivalent when: {r['condition']}.")
-        page = f" or [{name}]({fs[0].url})" if fs[0].url else ""
+        url = fs[0].url(docs_url)
+        page = f" or [{name}]({url})" if url else ""
         out.append(f"What to do: `synclint explain {code}`{page}.")
         out.append("")
         out.append("| where | heat | finding | fix |" + (" in your run |" if trace is not None else ""))
@@ -304,7 +307,7 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
 
 
 def write_report(findings: Sequence[Finding], report_file: Path, bench_file: Optional[Path] = None,
-                 trace_file: Optional[Path] = None) -> None:
+                 trace_file: Optional[Path] = None, docs_url: Optional[str] = None) -> None:
     """Called by `synclint check --report FILE [--bench FILE] [--trace FILE]`; exits 2 on
     unusable bench data or trace."""
     from synclint.atomic import write_text_atomic
@@ -312,7 +315,7 @@ def write_report(findings: Sequence[Finding], report_file: Path, bench_file: Opt
     try:
         bench, source = load_bench(Path(bench_file) if bench_file is not None else None)
         joined = _joined_trace(findings, trace_file) if trace_file is not None else None
-        text = render_report(findings, bench, source, shipped=bench_file is None, trace=joined)
+        text = render_report(findings, bench, source, shipped=bench_file is None, trace=joined, docs_url=docs_url)
         write_text_atomic(report_file, text)
     except (ReportError, OSError) as e:
         import click

@@ -1,5 +1,5 @@
 """The language server's analysis process: one warm worker that runs the server's jobs
-(`synclint.lsp_analysis`) one at a time, so that parsing and linting never hold the
+(`synclint.frontends.lsp_analysis`) one at a time, so that parsing and linting never hold the
 event loop (LibCST's parser keeps the GIL for the whole parse: a thread would not do).
 
 A job whose result is no longer wanted (the buffer changed) is interrupted with SIGUSR1:
@@ -31,19 +31,20 @@ def _on_interrupt(signum, frame) -> None:
         raise Cancelled
 
 
-def _run(job: Tuple) -> Tuple[str, Any]:
-    """("ok", result), ("cancelled", None) or ("error", message) for one job."""
+def _run(job: Tuple, memory) -> Tuple[str, Any]:
+    """("ok", result), ("cancelled", None) or ("error", message) for one job; `memory`: what
+    the worker keeps between its jobs (`lsp_analysis.Memory`)."""
     global _busy
-    from synclint import lsp_analysis
+    from synclint.frontends import lsp_analysis
 
     kind, args = job[0], job[1:]
     try:
         try:
             _busy = True
             if kind == "analyse":
-                return "ok", lsp_analysis.analyse_buffer(*args)
+                return "ok", lsp_analysis.analyse_buffer(*args, memory=memory)
             if kind == "fix_all":
-                return "ok", lsp_analysis.fix_all_buffer(*args)
+                return "ok", lsp_analysis.fix_all_buffer(*args, memory=memory)
             return "error", f"unknown job {kind!r}"
         finally:
             _busy = False
@@ -55,14 +56,17 @@ def _run(job: Tuple) -> Tuple[str, Any]:
 
 def _serve(conn) -> None:
     """The worker process's loop: a job from the pipe, its reply, until the pipe closes."""
-    from synclint.workers import serve
+    from synclint.run.workers import serve
 
     os.dup2(2, 1)  # stdout is the LSP stream: a stray print here must not corrupt it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the editor's Ctrl-C is for the server
     if _INTERRUPT is not None:
         signal.signal(_INTERRUPT, _on_interrupt)
-    _run(("analyse", "import torch\n", None))  # warm up: imports and the parser
-    serve(conn, _run)
+    from synclint.frontends.lsp_analysis import Memory
+
+    memory = Memory()
+    _run(("analyse", "import torch\n", None), memory)  # warm up: imports and the parser
+    serve(conn, lambda job: _run(job, memory))
 
 
 class AnalysisWorker:

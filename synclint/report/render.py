@@ -141,8 +141,8 @@ def summary(findings: Sequence[Finding], errors: Sequence[FileError], files: int
     return msg
 
 
-def json_report(findings: Sequence[Finding]) -> str:
-    return json.dumps([f.to_json() for f in findings], indent=2)
+def json_report(findings: Sequence[Finding], docs_url: Optional[str] = None) -> str:
+    return json.dumps([f.to_json(docs_url) for f in findings], indent=2)
 
 
 def statistics(findings: Sequence[Finding], fmt: str) -> str:

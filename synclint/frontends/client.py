@@ -1,6 +1,6 @@
 """The `synclint` console script. `synclint check ...` is handed to a `synclint daemon` that
 serves this directory (its root is here or above) when one answers; anything else, and any
-failure of the daemon, runs the command line in this process (`synclint.cli:main`).
+failure of the daemon, runs the command line in this process (`synclint.frontends.cli:main`).
 
 Everything before "a daemon answers" is stdlib and small on purpose: with no daemon the cost
 is one listing of the (absent) socket folder, not click's import (25 ms) or LibCST's (400 ms).
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
+
+from synclint.build import blake2b, build_id, fingerprint
 
 # `check` options that write the checked files, read stdin, print help or run until Ctrl-C:
 # run here (a daemon is for the read-only check; --help is rare and not worth matching
@@ -31,15 +33,6 @@ TIMEOUT_ENV = "SYNCLINT_DAEMON_TIMEOUT"
 MAX_ANSWER = 1 << 30
 
 
-def _blake2b(data: bytes, size: int):
-    # `_blake2` is hashlib's own backend: 0.2 ms to import against hashlib's 4 ms (OpenSSL)
-    try:
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - a Python built without it
-        from hashlib import blake2b
-    return blake2b(data, digest_size=size)
-
-
 def runtime_dir() -> str:
     """The per-user folder of the sockets (mode 0700): $TMPDIR (else $TEMP, $TMP, /tmp) as
     tempfile.gettempdir() picks it, without importing tempfile."""
@@ -54,7 +47,7 @@ def runtime_dir() -> str:
 
 def socket_name(root: str) -> str:
     """A short name for the daemon of `root` (a realpath): AF_UNIX paths end at ~100 bytes."""
-    return _blake2b(os.fsencode(root), 8).hexdigest() + ".sock"
+    return blake2b(os.fsencode(root), 8).hexdigest() + ".sock"
 
 
 def private_dir(path: str) -> bool:
@@ -88,34 +81,6 @@ def find_daemons(cwd: str | None = None) -> list:
         if parent == p:
             return out
         p = parent
-
-
-def fingerprint() -> str:
-    """The synclint build: changes when any engine or rule source file changes (development
-    installs too). The cache keys its files by it; a daemon refuses a client of another."""
-    import synclint
-    import synclint.rules
-
-    h = _blake2b(synclint.__version__.encode(), 8)
-    root = synclint.__path__[0]
-    for d in (root, os.path.join(root, "semantic"), synclint.rules.__path__[0]):
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            continue
-        for n in names:
-            if n.endswith((".py", ".toml")):
-                st = os.stat(os.path.join(d, n))
-                h.update(f"{n}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()
-
-
-def build_id(fp: str) -> str:
-    """The build a daemon must share with its client: synclint's code, where it is installed,
-    and the interpreter (another venv may hold other versions of LibCST or click)."""
-    import synclint
-
-    return f"{fp}|{synclint.__path__[0]}|{sys.prefix}|{sys.version}"
 
 
 def daemon_may_run(argv) -> bool:
@@ -298,6 +263,6 @@ def main():
     code = via_daemon(sys.argv[1:])
     if code is not None:
         return code
-    from synclint.cli import main as cli
+    from synclint.frontends.cli import main as cli
 
     return cli()

@@ -1,5 +1,5 @@
 """Machine-readable output formats for `synclint check --output-format` (chosen by
-`synclint.output`, the dispatcher of every format).
+`synclint.report.output`, the dispatcher of every format).
 
 - `json`: the documented list of findings (see DESIGN.md).
 - `sarif`: SARIF 2.1.0 for GitHub code scanning (and any SARIF viewer). Rules carry their
@@ -19,7 +19,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 from urllib.parse import quote
 
-from synclint.findings import FileError, Finding
+from synclint.baseline import fingerprint_hash, fingerprints
+from synclint.build import VERSION
+from synclint.findings import FileError, Finding, rule_url
+from synclint.registry import all_rules
+from synclint.report.rule_docs import rule_markdown
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "synclint/v1"
@@ -68,15 +72,12 @@ def _rule_text(rule) -> str:
     return " ".join(parts) or rule.SUMMARY
 
 
-def _rule_descriptor(rule) -> dict:
-    from synclint.docs import rule_markdown
-    from synclint.findings import rule_url
-
+def _rule_descriptor(rule, docs_url: Optional[str]) -> dict:
     try:
         markdown = rule_markdown(rule)
     except Exception:  # a page that cannot render must not cost the whole report
         markdown = rule.DOC
-    url = rule_url(rule.NAME, rule.CODE)
+    url = rule_url(rule.NAME, rule.CODE, docs_url)
     return {
         "id": rule.CODE,
         "name": rule.NAME,
@@ -103,8 +104,6 @@ def _rules_index(descriptors: List[dict]) -> Optional[str]:
 
 
 def _fingerprints(findings: Sequence[Finding]) -> List[str]:
-    from synclint.baseline import fingerprint_hash, fingerprints
-
     return [fingerprint_hash(fp) for fp in fingerprints(findings, Path.cwd())]
 
 
@@ -130,19 +129,16 @@ def _sarif_fix(finding: Finding) -> Optional[dict]:
     }
 
 
-def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> dict:
-    from synclint import __version__
-    from synclint.registry import all_rules
-
+def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = (), docs_url: Optional[str] = None) -> dict:
     rules = list(all_rules())
     index: Dict[str, int] = {r.CODE: i for i, r in enumerate(rules)}
-    descriptors = [_rule_descriptor(r) for r in rules]
+    descriptors = [_rule_descriptor(r, docs_url) for r in rules]
     for f in findings:  # a code the registry does not know (a stale cache): still valid SARIF
         if f.code not in index:
             index[f.code] = len(descriptors)
             descriptors.append({
                 "id": f.code, "name": f.name, "shortDescription": {"text": f.name},
-                **({"helpUri": f.url} if f.url else {}), "defaultConfiguration": {"level": "warning"},
+                **({"helpUri": f.url(docs_url)} if f.url(docs_url) else {}), "defaultConfiguration": {"level": "warning"},
             })
     results = []
     for f, fp in zip(findings, _fingerprints(findings)):
@@ -179,8 +175,8 @@ def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
         "tool": {
             "driver": {
                 "name": "synclint",
-                "version": __version__,
-                "semanticVersion": __version__,
+                "version": VERSION,
+                "semanticVersion": VERSION,
                 **({"informationUri": _rules_index(descriptors)} if _rules_index(descriptors) else {}),
                 "rules": descriptors,
             }
@@ -206,7 +202,7 @@ def _escape_property(s: str) -> str:
     return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_annotations(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+def github_annotations(findings: Sequence[Finding], errors: Sequence[FileError] = (), docs_url: Optional[str] = None) -> str:
     """Workflow commands: `warning` for hot findings, `notice` for cold ones, `error` for
     files that could not be checked."""
     lines = []
@@ -222,7 +218,7 @@ def github_annotations(findings: Sequence[Finding], errors: Sequence[FileError] 
             f"title={_escape_property(f'{f.code} {f.name}')}",
         ]
         heat = "hot" if f.hot else "cold"
-        link = f" ({f.url})" if f.url else ""
+        link = f" ({f.url(docs_url)})" if f.url(docs_url) else ""
         lines.append(f"::{level} {','.join(props)}::{_escape_data(f'{f.message} [{heat}]{link}')}")
     for e in errors:
         path = _relative(e.filename) or os.path.abspath(e.filename)
@@ -233,7 +229,7 @@ def github_annotations(findings: Sequence[Finding], errors: Sequence[FileError] 
 # ---------------------------------------------------------------- JUnit XML
 
 
-def junit_xml(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+def junit_xml(findings: Sequence[Finding], errors: Sequence[FileError] = (), docs_url: Optional[str] = None) -> str:
     import xml.etree.ElementTree as ET
 
     by_file: Dict[str, List[Finding]] = {}
@@ -256,7 +252,7 @@ def junit_xml(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> 
             case = ET.SubElement(suite, "testcase", name=f"{f.code} {f.name} at {f.row}:{f.column}",
                                  classname=path, file=path, line=str(f.row))
             failure = ET.SubElement(case, "failure", message=f"{f.code} [{heat}] {f.message}", type=f.code)
-            failure.text = f"{path}:{f.row}:{f.column}: {f.code} [{heat}] {f.message}\n{f.url or f'synclint explain {f.code}'}\n"
+            failure.text = f"{path}:{f.row}:{f.column}: {f.code} [{heat}] {f.message}\n{f.url(docs_url) or f'synclint explain {f.code}'}\n"
         for e in es:
             case = ET.SubElement(suite, "testcase", name="synclint check", classname=path, file=path)
             error = ET.SubElement(case, "error", message=e.reason, type="FileError")

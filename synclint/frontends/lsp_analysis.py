@@ -13,6 +13,7 @@ import json
 from array import array
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from synclint.findings import rule_url
 from synclint.lines import line_starts
 
 SOURCE = "synclint"
@@ -148,25 +149,45 @@ def _quick_fixes(f, pos: ClientPositions) -> Dict[str, Any]:
     return {"fix": fix, "noqa": noqa}
 
 
-# The last analysis' findings (one buffer's): the first pass of "fix all" starts from them.
-_last: Dict[Optional[str], Tuple[str, list]] = {}
+class Memory:
+    """What the worker keeps between its jobs: the last analysis' findings (one buffer's),
+    where the first pass of "fix all" starts, and the whole-project tables its runs share
+    (`project.Project`)."""
+
+    def __init__(self) -> None:
+        self.last: Dict[Optional[str], Tuple[str, list]] = {}
+        self.kept: dict = {}
 
 
-def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16") -> Dict[str, Any]:
+def lint_document(source: str, path: Optional[str], kept: Optional[dict] = None):
+    """(findings, error message or None, the docs-url of the file's configuration) for an
+    editor buffer, through the one pipeline."""
+    from synclint.run.pipeline import PipelineError, run_editor
+
+    try:
+        outcome, cfg = run_editor(path, source, kept)
+    except PipelineError as e:  # a broken pyproject.toml: say so instead of linting with defaults
+        return [], f"configuration: {e}", None
+    # (a rule's internal error, or a time budget run out: its line beside the other findings)
+    return outcome.findings, outcome.errors[0].reason if outcome.errors else None, cfg.docs_url
+
+
+def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16",
+                   memory: Optional[Memory] = None) -> Dict[str, Any]:
     """Lint `source` (the buffer of `path`) and prepare everything the server sends about it:
     {"diagnostics": JSON text of the Diagnostic list, "end": the buffer's end
     position, "findings": PreparedActions, "safe_fixes": bool, "error": message or None}."""
-    from synclint.lsp import lint_document, rule_link
 
-    findings, error = lint_document(source, path)
-    _last.clear()
-    _last[path] = (source, findings)
+    memory = memory or Memory()
+    findings, error, docs_url = lint_document(source, path, memory.kept)
+    memory.last.clear()
+    memory.last[path] = (source, findings)
     pos = ClientPositions(source, encoding)
     diagnostics: List[Dict[str, Any]] = []
     prepared = PreparedActions()
     for f in findings:
         rng = pos.range(f.row, f.column, f.end_row, f.end_column)
-        diagnostics.append(_diagnostic(f, rng, rule_link(f, path)))
+        diagnostics.append(_diagnostic(f, rng, rule_url(f.name, f.code, docs_url)))
         prepared.add(rng, {"diagnostic": diagnostics[-1], **_quick_fixes(f, pos)})
     return {
         "diagnostics": json.dumps(diagnostics),
@@ -177,17 +198,18 @@ def analyse_buffer(source: str, path: Optional[str], encoding: str = "utf-16") -
     }
 
 
-def fix_all_buffer(source: str, path: Optional[str]) -> Optional[str]:
+def fix_all_buffer(source: str, path: Optional[str], memory: Optional[Memory] = None) -> Optional[str]:
     """The buffer with every safe fix applied (linted as its diagnostics were), or None
     when nothing changes or the fixes fail."""
     from synclint.fixes import FixError, fix_text
-    from synclint.lsp import lint_document
+
+    memory = memory or Memory()
 
     def lint(text: str) -> list:
-        last = _last.get(path)
+        last = memory.last.get(path)
         if last is not None and last[0] == text:
             return last[1]
-        return lint_document(text, path)[0]
+        return lint_document(text, path, memory.kept)[0]
 
     try:
         new, n, _ = fix_text(source, lint, unsafe=False)

@@ -13,7 +13,7 @@ from typing import List, Tuple
 
 import click
 
-from synclint.findings import FileError, Finding
+from synclint.findings import FileError, Finding, split_internal
 
 
 def fix_files(setup, outcome, *, write: bool, unsafe: bool, show_diff: bool, quiet: bool = False) -> bool:
@@ -38,9 +38,8 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
     from synclint.engine import LintError
     from synclint.fixcheck import declared_minimum
     from synclint.source import decode_source, read_bytes, source_encoding
-    from synclint.findings import split_internal
     from synclint.fixes import FixError, fix_source
-    from synclint.pipeline import lint_fixed
+    from synclint.run.pipeline import lint_fixed
 
     by_file = {}
     for f in outcome.findings:
@@ -102,10 +101,9 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
 def fix_stdin(setup, outcome, name: str, text: str, *, unsafe: bool) -> Tuple[str, int]:
     """stdin's `text` fixed: (the new text, fixes applied); `outcome` gets the findings left.
     Raises FixError or LintError when it cannot be fixed."""
-    from synclint.findings import split_internal
     from synclint.fixcheck import declared_minimum
     from synclint.fixes import fix_source
-    from synclint.pipeline import lint_fixed
+    from synclint.run.pipeline import lint_fixed
 
     fixed = fix_source(text, lint_fixed(setup, name), unsafe, declared_minimum(name if name != "-" else "stdin", {}))
     outcome.findings, internal = split_internal(fixed.left)

@@ -9,18 +9,26 @@ from typing import Optional
 
 import click
 
-from synclint import __version__
-from synclint.output import fail as _fail
-from synclint.pipeline import EXIT_CLEAN, EXIT_ERROR
+from synclint.build import VERSION
+from synclint.findings import EXIT_CLEAN, EXIT_ERROR, FileError, rule_url
+from synclint.report.output import echo_errors, echo_skipped, emit, fail as _fail, settings_text
 
 OUTPUT_FORMATS = ["text", "concise", "json", "sarif", "github", "junit", "gitlab"]
 
 
-_FAST_EXIT = []  # non-empty once `check` has run: the process may end without teardown
-
-
 # Words a user may type for `explain` (the nearest command name would be `rules`)
 _RULE_PAGE_WORDS = frozenset(("rule", "doc", "docs", "show", "describe", "help-rule", "info"))
+
+
+class Program:
+    """One invocation of the command line (its root context's `obj`): whether it may end
+    without the interpreter's teardown (`check` says so when it starts), and the store of
+    whole-project tables its runs share (`project.Project`: a --watch session's, or the
+    daemon's, which hands its own to each request)."""
+
+    def __init__(self, kept: Optional[dict] = None) -> None:
+        self.fast_exit = False
+        self.kept: dict = {} if kept is None else kept
 
 
 class _Group(click.Group):
@@ -30,10 +38,11 @@ class _Group(click.Group):
         parsed trees at interpreter exit took about 40 ms, a sixth of a one-file check."""
         if args is not None or not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        program = Program()
         try:
-            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            return super().main(args, prog_name, complete_var, standalone_mode, obj=program, **extra)
         except SystemExit as e:
-            if not _FAST_EXIT:
+            if not program.fast_exit:
                 raise
             code = e.code
         if code is None:
@@ -71,7 +80,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="synclint")
+@click.version_option(VERSION, "-V", "--version", prog_name="synclint")
 def main() -> None:
     """Find the places where PyTorch code makes the CPU wait for the GPU.
 
@@ -150,9 +159,11 @@ def check(**options):
     """
     from types import SimpleNamespace
 
-    from synclint.workers import collect_less
+    from synclint.run.workers import collect_less
 
-    _FAST_EXIT.append(True)
+    program = click.get_current_context().obj
+    if isinstance(program, Program):
+        program.fast_exit = True
     collect_less()  # (once: a --watch session's later runs collect as usual)
     o = SimpleNamespace(**options)
     o.paths = list(o.paths) or ["."]
@@ -161,8 +172,8 @@ def check(**options):
         _show_settings(o)
     if not o.watch:
         raise click.exceptions.Exit(_check_once(o))
-    from synclint.config import find_config
-    from synclint.watch import watch
+    from synclint.run.config import find_config
+    from synclint.frontends.watch import watch
 
     config = o.config_file or find_config(Path(o.paths[0]))  # (also when it lies above the paths)
     raise click.exceptions.Exit(watch(lambda: _check_once(o), o.paths, config_file=config, quiet=o.quiet or o.silent))
@@ -188,8 +199,7 @@ def _check_usage(o) -> None:
 
 def _show_settings(o) -> None:
     """`check --show-settings`: the settings a check of the first path would use."""
-    from synclint import pipeline
-    from synclint.output import settings_text
+    from synclint.run import pipeline
 
     try:
         text = settings_text(_configure(o), o.stdin_filename or "-" if o.paths == ["-"] else o.paths[0])
@@ -201,21 +211,22 @@ def _show_settings(o) -> None:
 
 def _configure(o):
     """The configuration and rule selection of a check with options `o`."""
-    from synclint import pipeline
+    from synclint.run import pipeline
 
     stdin = o.paths == ["-"]
+    program = click.get_current_context().obj
     return pipeline.configure(
         config_file=o.config_file, start=Path(o.stdin_filename or ".") if stdin else Path(o.paths[0]),
         select=o.select, ignore=o.ignore, extend_select=o.extend_select, hot_only=o.hot_only,
         exclude=o.exclude or None, extend_exclude=o.extend_exclude, no_cache=o.no_cache,
-        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff))
+        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff),
+        kept=program.kept if isinstance(program, Program) else None)
 
 
 def _check_once(o) -> int:
     """One check with options `o` (already vetted by `_check_usage`): its exit code. A usage
     or configuration error is its error line and exit 2."""
-    from synclint import pipeline
-    from synclint.output import echo_errors, echo_skipped, emit
+    from synclint.run import pipeline
 
     try:
         try:
@@ -237,7 +248,7 @@ def _check_once(o) -> int:
                    "nothing is checked", err=True)
 
     if o.add_noqa:
-        from synclint.autofix import add_noqa as add_directives
+        from synclint.run.autofix import add_noqa as add_directives
 
         added = add_directives(outcome)
         if loud:
@@ -246,7 +257,7 @@ def _check_once(o) -> int:
             click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
         return outcome.exit_code(o.exit_zero, count_findings=False)
     if o.fix or o.diff:
-        from synclint.autofix import fix_files, unfixable_note
+        from synclint.run.autofix import fix_files, unfixable_note
 
         changed = fix_files(setup, outcome, write=o.fix and not o.diff, unsafe=o.unsafe_fixes, show_diff=o.diff,
                             quiet=o.quiet or o.silent)
@@ -262,13 +273,14 @@ def _check_once(o) -> int:
     if loud:
         echo_errors(outcome.errors)
     if o.report_file is not None:
-        from synclint.report import write_report
+        from synclint.report.savings import write_report
 
-        write_report(outcome.findings, o.report_file, o.bench_file, o.trace_file)
+        write_report(outcome.findings, o.report_file, o.bench_file, o.trace_file, setup.cfg.docs_url)
     if loud or o.output_file is not None:
         try:
             emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
-                 verbose=o.verbose, summary=not (o.quiet or o.silent), output_file=o.output_file)
+                 verbose=o.verbose, summary=not (o.quiet or o.silent), output_file=o.output_file,
+                 docs_url=setup.cfg.docs_url)
         except OSError as e:
             return _fail(f"{o.output_file}: cannot write the report: {e.strerror or e}").exit_code
     return outcome.exit_code(o.exit_zero)
@@ -278,14 +290,12 @@ def _check_stdin(setup, name, o):
     """`synclint check - --stdin-filename PATH`: the text on stdin, checked as if it were PATH
     (its config, per-file-ignores and name). With --fix the fixed text goes to stdout and
     the findings left to stderr, as Ruff does; with --diff, the diff goes to stdout."""
-    from synclint import pipeline
-    from synclint.discovery import Excludes
+    from synclint.run import pipeline
+    from synclint.run.discovery import Excludes
     from synclint.engine import LintError
     from synclint.source import decode_source
-    from synclint.findings import FileError
     from synclint.fixes import FixError
     from synclint.lines import source_lines
-    from synclint.output import echo_errors, emit
 
     data = sys.stdin.buffer.read()
     cfg = setup.cfg
@@ -299,7 +309,7 @@ def _check_stdin(setup, name, o):
         raise _fail(str(text))
     outcome = pipeline.run_text(setup, name, text)
     if (fix or diff) and not any(e.code is None for e in outcome.errors):  # it parsed
-        from synclint.autofix import fix_stdin, unified_diff
+        from synclint.run.autofix import fix_stdin, unified_diff
 
         try:
             new, n = fix_stdin(setup, outcome, name, text, unsafe=o.unsafe_fixes)
@@ -325,7 +335,8 @@ def _check_stdin(setup, name, o):
         echo_errors(outcome.errors)
     if loud or o.output_file is not None:
         emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
-             sources={name: source_lines(text)}, summary=not (o.quiet or o.silent), output_file=o.output_file)
+             sources={name: source_lines(text)}, summary=not (o.quiet or o.silent), output_file=o.output_file,
+             docs_url=cfg.docs_url)
     raise click.exceptions.Exit(outcome.exit_code(o.exit_zero))
 
 
@@ -358,9 +369,8 @@ def baseline_command(paths, output, select, ignore, extend_select, hot_only, exc
       synclint baseline src/ -o .synclint-baseline.json
       synclint check src/ --baseline .synclint-baseline.json
     """
-    from synclint import pipeline
+    from synclint.run import pipeline
     from synclint.baseline import write_baseline
-    from synclint.output import echo_errors
 
     paths = list(paths) or ["."]
     try:
@@ -393,21 +403,20 @@ def rules(output_format):
       synclint rules --format table
       synclint rules --output-format json
     """
-    from synclint.config import ConfigError, find_config, load_config
-    from synclint.findings import set_docs_url
+    from synclint.run.config import ConfigError, find_config, load_config
     from synclint.registry import all_rules
 
     try:  # the rule links follow the project's `docs-url`, as `check` does
-        set_docs_url(load_config(find_config(Path.cwd())).docs_url)
+        docs_url = load_config(find_config(Path.cwd())).docs_url
     except ConfigError as e:
         raise _fail(str(e))
-    rows = [_rule_json(r) for r in all_rules()]
+    rows = [_rule_json(r, docs_url) for r in all_rules()]
     if output_format == "json":
         import json
 
         click.echo(json.dumps(rows, indent=2))
         return
-    from synclint.render import rules_table, rules_text
+    from synclint.report.render import rules_table, rules_text
 
     if output_format == "text":
         click.echo(rules_text(rows, _listing_width()))
@@ -428,9 +437,7 @@ def _listing_width() -> Optional[int]:
     return None
 
 
-def _rule_json(r) -> dict:
-    from synclint.findings import rule_url
-
+def _rule_json(r, docs_url: Optional[str]) -> dict:
     return {
         "code": r.CODE,
         "name": r.NAME,
@@ -440,7 +447,7 @@ def _rule_json(r) -> dict:
         "fix": r.FIX,
         "hot_only": r.HOT_ONLY,
         "has_bench": r.BENCH is not None,
-        "url": rule_url(r.NAME, r.CODE),
+        "url": rule_url(r.NAME, r.CODE, docs_url),
     }
 
 
@@ -448,7 +455,7 @@ def _rule_json(r) -> dict:
 @click.argument("rule")
 def explain(rule):
     """Show a rule's page: what it flags, why it costs, the fix, examples, measured cost."""
-    from synclint.docs import rule_markdown
+    from synclint.report.rule_docs import rule_markdown
     from synclint.registry import rule_by_key
 
     r = rule_by_key(rule)
@@ -462,97 +469,6 @@ def explain(rule):
     from rich.markdown import Markdown
 
     Console().print(Markdown(text))
-
-
-@main.group()
-def daemon():
-    """Keep synclint loaded in a background process, so checks skip its start-up.
-
-    \b
-    Every `synclint check` pays for importing LibCST and the rules (about
-    half a second on a small machine) before it reads a file. A
-    daemon has done that once: `synclint check` in its folder (or below)
-    hands the run to it and prints its answer. For pre-commit hooks,
-    scripts and editors that run `synclint check` on save (with an LSP
-    client, `synclint lsp` is the better fit).
-
-    \b
-    The output and exit code are exactly those of a local run: the daemon
-    keeps no findings between runs (the .synclint_cache/ works as usual,
-    --no-cache too), runs each check afresh in your folder with your
-    arguments and environment, and refuses a client whose synclint code
-    differs from its own (then stops; the check runs locally). --fix,
-    --diff, --add-noqa and stdin (`-`) always run locally.
-
-    \b
-      synclint daemon start     in the project's root, once per session
-      synclint daemon status    is one running for this folder?
-      synclint daemon stop      stop it (it also stops after 30 min idle)
-
-    Set SYNCLINT_NO_DAEMON=1 to run a check locally although a daemon runs.
-    """
-
-
-def _daemon_call(fn, *args) -> None:
-    from synclint import daemon as d
-
-    try:
-        code = fn(d, *args)
-    except d.DaemonError as e:
-        raise _fail(str(e))
-    raise click.exceptions.Exit(code)
-
-
-_IDLE_HELP = "Stop after this many seconds without a check."
-
-
-@daemon.command("start")
-@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=1800, show_default=True,
-              metavar="SECONDS", help=_IDLE_HELP)
-def daemon_start(idle_timeout):
-    """Start a daemon for the current folder (the project's root) in the background.
-
-    \b
-    Returns once it answers (a second or two: it imports LibCST and the
-    rules and runs a small check first). Then `synclint check` in this
-    folder or below runs in it, with the same output and exit code as
-    without it. One daemon per user and folder; starting it again is a
-    no-op, or replaces one of another synclint build.
-    Stop it with `synclint daemon stop`; it stops by itself after
-    --idle-timeout seconds without a check.
-    """
-    _daemon_call(lambda d: d.start(idle_timeout, lambda m: click.echo(m, err=True)))
-
-
-@daemon.command("stop")
-def daemon_stop():
-    """Stop the daemon serving the current folder (started here or in a folder above).
-
-    Exit 0 also when none was running. A check it is running is cut short
-    (its client then runs the check locally).
-    """
-    _daemon_call(lambda d: d.stop(lambda m: click.echo(m, err=True)))
-
-
-@daemon.command("status")
-def daemon_status():
-    """Say whether a daemon serves the current folder: its root, pid, uptime and the
-    number of checks it answered. Exit 0 if one runs, 1 if none does."""
-    _daemon_call(lambda d: d.status(click.echo))
-
-
-@daemon.command("run")
-@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=1800, show_default=True,
-              metavar="SECONDS", help=_IDLE_HELP)
-def daemon_run(idle_timeout):
-    """Run the daemon in the foreground (what `start` launches; for tests and debugging).
-
-    \b
-    Serves the current folder until Ctrl-C, SIGTERM, `synclint daemon stop`,
-    or --idle-timeout seconds without a check. Logs one line when it starts
-    and stops, and one per failed request, on stderr.
-    """
-    _daemon_call(lambda d: d.serve(idle_timeout, lambda m: click.echo(m, err=True)))
 
 
 class _LazyCommand(click.Command):
@@ -594,7 +510,8 @@ def _add_optional_commands() -> None:
     """Commands whose modules may not exist in a partial install are added when present."""
     from importlib.util import find_spec
 
-    for mod, name, attr in (("synclint.bench.command", "bench", "bench"), ("synclint.lsp", "lsp", "lsp"),
+    for mod, name, attr in (("synclint.bench.command", "bench", "bench"),
+                            ("synclint.frontends.daemon", "daemon", "daemon"), ("synclint.frontends.lsp", "lsp", "lsp"),
                             ("synclint.trace.command", "trace", "trace")):
         try:
             present = find_spec(mod) is not None

@@ -1,0 +1,48 @@
+"""Paths as the project sees them: absolute paths of many files at once, and which files
+are test modules (pytest's naming, less the scripts named like tests)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, Iterable
+
+
+def absolute_paths(paths: Iterable[str]) -> Dict[str, str]:
+    """`os.path.abspath` of each path, with one `getcwd` for them all (not one each: a
+    tenth of a warm run of a large project)."""
+    cwd = os.getcwd()
+    return {p: os.path.normpath(os.path.join(cwd, p)) for p in paths}
+
+
+def is_test_path(path: str) -> bool:
+    """A test module by pytest's conventions: `test_*.py`, `*_test.py`, `conftest.py`, or a
+    file under a `tests`/`test` folder (`path` relative to the project's root)."""
+    parts = os.path.normpath(path).split(os.sep)
+    name = parts[-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test") for p in parts[:-1]))
+
+
+# What pytest or unittest would collect, and a script's entry point
+_TEST_CODE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+test|^[ \t]*class[ \t]+Test"
+                        r"|^[ \t]*(?:import|from)[ \t]+(?:pytest|unittest)\b", re.M)
+# A script's entry: a `__main__` block, or command-line arguments parsed at import (which
+# pytest's own arguments would break: TCN's `add_test.py` trains a model at module level)
+_MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==[ \t]*['\"]__main__['\"]"
+                         r"|^[A-Za-z_][\w., \t]*=[^\n=]*\.parse_(?:known_)?args\(", re.M)
+def is_test_module(path: str, filename: str) -> bool:
+    """`is_test_path`, less the scripts named like tests: a file with a `__main__` block
+    (or arguments parsed at module level) and nothing pytest or unittest would collect
+    (faster-rcnn's `test_net.py` evaluates a model). `filename`: where to read it
+    (unreadable: taken for a test)."""
+    if not is_test_path(path):
+        return False
+    if os.path.basename(path) == "conftest.py":
+        return True
+    try:
+        with open(filename, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return True
+    return not (_MAIN_GUARD.search(text) and not _TEST_CODE.search(text))
