@@ -83,6 +83,7 @@ def run(options: Options) -> Trace:
     from synclint.trace.intercept import acquire, cuda_state, release
     from synclint.trace.frames import UserCode
     from synclint.trace.lines import LineRecorder
+    from synclint.trace.dynamo import HOOK, DynamoRecorder, compile_record
     from synclint.trace.record import Recorder
 
     reason = cuda_state()
@@ -131,6 +132,7 @@ def run(options: Options) -> Trace:
         timer.daemon = True
 
     interceptor = acquire(recorder, user=user)
+    dynamo = DynamoRecorder().__enter__()  # the graph breaks and recompilations, the whole run (not only the window)
     exit_code = 0
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     wall_start = time.perf_counter()
@@ -162,6 +164,7 @@ def run(options: Options) -> Trace:
         profile = _stop_profiler(window.profiler) if window.profiler is not None else None
         timing = _timing(interceptor)
         release(recorder)
+        dynamo.__exit__(None, None, None)
     started = window.started if window.started is not None else window.ended
     meta: Dict[str, Any] = {
         "command": list(options.program),
@@ -182,8 +185,10 @@ def run(options: Options) -> Trace:
         "exit_code": exit_code,
         "profiler": profile,
         "lines": line_recorder.mechanism if line_recorder is not None else None,
+        "compile": dynamo.error or HOOK,
     }
-    return Trace(meta, recorder.sites(), line_recorder.lines() if line_recorder is not None else None)
+    return Trace(meta, recorder.sites(), line_recorder.lines() if line_recorder is not None else None,
+                 None if dynamo.error else compile_record(dynamo, user))
 
 
 def _timing(interceptor: Any) -> str:
