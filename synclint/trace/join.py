@@ -139,12 +139,15 @@ def source_root(trace: Trace, given: Optional[str] = None) -> str:
 
 
 def user_files(trace: Trace, root: str) -> List[str]:
-    """The files of the trace's user sites that exist under `root` (what to check)."""
+    """The user's files the run touched that exist under `root` (what to check): those of
+    its syncs, of its graph breaks and of the lines it ran."""
+    names = [s.file for s in trace.sites if s.user]
+    if trace.compile is not None:
+        names += [b.file for b in trace.compile.breaks if b.user]
+    names += list(trace.lines or ())
     files = []
-    for s in trace.sites:
-        if not s.user:
-            continue
-        path = s.file if os.path.isabs(s.file) else os.path.join(root, s.file)
+    for name in names:
+        path = name if os.path.isabs(name) else os.path.join(root, name)
         if os.path.isfile(path) and path not in files:
             files.append(path)
     return files
@@ -160,7 +163,8 @@ def join(trace: Trace, findings: Sequence[Finding], root: str,
     rows.sort(key=lambda r: (order[r.status], -r.blocked_ms, -r.count, r.file, r.line))
     breaks: List[BreakRow] = []
     if trace.compile is not None:
-        breaks = _label(trace.compile.breaks, [f for f in findings if expects_break(f)], root, trace.lines,
+        # (no `ran`: Dynamo compiles at a line's first run, mostly in the warm-up, before the lines record starts)
+        breaks = _label(trace.compile.breaks, [f for f in findings if expects_break(f)], root, None,
                         lambda status, file, line, text: BreakRow(status, file, line, text=text),
                         lambda r, b: r.breaks.append(b))
         breaks.sort(key=lambda r: (order[r.status], -r.count, r.file, r.line))
@@ -225,18 +229,17 @@ def _shown(path: str, root: str) -> str:
     return path
 
 
-def static_findings(files: Sequence[str]) -> Tuple[List[Finding], List[str]]:
-    """`synclint check` of `files` (the nearest configuration, its rule selection, all
-    findings hot and cold): the findings and one line per file that could not be checked."""
+def static_findings(files: Sequence[str], root: str, *, config_file: Optional[str] = None,
+                    select: Sequence[str] = (), ignore: Sequence[str] = (), extend_select: Sequence[str] = (),
+                    baseline: Optional[str] = None, no_cache: bool = False):
+    """`synclint check` of `files` through the one pipeline: the configuration (`config_file`,
+    else the nearest above `root`) with these choices on top, its selection, noqa, per-file
+    ignores, exclusions (the files were found, not named: as `check .` treats them), the file
+    budget, the cache and the baseline. A `pipeline.Outcome`; raises `pipeline.PipelineError`."""
     from pathlib import Path
 
-    from synclint.config import drop_per_file_ignored, find_config, load_config
-    from synclint.registry import select
-    from synclint.runner import check_files
+    from synclint import pipeline
 
-    if not files:
-        return [], []
-    cfg = load_config(find_config(Path(files[0])))
-    rules = select(cfg.select, cfg.ignore, cfg.extend_select)
-    result = check_files(list(files), rules, hot_only=False, cache_dir=None, jobs=1)
-    return drop_per_file_ignored(cfg, result.findings), [str(e) for e in result.errors]
+    setup = pipeline.configure(config_file=Path(config_file) if config_file else None, start=Path(root),
+                               select=select, ignore=ignore, extend_select=extend_select, no_cache=no_cache)
+    return pipeline.run(setup, list(files), force_exclude=True, baseline=Path(baseline) if baseline else None)
