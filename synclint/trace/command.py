@@ -36,6 +36,8 @@ def _fail(message: str) -> click.exceptions.Exit:
 @click.option("--no-join", is_flag=True, help="Only record; do not run the static rules.")
 @click.option("--debug-mode", is_flag=True, hidden=True, help="Accepted for old command lines: torch's sync debug mode is now how every trace sees syncs.")
 @click.option("--cross-check", is_flag=True, help="Also run the profiler and record its time in blocking CUDA calls.")
+@click.option("--compile-only", is_flag=True,
+              help="Record only Dynamo's graph breaks and recompilations (torch.compile): no GPU needed, no syncs recorded.")
 @click.option("--limit", type=click.IntRange(1), default=30, show_default=True, help="Rows in the text table.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read [tool.synclint] from this file instead of the nearest pyproject.toml (as `check`).")
@@ -46,7 +48,7 @@ def _fail(message: str) -> click.exceptions.Exit:
               help="Leave out the findings recorded in this baseline file (as `check`).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (as `check`).")
 def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, warmup, time_limit, roots, fmt,
-          report, no_join, debug_mode, cross_check, limit, config_file, select, ignore, extend_select, baseline,
+          report, no_join, debug_mode, cross_check, compile_only, limit, config_file, select, ignore, extend_select, baseline,
           no_cache) -> None:
     """Run a program and measure every CPU-GPU sync it makes, per line of your code.
 
@@ -63,8 +65,8 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
     lines that ran). Dynamo's graph breaks and recompilations under torch.compile are
     recorded too, by your line, and joined with the compile findings (SYN6xx) the same way.
     The findings are those `synclint check` reports for the traced files under the same
-    configuration (--config, --select, --ignore, --baseline: as check). Needs a CUDA GPU;
-    the trace is JSON (-o), readable with --load.
+    configuration (--config, --select, --ignore, --baseline: as check). Needs a CUDA GPU
+    (graph breaks alone do not: --compile-only); the trace is JSON (-o), readable with --load.
     """
     from synclint.trace.schema import TraceError, load as load_trace
 
@@ -82,7 +84,7 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
 
         try:
             recorded = run(Options(list(program), roots=roots, steps=steps, warmup=warmup, time_limit=time_limit,
-                                   cross_check=cross_check))
+                                   cross_check=cross_check, compile_only=compile_only))
         except TraceUnavailable as e:
             raise _fail(str(e))
         from synclint.atomic import write_text_atomic

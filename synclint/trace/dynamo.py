@@ -46,6 +46,8 @@ _RECOMPILE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(?P<
                         r"\s*triggered by the following guard failure\(s\):\n(?P<guards>.*)\Z", re.S)
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$', re.M)
 _GB_LINK = re.compile(r"/gb/gb(\d{4})\.html")
+_GUARD = re.compile(r"\d+/\d+: ")
+_RESUMED = re.compile(r"torch_dynamo_resume_in_(.+)_at_(\d+)")
 # a break Dynamo cannot resume from (in a loop, in a with-block it cannot reconstruct...) skips the frame
 _SKIPPED = re.compile(r"frame skipped: (?P<fn>\S+) \((?P<file>.+?) line (?P<line>\d+)\)")
 
@@ -178,6 +180,8 @@ class DynamoRecorder(logging.Handler):
             m = _RECOMPILE.match(msg)
             if m:
                 guards = [g.strip()[2:] for g in m["guards"].splitlines() if g.strip().startswith("- ")]
+                # each failed guard is "frame/compile: guard"; the user stack Dynamo adds below one is not a guard
+                guards = [g for g in guards if _GUARD.match(g)] or guards
                 self.recompiles.append(Recompile(m["fn"], m["file"], int(m["line"]), guards))
             return
         if not record.name.endswith("__graph_breaks"):
@@ -263,8 +267,10 @@ def compile_record(rec: DynamoRecorder, user: Any) -> "Compile":
     recompiles: Dict[Tuple[str, int, str], Recompilation] = {}
     for r in rec.recompiles:
         shown = _shown(user, r.file)
-        e = recompiles.setdefault((shown, r.line, r.function),
-                                  Recompilation(shown, r.line, r.function, user=user.is_user(r.file)))
+        resumed = _RESUMED.fullmatch(r.function)  # the rest of a function after a break, compiled apart
+        function = f"{resumed[1]} (after the break at line {resumed[2]})" if resumed else r.function
+        e = recompiles.setdefault((shown, r.line, function),
+                                  Recompilation(shown, r.line, function, user=user.is_user(r.file)))
         e.count += 1
         for g in r.guards:
             g = re.sub(r"\s+", " ", g)[:240]

@@ -42,6 +42,9 @@ def _pct(joined: Joined, ms: float) -> str:
 
 def headline(joined: Joined) -> str:
     m = joined.trace.meta
+    if m.get("compile_only"):
+        return (f"graph breaks only (--compile-only: no syncs recorded), {_ms(joined.trace.wall_ms)} ms wall; "
+                f"torch {m.get('torch', '?')}, {str(m.get('date', '?'))[:10]}")
     blocked = joined.trace.blocked_ms
     syncs = sum(s.count for s in joined.trace.sites)
     steps = f", {m['steps']} steps" if m.get("steps") else ""
@@ -112,6 +115,14 @@ def render_text(joined: Joined, limit: Optional[int] = None) -> str:
     from rich.console import Console
     from rich.table import Table
 
+    buf = StringIO()
+    if joined.trace.meta.get("compile_only"):  # no syncs were recorded: nothing to confirm or miss
+        buf.write(headline(joined) + "\n")
+        if joined.trace.compile is not None:
+            _break_text(joined, limit, buf)
+        else:
+            buf.write(f"Nothing recorded: {joined.trace.meta.get('compile')}\n")
+        return buf.getvalue()
     table = Table(title=headline(joined), title_justify="left", show_lines=False)
     for col, just in (("where", "left"), ("status", "left"), ("rules", "left"), ("what blocked", "left"),
                       ("syncs", "right"), ("debug mode", "right"), ("blocked ms", "right"), ("% wall", "right")):
@@ -121,7 +132,6 @@ def render_text(joined: Joined, limit: Optional[int] = None) -> str:
         table.add_row(f"{r.file}:{r.line}", status_words(r), _rules(r), r.op or "-",
                       str(r.count) if r.sites else "0", _debug(r),
                       _ms(r.blocked_ms) if r.sites else "-", _pct(joined, r.blocked_ms) if r.sites else "-")
-    buf = StringIO()
     Console(file=buf, width=160, force_terminal=False, color_system=None).print(table)
     buf.write(_summary_line(joined) + "\n")
     if limit is not None and len(joined.rows) > limit:
@@ -133,6 +143,7 @@ def render_text(joined: Joined, limit: Optional[int] = None) -> str:
 
 def _break_text(joined: Joined, limit: Optional[int], buf: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=break_headline(joined), title_justify="left", show_lines=False)
@@ -141,15 +152,15 @@ def _break_text(joined: Joined, limit: Optional[int], buf: Any) -> None:
         table.add_column(col, justify=just, overflow="fold", no_wrap=col in ("where", "times"))
     rows = joined.breaks if limit is None else joined.breaks[:limit]
     for r in rows:
-        table.add_row(f"{r.file}:{r.line}", break_status_words(r), _rules(r), r.what or "-", str(r.count),
-                      r.source[:60])
+        table.add_row(f"{r.file}:{r.line}", break_status_words(r), _rules(r), escape(r.what or "-"), str(r.count),
+                      escape(r.source[:60]))
     buf.write("\n")
     Console(file=buf, width=160, force_terminal=False, color_system=None).print(table)
     buf.write(_break_summary(joined) + "\n")
     if limit is not None and len(joined.breaks) > limit:
         buf.write(f"({len(joined.breaks) - limit} more rows: --format json or --report FILE for all)\n")
     for r in joined.trace.compile.recompiles[:limit]:
-        guard = f": {r.guards[0]}" if r.guards else ""
+        guard = f": {r.guards[0][:100]}" if r.guards else ""
         buf.write(f"recompiled {r.count}x: {r.file}:{r.line} {r.function}{guard}\n")
 
 
