@@ -176,9 +176,13 @@ def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Opti
     """Rows for `events` (syncs or graph breaks: `file`, `line`, `user`) and `findings`: a
     finding whose lines hold events is confirmed by them, one without is not reached (and
     whether its lines ran, where the trace recorded that), an event no finding covers is
-    missed."""
+    missed. An event's file is relative to the trace's root, a finding's as `check` names it
+    (relative to the working directory)."""
     def key(path: str) -> str:
         return os.path.normcase(os.path.realpath(path if os.path.isabs(path) else os.path.join(root, path)))
+
+    def finding_key(path: str) -> str:
+        return os.path.normcase(os.path.realpath(path))
 
     by_file: Dict[str, list] = {}
     for e in events:
@@ -190,7 +194,7 @@ def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Opti
 
     for f in findings:
         shown = _shown(f.filename, root)
-        hits = [e for e in by_file.get(key(f.filename), []) if f.row <= e.line <= f.end_row]
+        hits = [e for e in by_file.get(finding_key(f.filename), []) if f.row <= e.line <= f.end_row]
         for e in hits:
             covered[id(e)] = True
         if hits:
@@ -206,9 +210,8 @@ def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Opti
         else:
             row = rows.get((shown, f.row, NOT_REACHED))
             if row is None:
-                path = f.filename if os.path.isabs(f.filename) else os.path.join(root, f.filename)
-                row = rows[(shown, f.row, NOT_REACHED)] = new_row(NOT_REACHED, shown, f.row,
-                                                                  linecache.getline(path, f.row).strip())
+                row = rows[(shown, f.row, NOT_REACHED)] = new_row(
+                    NOT_REACHED, shown, f.row, linecache.getline(os.path.realpath(f.filename), f.row).strip())
             if lines is not None:
                 row.ran = bool(row.ran) or ran(lines.get(shown), f.row, f.end_row)
         row.findings.append(f)
@@ -242,4 +245,7 @@ def static_findings(files: Sequence[str], root: str, *, config_file: Optional[st
 
     setup = pipeline.configure(config_file=Path(config_file) if config_file else None, start=Path(root),
                                select=select, ignore=ignore, extend_select=extend_select, no_cache=no_cache)
-    return pipeline.run(setup, list(files), force_exclude=True, baseline=Path(baseline) if baseline else None)
+    # named as a user would name them here, so that the findings name them as `check` does
+    here = os.path.realpath(os.getcwd())
+    named = [_shown(f, here) for f in files]
+    return pipeline.run(setup, named, force_exclude=True, baseline=Path(baseline) if baseline else None)
