@@ -142,6 +142,35 @@ def test_a_live_compiled_run_records_its_breaks_quietly_and_restores_torchs_logg
     torch._dynamo.reset()
 
 
+FULLGRAPH = '''import torch
+
+
+@torch.compile(backend="eager", fullgraph=True)
+def normalized(x):
+    scale = x.abs().amax()
+    print(scale)  # BREAK
+    return x / scale
+
+
+normalized(torch.ones(3))
+'''
+
+
+def test_a_break_that_fullgraph_makes_the_programs_error_is_recorded_where_it_stopped(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "full.py").write_text(FULLGRAPH)
+    r = run_cli(["trace", "--compile-only", "--no-cache", "--format", "json", "-o", "t.json", "--",
+                 "python", "full.py"], tmp_path)
+    assert r.exit_code == 1  # the program's own
+    doc = json.loads(r.output[r.output.index("{"):])
+    assert doc["meta"]["stopped"] == "error"
+    line = FULLGRAPH.splitlines().index("    print(scale)  # BREAK") + 1
+    [row] = doc["breaks"]
+    assert (row["status"], row["line"], row["rules"]) == (CONFIRMED, line, ["SYN603"])
+    assert row["breaks"][0]["gb_id"] == "GB0059" and row["breaks"][0]["error"] is True
+    assert "compile error under fullgraph=True" in row["findings"][0]["message"]
+
+
 def test_breaks_the_user_asked_torch_to_print_are_still_printed(capfd):
     pytest.importorskip("torch")
     import torch._dynamo  # noqa: F401  (its loggers)

@@ -44,7 +44,9 @@ _SKIP = re.compile(r"Graph break: torch.compile cannot properly resume from this
                    r"The graph break occurred in the following user code:\n(?P<stack>.*)\Z", re.S)
 _RECOMPILE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(?P<line>\d+)\n"
                         r"\s*triggered by the following guard failure\(s\):\n(?P<guards>.*)\Z", re.S)
-_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$', re.M)
+_FRAME = re.compile(r'^ {2,3}File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$', re.M)
+# the user stack of an Unsupported error (fullgraph=True), as its message carries it
+_USER_CODE = re.compile(r"\n\nfrom user code:\n(?P<stack>.*?)(?:\n\nSet TORCHDYNAMO_VERBOSE|\Z)", re.S)
 _GB_LINK = re.compile(r"/gb/gb(\d{4})\.html")
 _GUARD = re.compile(r"\d+/\d+: ")
 _RESUMED = re.compile(r"torch_dynamo_resume_in_(.+)_at_(\d+)")
@@ -97,6 +99,7 @@ class Break:
     explanation: str
     stack: List[Tuple[str, int, str]]  # outermost first, as Dynamo printed it
     skipped: Optional[Tuple[str, int, str]] = None  # the frame that fell back to eager whole, if one did
+    error: bool = False  # not a break but the program's error: fullgraph=True forbids breaks
 
 
 @dataclass
@@ -159,6 +162,27 @@ class DynamoRecorder(logging.Handler):
         tl._set_log_state(self._saved)  # the user's settings, reapplied as torch's own tests restore them
         tl._init_logs()
         self._saved = None
+
+    def take_error(self, exc: BaseException) -> bool:
+        """Records the graph break a `fullgraph=True` compile raised instead of logging (the
+        program's error, `torch._dynamo.exc.Unsupported`, itself or among its causes):
+        True if `exc` was one."""
+        seen = 0
+        while exc is not None and seen < 8:
+            if any(c.__name__ == "Unsupported" and c.__module__.startswith("torch._dynamo") for c in type(exc).__mro__):
+                text = str(exc)
+                m = _USER_CODE.search(text)
+                stack = _frames(m["stack"]) if m else []
+                if not stack:
+                    return False
+                reason = text[:m.start()]
+                gb_type, ctx, expl = parse_reason(reason)
+                file, line, _ = stack[-1]
+                self.breaks.append(Break(file, line, gb_type, self._gb_id(gb_type, reason), ctx, expl, stack,
+                                         error=True))
+                return True
+            exc, seen = exc.__cause__ or exc.__context__, seen + 1
+        return False
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -262,7 +286,7 @@ def compile_record(rec: DynamoRecorder, user: Any) -> "Compile":
                 dynamo_at=None if dynamo_at == f"{shown}:{line}" else dynamo_at,
                 callers=[f"{_shown(user, f)}:{n}:{fn}" for f, n, fn in reversed(mine[:-1])][:6],
                 skipped=None if b.skipped is None else f"{_shown(user, b.skipped[0])}:{b.skipped[1]}:{b.skipped[2]}",
-                user=bool(mine))
+                user=bool(mine), error=b.error)
         e.count += 1
     recompiles: Dict[Tuple[str, int, str], Recompilation] = {}
     for r in rec.recompiles:

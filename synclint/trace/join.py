@@ -98,7 +98,9 @@ class BreakRow:
 
     @property
     def what(self) -> str:
-        return "; ".join(dict.fromkeys(f"{b.gb_id} {b.gb_type}" if b.gb_id else b.gb_type for b in self.breaks))
+        return "; ".join(dict.fromkeys((f"{b.gb_id} {b.gb_type}" if b.gb_id else b.gb_type)
+                                       + (" (a compile error under fullgraph=True)" if b.error else "")
+                                       for b in self.breaks))
 
     @property
     def source(self) -> str:

@@ -193,7 +193,8 @@ def _break_row_json(r: BreakRow) -> Dict[str, Any]:
         "source": r.source,
         "count": r.count,
         "breaks": [{"gb_id": b.gb_id, "gb_type": b.gb_type, "explanation": b.explanation, "count": b.count,
-                    "dynamo_at": b.dynamo_at, "callers": b.callers, "skipped": b.skipped, "user": b.user}
+                    "dynamo_at": b.dynamo_at, "callers": b.callers, "skipped": b.skipped, "user": b.user,
+                    "error": b.error}
                    for b in r.breaks],
     }
 

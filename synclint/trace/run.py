@@ -155,9 +155,10 @@ def run(options: Options) -> Trace:
         if not window.timer_fired:
             raise
         window.stopped = "time-limit"
-    except BaseException:  # the program's own error: the user's traceback, then the trace
+    except BaseException as e:  # the program's own error: the user's traceback, then the trace
         traceback.print_exc()
         window.stopped, exit_code = "error", 1
+        dynamo.take_error(e)  # a graph break under fullgraph=True is one
     finally:
         if timer:
             timer.cancel()

@@ -14,7 +14,7 @@
      "compile": {"breaks": [{"file": "train.py", "line": 57, "function": "step", "gb_type": "Data-dependent branching",
                              "gb_id": "GB0170", "explanation": "...", "context": "...", "count": 2,
                              "source": "if loss > 10:", "dynamo_at": null, "callers": ["train.py:80:main"],
-                             "skipped": null, "user": true}],
+                             "skipped": null, "user": true, "error": false}],
                  "recompiles": [{"file": "train.py", "line": 50, "function": "step", "count": 1,
                                  "guards": ["tensor 'x' size mismatch at index 0. expected 64, actual 32"],
                                  "user": true}],
@@ -38,6 +38,7 @@ compilations that met it: Dynamo reports a break when it compiles, not each time
 compiled code runs), charged like a sync to the innermost frame of the user's code on
 Dynamo's stack (`dynamo_at`: where Dynamo itself stopped, when that is elsewhere, such as a
 library line the user's line called; `skipped`: the frame that then ran eagerly whole);
+`error`: a break `fullgraph=True` turned into the program's error, which stopped the run);
 each recompiled function with the guards that failed; and Dynamo's recompile-limit
 warnings. `meta.compile` names the hook, or why nothing could be recorded.
 """
@@ -95,6 +96,7 @@ class GraphBreak:
     callers: List[str] = field(default_factory=list)
     skipped: Optional[str] = None
     user: bool = True
+    error: bool = False  # fullgraph=True made it the program's error: the run stopped there
 
     @property
     def where(self) -> str:
@@ -208,7 +210,8 @@ def _compile(d: Any, where: str) -> Optional[Compile]:
                         count=int(e.get("count", 1)), source=str(e.get("source", "")),
                         dynamo_at=None if e.get("dynamo_at") is None else str(e["dynamo_at"]),
                         callers=[str(c) for c in e.get("callers", [])],
-                        skipped=None if e.get("skipped") is None else str(e["skipped"]), user=bool(e.get("user", True))))
+                        skipped=None if e.get("skipped") is None else str(e["skipped"]), user=bool(e.get("user", True)),
+                        error=bool(e.get("error", False))))
                 else:
                     items.append(Recompilation(
                         file=str(e["file"]), line=int(e["line"]), function=str(e.get("function", "")),
