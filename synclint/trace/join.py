@@ -86,7 +86,6 @@ class BreakRow:
     findings: List[Finding] = field(default_factory=list)
     breaks: List[GraphBreak] = field(default_factory=list)
     text: str = ""
-    ran: Optional[bool] = None
 
     @property
     def count(self) -> int:
@@ -245,6 +244,8 @@ def static_findings(files: Sequence[str], root: str, *, config_file: Optional[st
 
     from synclint import pipeline
 
+    if not files:
+        return pipeline.Outcome()
     setup = pipeline.configure(config_file=Path(config_file) if config_file else None, start=Path(root),
                                select=select, ignore=ignore, extend_select=extend_select, no_cache=no_cache)
     # named as a user would name them here, so that the findings name them as `check` does

@@ -89,7 +89,8 @@ def run(options: Options) -> Trace:
 
     reason = None if options.compile_only else cuda_state()
     if reason:
-        raise TraceUnavailable(f"{reason} (--compile-only records graph breaks without one)")
+        hint = " (--compile-only records graph breaks without one)" if reason.startswith("no CUDA") else ""
+        raise TraceUnavailable(reason + hint)
     from synclint.torch_import import import_torch
 
     try:
