@@ -48,13 +48,18 @@ def test_a_recorded_trace_lists_each_graph_break_confirmed_missed_or_not_reached
     # `evaluate` is compiled but runs only with --eval: its break is predicted, not met
     assert rows[(NOT_REACHED, printed)]["rules"] == ["SYN603"] and rows[(NOT_REACHED, printed)]["count"] == 0
     assert doc["summary"]["breaks"] == {"confirmed": 3, "missed": 1, "not-reached": 1}
+    assert doc["rows"] == []  # no syncs were recorded (--compile-only): no finding is refuted by their absence
     first = next(rc for rc in doc["recompiles"] if rc["function"] == "compute")
     assert first["line"] == _line_of("def compute(") and "size mismatch" in first["guards"][0]
 
 
-def test_the_text_output_shows_the_breaks_by_line(tmp_path):
-    r = run_cli(["trace", "--load", str(_copy_here(tmp_path)), "--no-cache"], REPO)
+def test_the_text_and_markdown_outputs_show_the_breaks_by_line(tmp_path):
+    report = tmp_path / "r.md"
+    r = run_cli(["trace", "--load", str(_copy_here(tmp_path)), "--no-cache", "--report", str(report)], REPO)
     assert r.exit_code == 0, r.output
+    md = report.read_text()
+    assert "## Graph breaks and recompilations" in md and "| `fixtures/trace/compiled_step.py:" in md
+    assert "| where | status | rules | what blocked |" not in md  # --compile-only recorded no syncs
     assert "graph breaks only (--compile-only: no syncs recorded)" in r.output
     line = next(x for x in r.output.splitlines() if f"{PROGRAM}:{_line_of('if loss > 10:')} " in x)
     assert "confirmed" in line and "SYN602" in line and "GB0170 Data-dependent branching" in line

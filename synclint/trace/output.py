@@ -236,16 +236,17 @@ def render_markdown(joined: Joined) -> str:
         out.append(f"The profiler, in the same run, timed {_ms(prof['sync_ms'])} ms in blocking CUDA calls "
                    f"({', '.join(f'{k} ×{v[0]} {_ms(v[1])} ms' for k, v in prof.get('calls', {}).items())}).")
     out.append("")
-    out.append(_summary_line(joined))
-    out.append("")
-    out += ["| where | status | rules | what blocked | syncs | blocked ms | % wall | line |",
-            "|---|---|---|---|---:|---:|---:|---|"]
-    for r in joined.rows:
-        out.append(
-            f"| `{_cell(r.file)}:{r.line}` | {status_words(r)} | {_cell(_rules(r))} | {_cell(r.op or '-')} | "
-            f"{r.count} | {_ms(r.blocked_ms) if r.sites else '-'} | {_pct(joined, r.blocked_ms) if r.sites else '-'} | "
-            f"`{_cell(r.source)}` |")
-    out.append("")
+    if not m.get("compile_only"):
+        out.append(_summary_line(joined))
+        out.append("")
+        out += ["| where | status | rules | what blocked | syncs | blocked ms | % wall | line |",
+                "|---|---|---|---|---:|---:|---:|---|"]
+        for r in joined.rows:
+            out.append(
+                f"| `{_cell(r.file)}:{r.line}` | {status_words(r)} | {_cell(_rules(r))} | {_cell(r.op or '-')} | "
+                f"{r.count} | {_ms(r.blocked_ms) if r.sites else '-'} | "
+                f"{_pct(joined, r.blocked_ms) if r.sites else '-'} | `{_cell(r.source)}` |")
+        out.append("")
     comp = joined.trace.compile
     if comp is not None and (joined.breaks or comp.recompiles):
         out += ["## Graph breaks and recompilations", "", break_headline(joined) + ".", "", _break_summary(joined), "",
