@@ -147,8 +147,8 @@ class DynamoRecorder(logging.Handler):
                     h.addFilter(f)
                     self._quieted.append((h, f))
             dynamo.addHandler(self)
-        except AttributeError as e:  # a torch whose logging internals differ: the run goes on, unrecorded
-            self.error = f"this torch's logging has no {e.name or e}"
+        except (AttributeError, TypeError) as e:  # a torch whose logging internals differ: the run goes on, unrecorded
+            self.error = f"this torch's logging internals differ ({e})"
         return self
 
     def __exit__(self, *exc: Any) -> None:
