@@ -95,7 +95,8 @@ def test_trace_load_reports_the_findings_check_reports_under_the_same_configurat
 def test_trace_load_with_a_broken_configuration_says_so_in_one_line(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.synclint]\nselect = [\"NOPE\"]\n")
     (tmp_path / "t.py").write_text("x = 1\n")
-    (tmp_path / "trace.json").write_text(Trace({"root": str(tmp_path)}, [Site("t.py", 1, "<module>", "stream", count=1)]).dumps())
+    trace = Trace({"root": str(tmp_path)}, [Site("t.py", 1, "<module>", "stream", count=1)])
+    (tmp_path / "trace.json").write_text(trace.dumps())
     r = run_cli(["trace", "--load", "trace.json", "--no-cache"], tmp_path)
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "NOPE" in r.output
 

@@ -37,19 +37,21 @@ def _fail(message: str) -> click.exceptions.Exit:
 @click.option("--debug-mode", is_flag=True, hidden=True, help="Accepted for old command lines: torch's sync debug mode is now how every trace sees syncs.")
 @click.option("--cross-check", is_flag=True, help="Also run the profiler and record its time in blocking CUDA calls.")
 @click.option("--compile-only", is_flag=True,
-              help="Record only Dynamo's graph breaks and recompilations (torch.compile): no GPU needed, no syncs recorded.")
+              help="Record only Dynamo's graph breaks and recompilations (torch.compile): no GPU needed, "
+                   "no syncs recorded.")
 @click.option("--limit", type=click.IntRange(1), default=30, show_default=True, help="Rows in the text table.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read [tool.synclint] from this file instead of the nearest pyproject.toml (as `check`).")
 @click.option("--select", multiple=True, metavar="RULES", help="Rules to check the traced files with (as `check`).")
 @click.option("--ignore", multiple=True, metavar="RULES", help="Rules to disable (as `check`).")
-@click.option("--extend-select", multiple=True, metavar="RULES", help="Rules to enable on top of the defaults (as `check`).")
+@click.option("--extend-select", multiple=True, metavar="RULES",
+              help="Rules to enable on top of the defaults (as `check`).")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path),
               help="Leave out the findings recorded in this baseline file (as `check`).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (as `check`).")
 def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, warmup, time_limit, roots, fmt,
-          report, no_join, debug_mode, cross_check, compile_only, limit, config_file, select, ignore, extend_select, baseline,
-          no_cache) -> None:
+          report, no_join, debug_mode, cross_check, compile_only, limit, config_file, select, ignore, extend_select,
+          baseline, no_cache) -> None:
     """Run a program and measure every CPU-GPU sync it makes, per line of your code.
 
     \b

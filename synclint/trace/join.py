@@ -161,7 +161,8 @@ def join(trace: Trace, findings: Sequence[Finding], root: str,
     rows: List[Row] = []
     if not trace.meta.get("compile_only"):  # (--compile-only recorded no syncs: nothing to confirm or refute)
         rows = _label(trace.sites, findings, root, trace.lines,
-                      lambda status, file, line, text: Row(status, file, line, text=text), lambda r, s: r.sites.append(s))
+                      lambda status, file, line, text: Row(status, file, line, text=text),
+                      lambda r, s: r.sites.append(s))
     order = {CONFIRMED: 0, MISSED: 0, NOT_REACHED: 1}
     rows.sort(key=lambda r: (order[r.status], -r.blocked_ms, -r.count, r.file, r.line))
     breaks: List[BreakRow] = []
