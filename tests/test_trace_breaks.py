@@ -216,3 +216,15 @@ def test_only_compile_findings_that_predict_a_break_are_joined_with_breaks():
     joined = join(trace, findings, str(REPO))
     assert [(r.status, r.line, r.codes) for r in joined.breaks] == [(CONFIRMED, 3, ["SYN602"]),
                                                                      (NOT_REACHED, 7, ["SYN603"])]
+
+
+def test_check_report_with_a_trace_says_per_compile_finding_whether_the_graph_broke(tmp_path):
+    report = tmp_path / "report.md"
+    r = run_cli(["check", PROGRAM, "--no-cache", "--report", str(report), "--trace", str(_copy_here(tmp_path))], REPO)
+    assert r.exit_code == 1, r.output
+    md = report.read_text()
+    item = next(line for line in md.splitlines() if f"compiled_step.py:{_line_of('scale = loss.item()')}:" in line)
+    assert "| graph break (GB0124 Unsupported Tensor.item()" in item and "compilations) |" in item
+    printed = next(line for line in md.splitlines() if f"compiled_step.py:{_line_of('print(out.mean())')}:" in line)
+    assert printed.endswith("| no graph break in the run |")
+    assert "## Graph breaks the rules missed" in md and f"`{PROGRAM}:{_line_of('note(loss)  #')}` | GB0098" in md

@@ -278,6 +278,12 @@ def measured_cells(joined: Joined) -> Dict[int, str]:
             else:
                 cells[id(f)] = {None: "not reached / no sync in the run", True: "ran, no sync in the run",
                                 False: "not run in the traced window"}[r.ran]
+    for b in joined.breaks:  # a compile finding: whether Dynamo broke the graph there, beside its syncs
+        for f in b.findings:
+            said = (f"graph break ({b.what}, {_n(b.count, 'compilation')})" if b.status == CONFIRMED
+                    else "no graph break in the run")
+            cells[id(f)] = f"{cells[id(f)]}; {said}" if id(f) in cells and not joined.trace.meta.get("compile_only") \
+                else said
     return cells
 
 
@@ -285,6 +291,14 @@ def trace_section(joined: Joined, source: str) -> List[str]:
     """The report's lines about the trace: where it came from, then the syncs no rule flags."""
     out = [f"**Traced run:** `{source}`: {headline(joined)}. The column *in your run* is what that run "
            "measured at each finding's line (syncs and host time blocked).", ""]
+    broken = [r for r in joined.breaks if r.status == MISSED]
+    if broken:
+        out += ["## Graph breaks the rules missed", "",
+                "Dynamo broke the graph on these lines in the traced run but no enabled compile rule flags them.", "",
+                "| where | graph break | times | line |", "|---|---|---:|---|"]
+        for r in broken:
+            out.append(f"| `{_cell(r.file)}:{r.line}` | {_cell(r.what)} | {r.count} | `{_cell(r.source)}` |")
+        out.append("")
     missed = joined.by_status(MISSED)
     if missed:
         out += ["## Syncs the rules missed", "",
