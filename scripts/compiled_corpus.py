@@ -12,13 +12,13 @@ files (the code itself is not in this repository, as for eval/labels), `driver.p
 with synthetic data on the CPU, `expected.toml` is the reading made before any run (the lines
 expected to break the graph, and why), and `recorded.json` is what Dynamo reported.
 
-The hook (`CompileRecorder`) listens to Dynamo's own `graph_breaks` and `recompiles` log
-artifacts (what TORCH_LOGS=graph_breaks,recompiles prints): every graph break is logged there
-once per compilation, with the user line Dynamo stopped at, the reason, the registry's
-graph-break type and a link carrying its GBxxxx id, and the user stack; a recompilation with the
-function and the guards that failed. torch._dynamo.explain() needs the function and its
-arguments and sees one call, and the counters carry no source line, so neither can record a
-whole program.
+The hook (`CompileRecorder`: synclint.trace.dynamo's, which `synclint trace` uses too) listens
+to Dynamo's own `graph_breaks` and `recompiles` log artifacts (what
+TORCH_LOGS=graph_breaks,recompiles prints): every graph break is logged there once per
+compilation, with the user line Dynamo stopped at, the reason, the registry's graph-break type
+and a link carrying its GBxxxx id, and the user stack; a recompilation with the function and
+the guards that failed. torch._dynamo.explain() needs the function and its arguments and sees
+one call, and the counters carry no source line, so neither can record a whole program.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import argparse
 import datetime
 import hashlib
 import json
-import logging
 import os
 import platform
 import re
@@ -57,161 +56,9 @@ CASES = ("item", "tolist", "cpu_numpy", "scalar_conversion", "tensor_branch", "p
 
 
 # ---------------------------------------------------------------------------------------------
-# The recording hook
+# The recording hook: synclint's own (synclint/trace/dynamo.py), which `synclint trace` runs too
 
-
-_BREAK = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\nGraph Break Reason: "
-                    r"(?P<reason>.*?)(?:\n\nUser code traceback:\n(?P<stack>.*))?\Z", re.S)
-_DUP_BREAK = re.compile(r"Graph break \(user stack suppressed due to duplicate graph break\) in user code "
-                        r"at (?P<file>.+?):(?P<line>\d+)\nGraph Break Reason: (?P<reason>.*)\Z", re.S)
-_SKIP = re.compile(r"Graph break: torch.compile cannot properly resume from this graph break.*?"
-                   r"torch.compile will skip tracing the frame (?P<frame>.*?) and fall back to eager.*?"
-                   r"The graph break occurred in the following user code:\n(?P<stack>.*)\Z", re.S)
-_RECOMPILE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(?P<line>\d+)\n"
-                        r"\s*triggered by the following guard failure\(s\):\n(?P<guards>.*)\Z", re.S)
-_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$', re.M)
-_GB_LINK = re.compile(r"/gb/gb(\d{4})\.html")
-# a break Dynamo cannot resume from (in a loop, in a with-block it cannot reconstruct...) skips the frame
-_SKIPPED = re.compile(r"frame skipped: (?P<fn>\S+) \((?P<file>.+?) line (?P<line>\d+)\)")
-
-
-def _registry() -> Dict[str, str]:
-    """Dynamo's graph-break registry, gb_type -> GBxxxx (shipped with torch >= 2.8)."""
-    import torch._dynamo
-
-    path = Path(torch._dynamo.__file__).parent / "graph_break_registry.json"
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    out: Dict[str, str] = {}
-    for gb_id, entries in data.items():
-        for e in entries:
-            out.setdefault(e.get("Gb_type", ""), gb_id)
-    return out
-
-
-def parse_reason(reason: str) -> Tuple[str, str, str]:
-    """(gb_type, context, explanation) of a graph break reason as Dynamo formats it:
-    an optional 'Encountered graph break when attempting to trace ...:' line, the gb_type,
-    then indented 'Explanation:', 'Hint:' and 'Developer debug context:' lines."""
-    lines = reason.splitlines()
-    gb_type = ""
-    for i, ln in enumerate(lines):
-        if ln.startswith("  Explanation:"):
-            gb_type = next((p for p in reversed(lines[:i]) if p.strip()), "").strip()
-            break
-    if not gb_type:
-        gb_type = next((ln.strip() for ln in lines if ln.strip()), "")
-    ctx = next((ln.split(":", 1)[1].strip() for ln in lines if ln.strip().startswith("Developer debug context:")), "")
-    expl = next((ln.split(":", 1)[1].strip() for ln in lines if ln.strip().startswith("Explanation:")), "")
-    return gb_type, ctx, expl
-
-
-@dataclass
-class Break:
-    file: str  # where Dynamo stopped (its "user code at"), absolute
-    line: int
-    gb_type: str
-    gb_id: Optional[str]
-    context: str
-    explanation: str
-    stack: List[Tuple[str, int, str]]  # outermost first, as Dynamo printed it
-    skipped: Optional[Tuple[str, int, str]] = None  # the frame that fell back to eager whole, if one did
-
-
-@dataclass
-class Recompile:
-    function: str
-    file: str
-    line: int  # the function's first line
-    guards: List[str]
-
-
-class CompileRecorder(logging.Handler):
-    """Records Dynamo's graph breaks and recompilations while active (a context manager).
-
-    Listens on the `torch._dynamo` logger, which the graph_breaks and recompiles artifact
-    loggers propagate to once enabled (torch._logging.set_logs), so nothing in torch is
-    patched; the message formats parsed here are the ones PyTorch's own tests assert
-    ("Graph break in user code at FILE:LINE")."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.breaks: List[Break] = []
-        self.recompiles: List[Recompile] = []
-        self.limits: List[str] = []  # recompile-limit warnings: the frame runs eagerly from then on
-        self._stacks: Dict[Tuple[str, int, str], List[Tuple[str, int, str]]] = {}
-        self._gb_ids: Dict[str, str] = {}
-
-    def __enter__(self) -> "CompileRecorder":
-        import torch
-
-        self._gb_ids = _registry()
-        torch._logging.set_logs(graph_breaks=True, recompiles=True)
-        logging.getLogger("torch._dynamo").addHandler(self)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import torch
-
-        logging.getLogger("torch._dynamo").removeHandler(self)
-        torch._logging.set_logs()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._take(record)
-        except Exception:  # a format we do not know must not stop the program being recorded
-            self.handleError(record)
-
-    def _gb_id(self, gb_type: str, reason: str) -> Optional[str]:
-        m = _GB_LINK.search(reason)
-        return f"GB{m.group(1)}" if m else self._gb_ids.get(gb_type)
-
-    def _take(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        if record.name.endswith("__recompiles") or record.name.endswith("__recompiles_verbose"):
-            m = _RECOMPILE.match(msg)
-            if m:
-                guards = [g.strip()[2:] for g in m["guards"].splitlines() if g.strip().startswith("- ")]
-                self.recompiles.append(Recompile(m["fn"], m["file"], int(m["line"]), guards))
-            return
-        if not record.name.endswith("__graph_breaks"):
-            if record.levelno >= logging.WARNING and "recompile_limit" in msg:
-                self.limits.append(msg.strip())
-            return
-        m = _BREAK.match(msg)
-        if m:
-            reason, stack = m["reason"], _frames(m["stack"] or "")
-            reason = reason.split("\n\nStack variable source attribution:")[0]
-            file, line = m["file"], int(m["line"])
-        elif (m := _DUP_BREAK.match(msg)):
-            reason, stack = m["reason"], None
-            file, line = m["file"], int(m["line"])
-        elif (m := _SKIP.search(msg)):
-            stack = _frames(m["stack"])
-            exc = record.exc_info[1] if record.exc_info else None
-            reason = str(getattr(exc, "msg", exc) or "")
-            if not _SKIPPED.search(reason):
-                reason += f"\nframe skipped: {m['frame']}"
-            if not stack:
-                return
-            file, line = stack[-1][0], stack[-1][1]
-        else:
-            return
-        gb_type, ctx, expl = parse_reason(reason)
-        sk = _SKIPPED.search(reason)
-        skipped = (sk["file"], int(sk["line"]), sk["fn"]) if sk else None
-        key = (file, line, gb_type)
-        if stack:
-            self._stacks.setdefault(key, stack)
-        else:  # a duplicate: Dynamo printed the stack the first time
-            stack = self._stacks.get(key, [(file, line, "?")])
-        self.breaks.append(Break(file, line, gb_type, self._gb_id(gb_type, reason), ctx, expl, stack, skipped))
-
-
-def _frames(text: str) -> List[Tuple[str, int, str]]:
-    return [(m["file"], int(m["line"]), m["fn"]) for m in _FRAME.finditer(text)]
+from synclint.trace.dynamo import DynamoRecorder as CompileRecorder  # noqa: E402
 
 
 class ForceBackend:

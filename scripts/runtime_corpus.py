@@ -200,7 +200,8 @@ def score() -> Dict[str, Any]:
             per_program[p["name"]] = None
             continue
         trace = load(str(trace_file))
-        findings, errors = static_findings([str(f) for f in files if f.suffix == ".py"])
+        outcome = static_findings([str(f) for f in files if f.suffix == ".py"], str(files[0].parent), no_cache=True)
+        findings, errors = outcome.findings, [str(e) for e in outcome.all_errors]
         joined = join(trace, findings, str(files[0].parent))
         counts = {CONFIRMED: 0, MISSED: 0, NOT_REACHED: 0, "did-not-run": 0}
         for row in joined.rows:

@@ -220,3 +220,23 @@ def test_the_trace_counts_and_times_each_sync_and_agrees_with_the_profiler(tmp_p
     prof = t.meta["profiler"]["sync_ms"]
     assert abs(t.blocked_ms - prof) <= 0.1 * prof, (t.blocked_ms, t.meta["profiler"])
     assert torch.cuda.get_sync_debug_mode() == 0
+
+
+def test_the_trace_records_the_graph_breaks_of_a_compiled_step_and_their_syncs(monkeypatch):
+    from pathlib import Path
+
+    from synclint.trace.run import Options, run
+
+    repo = Path(__file__).resolve().parent.parent
+    program = repo / "fixtures/trace/compiled_step.py"
+    source = program.read_text().splitlines()
+    line = {tag: next(i for i, s in enumerate(source, 1) if s.strip().startswith(tag))
+            for tag in ("scale = loss.item()", "if loss > 10:", "right = logits[", "note(loss)")}
+    monkeypatch.chdir(repo)
+    t = run(Options([str(program), "--backend", "eager"], roots=[str(repo)], warmup=2, steps=6))
+    breaks = {b.line: b.gb_id for b in t.compile.breaks if b.file == "fixtures/trace/compiled_step.py"}
+    assert breaks == {line["scale = loss.item()"]: "GB0124", line["if loss > 10:"]: "GB0170",
+                      line["right = logits["]: "GB0036", line["note(loss)"]: "GB0098"}
+    # the lines Dynamo leaves to Python read the GPU's values: each step they sync
+    synced = {s.line for s in t.sites if s.file == "fixtures/trace/compiled_step.py"}
+    assert {line["scale = loss.item()"], line["if loss > 10:"], line["right = logits["]} <= synced

@@ -42,9 +42,9 @@ def _trace(root=str(REPO)):
 @pytest.fixture(scope="module")
 def joined():
     trace = _trace()
-    findings, errors = static_findings([str(REPO / SCRIPT)])
-    assert errors == []
-    return join(trace, findings, str(REPO))
+    outcome = static_findings([str(REPO / SCRIPT)], str(REPO), no_cache=True)
+    assert outcome.all_errors == []
+    return join(trace, outcome.findings, str(REPO))
 
 
 def _status(joined):
@@ -92,7 +92,7 @@ def test_json_output_is_versioned_and_complete(joined):
     doc = json.loads(render_json(joined))
     assert doc["schema"] == "synclint-trace-join" and doc["version"] == 1
     assert doc["summary"] == {"confirmed": 6, "missed": 4, "not-reached": 1, "syncs": 272,
-                              "blocked_ms": 67.5, "wall_ms": 200.0}
+                              "blocked_ms": 67.5, "wall_ms": 200.0, "suppressed": {}}
     row = doc["rows"][0]
     assert (row["line"], row["status"], row["rules"], row["count"], row["wall_share"]) == (53, "confirmed", ["SYN101"], 30, 20.0)
     assert row["findings"][0]["code"] == "SYN101"
@@ -172,7 +172,7 @@ def test_a_trace_with_line_records_tells_ran_without_a_sync_from_not_run():
 
     trace = load(str(REPO / "fixtures/trace/h100-train-sites-lines.json"))
     assert trace.lines is not None and trace.meta["lines"] == "sys.monitoring"
-    findings, _ = static_findings([str(REPO / SCRIPT)])
+    findings = static_findings([str(REPO / SCRIPT)], str(REPO), no_cache=True).findings
     joined = join(trace, findings, str(REPO))
     loader = next(r for r in joined.rows if r.status == NOT_REACHED)
     # the DataLoader is built before the 3 warm-up steps: the window never ran its line

@@ -76,9 +76,9 @@ def test_the_top_site_is_the_item_with_its_share_of_wall(trace):
 
 
 def test_the_join_labels_each_finding_on_the_recorded_run(trace):
-    findings, errors = static_findings([str(REPO / SCRIPT)])
-    assert errors == []
-    joined = join(trace, findings, str(REPO))
+    outcome = static_findings([str(REPO / SCRIPT)], str(REPO), no_cache=True)
+    assert outcome.all_errors == []
+    joined = join(trace, outcome.findings, str(REPO))
     labels = {(r.status, r.line): r.codes for r in joined.rows}
     expect = {
         (CONFIRMED, _line_of("x = x.to(device)")): ["SYN304"],

@@ -36,9 +36,22 @@ def _fail(message: str) -> click.exceptions.Exit:
 @click.option("--no-join", is_flag=True, help="Only record; do not run the static rules.")
 @click.option("--debug-mode", is_flag=True, hidden=True, help="Accepted for old command lines: torch's sync debug mode is now how every trace sees syncs.")
 @click.option("--cross-check", is_flag=True, help="Also run the profiler and record its time in blocking CUDA calls.")
+@click.option("--compile-only", is_flag=True,
+              help="Record only Dynamo's graph breaks and recompilations (torch.compile): no GPU needed, "
+                   "no syncs recorded.")
 @click.option("--limit", type=click.IntRange(1), default=30, show_default=True, help="Rows in the text table.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read [tool.synclint] from this file instead of the nearest pyproject.toml (as `check`).")
+@click.option("--select", multiple=True, metavar="RULES", help="Rules to check the traced files with (as `check`).")
+@click.option("--ignore", multiple=True, metavar="RULES", help="Rules to disable (as `check`).")
+@click.option("--extend-select", multiple=True, metavar="RULES",
+              help="Rules to enable on top of the defaults (as `check`).")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path),
+              help="Leave out the findings recorded in this baseline file (as `check`).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache (as `check`).")
 def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, warmup, time_limit, roots, fmt,
-          report, no_join, debug_mode, cross_check, limit) -> None:
+          report, no_join, debug_mode, cross_check, compile_only, limit, config_file, select, ignore, extend_select,
+          baseline, no_cache) -> None:
     """Run a program and measure every CPU-GPU sync it makes, per line of your code.
 
     \b
@@ -51,7 +64,11 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
     innermost line of your code, with the host time it blocked and its share of the wall
     time. The table joins the static findings: confirmed (the line synced), missed by the
     rules, and for a finding with no sync, whether its line ran (the trace records the
-    lines that ran). Needs a CUDA GPU; the trace is JSON (-o), readable with --load.
+    lines that ran). Dynamo's graph breaks and recompilations under torch.compile are
+    recorded too, by your line, and joined with the compile findings (SYN6xx) the same way.
+    The findings are those `synclint check` reports for the traced files under the same
+    configuration (--config, --select, --ignore, --baseline: as check). Needs a CUDA GPU
+    (graph breaks alone do not: --compile-only); the trace is JSON (-o), readable with --load.
     """
     from synclint.trace.schema import TraceError, load as load_trace
 
@@ -69,7 +86,7 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
 
         try:
             recorded = run(Options(list(program), roots=roots, steps=steps, warmup=warmup, time_limit=time_limit,
-                                   cross_check=cross_check))
+                                   cross_check=cross_check, compile_only=compile_only))
         except TraceUnavailable as e:
             raise _fail(str(e))
         from synclint.atomic import write_text_atomic
@@ -80,27 +97,36 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
             raise _fail(f"{output}: cannot write: {e.strerror or e}")
         click.echo(f"synclint trace: wrote {output} ({len(recorded.sites)} sites, stopped: "
                    f"{recorded.meta.get('stopped')})", err=True)
-    _show(recorded, fmt, report, no_join, limit)
+    check = dict(config_file=str(config_file) if config_file else None, select=select, ignore=ignore,
+                 extend_select=extend_select, baseline=str(baseline) if baseline else None, no_cache=no_cache)
+    _show(recorded, fmt, report, no_join, limit, check)
     code = recorded.meta.get("exit_code") or 0
     raise click.exceptions.Exit(code if isinstance(code, int) and load is None else 0)
 
 
-def _show(recorded, fmt: str, report: Optional[Path], no_join: bool, limit: int) -> None:
+def _show(recorded, fmt: str, report: Optional[Path], no_join: bool, limit: int, check: dict) -> None:
+    """Join `recorded` with `synclint check` of its files (`check`: the options as check
+    takes them) and print it."""
     from synclint.trace.join import join, source_root, static_findings, user_files
     from synclint.trace.output import render_json, render_markdown, render_text
 
     root = source_root(recorded)
-    findings = []
+    findings, suppressed = [], {}
     if not no_join:
+        from synclint.run.pipeline import PipelineError
+
+        errors = []
         try:
-            findings, errors = static_findings(user_files(recorded, root))
+            outcome = static_findings(user_files(recorded, root), root, **check)
+            findings, suppressed, errors = outcome.findings, outcome.suppressed, outcome.all_errors
+        except PipelineError as e:  # the configuration, selection or baseline: nothing to join with
+            raise _fail(str(e))
         except ImportError as e:  # a device image without libcst: record now, join elsewhere
             click.echo(f"synclint trace: the static rules are not available ({e}); showing the trace alone "
                        "(join it later with --load)", err=True)
-            errors = []
         for e in errors:
             click.echo(f"synclint trace: {e}", err=True)
-    joined = join(recorded, findings, root)
+    joined = join(recorded, findings, root, suppressed)
     if fmt == "json":
         click.echo(render_json(joined), nl=False)
     elif fmt == "markdown":

@@ -32,7 +32,7 @@ import logging
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from synclint.trace.intercept import Listener, SyncEvent
 
@@ -171,8 +171,10 @@ def _sync_error(ge: GuardEvent, event: SyncEvent) -> SyncError:
 
 # ---------------------------------------------------------------- explaining a sync
 
+# the rule that covers a sync of each kind the debug mode cannot see, whatever the line
 _DIRECT_RULES = {"device": ("SYN401",), "event": ("SYN402",), "pageable-copy": ("SYN303",)}
-_rules_cache: Dict[Tuple[str, float], Dict[int, Tuple[str, ...]]] = {}
+# (path, mtime) -> the rules on each line, and the codes the file's configuration selects
+_checked_cache: Dict[Tuple[str, float], Tuple[Dict[int, Tuple[str, ...]], FrozenSet[str]]] = {}
 
 
 def _describe(event: SyncEvent, allowed: Optional[str]) -> GuardEvent:
@@ -181,44 +183,54 @@ def _describe(event: SyncEvent, allowed: Optional[str]) -> GuardEvent:
     site = event.where.site
     where = f"{site.file}:{site.line}" if site else "<no Python frame>"
     what = KIND_WORDS.get(event.kind, event.kind)
+    by_line, selected = _checked(event)
     if event.kind == "stream" and event.where.via and event.where.via.endswith(":synchronize"):
-        what, rules = "Stream.synchronize()", ("SYN402",)
+        what, direct = "Stream.synchronize()", ("SYN402",)
     else:
-        rules = _DIRECT_RULES.get(event.kind) or _rules_for(event)
+        direct = _DIRECT_RULES.get(event.kind, ())
         if event.where.via and event.kind == "stream":
             what += f" in {event.where.via}"
+    rules = tuple(c for c in direct if selected is None or c in selected)
+    if not direct:
+        rules = by_line.get(site.line, ()) if site is not None and event.where.user else ()
     return GuardEvent(where, event.kind, what, rules, event.thread, allowed)
 
 
-def _rules_for(event: SyncEvent) -> Tuple[str, ...]:
-    """The codes of the findings on the syncing line: the file is checked once (by its
-    modification time) when a guard first meets a sync in it; () if the rules are not
-    importable here or none flags it."""
+def _checked(event: SyncEvent) -> Tuple[Dict[int, Tuple[str, ...]], Optional[FrozenSet[str]]]:
+    """What `synclint check` says of the syncing line's file under the configuration that
+    applies to it (the nearest pyproject.toml: its selection, noqa, per-file ignores): the
+    findings' rules by line, and the codes it selects (None: not known here). The file is
+    checked once per modification time, when a guard first meets a sync in it; nothing when
+    the rules are not importable here or the configuration is broken."""
     import os
 
     frame = event.where.raise_frame
-    site = event.where.site
-    if frame is None or site is None or not event.where.user:
-        return ()
-    path = frame.f_code.co_filename
+    path = frame.f_code.co_filename if frame is not None and event.where.user else None
     try:
-        key = (path, os.stat(path).st_mtime)
+        key = (path, os.stat(path).st_mtime) if path else ("", 0.0)
     except OSError:
-        return ()
-    by_line = _rules_cache.get(key)
-    if by_line is None:
-        by_line = {}
-        try:
-            from synclint.engine import lint_source
-            from synclint.source import read_source
-            from synclint.registry import all_rules
+        key = ("", 0.0)
+    got = _checked_cache.get(key)
+    if got is None:
+        got = _checked_cache[key] = _check_file(key[0] or None)
+    return got
 
-            text = read_source(path)
-            if isinstance(text, str):
-                for f in lint_source(text, path, all_rules()):
-                    for row in range(f.row, f.end_row + 1):
-                        by_line[row] = tuple(sorted(set(by_line.get(row, ())) | {f"{f.code} {f.name}"}))
-        except Exception:  # the explanation is a courtesy: never let it break the guard
-            by_line = {}
-        _rules_cache[key] = by_line
-    return by_line.get(site.line, ())
+
+def _check_file(path: Optional[str]) -> Tuple[Dict[int, Tuple[str, ...]], Optional[FrozenSet[str]]]:
+    from pathlib import Path
+
+    by_line: Dict[int, Tuple[str, ...]] = {}
+    try:
+        from synclint.run import pipeline
+        from synclint.source import read_source
+
+        setup = pipeline.configure(start=Path(path).parent if path else Path.cwd(), lazy=False, own_process=False)
+        selected = frozenset(r.CODE for r in setup.selected())
+        text = read_source(path) if path else None
+        if isinstance(text, str):
+            for f in pipeline.run_buffer(setup, path, text).findings:
+                for row in range(f.row, f.end_row + 1):
+                    by_line[row] = tuple(sorted(set(by_line.get(row, ())) | {f"{f.code} {f.name}"}))
+    except Exception:  # the explanation is a courtesy: never let it break the guard
+        return {}, None
+    return by_line, selected

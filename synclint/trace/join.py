@@ -8,6 +8,11 @@
 * missed: a traced sync on a line no finding covers: the rules missed it (or it was
   silenced), shown as a finding of its own with what blocked, so nothing the GPU saw is
   hidden. Syncs with no user frame (a library thread) are missed too, under that frame.
+
+Graph breaks (the trace's `compile`, dynamo.py) are joined the same way with the compile
+findings that say the line breaks the graph (SYN6xx, `expects_break`): confirmed (Dynamo
+broke the graph on the finding's lines), not reached (it did not: the code was not compiled
+in the run, or ran without breaking), missed (a break no such finding covers).
 """
 
 from __future__ import annotations
@@ -15,11 +20,11 @@ from __future__ import annotations
 import linecache
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding
 from synclint.trace.lines import ran
-from synclint.trace.schema import Site, Trace
+from synclint.trace.schema import GraphBreak, Site, Trace
 
 CONFIRMED, NOT_REACHED, MISSED = "confirmed", "not-reached", "missed"
 
@@ -72,9 +77,48 @@ class Row:
 
 
 @dataclass
+class BreakRow:
+    """A line with graph breaks, or a compile finding: what Dynamo did there."""
+
+    status: str
+    file: str
+    line: int
+    findings: List[Finding] = field(default_factory=list)
+    breaks: List[GraphBreak] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def count(self) -> int:
+        return sum(b.count for b in self.breaks)
+
+    @property
+    def codes(self) -> List[str]:
+        return sorted({f.code for f in self.findings})
+
+    @property
+    def what(self) -> str:
+        return "; ".join(dict.fromkeys((f"{b.gb_id} {b.gb_type}" if b.gb_id else b.gb_type)
+                                       + (" (a compile error under fullgraph=True)" if b.error else "")
+                                       for b in self.breaks))
+
+    @property
+    def source(self) -> str:
+        return next((b.source for b in self.breaks if b.source), self.text)
+
+
+def expects_break(f: Finding) -> bool:
+    """A compile finding that says its line breaks the graph (or fails to compile under
+    fullgraph=True); those that say "no graph break" (a capture flag, CUDA graphs split
+    around a host copy: semantic/compiled.py's `consequence`) predict a wait, not a break."""
+    return f.code.startswith("SYN6") and "no graph break" not in f.message
+
+
+@dataclass
 class Joined:
     trace: Trace
     rows: List[Row]
+    breaks: List[BreakRow] = field(default_factory=list)
+    suppressed: Dict[str, int] = field(default_factory=dict)  # "noqa", "baseline" -> findings the check left out
 
     def by_status(self, status: str) -> List[Row]:
         return [r for r in self.rows if r.status == status]
@@ -96,57 +140,93 @@ def source_root(trace: Trace, given: Optional[str] = None) -> str:
 
 
 def user_files(trace: Trace, root: str) -> List[str]:
-    """The files of the trace's user sites that exist under `root` (what to check)."""
+    """The user's files the run touched that exist under `root` (what to check): those of
+    its syncs, of its graph breaks and of the lines it ran."""
+    names = [s.file for s in trace.sites if s.user]
+    if trace.compile is not None:
+        names += [b.file for b in trace.compile.breaks if b.user]
+    names += list(trace.lines or ())
     files = []
-    for s in trace.sites:
-        if not s.user:
-            continue
-        path = s.file if os.path.isabs(s.file) else os.path.join(root, s.file)
+    for name in names:
+        path = name if os.path.isabs(name) else os.path.join(root, name)
         if os.path.isfile(path) and path not in files:
             files.append(path)
     return files
 
 
-def join(trace: Trace, findings: Sequence[Finding], root: str) -> Joined:
+def join(trace: Trace, findings: Sequence[Finding], root: str,
+         suppressed: Optional[Dict[str, int]] = None) -> Joined:
+    """The syncs joined with every finding, and the graph breaks with the compile findings
+    that expect one."""
+    rows: List[Row] = []
+    if not trace.meta.get("compile_only"):  # (--compile-only recorded no syncs: nothing to confirm or refute)
+        rows = _label(trace.sites, findings, root, trace.lines,
+                      lambda status, file, line, text: Row(status, file, line, text=text),
+                      lambda r, s: r.sites.append(s))
+    order = {CONFIRMED: 0, MISSED: 0, NOT_REACHED: 1}
+    rows.sort(key=lambda r: (order[r.status], -r.blocked_ms, -r.count, r.file, r.line))
+    breaks: List[BreakRow] = []
+    if trace.compile is not None:
+        # (no `ran`: Dynamo compiles at a line's first run, mostly in the warm-up, before the lines record starts)
+        breaks = _label(trace.compile.breaks, [f for f in findings if expects_break(f)], root, None,
+                        lambda status, file, line, text: BreakRow(status, file, line, text=text),
+                        lambda r, b: r.breaks.append(b))
+        breaks.sort(key=lambda r: (order[r.status], -r.count, r.file, r.line))
+    return Joined(trace, rows, breaks, dict(suppressed or {}))
+
+
+def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Optional[Dict[str, List[List[int]]]],
+           new_row: Callable, add: Callable) -> list:
+    """Rows for `events` (syncs or graph breaks: `file`, `line`, `user`) and `findings`: a
+    finding whose lines hold events is confirmed by them, one without is not reached (and
+    whether its lines ran, where the trace recorded that), an event no finding covers is
+    missed. An event's file is relative to the trace's root, a finding's as `check` names it
+    (relative to the working directory)."""
     def key(path: str) -> str:
         return os.path.normcase(os.path.realpath(path if os.path.isabs(path) else os.path.join(root, path)))
 
-    sites_by_file: Dict[str, List[Site]] = {}
-    for s in trace.sites:
-        if s.user:
-            sites_by_file.setdefault(key(s.file), []).append(s)
-    covered: Dict[int, bool] = {}  # id(site) -> some finding covers it
-    rows: Dict[Tuple[str, int, str], Row] = {}
+    def finding_key(path: str) -> str:
+        return os.path.normcase(os.path.realpath(path))
+
+    by_file: Dict[str, list] = {}
+    for e in events:
+        if e.user:
+            by_file.setdefault(key(e.file), []).append(e)
+    covered: Dict[int, bool] = {}  # id(event) -> some finding covers it
+    rows: Dict[Tuple[str, int, str], Any] = {}
+    in_row: Dict[int, set] = {}  # id(row) -> the ids of its events (two findings on a line share them)
 
     for f in findings:
         shown = _shown(f.filename, root)
-        hits = [s for s in sites_by_file.get(key(f.filename), []) if f.row <= s.line <= f.end_row]
-        for s in hits:
-            covered[id(s)] = True
+        hits = [e for e in by_file.get(finding_key(f.filename), []) if f.row <= e.line <= f.end_row]
+        for e in hits:
+            covered[id(e)] = True
         if hits:
-            line = min(s.line for s in hits)
-            row = rows.setdefault((shown, line, CONFIRMED), Row(CONFIRMED, shown, line))
-            for s in hits:
-                if all(s is not t for t in row.sites):
-                    row.sites.append(s)
+            line = min(e.line for e in hits)
+            row = rows.get((shown, line, CONFIRMED))
+            if row is None:
+                row = rows[(shown, line, CONFIRMED)] = new_row(CONFIRMED, shown, line, "")
+            added = in_row.setdefault(id(row), set())
+            for e in hits:
+                if id(e) not in added:
+                    added.add(id(e))
+                    add(row, e)
         else:
             row = rows.get((shown, f.row, NOT_REACHED))
             if row is None:
-                path = f.filename if os.path.isabs(f.filename) else os.path.join(root, f.filename)
-                row = rows[(shown, f.row, NOT_REACHED)] = Row(NOT_REACHED, shown, f.row,
-                                                              text=linecache.getline(path, f.row).strip())
-            if trace.lines is not None:
-                row.ran = bool(row.ran) or ran(trace.lines.get(shown), f.row, f.end_row)
+                row = rows[(shown, f.row, NOT_REACHED)] = new_row(
+                    NOT_REACHED, shown, f.row, linecache.getline(os.path.realpath(f.filename), f.row).strip())
+            if lines is not None:
+                row.ran = bool(row.ran) or ran(lines.get(shown), f.row, f.end_row)
         row.findings.append(f)
 
-    for s in trace.sites:
-        if not covered.get(id(s)):
-            row = rows.setdefault((s.file, s.line, MISSED), Row(MISSED, s.file, s.line))
-            row.sites.append(s)
-
-    order = {CONFIRMED: 0, MISSED: 0, NOT_REACHED: 1}
-    ordered = sorted(rows.values(), key=lambda r: (order[r.status], -r.blocked_ms, -r.count, r.file, r.line))
-    return Joined(trace, ordered)
+    for e in events:
+        if not covered.get(id(e)):
+            row = rows.get((e.file, e.line, MISSED))
+            if row is None:
+                row = rows[(e.file, e.line, MISSED)] = new_row(MISSED, e.file, e.line, "")
+            add(row, e)
+    return list(rows.values())
 
 
 def _shown(path: str, root: str) -> str:
@@ -156,18 +236,22 @@ def _shown(path: str, root: str) -> str:
     return path
 
 
-def static_findings(files: Sequence[str]) -> Tuple[List[Finding], List[str]]:
-    """`synclint check` of `files` (the nearest configuration, its rule selection, all
-    findings hot and cold): the findings and one line per file that could not be checked."""
+def static_findings(files: Sequence[str], root: str, *, config_file: Optional[str] = None,
+                    select: Sequence[str] = (), ignore: Sequence[str] = (), extend_select: Sequence[str] = (),
+                    baseline: Optional[str] = None, no_cache: bool = False):
+    """`synclint check` of `files` through the one pipeline: the configuration (`config_file`,
+    else the nearest above `root`) with these choices on top, its selection, noqa, per-file
+    ignores, exclusions (the files were found, not named: as `check .` treats them), the file
+    budget, the cache and the baseline. A `pipeline.Outcome`; raises `pipeline.PipelineError`."""
     from pathlib import Path
 
-    from synclint.run.config import drop_per_file_ignored, find_config, load_config
-    from synclint.registry import select
-    from synclint.run.runner import check_files
+    from synclint.run import pipeline
 
     if not files:
-        return [], []
-    cfg = load_config(find_config(Path(files[0])))
-    rules = select(cfg.select, cfg.ignore, cfg.extend_select)
-    result = check_files(list(files), rules, hot_only=False, cache_dir=None, jobs=1)
-    return drop_per_file_ignored(cfg, result.findings), [str(e) for e in result.errors]
+        return pipeline.Outcome()
+    setup = pipeline.configure(config_file=Path(config_file) if config_file else None, start=Path(root),
+                               select=select, ignore=ignore, extend_select=extend_select, no_cache=no_cache)
+    # named as a user would name them here, so that the findings name them as `check` does
+    here = os.path.realpath(os.getcwd())
+    named = [_shown(f, here) for f in files]
+    return pipeline.run(setup, named, force_exclude=True, baseline=Path(baseline) if baseline else None)

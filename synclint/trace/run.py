@@ -48,6 +48,7 @@ class Options:
     time_limit: Optional[float] = None
     cross_check: bool = False  # also run the profiler and record its sync-call time
     lines: bool = True  # also record which lines of the user's files ran (lines.py)
+    compile_only: bool = False  # record Dynamo's graph breaks and recompilations only: no GPU needed
 
 
 @dataclass
@@ -83,12 +84,19 @@ def run(options: Options) -> Trace:
     from synclint.trace.intercept import acquire, cuda_state, release
     from synclint.trace.frames import UserCode
     from synclint.trace.lines import LineRecorder
+    from synclint.trace.dynamo import HOOK, DynamoRecorder, compile_record
     from synclint.trace.record import Recorder
 
-    reason = cuda_state()
+    reason = None if options.compile_only else cuda_state()
     if reason:
-        raise TraceUnavailable(reason)
-    import torch
+        hint = " (--compile-only records graph breaks without one)" if reason.startswith("no CUDA") else ""
+        raise TraceUnavailable(reason + hint)
+    from synclint.torch_import import import_torch
+
+    try:
+        torch = import_torch()
+    except ImportError:
+        raise TraceUnavailable("torch is not installed (pip install 'synclint[trace]')") from None
 
     program = program_argv(options.program)
     roots = tuple(os.path.realpath(r) for r in (options.roots or [os.getcwd()]))
@@ -99,7 +107,8 @@ def run(options: Options) -> Trace:
     line_recorder = LineRecorder(user) if options.lines else None
 
     def open_window() -> None:
-        torch.cuda.synchronize()  # warm-up work must not be charged to the first recorded sync
+        if not options.compile_only:
+            torch.cuda.synchronize()  # warm-up work must not be charged to the first recorded sync
         recorder.recording = True
         if line_recorder is not None:
             line_recorder.start()
@@ -130,7 +139,8 @@ def run(options: Options) -> Trace:
         timer = threading.Timer(options.time_limit, out_of_time)
         timer.daemon = True
 
-    interceptor = acquire(recorder, user=user)
+    interceptor = None if options.compile_only else acquire(recorder, user=user)
+    dynamo = DynamoRecorder().__enter__()  # the graph breaks and recompilations, the whole run (not only the window)
     exit_code = 0
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     wall_start = time.perf_counter()
@@ -146,9 +156,10 @@ def run(options: Options) -> Trace:
         if not window.timer_fired:
             raise
         window.stopped = "time-limit"
-    except BaseException:  # the program's own error: the user's traceback, then the trace
+    except BaseException as e:  # the program's own error: the user's traceback, then the trace
         traceback.print_exc()
         window.stopped, exit_code = "error", 1
+        dynamo.take_error(e)  # a graph break under fullgraph=True is one
     finally:
         if timer:
             timer.cancel()
@@ -160,8 +171,10 @@ def run(options: Options) -> Trace:
             h.remove()
         sys.argv[:], sys.path[:] = saved_argv, saved_path
         profile = _stop_profiler(window.profiler) if window.profiler is not None else None
-        timing = _timing(interceptor)
-        release(recorder)
+        timing = _timing(interceptor) if interceptor is not None else None
+        if interceptor is not None:
+            release(recorder)
+        dynamo.__exit__(None, None, None)
     started = window.started if window.started is not None else window.ended
     meta: Dict[str, Any] = {
         "command": list(options.program),
@@ -171,8 +184,9 @@ def run(options: Options) -> Trace:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
-        "gpu": torch.cuda.get_device_name(0),
-        "detector": "torch.cuda.set_sync_debug_mode('warn') + wrappers (device/event synchronize, pageable copies)",
+        "gpu": None if options.compile_only else torch.cuda.get_device_name(0),
+        "detector": None if options.compile_only else
+        "torch.cuda.set_sync_debug_mode('warn') + wrappers (device/event synchronize, pageable copies)",
         "timing": timing,
         "wall_ms": round((window.ended - started) * 1e3, 3),
         "run_ms": round((window.ended - wall_start) * 1e3, 3),
@@ -182,8 +196,11 @@ def run(options: Options) -> Trace:
         "exit_code": exit_code,
         "profiler": profile,
         "lines": line_recorder.mechanism if line_recorder is not None else None,
+        "compile": dynamo.error or HOOK,
+        "compile_only": options.compile_only,
     }
-    return Trace(meta, recorder.sites(), line_recorder.lines() if line_recorder is not None else None)
+    return Trace(meta, recorder.sites(), line_recorder.lines() if line_recorder is not None else None,
+                 None if dynamo.error else compile_record(dynamo, user))
 
 
 def _timing(interceptor: Any) -> str:
