@@ -179,7 +179,8 @@ _TALLIES = ("confirmed_lines", "missed_lines", "confirmed_findings", "ran_no_syn
 
 def score() -> Dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from synclint.trace.join import CONFIRMED, MISSED, NOT_REACHED, join, static_findings
+    from synclint.trace.command import static_findings
+    from synclint.trace.join import CONFIRMED, MISSED, NOT_REACHED, join
     from synclint.trace.schema import load
 
     per_program: Dict[str, Any] = {}

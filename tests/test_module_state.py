@@ -31,7 +31,7 @@ ALLOWED = {
     # hooks torch for the whole process (trace/ is another issue's)
     "synclint/frontends/lsp_worker.py:_busy": "the worker's job flag, read by its SIGUSR1 handler",
     "synclint/trace/guard.py:_no_device_said": "runtime guard",
-    "synclint/trace/guard.py:_rules_cache": "runtime guard: the rules, imported once",
+    "synclint/trace/guard.py:_checked_cache": "runtime guard: a syncing file is checked once per test process (keyed by path and mtime, so an edit is seen)",
     "synclint/trace/intercept.py:_holds": "runtime hook of torch",
     "synclint/trace/intercept.py:_shared": "runtime hook of torch",
     "synclint/trace/intercept.py:_users": "runtime hook of torch",

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from synclint.testing import run_cli
-from synclint.trace.join import CONFIRMED, MISSED, NOT_REACHED, join, static_findings
+from synclint.trace.command import static_findings
+from synclint.trace.join import CONFIRMED, MISSED, NOT_REACHED, join
 from synclint.trace.output import render_json, render_markdown, render_text
 from synclint.trace.schema import Site, Trace
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from synclint.trace.join import CONFIRMED, MISSED, NOT_REACHED, join, static_findings
+from synclint.trace.command import static_findings
+from synclint.trace.join import CONFIRMED, MISSED, NOT_REACHED, join
 from synclint.trace.schema import load
 
 REPO = Path(__file__).resolve().parent.parent

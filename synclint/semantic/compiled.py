@@ -227,6 +227,11 @@ def tag(kind: str, gpu: bool) -> str:
     return f"{kind}:gpu" if gpu else kind
 
 
+# How a consequence that predicts no break begins: `synclint trace` joins such findings with
+# syncs only, never with graph breaks.
+NO_BREAK = "no graph break"
+
+
 def consequence(compiled: str, region: Region) -> Optional[Tuple[str, str]]:
     """(what happens, the fix) for an event tagged `compiled` in `region`; None when nothing
     happens beyond what eager code does (the eager finding says it); `WITHDRAWN` as the
@@ -244,14 +249,14 @@ def consequence(compiled: str, region: Region) -> Optional[Tuple[str, str]]:
     if not kind.breaks:  # a CPU op inside the graph: only CUDA graphs care
         if not region.cudagraphs or not region.inductor:
             return None
-        return (f"no graph break, but CUDA graphs (mode=\"reduce-overhead\") are split or skipped at this "
+        return (f"{NO_BREAK}, but CUDA graphs (mode=\"reduce-overhead\") are split or skipped at this "
                 f"CPU op in {root}{wait}"), kind.fix
     captured = (kind.lifted_by == SCALARS and region.scalars) or (kind.lifted_by == SHAPES and region.shapes)
     why = (f"`{kind.lifted_by}`" if captured else "fullgraph=True")
     if captured or (region.captures and kind.fullgraph_captures):
         if not gpu:
             return None  # captured, and no GPU to wait for
-        text = f"no graph break ({why} captures it), but the host still waits for the GPU at every call"
+        text = f"{NO_BREAK} ({why} captures it), but the host still waits for the GPU at every call"
         if region.cudagraphs and region.inductor:
             text += ", and CUDA graphs are split or skipped around its data-dependent value"
         return text, kind.fix

@@ -3,9 +3,10 @@ static findings and show where the host waited."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 import click
 
@@ -107,7 +108,7 @@ def trace(program: Tuple[str, ...], output: Path, load: Optional[Path], steps, w
 def _show(recorded, fmt: str, report: Optional[Path], no_join: bool, limit: int, check: dict) -> None:
     """Join `recorded` with `synclint check` of its files (`check`: the options as check
     takes them) and print it."""
-    from synclint.trace.join import join, source_root, static_findings, user_files
+    from synclint.trace.join import join, source_root, user_files
     from synclint.trace.output import render_json, render_markdown, render_text
 
     root = source_root(recorded)
@@ -141,3 +142,25 @@ def _show(recorded, fmt: str, report: Optional[Path], no_join: bool, limit: int,
         except OSError as e:
             raise _fail(f"{report}: cannot write: {e.strerror or e}")
     sys.stdout.flush()
+
+
+def static_findings(files: Sequence[str], root: str, *, config_file: Optional[str] = None,
+                    select: Sequence[str] = (), ignore: Sequence[str] = (), extend_select: Sequence[str] = (),
+                    baseline: Optional[str] = None, no_cache: bool = False):
+    """`synclint check` of `files` through the one pipeline: the configuration (`config_file`,
+    else the nearest above `root`) with these choices on top, its selection, noqa, per-file
+    ignores, exclusions (the files were found, not named: as `check .` treats them), the file
+    budget, the cache and the baseline. A `pipeline.Outcome`; raises `pipeline.PipelineError`."""
+    from pathlib import Path
+
+    from synclint.run import pipeline
+    from synclint.trace.join import shown_path
+
+    if not files:
+        return pipeline.Outcome()
+    setup = pipeline.configure(config_file=Path(config_file) if config_file else None, start=Path(root),
+                               select=select, ignore=ignore, extend_select=extend_select, no_cache=no_cache)
+    # named as a user would name them here, so that the findings name them as `check` does
+    here = os.path.realpath(os.getcwd())
+    named = [shown_path(f, here) for f in files]
+    return pipeline.run(setup, named, force_exclude=True, baseline=Path(baseline) if baseline else None)

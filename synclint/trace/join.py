@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding
+from synclint.semantic.compiled import NO_BREAK
 from synclint.trace.lines import ran
 from synclint.trace.schema import GraphBreak, Site, Trace
 
@@ -110,7 +111,7 @@ def expects_break(f: Finding) -> bool:
     """A compile finding that says its line breaks the graph (or fails to compile under
     fullgraph=True); those that say "no graph break" (a capture flag, CUDA graphs split
     around a host copy: semantic/compiled.py's `consequence`) predict a wait, not a break."""
-    return f.code.startswith("SYN6") and "no graph break" not in f.message
+    return f.code.startswith("SYN6") and f": {NO_BREAK}" not in f.message
 
 
 @dataclass
@@ -197,7 +198,7 @@ def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Opti
     in_row: Dict[int, set] = {}  # id(row) -> the ids of its events (two findings on a line share them)
 
     for f in findings:
-        shown = _shown(f.filename, root)
+        shown = shown_path(f.filename, root)
         hits = [e for e in by_file.get(finding_key(f.filename), []) if f.row <= e.line <= f.end_row]
         for e in hits:
             covered[id(e)] = True
@@ -229,29 +230,9 @@ def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Opti
     return list(rows.values())
 
 
-def _shown(path: str, root: str) -> str:
+def shown_path(path: str, root: str) -> str:
+    """`path` relative to `root` when it lies under it (as `check` names files), else as given."""
     real = os.path.realpath(path)
     if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
         return os.path.relpath(real, root).replace(os.sep, "/")
     return path
-
-
-def static_findings(files: Sequence[str], root: str, *, config_file: Optional[str] = None,
-                    select: Sequence[str] = (), ignore: Sequence[str] = (), extend_select: Sequence[str] = (),
-                    baseline: Optional[str] = None, no_cache: bool = False):
-    """`synclint check` of `files` through the one pipeline: the configuration (`config_file`,
-    else the nearest above `root`) with these choices on top, its selection, noqa, per-file
-    ignores, exclusions (the files were found, not named: as `check .` treats them), the file
-    budget, the cache and the baseline. A `pipeline.Outcome`; raises `pipeline.PipelineError`."""
-    from pathlib import Path
-
-    from synclint.run import pipeline
-
-    if not files:
-        return pipeline.Outcome()
-    setup = pipeline.configure(config_file=Path(config_file) if config_file else None, start=Path(root),
-                               select=select, ignore=ignore, extend_select=extend_select, no_cache=no_cache)
-    # named as a user would name them here, so that the findings name them as `check` does
-    here = os.path.realpath(os.getcwd())
-    named = [_shown(f, here) for f in files]
-    return pipeline.run(setup, named, force_exclude=True, baseline=Path(baseline) if baseline else None)
