@@ -23,6 +23,7 @@ import re
 import tokenize
 from contextlib import contextmanager
 from contextvars import ContextVar
+from itertools import accumulate
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
@@ -38,6 +39,91 @@ Span = Union[ast.AST, Tuple[int, int]]
 
 class Unsupported(Exception):
     """Syntax this module does not build: parse the file with LibCST."""
+
+
+# Every node type of Python's tree that the builder reads, and the fields of it that it reads
+# (`_fields`). A field not named here holds syntax the built tree would silently lack (3.12's
+# `type_params`: `def f[T](x: T)`), so a node whose such field holds anything is
+# `Unsupported` and its file is parsed by LibCST: a new Python's new field is refused
+# without anyone having to foresee it (`_UNREAD`, computed from the running Python's `ast`).
+_READS: Dict[type, str] = {
+    ast.Module: "body",
+    # statements
+    ast.Expr: "value", ast.Assign: "targets value", ast.AugAssign: "target op value",
+    ast.AnnAssign: "target annotation value simple",  # simple=0: `(x): int`, the target's brackets
+    ast.Return: "value", ast.Delete: "targets", ast.Pass: "", ast.Break: "", ast.Continue: "",
+    ast.Raise: "exc cause", ast.Global: "names", ast.Nonlocal: "names", ast.Import: "names",
+    ast.ImportFrom: "module names level", ast.Assert: "test msg",
+    ast.If: "test body orelse", ast.For: "target iter body orelse", ast.AsyncFor: "target iter body orelse",
+    ast.While: "test body orelse", ast.With: "items body", ast.AsyncWith: "items body",
+    ast.FunctionDef: "name args body decorator_list returns",
+    ast.AsyncFunctionDef: "name args body decorator_list returns",
+    ast.ClassDef: "name bases keywords body decorator_list",
+    ast.Try: "body handlers orelse finalbody",
+    # the parts of statements
+    ast.alias: "name asname", ast.withitem: "context_expr optional_vars", ast.ExceptHandler: "type name body",
+    ast.arguments: "posonlyargs args vararg kwonlyargs kw_defaults kwarg defaults", ast.arg: "arg annotation",
+    ast.keyword: "arg value", ast.comprehension: "target iter ifs is_async",
+    # expressions
+    ast.Name: "id", ast.Constant: "value kind",  # kind: the `u` prefix, in the literal's text
+    ast.JoinedStr: "values", ast.FormattedValue: "value conversion format_spec",
+    ast.Attribute: "value attr", ast.Call: "func args keywords", ast.Subscript: "value slice",
+    ast.Slice: "lower upper step", ast.Starred: "value",
+    ast.BinOp: "left op right", ast.UnaryOp: "op operand", ast.BoolOp: "op values",
+    ast.Compare: "left ops comparators", ast.IfExp: "test body orelse", ast.Lambda: "args body",
+    ast.NamedExpr: "target value", ast.List: "elts", ast.Tuple: "elts", ast.Set: "elts",
+    ast.Dict: "keys values", ast.ListComp: "elt generators", ast.SetComp: "elt generators",
+    ast.GeneratorExp: "elt generators", ast.DictComp: "key value generators",
+    ast.Await: "value", ast.Yield: "value", ast.YieldFrom: "value",
+}
+if hasattr(ast, "TryStar"):  # (3.11)
+    _READS[ast.TryStar] = "body handlers orelse finalbody"
+# Fields that hold no syntax of their own: `ctx` (load, store or delete: where the node is
+# says it), type comments (comments: Python fills them only when asked to).
+_NOT_SYNTAX = frozenset({"ctx", "type_comment", "type_ignores"})
+
+
+def unread_fields(reads: Dict[type, str]) -> Dict[type, Tuple[str, ...]]:
+    """Node type -> the fields of the running Python's `ast` that `reads` does not name (only
+    types that have some)."""
+    out = {}
+    for t, names in reads.items():
+        unread = tuple(f for f in t._fields if f not in names.split() and f not in _NOT_SYNTAX)
+        if unread:
+            out[t] = unread
+    return out
+
+
+_UNREAD = unread_fields(_READS)
+
+
+def refuse_unread(tree: ast.AST, unread: Dict[type, Tuple[str, ...]]) -> None:
+    """Raise `Unsupported` where a node of `tree` holds something in a field of `unread`. Where
+    only statements have such fields (3.12 and 3.13: the definitions' `type_params`), only
+    the statements are looked at (an expression holds none)."""
+    if not unread:
+        return
+    nodes = _statements(tree) if all(issubclass(t, ast.stmt) for t in unread) else ast.walk(tree)
+    for a in nodes:
+        fields = unread.get(type(a))
+        if fields:
+            for f in fields:
+                if getattr(a, f, None):
+                    raise Unsupported(f"{type(a).__name__}.{f}")
+
+
+def _statements(tree: ast.AST):
+    """Every statement of `tree`, blocks included (nested definitions too)."""
+    todo = list(tree.body) if isinstance(tree, ast.Module) else []
+    while todo:
+        s = todo.pop()
+        yield s
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(s, name, None)
+            if type(block) is list:
+                todo.extend(block)
+        for h in getattr(s, "handlers", ()):
+            todo.extend(h.body)
 
 
 # Operators are leaves with nothing but LibCST's default whitespace: one instance of each
@@ -65,6 +151,9 @@ _LEFT, _RIGHT = cst.LeftParen(), cst.RightParen()
 _AND, _OR = cst.And(), cst.Or()
 # An f-string's opening: its prefix and quotes (group 2: the quotes).
 _FSTRING_START = re.compile("([rR]?[fF][rR]?)('''|\"\"\"|'|\")")
+# Python 3.12's tokens for an f-string's opening and closing (before 3.12: one STRING token)
+_FSTRING_START_TOKEN = getattr(tokenize, "FSTRING_START", -1)
+_FSTRING_END_TOKEN = getattr(tokenize, "FSTRING_END", -1)
 _BRACKETED_BY_DEFAULT = frozenset({ast.Tuple, ast.GeneratorExp})
 _SMALL = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Delete, ast.Pass,
           ast.Break, ast.Continue, ast.Raise, ast.Global, ast.Nonlocal, ast.Import,
@@ -96,7 +185,9 @@ BUILT: ContextVar[Optional[SourceOf]] = ContextVar("synclint_built_tree", defaul
 
 def build(source: str, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
     """(LibCST's tree of `source`, without whitespace or comments; id(node) -> `Span`).
-    Its nodes are made without `__init__` (`_make`), so none validates itself."""
+    Its nodes are made without `__init__` (`_make`), so none validates itself. Raises
+    `Unsupported` for syntax it does not build."""
+    refuse_unread(tree, _UNREAD)
     return _Builder(source).module(tree)
 
 
@@ -108,7 +199,9 @@ def build_statement(code: str) -> cst.BaseStatement:
 
 def build_expression(code: str) -> cst.BaseExpression:
     """The expression `code` (a helper's returned expression, a string annotation)."""
-    return _Builder(code).expr(ast.parse(code.strip(), mode="eval").body)
+    tree = ast.parse(code.strip(), mode="eval")
+    refuse_unread(tree.body, _UNREAD)
+    return _Builder(code).expr(tree.body)
 
 
 @contextmanager
@@ -518,11 +611,26 @@ class _Builder:
         if not all(self.lines[r - 1].isascii() for r in range(a.lineno, a.end_lineno + 1)):
             return None
         out = []
+        bracketed = f"({text})"
+        starts = [0, *accumulate(map(len, source_lines(bracketed, keepends=True)))]
+        f_start, depth = None, 0  # Python 3.12 tokenizes an f-string in parts: its first one, how deep
         try:
-            for tok in tokenize.generate_tokens(io.StringIO(f"({text})").readline):
-                if tok.type == tokenize.STRING:
-                    row, col = tok.start
-                    out.append((tok.string, a.lineno + row - 1, a.col_offset + col - 1 if row == 1 else col))
+            for tok in tokenize.generate_tokens(io.StringIO(bracketed).readline):
+                if tok.type == _FSTRING_START_TOKEN:
+                    f_start, depth = (f_start or tok.start), depth + 1
+                    continue
+                if tok.type == _FSTRING_END_TOKEN:
+                    depth -= 1
+                    if depth:
+                        continue
+                    start, f_start = f_start, None
+                    (row, col), (end_row, end_col) = start, tok.end
+                    string = bracketed[starts[row - 1] + col:starts[end_row - 1] + end_col]
+                elif tok.type == tokenize.STRING and not depth:
+                    (row, col), string = tok.start, tok.string
+                else:
+                    continue
+                out.append((string, a.lineno + row - 1, a.col_offset + col - 1 if row == 1 else col))
         except (tokenize.TokenError, SyntaxError):  # pragma: no cover - Python's parser took it
             return None
         return out

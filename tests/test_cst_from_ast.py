@@ -3,13 +3,15 @@ the same node types and fields, the same brackets (`lpar`), and the same places.
 
 import ast
 import dataclasses
+import sys
 from pathlib import Path
 
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from synclint.cst_from_ast import BUILT, SourceOf, Unsupported, build, build_expression, build_statement
+from synclint.cst_from_ast import (_READS, BUILT, SourceOf, Unsupported, build, build_expression, build_statement,
+                                   refuse_unread, unread_fields)
 from synclint.engine import analyse, lint_source
 from synclint.positions import PositionIndex
 from synclint.semantic.syntax import child_nodes, code_of
@@ -173,6 +175,51 @@ def test_match_statement_is_parsed_by_libcst():
         build(source, ast.parse(source))
     a = analyse("import torch\n" + source, "m.py")
     assert a is not None and a.spans is None
+
+
+def test_every_node_type_python_gives_is_in_the_table_of_fields_read():
+    """What the builder reads of each node type is declared (`_READS`), so that a field it
+    does not read can be refused; a node type missing from the table would go unchecked."""
+    trees = [ast.parse(s) for s in SNIPPETS]
+    trees += [ast.parse(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "synclint").rglob("*.py"))]
+    leaves = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)  # no fields
+    seen = {type(n) for tree in trees for n in ast.walk(tree)}
+    assert {t for t in seen if not issubclass(t, leaves)} - set(_READS) == set()
+
+
+@pytest.mark.parametrize("reads, refused, built", [
+    ({ast.Call: "func args"}, "f(x, k=1)\n", "f(x)\n"),  # as if `keywords` were a newer Python's field
+    ({ast.FunctionDef: "name args body decorator_list"}, "def f() -> int:\n    pass\n", "def f():\n    pass\n"),
+    ({ast.keyword: "arg"}, "f(k=1)\n", "f(1)\n"),
+])
+def test_a_field_the_builder_does_not_read_is_refused_when_it_holds_anything(reads, refused, built):
+    """A new Python's new field (3.12's `type_params`) is not dropped from the built tree: a
+    node that holds anything in it is `Unsupported`, and the file goes to LibCST's parse."""
+    unread = unread_fields({**_READS, **reads})
+    with pytest.raises(Unsupported):
+        refuse_unread(ast.parse(refused), unread)
+    refuse_unread(ast.parse(built), unread)
+
+
+_LOOP = "for b in loader:\n    print(f(b), C().g(b.cuda()))\n"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameters (PEP 695) are Python 3.12 syntax")
+@pytest.mark.parametrize("generic, plain", [
+    ("def f[T](x: T):\n    return x.item()\n", "def f(x):\n    return x.item()\n"),
+    ("class C[T]:\n    def g[U](self, y: U):\n        return y.cpu()\n", "class C:\n    def g(self, y):\n        return y.cpu()\n"),
+    ("type X = int\n", "X = int\n"),
+])
+def test_type_parameters_are_analysed_from_libcsts_parse(generic, plain):
+    """`def f[T](x: T)`, `class C[T]` and `type X = int`: not built without their type
+    parameters but parsed by LibCST, with the findings the same code without them has."""
+    generic, plain = (f"import torch\n\n\n{code}\n\n{_LOOP}" for code in (generic, plain))
+    with pytest.raises(Unsupported):
+        build(generic, ast.parse(generic))
+    a = analyse(generic, "m.py")
+    assert a is not None and a.spans is None
+    found = [(f.code, f.row, f.column) for f in lint_source(generic, "m.py")]
+    assert found and found == [(f.code, f.row, f.column) for f in lint_source(plain, "m.py")]
 
 
 def test_analysis_uses_the_built_tree_unless_libcst_is_asked_for():
