@@ -27,7 +27,7 @@ from itertools import accumulate
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
+from libcst import CSTNode
 
 from synclint.lines import source_lines
 

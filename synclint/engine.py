@@ -119,9 +119,9 @@ def lint_analysis(
 
 
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
+    from synclint.positions import PositionIndex
     from synclint.semantic import SemanticModel
     from synclint.semantic.heat import hot_functions
-    from synclint.positions import PositionIndex
     from synclint.walker import Walker
 
     source, module = a.source, a.module
@@ -313,8 +313,10 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
     fix = None
     if p.replacement is not None and not silenced_by and _comments(p.target) == _comments(p.replacement):
         # (A fix that would drop or repeat a comment is not offered: it must keep them.)
+        from synclint.codegen import code_for
+
         t = positions.span(p.target, p.stmt, number)
-        content = _code_for(a.module, p.replacement, positions.indent(t[0]))
+        content = code_for(a.module, p.replacement, positions.indent(t[0]))
         fix = Fix(
             "safe" if p.safe else "unsafe",
             p.fix_title or rule.FIX_TITLE or "",
@@ -451,16 +453,6 @@ def _deep_recursion():
         raise LintError("cannot analyse: nesting too deep") from None
     finally:
         sys.setrecursionlimit(old_limit)
-
-
-def _code_for(module, node, indent: str) -> str:
-    """Code for a replacement node; continuation lines keep the block's indentation."""
-    from libcst._nodes.internal import CodegenState
-
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    state.indent_tokens = [indent] if indent else []
-    node._codegen(state)
-    return "".join(state.tokens)
 
 
 def _parse_module(source: str):

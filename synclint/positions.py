@@ -15,8 +15,7 @@ from itertools import accumulate
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import libcst as cst
-from libcst._position import CodeRange
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from synclint.lines import source_lines

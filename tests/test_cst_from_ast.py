@@ -101,6 +101,22 @@ def test_built_tree_is_libcsts_tree(source):
     same_tree(source)
 
 
+# The fixed corpus every Python the CI has is checked on (`.ci/run`): the rules' fixtures, the
+# projects and the examples, the code the analysis is written for.
+CORPUS = sorted(p for folder in ("fixtures", "examples") for p in (ROOT / folder).rglob("*.py"))
+
+
+def test_corpus_builds_libcsts_trees():
+    assert len(CORPUS) > 100
+    for path in CORPUS:
+        source = path.read_text(encoding="utf-8")
+        try:
+            built, _ = build(source, ast.parse(source))
+        except Unsupported:  # (`match`: LibCST parses the file)
+            continue
+        assert differences(cst.parse_module(source), built) == [], path
+
+
 def test_own_source_files_build_libcsts_trees():
     """Every module of synclint and its rules: real code, with every construct they use."""
     files = sorted((ROOT / "synclint").rglob("*.py")) + sorted((ROOT / "rules").glob("*.py"))
