@@ -457,10 +457,10 @@ def _deep_recursion():
 
 def _parse_module(source: str):
     """`cst.parse_module`, without re-validating each node the parser builds (see
-    `cst_from_ast.without_validation`)."""
+    `cst_nodes.without_validation`)."""
     import libcst as cst
 
-    from synclint.cst_from_ast import without_validation
+    from synclint.cst_nodes import without_validation
 
     with without_validation():
         return cst.parse_module(source)

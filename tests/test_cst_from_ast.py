@@ -3,6 +3,7 @@ the same node types and fields, the same brackets (`lpar`), and the same places.
 
 import ast
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -10,20 +11,14 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from synclint.cst_from_ast import (_READS, BUILT, SourceOf, Unsupported, build, build_expression, build_statement,
-                                   refuse_unread, unread_fields)
+from synclint.cst_data import formatting, node_data, node_from_data
+from synclint.cst_from_ast import (_READS, BUILT, SourceOf, Unsupported, build, build_expression, refuse_unread,
+                                   unread_fields)
 from synclint.engine import analyse, lint_source
 from synclint.positions import PositionIndex
 from synclint.semantic.syntax import child_nodes, code_of
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# What only formatting decides: whitespace, commas, colons, comments, and where LibCST puts
-# the brackets of a class's bases or a `from` import's names (no rule reads those).
-_FORMATTING = {"leading_lines", "lines_after_decorators", "header", "footer", "comma", "semicolon",
-               "trailing_whitespace", "newline", "indent", "default_indent", "default_newline", "encoding",
-               "has_trailing_newline", "equal", "colon", "dot", "first_colon", "second_colon", "whitespace"}
-
 
 def differences(real, built, path="module", out=None):
     """Where two trees differ as the analysis sees them (empty: the same)."""
@@ -38,7 +33,7 @@ def differences(real, built, path="module", out=None):
     elif isinstance(real, cst.CSTNode):
         for f in dataclasses.fields(real):
             name = f.name
-            if name in _FORMATTING or name.startswith("whitespace"):
+            if formatting(name):
                 continue
             x, y = getattr(real, name), getattr(built, name)
             if name in ("lpar", "rpar"):
@@ -272,12 +267,16 @@ def test_valid_python_libcst_refuses_is_checked_without_fixes():
 
 @pytest.mark.parametrize("code", ["x * 2", "torch.zeros(3, device=d).to(x)", "(a +\n b)", "'cuda' if c else 'cpu'",
                                   "Optional[Tensor]", "{k: v for k, v in d.items()}"])
-def test_expression_from_a_summary_is_libcsts(code):
-    """A helper's returned expression (and a string annotation) is built like a file."""
+def test_a_string_annotation_is_built_as_libcst_parses_it(code):
     real = cst.parse_expression(code)
     assert differences(real, build_expression(code)) == []
 
 
-def test_statement_from_a_summary_is_libcsts():
-    code = "def helper(x, d):\n    y = x.to(d)\n    return y * 2\n"
-    assert differences(cst.parse_module(code).body[0], build_statement(code)) == []
+@pytest.mark.parametrize("source", SNIPPETS + [(ROOT / "synclint" / "walker.py").read_text(encoding="utf-8")])
+def test_node_data_makes_the_same_tree_again(source):
+    """A module summary carries a helper's expressions as JSON data (`cst_data`): made again,
+    from LibCST's tree or the built one, they are the same tree, brackets included."""
+    real = cst.parse_module(source)
+    for tree in (real, same_tree(source)[0]):
+        again = node_from_data(json.loads(json.dumps(node_data(tree))))
+        assert differences(real, again) == []
