@@ -208,7 +208,17 @@ def _configure(o):
         config_file=o.config_file, start=Path(o.stdin_filename or ".") if stdin else Path(o.paths[0]),
         select=o.select, ignore=o.ignore, extend_select=o.extend_select, hot_only=o.hot_only,
         exclude=o.exclude or None, extend_exclude=o.extend_exclude, no_cache=o.no_cache,
-        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff))
+        file_timeout=o.file_timeout, lazy=not (o.fix or o.diff), decoded=_decoded())
+
+
+def _decoded():
+    """How this run reads the cache's files: a daemon hands each run the files it keeps
+    decoded (`decoded.Kept`) as click's context object; else as they are."""
+    from synclint.decoded import FRESH, Fresh
+
+    ctx = click.get_current_context(silent=True)
+    kept = ctx.find_root().obj if ctx is not None else None
+    return kept if isinstance(kept, Fresh) else FRESH
 
 
 def _check_once(o) -> int:

@@ -180,8 +180,9 @@ def _reset_process_state() -> None:
             table.clear()
 
 
-def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
-    """Run `synclint <argv>` as the client would have, here; (exit code, output chunks)."""
+def run_check(req: dict, decoded=None) -> Tuple[int, List[Tuple[int, bytes]]]:
+    """Run `synclint <argv>` as the client would have, here; (exit code, output chunks).
+    `decoded`: the cache's files this process keeps decoded (`decoded.Kept`), for the run."""
     import warnings
 
     from synclint import cli
@@ -214,7 +215,7 @@ def run_check(req: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
         sys.argv = [str(req.get("prog") or "synclint")] + argv
         os.get_terminal_size = _sizes(streams)
         try:
-            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True)
+            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True, obj=decoded)
             code = 0
         except SystemExit as e:  # click's standalone mode ends every run so
             code = e.code
@@ -272,7 +273,10 @@ def _collect(full: bool = False) -> None:
 # ---------------------------------------------------------------- the server
 class Server:
     def __init__(self, root: str, build: str, idle_timeout: float, echo: Callable[[str], None]) -> None:
+        from synclint.decoded import Kept
+
         self.root, self.build, self.idle_timeout, self.echo = root, build, idle_timeout, echo
+        self.decoded = Kept()  # the cache's files, decoded once while they stay the same
         self.requests = 0
         self.started = time.time()
         self.stopping = ""
@@ -321,7 +325,7 @@ class Server:
             return None
         try:
             try:
-                code, chunks = run_check(req)
+                code, chunks = run_check(req, self.decoded)
             finally:
                 heartbeat.stop()
         except _Stop:
@@ -443,11 +447,9 @@ def serve(idle_timeout: float = DEFAULT_IDLE_TIMEOUT, echo: Callable[[str], None
         raise DaemonError(f"a synclint daemon already serves {root}{pid}: `synclint daemon stop` first")
     os.chdir(root)
     _preload(echo)
-    from synclint import decoded
     from synclint.workers import collect_less
 
     collect_less()
-    decoded.keep()  # the cache's files, decoded once while they stay the same
     server = Server(root, build, idle_timeout, echo)
     previous = signal.signal(signal.SIGTERM, _on_term)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
