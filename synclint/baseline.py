@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding
-from synclint.source import finding_line
+from synclint.parse.source import finding_line
 
 FORMAT_VERSION = 1
 

@@ -291,10 +291,10 @@ def _check_stdin(setup, name, o):
     from synclint import pipeline
     from synclint.discovery import Excludes
     from synclint.engine import LintError
-    from synclint.source import decode_source
+    from synclint.parse.source import decode_source
     from synclint.findings import FileError
     from synclint.fixes import FixError
-    from synclint.lines import source_lines
+    from synclint.parse.lines import source_lines
     from synclint.output import echo_errors, emit
 
     data = sys.stdin.buffer.read()

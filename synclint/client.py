@@ -98,7 +98,7 @@ def fingerprint() -> str:
 
     h = _blake2b(synclint.__version__.encode(), 8)
     root = synclint.__path__[0]
-    for d in (root, os.path.join(root, "semantic"), synclint.rules.__path__[0]):
+    for d in (root, os.path.join(root, "parse"), os.path.join(root, "semantic"), synclint.rules.__path__[0]):
         try:
             names = sorted(os.listdir(d))
         except OSError:

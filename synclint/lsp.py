@@ -88,7 +88,7 @@ def _synclint_protocol():
     from pygls.protocol import LanguageServerProtocol
     from pygls.workspace import TextDocument
 
-    from synclint.lines import line_starts, source_lines
+    from synclint.parse.lines import line_starts, source_lines
     from synclint.lsp_analysis import code_points
 
     answered = object()

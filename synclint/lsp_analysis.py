@@ -13,7 +13,7 @@ import json
 from array import array
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from synclint.lines import line_starts
+from synclint.parse.lines import line_starts
 
 SOURCE = "synclint"
 Range = Tuple[int, int, int, int]  # LSP (start line, start character, end line, end character)

@@ -15,7 +15,7 @@ from synclint.decoded import FRESH, Fresh
 from synclint.discovery import absolute_paths
 from synclint.findings import FileError, Finding
 from synclint.semantic.declared import DeclaredHeat
-from synclint.source import decode_source, read_bytes, size_problem
+from synclint.parse.source import decode_source, read_bytes, size_problem
 from synclint.workers import usable_cpus
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from synclint.cst_data import node_data, node_from_data
+from synclint.parse.node_data import node_data, node_from_data
 from synclint.semantic.syntax import all_params, descendants
 
 # Longer helpers are not replayed: their walked return is what callers get.

@@ -210,7 +210,7 @@ def _rules_for(event: SyncEvent) -> Tuple[str, ...]:
         by_line = {}
         try:
             from synclint.engine import lint_source
-            from synclint.source import read_source
+            from synclint.parse.source import read_source
             from synclint.registry import all_rules
 
             text = read_source(path)

@@ -13,7 +13,7 @@ from typing import Any
 
 import libcst as cst
 
-from synclint.cst_nodes import field_defaults, make
+from synclint.parse.nodes import field_defaults, make
 
 # Fields only formatting decides: whitespace, commas, colons, comments, line breaks.
 FORMATTING = frozenset({

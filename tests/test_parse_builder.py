@@ -4,6 +4,7 @@ the same node types and fields, the same brackets (`lpar`), and the same places.
 import ast
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -11,11 +12,11 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from synclint.cst_data import formatting, node_data, node_from_data
-from synclint.cst_from_ast import (_READS, BUILT, SourceOf, Unsupported, build, build_expression, refuse_unread,
+from synclint.parse.node_data import formatting, node_data, node_from_data
+from synclint.parse.builder import (_READS, BUILT, SourceOf, Unsupported, build, build_expression, refuse_unread,
                                    unread_fields)
 from synclint.engine import analyse, lint_source
-from synclint.positions import PositionIndex
+from synclint.parse.positions import PositionIndex
 from synclint.semantic.syntax import child_nodes, code_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,6 +189,17 @@ def test_match_statement_is_parsed_by_libcst():
     assert a is not None and a.spans is None
 
 
+def test_only_the_parse_layer_touches_libcsts_private_api():
+    """LibCST's private modules and methods are used in synclint/parse/ alone (a LibCST
+    release that changes them breaks one package, which the differential test checks)."""
+    private = re.compile(r"\blibcst\._|\._codegen\(|CodegenState|\.__post_init__\b")
+    files = sorted((ROOT / "synclint").rglob("*.py")) + sorted((ROOT / "rules").rglob("*.py"))
+    outside = [f"{path.relative_to(ROOT)}:{n}" for path in files if (ROOT / "synclint" / "parse") not in path.parents
+               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if private.search(line)]
+    assert outside == []
+    assert any(private.search(p.read_text(encoding="utf-8")) for p in (ROOT / "synclint" / "parse").glob("*.py"))
+
+
 def test_every_node_type_python_gives_is_in_the_table_of_fields_read():
     """What the builder reads of each node type is declared (`_READS`), so that a field it
     does not read can be refused; a node type missing from the table would go unchecked."""
@@ -274,7 +286,7 @@ def test_a_string_annotation_is_built_as_libcst_parses_it(code):
 
 @pytest.mark.parametrize("source", SNIPPETS + [(ROOT / "synclint" / "walker.py").read_text(encoding="utf-8")])
 def test_node_data_makes_the_same_tree_again(source):
-    """A module summary carries a helper's expressions as JSON data (`cst_data`): made again,
+    """A module summary carries a helper's expressions as JSON data (`parse.node_data`): made again,
     from LibCST's tree or the built one, they are the same tree, brackets included."""
     real = cst.parse_module(source)
     for tree in (real, same_tree(source)[0]):

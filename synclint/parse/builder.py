@@ -26,8 +26,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from synclint.cst_nodes import make, set_field
-from synclint.lines import source_lines
+from synclint.parse.nodes import make, set_field
+from synclint.parse.lines import source_lines
 
 # Where a node lies: Python's node (its lineno, col_offset, end_lineno, end_col_offset, in
 # UTF-8 bytes), or (start, end) offsets in the source's characters where Python's tree has no
@@ -183,7 +183,7 @@ BUILT: ContextVar[Optional[SourceOf]] = ContextVar("synclint_built_tree", defaul
 
 def build(source: str, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
     """(LibCST's tree of `source`, without whitespace or comments; id(node) -> `Span`).
-    Its nodes are made without `__init__` (`cst_nodes.make`), so none validates itself. Raises
+    Its nodes are made without `__init__` (`parse.nodes.make`), so none validates itself. Raises
     `Unsupported` for syntax it does not build."""
     refuse_unread(tree, _UNREAD)
     return _Builder(source).module(tree)
