@@ -10,8 +10,9 @@ the code to know.
 
 Such a tree is only for reading. A file whose findings carry a fix, or land on a node
 whose place is not known here, is checked again from LibCST's own parse (the engine
-decides), so fixes keep the file's formatting and comments. Syntax not built here (`match`)
-raises `Unsupported`, and the file is parsed by LibCST as before.
+decides), so fixes keep the file's formatting and comments. Syntax not built here (`match`,
+and any field of Python's tree the builder does not read, such as 3.12's type parameters:
+`_READS`) raises `Unsupported`, and the file is parsed by LibCST as before.
 """
 
 from __future__ import annotations
