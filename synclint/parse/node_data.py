@@ -39,13 +39,16 @@ def node_data(node: cst.CSTNode) -> dict:
 
 
 def _same(value: Any, default: Any) -> bool:
-    """Whether a field holds what `make` gives it when not named (a node: that very one)."""
+    """Whether a field holds what `make` gives it when not named, as the analysis reads it
+    (a bracket of the default kind, whatever its whitespace)."""
     if value is default:
         return True
     if isinstance(value, str):
         return value == default
+    if isinstance(value, cst.CSTNode):
+        return type(value) is type(default) and len(node_data(value)) == 1  # (its type's name only)
     if isinstance(value, (tuple, list)):
-        return not value and isinstance(default, tuple) and not default
+        return isinstance(default, tuple) and len(value) == len(default) and all(map(_same, value, default))
     return False
 
 
