@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.build import VERSION
 from synclint.findings import Finding
-from synclint.source import finding_line
+from synclint.parse.source import finding_line
 
 FORMAT_VERSION = 1
 

@@ -46,7 +46,7 @@ class Analysis:
     facts: FileFacts
     summary: ModuleSummary
     rows: Optional[list] = None  # the statements' `positions.statement_rows`, when at hand
-    spans: Optional[dict] = None  # a tree built from Python's parse: where its nodes are (`cst_from_ast`)
+    spans: Optional[dict] = None  # a tree built from Python's parse: where its nodes are (`parse.builder`)
 
 
 @dataclass
@@ -119,9 +119,9 @@ def lint_analysis(
 
 
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
+    from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
     from synclint.semantic.heat import hot_functions
-    from synclint.positions import PositionIndex
     from synclint.walker import Walker
 
     source, module = a.source, a.module
@@ -313,8 +313,10 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
     fix = None
     if p.replacement is not None and not silenced_by and _comments(p.target) == _comments(p.replacement):
         # (A fix that would drop or repeat a comment is not offered: it must keep them.)
+        from synclint.parse.codegen import code_for
+
         t = positions.span(p.target, p.stmt, number)
-        content = _code_for(a.module, p.replacement, positions.indent(t[0]))
+        content = code_for(a.module, p.replacement, positions.indent(t[0]))
         fix = Fix(
             "safe" if p.safe else "unsafe",
             p.fix_title or rule.FIX_TITLE or "",
@@ -358,7 +360,7 @@ def lint_source(
     """Findings for one file's text, from what it and `project` say, with what `declared`
     says of how often its functions run; `max_chars`: see `source.size_problem`. Raises
     `LintError` on bad input."""
-    from synclint.source import size_problem
+    from synclint.parse.source import size_problem
 
     problem = size_problem(source, max_chars)
     if problem is not None:
@@ -387,13 +389,13 @@ def lint_source(
 
 def _parse(source: str, libcst_tree: bool = False):
     """(LibCST's tree, the statements' `statement_rows` where Python's parse that cleared the
-    source made them, else None, and the tree's `cst_from_ast` spans where it was built from
+    source made them, else None, and the tree's `parse.builder` spans where it was built from
     that parse, else None)."""
     import libcst as cst
 
-    from synclint.cst_from_ast import Unsupported, build
-    from synclint.nesting import checked, native_problem
-    from synclint.positions import statement_rows
+    from synclint.parse.builder import Unsupported, build
+    from synclint.parse.nesting import checked, native_problem
+    from synclint.parse.positions import statement_rows
 
     problem, tree = checked(source)  # deeper than this would kill the process in the parser
     if problem is not None:
@@ -432,7 +434,7 @@ def _parse(source: str, libcst_tree: bool = False):
 def _reading(source: str, spans: Optional[dict]):
     """While a tree built from Python's parse is walked, a node's code is the file's text
     (`syntax.code_of`)."""
-    from synclint.cst_from_ast import BUILT, SourceOf
+    from synclint.parse.builder import BUILT, SourceOf
 
     token = BUILT.set(SourceOf(source, spans) if spans is not None else None)
     try:
@@ -453,22 +455,12 @@ def _deep_recursion():
         sys.setrecursionlimit(old_limit)
 
 
-def _code_for(module, node, indent: str) -> str:
-    """Code for a replacement node; continuation lines keep the block's indentation."""
-    from libcst._nodes.internal import CodegenState
-
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    state.indent_tokens = [indent] if indent else []
-    node._codegen(state)
-    return "".join(state.tokens)
-
-
 def _parse_module(source: str):
     """`cst.parse_module`, without re-validating each node the parser builds (see
-    `cst_from_ast.without_validation`)."""
+    `parse.nodes.without_validation`)."""
     import libcst as cst
 
-    from synclint.cst_from_ast import without_validation
+    from synclint.parse.nodes import without_validation
 
     with without_validation():
         return cst.parse_module(source)
@@ -480,7 +472,7 @@ def _syntax_check(source: str) -> None:
     running us may); `ast` is only the fast path for the usual, valid file."""
     import ast
 
-    from synclint.nesting import DEEP, LONG
+    from synclint.parse.nesting import DEEP, LONG
 
     try:
         ast.parse(source)

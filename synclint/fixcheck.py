@@ -42,7 +42,7 @@ class FixCheck:
     def problem(self, text: str) -> Optional[str]:
         """Why `text` is not fit to be written (None: it is): the first check the original
         passed and it fails, with what failed and where."""
-        from synclint.nesting import nesting_problem
+        from synclint.parse.nesting import nesting_problem
 
         for test, why in self._checks:
             error = test(text)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding, Fix
-from synclint.lines import line_starts
+from synclint.parse.lines import line_starts
 
 MAX_PASSES = 10
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from synclint.lines import source_lines
+from synclint.parse.lines import source_lines
 
 # `# noqa` alone, or `# noqa: SYN101, SYN2` (codes or prefixes), as flake8 writes them.
 NOQA_RE = re.compile(
@@ -119,7 +119,7 @@ def add_noqa(findings) -> Tuple[int, list]:
     extended, FileErrors). A finding all of whose lines end inside a string or a backslash
     continuation gets none (no comment can go there)."""
     from synclint.atomic import write_text_atomic
-    from synclint.source import read_source
+    from synclint.parse.source import read_source
     from synclint.findings import FileError
 
     wanted: Dict[str, List[Tuple[Tuple[int, ...], str]]] = {}

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from synclint.engine import lint_source
 from synclint.fixes import fix_text
-from synclint.lines import source_lines
+from synclint.parse.lines import source_lines
 
 # `# error: SYN101` / `# error: SYN101 [cold], SYN105 [hot]`
 EXPECT_RE = re.compile(r"#\s*error:\s*(?P<items>SYN\d{3}(?:\s*\[(?:hot|cold)\])?(?:\s*,\s*SYN\d{3}(?:\s*\[(?:hot|cold)\])?)*)")

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.engine import LintError, lint_source
 from synclint.fixes import FixError, fix_source, fix_text
-from synclint.lines import source_lines
+from synclint.parse.lines import source_lines
 from synclint.registry import all_rules
 
 FILENAME = "fuzz.py"

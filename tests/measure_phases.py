@@ -10,7 +10,7 @@ import time
 
 
 def main(paths) -> None:
-    from synclint.source import read_source
+    from synclint.parse.source import read_source
     from synclint.project import module_name
     from synclint.registry import all_rules
     from synclint.run.workers import Worker

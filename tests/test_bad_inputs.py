@@ -148,7 +148,7 @@ def _unreadable_file(d, mp):
     as root, who may read anything): click's test (`os.access`) and the reading fail."""
     import builtins
 
-    import synclint.source
+    import synclint.parse.source
 
     _w(d / "bad.py", GOOD)
     real_access, real_open = os.access, builtins.open
@@ -162,7 +162,7 @@ def _unreadable_file(d, mp):
         return real_open(path, *a, **k)
 
     mp.setattr(os, "access", access)
-    mp.setattr(synclint.source, "open", open_, raising=False)
+    mp.setattr(synclint.parse.source, "open", open_, raising=False)
 
 
 def _pyproject(text):

@@ -312,7 +312,7 @@ def test_a_budget_beyond_what_timers_hold_is_no_budget(tmp_path, value, budget):
 
 
 def test_a_named_unreadable_file_does_not_stop_baseline(tmp_path, monkeypatch):
-    import synclint.source
+    import synclint.parse.source
 
     write(tmp_path / "good.py", HAZARD)
     write(tmp_path / "bad.py", HAZARD)
@@ -324,7 +324,7 @@ def test_a_named_unreadable_file_does_not_stop_baseline(tmp_path, monkeypatch):
         return real_open(path, *a, **k)
 
     monkeypatch.setattr(os, "access", lambda p, m, *a, **k: os.path.basename(os.fspath(p)) != "bad.py")
-    monkeypatch.setattr(synclint.source, "open", open_, raising=False)
+    monkeypatch.setattr(synclint.parse.source, "open", open_, raising=False)
     r = run(["baseline", "bad.py", "good.py", "-o", "b.json"], tmp_path)
     assert r.exit_code == 2
     assert "synclint: error: bad.py: cannot read: Permission denied" in r.stderr.splitlines()

@@ -1,5 +1,6 @@
-"""Decoded cache files kept by a long-lived process (`synclint.decoded`, the daemon's): a
-run answers as a fresh process would, whatever was kept from the runs before it."""
+"""Decoded cache files kept by a long-lived process (`synclint.decoded.Kept`, the daemon's,
+which it hands to each run): a run answers as a fresh process would, whatever was kept from
+the runs before it."""
 
 import json
 import os
@@ -8,14 +9,7 @@ import sys
 
 import pytest
 
-from synclint import decoded
-
-
-@pytest.fixture
-def kept(monkeypatch):
-    monkeypatch.setattr(decoded, "_ON", True)
-    monkeypatch.setattr(decoded, "_FILES", {})
-    monkeypatch.setattr(decoded, "_MADE", {})
+from synclint.decoded import FRESH, Kept
 
 
 def _replace(path, doc):
@@ -25,7 +19,8 @@ def _replace(path, doc):
     os.replace(tmp, path)
 
 
-def test_a_file_is_decoded_once_while_it_stays_and_again_once_replaced(tmp_path, kept):
+def test_a_file_is_decoded_once_while_it_stays_and_again_once_replaced(tmp_path):
+    decoded = Kept()
     p = tmp_path / "0.json"
     _replace(p, {"a": [1, {"x": 1}]})
     first = decoded.load(p)
@@ -37,18 +32,19 @@ def test_a_file_is_decoded_once_while_it_stays_and_again_once_replaced(tmp_path,
     second = decoded.load(p)
     assert second is not first and second == {"a": [2, {"x": 2}]}
     assert decoded.made("what", second["a"], make) == 2 and len(calls) == 2
-    assert not any(k[1] == id(first["a"]) for k in decoded._MADE)  # what the old file made is dropped
+    assert not any(k[1] == id(first["a"]) for k in decoded._made)  # what the old file made is dropped
 
 
-def test_nothing_is_kept_in_a_one_shot_process(tmp_path, monkeypatch):
-    monkeypatch.setattr(decoded, "_ON", False)
+def test_nothing_is_kept_in_a_one_shot_process(tmp_path):
+    decoded = FRESH
     p = tmp_path / "0.json"
     _replace(p, {"a": 1})
     assert decoded.load(p) is not decoded.load(p)
     assert decoded.made("what", [1], lambda v: object()) is not decoded.made("what", [1], lambda v: object())
 
 
-def test_an_unreadable_file_raises_as_json_load_does(tmp_path, kept):
+@pytest.mark.parametrize("decoded", [FRESH, Kept()])
+def test_an_unreadable_file_raises_as_json_load_does(tmp_path, decoded):
     p = tmp_path / "0.json"
     p.write_text("{not json")
     with pytest.raises(ValueError):
@@ -64,13 +60,12 @@ import json, os, sys
 from pathlib import Path
 from synclint import decoded
 from synclint.run import pipeline
-if sys.argv[1] == "keep":
-    decoded.keep()
+kept = decoded.Kept() if sys.argv[1] == "keep" else decoded.FRESH
 out = []
 for text in json.loads(sys.argv[2]):
     if text is not None:
         Path("helpers.py").write_text(text)
-    setup = pipeline.configure(start=Path("."))
+    setup = pipeline.configure(start=Path("."), decoded=kept)
     got = pipeline.run(setup, ["."])
     out.append(sorted((f.filename, f.row, f.code, f.hot) for f in got.findings))
 print("@@" + json.dumps(out))
@@ -132,3 +127,23 @@ def test_tables_kept_between_checks_follow_an_edit_of_what_a_module_passes(tmp_p
     kept = _kept_as_fresh(tmp_path, TAKES, [PASSES_CPU, PASSES_GPU, None, PASSES_CPU, PASSES_CPU + "# a comment\n", PASSES_GPU])
     found = [any(name.endswith("train.py") and code == "SYN101" for name, _, code, _ in step) for step in kept]
     assert found == [False, True, True, False, False, True]
+
+
+def test_the_daemons_runs_read_the_cache_through_what_it_keeps(tmp_path):
+    """The daemon owns what it keeps decoded and hands it to each run (`run_check`): a check
+    of an unchanged project decodes no cache file again."""
+    from synclint.frontends.daemon import run_check
+
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "helpers.py").write_text(GPU)
+    spec = {"tty": False, "size": None, "encoding": "utf-8", "errors": "strict"}
+    req = {"argv": ["check", "--output-format", "json", "."], "cwd": str(tmp_path),
+           "env": {**os.environ, "SYNCLINT_NO_DAEMON": "1"}, "streams": [spec, spec, spec], "prog": "synclint"}
+    kept, tables = Kept(), {}
+    first = run_check(req, tables, kept)  # (writes the cache)
+    assert run_check(req, tables, kept) == first
+    files = dict(kept._files)
+    assert files  # the cache's files were read through it
+    assert run_check(req, tables, kept) == first
+    assert all(kept._files[k][1] is doc for k, (_, doc) in files.items())  # not decoded again

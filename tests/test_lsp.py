@@ -435,7 +435,7 @@ def test_incremental_edits_apply_where_the_client_means(tmp_path):
     from lsprotocol import types
     from pygls.workspace import Workspace
 
-    from synclint.lines import source_lines
+    from synclint.parse.lines import source_lines
     from synclint.frontends.lsp import _synclint_protocol
 
     protocol = _synclint_protocol().__new__(_synclint_protocol())

@@ -129,7 +129,7 @@ def test_code_that_would_kill_the_parser_is_refused_in_one_line(tmp_path, kind):
 
 
 def test_nesting_limits_leave_real_code_alone():
-    from synclint.nesting import nesting_problem
+    from synclint.parse.nesting import nesting_problem
 
     ok = [
         "x = " + "(" * 200 + "1" + ")" * 200 + "\n",  # CPython's own limit
@@ -178,7 +178,7 @@ _PLACES = [
 def test_fast_nesting_check_refuses_what_the_measure_refuses(nest):
     """The shortcut that skips measuring tokens (`_surely_shallow`) never clears a file
     the token measure refuses: the same answer, with the same line, wherever the nest is."""
-    from synclint.nesting import _measured_problem, nesting_problem
+    from synclint.parse.nesting import _measured_problem, nesting_problem
 
     for place in _PLACES:
         source = place.format(_NESTS[nest]) + "import torch\n"
@@ -547,7 +547,7 @@ def test_positions_regenerate_an_elif_chain_once(monkeypatch):
     """Each `elif` is a statement holding the rest of the chain: a finding in each made
     positions regenerate the rest of it again, quadratic (5,000 ran past 300 s)."""
     from synclint.engine import analyse, lint_analysis
-    from synclint.positions import PositionIndex
+    from synclint.parse.positions import PositionIndex
 
     regenerated = []
     real = PositionIndex._ranges_for
@@ -634,7 +634,7 @@ def test_pathological_shapes_are_analysed_or_refused_in_one_line():
     with one reason, as the generator expects; never an exception or an internal error.
     (The script runs them large, in fresh processes, and times them: docs/reliability.md.)"""
     from synclint.engine import LintError
-    from synclint.nesting import DEEP, LONG
+    from synclint.parse.nesting import DEEP, LONG
 
     fuzz = _fuzz_script()
     rules = all_rules()

@@ -10,6 +10,7 @@ from typing import Optional
 import click
 
 from synclint.build import VERSION
+from synclint.decoded import FRESH, Fresh
 from synclint.findings import EXIT_CLEAN, EXIT_ERROR, FileError, rule_url
 from synclint.report.output import echo_errors, echo_skipped, emit, fail as _fail, settings_text
 
@@ -24,11 +25,13 @@ class Program:
     """One invocation of the command line (its root context's `obj`): whether it may end
     without the interpreter's teardown (`check` says so when it starts), and the store of
     whole-project tables its runs share (`project.Project`: a --watch session's, or the
-    daemon's, which hands its own to each request)."""
+    daemon's, which hands its own to each request), and how its runs read the cache's files
+    (the daemon keeps them decoded: `decoded.Kept`)."""
 
-    def __init__(self, kept: Optional[dict] = None) -> None:
+    def __init__(self, kept: Optional[dict] = None, decoded: Fresh = FRESH) -> None:
         self.fast_exit = False
         self.kept: dict = {} if kept is None else kept
+        self.decoded = decoded
 
 
 class _Group(click.Group):
@@ -220,7 +223,8 @@ def _configure(o):
         select=o.select, ignore=o.ignore, extend_select=o.extend_select, hot_only=o.hot_only,
         exclude=o.exclude or None, extend_exclude=o.extend_exclude, no_cache=o.no_cache,
         file_timeout=o.file_timeout, lazy=not (o.fix or o.diff),
-        kept=program.kept if isinstance(program, Program) else None)
+        kept=program.kept if isinstance(program, Program) else None,
+        decoded=program.decoded if isinstance(program, Program) else FRESH)
 
 
 def _check_once(o) -> int:
@@ -293,9 +297,9 @@ def _check_stdin(setup, name, o):
     from synclint.run import pipeline
     from synclint.run.discovery import Excludes
     from synclint.engine import LintError
-    from synclint.source import decode_source
+    from synclint.parse.source import decode_source
     from synclint.fixes import FixError
-    from synclint.lines import source_lines
+    from synclint.parse.lines import source_lines
 
     data = sys.stdin.buffer.read()
     cfg = setup.cfg

@@ -171,9 +171,10 @@ def _sizes(streams: List[dict]) -> Callable:
     return get_terminal_size
 
 
-def run_check(req: dict, kept: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
+def run_check(req: dict, kept: dict, decoded) -> Tuple[int, List[Tuple[int, bytes]]]:
     """Run `synclint <argv>` as the client would have, here; (exit code, output chunks).
-    `kept`: the daemon's store of whole-project tables, which every request shares."""
+    `kept`: the daemon's store of whole-project tables, which every request shares;
+    `decoded`: the cache's files it keeps decoded (`decoded.Kept`)."""
     import warnings
 
     from synclint.frontends import cli
@@ -205,7 +206,7 @@ def run_check(req: dict, kept: dict) -> Tuple[int, List[Tuple[int, bytes]]]:
         sys.argv = [str(req.get("prog") or "synclint")] + argv
         os.get_terminal_size = _sizes(streams)
         try:
-            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True, obj=cli.Program(kept))
+            cli.main.main(args=argv, prog_name=sys.argv[0], standalone_mode=True, obj=cli.Program(kept, decoded))
             code = 0
         except SystemExit as e:  # click's standalone mode ends every run so
             code = e.code
@@ -263,7 +264,10 @@ def _collect(full: bool = False) -> None:
 # ---------------------------------------------------------------- the server
 class Server:
     def __init__(self, root: str, build: str, idle_timeout: float, echo: Callable[[str], None]) -> None:
+        from synclint.decoded import Kept
+
         self.root, self.build, self.idle_timeout, self.echo = root, build, idle_timeout, echo
+        self.decoded = Kept()  # the cache's files, decoded once while they stay the same
         self.requests = 0
         self.started = time.time()
         self.stopping = ""
@@ -313,7 +317,7 @@ class Server:
             return None
         try:
             try:
-                code, chunks = run_check(req, self.kept)
+                code, chunks = run_check(req, self.kept, self.decoded)
             finally:
                 heartbeat.stop()
         except _Stop:
@@ -435,11 +439,9 @@ def serve(idle_timeout: float = DEFAULT_IDLE_TIMEOUT, echo: Callable[[str], None
         raise DaemonError(f"a synclint daemon already serves {root}{pid}: `synclint daemon stop` first")
     os.chdir(root)
     _preload(echo)
-    from synclint import decoded
     from synclint.run.workers import collect_less
 
     collect_less()
-    decoded.keep()  # the cache's files, decoded once while they stay the same
     server = Server(root, build, idle_timeout, echo)
     previous = signal.signal(signal.SIGTERM, _on_term)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

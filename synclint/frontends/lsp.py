@@ -67,7 +67,7 @@ def _synclint_protocol():
     from pygls.protocol import LanguageServerProtocol
     from pygls.workspace import TextDocument
 
-    from synclint.lines import line_starts, source_lines
+    from synclint.parse.lines import line_starts, source_lines
     from synclint.frontends.lsp_analysis import code_points
 
     answered = object()

@@ -14,7 +14,7 @@ from array import array
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from synclint.findings import rule_url
-from synclint.lines import line_starts
+from synclint.parse.lines import line_starts
 
 SOURCE = "synclint"
 Range = Tuple[int, int, int, int]  # LSP (start line, start character, end line, end character)

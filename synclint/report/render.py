@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence
 import click
 
 from synclint.findings import FileError, Finding
-from synclint.source import finding_line
+from synclint.parse.source import finding_line
 
 
 def _unstyled(text: str, **_) -> str:

@@ -37,7 +37,7 @@ def _fix_files(setup, outcome, *, write, unsafe, show_diff, quiet) -> bool:
     from synclint.atomic import FileChanged, write_text_atomic
     from synclint.engine import LintError
     from synclint.fixcheck import declared_minimum
-    from synclint.source import decode_source, read_bytes, source_encoding
+    from synclint.parse.source import decode_source, read_bytes, source_encoding
     from synclint.fixes import FixError, fix_source
     from synclint.run.pipeline import lint_fixed
 
@@ -127,7 +127,7 @@ def unfixable_note(outcome, unsafe: bool) -> str:
 def unified_diff(name: str, old: str, new: str) -> str:
     import difflib
 
-    from synclint.lines import source_lines
+    from synclint.parse.lines import source_lines
 
     return "".join(difflib.unified_diff(source_lines(old, True), source_lines(new, True),
                                         fromfile=f"a/{name}", tofile=f"b/{name}"))

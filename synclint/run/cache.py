@@ -15,10 +15,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence
 
-from synclint import decoded
 from synclint.build import VERSION, fingerprint
+from synclint.decoded import FRESH, Fresh
 
 
 KEEP_FILES = 8  # cache files kept per cache directory (one per recent build and selection)
@@ -79,9 +79,10 @@ class _Store:
 
     GLOB = "v*.json"  # the files of this kind, of every build and selection
 
-    def __init__(self, directory: Path, path: Path) -> None:
+    def __init__(self, directory: Path, path: Path, decoded: Fresh = FRESH) -> None:
         self.directory = directory
         self.path = path
+        self.decoded = decoded  # how its files are read: as they are, or kept decoded (`Kept`)
         self.data: Dict[str, object] = {}
         self.dirty = False
         try:
@@ -138,9 +139,9 @@ class _Sharded:
 
     GLOB = ""  # the folders of this kind, of every build and selection
 
-    def __init__(self, directory: Path, folder: Path) -> None:
-        self.directory, self.folder = directory, folder
-        self.parts = [_Store(folder, folder / f"{i}.json") for i in range(SHARDS)]
+    def __init__(self, directory: Path, folder: Path, decoded: Fresh = FRESH) -> None:
+        self.directory, self.folder, self.decoded = directory, folder, decoded
+        self.parts = [_Store(folder, folder / f"{i}.json", decoded) for i in range(SHARDS)]
 
     def _part(self, key: str) -> _Store:
         # (not crc32: it is linear, and paths that differ in a digit or two left shards empty)
@@ -196,8 +197,8 @@ class Cache(_Store):
     error, [hot scopes, scopes that call a clock], second-walk summary, questions, what its facts were made from
     (`Project.made_from`)]."""
 
-    def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool) -> None:
-        super().__init__(directory, cache_path(directory, codes, hot_only))
+    def __init__(self, directory: Path, codes: Sequence[str], hot_only: bool, decoded: Fresh = FRESH) -> None:
+        super().__init__(directory, cache_path(directory, codes, hot_only), decoded)
         files = self.data.get("files")
         if not isinstance(files, dict):
             self.data = {"files": {}, "project": None}
@@ -212,7 +213,7 @@ class Cache(_Store):
     @property
     def links(self) -> "_Links":
         if self._links is None:
-            self._links = _Links(self.directory, self.path.with_name("link-" + self.path.stem[1:]))
+            self._links = _Links(self.directory, self.path.with_name("link-" + self.path.stem[1:]), self.decoded)
         return self._links
 
     @property
@@ -249,7 +250,7 @@ class Cache(_Store):
         """What the last run reported for the file at absolute path `key` (nothing changed
         anywhere): an entry without its linking parts."""
         e = self.entries.get(key)
-        if isinstance(e, list) and len(e) == 4 and e[0] == digest and decoded.made("result shaped", e, _result_shaped):
+        if isinstance(e, list) and len(e) == 4 and e[0] == digest and self.decoded.made("result shaped", e, _result_shaped):
             return [e[0], "", e[1], None, e[2], e[3], None, [], None]
         return None
 
@@ -257,7 +258,7 @@ class Cache(_Store):
         key = os.path.abspath(path)
         r = self.result(key, digest)
         link = self.links.get(key) if r is not None else None
-        if isinstance(link, list) and len(link) == 6 and link[0] == digest and decoded.made("link shaped", link, _link_shaped):
+        if isinstance(link, list) and len(link) == 6 and link[0] == digest and self.decoded.made("link shaped", link, _link_shaped):
             return [digest, link[1], r[2], link[2], r[4], r[5], link[3], link[4], link[5]]
         return None  # absent, stale or of the wrong shape: analysed again and rewritten
 
@@ -285,9 +286,9 @@ class SummaryCache(_Sharded):
 
     GLOB = "summaries-*"
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, decoded: Fresh = FRESH) -> None:
         key = hashlib.blake2b(fingerprint().encode(), digest_size=8).hexdigest()
-        super().__init__(directory, directory / f"summaries-{VERSION}-{key}")
+        super().__init__(directory, directory / f"summaries-{VERSION}-{key}", decoded)
 
     def get(self, path: str, digest: str) -> Optional[tuple]:  # type: ignore[override]
         """(summary JSON, the summary, error, its `summary_version`) when the file's bytes are
@@ -295,7 +296,7 @@ class SummaryCache(_Sharded):
         e = super().get(os.path.abspath(path))
         if not (isinstance(e, list) and len(e) == 4 and e[0] == digest and isinstance(e[3], str)):
             return None
-        summary = decoded.made("summary", e, _summary)
+        summary = self.decoded.made("summary", e, _summary)
         return None if summary is False else (e[1], summary, e[2], e[3])
 
     def put(self, path: str, digest: str, summary: Optional[dict], error: Optional[str], version: str) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from synclint.source import DEFAULT_MAX_CHARS
+from synclint.parse.source import DEFAULT_MAX_CHARS
 
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
         "docs-url", "tests-hot-only", "file-timeout", "hot-functions", "cold-functions", "max-file-size"}

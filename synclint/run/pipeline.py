@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from synclint.decoded import FRESH, Fresh
 from synclint.findings import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FileError, Finding, split_internal
 from synclint.semantic.declared import DeclaredHeat
 
@@ -40,6 +41,7 @@ class Setup:
     # a long-lived process's store of whole-project tables, handed to each of its runs (see
     # `project.Project`); None: each run makes its own
     kept: Optional[Dict[str, list]] = None
+    decoded: Fresh = FRESH  # how the cache's files are read (a daemon's keeps them decoded: `decoded.Kept`)
 
     def selected(self) -> Sequence[type]:
         try:
@@ -85,14 +87,15 @@ class Outcome:
 def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), select: Sequence[str] = (),
               ignore: Sequence[str] = (), extend_select: Sequence[str] = (), hot_only: bool = False,
               no_cache: bool = False, file_timeout: Optional[float] = None, lazy: bool = True,
-              exclude: Optional[Sequence[str]] = None,
-              extend_exclude: Sequence[str] = (), kept: Optional[Dict[str, list]] = None) -> Setup:
+              exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),
+              kept: Optional[Dict[str, list]] = None, decoded: Fresh = FRESH) -> Setup:
     """The configuration (`config_file`, or the nearest one above `start`) with the command
     line's choices on top (rule lists and patterns as given to `--select`: repeated,
     comma-separated; `exclude` None: not given), and the rules it selects. With `lazy`, a
     cache and a cache file for this selection, the rules are selected only when some file is not in the cache
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
-    The configuration's `docs-url` travels with it (`Setup.cfg`) to the report."""
+    The configuration's `docs-url` travels with it (`Setup.cfg`) to the report.
+    `decoded`: how the runs read the cache's files (`Setup.decoded`)."""
     from synclint.run.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
 
     try:
@@ -124,7 +127,7 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
             rules = selected_rules
     except Exception as e:
         _reraise(e)
-    return Setup(cfg, rules, cache_dir, key, kept)
+    return Setup(cfg, rules, cache_dir, key, kept, decoded)
 
 
 def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs: Optional[int] = None,
@@ -139,7 +142,8 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
     try:
         result = check_files(found.files, setup.rules, hot_only=cfg.hot_only, cache_dir=setup.cache_dir, jobs=jobs,
                              selection_key=setup.selection_key, file_timeout=cfg.file_timeout,
-                             declared=setup.declared, max_chars=cfg.max_file_size, kept=setup.kept)
+                             declared=setup.declared, max_chars=cfg.max_file_size, kept=setup.kept,
+                             decoded=setup.decoded)
     except Exception as e:
         _reraise(e)
     out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files)
@@ -177,7 +181,7 @@ def _one_file(setup: Setup, path: str, source: str) -> Outcome:
         result = check_files([path], setup.selected(), hot_only=setup.cfg.hot_only, cache_dir=setup.cache_dir,
                              jobs=1, sources={path: source}, cache_findings=False, selection_key=setup.selection_key,
                              file_timeout=setup.cfg.file_timeout, declared=setup.declared,
-                             max_chars=setup.cfg.max_file_size, kept=setup.kept)
+                             max_chars=setup.cfg.max_file_size, kept=setup.kept, decoded=setup.decoded)
     except Exception as e:
         _reraise(e)
     return _filtered(setup, Outcome(checked=1), result.findings, result.errors, None)

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
-from synclint import decoded
+from synclint.decoded import FRESH, Fresh
 from synclint.findings import FileError, Finding
 from synclint.paths import absolute_paths
 from synclint.run.cache import Cache, SummaryCache, content_hash
 from synclint.run.workers import Pool, Worker, forks, timed_out, usable_cpus
 from synclint.semantic.declared import DeclaredHeat
-from synclint.source import decode_source, read_bytes, size_problem
+from synclint.parse.source import decode_source, read_bytes, size_problem
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
 # A file larger than this is analysed in a worker process even alone, under a time budget:
@@ -52,6 +52,7 @@ def check_files(
     declared: DeclaredHeat = DeclaredHeat(),
     max_chars: Optional[int] = None,
     kept: Optional[Dict[str, list]] = None,
+    decoded: Fresh = FRESH,
 ) -> Result:
     """Check `files` as one project: summarise each (phase 1), link the summaries, lint each
     with what the project tells it (phase 2), then heat over the project's call graph.
@@ -65,7 +66,8 @@ def check_files(
     `file_timeout`: the seconds each file's analysis may take per phase (see `workers`);
     `max_chars`: the size past which a file is not analysed (`source.size_problem`).
     `declared`: what the configuration says of how often functions run (`hot-functions`).
-    `kept`: a long-lived process's store of whole-project tables (`Project`)."""
+    `kept`: a long-lived process's store of whole-project tables (`Project`).
+    `decoded`: how the cache's files are read (a daemon's `decoded.Kept` keeps them decoded)."""
     selected: List[Sequence[type]] = []
 
     def get_rules() -> Sequence[type]:
@@ -79,7 +81,7 @@ def check_files(
         key = [selection_key] if selection_key is not None else [r.CODE for r in get_rules()]
         if selection_key is None and declared:  # (a selection key says it: `pipeline._selection_key`)
             key.append(repr(declared))
-        known = Cache(cache_dir, key, False)
+        known = Cache(cache_dir, key, False, decoded)
         # (an editor's buffer writes no findings, but reads what the last check knew)
         cache = known if cache_findings else None
     texts: Dict[str, str] = {}
@@ -115,7 +117,7 @@ def check_files(
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
             entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
-                               known, max_chars, kept)
+                               known, max_chars, kept, decoded)
     modules = {}
     if declared.cold:
         from synclint.project import module_names
@@ -131,7 +133,7 @@ def check_files(
         if e[4]:
             result.errors.append(FileError(path, e[4]))
         hot_scopes, timing_scopes = set(e[5][0]), set(e[5][1])
-        for f in _settled([Finding.from_json(d) for d in e[2]], e[5]):
+        for f in _settled([Finding.from_json(d) for d in e[2]], e[5], decoded):
             if f.timing_exempt and f.scope in timing_scopes:
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
@@ -145,7 +147,7 @@ def check_files(
     return result
 
 
-def _settled(findings: List[Finding], scopes: list) -> List[Finding]:
+def _settled(findings: List[Finding], scopes: list, decoded: Fresh) -> List[Finding]:
     """A file's findings with its compiled events settled by the project's compiled regions
     (`scopes[2]`: function -> region, JSON), where it has any."""
     if not any(f.compiled for f in findings):
@@ -232,14 +234,15 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
 
 
 def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
-             declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None, kept=None) -> Dict[str, list]:
+             declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None, kept=None,
+             decoded: Fresh = FRESH) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
-        summaries = SummaryCache(cache_dir)
+        summaries = SummaryCache(cache_dir, decoded)
     # With a cache, most runs re-check an edit: few files to analyse, much to read first
     runner = _Runner(jobs or usable_cpus(), lambda: [r.CODE for r in get_rules()], budget,
                      early=summaries is not None and len(texts) >= PARALLEL_THRESHOLD)
-    run = _Run(texts, digests, absolute, cache, summaries, runner, declared, max_chars, kept)
+    run = _Run(texts, digests, absolute, cache, summaries, runner, declared, max_chars, kept, decoded)
     try:
         run.summarise()
         run.lint()
@@ -258,12 +261,13 @@ class _Run:
     """One check of a project with a cache: the state the phases share."""
 
     def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat,
-                 max_chars=None, kept=None) -> None:
+                 max_chars=None, kept=None, decoded: Fresh = FRESH) -> None:
         from synclint.project import Project, module_names, project_root
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
         self.declared = declared
         self.max_chars = max_chars
+        self.decoded = decoded
         # an imported module this run's limits left unsummarised (too large, out of time): what
         # its importers were told is this run's, so the next run may not reuse it whole
         self.limited = False
@@ -456,8 +460,8 @@ class _Run:
         key = self.project.absolute(path)
         if not summary or self.held.get(key) is None or summary == self.held[key]:
             return
-        self.project.update(path, decoded.made("second summary", summary, ModuleSummary.from_json),
-                            decoded.made("second version", summary, summary_version))
+        self.project.update(path, self.decoded.made("second summary", summary, ModuleSummary.from_json),
+                            self.decoded.made("second version", summary, summary_version))
         self.held[key] = summary
 
     # ------------------------------------------------------------------ heat
@@ -475,13 +479,13 @@ class _Run:
             graphs = {**_unchanged_graphs(known, project.root, set(graphs)), **graphs}
 
         def heat():
-            made = {p: decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
+            made = {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
             return project.hot_scopes(made, self.declared), project.timing_scopes(made)
 
         # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
         hot, timing = project.kept("heat", heat, (graphs, self.declared))
         compiled = project.kept("compiled regions", lambda: project.compiled_regions(
-            {p: decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
+            {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from synclint.cst_from_ast import build_expression
+from synclint.parse.builder import build_expression
 from synclint.semantic import values as V
 from synclint.semantic.syntax import string_value
 from synclint.semantic.values import Val

@@ -172,16 +172,17 @@ class ClassFacts:
 class OneLiner:
     """A helper as another module sees it, so an importer infers `doubled(cuda_tensor)` from
     that call's own arguments (G2), in the defining module's names: `def doubled(x): return
-    x * 2` as its returned expression's code, or a short straight-line helper
-    (`helpers.HelperBody`) as its whole `def` (`whole`); and the imports the code names."""
+    x * 2` as its returned expression, or a short straight-line helper (`helpers.HelperBody`)
+    as its steps and returns (`whole`), as node data (`HelperBody.to_data`); and the imports
+    the code names."""
 
     params: List[str]
-    code: str
+    body: dict  # `HelperBody.to_data`
     aliases: Dict[str, str]  # the defining module's imports the code names
     whole: bool = False
 
     def to_json(self) -> list:
-        return [self.params, self.code, self.aliases] + ([1] if self.whole else [])
+        return [self.params, self.body, self.aliases] + ([1] if self.whole else [])
 
     @staticmethod
     def from_json(d: list) -> "OneLiner":

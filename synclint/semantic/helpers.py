@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from synclint.parse.node_data import node_data, node_from_data
 from synclint.semantic.syntax import all_params, descendants
 
 # Longer helpers are not replayed: their walked return is what callers get.
@@ -36,7 +37,22 @@ class HelperBody:
     # of a tuple target; expression None for a name bound in a way the replay does not follow
     steps: List[Tuple[Tuple[str, ...], Optional[cst.BaseExpression], bool]] = field(default_factory=list, repr=False)
     returns: List[cst.BaseExpression] = field(default_factory=list)
-    node: Optional[cst.FunctionDef] = field(default=None, repr=False)  # the definition (its code goes in the module summary)
+    node: Optional[cst.FunctionDef] = field(default=None, repr=False)  # the definition (its names' imports go in the module summary)
+
+    def to_data(self) -> dict:
+        """The steps and returns as JSON data, as a module summary carries them to the
+        modules that import the helper (`from_data`)."""
+        out: dict = {"r": [node_data(r) for r in self.returns]}
+        if self.steps:
+            out["s"] = [[list(names), None if e is None else node_data(e), cond] for names, e, cond in self.steps]
+        return out
+
+    @staticmethod
+    def from_data(params: List[str], data: dict) -> "HelperBody":
+        """The body `to_data` gave `data` for. Raises (KeyError, TypeError, AttributeError) on
+        data that is not such."""
+        steps = [(tuple(names), None if e is None else node_from_data(e), bool(cond)) for names, e, cond in data.get("s", ())]
+        return HelperBody(list(params), steps, [node_from_data(r) for r in data["r"]])
 
     @property
     def one_line(self) -> bool:

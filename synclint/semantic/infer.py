@@ -7,16 +7,14 @@ tables. It never binds anything: binding is the walker's job, in source order.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from synclint.cst_from_ast import build_expression, build_statement
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
-from synclint.semantic.helpers import HelperBody, helper_body
+from synclint.semantic.helpers import HelperBody
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
@@ -1123,7 +1121,7 @@ class Inference:
             return V.UNKNOWN_VAL
         body = self._foreign_helpers.get(q)
         if body is None:
-            body = _parsed_helper(helper.whole, helper.code, tuple(helper.params))
+            body = _foreign_body(helper)
             if body is None:
                 return V.UNKNOWN_VAL
             self._foreign_helpers[q] = body
@@ -1340,13 +1338,9 @@ def _is_autograd_function(q: str) -> bool:
     return q in ("torch.autograd.Function", "torch.autograd.function.Function")
 
 
-@lru_cache(maxsize=1024)
-def _parsed_helper(whole: bool, code: str, params: Tuple[str, ...]) -> Optional[HelperBody]:
-    """Another module's helper, parsed once per process: every file that calls it (a worker
-    lints many) replays the same immutable nodes."""
+def _foreign_body(helper) -> Optional[HelperBody]:
+    """Another module's helper (`facts.OneLiner`), its nodes made from the summary's data."""
     try:
-        if whole:
-            return helper_body(build_statement(code))
-        return HelperBody(list(params), returns=[build_expression(code)])
-    except Exception:  # noqa: BLE001 - a summary from another build: tells nothing
+        return HelperBody.from_data(helper.params, helper.body)
+    except (KeyError, TypeError, AttributeError, ValueError):  # a summary from another build: tells nothing
         return None

@@ -885,12 +885,12 @@ class SemanticModel(Inference):
             out.params[qual] = (list(info.param_order), sorted(info.defaults))
         out.calls_out = list(self.calls_out)
         out.self_calls = list(self.self_calls)
-        code = cst.Module([]).code_for_node
         for fname, (params, expr) in self.one_liners.items():
-            out.one_liners[fname] = OneLiner(list(params), code(expr), self._aliases_named(expr))
+            out.one_liners[fname] = OneLiner(list(params), HelperBody(list(params), returns=[expr]).to_data(),
+                                             self._aliases_named(expr))
         for fname, body in self.helpers.items():
             if body.node is not None:
-                out.one_liners[fname] = OneLiner(list(body.params), code(body.node), self._aliases_named(body.node), True)
+                out.one_liners[fname] = OneLiner(list(body.params), body.to_data(), self._aliases_named(body.node), True)
         return out
 
     def _method_aliases(self, node: Optional[cst.ClassDef]) -> Dict[str, str]:

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import libcst as cst
 
-from synclint.cst_from_ast import BUILT
+from synclint.parse.builder import BUILT
 
 
 def kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -18,7 +18,7 @@ def kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
 
 def code_of(node: cst.CSTNode) -> str:
     """A node's code: the file's own text where the tree was built from Python's parse
-    (`cst_from_ast`), else LibCST's code for it."""
+    (`parse.builder`), else LibCST's code for it."""
     built = BUILT.get()
     if built is not None:
         text = built.text(node)

@@ -222,7 +222,7 @@ def _check_file(path: Optional[str]) -> Tuple[Dict[int, Tuple[str, ...]], Option
     by_line: Dict[int, Tuple[str, ...]] = {}
     try:
         from synclint.run import pipeline
-        from synclint.source import read_source
+        from synclint.parse.source import read_source
 
         setup = pipeline.configure(start=Path(path).parent if path else Path.cwd(), lazy=False, own_process=False)
         selected = frozenset(r.CODE for r in setup.selected())

@@ -15,12 +15,10 @@ from itertools import accumulate
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import libcst as cst
-from libcst._position import CodeRange
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from synclint.lines import source_lines
-from synclint.semantic.syntax import COMPOUND_STATEMENTS, SUITES
+from synclint.parse.lines import source_lines
 
 QUOTED_LINE_MAX = 1000  # characters of a row that a finding carries (`PositionIndex.line`)
 
@@ -74,7 +72,7 @@ def cst_statements(module: cst.Module) -> List[cst.CSTNode]:
             todo.extend(reversed(s.body))
             continue
         out.append(s)
-        if type(s) in COMPOUND_STATEMENTS:
+        if isinstance(s, cst.BaseCompoundStatement):
             todo.extend(reversed(_inner_statements(s)))
     return out
 
@@ -83,7 +81,7 @@ def _inner_statements(stmt: cst.BaseCompoundStatement) -> List[cst.CSTNode]:
     """The statements of a compound statement's blocks, in source order (`elif`: the If)."""
     blocks: List[cst.CSTNode] = []
     body = getattr(stmt, "body", None)
-    if type(body) in SUITES:
+    if isinstance(body, cst.BaseSuite):
         blocks.append(body)
     blocks.extend(h.body for h in getattr(stmt, "handlers", ()))
     blocks.extend(c.body for c in getattr(stmt, "cases", ()))
@@ -105,7 +103,7 @@ class PositionIndex:
     def __init__(self, module: cst.Module, source: str, rows: Optional[List[Row]] = None,
                  spans: Optional[dict] = None) -> None:
         """`rows`: the statements' `statement_rows`, where a parse of the source made them;
-        `spans`: where each node lies, for a tree `cst_from_ast` built (its code is not the
+        `spans`: where each node lies, for a tree `parse.builder` built (its code is not the
         file's, so it cannot be regenerated to find them)."""
         self.module = module
         self.spans = spans
@@ -157,7 +155,7 @@ class PositionIndex:
         return (r.start.line, r.start.column, r.end.line, r.end.column)
 
     def _built_span(self, where) -> Span:
-        """A `cst_from_ast` span (Python's node, or a tuple), in characters."""
+        """A `parse.builder` span (Python's node, or a tuple), in characters."""
         if isinstance(where, tuple):
             return self._row_col(where[0]) + self._row_col(where[1])
         row, col, end_row, end_col = where.lineno, where.col_offset, where.end_lineno, where.end_col_offset

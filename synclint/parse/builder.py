@@ -10,25 +10,25 @@ the code to know.
 
 Such a tree is only for reading. A file whose findings carry a fix, or land on a node
 whose place is not known here, is checked again from LibCST's own parse (the engine
-decides), so fixes keep the file's formatting and comments. Syntax not built here (`match`)
-raises `Unsupported`, and the file is parsed by LibCST as before.
+decides), so fixes keep the file's formatting and comments. Syntax not built here (`match`,
+and any field of Python's tree the builder does not read, such as 3.12's type parameters:
+`_READS`) raises `Unsupported`, and the file is parsed by LibCST as before.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import io
 import re
 import tokenize
-from contextlib import contextmanager
 from contextvars import ContextVar
+from itertools import accumulate
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
 
-from synclint.lines import source_lines
+from synclint.parse.nodes import make, set_field
+from synclint.parse.lines import source_lines
 
 # Where a node lies: Python's node (its lineno, col_offset, end_lineno, end_col_offset, in
 # UTF-8 bytes), or (start, end) offsets in the source's characters where Python's tree has no
@@ -38,6 +38,91 @@ Span = Union[ast.AST, Tuple[int, int]]
 
 class Unsupported(Exception):
     """Syntax this module does not build: parse the file with LibCST."""
+
+
+# Every node type of Python's tree that the builder reads, and the fields of it that it reads
+# (`_fields`). A field not named here holds syntax the built tree would silently lack (3.12's
+# `type_params`: `def f[T](x: T)`), so a node whose such field holds anything is
+# `Unsupported` and its file is parsed by LibCST: a new Python's new field is refused
+# without anyone having to foresee it (`_UNREAD`, computed from the running Python's `ast`).
+_READS: Dict[type, str] = {
+    ast.Module: "body",
+    # statements
+    ast.Expr: "value", ast.Assign: "targets value", ast.AugAssign: "target op value",
+    ast.AnnAssign: "target annotation value simple",  # simple=0: `(x): int`, the target's brackets
+    ast.Return: "value", ast.Delete: "targets", ast.Pass: "", ast.Break: "", ast.Continue: "",
+    ast.Raise: "exc cause", ast.Global: "names", ast.Nonlocal: "names", ast.Import: "names",
+    ast.ImportFrom: "module names level", ast.Assert: "test msg",
+    ast.If: "test body orelse", ast.For: "target iter body orelse", ast.AsyncFor: "target iter body orelse",
+    ast.While: "test body orelse", ast.With: "items body", ast.AsyncWith: "items body",
+    ast.FunctionDef: "name args body decorator_list returns",
+    ast.AsyncFunctionDef: "name args body decorator_list returns",
+    ast.ClassDef: "name bases keywords body decorator_list",
+    ast.Try: "body handlers orelse finalbody",
+    # the parts of statements
+    ast.alias: "name asname", ast.withitem: "context_expr optional_vars", ast.ExceptHandler: "type name body",
+    ast.arguments: "posonlyargs args vararg kwonlyargs kw_defaults kwarg defaults", ast.arg: "arg annotation",
+    ast.keyword: "arg value", ast.comprehension: "target iter ifs is_async",
+    # expressions
+    ast.Name: "id", ast.Constant: "value kind",  # kind: the `u` prefix, in the literal's text
+    ast.JoinedStr: "values", ast.FormattedValue: "value conversion format_spec",
+    ast.Attribute: "value attr", ast.Call: "func args keywords", ast.Subscript: "value slice",
+    ast.Slice: "lower upper step", ast.Starred: "value",
+    ast.BinOp: "left op right", ast.UnaryOp: "op operand", ast.BoolOp: "op values",
+    ast.Compare: "left ops comparators", ast.IfExp: "test body orelse", ast.Lambda: "args body",
+    ast.NamedExpr: "target value", ast.List: "elts", ast.Tuple: "elts", ast.Set: "elts",
+    ast.Dict: "keys values", ast.ListComp: "elt generators", ast.SetComp: "elt generators",
+    ast.GeneratorExp: "elt generators", ast.DictComp: "key value generators",
+    ast.Await: "value", ast.Yield: "value", ast.YieldFrom: "value",
+}
+if hasattr(ast, "TryStar"):  # (3.11)
+    _READS[ast.TryStar] = "body handlers orelse finalbody"
+# Fields that hold no syntax of their own: `ctx` (load, store or delete: where the node is
+# says it), type comments (comments: Python fills them only when asked to).
+_NOT_SYNTAX = frozenset({"ctx", "type_comment", "type_ignores"})
+
+
+def unread_fields(reads: Dict[type, str]) -> Dict[type, Tuple[str, ...]]:
+    """Node type -> the fields of the running Python's `ast` that `reads` does not name (only
+    types that have some)."""
+    out = {}
+    for t, names in reads.items():
+        unread = tuple(f for f in t._fields if f not in names.split() and f not in _NOT_SYNTAX)
+        if unread:
+            out[t] = unread
+    return out
+
+
+_UNREAD = unread_fields(_READS)
+
+
+def refuse_unread(tree: ast.AST, unread: Dict[type, Tuple[str, ...]]) -> None:
+    """Raise `Unsupported` where a node of `tree` holds something in a field of `unread`. Where
+    only statements have such fields (3.12 and 3.13: the definitions' `type_params`), only
+    the statements are looked at (an expression holds none)."""
+    if not unread:
+        return
+    nodes = _statements(tree) if all(issubclass(t, ast.stmt) for t in unread) else ast.walk(tree)
+    for a in nodes:
+        fields = unread.get(type(a))
+        if fields:
+            for f in fields:
+                if getattr(a, f, None):
+                    raise Unsupported(f"{type(a).__name__}.{f}")
+
+
+def _statements(tree: ast.AST):
+    """Every statement of `tree`, blocks included (nested definitions too)."""
+    todo = list(tree.body) if isinstance(tree, ast.Module) else []
+    while todo:
+        s = todo.pop()
+        yield s
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(s, name, None)
+            if type(block) is list:
+                todo.extend(block)
+        for h in getattr(s, "handlers", ()):
+            todo.extend(h.body)
 
 
 # Operators are leaves with nothing but LibCST's default whitespace: one instance of each
@@ -65,6 +150,9 @@ _LEFT, _RIGHT = cst.LeftParen(), cst.RightParen()
 _AND, _OR = cst.And(), cst.Or()
 # An f-string's opening: its prefix and quotes (group 2: the quotes).
 _FSTRING_START = re.compile("([rR]?[fF][rR]?)('''|\"\"\"|'|\")")
+# Python 3.12's tokens for an f-string's opening and closing (before 3.12: one STRING token)
+_FSTRING_START_TOKEN = getattr(tokenize, "FSTRING_START", -1)
+_FSTRING_END_TOKEN = getattr(tokenize, "FSTRING_END", -1)
 _BRACKETED_BY_DEFAULT = frozenset({ast.Tuple, ast.GeneratorExp})
 _SMALL = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Delete, ast.Pass,
           ast.Break, ast.Continue, ast.Raise, ast.Global, ast.Nonlocal, ast.Import,
@@ -96,41 +184,17 @@ BUILT: ContextVar[Optional[SourceOf]] = ContextVar("synclint_built_tree", defaul
 
 def build(source: str, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
     """(LibCST's tree of `source`, without whitespace or comments; id(node) -> `Span`).
-    Its nodes are made without `__init__` (`_make`), so none validates itself."""
+    Its nodes are made without `__init__` (`parse.nodes.make`), so none validates itself. Raises
+    `Unsupported` for syntax it does not build."""
+    refuse_unread(tree, _UNREAD)
     return _Builder(source).module(tree)
 
 
-def build_statement(code: str) -> cst.BaseStatement:
-    """The first statement of `code` (a helper another module's summary carries)."""
-    module, _ = build(code, ast.parse(code))
-    return module.body[0]
-
-
 def build_expression(code: str) -> cst.BaseExpression:
-    """The expression `code` (a helper's returned expression, a string annotation)."""
-    return _Builder(code).expr(ast.parse(code.strip(), mode="eval").body)
-
-
-@contextmanager
-def without_validation():
-    """Build LibCST nodes without each checking itself in `__post_init__`: redundant for a
-    tree made from source a parser accepted (LibCST's own parser says so of its trees), and
-    a sixth of its parse. Nodes built anywhere else (rule fixes) are still validated. Once
-    per file, not per node or expression: setting the hook on `CSTNode` empties the type
-    caches of every node class."""
-    hook = CSTNode.__dict__.get("__post_init__")
-    if hook is None:  # pragma: no cover - another LibCST layout: validate as usual
-        yield
-        return
-    CSTNode.__post_init__ = _no_validation
-    try:
-        yield
-    finally:
-        CSTNode.__post_init__ = hook
-
-
-def _no_validation(self) -> None:
-    pass
+    """The expression `code` (a string annotation)."""
+    tree = ast.parse(code.strip(), mode="eval")
+    refuse_unread(tree.body, _UNREAD)
+    return _Builder(code).expr(tree.body)
 
 
 class _Builder:
@@ -195,14 +259,14 @@ class _Builder:
 
     def _paren(self, node: cst.CSTNode, count: int) -> cst.CSTNode:
         """Give a node just built here its brackets (LibCST's nodes are frozen once made)."""
-        _set(node, "lpar", (_LEFT,) * count)
-        _set(node, "rpar", (_RIGHT,) * count)
+        set_field(node, "lpar", (_LEFT,) * count)
+        set_field(node, "rpar", (_RIGHT,) * count)
         return node
 
     # ------------------------------------------------------------------ module and statements
     def module(self, tree: ast.Module) -> Tuple[cst.Module, Dict[int, Span]]:
         body = self.statements(tree.body)
-        return _make.Module(body=body), self.spans
+        return make.Module(body=body), self.spans
 
     def statements(self, stmts: Sequence[ast.stmt]) -> Tuple[cst.BaseStatement, ...]:
         """Compound statements one by one; small ones grouped by the line they share."""
@@ -216,16 +280,16 @@ class _Builder:
                     line.append(small)
                 else:
                     if line:
-                        out.append(_make.SimpleStatementLine(body=tuple(line)))
+                        out.append(make.SimpleStatementLine(body=tuple(line)))
                     line = [small]
                 last_row = s.end_lineno
                 continue
             if line:
-                out.append(_make.SimpleStatementLine(body=tuple(line)))
+                out.append(make.SimpleStatementLine(body=tuple(line)))
                 line = []
             out.append(self.compound(s))
         if line:
-            out.append(_make.SimpleStatementLine(body=tuple(line)))
+            out.append(make.SimpleStatementLine(body=tuple(line)))
         return tuple(out)
 
     def suite(self, stmts: Sequence[ast.stmt]) -> cst.BaseSuite:
@@ -234,104 +298,104 @@ class _Builder:
         text = self.lines[first.lineno - 1] if first.lineno - 1 < len(self.lines) else ""
         before = text[:first.col_offset] if self._ascii(text) else text.encode("utf-8")[:first.col_offset]
         if before.strip():
-            return _make.SimpleStatementSuite(body=tuple(self.small(s) for s in stmts))
-        return _make.IndentedBlock(body=self.statements(stmts))
+            return make.SimpleStatementSuite(body=tuple(self.small(s) for s in stmts))
+        return make.IndentedBlock(body=self.statements(stmts))
 
     def _else(self, stmts: Sequence[ast.stmt]) -> Optional[cst.Else]:
-        return _make.Else(body=self.suite(stmts)) if stmts else None
+        return make.Else(body=self.suite(stmts)) if stmts else None
 
     def small(self, s: ast.stmt) -> cst.BaseSmallStatement:
         if not isinstance(s, _SMALL):
             raise Unsupported(type(s).__name__)
         t = type(s)
         if t is ast.Expr:
-            node = _make.Expr(value=self.expr(s.value))
+            node = make.Expr(value=self.expr(s.value))
         elif t is ast.Assign:
-            node = _make.Assign(targets=tuple(_make.AssignTarget(target=self.expr(x)) for x in s.targets),
+            node = make.Assign(targets=tuple(make.AssignTarget(target=self.expr(x)) for x in s.targets),
                                 value=self.expr(s.value))
         elif t is ast.AugAssign:
-            node = _make.AugAssign(target=self.expr(s.target), operator=_AUGMENTED[type(s.op)],
+            node = make.AugAssign(target=self.expr(s.target), operator=_AUGMENTED[type(s.op)],
                                    value=self.expr(s.value))
         elif t is ast.AnnAssign:
-            node = _make.AnnAssign(target=self.expr(s.target),
-                                   annotation=_make.Annotation(annotation=self.expr(s.annotation)),
+            node = make.AnnAssign(target=self.expr(s.target),
+                                   annotation=make.Annotation(annotation=self.expr(s.annotation)),
                                    value=self.expr(s.value) if s.value is not None else None)
         elif t is ast.Return:
-            node = _make.Return(value=self.expr(s.value) if s.value is not None else None)
+            node = make.Return(value=self.expr(s.value) if s.value is not None else None)
         elif t is ast.Delete:
             targets = [self.expr(x) for x in s.targets]
-            node = _make.Del(target=targets[0] if len(targets) == 1 else
-                             _make.Tuple(elements=tuple(_make.Element(value=x) for x in targets), lpar=(), rpar=()))
+            node = make.Del(target=targets[0] if len(targets) == 1 else
+                             make.Tuple(elements=tuple(make.Element(value=x) for x in targets), lpar=(), rpar=()))
         elif t is ast.Pass:
-            node = _make.Pass()
+            node = make.Pass()
         elif t is ast.Break:
-            node = _make.Break()
+            node = make.Break()
         elif t is ast.Continue:
-            node = _make.Continue()
+            node = make.Continue()
         elif t is ast.Raise:
-            node = _make.Raise(exc=self.expr(s.exc) if s.exc is not None else None,
-                               cause=_make.From(item=self.expr(s.cause)) if s.cause is not None else None)
+            node = make.Raise(exc=self.expr(s.exc) if s.exc is not None else None,
+                               cause=make.From(item=self.expr(s.cause)) if s.cause is not None else None)
         elif t is ast.Global:
-            node = _make.Global(names=tuple(_make.NameItem(name=_make.Name(value=n)) for n in s.names))
+            node = make.Global(names=tuple(make.NameItem(name=make.Name(value=n)) for n in s.names))
         elif t is ast.Nonlocal:
-            node = _make.Nonlocal(names=tuple(_make.NameItem(name=_make.Name(value=n)) for n in s.names))
+            node = make.Nonlocal(names=tuple(make.NameItem(name=make.Name(value=n)) for n in s.names))
         elif t is ast.Import:
-            node = _make.Import(names=tuple(self._alias(a) for a in s.names))
+            node = make.Import(names=tuple(self._alias(a) for a in s.names))
         elif t is ast.ImportFrom:
             if len(s.names) == 1 and s.names[0].name == "*":
-                names: Union[cst.ImportStar, List[cst.ImportAlias]] = _make.ImportStar()
+                names: Union[cst.ImportStar, List[cst.ImportAlias]] = make.ImportStar()
             else:
                 names = tuple(self._alias(a) for a in s.names)
-            node = _make.ImportFrom(module=_dotted(s.module) if s.module else None, names=names,
-                                  relative=(_make.Dot(),) * (s.level or 0))
+            node = make.ImportFrom(module=_dotted(s.module) if s.module else None, names=names,
+                                  relative=(make.Dot(),) * (s.level or 0))
         else:  # ast.Assert
-            node = _make.Assert(test=self.expr(s.test), msg=self.expr(s.msg) if s.msg is not None else None)
+            node = make.Assert(test=self.expr(s.test), msg=self.expr(s.msg) if s.msg is not None else None)
         self.spans[id(node)] = s
         return node
 
     def _alias(self, a: ast.alias) -> cst.ImportAlias:
-        return _make.ImportAlias(name=_dotted(a.name), asname=_make.AsName(name=_make.Name(value=a.asname)) if a.asname else None)
+        return make.ImportAlias(name=_dotted(a.name), asname=make.AsName(name=make.Name(value=a.asname)) if a.asname else None)
 
     def compound(self, s: ast.stmt) -> cst.BaseCompoundStatement:
         t = type(s)
         if t is ast.If:
             node = self._if(s)
         elif t in (ast.For, ast.AsyncFor):
-            node = _make.For(target=self.expr(s.target), iter=self.expr(s.iter), body=self.suite(s.body),
-                             orelse=self._else(s.orelse), asynchronous=_make.Asynchronous() if t is ast.AsyncFor else None)
+            node = make.For(target=self.expr(s.target), iter=self.expr(s.iter), body=self.suite(s.body),
+                             orelse=self._else(s.orelse), asynchronous=make.Asynchronous() if t is ast.AsyncFor else None)
         elif t is ast.While:
-            node = _make.While(test=self.expr(s.test), body=self.suite(s.body), orelse=self._else(s.orelse))
+            node = make.While(test=self.expr(s.test), body=self.suite(s.body), orelse=self._else(s.orelse))
         elif t in (ast.With, ast.AsyncWith):
             owner = self._with_bracket(s)
-            items = tuple(_make.WithItem(item=self.expr(i.context_expr, owner), asname=_make.AsName(
+            items = tuple(make.WithItem(item=self.expr(i.context_expr, owner), asname=make.AsName(
                 name=self.expr(i.optional_vars)) if i.optional_vars is not None else None) for i in s.items)
-            node = _make.With(items=items, body=self.suite(s.body),
-                              asynchronous=_make.Asynchronous() if t is ast.AsyncWith else None)
+            node = make.With(items=items, body=self.suite(s.body),
+                              asynchronous=make.Asynchronous() if t is ast.AsyncWith else None)
             if owner >= 0:
-                _set(node, "lpar", _LEFT)
-                _set(node, "rpar", _RIGHT)
+                set_field(node, "lpar", _LEFT)
+                set_field(node, "rpar", _RIGHT)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
-            node = _make.FunctionDef(
-                name=_make.Name(value=s.name), params=self.parameters(s.args), body=self.suite(s.body),
-                decorators=tuple(_make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
-                returns=_make.Annotation(annotation=self.expr(s.returns)) if s.returns is not None else None,
-                asynchronous=_make.Asynchronous() if t is ast.AsyncFunctionDef else None,
+            node = make.FunctionDef(
+                name=make.Name(value=s.name), params=self.parameters(s.args), body=self.suite(s.body),
+                decorators=tuple(make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
+                returns=make.Annotation(annotation=self.expr(s.returns)) if s.returns is not None else None,
+                asynchronous=make.Asynchronous() if t is ast.AsyncFunctionDef else None,
             )
         elif t is ast.ClassDef:
-            node = _make.ClassDef(
-                name=_make.Name(value=s.name), body=self.suite(s.body),
-                bases=tuple(_make.Arg(value=self.expr(b, self._class_bracket(s))) for b in s.bases),
+            node = make.ClassDef(
+                name=make.Name(value=s.name), body=self.suite(s.body),
+                bases=tuple(make.Arg(value=self.expr(b, self._class_bracket(s))) for b in s.bases),
                 keywords=tuple(self._keyword(k) for k in s.keywords),
-                decorators=tuple(_make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
+                decorators=tuple(make.Decorator(decorator=self.expr(d)) for d in s.decorator_list),
             )
         elif t is ast.Try or t.__name__ == "TryStar":
             star = t is not ast.Try
-            handler = _make.ExceptStarHandler if star else _make.ExceptHandler
+            handler = make.ExceptStarHandler if star else make.ExceptHandler
             handlers = tuple(handler(body=self.suite(h.body), type=self.expr(h.type) if h.type is not None else None,
-                                     name=_make.AsName(name=_make.Name(value=h.name)) if h.name else None)
+                                     name=make.AsName(name=make.Name(value=h.name)) if h.name else None)
                              for h in s.handlers)
-            final = _make.Finally(body=self.suite(s.finalbody)) if s.finalbody else None
-            node = (_make.TryStar if star else _make.Try)(body=self.suite(s.body), handlers=handlers,
+            final = make.Finally(body=self.suite(s.finalbody)) if s.finalbody else None
+            node = (make.TryStar if star else make.Try)(body=self.suite(s.body), handlers=handlers,
                                                           orelse=self._else(s.orelse), finalbody=final)
         else:  # match, and anything newer
             raise Unsupported(t.__name__)
@@ -372,8 +436,8 @@ class _Builder:
                 orelse = self._if(first)
                 self.spans[id(orelse)] = first
             else:
-                orelse = _make.Else(body=self.suite(s.orelse))
-        return _make.If(test=self.expr(s.test), body=self.suite(s.body), orelse=orelse)
+                orelse = make.Else(body=self.suite(s.orelse))
+        return make.If(test=self.expr(s.test), body=self.suite(s.body), orelse=orelse)
 
     def _starts_with(self, a: ast.AST, word: str) -> bool:
         text = self.lines[a.lineno - 1] if a.lineno - 1 < len(self.lines) else ""
@@ -390,28 +454,28 @@ class _Builder:
         if args.vararg is not None:
             star_arg: Union[cst.Param, cst.ParamStar, cst.MaybeSentinel] = self._param(args.vararg, None, "*")
         elif args.kwonlyargs:
-            star_arg = _make.ParamStar()
+            star_arg = make.ParamStar()
         else:
             star_arg = cst.MaybeSentinel.DEFAULT
-        return _make.Parameters(
+        return make.Parameters(
             params=tuple(params), star_arg=star_arg,
             kwonly_params=tuple(self._param(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)),
             star_kwarg=self._param(args.kwarg, None, "**") if args.kwarg is not None else None,
-            posonly_params=tuple(posonly), posonly_ind=_make.ParamSlash() if posonly else cst.MaybeSentinel.DEFAULT,
+            posonly_params=tuple(posonly), posonly_ind=make.ParamSlash() if posonly else cst.MaybeSentinel.DEFAULT,
         )
 
     def _param(self, a: ast.arg, default: Optional[ast.expr], star: str = "") -> cst.Param:
-        node = _make.Param(name=_make.Name(value=a.arg),
-                         annotation=_make.Annotation(annotation=self.expr(a.annotation)) if a.annotation is not None else None,
+        node = make.Param(name=make.Name(value=a.arg),
+                         annotation=make.Annotation(annotation=self.expr(a.annotation)) if a.annotation is not None else None,
                          default=self.expr(default) if default is not None else None,
                          star=star)
         return node
 
     def _keyword(self, k: ast.keyword) -> cst.Arg:
         if k.arg is None:
-            node = _make.Arg(value=self.expr(k.value), star="**")
+            node = make.Arg(value=self.expr(k.value), star="**")
         else:
-            node = _make.Arg(value=self.expr(k.value), keyword=_make.Name(value=k.arg))
+            node = make.Arg(value=self.expr(k.value), keyword=make.Name(value=k.arg))
         self.spans[id(node)] = k
         return node
 
@@ -473,22 +537,22 @@ class _Builder:
         return lo != start
 
     def _name(self, a: ast.Name) -> cst.Name:
-        return _make.Name(value=a.id)
+        return make.Name(value=a.id)
 
     def _constant(self, a: ast.Constant) -> cst.BaseExpression:
         v = a.value
         if v is None or v is True or v is False:
-            return _make.Name(value=repr(v))
+            return make.Name(value=repr(v))
         if v is Ellipsis:
-            return _make.Ellipsis()
+            return make.Ellipsis()
         if isinstance(v, (str, bytes)):
             return self._string(a)
         text = self._text(a)
         if isinstance(v, complex):
-            return _make.Imaginary(value=text)
+            return make.Imaginary(value=text)
         if isinstance(v, float):
-            return _make.Float(value=text)
-        return _make.Integer(value=text)
+            return make.Float(value=text)
+        return make.Integer(value=text)
 
     def _string(self, a: ast.expr) -> cst.BaseExpression:
         """A string literal (`a`: a constant or an f-string), or several side by side
@@ -509,7 +573,7 @@ class _Builder:
             return self._parsed_string(a, text)
         node = built[-1]
         for left in reversed(built[:-1]):
-            node = _make.ConcatenatedString(left=left, right=node)
+            node = make.ConcatenatedString(left=left, right=node)
         return node
 
     def _literals(self, a: ast.expr, text: str):
@@ -518,11 +582,26 @@ class _Builder:
         if not all(self.lines[r - 1].isascii() for r in range(a.lineno, a.end_lineno + 1)):
             return None
         out = []
+        bracketed = f"({text})"
+        starts = [0, *accumulate(map(len, source_lines(bracketed, keepends=True)))]
+        f_start, depth = None, 0  # Python 3.12 tokenizes an f-string in parts: its first one, how deep
         try:
-            for tok in tokenize.generate_tokens(io.StringIO(f"({text})").readline):
-                if tok.type == tokenize.STRING:
-                    row, col = tok.start
-                    out.append((tok.string, a.lineno + row - 1, a.col_offset + col - 1 if row == 1 else col))
+            for tok in tokenize.generate_tokens(io.StringIO(bracketed).readline):
+                if tok.type == _FSTRING_START_TOKEN:
+                    f_start, depth = (f_start or tok.start), depth + 1
+                    continue
+                if tok.type == _FSTRING_END_TOKEN:
+                    depth -= 1
+                    if depth:
+                        continue
+                    start, f_start = f_start, None
+                    (row, col), (end_row, end_col) = start, tok.end
+                    string = bracketed[starts[row - 1] + col:starts[end_row - 1] + end_col]
+                elif tok.type == tokenize.STRING and not depth:
+                    (row, col), string = tok.start, tok.string
+                else:
+                    continue
+                out.append((string, a.lineno + row - 1, a.col_offset + col - 1 if row == 1 else col))
         except (tokenize.TokenError, SyntaxError):  # pragma: no cover - Python's parser took it
             return None
         return out
@@ -531,14 +610,14 @@ class _Builder:
         """One literal: a SimpleString, or an f-string cut into its parts (None: not cut here)."""
         m = _FSTRING_START.match(text)
         if m is None:
-            return _make.SimpleString(value=text)
+            return make.SimpleString(value=text)
         if not self._ascii(self.lines[row - 1]):
             return None
         mine = [v for v in values if v.value.lineno == row and col <= v.value.col_offset < col + len(text)]
         parts = _FStringCutter(self, text, col).parts(m.end(), mine, len(text) - len(m.group(2)))
         if parts is None:
             return None
-        return _make.FormattedString(parts=parts, start=m.group(0), end=m.group(2))
+        return make.FormattedString(parts=parts, start=m.group(0), end=m.group(2))
 
     def _parsed_string(self, a: ast.expr, text: str) -> cst.BaseExpression:
         node = _parse_expression(text)
@@ -553,10 +632,10 @@ class _Builder:
             return node
 
     def _attribute(self, a: ast.Attribute) -> cst.Attribute:
-        attr = _make.Name(value=a.attr)
+        attr = make.Name(value=a.attr)
         end = self._offset(a.end_lineno, a.end_col_offset)
         self.spans[id(attr)] = (end - len(a.attr), end)
-        return _make.Attribute(value=self.expr(a.value), attr=attr)
+        return make.Attribute(value=self.expr(a.value), attr=attr)
 
     def _call(self, a: ast.Call) -> cst.Call:
         items: List[Tuple[Tuple[int, int], cst.Arg]] = []
@@ -566,18 +645,18 @@ class _Builder:
             owner = self._call_bracket(a, func)
         for x in a.args:
             if type(x) is ast.Starred:
-                arg = _make.Arg(value=self.expr(x.value), star="*")
+                arg = make.Arg(value=self.expr(x.value), star="*")
                 self.spans[id(arg)] = x
             else:
                 value = self.expr(x, owner)
-                arg = _make.Arg(value=value)
+                arg = make.Arg(value=value)
                 self.spans[id(arg)] = self.outer(value)
             items.append(((x.lineno, x.col_offset), arg))
         for k in a.keywords:
             items.append(((k.lineno, k.col_offset), self._keyword(k)))
         if a.args and a.keywords:
             items.sort(key=lambda p: p[0])
-        return _make.Call(func=func, args=tuple(arg for _, arg in items))
+        return make.Call(func=func, args=tuple(arg for _, arg in items))
 
     def _call_bracket(self, a: ast.Call, func: cst.BaseExpression) -> int:
         """The offset of the bracket that opens a call's arguments (after the callee's own)."""
@@ -593,112 +672,112 @@ class _Builder:
             elements = tuple(self._subscript_element(e) for e in s.elts)
         else:
             elements = (self._subscript_element(s),)
-        return _make.Subscript(value=self.expr(a.value), slice=elements)
+        return make.Subscript(value=self.expr(a.value), slice=elements)
 
     def _subscript_element(self, e: ast.expr) -> cst.SubscriptElement:
         if type(e) is ast.Slice:
-            inner: cst.BaseSlice = _make.Slice(
+            inner: cst.BaseSlice = make.Slice(
                 lower=self.expr(e.lower) if e.lower is not None else None,
                 upper=self.expr(e.upper) if e.upper is not None else None,
                 step=self.expr(e.step) if e.step is not None else None,
-                second_colon=_make.Colon() if e.step is not None else cst.MaybeSentinel.DEFAULT,
+                second_colon=make.Colon() if e.step is not None else cst.MaybeSentinel.DEFAULT,
             )
             self.spans[id(inner)] = e
         elif type(e) is ast.Starred:
-            inner = _make.Index(value=self.expr(e.value), star="*")
+            inner = make.Index(value=self.expr(e.value), star="*")
         else:
-            inner = _make.Index(value=self.expr(e))
-        return _make.SubscriptElement(slice=inner)
+            inner = make.Index(value=self.expr(e))
+        return make.SubscriptElement(slice=inner)
 
     def _binop(self, a: ast.BinOp) -> cst.BinaryOperation:
-        return _make.BinaryOperation(left=self.expr(a.left), operator=_BINARY[type(a.op)], right=self.expr(a.right))
+        return make.BinaryOperation(left=self.expr(a.left), operator=_BINARY[type(a.op)], right=self.expr(a.right))
 
     def _unaryop(self, a: ast.UnaryOp) -> cst.UnaryOperation:
-        return _make.UnaryOperation(operator=_UNARY[type(a.op)], expression=self.expr(a.operand))
+        return make.UnaryOperation(operator=_UNARY[type(a.op)], expression=self.expr(a.operand))
 
     def _boolop(self, a: ast.BoolOp) -> cst.BooleanOperation:
         op = _AND if type(a.op) is ast.And else _OR
         node = self.expr(a.values[0])
         for v in a.values[1:]:
-            node = _make.BooleanOperation(left=node, operator=op, right=self.expr(v))
+            node = make.BooleanOperation(left=node, operator=op, right=self.expr(v))
         return node
 
     def _compare(self, a: ast.Compare) -> cst.Comparison:
-        return _make.Comparison(left=self.expr(a.left), comparisons=tuple(
-            _make.ComparisonTarget(operator=_COMPARE[type(op)], comparator=self.expr(c))
+        return make.Comparison(left=self.expr(a.left), comparisons=tuple(
+            make.ComparisonTarget(operator=_COMPARE[type(op)], comparator=self.expr(c))
             for op, c in zip(a.ops, a.comparators)))
 
     def _ifexp(self, a: ast.IfExp) -> cst.IfExp:
-        return _make.IfExp(test=self.expr(a.test), body=self.expr(a.body), orelse=self.expr(a.orelse))
+        return make.IfExp(test=self.expr(a.test), body=self.expr(a.body), orelse=self.expr(a.orelse))
 
     def _lambda(self, a: ast.Lambda) -> cst.Lambda:
-        return _make.Lambda(params=self.parameters(a.args), body=self.expr(a.body))
+        return make.Lambda(params=self.parameters(a.args), body=self.expr(a.body))
 
     def _namedexpr(self, a: ast.NamedExpr) -> cst.NamedExpr:
-        return _make.NamedExpr(target=self.expr(a.target), value=self.expr(a.value))
+        return make.NamedExpr(target=self.expr(a.target), value=self.expr(a.value))
 
     def _elements(self, elts: Sequence[ast.expr]) -> List[cst.BaseElement]:
         out: List[cst.BaseElement] = []
         for e in elts:
             if type(e) is ast.Starred:
-                el: cst.BaseElement = _make.StarredElement(value=self.expr(e.value))
+                el: cst.BaseElement = make.StarredElement(value=self.expr(e.value))
                 self.spans[id(el)] = e
             else:
                 value = self.expr(e)
-                el = _make.Element(value=value)
+                el = make.Element(value=value)
                 self.spans[id(el)] = self.outer(value)
             out.append(el)
         return tuple(out)
 
     def _list(self, a: ast.List) -> cst.List:
-        return _make.List(elements=self._elements(a.elts))
+        return make.List(elements=self._elements(a.elts))
 
     def _tuple(self, a: ast.Tuple) -> cst.Tuple:
-        return _make.Tuple(elements=self._elements(a.elts))
+        return make.Tuple(elements=self._elements(a.elts))
 
     def _set(self, a: ast.Set) -> cst.Set:
-        return _make.Set(elements=self._elements(a.elts))
+        return make.Set(elements=self._elements(a.elts))
 
     def _dict(self, a: ast.Dict) -> cst.Dict:
         out: List[cst.BaseDictElement] = []
         for k, v in zip(a.keys, a.values):
             if k is None:
-                out.append(_make.StarredDictElement(value=self.expr(v)))
+                out.append(make.StarredDictElement(value=self.expr(v)))
             else:
-                out.append(_make.DictElement(key=self.expr(k), value=self.expr(v)))
-        return _make.Dict(elements=tuple(out))
+                out.append(make.DictElement(key=self.expr(k), value=self.expr(v)))
+        return make.Dict(elements=tuple(out))
 
     def _for_in(self, gens: Sequence[ast.comprehension]) -> cst.CompFor:
         inner = None
         for g in reversed(gens):
-            inner = _make.CompFor(target=self.expr(g.target), iter=self.expr(g.iter),
-                                ifs=tuple(_make.CompIf(test=self.expr(i)) for i in g.ifs), inner_for_in=inner,
-                                asynchronous=_make.Asynchronous() if g.is_async else None)
+            inner = make.CompFor(target=self.expr(g.target), iter=self.expr(g.iter),
+                                ifs=tuple(make.CompIf(test=self.expr(i)) for i in g.ifs), inner_for_in=inner,
+                                asynchronous=make.Asynchronous() if g.is_async else None)
         return inner
 
     def _listcomp(self, a: ast.ListComp) -> cst.ListComp:
-        return _make.ListComp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+        return make.ListComp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
 
     def _setcomp(self, a: ast.SetComp) -> cst.SetComp:
-        return _make.SetComp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+        return make.SetComp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
 
     def _genexp(self, a: ast.GeneratorExp) -> cst.GeneratorExp:
-        return _make.GeneratorExp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
+        return make.GeneratorExp(elt=self.expr(a.elt), for_in=self._for_in(a.generators))
 
     def _dictcomp(self, a: ast.DictComp) -> cst.DictComp:
-        return _make.DictComp(key=self.expr(a.key), value=self.expr(a.value), for_in=self._for_in(a.generators))
+        return make.DictComp(key=self.expr(a.key), value=self.expr(a.value), for_in=self._for_in(a.generators))
 
     def _await(self, a: ast.Await) -> cst.Await:
-        return _make.Await(expression=self.expr(a.value))
+        return make.Await(expression=self.expr(a.value))
 
     def _yield(self, a: ast.Yield) -> cst.Yield:
-        return _make.Yield(value=self.expr(a.value) if a.value is not None else None)
+        return make.Yield(value=self.expr(a.value) if a.value is not None else None)
 
     def _yieldfrom(self, a: ast.YieldFrom) -> cst.Yield:
-        return _make.Yield(value=_make.From(item=self.expr(a.value)))
+        return make.Yield(value=make.From(item=self.expr(a.value)))
 
     def _starred(self, a: ast.Starred) -> cst.StarredElement:
-        return _make.StarredElement(value=self.expr(a.value))
+        return make.StarredElement(value=self.expr(a.value))
 
 
 class _FStringCutter:
@@ -719,7 +798,7 @@ class _FStringCutter:
             if brace < 0 or text[brace + 1:e].strip():
                 return None
             if brace > pos:
-                out.append(_make.FormattedStringText(value=text[pos:brace]))
+                out.append(make.FormattedStringText(value=text[pos:brace]))
             expression = self.b.expr(v.value)
             j = v.value.end_col_offset - self.col
             while j < end and text[j] in " \t":
@@ -740,13 +819,13 @@ class _FStringCutter:
                 j = close
             if text[j:j + 1] != "}":
                 return None  # `{x=}`, or anything unforeseen
-            out.append(_make.FormattedStringExpression(expression=expression, conversion=conversion,
+            out.append(make.FormattedStringExpression(expression=expression, conversion=conversion,
                             format_spec=spec))
             pos = j + 1
         if pos < end:
             if "{" in text[pos:end].replace("{{", ""):
                 return None
-            out.append(_make.FormattedStringText(value=text[pos:end]))
+            out.append(make.FormattedStringText(value=text[pos:end]))
         return tuple(out)
 
     def _spec_end(self, pos: int, spec: Optional[ast.JoinedStr]) -> Optional[int]:
@@ -776,57 +855,12 @@ _EXPR = {
 }
 
 
-_set = object.__setattr__  # LibCST's nodes are frozen dataclasses
-class _Makers:
-    """`_make.Call(func=..., args=...)`: a LibCST node made without `__init__`. Every field
-    not given gets its default, and a default made by a factory (whitespace, empty
-    brackets) is made once and shared, which nothing can change (the nodes are frozen):
-    that is most of the objects LibCST's own constructors would make."""
-
-    def __getattr__(self, name: str):  # a node type's first use: make its maker, keep it
-        maker = _maker(getattr(cst, name))
-        setattr(self, name, maker)
-        return maker
-
-
-_make = _Makers()
-
-
-def _maker(cls: type):
-    """A function that fills a new `cls` node's slots directly (keyword arguments, each
-    field's default as the parameter's default)."""
-    fields = _field_defaults(cls)
-    scope = {"_alloc": object.__new__, "_cls": cls}
-    params, sets = [], []
-    for i, (name, default) in enumerate(fields):
-        scope[f"_d{i}"] = default
-        scope[f"_s{i}"] = getattr(cls, name).__set__
-        params.append(f"{name}=_d{i}")
-        sets.append(f"    _s{i}(node, {name})\n")
-    exec(f"def make({', '.join(params)}):\n    node = _alloc(_cls)\n{''.join(sets)}    return node\n", scope)
-    return scope["make"]
-
-
-def _field_defaults(cls: type) -> Tuple[Tuple[str, object], ...]:
-    out = []
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            value = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-            if isinstance(value, list):
-                value = tuple(value)
-        else:
-            value = None  # a required field: always given
-        out.append((f.name, value))
-    return tuple(out)
-
 
 def _dotted(name: str) -> Union[cst.Name, cst.Attribute]:
     parts = name.split(".")
-    node: Union[cst.Name, cst.Attribute] = _make.Name(value=parts[0])
+    node: Union[cst.Name, cst.Attribute] = make.Name(value=parts[0])
     for p in parts[1:]:
-        node = _make.Attribute(value=node, attr=_make.Name(value=p))
+        node = make.Attribute(value=node, attr=make.Name(value=p))
     return node
 
 

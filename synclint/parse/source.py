@@ -102,7 +102,7 @@ def finding_line(f: Finding, read: Dict[str, List[str]]) -> Optional[str]:
     if f.line is not None:
         return f.line
     if f.filename not in read:
-        from synclint.lines import source_lines
+        from synclint.parse.lines import source_lines
 
         text = read_source(f.filename)  # as the check read it: coding cookie, BOM
         read[f.filename] = source_lines(text) if isinstance(text, str) else []

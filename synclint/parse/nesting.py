@@ -30,7 +30,7 @@ import tokenize
 from itertools import accumulate
 from typing import Dict, List, Optional, Tuple
 
-from synclint.lines import source_lines
+from synclint.parse.lines import source_lines
 
 MAX_BRACKETS = 200  # CPython's own limit (MAXLEVEL in its tokenizer)
 # Brackets plus right-nested operators (`-`, `~`, `not`, `**`, `lambda`, `x if c else`,

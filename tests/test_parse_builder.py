@@ -3,25 +3,23 @@ the same node types and fields, the same brackets (`lpar`), and the same places.
 
 import ast
 import dataclasses
+import json
+import re
+import sys
 from pathlib import Path
 
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from synclint.cst_from_ast import BUILT, SourceOf, Unsupported, build, build_expression, build_statement
+from synclint.parse.node_data import formatting, node_data, node_from_data
+from synclint.parse.builder import (_READS, BUILT, SourceOf, Unsupported, build, build_expression, refuse_unread,
+                                   unread_fields)
 from synclint.engine import analyse, lint_source
-from synclint.positions import PositionIndex
+from synclint.parse.positions import PositionIndex
 from synclint.semantic.syntax import child_nodes, code_of
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# What only formatting decides: whitespace, commas, colons, comments, and where LibCST puts
-# the brackets of a class's bases or a `from` import's names (no rule reads those).
-_FORMATTING = {"leading_lines", "lines_after_decorators", "header", "footer", "comma", "semicolon",
-               "trailing_whitespace", "newline", "indent", "default_indent", "default_newline", "encoding",
-               "has_trailing_newline", "equal", "colon", "dot", "first_colon", "second_colon", "whitespace"}
-
 
 def differences(real, built, path="module", out=None):
     """Where two trees differ as the analysis sees them (empty: the same)."""
@@ -36,7 +34,7 @@ def differences(real, built, path="module", out=None):
     elif isinstance(real, cst.CSTNode):
         for f in dataclasses.fields(real):
             name = f.name
-            if name in _FORMATTING or name.startswith("whitespace"):
+            if formatting(name):
                 continue
             x, y = getattr(real, name), getattr(built, name)
             if name in ("lpar", "rpar"):
@@ -97,6 +95,22 @@ SNIPPETS = [
 @pytest.mark.parametrize("source", SNIPPETS)
 def test_built_tree_is_libcsts_tree(source):
     same_tree(source)
+
+
+# The fixed corpus every Python the CI has is checked on (`.ci/run`): the rules' fixtures, the
+# projects and the examples, the code the analysis is written for.
+CORPUS = sorted(p for folder in ("fixtures", "examples") for p in (ROOT / folder).rglob("*.py"))
+
+
+def test_corpus_builds_libcsts_trees():
+    assert len(CORPUS) > 100
+    for path in CORPUS:
+        source = path.read_text(encoding="utf-8")
+        try:
+            built, _ = build(source, ast.parse(source))
+        except Unsupported:  # (`match`: LibCST parses the file)
+            continue
+        assert differences(cst.parse_module(source), built) == [], path
 
 
 def test_own_source_files_build_libcsts_trees():
@@ -175,6 +189,62 @@ def test_match_statement_is_parsed_by_libcst():
     assert a is not None and a.spans is None
 
 
+def test_only_the_parse_layer_touches_libcsts_private_api():
+    """LibCST's private modules and methods are used in synclint/parse/ alone (a LibCST
+    release that changes them breaks one package, which the differential test checks)."""
+    private = re.compile(r"\blibcst\._|\._codegen\(|CodegenState|\.__post_init__\b")
+    files = sorted((ROOT / "synclint").rglob("*.py")) + sorted((ROOT / "rules").rglob("*.py"))
+    outside = [f"{path.relative_to(ROOT)}:{n}" for path in files if (ROOT / "synclint" / "parse") not in path.parents
+               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if private.search(line)]
+    assert outside == []
+    assert any(private.search(p.read_text(encoding="utf-8")) for p in (ROOT / "synclint" / "parse").glob("*.py"))
+
+
+def test_every_node_type_python_gives_is_in_the_table_of_fields_read():
+    """What the builder reads of each node type is declared (`_READS`), so that a field it
+    does not read can be refused; a node type missing from the table would go unchecked."""
+    trees = [ast.parse(s) for s in SNIPPETS]
+    trees += [ast.parse(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "synclint").rglob("*.py"))]
+    leaves = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)  # no fields
+    seen = {type(n) for tree in trees for n in ast.walk(tree)}
+    assert {t for t in seen if not issubclass(t, leaves)} - set(_READS) == set()
+
+
+@pytest.mark.parametrize("reads, refused, built", [
+    ({ast.Call: "func args"}, "f(x, k=1)\n", "f(x)\n"),  # as if `keywords` were a newer Python's field
+    ({ast.FunctionDef: "name args body decorator_list"}, "def f() -> int:\n    pass\n", "def f():\n    pass\n"),
+    ({ast.keyword: "arg"}, "f(k=1)\n", "f(1)\n"),
+])
+def test_a_field_the_builder_does_not_read_is_refused_when_it_holds_anything(reads, refused, built):
+    """A new Python's new field (3.12's `type_params`) is not dropped from the built tree: a
+    node that holds anything in it is `Unsupported`, and the file goes to LibCST's parse."""
+    unread = unread_fields({**_READS, **reads})
+    with pytest.raises(Unsupported):
+        refuse_unread(ast.parse(refused), unread)
+    refuse_unread(ast.parse(built), unread)
+
+
+_LOOP = "for b in loader:\n    print(f(b), C().g(b.cuda()))\n"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameters (PEP 695) are Python 3.12 syntax")
+@pytest.mark.parametrize("generic, plain", [
+    ("def f[T](x: T):\n    return x.item()\n", "def f(x):\n    return x.item()\n"),
+    ("class C[T]:\n    def g[U](self, y: U):\n        return y.cpu()\n", "class C:\n    def g(self, y):\n        return y.cpu()\n"),
+    ("type X = int\n", "X = int\n"),
+])
+def test_type_parameters_are_analysed_from_libcsts_parse(generic, plain):
+    """`def f[T](x: T)`, `class C[T]` and `type X = int`: not built without their type
+    parameters but parsed by LibCST, with the findings the same code without them has."""
+    generic, plain = (f"import torch\n\n\n{code}\n\n{_LOOP}" for code in (generic, plain))
+    with pytest.raises(Unsupported):
+        build(generic, ast.parse(generic))
+    a = analyse(generic, "m.py")
+    assert a is not None and a.spans is None
+    found = [(f.code, f.row, f.column) for f in lint_source(generic, "m.py")]
+    assert found and found == [(f.code, f.row, f.column) for f in lint_source(plain, "m.py")]
+
+
 def test_analysis_uses_the_built_tree_unless_libcst_is_asked_for():
     source = "import torch\nx = torch.zeros(3, device='cuda')\nprint(x.item())\n"
     assert analyse(source, "m.py").spans is not None
@@ -209,12 +279,16 @@ def test_valid_python_libcst_refuses_is_checked_without_fixes():
 
 @pytest.mark.parametrize("code", ["x * 2", "torch.zeros(3, device=d).to(x)", "(a +\n b)", "'cuda' if c else 'cpu'",
                                   "Optional[Tensor]", "{k: v for k, v in d.items()}"])
-def test_expression_from_a_summary_is_libcsts(code):
-    """A helper's returned expression (and a string annotation) is built like a file."""
+def test_a_string_annotation_is_built_as_libcst_parses_it(code):
     real = cst.parse_expression(code)
     assert differences(real, build_expression(code)) == []
 
 
-def test_statement_from_a_summary_is_libcsts():
-    code = "def helper(x, d):\n    y = x.to(d)\n    return y * 2\n"
-    assert differences(cst.parse_module(code).body[0], build_statement(code)) == []
+@pytest.mark.parametrize("source", SNIPPETS + [(ROOT / "synclint" / "walker.py").read_text(encoding="utf-8")])
+def test_node_data_makes_the_same_tree_again(source):
+    """A module summary carries a helper's expressions as JSON data (`parse.node_data`): made again,
+    from LibCST's tree or the built one, they are the same tree, brackets included."""
+    real = cst.parse_module(source)
+    for tree in (real, same_tree(source)[0]):
+        again = node_from_data(json.loads(json.dumps(node_data(tree))))
+        assert differences(real, again) == []
