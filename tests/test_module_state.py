@@ -16,12 +16,10 @@ MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault
 # module:name -> why it is still there. Every entry is a debt (issue 35, point 2), not a
 # constant: constants are never written, so they need no entry.
 ALLOWED = {
-    "synclint/decoded.py:_FILES": "decoded cache files kept in the daemon (the parse layer's helper moves it)",
-    "synclint/decoded.py:_MADE": "the parse layer's (its helper removes decoded.py's state)",
-    "synclint/decoded.py:_ON": "the parse layer's (its helper removes decoded.py's state)",
     # Memos of what never changes in a process (a class's fields, a rule set's dispatch class,
     # a libc symbol): the same answer for every run, so no run can see another's.
     "synclint/atomic.py:_LINKAT": "libc's linkat, looked up once",
+    "synclint/parse/builder.py:_READS": "the fields the builder reads, completed at import for this Python's node types",
     "synclint/engine.py:_FANOUT": "rule classes -> their crash-isolating class",
     "synclint/semantic/syntax.py:FIELD_KINDS": "a node class's fields",
     "synclint/semantic/syntax.py:_fields_cache": "a node class's fields",
