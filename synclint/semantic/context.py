@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 API: Dict[str, Tuple[str, ...]] = {
     "values and devices": (
         "infer", "is_tensor", "gpu", "gpu_mask", "device_of_arg", "is_int", "is_int_for_any_caller",
-        "is_int_index", "is_host_number", "is_numpy_array", "origin", "attribute_of", "dataset_device",
+        "is_int_index", "is_host_number", "is_numpy_array", "origin", "attribute_of", "dataset_device", "dataset_item",
         "escaped", "fresh_tensor", "grad_free", "dtype_kept", "gpu_move", "moves_own_attribute",
         "host_type_move", "factory_under", "host_data", "is_native_scaler_call", "graph_tensor",
     ),
@@ -70,6 +70,7 @@ class RuleContext:
         self.origin = m.origin
         self.attribute_of = m.attribute_of
         self.dataset_device = m.dataset_device
+        self.dataset_item = m.dataset_item
         self.escaped = m.escaped
         self.fresh_tensor = m.fresh_tensor
         self.grad_free = partial(ownership.nograd, m)

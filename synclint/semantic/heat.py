@@ -45,11 +45,14 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         negated = True
         test = test.expression
     if type(test) is cst.Name:  # `use_gpu = torch.cuda.is_available()`, then `if use_gpu:`
-        b = model.binding(test.value)
-        if b is not None and type(b.expr) is cst.Call and b.prev is None:
+        b = model.binding(test.value)  # (or `mps = device == "mps"`, then `if mps:`)
+        if b is not None and type(b.expr) in (cst.Call, cst.Comparison) and b.prev is None:
             test = b.expr
     if type(test) is cst.Call and model.torch_name(test.func) in ("cuda.is_available", "cuda.is_initialized"):
         return "cpu-body" if negated else "cpu-else"
+    if type(test) is cst.Call and model.torch_name(test.func) in L.OTHER_ACCELERATOR_AVAILABLE:
+        # `if torch.backends.mps.is_available():` is false on a CUDA machine
+        return "cpu-else" if negated else "cpu-body"
     if type(test) is cst.Attribute and test.attr.value == "is_cuda":
         return "cpu-body" if negated else "cpu-else"
     if type(test) is cst.Call and model.torch_name(test.func) in L.EXPORT_ONLY:
@@ -66,7 +69,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
                 or (type(left) is cst.Attribute and left.attr.value == "type")
             )
             if is_dev and s is not None:
-                cpu_side = s.startswith("cpu") != (type(comp.operator) is cst.NotEqual)
+                # `== "cpu"` / `== "mps"`: the branch runs where CUDA does not
+                cpu_side = s.startswith(L.NON_CUDA_DEVICES) != (type(comp.operator) is cst.NotEqual)
                 return "cpu-body" if cpu_side != negated else "cpu-else"
     # (`not step % every` is periodic too: the test as written is asked)
     if (_periodic(original, model) or not negated and _clock_due(test, body, model)) \
