@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
 
-from synclint.semantic import moves, ownership
+from synclint.semantic import loopflow, moves, ownership
 from synclint.semantic.heat import scaler_called
 from synclint.semantic.model import Site
 
@@ -37,10 +37,12 @@ API: Dict[str, Tuple[str, ...]] = {
     ),
     "qualified names": ("qualname", "torch_name", "library_base", "distribution_base"),
     "the current site": (
-        "function_name", "in_test_code", "in_cuda_less", "in_no_grad", "in_grad_mode_block", "in_compiled",
+        "function_name", "in_test_code", "in_cuda_less", "in_compiled",
         "in_lightning_module", "site_hot", "after_nonblocking_d2h", "statement", "enclosing_loops",
         "loop_rebinds_ok", "may_compile", "compiled_region",
     ),
+    "loops": ("updates_from_own_grad",),
+    "grad mode": ("in_no_grad", "in_grad_mode_block", "function_wants_grad", "calls_of", "grad_mode_set_in_file"),
     "file facts": (
         "filename", "gpu_evident", "default_device", "puts_on_cuda", "validate_args_off", "reads_grads",
         "amp_static_scale", "logging_below_level",
@@ -95,6 +97,12 @@ class RuleContext:
         self.loop_rebinds_ok = partial(ownership.loop_rebinds_ok, m)
         self.may_compile = m.may_compile
         self.compiled_region = m.compiled_region
+        # loops
+        self.updates_from_own_grad = loopflow.updates_params_with_grad
+        # grad mode (in_no_grad and in_grad_mode_block: properties below)
+        self.function_wants_grad = m.function_wants_grad
+        self.calls_of = m.calls_of
+        self.grad_mode_set_in_file = m.grad_mode_set_in_file
         # file facts
         self.filename = m.filename
         self.validate_args_off = m.validate_args_off
