@@ -50,13 +50,6 @@ class BuiltinReductionOverTensor(Rule):
     FIX = "sometimes"
     CATALOGUE = ("A4",)
     VALID = [
-        # indices a custom collate hands out as a list of ints, and strings made from them
-        Valid(
-            "import torch\ndef collate(batch):\n    return torch.stack([b[0] for b in batch]), [b[1] for b in batch]\n"
-            "def train(model, ds):\n    loader = torch.utils.data.DataLoader(ds, batch_size=4, collate_fn=collate)\n"
-            "    for x, idx in loader:\n        model(x.cuda())\n        names = [str(i) for i in idx]\n"
-            "        print(max(names), sorted(idx))\n"
-        ),
         Valid("import torch\nx = torch.ones(3, device='cuda')\nfor _ in range(3):\n    s = sum(x)\n    m = torch.max(x)\n    n = max(x.shape)\n    k = max(x.size(0), 1)\n"),
         Valid("import torch\nx = torch.ones(3)\nfor _ in range(3):\n    m = max(x)\n    s = sorted(x)\n"),
         Valid("import torch\nimport numpy as np\na = np.ones(3)\nfor _ in range(3):\n    m = max(a)\n    n = min(1, 2)\n    o = max([1, 2], key=abs)\n"),
@@ -93,6 +86,13 @@ class BuiltinReductionOverTensor(Rule):
             "    return max(x)\n"
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
+        ),
+        # indices a custom collate hands out as a list of ints, and strings made from them
+        Valid(
+            "import torch\ndef collate(batch):\n    return torch.stack([b[0] for b in batch]), [b[1] for b in batch]\n"
+            "def train(model, ds):\n    loader = torch.utils.data.DataLoader(ds, batch_size=4, collate_fn=collate)\n"
+            "    for x, idx in loader:\n        model(x.cuda())\n        names = [str(i) for i in idx]\n"
+            "        print(max(names), sorted(idx))\n"
         ),
     ]
     INVALID = [

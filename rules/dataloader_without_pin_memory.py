@@ -80,17 +80,6 @@ class DataloaderWithoutPinMemory(Rule):
     FIX = "always"
     CATALOGUE = ("B4", "B5", "B6")
     VALID = [
-        # prompts: batches of strings have nothing to pin
-        Valid(
-            "import torch\nfrom torch.utils.data import DataLoader\n"
-            "def generate(pipe, path):\n    prompts = [f'a photo of {w}' for w in open(path).read().split()]\n"
-            "    for batch in DataLoader(prompts, batch_size=4):\n        pipe(batch)\n"
-            "x = torch.ones(2).cuda()\n"
-        ),
-        Valid(
-            "import torch\nfrom torch.utils.data import DataLoader\nprompts = ['a cat', 'a dog']\n"
-            "loader = DataLoader(prompts, batch_size=2)\nx = torch.ones(2).cuda()\n"
-        ),
         # point 7: a Dataset whose items are CUDA tensors (pinning them would raise)
         Valid(
             "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass OnDevice(Dataset):\n"
@@ -136,14 +125,19 @@ class DataloaderWithoutPinMemory(Rule):
             "        for x in self.loader:\n"
             "            x = x.to(self.device)\n",
         ),
+        # prompts: batches of strings have nothing to pin
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\n"
+            "def generate(pipe, path):\n    prompts = [f'a photo of {w}' for w in open(path).read().split()]\n"
+            "    for batch in DataLoader(prompts, batch_size=4):\n        pipe(batch)\n"
+            "x = torch.ones(2).cuda()\n"
+        ),
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\nprompts = ['a cat', 'a dog']\n"
+            "loader = DataLoader(prompts, batch_size=2)\nx = torch.ones(2).cuda()\n"
+        ),
     ]
     INVALID = [
-        # a list of numbers collates into tensors that are copied to the GPU
-        Invalid(
-            "import torch\nfrom torch.utils.data import DataLoader\nvalues = [0.5, 1.5]\n"
-            "loader = DataLoader(values, batch_size=2)\nx = torch.ones(2).cuda()\n",
-            line=4,
-        ),
         Invalid(
             "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
             "loader = DataLoader(ds, batch_size=32, shuffle=True)\nfor x, y in loader:\n    x = x.to(device)\n",
@@ -185,6 +179,12 @@ class DataloaderWithoutPinMemory(Rule):
             "        for x in self.loader:\n"
             "            x = x.to(self.device)\n",
             line=6,
+        ),
+        # a list of numbers collates into tensors that are copied to the GPU
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nvalues = [0.5, 1.5]\n"
+            "loader = DataLoader(values, batch_size=2)\nx = torch.ones(2).cuda()\n",
+            line=4,
         ),
     ]
     BENCH = BenchPair(

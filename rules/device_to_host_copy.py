@@ -56,14 +56,6 @@ class DeviceToHostCopy(Rule):
     FIX_TITLE = "Move results to the host once, outside the hot loop, or copy with `non_blocking=True` and synchronize before reading"
     CATALOGUE = ("B1", "B3")
     VALID = [
-        # offloading a model (diffusers-style pipelines) moves parameters, it reads back no result
-        Valid(
-            "import torch\nfrom transformers import CLIPTextModel\nclass Pipe:\n    def __init__(self):\n"
-            "        self.text_encoder = CLIPTextModel.from_pretrained('x').to('cuda')\n"
-            "        self.unet = torch.nn.Linear(3, 3).cuda()\n    def __call__(self, ids):\n"
-            "        e = self.text_encoder(ids)[0]\n        self.text_encoder.cpu()\n        self.unet.to('cpu')\n"
-            "        return e\n"
-        ),
         # a branch that runs only while exporting an ONNX graph, never on the GPU
         Valid(
             "import torch\n"
@@ -141,6 +133,14 @@ class DeviceToHostCopy(Rule):
             "    return x.cpu()\n"
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
+        ),
+        # offloading a model (diffusers-style pipelines) moves parameters, it reads back no result
+        Valid(
+            "import torch\nfrom transformers import CLIPTextModel\nclass Pipe:\n    def __init__(self):\n"
+            "        self.text_encoder = CLIPTextModel.from_pretrained('x').to('cuda')\n"
+            "        self.unet = torch.nn.Linear(3, 3).cuda()\n    def __call__(self, ids):\n"
+            "        e = self.text_encoder(ids)[0]\n        self.text_encoder.cpu()\n        self.unet.to('cpu')\n"
+            "        return e\n"
         ),
     ]
     INVALID = [

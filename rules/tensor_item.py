@@ -33,13 +33,6 @@ class TensorItem(Rule):
     FIX_TITLE = "Accumulate on the GPU (`total += x.detach()`) and read it once per N steps or after the loop"
     CATALOGUE = ("A1",)
     VALID = [
-        # the branch of another accelerator (MPS) never runs on a CUDA machine
-        Valid(
-            "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'mps'\nmps = device == 'mps'\n"
-            "def train(model, loader):\n    for x in loader:\n        loss = model(x.to(device)).sum()\n"
-            "        if mps:\n            print(loss.item())\n        if device == 'mps':\n            print(loss.item())\n"
-            "        if torch.backends.mps.is_available():\n            print(loss.item())\n"
-        ),
         # a helper called with CPU tensors here (and with CUDA ones elsewhere): this call's
         # result follows this call's arguments
         Valid(
@@ -88,15 +81,15 @@ class TensorItem(Rule):
             "    return x.mean().item()\n"
             "print(mean_value(torch.rand(8)))\n",
         ),
-    ]
-    INVALID = [
-        # the CUDA side of the same test is the path that runs
-        Invalid(
+        # the branch of another accelerator (MPS) never runs on a CUDA machine
+        Valid(
             "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'mps'\nmps = device == 'mps'\n"
             "def train(model, loader):\n    for x in loader:\n        loss = model(x.to(device)).sum()\n"
-            "        if not mps:\n            print(loss.item())\n",
-            line=8, hot=True,
+            "        if mps:\n            print(loss.item())\n        if device == 'mps':\n            print(loss.item())\n"
+            "        if torch.backends.mps.is_available():\n            print(loss.item())\n"
         ),
+    ]
+    INVALID = [
         # a dict filled with the step's losses, read back in one comprehension per step
         Invalid(
             "import torch\n"
@@ -151,6 +144,13 @@ class TensorItem(Rule):
             "        self.total += loss\n"
             "        print(self.total.item())\n",
             line=7,
+        ),
+        # the CUDA side of the same test is the path that runs
+        Invalid(
+            "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'mps'\nmps = device == 'mps'\n"
+            "def train(model, loader):\n    for x in loader:\n        loss = model(x.to(device)).sum()\n"
+            "        if not mps:\n            print(loss.item())\n",
+            line=8, hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -36,11 +36,6 @@ class TensorMembership(Rule):
     FIX_TITLE = "Keep `(t == v).any()` on the GPU"
     CATALOGUE = ("A3",)
     VALID = [
-        # a list of strings is no tensor
-        Valid(
-            "import torch\ndef train(model, loader):\n    for x in loader:\n        loss = model(x.cuda()).sum()\n"
-            "        words = [f'tok{i}' for i in range(3)]\n        if 'cat' in words:\n            print(loss)\n"
-        ),
         Valid(  # a key held in a name: the container is a mapping (a model's output dict)
             "import torch\nmodel = torch.nn.Linear(2, 2).cuda().eval()\nkey = 'text_features'\n"
             "for x in [torch.ones(2, device='cuda')]:\n    out = model(x)\n    paired = key in out\n"
@@ -86,6 +81,11 @@ class TensorMembership(Rule):
             "    return 3 in x\n"
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
+        ),
+        # a list of strings is no tensor
+        Valid(
+            "import torch\ndef train(model, loader):\n    for x in loader:\n        loss = model(x.cuda()).sum()\n"
+            "        words = [f'tok{i}' for i in range(3)]\n        if 'cat' in words:\n            print(loss)\n"
         ),
     ]
     INVALID = [

@@ -40,14 +40,6 @@ class TensorTolist(Rule):
     FIX_TITLE = "Keep per-step results on the GPU and call `.tolist()` once on the concatenated result"
     CATALOGUE = ("B1",)
     VALID = [
-        # `.astype` is an array's method (no tensor has it): what it returns is host data
-        Valid("import torch\ndef boxes_of(det):\n    return det.astype(float).round().tolist()\n"),
-        # pycocotools' evaluator holds NumPy arrays
-        Valid(
-            "import torch\nfrom pycocotools.cocoeval import COCOeval\ndef evaluate(model, loader, gt, dt):\n"
-            "    for x in loader:\n        model(x.cuda())\n    coco_eval = COCOeval(gt, dt, 'bbox')\n"
-            "    coco_eval.evaluate()\n    coco_eval.accumulate()\n    return coco_eval.stats.tolist()\n"
-        ),
         Valid("import numpy as np\nimport torch\na = np.arange(3)\nfor _ in range(3):\n    v = a.tolist()\n"),
         Valid("import torch\nx = torch.arange(3)\nfor _ in range(3):\n    v = x.tolist()\n"),
         Valid("import torch\nx = torch.arange(3, device='cuda')\nfor _ in range(3):\n    v = x.cpu().tolist()\n"),
@@ -104,10 +96,16 @@ class TensorTolist(Rule):
         ),
         # a shape as a tensor is made on the host, whatever the device of what it measures
         Valid("import torch\nx = torch.ones(3, 4, device='cuda')\nfor _ in range(3):\n    dims = torch._shape_as_tensor(x).tolist()\n"),
+        # `.astype` is an array's method (no tensor has it): what it returns is host data
+        Valid("import torch\ndef boxes_of(det):\n    return det.astype(float).round().tolist()\n"),
+        # pycocotools' evaluator holds NumPy arrays
+        Valid(
+            "import torch\nfrom pycocotools.cocoeval import COCOeval\ndef evaluate(model, loader, gt, dt):\n"
+            "    for x in loader:\n        model(x.cuda())\n    coco_eval = COCOeval(gt, dt, 'bbox')\n"
+            "    coco_eval.evaluate()\n    coco_eval.accumulate()\n    return coco_eval.stats.tolist()\n"
+        ),
     ]
     INVALID = [
-        # beside it, a tensor's `.tolist()` after a NumPy-looking chain is still a read-back
-        Invalid("import torch\ndef boxes_of(det):\n    return det.float().round().tolist()\n", line=3),
         Invalid(
             "import torch\nx = torch.arange(3, device='cuda')\nfor _ in range(3):\n    v = (x * 2).tolist()\n",
             line=4,
@@ -139,6 +137,8 @@ class TensorTolist(Rule):
             "        return self.seen.tolist()\n",
             line=7,
         ),
+        # beside it, a tensor's `.tolist()` after a NumPy-looking chain is still a read-back
+        Invalid("import torch\ndef boxes_of(det):\n    return det.float().round().tolist()\n", line=3),
     ]
     BENCH = BenchPair(
         setup=(
