@@ -242,9 +242,9 @@ class InferenceWithoutNoGrad(Rule):
             return
         if type(func) is cst.Attribute and func.attr.value in ("backward", "requires_grad_", "eval", "train"):
             return  # the mode switch itself (the model records it on the module's value)
-        if ctx.function_wants_grad() or LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name):
+        if LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name) or not self._is_module_call(name, func):
             return
-        if self._is_module_call(name, func):
+        if not ctx.function_wants_grad():
             self._pending.append((ctx.site(), node, short(node), name))
 
     def _is_module_call(self, fname: str, func: cst.BaseExpression) -> bool:
