@@ -47,6 +47,7 @@ class UniqueCall(Rule):
     MESSAGE = "`{call}` has a data-dependent size, so the host waits for the GPU to count the unique values"
     FIX_TITLE = "Count into a fixed-size tensor (`zeros(K).index_add_`) when values lie in `range(K)`, or hoist the call out of the loop"
     CATALOGUE = ("C4",)
+    HOT_ONLY = True
     VALID = [
         Valid("import torch\nlabels = torch.randint(0, 5, (100,), device='cuda')\nclasses = torch.unique(labels)\n", cold=True),
         Valid("import torch\nx = torch.randint(0, 5, (10,))\nfor _ in range(3):\n    u = x.unique()\n"),
