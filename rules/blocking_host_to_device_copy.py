@@ -135,6 +135,13 @@ class BlockingHostToDeviceCopy(Rule):
             "    model.to(device=device)\n"
             "    model.train()\n",
         ),
+        # a whole dataset moved once at setup (no fix: it is copied once): cold
+        Valid(
+            "import numpy as np\nimport torch\ndevice = torch.device('cuda')\ndef setup(path):\n"
+            "    xs = torch.from_numpy(np.load(path))\n    return xs.to(device)\n"
+            "def train(model, xs):\n    for i in range(0, len(xs), 64):\n        model(xs[i:i + 64])\n",
+            cold=True,
+        ),
     ]
     INVALID = [
         Invalid(  # an item of a project Dataset, read in the loop: its `__getitem__` builds CPU tensors

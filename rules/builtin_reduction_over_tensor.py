@@ -87,6 +87,13 @@ class BuiltinReductionOverTensor(Rule):
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
         ),
+        # indices a custom collate hands out as a list of ints, and strings made from them
+        Valid(
+            "import torch\ndef collate(batch):\n    return torch.stack([b[0] for b in batch]), [b[1] for b in batch]\n"
+            "def train(model, ds):\n    loader = torch.utils.data.DataLoader(ds, batch_size=4, collate_fn=collate)\n"
+            "    for x, idx in loader:\n        model(x.cuda())\n        names = [str(i) for i in idx]\n"
+            "        print(max(names), sorted(idx))\n"
+        ),
     ]
     INVALID = [
         Invalid(

@@ -86,6 +86,12 @@ class CpuFactoryThenMove(Rule):
             "    def forward(self, x):\n"
             "        return x + torch.ones(x.shape[-1], device=self.device)\n",
         ),
+        # one example input made at setup (to trace or warm a model up): cold
+        Valid(
+            "import torch\ndevice = 'cuda'\ndef export(model):\n    example = torch.randn(1, 3, 8, 8).to(device)\n"
+            "    return torch.jit.trace(model, example)\n",
+            cold=True,
+        ),
     ]
     INVALID = [
         Invalid(

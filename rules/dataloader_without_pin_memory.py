@@ -125,6 +125,17 @@ class DataloaderWithoutPinMemory(Rule):
             "        for x in self.loader:\n"
             "            x = x.to(self.device)\n",
         ),
+        # prompts: batches of strings have nothing to pin
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\n"
+            "def generate(pipe, path):\n    prompts = [f'a photo of {w}' for w in open(path).read().split()]\n"
+            "    for batch in DataLoader(prompts, batch_size=4):\n        pipe(batch)\n"
+            "x = torch.ones(2).cuda()\n"
+        ),
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\nprompts = ['a cat', 'a dog']\n"
+            "loader = DataLoader(prompts, batch_size=2)\nx = torch.ones(2).cuda()\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -168,6 +179,12 @@ class DataloaderWithoutPinMemory(Rule):
             "        for x in self.loader:\n"
             "            x = x.to(self.device)\n",
             line=6,
+        ),
+        # a list of numbers collates into tensors that are copied to the GPU
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nvalues = [0.5, 1.5]\n"
+            "loader = DataLoader(values, batch_size=2)\nx = torch.ones(2).cuda()\n",
+            line=4,
         ),
     ]
     BENCH = BenchPair(
@@ -220,6 +237,12 @@ class DataloaderWithoutPinMemory(Rule):
             return self.ctx.infer(e).cls == "torch.utils.data.TensorDataset"
         return d != V.CPU
 
+    def _strings(self, e: Optional[cst.BaseExpression]) -> bool:
+        """Its items are strings (prompts, file names): batches of them are lists of
+        strings, with nothing to pin or copy."""
+        item = self.ctx.dataset_item(e) if e is not None else None
+        return item is not None and item.kind == V.PY and item.py == "str"
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if ctx.qualname(node.func) not in DATALOADERS or ctx.in_cuda_less:
@@ -230,7 +253,7 @@ class DataloaderWithoutPinMemory(Rule):
         if pin is not None and not (type(pin) is cst.Name and pin.value == "False"):
             return
         dataset = kwarg(node, "dataset") or (node.args[0].value if node.args and node.args[0].keyword is None else None)
-        if self._gpu_dataset(dataset):
+        if self._gpu_dataset(dataset) or self._strings(dataset):
             return
         self._pending.append((node, ctx.site(), self._indent.current))
 

@@ -134,6 +134,14 @@ class DeviceToHostCopy(Rule):
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
         ),
+        # offloading a model (diffusers-style pipelines) moves parameters, it reads back no result
+        Valid(
+            "import torch\nfrom transformers import CLIPTextModel\nclass Pipe:\n    def __init__(self):\n"
+            "        self.text_encoder = CLIPTextModel.from_pretrained('x').to('cuda')\n"
+            "        self.unet = torch.nn.Linear(3, 3).cuda()\n    def __call__(self, ids):\n"
+            "        e = self.text_encoder(ids)[0]\n        self.text_encoder.cpu()\n        self.unet.to('cpu')\n"
+            "        return e\n"
+        ),
     ]
     INVALID = [
         Invalid(  # trl's `get_global_statistics`: called without `device`, its "cpu" default holds

@@ -144,6 +144,11 @@ class GradScalerUnfusedStep(Rule):
             "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\nscaler = torch.amp.GradScaler('cuda')\n"
             "for x in xs:\n    step(scaler, model(x).sum(), opt)\n"
         ),
+        Valid(  # built disabled by its defaults: bf16 autocast needs no scaler, and its step never syncs
+            "import torch\ndtype = 'bfloat16'\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.Adam(model.parameters())\n"
+            "scaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))\nfor _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4, device='cuda')).sum()).backward()\n    scaler.step(opt)\n"
+        ),
     ]
     INVALID = [
         # vicreg and barlowtwins: the project's LARS, defined below the training loop
@@ -244,6 +249,12 @@ class GradScalerUnfusedStep(Rule):
             "    scaler.update()\n",
             line=9,
             hot=True,
+        ),
+        Invalid(  # the same script with a float16 default: the scaler is on
+            "import torch\ndtype = 'float16'\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.Adam(model.parameters())\n"
+            "scaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))\nfor _ in range(3):\n"
+            "    scaler.scale(model(torch.ones(2, 4, device='cuda')).sum()).backward()\n    scaler.step(opt)\n",
+            line=8, hot=True,
         ),
     ]
     BENCH = BenchPair(

@@ -1,14 +1,12 @@
 import re
-from dataclasses import dataclass, field
-from typing import List, Optional, Set, Tuple
+from typing import List, Set, Tuple
 
 import libcst as cst
 
 from synclint.semantic import values as V
-from synclint.semantic.model import GRAD_MODE_CONTEXTS
+from synclint.semantic.gradmode import wants_grad_call
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.semantic.syntax import last_name
 from synclint.rules._overhead import dotted_name
 from synclint.semantic.context import Site
 
@@ -26,13 +24,6 @@ LIGHTNING_HOOK = re.compile(
 )
 # pytest/unittest test functions: test code, not inference code.
 TEST_FUNCTION = re.compile(r"^test(_|[A-Z])")
-# Code that wants gradients (or manages grad mode itself): never flagged.
-GRAD_CALLS = {
-    "torch.autograd.grad", "torch.autograd.backward", "torch.set_grad_enabled",
-    "torch.autograd.set_grad_enabled", "torch.enable_grad", "torch.autograd.enable_grad",
-    "torch.func.grad", "torch.func.grad_and_value", "torch.func.vjp", "torch.func.jvp",
-    "torch.func.jacrev", "torch.func.jacfwd", "torch.func.hessian",
-}
 # Functions whose callees run with gradients (a `predict` helper used while training).
 TRAINING_NAMES = re.compile(r"(^|_)(train|training|forward|fit|loss|step)(_|$)")
 
@@ -52,13 +43,11 @@ def eval_named(name: str) -> bool:
     return any(w in EVAL_WORDS for w in words) and not any(w in NOT_EVAL_WORDS for w in words)
 
 
-@dataclass
-class _Frame:
-    name: str
-    eval_named: bool
-    needs_grad: bool = False  # also: a Lightning hook or a test function (never flagged)
-    calls: Set[str] = field(default_factory=set)
-    cand: Optional[Tuple[cst.Call, Site, str]] = None
+def runs_with_grad(name: str, wants_grad: bool) -> bool:
+    """A function whose callees run with gradients: it computes them (or sets its grad mode),
+    is a Lightning hook or a test, or is named for training (`train_step`, `compute_loss`)."""
+    return wants_grad or bool(LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name)) or (
+        not eval_named(name) and bool(TRAINING_NAMES.search(name)))
 
 
 class InferenceWithoutNoGrad(Rule):
@@ -239,74 +228,26 @@ class InferenceWithoutNoGrad(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._frames: List[_Frame] = []
-        self._pending: List[Tuple[str, cst.Call, Site, str]] = []
-        self._nograd_callees: Set[str] = set()  # called from inside no_grad in this file
-        self._grad_callees: Set[str] = set()  # called from training code in this file
-        self._skip_file = False  # global `set_grad_enabled(False)` or frozen parameters
+        # (site, call, its text, function name): the first module call of each function
+        # outside no_grad; whether it is reported is known once the whole file's calls are
+        self._pending: List[Tuple[Site, cst.Call, str, str]] = []
 
-    # ------------------------------------------------------------- scopes
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        name = node.name.value
-        frame = _Frame(name, eval_named(name))
-        frame.needs_grad = bool(LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name))
-        for d in node.decorators:
-            dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
-            if self.ctx.qualname(dec) in GRAD_MODE_CONTEXTS:
-                frame.needs_grad = True
-        self._frames.append(frame)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        frame = self._frames.pop()
-        if frame.needs_grad or (not frame.eval_named and TRAINING_NAMES.search(frame.name)):
-            self._grad_callees |= frame.calls
-        elif frame.cand is not None:
-            call, where, recv = frame.cand
-            self._pending.append((frame.name, call, where, recv))
-
-    # ------------------------------------------------------------- calls
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        frame = self._frames[-1] if self._frames else None
+        name = ctx.function_name
+        if name is None or ctx.in_no_grad or ctx.in_grad_mode_block:
+            return
         func = node.func
-        q = ctx.qualname(func)
-        if q in GRAD_CALLS or (q or "").startswith("torch.autograd.functional."):
-            if frame is not None:
-                frame.needs_grad = True
-            elif q in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"):
-                self._skip_file = True
+        if wants_grad_call(ctx.qualname(func)):
             return
-        callee = last_name(func)
-        if callee is not None:
-            if ctx.in_no_grad or ctx.in_grad_mode_block:
-                self._nograd_callees.add(callee)
-            if frame is not None:
-                frame.calls.add(callee)
-        if type(func) is cst.Attribute:
-            m = func.attr.value
-            if m == "backward":
-                if frame is not None:
-                    frame.needs_grad = True
-                return
-            if m == "requires_grad_":
-                if node.args and type(node.args[0].value) is cst.Name and node.args[0].value.value == "False":
-                    self._skip_file = True
-                elif frame is not None:
-                    frame.needs_grad = True
-                return
-            if m in ("eval", "train"):
-                return  # the mode switch itself (the model records it on the module's value)
-        if frame is None or frame.cand is not None or ctx.in_no_grad or ctx.in_grad_mode_block:
+        if type(func) is cst.Attribute and func.attr.value in ("backward", "requires_grad_", "eval", "train"):
+            return  # the mode switch itself (the model records it on the module's value)
+        if LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name) or not self._is_module_call(name, func):
             return
-        if self._is_module_call(frame, func):
-            frame.cand = (node, ctx.site(), short(node))
+        if not ctx.function_wants_grad():
+            self._pending.append((ctx.site(), node, short(node), name))
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        t = node.target
-        if type(t) is cst.Attribute and t.attr.value == "requires_grad":
-            self._skip_file = True  # `p.requires_grad = False`: frozen parameters
-
-    def _is_module_call(self, frame: _Frame, func: cst.BaseExpression) -> bool:
+    def _is_module_call(self, fname: str, func: cst.BaseExpression) -> bool:
         """A call of a module in eval mode (`model.eval()` before it), or of any module in
         a function named for evaluation."""
         if type(func) is cst.Attribute and func.attr.value == "forward":
@@ -314,12 +255,19 @@ class InferenceWithoutNoGrad(Rule):
         if dotted_name(func) is None:
             return False
         v = self.ctx.infer(func)
-        return v.kind == V.MODULE and (v.py == "eval" or frame.eval_named)
+        return v.kind == V.MODULE and (v.py == "eval" or eval_named(fname))
 
     def leave_Module(self, node: cst.Module) -> None:
-        if self._skip_file:
+        ctx = self.ctx
+        if ctx.grad_mode_set_in_file():
             return
-        for fname, call, where, text in self._pending:
-            if fname in self._nograd_callees or fname in self._grad_callees:
+        reported: Set[str] = set()
+        for where, call, text, fname in self._pending:
+            if where.func in reported:
                 continue
+            reported.add(where.func)
+            calls = ctx.calls_of(fname)
+            if any(c.grad_off or c.caller is not None and runs_with_grad(c.caller, c.caller_wants_grad)
+                   for c in calls):
+                continue  # called under no_grad, or from training code, in this file
             self.report_at(where, call, call=text, func=fname)

@@ -57,6 +57,7 @@ class PackPaddedUnsorted(Rule):
     )
     FIX_TITLE = "Sort the batch by length when collating it and pass `enforce_sorted=True`"
     CATALOGUE = ("F2",)
+    HOT_ONLY = True
     VALID = [
         Valid(
             "import torch\nfrom torch.nn.utils.rnn import pack_padded_sequence\n"
@@ -136,7 +137,8 @@ class PackPaddedUnsorted(Rule):
             "    def __init__(self):\n"
             "        self.seqs = [torch.randn(n, 3, device='cuda') for n in (2, 6, 5)]\n"
             "    def packed(self):\n"
-            "        return pack_sequence(self.seqs, enforce_sorted=False)\n",
+            "        return pack_sequence(self.seqs, enforce_sorted=False)\n"
+            "b = Batcher()\nfor _ in range(3):\n    b.packed()\n",
             line=7,
         ),
     ]

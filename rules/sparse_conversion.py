@@ -35,6 +35,7 @@ class SparseConversion(Rule):
     MESSAGE = "`{call}` counts the nonzero elements, so the host waits for the GPU"
     FIX_TITLE = "Convert once outside the loop when the sparsity pattern is static"
     CATALOGUE = ("C10",)
+    HOT_ONLY = True
     VALID = [
         Valid("import torch\nadj = torch.rand(8, 8, device='cuda')\nsp = adj.to_sparse()\n", cold=True),
         Valid("import torch\nadj = torch.rand(8, 8)\nfor _ in range(3):\n    sp = adj.to_sparse_csr()\n"),

@@ -95,6 +95,12 @@ class TensorFromHostDataInHotPath(Rule):
             "        return torch.nn.functional.cross_entropy(logits, y, weight=self.w)\n",
             cold=True,
         ),
+        # normalisation constants copied once at setup: cold, so `--hot-only` is silent
+        Valid(
+            "import torch\ndevice = 'cuda'\nmean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1).to(device)\n"
+            "def train(model, loader):\n    for x in loader:\n        model((x.to(device, non_blocking=True) - mean))\n",
+            cold=True,
+        ),
     ]
     INVALID = [
         Invalid(  # Lightning logs a number as `torch.tensor(value, device=self.device)`

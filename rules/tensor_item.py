@@ -81,6 +81,13 @@ class TensorItem(Rule):
             "    return x.mean().item()\n"
             "print(mean_value(torch.rand(8)))\n",
         ),
+        # the branch of another accelerator (MPS) never runs on a CUDA machine
+        Valid(
+            "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'mps'\nmps = device == 'mps'\n"
+            "def train(model, loader):\n    for x in loader:\n        loss = model(x.to(device)).sum()\n"
+            "        if mps:\n            print(loss.item())\n        if device == 'mps':\n            print(loss.item())\n"
+            "        if torch.backends.mps.is_available():\n            print(loss.item())\n"
+        ),
     ]
     INVALID = [
         # a dict filled with the step's losses, read back in one comprehension per step
@@ -137,6 +144,13 @@ class TensorItem(Rule):
             "        self.total += loss\n"
             "        print(self.total.item())\n",
             line=7,
+        ),
+        # the CUDA side of the same test is the path that runs
+        Invalid(
+            "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'mps'\nmps = device == 'mps'\n"
+            "def train(model, loader):\n    for x in loader:\n        loss = model(x.to(device)).sum()\n"
+            "        if not mps:\n            print(loss.item())\n",
+            line=8, hot=True,
         ),
     ]
     BENCH = BenchPair(

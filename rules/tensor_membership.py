@@ -82,6 +82,11 @@ class TensorMembership(Rule):
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
         ),
+        # a list of strings is no tensor
+        Valid(
+            "import torch\ndef train(model, loader):\n    for x in loader:\n        loss = model(x.cuda()).sum()\n"
+            "        words = [f'tok{i}' for i in range(3)]\n        if 'cat' in words:\n            print(loss)\n"
+        ),
     ]
     INVALID = [
         Invalid(

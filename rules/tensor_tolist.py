@@ -96,6 +96,14 @@ class TensorTolist(Rule):
         ),
         # a shape as a tensor is made on the host, whatever the device of what it measures
         Valid("import torch\nx = torch.ones(3, 4, device='cuda')\nfor _ in range(3):\n    dims = torch._shape_as_tensor(x).tolist()\n"),
+        # `.astype` is an array's method (no tensor has it): what it returns is host data
+        Valid("import torch\ndef boxes_of(det):\n    return det.astype(float).round().tolist()\n"),
+        # pycocotools' evaluator holds NumPy arrays
+        Valid(
+            "import torch\nfrom pycocotools.cocoeval import COCOeval\ndef evaluate(model, loader, gt, dt):\n"
+            "    for x in loader:\n        model(x.cuda())\n    coco_eval = COCOeval(gt, dt, 'bbox')\n"
+            "    coco_eval.evaluate()\n    coco_eval.accumulate()\n    return coco_eval.stats.tolist()\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -129,6 +137,8 @@ class TensorTolist(Rule):
             "        return self.seen.tolist()\n",
             line=7,
         ),
+        # beside it, a tensor's `.tolist()` after a NumPy-looking chain is still a read-back
+        Invalid("import torch\ndef boxes_of(det):\n    return det.float().round().tolist()\n", line=3),
     ]
     BENCH = BenchPair(
         setup=(

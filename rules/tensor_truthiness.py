@@ -117,6 +117,13 @@ class TensorTruthiness(Rule):
         ),
         # another device backend's query is a Python bool, as `torch.cuda.is_available()` is
         Valid("import torch\nx = torch.ones(3, device='cuda')\nif torch.npu.is_available():\n    x = x.npu()\n"),
+        # a float a helper of the file returns (a warm-up factor) and strings of a list
+        Valid(
+            "import torch\ndef warmup(step, total):\n    if step < total:\n        return 0.1 + 0.9 * step / total\n"
+            "    return 1.0\ndef train(model, loader):\n    for step, x in enumerate(loader):\n"
+            "        loss = model(x.cuda()).sum()\n        f = warmup(step, 100)\n        if f < 1.0:\n            print(f)\n"
+            "        for w in [f'tok{i}' for i in range(3)]:\n            if w:\n                print(w)\n"
+        ),
     ]
     INVALID = [
         Invalid(

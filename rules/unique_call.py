@@ -35,8 +35,11 @@ class UniqueCall(Rule):
     Otherwise compute the unique values once, outside the loop.
 
     ## Known problems
-    Only hot sites are reported: a one-time `unique` at setup (a vocabulary, the label set)
-    costs one sync and has no alternative worth the change. The `.unique()` method is
+    Every site is reported, tagged hot or cold: a one-time `unique` at setup (a vocabulary,
+    the label set) costs one sync and has no alternative worth the change, so `--hot-only`
+    leaves it out. Cold sites are kept because the hot/cold tag can be wrong where a framework
+    calls the code every step (detectron2's `_log_classification_stats`, reached from a loss
+    that the model only reaches through its trainer, is such a case). The `.unique()` method is
     flagged only on values known to be tensors, since pandas and TorchScript graph values
     share the name.
     """

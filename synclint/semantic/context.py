@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
 
-from synclint.semantic import moves, ownership
+from synclint.semantic import loopflow, moves, ownership
 from synclint.semantic.heat import scaler_called
 from synclint.semantic.model import Site
 
@@ -31,16 +31,18 @@ if TYPE_CHECKING:  # pragma: no cover
 API: Dict[str, Tuple[str, ...]] = {
     "values and devices": (
         "infer", "is_tensor", "gpu", "gpu_mask", "device_of_arg", "is_int", "is_int_for_any_caller",
-        "is_int_index", "is_host_number", "is_numpy_array", "origin", "attribute_of", "dataset_device",
+        "is_int_index", "is_host_number", "is_numpy_array", "origin", "attribute_of", "dataset_device", "dataset_item",
         "escaped", "fresh_tensor", "grad_free", "dtype_kept", "gpu_move", "moves_own_attribute",
         "host_type_move", "factory_under", "host_data", "is_native_scaler_call", "graph_tensor",
     ),
     "qualified names": ("qualname", "torch_name", "library_base", "distribution_base"),
     "the current site": (
-        "function_name", "in_test_code", "in_cuda_less", "in_no_grad", "in_grad_mode_block", "in_compiled",
+        "function_name", "in_test_code", "in_cuda_less", "in_compiled",
         "in_lightning_module", "site_hot", "after_nonblocking_d2h", "statement", "enclosing_loops",
         "loop_rebinds_ok", "may_compile", "compiled_region",
     ),
+    "loops": ("updates_from_own_grad",),
+    "grad mode": ("in_no_grad", "in_grad_mode_block", "function_wants_grad", "calls_of", "grad_mode_set_in_file"),
     "file facts": (
         "filename", "gpu_evident", "default_device", "puts_on_cuda", "validate_args_off", "reads_grads",
         "amp_static_scale", "logging_below_level",
@@ -70,6 +72,7 @@ class RuleContext:
         self.origin = m.origin
         self.attribute_of = m.attribute_of
         self.dataset_device = m.dataset_device
+        self.dataset_item = m.dataset_item
         self.escaped = m.escaped
         self.fresh_tensor = m.fresh_tensor
         self.grad_free = partial(ownership.nograd, m)
@@ -94,6 +97,12 @@ class RuleContext:
         self.loop_rebinds_ok = partial(ownership.loop_rebinds_ok, m)
         self.may_compile = m.may_compile
         self.compiled_region = m.compiled_region
+        # loops
+        self.updates_from_own_grad = loopflow.updates_params_with_grad
+        # grad mode (in_no_grad and in_grad_mode_block: properties below)
+        self.function_wants_grad = m.function_wants_grad
+        self.calls_of = m.calls_of
+        self.grad_mode_set_in_file = m.grad_mode_set_in_file
         # file facts
         self.filename = m.filename
         self.validate_args_off = m.validate_args_off

@@ -45,29 +45,24 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         negated = True
         test = test.expression
     if type(test) is cst.Name:  # `use_gpu = torch.cuda.is_available()`, then `if use_gpu:`
-        b = model.binding(test.value)
-        if b is not None and type(b.expr) is cst.Call and b.prev is None:
+        b = model.binding(test.value)  # (or `mps = device == "mps"`, then `if mps:`)
+        if b is not None and b.prev is None and (
+                type(b.expr) is cst.Call or type(b.expr) is cst.Comparison and _device_side(b.expr) is not None):
             test = b.expr
     if type(test) is cst.Call and model.torch_name(test.func) in ("cuda.is_available", "cuda.is_initialized"):
         return "cpu-body" if negated else "cpu-else"
+    if type(test) is cst.Call and model.torch_name(test.func) in L.OTHER_ACCELERATOR_AVAILABLE:
+        # `if torch.backends.mps.is_available():` is false on a CUDA machine
+        return "cpu-else" if negated else "cpu-body"
     if type(test) is cst.Attribute and test.attr.value == "is_cuda":
         return "cpu-body" if negated else "cpu-else"
     if type(test) is cst.Call and model.torch_name(test.func) in L.EXPORT_ONLY:
         # `if torch.onnx.is_in_onnx_export():` runs while exporting a graph, never in a
         # training or inference run: as the CUDA-less path, nothing there is reported
         return "cpu-else" if negated else "cpu-body"
-    if type(test) is cst.Comparison and len(test.comparisons) == 1:
-        comp = test.comparisons[0]
-        left = test.left
-        if type(comp.operator) in (cst.Equal, cst.NotEqual):
-            s = string_value(comp.comparator)
-            is_dev = type(left) in (cst.Name, cst.Attribute) and (
-                "device" in (left.value if type(left) is cst.Name else left.attr.value)
-                or (type(left) is cst.Attribute and left.attr.value == "type")
-            )
-            if is_dev and s is not None:
-                cpu_side = s.startswith("cpu") != (type(comp.operator) is cst.NotEqual)
-                return "cpu-body" if cpu_side != negated else "cpu-else"
+    cpu_side = _device_side(test) if type(test) is cst.Comparison else None
+    if cpu_side is not None:
+        return "cpu-body" if cpu_side != negated else "cpu-else"
     # (`not step % every` is periodic too: the test as written is asked)
     if (_periodic(original, model) or not negated and _clock_due(test, body, model)) \
             and not body_steps_optimizer(body, model):
@@ -79,6 +74,26 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     if not negated and _fills_up(test, body):
         return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
     return ""
+
+
+def _device_side(test: cst.Comparison) -> Optional[bool]:
+    """For `device == "cpu"` / `args.device != "cuda"` / `x.device.type == "mps"`: whether the
+    test is true where CUDA does not run the code (`== "cpu"`, `== "mps"`: the branch runs
+    without CUDA); None for any other test."""
+    if len(test.comparisons) != 1:
+        return None
+    comp = test.comparisons[0]
+    left = test.left
+    if type(comp.operator) not in (cst.Equal, cst.NotEqual):
+        return None
+    s = string_value(comp.comparator)
+    is_dev = type(left) in (cst.Name, cst.Attribute) and (
+        "device" in (left.value if type(left) is cst.Name else left.attr.value)
+        or (type(left) is cst.Attribute and left.attr.value == "type")
+    )
+    if not is_dev or s is None:
+        return None
+    return s.startswith(L.NON_CUDA_DEVICES) != (type(comp.operator) is cst.NotEqual)
 
 
 def _first_steps(test: cst.BaseExpression, model) -> bool:

@@ -100,7 +100,8 @@ class Inference:
                 # y.cuda()) for x, y in batches]`)
                 return Val(V.PY, py="list", elems=(elt,))
             if elt.kind == V.PY:
-                return V.py("list")
+                # strings are kept (prompts, file names: never a tensor when iterated)
+                return Val(V.PY, py="list", elems=(elt,)) if elt.py == "str" else V.py("list")
             return V.UNKNOWN_VAL
         if t is cst.Attribute:
             return self._infer_attribute(e)
@@ -902,6 +903,8 @@ class Inference:
 
     def _infer_method(self, recv: Val, m: str, call: cst.Call, recv_node: cst.BaseExpression) -> Val:
         k = recv.kind
+        if m in L.NUMPY_ONLY_METHODS and k in (V.TENSOR, V.UNKNOWN):
+            return Val(V.NUMPY)  # no tensor has the method: the receiver was an array
         if k == V.TENSOR:
             return self._tensor_method(recv, m, call)
         if k == V.TENSORS:
@@ -1238,11 +1241,48 @@ class Inference:
             return item.device
         return None
 
+    def constant(self, e: cst.BaseExpression, depth: int = 0) -> object:
+        """The value of an expression made of literals, names with one binding (followed to
+        what they were assigned), `==` / `!=` between two such values and `not`: `None`
+        (the literal) is returned as None too, so only a str, bool or number says anything."""
+        if depth > 8:
+            return None
+        t = type(e)
+        if t is cst.Name:
+            if e.value in ("True", "False"):
+                return e.value == "True"
+            o = self.origin(e)
+            return None if o is None or o is e else self.constant(o, depth + 1)
+        if t in (cst.SimpleString, cst.ConcatenatedString):
+            return string_value(e)
+        if t is cst.Integer or t is cst.Float:
+            return e.evaluated_value
+        if t is cst.UnaryOperation and type(e.operator) is cst.Not:
+            v = self.constant(e.expression, depth + 1)
+            return None if v is None else not v
+        if t is cst.Comparison and len(e.comparisons) == 1 and \
+                type(e.comparisons[0].operator) in (cst.Equal, cst.NotEqual):
+            a, b = self.constant(e.left, depth + 1), self.constant(e.comparisons[0].comparator, depth + 1)
+            if a is None or b is None:
+                return None
+            return (a == b) == (type(e.comparisons[0].operator) is cst.Equal)
+        return None
+
+    def dataset_item(self, e: cst.BaseExpression) -> Val:
+        """The value of one item of a dataset: a list's element (`["a cat", "a dog"]`: a
+        string), what a Dataset class's `__getitem__` returns; unknown where not known."""
+        v = self._infer(e)
+        if v.kind == V.PY and v.py in ("list", "tuple"):
+            return V.element_of(v)
+        if v.kind == V.OBJECT and v.cls:
+            return self.method_return(v.cls, "__getitem__") or V.UNKNOWN_VAL
+        return V.UNKNOWN_VAL
+
     def _scaler_device(self, t: str, call: cst.Call) -> Optional[str]:
         """Where a GradScaler keeps its scale: the CPU when disabled or built for the CPU."""
         enabled = kwarg(call, "enabled")
-        if type(enabled) is cst.Name and enabled.value == "False":
-            return V.CPU
+        if enabled is not None and self.constant(enabled) is False:
+            return V.CPU  # `enabled=False`, or `enabled=(dtype == "float16")` with `dtype = "bfloat16"`
         if t.startswith("cuda."):
             return V.CUDA
         device = kwarg(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None else None)

@@ -43,6 +43,8 @@ VALUES_INDICES = _set("torch", "values_indices")
 INT_RESULTS = _set("torch", "int_results")
 CUDA_DEVICES = _set("torch", "cuda_devices")
 EXPORT_ONLY = _set("torch", "export_only")
+OTHER_ACCELERATOR_AVAILABLE = _set("torch", "other_accelerator_available")
+NON_CUDA_DEVICES = tuple(sorted(_set("torch", "non_cuda_devices")))
 EVENTS = _set("torch", "events")
 STREAMS = _set("torch", "streams")
 LEGACY_CTORS = _set("torch", "legacy_ctors")
@@ -78,6 +80,7 @@ LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "EXCEPTION": 
 NUMPY_ARRAY_FUNCTIONS = _set("numpy", "array_functions")
 NUMPY_ARRAY_METHODS = _set("numpy", "array_methods")
 NUMPY_KEEP_METHODS = _set("numpy", "keep_methods")
+NUMPY_ONLY_METHODS = _set("numpy", "array_only_methods")
 NUMPY_SAMPLERS = dict(_DATA["numpy"]["samplers"])
 
 # nn.Module

@@ -17,6 +17,8 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from synclint.semantic import gradmode
+from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS, CallOf, GradFacts
 from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
@@ -123,10 +125,6 @@ class Site:
     guarded: bool
 
 
-# `with` contexts that set the grad mode explicitly (`SemanticModel.grad_mode_depth`)
-GRAD_MODE_CONTEXTS = frozenset({
-    "torch.enable_grad", "torch.autograd.enable_grad", "torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
-    "torch.autograd.grad_mode.set_grad_enabled", "torch.autograd.grad_mode.enable_grad"})
 
 # Policies for values whose device or type is not known, named so each rule says which it takes.
 KNOWN = "known"  # only tensors the model can place on the GPU (or on no known device)
@@ -245,6 +243,7 @@ class SemanticModel(Inference):
         self._registry_base: Optional[str] = None  # `registry_base`, once asked ("": none)
         self._validate_args_off: Optional[bool] = None  # `validate_args_off`, once asked
         self._amp_static: Optional[bool] = None  # `amp_static_scale`, once asked
+        self._grad_facts: Optional[GradFacts] = None  # `grad_facts`, once asked
         # compile roots, disabled functions and Dynamo flags met (`compile_sites`), and the
         # flags each enclosing `torch._dynamo.config.patch` sets
         self.compile_facts = Compiled()
@@ -1236,6 +1235,29 @@ class SemanticModel(Inference):
                 and n.func.attr.value == "set_default_validate_args" and n.args and is_true(n.args[0].value) is False
                 for n in descendants(self.module, stop=frozenset()))
         return self._validate_args_off
+
+    def grad_facts(self) -> GradFacts:
+        """Grad mode over the whole file (`gradmode.grad_facts`), read the first time it is asked."""
+        if self._grad_facts is None:
+            self._grad_facts = gradmode.grad_facts(self, self.module) if self.module is not None else GradFacts()
+        return self._grad_facts
+
+    def function_wants_grad(self) -> bool:
+        """The function the walk is in computes gradients or sets its grad mode itself: it
+        calls `.backward()`, `torch.autograd.grad`, `torch.func.vjp`, `requires_grad_()`, ...,
+        or is decorated with `torch.enable_grad()` / `set_grad_enabled(...)`."""
+        f = self.func
+        return f is not None and f.node is not None and self.grad_facts().wants_grad.get(id(f.node), False)
+
+    def calls_of(self, name: str) -> Tuple[CallOf, ...]:
+        """Each call in this file of a function named `name` (by the last part of the called
+        name): its caller, whether that caller wants gradients, whether autograd is off there."""
+        return tuple(self.grad_facts().calls.get(name, ()))
+
+    def grad_mode_set_in_file(self) -> bool:
+        """The file sets the grad mode for all of its code (`torch.set_grad_enabled(...)` at
+        module level) or freezes parameters (`requires_grad_(False)`, `p.requires_grad = ...`)."""
+        return self.grad_facts().set_in_file
 
     def amp_static_scale(self) -> bool:
         """The file sets NVIDIA apex's amp up (`amp.initialize` at module level), each time
