@@ -625,7 +625,8 @@ class Walker:
                 outside = [(q, 0)]  # a function (or, the linker finds, a class) of another module
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
-                if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `forward`, or an object's `__call__`
+                if called_instance(v) is not None:  # `forward`, or an object's `__call__`
+                    v = called_instance(v)
                     bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
@@ -656,6 +657,11 @@ class Walker:
                     ctx.device_options[option[0]] = option[1]
             if q is not None:
                 outside = [(q, 0)]  # `utils.general.f(...)`
+            elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls and _held_instance(ctx, func) is not None:
+                # `self.model(x)`: an attribute holding a module (or an object), whose forward
+                # (`__call__`) runs; an instance attribute shadows a method of that name
+                held = _held_instance(ctx, func)
+                bound_methods, outside = _instance_methods(ctx, held, _CALLED[held.kind])
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
                 # a method of an in-file class or another module's (of each class it may be)
                 bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
@@ -664,8 +670,8 @@ class Walker:
             elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
                 outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
             else:
-                v = ctx.infer(func)
-                if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `self.encoder(x)`, `self.loss_scaler(loss)`
+                v = called_instance(ctx.infer(func))
+                if v is not None:  # `self.encoder(x)`, `self.loss_scaler(loss)`
                     bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
         if len(bound_methods) == 1 and not outside and type(func) is cst.Attribute:
@@ -768,6 +774,28 @@ def _arg_values(ctx: SemanticModel, call: cst.Call) -> Tuple[List[Val], Dict[str
 
 # the method that calling an instance runs: a module's `forward`, another object's `__call__`
 _CALLED = {V.MODULE: "forward", V.OBJECT: "__call__"}
+
+
+def _held_instance(ctx: SemanticModel, attr: cst.Attribute) -> Optional[Val]:
+    """The instance an attribute of an instance holds (`self.model = Net(cfg)` in `__init__`),
+    when it is known to be one and no class of the receiver defines a method of that name."""
+    v = called_instance(ctx.infer(attr))
+    if v is None:
+        return None
+    recv = ctx.infer(attr.value)
+    if any(_defines(ctx, k, attr.attr.value) for k in V.classes_of(recv)):
+        return None
+    return v
+
+
+def called_instance(v: Val) -> Optional[Val]:
+    """The instance whose `forward` (`__call__`) calling `v` runs: a module or an object of a
+    known class, or the items of an `nn.Sequential` of known classes."""
+    if v.kind in (V.MODULE, V.OBJECT) and v.cls:
+        return v
+    if v.kind == V.MODULE and v.elems and v.elems[0].cls:
+        return v.elems[0]
+    return None
 
 
 def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[str, ...], List[Tuple[str, int]]]:

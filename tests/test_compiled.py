@@ -272,3 +272,72 @@ def test_fixture_project_says_each_consequence():
     assert set(said) == set(CONSEQUENCES)
     for where, text in CONSEQUENCES.items():
         assert text in said[where], (where, said[where])
+
+
+def _syn6_rows(tmp_path: Path, files: dict) -> set:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    found = check_files([str(tmp_path / n) for n in files], all_rules()).findings
+    return {(Path(f.filename).name, f.row) for f in found if f.code.startswith("SYN6")}
+
+
+_BLOCKS = (
+    "import torch\n"
+    "from torch import nn\n"
+    "class Expert(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        if x.sum() > 0:\n"  # 5
+    "            return x\n"
+    "        return -x\n"
+    "class Gate(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x[x > 0]\n"  # 10
+    "class Head(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x.max().item()\n"  # 13
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.gate = Gate()\n"
+    "        self.experts = nn.ModuleList([Expert() for _ in range(4)])\n"
+    "        self.tail = nn.Sequential(Expert(), Expert())\n"
+    "        self.head = Head()\n"
+    "    def forward(self, x):\n"
+    "        x = self.gate(x)\n"
+    "        for e in self.experts:\n"
+    "            x = e(x)\n"
+    "        return self.tail(x)\n"
+)
+
+
+def test_regions_reach_submodules_held_in_attributes_and_containers(tmp_path):
+    """A compiled module's forward runs its submodules' forward: `self.gate(x)`, the items of
+    an `nn.ModuleList` it iterates and of an `nn.Sequential` it calls, across modules."""
+    got = _syn6_rows(tmp_path, {
+        "blocks.py": _BLOCKS,
+        "train.py": "import torch\nfrom blocks import Net\nmodel = torch.compile(Net())\nmodel(torch.randn(4))\n",
+    })
+    assert got == {("blocks.py", 5), ("blocks.py", 10)}  # Head is never called: not compiled
+
+
+def test_submodules_of_an_uncompiled_module_stay_eager(tmp_path):
+    """Near miss: the same modules, the model not compiled (only a helper is)."""
+    got = _syn6_rows(tmp_path, {
+        "blocks.py": _BLOCKS,
+        "train.py": "import torch\nfrom blocks import Net\nmodel = Net()\n"
+                    "@torch.compile\ndef loss(y):\n    return y.pow(2).mean()\n"
+                    "print(loss(model(torch.randn(4))).item())\n",
+    })
+    assert got == set()
+
+
+def test_an_attribute_shadowed_by_a_method_is_the_method(tmp_path):
+    """Near miss: `self.head(x)` where the class defines a method `head`: the method runs."""
+    source = _BLOCKS.replace("        return self.tail(x)\n",
+                             "        return self.tail(x)\n    def head(self, x):\n        return x\n") \
+        .replace("        x = self.gate(x)\n", "        x = self.gate(x)\n        x = self.head(x)\n")
+    got = _syn6_rows(tmp_path, {
+        "blocks.py": source,
+        "train.py": "import torch\nfrom blocks import Net\nmodel = torch.compile(Net())\nmodel(torch.randn(4))\n",
+    })
+    assert ("blocks.py", 13) not in got and ("blocks.py", 10) in got
