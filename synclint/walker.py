@@ -861,6 +861,13 @@ def _compiled_functions(ctx: SemanticModel, e: cst.BaseExpression) -> List[str]:
         return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]
     if V.methods_of(v):  # `torch.compile(self.step)`
         return list(V.methods_of(v))
+    if type(e) is cst.Attribute:
+        # a bound method of an instance: `torch.compile(env.predict_next_obs)`, `env` of a class
+        # of another module; `self.model.forward = torch.compile(self.model.forward)`
+        recv = ctx.infer(e.value)
+        if recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
+            here, there = _instance_methods(ctx, recv, e.attr.value)
+            return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]
     return []
 
 

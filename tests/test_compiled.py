@@ -341,3 +341,47 @@ def test_an_attribute_shadowed_by_a_method_is_the_method(tmp_path):
         "train.py": "import torch\nfrom blocks import Net\nmodel = torch.compile(Net())\nmodel(torch.randn(4))\n",
     })
     assert ("blocks.py", 13) not in got and ("blocks.py", 10) in got
+
+
+_ENV = (
+    "import torch\n"
+    "class Env:\n"
+    "    def predict(self, x):\n"
+    "        if x.mean() > 0:\n"  # 4
+    "            return x\n"
+    "        return -x\n"
+    "    def reward(self, x):\n"
+    "        return x.sum().item()\n"  # 8
+)
+
+
+def test_a_compiled_bound_method_of_another_modules_instance(tmp_path):
+    """`env.predict = torch.compile(env.predict)` compiles Env.predict (DIAMOND's world model);
+    near miss: Env.reward, never compiled, stays eager."""
+    got = _syn6_rows(tmp_path, {
+        "env.py": _ENV,
+        "train.py": "import torch\nfrom env import Env\nenv = Env()\n"
+                    "env.predict = torch.compile(env.predict, mode='reduce-overhead')\n"
+                    "print(env.reward(env.predict(torch.randn(4))))\n",
+    })
+    assert got == {("env.py", 4)}
+
+
+def test_a_submodule_made_by_another_modules_class(tmp_path):
+    """`self.block = layers.Block()` with Block of another module: its forward runs in the
+    compiled forward (through nn.Module's `__call__`); a block the model never calls does not."""
+    (tmp_path / "pkg").mkdir()
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": "import torch\nfrom torch import nn\n"
+                         "class Block(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 0]\n"  # 5
+                         "class Spare(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 1]\n",  # 8
+        "pkg/model.py": "import torch\nfrom torch import nn\nfrom . import layers\n"
+                        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                        "        self.block = layers.Block()\n        self.spare = layers.Spare()\n"
+                        "    def forward(self, x):\n        return self.block(x)\n"
+                        "model = torch.compile(Net())\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("layers.py", 5)}
