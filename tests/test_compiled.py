@@ -414,3 +414,46 @@ def test_a_submodule_made_by_a_classmethod_of_another_module(tmp_path):
                   "model = torch.compile(VLM(1))\n",
     })
     assert got == {("lm.py", 5)}
+
+
+def test_a_namespace_package_inside_a_package(tmp_path):
+    """timesfm's `timesfm/timesfm_2p5/` has no `__init__.py`: it is a namespace package inside
+    `timesfm`, and its `from ..nn import dense` names `timesfm.nn.dense`. Near miss: a folder
+    without `__init__.py` outside any package holds top-level modules."""
+    from synclint.project import module_names
+
+    for d in ("pkg", "pkg/nn", "pkg/v2", "scripts"):
+        (tmp_path / d).mkdir()
+    files = {
+        "pkg/__init__.py": "", "pkg/nn/__init__.py": "",
+        "pkg/nn/dense.py": "import torch\nclass Block(torch.nn.Module):\n    def forward(self, x):\n"
+                           "        return x[x > 0]\n",  # 4
+        "pkg/v2/model.py": "import torch\nfrom ..nn import dense\nclass Net(torch.nn.Module):\n"
+                           "    def __init__(self):\n        super().__init__()\n        self.block = dense.Block()\n"
+                           "    def forward(self, x):\n        return self.block(x)\n"
+                           "model = torch.compile(Net())\n",
+        "scripts/run.py": "print(1)\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("dense.py", 4)}
+    names = module_names([str(tmp_path / p) for p in ("pkg/v2/model.py", "scripts/run.py")])
+    assert sorted(names.values()) == ["pkg.v2.model", "run"]
+
+
+def test_an_annotation_naming_a_class_through_a_module_level_alias(tmp_path):
+    """`DecodeCache = util.DecodeCache`, then `decode_cache: DecodeCache | None` (timesfm): its
+    tensor fields are tensors, so `x[:, start:end]` with `start = decode_cache.next_index[0]`
+    takes a size from a tensor. Near miss: the same name bound to a call's result says nothing."""
+    util = ("import dataclasses\nimport torch\n@dataclasses.dataclass\nclass DecodeCache:\n"
+            "    next_index: torch.Tensor\n    key: torch.Tensor\n")
+    layer = ("import torch\nfrom pkg import util\nDecodeCache = util.DecodeCache\n"
+             "class A(torch.nn.Module):\n"
+             "    def forward(self, x, *, decode_cache: DecodeCache | None = None):\n"
+             "        start = decode_cache.next_index[0]\n"
+             "        decode_cache.key[:, start:start + 3] = x\n"  # 7
+             "        return x\n"
+             "m = torch.compile(A())\n")
+    (tmp_path / "pkg").mkdir()
+    files = {"pkg/__init__.py": "", "pkg/util.py": util, "pkg/layer.py": layer}
+    assert _syn6_rows(tmp_path, files) == {("layer.py", 7)}
+    files["pkg/layer.py"] = layer.replace("DecodeCache = util.DecodeCache", "DecodeCache = util.make()")
+    assert _syn6_rows(tmp_path, files) == set()
