@@ -613,6 +613,10 @@ class Walker:
         # the in-file methods a bound-method variable may be, or the classes an instance may have
         bound_methods: Tuple[str, ...] = ()
         outside: List[Tuple[str, int]] = []  # (qualified name of another module's function or method, leading params)
+        # a call known only as an edge (a submodule's forward run through an attribute or a
+        # container: compiled regions follow it), whose arguments do not feed the callee's
+        # parameters (that inference assumes forward's parameters are tensors)
+        edge_only = False
         q = None
         if type(func) is cst.Name:
             ctx.calls.append((caller, func.value, hot))
@@ -626,6 +630,7 @@ class Walker:
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
                 if called_instance(v) is not None:  # `forward`, or an object's `__call__`
+                    edge_only = not v.cls  # (the items of a container)
                     v = called_instance(v)
                     bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
@@ -661,6 +666,7 @@ class Walker:
                 # `self.model(x)`: an attribute holding a module (or an object), whose forward
                 # (`__call__`) runs; an instance attribute shadows a method of that name
                 held = _held_instance(ctx, func)
+                edge_only = True
                 bound_methods, outside = _instance_methods(ctx, held, _CALLED[held.kind])
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
                 # a method of an in-file class or another module's (of each class it may be)
@@ -670,10 +676,16 @@ class Walker:
             elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
                 outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
             else:
-                v = called_instance(ctx.infer(func))
+                v = ctx.infer(func)
+                edge_only = not v.cls  # (the items of a container)
+                v = called_instance(v)
                 if v is not None:  # `self.encoder(x)`, `self.loss_scaler(loss)`
                     bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
+        if edge_only:
+            ctx.calls.extend((caller, "@" + o[0], hot) for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS)
+            ctx.calls.extend((caller, k, hot) for k in bound_methods)
+            bound_methods, outside = (), []
         if len(bound_methods) == 1 and not outside and type(func) is cst.Attribute:
             callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses
         collate = _collate_fn(ctx, node)

@@ -387,35 +387,6 @@ def test_a_submodule_made_by_another_modules_class(tmp_path):
     assert _syn6_rows(tmp_path, files) == {("layers.py", 5)}
 
 
-def test_a_submodule_made_by_a_classmethod_of_another_module(tmp_path):
-    """`self.decoder = LanguageModel.from_pretrained(cfg)` (nanoVLM), the classmethod returning
-    `cls(cfg)`: the decoder's forward runs compiled (on either branch of `__init__`)."""
-    got = _syn6_rows(tmp_path, {
-        "lm.py": "import torch\nfrom torch import nn\n"
-                 "class LanguageModel(nn.Module):\n"
-                 "    def forward(self, x):\n"
-                 "        if x.max() > 3:\n"  # 5
-                 "            return x\n"
-                 "        return -x\n"
-                 "    @classmethod\n"
-                 "    def from_pretrained(cls, cfg):\n"
-                 "        model = cls()\n"
-                 "        return model\n",
-        "vlm.py": "import torch\nfrom torch import nn\nfrom lm import LanguageModel\n"
-                  "class VLM(nn.Module):\n"
-                  "    def __init__(self, cfg, load=True):\n"
-                  "        super().__init__()\n"
-                  "        if load:\n"
-                  "            self.decoder = LanguageModel.from_pretrained(cfg)\n"
-                  "        else:\n"
-                  "            self.decoder = LanguageModel()\n"
-                  "    def forward(self, x):\n"
-                  "        return self.decoder(x)\n"
-                  "model = torch.compile(VLM(1))\n",
-    })
-    assert got == {("lm.py", 5)}
-
-
 def test_a_namespace_package_inside_a_package(tmp_path):
     """timesfm's `timesfm/timesfm_2p5/` has no `__init__.py`: it is a namespace package inside
     `timesfm`, and its `from ..nn import dense` names `timesfm.nn.dense`. Near miss: a folder
@@ -457,3 +428,4 @@ def test_an_annotation_naming_a_class_through_a_module_level_alias(tmp_path):
     assert _syn6_rows(tmp_path, files) == {("layer.py", 7)}
     files["pkg/layer.py"] = layer.replace("DecodeCache = util.DecodeCache", "DecodeCache = util.make()")
     assert _syn6_rows(tmp_path, files) == set()
+

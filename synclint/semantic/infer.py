@@ -765,13 +765,6 @@ class Inference:
         got = self.project.call_val(q)
         if got is not None:
             return self._instance_made(self.resolve(got), call)
-        owner = q[: -len(last) - 1]
-        if owner and self.project.class_facts(owner) is not None:
-            # `LanguageModel.from_pretrained(cfg)`: a classmethod of another module's class,
-            # what it returns (`cls(cfg)`: an instance)
-            got = self.project.class_member(owner, last, True)
-            if got is not None and got.kind in (V.MODULE, V.OBJECT):
-                return got
         if last == "apply":  # `AllReduce.apply(loss)`, the Function defined in another module
             made = self._function_applied(q[: -len(".apply")], call)
             if made is not None:
