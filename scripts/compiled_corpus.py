@@ -5,7 +5,7 @@ their graph breaks and recompilations recorded (see docs/compiled-corpus.md).
     python scripts/compiled_corpus.py fetch                 # materialise the programs from local bare clones
     python scripts/compiled_corpus.py record                # run every driver as written, write recorded.json
     python scripts/compiled_corpus.py record timesfm --backend eager --compare   # same breaks with backend eager?
-    python scripts/compiled_corpus.py score --code SYN7     # static compile findings against the recorded breaks
+    python scripts/compiled_corpus.py score --code SYN6     # static compile findings against the recorded breaks
 
 Each program is a folder of eval/compiled/: `program.toml` names the repository, commit and
 files (the code itself is not in this repository, as for eval/labels), `driver.py` runs it

@@ -76,8 +76,11 @@ def module_names(paths: Iterable[str]) -> Dict[str, str]:
         got = packages.get(d)
         if got is None:
             got = []
-            if os.path.exists(os.path.join(d, "__init__.py")):
-                parent, pkg = os.path.split(d)
+            parent, pkg = os.path.split(d)
+            # a package, or a folder without `__init__.py` inside one (a namespace package:
+            # timesfm's `timesfm/timesfm_2p5/`, whose `from ..torch import dense` is timesfm's)
+            if os.path.exists(os.path.join(d, "__init__.py")) or pkg and os.path.exists(
+                    os.path.join(parent, "__init__.py")):
                 got = [pkg] + (package(parent) if pkg else [])
             packages[d] = got
         return got

@@ -613,6 +613,10 @@ class Walker:
         # the in-file methods a bound-method variable may be, or the classes an instance may have
         bound_methods: Tuple[str, ...] = ()
         outside: List[Tuple[str, int]] = []  # (qualified name of another module's function or method, leading params)
+        # a call known only as an edge (a submodule's forward run through an attribute or a
+        # container: compiled regions follow it), whose arguments do not feed the callee's
+        # parameters (that inference assumes forward's parameters are tensors)
+        edge_only = False
         q = None
         if type(func) is cst.Name:
             ctx.calls.append((caller, func.value, hot))
@@ -625,7 +629,9 @@ class Walker:
                 outside = [(q, 0)]  # a function (or, the linker finds, a class) of another module
             elif func.value not in ctx.aliases:
                 v = ctx.lookup(func.value)
-                if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `forward`, or an object's `__call__`
+                if called_instance(v) is not None:  # `forward`, or an object's `__call__`
+                    edge_only = not v.cls  # (the items of a container)
+                    v = called_instance(v)
                     bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
                 elif V.methods_of(v):  # `_run = self.run_cuda if c else self.run; _run(...)`
                     bound_methods = V.methods_of(v)
@@ -656,6 +662,12 @@ class Walker:
                     ctx.device_options[option[0]] = option[1]
             if q is not None:
                 outside = [(q, 0)]  # `utils.general.f(...)`
+            elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls and _held_instance(ctx, func) is not None:
+                # `self.model(x)`: an attribute holding a module (or an object), whose forward
+                # (`__call__`) runs; an instance attribute shadows a method of that name
+                held = _held_instance(ctx, func)
+                edge_only = True
+                bound_methods, outside = _instance_methods(ctx, held, _CALLED[held.kind])
             elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
                 # a method of an in-file class or another module's (of each class it may be)
                 bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
@@ -665,9 +677,15 @@ class Walker:
                 outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
             else:
                 v = ctx.infer(func)
-                if v.kind in (V.MODULE, V.OBJECT) and v.cls:  # `self.encoder(x)`, `self.loss_scaler(loss)`
+                edge_only = not v.cls  # (the items of a container)
+                v = called_instance(v)
+                if v is not None:  # `self.encoder(x)`, `self.loss_scaler(loss)`
                     bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
             timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
+        if edge_only:
+            ctx.calls.extend((caller, "@" + o[0], hot) for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS)
+            ctx.calls.extend((caller, k, hot) for k in bound_methods)
+            bound_methods, outside = (), []
         if len(bound_methods) == 1 and not outside and type(func) is cst.Attribute:
             callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses
         collate = _collate_fn(ctx, node)
@@ -770,6 +788,28 @@ def _arg_values(ctx: SemanticModel, call: cst.Call) -> Tuple[List[Val], Dict[str
 _CALLED = {V.MODULE: "forward", V.OBJECT: "__call__"}
 
 
+def _held_instance(ctx: SemanticModel, attr: cst.Attribute) -> Optional[Val]:
+    """The instance an attribute of an instance holds (`self.model = Net(cfg)` in `__init__`),
+    when it is known to be one and no class of the receiver defines a method of that name."""
+    v = called_instance(ctx.infer(attr))
+    if v is None:
+        return None
+    recv = ctx.infer(attr.value)
+    if any(_defines(ctx, k, attr.attr.value) for k in V.classes_of(recv)):
+        return None
+    return v
+
+
+def called_instance(v: Val) -> Optional[Val]:
+    """The instance whose `forward` (`__call__`) calling `v` runs: a module or an object of a
+    known class, or the items of an `nn.Sequential` of known classes."""
+    if v.kind in (V.MODULE, V.OBJECT) and v.cls:
+        return v
+    if v.kind == V.MODULE and v.elems and v.elems[0].cls:
+        return v.elems[0]
+    return None
+
+
 def _instance_methods(ctx: SemanticModel, v: Val, method: str) -> Tuple[Tuple[str, ...], List[Tuple[str, int]]]:
     """The methods `obj.<method>(...)` may call, for an instance of one class or of several
     (`"A|B"`, made on two paths): (in-file method keys, another module's methods)."""
@@ -833,6 +873,13 @@ def _compiled_functions(ctx: SemanticModel, e: cst.BaseExpression) -> List[str]:
         return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]
     if V.methods_of(v):  # `torch.compile(self.step)`
         return list(V.methods_of(v))
+    if type(e) is cst.Attribute:
+        # a bound method of an instance: `torch.compile(env.predict_next_obs)`, `env` of a class
+        # of another module; `self.model.forward = torch.compile(self.model.forward)`
+        recv = ctx.infer(e.value)
+        if recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
+            here, there = _instance_methods(ctx, recv, e.attr.value)
+            return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]
     return []
 
 

@@ -272,3 +272,160 @@ def test_fixture_project_says_each_consequence():
     assert set(said) == set(CONSEQUENCES)
     for where, text in CONSEQUENCES.items():
         assert text in said[where], (where, said[where])
+
+
+def _syn6_rows(tmp_path: Path, files: dict) -> set:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    found = check_files([str(tmp_path / n) for n in files], all_rules()).findings
+    return {(Path(f.filename).name, f.row) for f in found if f.code.startswith("SYN6")}
+
+
+_BLOCKS = (
+    "import torch\n"
+    "from torch import nn\n"
+    "class Expert(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        if x.sum() > 0:\n"  # 5
+    "            return x\n"
+    "        return -x\n"
+    "class Gate(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x[x > 0]\n"  # 10
+    "class Head(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x.max().item()\n"  # 13
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.gate = Gate()\n"
+    "        self.experts = nn.ModuleList([Expert() for _ in range(4)])\n"
+    "        self.tail = nn.Sequential(Expert(), Expert())\n"
+    "        self.head = Head()\n"
+    "    def forward(self, x):\n"
+    "        x = self.gate(x)\n"
+    "        for e in self.experts:\n"
+    "            x = e(x)\n"
+    "        return self.tail(x)\n"
+)
+
+
+def test_regions_reach_submodules_held_in_attributes_and_containers(tmp_path):
+    """A compiled module's forward runs its submodules' forward: `self.gate(x)`, the items of
+    an `nn.ModuleList` it iterates and of an `nn.Sequential` it calls, across modules."""
+    got = _syn6_rows(tmp_path, {
+        "blocks.py": _BLOCKS,
+        "train.py": "import torch\nfrom blocks import Net\nmodel = torch.compile(Net())\nmodel(torch.randn(4))\n",
+    })
+    assert got == {("blocks.py", 5), ("blocks.py", 10)}  # Head is never called: not compiled
+
+
+def test_submodules_of_an_uncompiled_module_stay_eager(tmp_path):
+    """Near miss: the same modules, the model not compiled (only a helper is)."""
+    got = _syn6_rows(tmp_path, {
+        "blocks.py": _BLOCKS,
+        "train.py": "import torch\nfrom blocks import Net\nmodel = Net()\n"
+                    "@torch.compile\ndef loss(y):\n    return y.pow(2).mean()\n"
+                    "print(loss(model(torch.randn(4))).item())\n",
+    })
+    assert got == set()
+
+
+def test_an_attribute_shadowed_by_a_method_is_the_method(tmp_path):
+    """Near miss: `self.head(x)` where the class defines a method `head`: the method runs."""
+    source = _BLOCKS.replace("        return self.tail(x)\n",
+                             "        return self.tail(x)\n    def head(self, x):\n        return x\n") \
+        .replace("        x = self.gate(x)\n", "        x = self.gate(x)\n        x = self.head(x)\n")
+    got = _syn6_rows(tmp_path, {
+        "blocks.py": source,
+        "train.py": "import torch\nfrom blocks import Net\nmodel = torch.compile(Net())\nmodel(torch.randn(4))\n",
+    })
+    assert ("blocks.py", 13) not in got and ("blocks.py", 10) in got
+
+
+_ENV = (
+    "import torch\n"
+    "class Env:\n"
+    "    def predict(self, x):\n"
+    "        if x.mean() > 0:\n"  # 4
+    "            return x\n"
+    "        return -x\n"
+    "    def reward(self, x):\n"
+    "        return x.sum().item()\n"  # 8
+)
+
+
+def test_a_compiled_bound_method_of_another_modules_instance(tmp_path):
+    """`env.predict = torch.compile(env.predict)` compiles Env.predict (DIAMOND's world model);
+    near miss: Env.reward, never compiled, stays eager."""
+    got = _syn6_rows(tmp_path, {
+        "env.py": _ENV,
+        "train.py": "import torch\nfrom env import Env\nenv = Env()\n"
+                    "env.predict = torch.compile(env.predict, mode='reduce-overhead')\n"
+                    "print(env.reward(env.predict(torch.randn(4))))\n",
+    })
+    assert got == {("env.py", 4)}
+
+
+def test_a_submodule_made_by_another_modules_class(tmp_path):
+    """`self.block = layers.Block()` with Block of another module: its forward runs in the
+    compiled forward (through nn.Module's `__call__`); a block the model never calls does not."""
+    (tmp_path / "pkg").mkdir()
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": "import torch\nfrom torch import nn\n"
+                         "class Block(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 0]\n"  # 5
+                         "class Spare(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 1]\n",  # 8
+        "pkg/model.py": "import torch\nfrom torch import nn\nfrom . import layers\n"
+                        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                        "        self.block = layers.Block()\n        self.spare = layers.Spare()\n"
+                        "    def forward(self, x):\n        return self.block(x)\n"
+                        "model = torch.compile(Net())\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("layers.py", 5)}
+
+
+def test_a_namespace_package_inside_a_package(tmp_path):
+    """timesfm's `timesfm/timesfm_2p5/` has no `__init__.py`: it is a namespace package inside
+    `timesfm`, and its `from ..nn import dense` names `timesfm.nn.dense`. Near miss: a folder
+    without `__init__.py` outside any package holds top-level modules."""
+    from synclint.project import module_names
+
+    for d in ("pkg", "pkg/nn", "pkg/v2", "scripts"):
+        (tmp_path / d).mkdir()
+    files = {
+        "pkg/__init__.py": "", "pkg/nn/__init__.py": "",
+        "pkg/nn/dense.py": "import torch\nclass Block(torch.nn.Module):\n    def forward(self, x):\n"
+                           "        return x[x > 0]\n",  # 4
+        "pkg/v2/model.py": "import torch\nfrom ..nn import dense\nclass Net(torch.nn.Module):\n"
+                           "    def __init__(self):\n        super().__init__()\n        self.block = dense.Block()\n"
+                           "    def forward(self, x):\n        return self.block(x)\n"
+                           "model = torch.compile(Net())\n",
+        "scripts/run.py": "print(1)\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("dense.py", 4)}
+    names = module_names([str(tmp_path / p) for p in ("pkg/v2/model.py", "scripts/run.py")])
+    assert sorted(names.values()) == ["pkg.v2.model", "run"]
+
+
+def test_an_annotation_naming_a_class_through_a_module_level_alias(tmp_path):
+    """`DecodeCache = util.DecodeCache`, then `decode_cache: DecodeCache | None` (timesfm): its
+    tensor fields are tensors, so `x[:, start:end]` with `start = decode_cache.next_index[0]`
+    takes a size from a tensor. Near miss: the same name bound to a call's result says nothing."""
+    util = ("import dataclasses\nimport torch\n@dataclasses.dataclass\nclass DecodeCache:\n"
+            "    next_index: torch.Tensor\n    key: torch.Tensor\n")
+    layer = ("import torch\nfrom pkg import util\nDecodeCache = util.DecodeCache\n"
+             "class A(torch.nn.Module):\n"
+             "    def forward(self, x, *, decode_cache: DecodeCache | None = None):\n"
+             "        start = decode_cache.next_index[0]\n"
+             "        decode_cache.key[:, start:start + 3] = x\n"  # 7
+             "        return x\n"
+             "m = torch.compile(A())\n")
+    (tmp_path / "pkg").mkdir()
+    files = {"pkg/__init__.py": "", "pkg/util.py": util, "pkg/layer.py": layer}
+    assert _syn6_rows(tmp_path, files) == {("layer.py", 7)}
+    files["pkg/layer.py"] = layer.replace("DecodeCache = util.DecodeCache", "DecodeCache = util.make()")
+    assert _syn6_rows(tmp_path, files) == set()
+

@@ -75,6 +75,9 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         return Val(V.DEVICE)
     if model is not None:
         key = ann.value if type(ann) is cst.Name and ann.value in model.classes_by_name else q
+        if key is None and type(ann) is cst.Name:  # `DecodeCache = util.DecodeCache`: a class's alias
+            b = model.binding(ann.value)
+            key = model.qualname(b.expr) if b is not None and b.expr is not None else None
         v = model.class_val(key) if key else None
         if v is not None:
             return v

@@ -840,9 +840,11 @@ class Inference:
                 ts = self.tensor_args(call)
                 return V.tensor(_device_of(ts) if ts else None)
             # Modules are built on the CPU and moved later, often elsewhere: unknown unless
-            # `device=` says. A ModuleDict's attributes are its submodules.
+            # `device=` says. A ModuleDict's attributes are its submodules; a ModuleList's or a
+            # Sequential's items, when they are of known classes, what iterating it gives.
             return Val(V.MODULE, self.device_of_arg(kwarg(call, "device"))[1],
-                       cls="torch." + t if t in L.MODULE_DICTS else None)
+                       cls="torch." + t if t in L.MODULE_DICTS else None,
+                       elems=self._submodules(call) if t in L.MODULE_SEQUENCES else None)
         if t.startswith("distributions.") and last[:1].isupper():
             # `py` says "validating" when the constructor does not turn validation off
             va = kwarg(call, "validate_args")
@@ -1091,6 +1093,22 @@ class Inference:
             return recv.with_(pinned=recv.pinned if keep_pin else None,
                               ndim=recv.ndim if keep_pin else None, assumed=assumed, elems=None)
         return V.tensor(recv.device, assumed=assumed)
+
+    def _submodules(self, call: cst.Call) -> Optional[Tuple[Val, ...]]:
+        """The item of `nn.ModuleList([Block(c) for ...])` or `nn.Sequential(A(), B())` (joined),
+        when every item is a module of a known class."""
+        items = []
+        for a in call.args:
+            if a.keyword is not None or a.star == "**":
+                return None
+            v = self._infer(a.value)
+            items.append(V.element_of(v) if a.star == "*" or v.kind == V.PY and v.elems else v)
+        if not items or not all(v.kind == V.MODULE and v.cls for v in items):
+            return None
+        out = items[0]
+        for v in items[1:]:
+            out = V.join(out, v)
+        return (out,) if out.kind == V.MODULE and out.cls else None
 
     def _numpy_call(self, name: str, call: cst.Call) -> Val:
         """A NumPy call; `ndim` is set where it is surely an array (not a NumPy scalar)."""

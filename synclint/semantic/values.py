@@ -314,8 +314,8 @@ def element_of(val: Val) -> Val:
         return tensor(val.device, pinned=val.pinned, dtype=val.dtype, assumed=val.assumed)
     if val.kind == LOADER:
         return Val(TENSORS, val.device, pinned=val.pinned)
-    if val.kind == MODULE:
-        return Val(MODULE, val.device)  # only containers iterate: ModuleList, Sequential
+    if val.kind == MODULE:  # only containers iterate: ModuleList, Sequential (their items, if known)
+        return val.elems[0] if val.elems else Val(MODULE, val.device)
     if val.kind == ITER and val.elems:
         return val.elems[0]
     if val.kind == NUMPY:
