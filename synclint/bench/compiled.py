@@ -166,7 +166,7 @@ class Variant:
 def new_record(mode: str, side: str, flags: Tuple[str, ...]) -> Dict[str, Any]:
     return {"mode": mode, "side": side, "flags": list(flags), "graphs": None, "breaks": None, "break_reasons": [],
             "compile_s": None, "warmup_s": None, "step_us": None, "step_us_by_pass": [], "loops_us": [],
-            "calls": None, "syncs": None, "cudagraph_skips": None, "cudagraph_partitions": None, "error": None}
+            "calls": None, "graphs_while_timing": 0, "syncs": None, "cudagraph_skips": None, "cudagraph_partitions": None, "error": None}
 
 
 def to_host(torch: Any, out: Any) -> Any:
@@ -196,7 +196,33 @@ def same_values(torch: Any, a: Any, b: Any) -> Optional[str]:
 
 
 def _short(e: BaseException) -> str:
-    return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
+    """The exception in one line, with where it was raised (torch's own asserts say nothing)."""
+    import traceback
+
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" (at {'/'.join(tb[-1].filename.split('/')[-2:])}:{tb[-1].lineno})" if tb else ""
+    return f"{type(e).__name__}: {text}"[:300] + where
+
+
+def first_compile(torch: Any, opts: Options, cuda: bool) -> Optional[float]:
+    """Compile and run a function of one line, untimed in the results: what the first
+    compile of a process pays once (imports, the compile workers), charged to no variant."""
+    if opts.backend != "inductor" or not cuda:
+        return None
+    t0 = time.perf_counter()
+    x = torch.ones(8, device="cuda")
+    for mode in ("default", "reduce-overhead") if "reduce-overhead" in opts.modes else ("default",):
+        f = torch.compile(fresh(_one_line), mode=mode)
+        for _ in range(3):
+            torch.compiler.cudagraph_mark_step_begin()
+            f(x)
+    torch.cuda.synchronize()
+    return round(time.perf_counter() - t0, 3)
+
+
+def _one_line(x: Any) -> Any:
+    return (x * 2).relu() + 1
 
 
 def prepare(torch: Any, pair: CompiledPair, mode: str, side: str, fn: Callable, flags: Tuple[str, ...], x: Any,
@@ -300,7 +326,9 @@ def time_pass(torch: Any, variants: Sequence[Variant], opts: Options) -> None:
                 v.loops.append([])
             for _ in range(max(1, opts.repeat)):
                 for v in group:
+                    before = graphs_compiled(torch)
                     v.loops[-1].append(loop_us(torch, v.step, v.calls))
+                    v.record["graphs_while_timing"] += graphs_compiled(torch) - before
     finally:
         gc.enable()
 
@@ -308,29 +336,39 @@ def time_pass(torch: Any, variants: Sequence[Variant], opts: Options) -> None:
 # ---------------------------------------------------------------- one pair
 
 
-def prepare_pair(torch: Any, pair: CompiledPair, device: str, opts: Options, cuda: bool,
-                 say: Callable[[str], None]) -> Tuple[Dict[str, Any], List[Variant]]:
-    """Build, compile and warm every variant of a pair; the record without its timings."""
+def build_pair(torch: Any, pair: CompiledPair, device: str, opts: Options) -> Tuple[Dict[str, Any], Any, Dict]:
+    """A pair's record, input and sides (side -> (function, flags)), with the graph breaks of
+    each side. `torch._dynamo.explain` resets Dynamo, dropping what it compiled: the breaks
+    of every pair are counted before any variant is compiled."""
     from synclint.bench.compiled_pairs import make_net
 
     s = opts.sizes
-    net, x = make_net(torch, device, s["batch"], s["width"], s["depth"], opts.seed)
     rec: Dict[str, Any] = {"code": pair.code, "case": pair.case, "pattern": pair.pattern, "fix": pair.fix,
                            "condition": pair.condition, "capture": list(pair.capture), "breaks_expected": pair.breaks,
-                           "same_result": None, "compare_note": None, "variants": {}, "comparisons": {}, "error": None}
-    variants: List[Variant] = []
+                           "same_result": None, "compare_note": None, "breaks": {}, "variants": {}, "comparisons": {},
+                           "error": None}
     try:
-        built = pair.build(torch, net, x)
-        sides = sides_of(pair, built)
+        net, x = make_net(torch, device, s["batch"], s["width"], s["depth"], opts.seed)
+        sides = sides_of(pair, pair.build(torch, net, x))
     except Exception as e:  # noqa: BLE001
         rec["error"] = f"build: {_short(e)}"
-        return rec, variants
-    breaks: Dict[str, Tuple[Optional[int], List[str]]] = {}
+        return rec, None, {}
     for side, (fn, flags) in sides.items():
         try:
-            breaks[side] = graph_breaks(torch, fn, flags, (x,))
+            n, reasons = graph_breaks(torch, fn, flags, (x,))
         except Exception as e:  # noqa: BLE001
-            breaks[side] = (None, [f"explain failed: {_short(e)}"])
+            n, reasons = None, [f"explain failed: {_short(e)}"]
+        rec["breaks"][side] = {"breaks": n, "reasons": reasons}
+    return rec, x, sides
+
+
+def prepare_pair(torch: Any, pair: CompiledPair, built: Tuple[Dict[str, Any], Any, Dict], opts: Options, cuda: bool,
+                 say: Callable[[str], None]) -> List[Variant]:
+    """Compile and warm every variant of a built pair; compares their results."""
+    rec, x, sides = built
+    variants: List[Variant] = []
+    if rec.get("error"):
+        return variants
     for mode in modes_of(opts, cuda):
         for side in SIDES:
             if side not in sides or (mode == "eager" and side == "captured"):
@@ -339,7 +377,8 @@ def prepare_pair(torch: Any, pair: CompiledPair, device: str, opts: Options, cud
             say(f"{pair.label}: {mode} {side}")
             v = prepare(torch, pair, mode, side, fn, flags, x, opts, cuda)
             if mode != "eager":
-                v.record["breaks"], v.record["break_reasons"] = breaks[side]
+                v.record["breaks"] = rec["breaks"][side]["breaks"]
+                v.record["break_reasons"] = rec["breaks"][side]["reasons"]
             variants.append(v)
             rec["variants"][variant_key(mode, side)] = v.record
     ref = next((v for v in variants if v.output is not None), None)
@@ -360,7 +399,7 @@ def prepare_pair(torch: Any, pair: CompiledPair, device: str, opts: Options, cud
             if v.step is not None:
                 v.calls = calls_per_loop(torch, v.step, opts)
                 v.record["calls"] = v.calls
-    return rec, variants
+    return variants
 
 
 def summarize(rec: Dict[str, Any], variants: Sequence[Variant], opts: Options) -> None:
@@ -451,15 +490,19 @@ def run(pairs: Sequence[CompiledPair], device: str, opts: Optional[Options] = No
     t_start = time.perf_counter()
     meta = env_meta(torch, device, opts, cuda)
     meta["options"] = asdict(opts)
-    records: List[Dict[str, Any]] = []
-    prepared: List[Tuple[Dict[str, Any], List[Variant]]] = []
     caches = own_caches(torch) if opts.own_caches and opts.backend == "inductor" else contextlib.nullcontext(None)
     torch._dynamo.reset()
     with caches as cache_note:
         meta["caches"] = cache_note
+        built = []
         for i, pair in enumerate(pairs, 1):
+            say(f"[{i}/{len(pairs)}] {pair.label}: graph breaks")
+            built.append(build_pair(torch, pair, device, opts))
+        meta["first_compile_s"] = first_compile(torch, opts, cuda)
+        prepared = []
+        for i, (pair, b) in enumerate(zip(pairs, built), 1):
             say(f"[{i}/{len(pairs)}] {pair.label}: compile")
-            prepared.append(prepare_pair(torch, pair, device, opts, cuda, say))
+            prepared.append((b[0], prepare_pair(torch, pair, b, opts, cuda, say)))
         meta["compile_wall_s"] = round(time.perf_counter() - t_start, 1)
         if cuda:
             graphs0 = graphs_compiled(torch)
@@ -468,6 +511,7 @@ def run(pairs: Sequence[CompiledPair], device: str, opts: Optional[Options] = No
                 for _, variants in prepared:
                     time_pass(torch, variants, opts)
             meta["graphs_while_timing"] = graphs_compiled(torch) - graphs0
+    records = []
     for rec, variants in prepared:
         summarize(rec, variants, opts)
         records.append(rec)
@@ -478,6 +522,11 @@ def run(pairs: Sequence[CompiledPair], device: str, opts: Optional[Options] = No
 
 
 def failed(results: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Pairs that make the run fail: a build or variant error, or values that differ."""
+    """Pairs that make the run fail: a pair that cannot be built, a variant that fails in
+    eager code or with the fix, values that differ, or a recompile while timing. A pattern
+    that fails to compile (as captured, say) is a result, shown in its row, not a failure."""
+    def bad(key: str, v: Dict[str, Any]) -> bool:
+        return bool(v.get("error")) and (v["mode"] == "eager" or v["side"] == "fixed")
+
     return [r for r in results if r.get("error") or r.get("same_result") is False
-            or any(v.get("error") for v in (r.get("variants") or {}).values())]
+            or any(bad(k, v) or v.get("graphs_while_timing") for k, v in (r.get("variants") or {}).items())]
