@@ -64,11 +64,15 @@ class Options:
     min_calls: int = 5
     max_calls: int = 2000
     modes: Tuple[str, ...] = MODES
-    backend: str = "inductor"  # "eager" for the CPU tests: Dynamo's graphs without code generation
+    backend: Any = "inductor"  # "eager" on the CPU: Dynamo's graphs without code generation (tests: a counting one)
     sizes: Dict[str, int] = field(default_factory=lambda: dict(SIZES))
     seed: int = 0
     resamples: int = stats.RESAMPLES
     own_caches: bool = True  # inductor's FX graph cache off, Triton's kernel cache in a fresh directory
+
+
+def backend_name(backend: Any) -> str:
+    return backend if isinstance(backend, str) else getattr(backend, "__name__", type(backend).__name__)
 
 
 def variant_key(mode: str, side: str) -> str:
@@ -446,7 +450,7 @@ def env_meta(torch: Any, device: str, opts: Options, cuda: bool) -> Dict[str, An
         "synclint": synclint.__version__,
         "device": device,
         "timed": cuda,
-        "backend": opts.backend,
+        "backend": backend_name(opts.backend),
         "modes": list(modes_of(opts, cuda)),
         "sizes": dict(opts.sizes),
         "repeats": opts.repeat if cuda else 0,
@@ -489,7 +493,7 @@ def run(pairs: Sequence[CompiledPair], device: str, opts: Optional[Options] = No
         torch.cuda.set_device(torch.device(device).index)
     t_start = time.perf_counter()
     meta = env_meta(torch, device, opts, cuda)
-    meta["options"] = asdict(opts)
+    meta["options"] = {**asdict(opts), "backend": backend_name(opts.backend)}
     caches = own_caches(torch) if opts.own_caches and opts.backend == "inductor" else contextlib.nullcontext(None)
     torch._dynamo.reset()
     with caches as cache_note:
