@@ -8,9 +8,10 @@ Per pair (synclint/bench/compiled_pairs.py) and variant (mode x side):
   warm-up calls, which run one variant at a time); the CPU tests check the counter against
   a counting backend. A graph compiled while the steps are timed (a recompile) is counted in
   `meta.graphs_while_timing`, which should be 0.
-* **breaks**: the graph breaks `torch._dynamo.explain` finds in the side (with the flags of
-  the variant), and their reasons. Counted once per side and flags: a break does not depend
-  on the backend or its mode. (`counters["graph_break"]` misses a branch on a tensor.)
+* **breaks**: graphs - 1, as `torch._dynamo.explain` counts them (it is not called here:
+  it resets Dynamo, dropping every variant compiled before), with Dynamo's reasons, the
+  first line of each new key of its `graph_break` and `unimplemented` counters
+  (`graph_break` alone misses a branch on a tensor).
 * **compile_s**: wall time of the first call (Dynamo, AOTAutograd, inductor and Triton,
   with inductor's FX graph cache off, and Triton's kernel cache in a directory of the run's
   own, so a kernel an earlier variant compiled is not compiled again); **warmup_s**: the
@@ -114,12 +115,12 @@ def inductor_count(torch: Any, name: str) -> int:
     return int(counters["inductor"][name])
 
 
-def graph_breaks(torch: Any, fn: Callable, flags: Tuple[str, ...], args: Sequence[Any]) -> Tuple[int, List[str]]:
-    """(breaks, their reasons, first lines) of `fn(*args)` under `torch._dynamo.explain`."""
-    with dynamo_flags(torch, flags):
-        ex = torch._dynamo.explain(fresh(fn))(*args)
-    reasons = [str(getattr(r, "reason", r)).strip().splitlines()[0][:160] for r in ex.break_reasons]
-    return int(ex.graph_break_count), reasons
+def break_reasons(torch: Any) -> Dict[str, int]:
+    """Dynamo's reasons for what it could not trace so far (a copy, to diff): its
+    `graph_break` counter, and `unimplemented`, where a branch on a tensor is counted."""
+    from torch._dynamo.utils import counters
+
+    return {**counters["unimplemented"], **counters["graph_break"]}
 
 
 def dynamo_flags(torch: Any, flags: Tuple[str, ...]) -> Any:
@@ -253,7 +254,7 @@ def prepare(torch: Any, pair: CompiledPair, mode: str, side: str, fn: Callable, 
             return run(x)
 
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    graphs0 = graphs_compiled(torch)
+    graphs0, reasons0 = graphs_compiled(torch), break_reasons(torch)
     skips0, parts0 = inductor_count(torch, "cudagraph_skips"), inductor_count(torch, "cudagraph_partitions")
     try:
         with dynamo_flags(torch, flags), warnings.catch_warnings():
@@ -272,6 +273,8 @@ def prepare(torch: Any, pair: CompiledPair, mode: str, side: str, fn: Callable, 
         return v
     if mode != "eager":
         rec["graphs"] = graphs_compiled(torch) - graphs0
+        rec["breaks"] = max(0, rec["graphs"] - 1)
+        rec["break_reasons"] = [k.strip().splitlines()[0][:160] for k in break_reasons(torch) if k not in reasons0]
         rec["compile_s"] = round(t1 - t0, 3)
         rec["warmup_s"] = round(t2 - t1, 3)
     if mode == "reduce-overhead":
@@ -337,19 +340,27 @@ def time_pass(torch: Any, variants: Sequence[Variant], opts: Options) -> None:
         gc.enable()
 
 
+def steady_calls(torch: Any, variants: Sequence[Variant]) -> None:
+    """Where nothing is timed (the CPU): one more call of each variant, to see that none
+    compiles again once every variant is compiled."""
+    for v in variants:
+        if v.step is not None:
+            before = graphs_compiled(torch)
+            v.step()
+            v.record["graphs_while_timing"] += graphs_compiled(torch) - before
+
+
 # ---------------------------------------------------------------- one pair
 
 
 def build_pair(torch: Any, pair: CompiledPair, device: str, opts: Options) -> Tuple[Dict[str, Any], Any, Dict]:
-    """A pair's record, input and sides (side -> (function, flags)), with the graph breaks of
-    each side. `torch._dynamo.explain` resets Dynamo, dropping what it compiled: the breaks
-    of every pair are counted before any variant is compiled."""
+    """A pair's record, input and sides (side -> (function, flags))."""
     from synclint.bench.compiled_pairs import make_net
 
     s = opts.sizes
     rec: Dict[str, Any] = {"code": pair.code, "case": pair.case, "pattern": pair.pattern, "fix": pair.fix,
                            "condition": pair.condition, "capture": list(pair.capture), "breaks_expected": pair.breaks,
-                           "same_result": None, "compare_note": None, "breaks": {}, "variants": {}, "comparisons": {},
+                           "same_result": None, "compare_note": None, "variants": {}, "comparisons": {},
                            "error": None}
     try:
         net, x = make_net(torch, device, s["batch"], s["width"], s["depth"], opts.seed)
@@ -357,12 +368,6 @@ def build_pair(torch: Any, pair: CompiledPair, device: str, opts: Options) -> Tu
     except Exception as e:  # noqa: BLE001
         rec["error"] = f"build: {_short(e)}"
         return rec, None, {}
-    for side, (fn, flags) in sides.items():
-        try:
-            n, reasons = graph_breaks(torch, fn, flags, (x,))
-        except Exception as e:  # noqa: BLE001
-            n, reasons = None, [f"explain failed: {_short(e)}"]
-        rec["breaks"][side] = {"breaks": n, "reasons": reasons}
     return rec, x, sides
 
 
@@ -380,9 +385,6 @@ def prepare_pair(torch: Any, pair: CompiledPair, built: Tuple[Dict[str, Any], An
             fn, flags = sides[side]
             say(f"{pair.label}: {mode} {side}")
             v = prepare(torch, pair, mode, side, fn, flags, x, opts, cuda)
-            if mode != "eager":
-                v.record["breaks"] = rec["breaks"][side]["breaks"]
-                v.record["break_reasons"] = rec["breaks"][side]["reasons"]
             variants.append(v)
             rec["variants"][variant_key(mode, side)] = v.record
     ref = next((v for v in variants if v.output is not None), None)
@@ -461,7 +463,8 @@ def env_meta(torch: Any, device: str, opts: Options, cuda: bool) -> Dict[str, An
         "interval": {"kind": "within-run", "confidence": stats.CONFIDENCE, "runs": 1},
         "resamples": opts.resamples,
         "graphs_counted_by": "torch._dynamo.utils.counters['stats']['unique_graphs'] over each variant's warm-up calls",
-        "breaks_counted_by": "torch._dynamo.explain(side)(x).graph_break_count, with the variant's flags",
+        "breaks_counted_by": "graphs - 1 (as torch._dynamo.explain counts them); reasons: new keys of Dynamo's "
+                             "graph_break and unimplemented counters",
         "caches": None,
         "graphs_while_timing": None,
         "method": (
@@ -498,23 +501,19 @@ def run(pairs: Sequence[CompiledPair], device: str, opts: Optional[Options] = No
     torch._dynamo.reset()
     with caches as cache_note:
         meta["caches"] = cache_note
-        built = []
-        for i, pair in enumerate(pairs, 1):
-            say(f"[{i}/{len(pairs)}] {pair.label}: graph breaks")
-            built.append(build_pair(torch, pair, device, opts))
         meta["first_compile_s"] = first_compile(torch, opts, cuda)
         prepared = []
-        for i, (pair, b) in enumerate(zip(pairs, built), 1):
+        for i, pair in enumerate(pairs, 1):
             say(f"[{i}/{len(pairs)}] {pair.label}: compile")
-            prepared.append((b[0], prepare_pair(torch, pair, b, opts, cuda, say)))
+            built = build_pair(torch, pair, device, opts)
+            prepared.append((built[0], prepare_pair(torch, pair, built, opts, cuda, say)))
         meta["compile_wall_s"] = round(time.perf_counter() - t_start, 1)
-        if cuda:
-            graphs0 = graphs_compiled(torch)
-            for p in range(1, opts.passes + 1):
-                say(f"timing pass {p}/{opts.passes}")
-                for _, variants in prepared:
-                    time_pass(torch, variants, opts)
-            meta["graphs_while_timing"] = graphs_compiled(torch) - graphs0
+        graphs0 = graphs_compiled(torch)
+        for p in range(1, opts.passes + 1 if cuda else 2):
+            say(f"timing pass {p}/{opts.passes}" if cuda else "steady calls")
+            for _, variants in prepared:
+                time_pass(torch, variants, opts) if cuda else steady_calls(torch, variants)
+        meta["graphs_while_timing"] = graphs_compiled(torch) - graphs0
     records = []
     for rec, variants in prepared:
         summarize(rec, variants, opts)
