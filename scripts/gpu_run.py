@@ -90,7 +90,7 @@ def run_item_sweep(out: Path) -> int:
     return 0
 
 
-def run_compiled(out: Path, select: str = "", repeat: int = 3, passes: int = 5) -> int:
+def run_compiled(out: Path, select: str = "", repeat: int = 3, passes: int = 7) -> int:
     """The compiled pairs into out/bench-compiled.json; 0 when every variant ran and agreed."""
     from synclint.bench import compiled
     from synclint.bench.compiled_pairs import select as select_pairs
@@ -118,13 +118,13 @@ def main() -> int:
     ap.add_argument("--name", default="bench.json", help="file name of the bench results under --out")
     ap.add_argument("--select", default="", help="comma-separated rule selectors for the bench")
     ap.add_argument("--repeat", type=int, default=None, help="default 4 (3 with --compiled)")
-    ap.add_argument("--passes", type=int, default=None, help="default 7 (5 with --compiled)")
+    ap.add_argument("--passes", type=int, default=None, help="default 7")
     ap.add_argument("--sweep", action="store_true", help="run the .item() sweep first")
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--skip-record", action="store_true")
     ap.add_argument("--isolate", action="store_true", help="record each fixture in its own process")
     ap.add_argument("--compiled", action="store_true",
-                    help="only the compiled-code pairs (bench-compiled.json); --repeat/--passes default to 3/5 there")
+                    help="only the compiled-code pairs (bench-compiled.json); --repeat defaults to 3 there")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -133,7 +133,7 @@ def main() -> int:
 
     print(f"torch {torch.__version__} cuda {torch.version.cuda} gpu {torch.cuda.get_device_name(0)}", flush=True)
     if a.compiled:
-        return run_compiled(out, a.select, a.repeat or 3, a.passes or 5)
+        return run_compiled(out, a.select, a.repeat or 3, a.passes or 7)
     status = 0
     if a.sweep:
         try:

@@ -153,7 +153,8 @@ def _compiled(ctx: click.Context, torch: Any, device: str, selectors: List[str],
         pairs = select(tuple(selectors))
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--select") from None
-    opts = compiled.Options(repeat=repeat, passes=passes or compiled.Options.passes,
+    given = ctx.get_parameter_source("repeat") == click.core.ParameterSource.COMMANDLINE
+    opts = compiled.Options(repeat=repeat if given else compiled.Options.repeat, passes=passes or compiled.Options.passes,
                             backend="inductor" if device.startswith("cuda") else "eager")
     data = compiled.run(pairs, device, opts, progress=say, torch_module=torch)
     from synclint.bench.compiled_report import render_markdown, render_text
