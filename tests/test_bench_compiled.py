@@ -180,7 +180,8 @@ def timed_document():
                         "saved_us": 150.0, "verdict": "faster"}}
     meta = {"schema": compiled.SCHEMA, "gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "cuda": "13.0",
             "date": "2026-12-07T01:00:00Z", "device": "cuda", "timed": True, "modes": ["eager", "compile"],
-            "sizes": {"batch": 64, "width": 256, "depth": 8}, "backend": "inductor", "repeats": 2, "passes": 2}
+            "sizes": {"batch": 64, "width": 256, "depth": 8}, "backend": "inductor", "repeats": 2, "passes": 2,
+            "graphs_while_timing": 0}
     rec = {"code": "SYN602", "case": "branch", "pattern": "if h.mean() > 0: ...", "fix": "torch.where(...)",
            "capture": [], "error": None, "same_result": True, "variants": vs, "comparisons": comp}
     assert loops and fixed
@@ -194,6 +195,12 @@ def test_explain_lines_from_a_timed_document():
     assert "NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, 2026-12-07" in lines[0]
     assert "torch.compile 1.33x (1.25–1.40x), faster [2 graphs -> 1; compile 1.2 s -> 0.7 s]" in lines[1]
     assert measured_lines("SYN603", data) == [NOT_MEASURED]
+
+
+def test_a_run_that_compiled_while_timing_is_not_valid():
+    data = timed_document()
+    data["meta"]["graphs_while_timing"] = 50
+    assert any("compiled while timing" in p for p in validate(data))
 
 
 def test_a_faster_verdict_needs_its_interval_above_one():

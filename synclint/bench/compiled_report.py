@@ -36,6 +36,9 @@ def validate(data: Any) -> List[str]:
         if not isinstance(meta.get(k), str):
             errs.append(f"meta.{k}: missing")
     timed = meta.get("timed") is True
+    if timed and meta.get("graphs_while_timing") != 0:
+        errs.append(f"meta.graphs_while_timing: {meta.get('graphs_while_timing')!r} graphs were compiled while timing "
+                    "(the steps timed were not the steady state)")
     for i, r in enumerate(data["results"]):
         where = f"results[{i}]"
         if not isinstance(r, dict) or not isinstance(r.get("code"), str) or not isinstance(r.get("case"), str):
@@ -135,8 +138,8 @@ def measured_lines(code: str, data: Optional[Dict[str, Any]] = None) -> List[str
         for mode in m.get("modes") or []:
             c = (r.get("comparisons") or {}).get(f"{mode}/captured")
             if c is not None:
-                lines.append(f"  captured ({', '.join(r.get('capture') or [])}) under {MODE_WORDS.get(mode, mode)}: "
-                             f"the fix is still {comparison_phrase(c)}")
+                lines.append(f"  with {', '.join(r.get('capture') or [])} under {MODE_WORDS.get(mode, mode)} (no break, "
+                             f"the host still waits): the fix {comparison_phrase(c)}")
     return lines
 
 
