@@ -171,7 +171,8 @@ def _compiled(ctx: click.Context, torch: Any, device: str, selectors: List[str],
     bad = compiled.failed(data["results"])
     for r in bad:
         what = r.get("error") or r.get("compare_note") or "; ".join(
-            f"{k}: {v['error']}" for k, v in r["variants"].items() if v.get("error"))
+            f"{k}: {v['error'] or 'compiled again while timed'}" for k, v in r["variants"].items()
+            if v.get("error") or v.get("graphs_while_timing"))
         click.echo(f"FAILED {r['code']} {r['case']}: {what}", err=True)
     ctx.exit(1 if bad else 0)
 
