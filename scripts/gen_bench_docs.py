@@ -4,8 +4,9 @@
     python scripts/gen_bench_docs.py [RESULTS_JSON] [--docs DIR] [--check]
 
 RESULTS_JSON defaults to the shipped synclint/data/bench.json; the `.item()` sweep
-(item-sweep.json) and the two-run comparison (bench-stability.json) are read from beside
-it when there. With --check nothing is written; the exit status says whether the docs are
+(item-sweep.json), the two-run comparison (bench-stability.json) and the compiled-code
+pairs (bench-compiled.json, `synclint bench --compiled`; a placeholder section without it)
+are read from beside it when there. With --check nothing is written; the exit status says whether the docs are
 up to date (for CI).
 """
 
@@ -95,9 +96,19 @@ def main(argv=None) -> int:
         source = path.name
     sweep = _beside(path, "item-sweep.json")
     stability = _beside(path, "bench-stability.json")
+    from synclint.bench.compiled_report import render_markdown as compiled_markdown
+    from synclint.bench.compiled_report import validate as validate_compiled
+
+    compiled = _beside(path, "bench-compiled.json")
+    if compiled is not None and validate_compiled(compiled):
+        print(f"gen_bench_docs: {path.parent / 'bench-compiled.json'} is not a valid compiled results document:")
+        for p in validate_compiled(compiled)[:20]:
+            print(f"  {p}")
+        return 1
     outputs = {
         Path(a.docs) / "benchmarks.md": render_markdown(data, source=source, chart="speedups.svg", sweep=sweep,
-                                                        stability=stability),
+                                                        stability=stability)
+        + "\n" + compiled_markdown(compiled, source=(path.parent / "bench-compiled.json").name),
         Path(a.docs) / "speedups.svg": render_svg(data),
     }
     if sweep:

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""On the GPU machine: the `.item()` sweep, the full `synclint bench` and the fixture sync record.
+"""On the GPU machine: the `.item()` sweep, the full `synclint bench` and the fixture sync record,
+or (--compiled) the compiled-code pairs alone.
 
 Run through scripts/gpu_run.sh (which installs the carried libcst wheel first). Writes
 into --out (default $OUT): item-sweep.json (with --sweep), bench.json (results; --name
 changes the file name), gpu-sync-record.json (fixtures' synced lines), progress.log, and
-prints the results table and how long each part took.
+prints the results table and how long each part took. With --compiled: bench-compiled.json
+(`synclint bench --compiled`; --select, --repeat and --passes apply) and nothing else.
 """
 
 from __future__ import annotations
@@ -88,17 +90,41 @@ def run_item_sweep(out: Path) -> int:
     return 0
 
 
+def run_compiled(out: Path, select: str = "", repeat: int = 3, passes: int = 7) -> int:
+    """The compiled pairs into out/bench-compiled.json; 0 when every variant ran and agreed."""
+    from synclint.bench import compiled
+    from synclint.bench.compiled_pairs import select as select_pairs
+    from synclint.bench.compiled_report import render_text, validate
+    from synclint.bench.results import dumps, write_atomic
+
+    t0 = time.time()
+    pairs = select_pairs(tuple(s.strip() for s in select.split(",") if s.strip()))
+    print(f"compiled bench: {len(pairs)} pairs -> bench-compiled.json", flush=True)
+    with open(out / "progress.log", "a", buffering=1) as log:
+        data = compiled.run(pairs, "cuda", compiled.Options(repeat=repeat, passes=passes),
+                            progress=lambda m: print(f"{time.time() - t0:7.1f}s {m}", file=log, flush=True))
+    write_atomic(str(out / "bench-compiled.json"), dumps(data))
+    print(render_text(data), flush=True)
+    problems = validate(data)
+    for p in problems:
+        print(f"SCHEMA: {p}")
+    print(f"compiled bench took {time.time() - t0:.0f} s", flush=True)
+    return 1 if compiled.failed(data["results"]) or problems else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "gpu-out"))
     ap.add_argument("--name", default="bench.json", help="file name of the bench results under --out")
     ap.add_argument("--select", default="", help="comma-separated rule selectors for the bench")
-    ap.add_argument("--repeat", type=int, default=4)
-    ap.add_argument("--passes", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=None, help="default 4 (3 with --compiled)")
+    ap.add_argument("--passes", type=int, default=None, help="default 7")
     ap.add_argument("--sweep", action="store_true", help="run the .item() sweep first")
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--skip-record", action="store_true")
     ap.add_argument("--isolate", action="store_true", help="record each fixture in its own process")
+    ap.add_argument("--compiled", action="store_true",
+                    help="only the compiled-code pairs (bench-compiled.json); --repeat defaults to 3 there")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +132,8 @@ def main() -> int:
     import torch
 
     print(f"torch {torch.__version__} cuda {torch.version.cuda} gpu {torch.cuda.get_device_name(0)}", flush=True)
+    if a.compiled:
+        return run_compiled(out, a.select, a.repeat or 3, a.passes or 7)
     status = 0
     if a.sweep:
         try:
@@ -115,7 +143,7 @@ def main() -> int:
             status = 1
     if not a.skip_bench:
         try:
-            status = run_bench(out, a.name, a.select, a.repeat, a.passes) or status
+            status = run_bench(out, a.name, a.select, a.repeat or 4, a.passes or 7) or status
         except Exception:  # noqa: BLE001 - the record below still runs
             traceback.print_exc()
             status = 1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repo root: the .item() sweep, the full bench and the fixture sync record.
 #   bash scripts/gpu_run.sh [--sweep] [--name run1.json] [--select SYN1,SYN2] [--repeat 5] [--passes 5] [--isolate] [--skip-bench|--skip-record]
+#   bash scripts/gpu_run.sh --compiled [--select SYN604,item] [--repeat 3] [--passes 7]   # only the compiled pairs: bench-compiled.json
 # Needs the libcst wheel carried in .whl/ (the device image has no libcst; pyyaml, click,
 # rich, pathspec and torch are there). Results land in $OUT (default ./gpu-out):
 # item-sweep.json, bench.json, gpu-sync-record.json, progress.log, gpu-run.log.

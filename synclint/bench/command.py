@@ -42,6 +42,7 @@ def _sizes(values: Sequence[str]) -> Dict[str, int]:
 @click.option("--output-format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--output", "output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the report to FILE (atomically) instead of stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr (default: when stderr is a terminal).")
+@click.option("--compiled", is_flag=True, help="The SYN6xx pairs eagerly, under torch.compile (with the graph break, captured, fixed) and under mode=\"reduce-overhead\": graphs, breaks, compile time and steady-state step time apart (one run; --select takes codes or case names; on the CPU: graph counts and values only). See docs/compiled.md.")
 @click.pass_context
 def bench(
     ctx: click.Context,
@@ -57,6 +58,7 @@ def bench(
     fmt: str,
     output: Optional[str],
     progress: Optional[bool],
+    compiled: bool,
 ) -> None:
     """Check and time each rule's benchmark pair (flagged pattern vs fix).
 
@@ -100,6 +102,12 @@ def bench(
             "use --device cpu for the correctness check only"
         )
 
+    show = sys.stderr.isatty() if progress is None else progress
+    if compiled:
+        _compiled(ctx, torch, device, _split(selectors), repeat, passes, fmt, output,
+                  (lambda msg: click.echo(msg, err=True)) if show else None)
+        return
+
     from synclint.bench import harness
     from synclint.bench.pairs import select_pairs
 
@@ -115,7 +123,6 @@ def bench(
     if not pairs:
         raise click.UsageError("no benchmark pair among the selected rules")
 
-    show = sys.stderr.isatty() if progress is None else progress
     say = (lambda msg: click.echo(msg, err=True)) if show else None
     if device == "cpu" and (fmt != "text" or output):
         click.echo(CPU_NOTE, err=True)
@@ -134,6 +141,40 @@ def bench(
         opts = harness.Options(repeat=repeat, passes=passes or 7, host_us=host_us, gpu_us=gpu_us)
         data = harness.run(pairs, device, opts, progress=say, sizes_override=sizes or None)
     _finish(ctx, data, fmt, output)
+
+
+def _compiled(ctx: click.Context, torch: Any, device: str, selectors: List[str], repeat: int, passes: Optional[int],
+              fmt: str, output: Optional[str], say: Any) -> None:
+    """`--compiled`: the compiled pairs (synclint/bench/compiled.py), one run in this process."""
+    from synclint.bench import compiled
+    from synclint.bench.compiled_pairs import select
+
+    try:
+        pairs = select(tuple(selectors))
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--select") from None
+    given = ctx.get_parameter_source("repeat") == click.core.ParameterSource.COMMANDLINE
+    opts = compiled.Options(repeat=repeat if given else compiled.Options.repeat, passes=passes or compiled.Options.passes,
+                            backend="inductor" if device.startswith("cuda") else "eager")
+    data = compiled.run(pairs, device, opts, progress=say, torch_module=torch)
+    from synclint.bench.compiled_report import render_markdown, render_text
+    from synclint.bench.results import dumps
+
+    text = {"json": dumps, "markdown": render_markdown}.get(fmt, render_text)(data)
+    if output:
+        from synclint.bench.results import write_atomic
+
+        write_atomic(output, text)
+        click.echo(f"wrote {len(data['results'])} compiled pair(s) to {output}")
+    else:
+        click.echo(text, nl=False)
+    bad = compiled.failed(data["results"])
+    for r in bad:
+        what = r.get("error") or r.get("compare_note") or "; ".join(
+            f"{k}: {v['error'] or 'compiled again while timed'}" for k, v in r["variants"].items()
+            if v.get("error") or v.get("graphs_while_timing"))
+        click.echo(f"FAILED {r['code']} {r['case']}: {what}", err=True)
+    ctx.exit(1 if bad else 0)
 
 
 def _combined(ctx: click.Context, paths: Sequence[str]) -> Dict[str, Any]:

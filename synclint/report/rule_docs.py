@@ -53,6 +53,15 @@ def _measured_line(rule) -> Optional[str]:
     return line
 
 
+def _compiled_lines(rule) -> List[str]:
+    """A SYN6xx rule's measurements under torch.compile (`synclint bench --compiled`), or
+    "not measured"; nothing for a rule without compiled pairs."""
+    from synclint.bench.compiled_pairs import codes
+    from synclint.bench.compiled_report import measured_lines
+
+    return measured_lines(rule.CODE) if rule.CODE in codes() else []
+
+
 def rule_markdown(rule) -> str:
     parts: List[str] = [f"# {rule.NAME} ({rule.CODE})", ""]
     status = "on by default" if rule.DEFAULT_ON else "off by default (enable with `--extend-select " + rule.CODE + "`)"
@@ -75,6 +84,9 @@ def rule_markdown(rule) -> str:
         if b.condition:
             parts.append("")
             parts.append(f"The fix is equivalent when: {b.condition}")
+    compiled = _compiled_lines(rule)
+    if compiled:
+        parts += ["", "## Measured under torch.compile", ""] + compiled
     parts += ["", f"Silence one line with `# noqa: {rule.CODE}`."]
     return "\n".join(parts) + "\n"
 

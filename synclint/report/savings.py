@@ -288,6 +288,7 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
             out.append(f"Fix measured: **{verdict}**.")
         if r is not None and r.get("condition"):
             out.append(f"The fix is equivalent when: {r['condition']}.")
+        out += _compiled_measured(code)
         url = fs[0].url(docs_url)
         page = f" or [{name}]({url})" if url else ""
         out.append(f"What to do: `synclint explain {code}`{page}.")
@@ -304,6 +305,19 @@ def render_report(findings: Sequence[Finding], bench: Optional[Dict[str, Any]], 
             out.append(f"| `{_cell(_where(f))}` | {heat} | {_cell(f.message)} | {fix} |{run}")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _compiled_measured(code: str) -> List[str]:
+    """What the compiled pairs of a SYN6xx rule measured (synclint/bench/compiled_report.py)."""
+    from synclint.bench.compiled_pairs import codes
+    from synclint.bench.compiled_report import NOT_MEASURED, measured_lines
+
+    if code not in codes():
+        return []
+    lines = measured_lines(code)
+    if lines[0].startswith(NOT_MEASURED):
+        return ["Under torch.compile: not measured (`synclint bench --compiled` on a GPU)."]
+    return ["", "Under torch.compile: " + lines[0], ""] + lines[1:] + [""]
 
 
 def write_report(findings: Sequence[Finding], report_file: Path, bench_file: Optional[Path] = None,
