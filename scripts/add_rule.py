@@ -166,7 +166,7 @@ def index_row(rule) -> str:
 
 
 def add_index_row(index: Path, rule) -> None:
-    """Put the rule's row in docs/rules.md, in code order (the table `python -m synclint.docs` writes)."""
+    """Put the rule's row in docs/rules.md, in code order (the table `python -m synclint.report.rule_docs` writes)."""
     if not index.is_file():
         return
     lines = index.read_text(encoding="utf-8").splitlines()
@@ -178,7 +178,7 @@ def add_index_row(index: Path, rule) -> None:
 
 def scaffold(root: Path, code: str, name: str, call: str, fix: bool) -> List[Path]:
     """Write the rule, its fixture(s) and its docs page under `root`; the paths written."""
-    from synclint.docs import rule_markdown
+    from synclint.report.rule_docs import rule_markdown
 
     if not CODE_RE.match(code):
         raise SystemExit(f"--code {code!r}: not SYN + a family digit 1-6 + two digits")

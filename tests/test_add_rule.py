@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from synclint.docs import rule_markdown
+from synclint.report.rule_docs import rule_markdown
 from synclint.registry import all_rules
 from synclint.testing import expectations, fixed_source, lint_with
 

@@ -210,7 +210,7 @@ def test_a_faster_verdict_needs_its_interval_above_one():
 
 
 def test_explain_page_says_not_measured_without_results(monkeypatch):
-    from synclint import docs
+    from synclint.report import rule_docs as docs
     from synclint.bench import compiled_report
     from synclint.registry import rule_by_key
 
@@ -226,7 +226,7 @@ def test_report_shows_the_compiled_measurement(monkeypatch, tmp_path):
     from synclint.bench import compiled_report
     from synclint.engine import lint_source
     from synclint.registry import rule_by_key
-    from synclint.report import render_report
+    from synclint.report.savings import render_report
 
     src = "import torch\n@torch.compile\ndef step(x: torch.Tensor):\n    if x.sum() > 0:\n        x = x * 2\n    return x\n"
     findings = lint_source(src, "step.py", [rule_by_key("SYN602")])
