@@ -28,7 +28,8 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 def readme_with_bench(readme: str, data) -> str:
     """The README's bench block: the chart and one line per rule, from the results JSON."""
-    from synclint.bench.report import day, fmt_sizes, regime_phrase
+    from synclint.bench.figures import day, fmt_sizes
+    from synclint.bench.report import regime_phrase
 
     if START not in readme or END not in readme:
         return readme

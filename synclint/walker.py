@@ -25,7 +25,9 @@ from synclint.semantic.callgraph import STEPS, hot_name
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, skips_unless_periodic, steps_optimizer
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
 from synclint.semantic.facts import STARRED, ref_target
-from synclint.semantic.model import GRAD_MODE_CONTEXTS, FuncInfo, SemanticModel
+from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
+from synclint.semantic.model import SemanticModel
+from synclint.semantic.scopes import FuncInfo
 from synclint.semantic.moves import is_cuda_string, nonblocking_d2h, puts_on_cuda
 from synclint.semantic.ownership import COMPILERS
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, FIELD_KINDS, NODE, SCOPE_TYPES, SEQ, SMALL_STATEMENTS,

@@ -17,11 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 grimp = pytest.importorskip("grimp")
 pytest.importorskip("importlinter")
 
-# Circles left to other issues: the semantic package's own (issue 34), and bench's report
-# and stability, which borrow each other's formatting (see docs/architecture.md).
-KNOWN = ("synclint.semantic", "synclint.bench.report", "synclint.bench.stability")
-
-
 def lint_imports(cwd: Path, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
                            "sys.exit(lint_imports_command())", "--no-cache", "--config", "pyproject.toml"],
@@ -85,7 +80,7 @@ def synclint_graph():
 
 def test_no_import_circle_in_synclint_function_level_imports_included():
     graph = synclint_graph()
-    found = [c for c in circles(graph) if not all(m.startswith(KNOWN) for m in c)]
+    found = circles(graph)
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 
 

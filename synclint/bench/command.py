@@ -234,7 +234,8 @@ def render_text(data: Dict[str, Any], color: bool = False) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from synclint.bench.report import ci_label, fmt_bytes, fmt_syncs, fmt_us, regime_phrase
+    from synclint.bench.report import ci_label, regime_phrase
+    from synclint.bench.figures import fmt_bytes, fmt_syncs, fmt_us
 
     meta = data["meta"]
     buf = io.StringIO()

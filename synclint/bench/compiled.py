@@ -439,7 +439,7 @@ def summarize(rec: Dict[str, Any], variants: Sequence[Variant], opts: Options) -
 
 
 def env_meta(torch: Any, device: str, opts: Options, cuda: bool) -> Dict[str, Any]:
-    import synclint
+    from synclint.build import VERSION
 
     return {
         "schema": SCHEMA,
@@ -449,7 +449,7 @@ def env_meta(torch: Any, device: str, opts: Options, cuda: bool) -> Dict[str, An
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": socket.gethostname(),
         "python": platform.python_version(),
-        "synclint": synclint.__version__,
+        "synclint": VERSION,
         "device": device,
         "timed": cuda,
         "backend": backend_name(opts.backend),

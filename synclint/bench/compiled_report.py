@@ -12,7 +12,7 @@ import json
 from functools import lru_cache
 from typing import Any, Dict, List, Optional
 
-from synclint.bench.report import day, fmt_ci, fmt_us, fmt_x
+from synclint.bench.figures import day, fmt_ci, fmt_us, fmt_x
 
 SHIPPED = "data/bench-compiled.json"
 MODE_WORDS = {"eager": "eager", "compile": "torch.compile", "reduce-overhead": 'mode="reduce-overhead"'}

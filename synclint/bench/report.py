@@ -14,6 +14,8 @@ from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
+from synclint.bench.figures import day, fmt_bytes, fmt_ci, fmt_sizes, fmt_syncs, fmt_us, fmt_x
+
 SHIPPED = "data/bench.json"
 # The flag of runs.py: two runs' own 95% intervals are disjoint, so one run's figure is not
 # reproducible by the next; the run-to-run interval shown beside it includes that spread.
@@ -75,68 +77,6 @@ def measured_line(code: str, data: Optional[Dict[str, Any]] = None) -> Optional[
     if r.get("condition"):
         text += f" (when {r['condition']})"
     return text + "."
-
-
-# ---------------------------------------------------------------- formatting
-
-
-def day(date: Optional[str]) -> str:
-    return (date or "?")[:10]
-
-
-def fmt_us(x: Optional[float]) -> str:
-    if x is None:
-        return "-"
-    if x >= 1000:
-        return f"{x:,.0f}"
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    return f"{x:.2f}"
-
-
-def fmt_x(s: Optional[float]) -> str:
-    if s is None:
-        return "-"
-    return f"{s:.0f}x" if s >= 100 else f"{s:.2f}x"
-
-
-def fmt_bytes(n: Optional[int]) -> str:
-    if n is None:
-        return "-"
-    if abs(n) >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if abs(n) >= 1 << 10:
-        return f"{n / (1 << 10):.0f} KiB"
-    return f"{n} B"
-
-
-def fmt_syncs(r: Dict[str, Any]) -> str:
-    if r.get("syncs_flagged") is None:
-        return "not visible" if r.get("debug_mode_sees") is False and r.get("flagged_us") is not None else "-"
-    return f"{r['syncs_flagged']} → {r['syncs_fixed']}"
-
-
-def fmt_sizes(sizes: Dict[str, Any]) -> str:
-    def n(v: Any) -> str:
-        if isinstance(v, int) and not isinstance(v, bool) and v >= 10_000:
-            e = int(math.log10(v))
-            if v % 10**e == 0:
-                return f"{v // 10**e}e{e}"
-        return str(v)
-
-    return ", ".join(f"{k}={n(v)}" for k, v in sizes.items()) or "-"
-
-
-def fmt_ci(ci: Optional[Sequence[float]]) -> str:
-    """A speedup's interval: "1.28–1.36x"."""
-    if not ci or len(ci) != 2:
-        return "-"
-    lo, hi = ci
-    if lo >= 100:
-        return f"{lo:.0f}–{hi:.0f}x"
-    return f"{lo:.2f}–{hi:.2f}x"
 
 
 def ci_label(g: Optional[Dict[str, Any]]) -> str:

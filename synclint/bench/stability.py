@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from synclint.bench.report import fmt_ci, fmt_x
+from synclint.bench.figures import fmt_ci, fmt_x
 
 
 class Incomparable(ValueError):

@@ -36,7 +36,8 @@ def _measured_line(rule) -> Optional[str]:
              f"at {measured_at(r, {**run, **meta})}")
     if r.get("flagged_us") is None or r.get("fixed_us") is None:
         return f"Measured on {where}: {r.get('verdict', 'n/a')}."
-    from synclint.bench.report import ci_label, fmt_ci, regime_phrase
+    from synclint.bench.report import ci_label, regime_phrase
+    from synclint.bench.figures import fmt_ci
 
     line = (f"Measured on {where}: flagged {r['flagged_us']:.1f} us, fixed {r['fixed_us']:.1f} us "
             f"({r.get('speedup', 0):.2f}x, {ci_label((r.get('regimes') or {}).get(r.get('regime')) or r)} "

@@ -65,10 +65,10 @@ def _check_shape(data: Any, where: str) -> None:
 
 
 # Number formats are the bench report's, so both documents print a measurement the same way.
-from synclint.bench.report import fmt_bytes as _bytes  # noqa: E402
-from synclint.bench.report import fmt_ci as _ci  # noqa: E402
+from synclint.bench.figures import fmt_bytes as _bytes  # noqa: E402
+from synclint.bench.figures import fmt_ci as _ci  # noqa: E402
+from synclint.bench.figures import fmt_us, fmt_x as _x  # noqa: E402
 from synclint.bench.report import ci_label as _ci_label  # noqa: E402
-from synclint.bench.report import fmt_us, fmt_x as _x  # noqa: E402
 from synclint.build import VERSION
 
 

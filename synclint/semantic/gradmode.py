@@ -10,15 +10,15 @@ the walk that rules see reaches a function's body before its callers, but a ques
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic.syntax import child_nodes, last_name, string_value
 
-if TYPE_CHECKING:  # pragma: no cover
-    from synclint.semantic.model import SemanticModel
+# What a name or attribute refers to, qualified (`SemanticModel.qualname`).
+QualName = Callable[[cst.BaseExpression], Optional[str]]
 
 __all__ = ["GRAD_CALLS", "GRAD_MODE_CONTEXTS", "CallOf", "GradFacts", "grad_facts", "wants_grad_call"]
 
@@ -62,14 +62,14 @@ def _is_false(e: cst.BaseExpression) -> bool:
     return type(e) is cst.Name and e.value == "False"
 
 
-def _no_grad_context(model: "SemanticModel", item: cst.BaseExpression) -> bool:
+def _no_grad_context(qualname: QualName, item: cst.BaseExpression) -> bool:
     """`with torch.no_grad():` / `torch.inference_mode()` (not `inference_mode(False)`)."""
-    if type(item) is not cst.Call or model.qualname(item.func) not in L.NO_GRAD_CONTEXTS:
+    if type(item) is not cst.Call or qualname(item.func) not in L.NO_GRAD_CONTEXTS:
         return False
     return not (item.args and string_value(item.args[0].value) is None and _is_false(item.args[0].value))
 
 
-def grad_facts(model: "SemanticModel", module: cst.Module) -> GradFacts:
+def grad_facts(qualname: QualName, module: cst.Module) -> GradFacts:
     out = GradFacts()
     # (function node, its name, its pending calls: (callee, grad off)); wants-grad decided at its end
     Frame = Tuple[cst.FunctionDef, str, List[Tuple[str, bool]]]
@@ -82,7 +82,7 @@ def grad_facts(model: "SemanticModel", module: cst.Module) -> GradFacts:
             body_off = off
             for d in node.decorators:
                 dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
-                q = model.qualname(dec)
+                q = qualname(dec)
                 wants = wants or q in GRAD_MODE_CONTEXTS
                 body_off = body_off or q in L.NO_GRAD_CONTEXTS
                 visit(d, off)
@@ -99,10 +99,10 @@ def grad_facts(model: "SemanticModel", module: cst.Module) -> GradFacts:
         if t is cst.With:
             grad_mode = False
             for item in node.items:
-                if type(item.item) is cst.Call and model.qualname(item.item.func) in GRAD_MODE_CONTEXTS:
+                if type(item.item) is cst.Call and qualname(item.item.func) in GRAD_MODE_CONTEXTS:
                     grad_mode = True  # from this item on (its own call too)
                 visit(item, off or grad_mode)
-            body_off = off or grad_mode or any(_no_grad_context(model, item.item) for item in node.items)
+            body_off = off or grad_mode or any(_no_grad_context(qualname, item.item) for item in node.items)
             visit(node.body, body_off)
             return
         if t is cst.Call:
@@ -115,7 +115,7 @@ def grad_facts(model: "SemanticModel", module: cst.Module) -> GradFacts:
     def _call(node: cst.Call, off: bool) -> None:
         frame = frames[-1] if frames else None
         func = node.func
-        q = model.qualname(func)
+        q = qualname(func)
         if wants_grad_call(q):
             if frame is not None:
                 out.wants_grad[id(frame[0])] = True

@@ -15,6 +15,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.helpers import HelperBody
+from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
@@ -1170,8 +1171,6 @@ class Inference:
         return None
 
     def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Val:
-        from synclint.semantic.model import Binding, FuncInfo  # the model module imports this one
-
         params = body.params
         given: dict = {}
         for p, a in zip(params, [a for a in call.args if a.keyword is None]):

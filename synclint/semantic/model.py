@@ -12,13 +12,13 @@ from __future__ import annotations
 import builtins
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from synclint.semantic import gradmode
-from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS, CallOf, GradFacts
+from synclint.semantic.gradmode import CallOf, GradFacts
 from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
@@ -31,69 +31,8 @@ from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
                                       dotted, is_true, kwarg, last_name, read_first, string_value)
 from synclint.semantic.ownership import Fresh
+from synclint.semantic.scopes import Binding, ClassInfo, FuncInfo
 from synclint.semantic.values import Val
-
-
-@dataclass
-class Binding:
-    """What a name holds at this point: its value, and the expression it was assigned
-    (None for parameters, loop targets, unpacking and joins of different expressions)."""
-
-    val: Val
-    expr: Optional[cst.BaseExpression] = None
-    prev: Optional["Binding"] = None
-    fresh: Optional[Fresh] = None  # a tensor this name alone owns (`ownership.fresh`)
-
-
-@dataclass
-class FuncInfo:
-    name: str
-    qual: str
-    cls: Optional["ClassInfo"]
-    scope: Dict[str, Binding] = field(default_factory=dict)
-    params: Set[str] = field(default_factory=set)
-    no_grad: bool = False
-    timing: bool = False
-    iterates_loader: bool = False  # has a loop over batches: a per-epoch function
-    steps_optimizer: bool = False  # calls `.step()` of an optimizer or a scaler (`heat.STEPS`)
-    returns: Optional[Val] = None
-    yields: Optional[Val] = None  # what a generator yields (its call is an iterator of it)
-    # a generator that yields the items of one parameter and nothing else (`def cycle(dl):
-    # while True: for data in dl: yield data`): that parameter's position
-    reyields: Optional[int] = None
-    globals: Set[str] = field(default_factory=set)  # `global` / `nonlocal` names
-    param_order: List[str] = field(default_factory=list)
-    defaults: Set[str] = field(default_factory=set)  # parameters with a default
-    started_d2h: bool = False  # started a non-blocking device-to-host copy (a sync is then required)
-    node: Optional[cst.CSTNode] = None  # the FunctionDef (for `escaped`)
-    compiled: bool = False  # under torch.compile / torch.jit (itself or an enclosing function)
-    region: Optional[Options] = None  # a compile root by its decorator (`@torch.compile(...)`)
-    disabled: bool = False  # `@torch.compiler.disable`: runs eagerly, even when compiled code calls it
-    entry: bool = False  # called every step by a framework (`SemanticModel.is_entry`)
-    escaped: Optional[Set[str]] = None  # names whose tensor may be reachable from elsewhere
-    counters: Optional[Set[str]] = None  # names this function counts with (`is_counter`)
-    # local name -> (method, positional values, keyword values) of calls made on the instance
-    # it holds (`instances`)
-    instance_calls: Dict[str, List[tuple]] = field(default_factory=dict)
-
-
-@dataclass
-class ClassInfo:
-    name: str
-    is_module: bool
-    attrs: Dict[str, Val] = field(default_factory=dict)
-    bases: List[str] = field(default_factory=list)  # qualified (imported) or in-file names
-    # `self.x = <expr>` anywhere in the class (and class-level fields), for attributes read
-    # before the walk reaches their assignment.
-    pending: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
-    # what the first walk found (for attributes read before this walk reaches their
-    # assignment); this walk's own assignments replace it, so a second walk that knows
-    # more (a parameter's value from the project) is not held back by the first one
-    prior: Dict[str, Val] = field(default_factory=dict)
-    methods: Set[str] = field(default_factory=set)  # names of the methods defined in the class
-    node: Optional[cst.ClassDef] = None
-    counters: Optional[Set[str]] = None  # `self.x += 1` somewhere in the class (`is_counter`)
-    fed: Optional[dict] = None  # attributes made from method parameters (`instances.fed_attributes`)
 
 
 @dataclass
@@ -1239,7 +1178,7 @@ class SemanticModel(Inference):
     def grad_facts(self) -> GradFacts:
         """Grad mode over the whole file (`gradmode.grad_facts`), read the first time it is asked."""
         if self._grad_facts is None:
-            self._grad_facts = gradmode.grad_facts(self, self.module) if self.module is not None else GradFacts()
+            self._grad_facts = gradmode.grad_facts(self.qualname, self.module) if self.module is not None else GradFacts()
         return self._grad_facts
 
     def function_wants_grad(self) -> bool:
