@@ -14,6 +14,8 @@ import inspect
 import json
 import textwrap
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -40,11 +42,31 @@ class CountingBackend:
         return gm.forward
 
 
+# In a process of its own: Dynamo's marks outlive `torch._dynamo.reset()` (code it gave up on,
+# such as a module's forward that another test compiled past the recompile limit, stays
+# skipped), so a run after other compiling tests in one process counts graphs that are not
+# the pairs' own. The GPU runs it alone as well (`gpu_run.py --compiled`).
+RUN_ALONE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from test_bench_compiled import PAIRS, TINY, CountingBackend
+from synclint.bench import compiled
+counter = CountingBackend()
+data = compiled.run(PAIRS, "cpu", compiled.Options(backend=counter, sizes=dict(TINY)))
+print("@@" + json.dumps({"data": data, "graphs": counter.graphs}))
+"""
+
+
 @pytest.fixture(scope="module")
 def cpu_run():
-    counter = CountingBackend()
-    data = compiled.run(PAIRS, "cpu", compiled.Options(backend=counter, sizes=dict(TINY)))
-    return data, counter
+    import subprocess
+    import sys
+    import types
+
+    r = subprocess.run([sys.executable, "-c", RUN_ALONE, str(Path(__file__).parent)], capture_output=True, text=True)
+    assert r.returncode == 0 and "@@" in r.stdout, r.stderr[-3000:]
+    got = json.loads(r.stdout.rsplit("@@", 1)[1])
+    return got["data"], types.SimpleNamespace(graphs=got["graphs"])
 
 
 def result(data, pair):

@@ -221,16 +221,18 @@ def _check_file(path: Optional[str]) -> Tuple[Dict[int, Tuple[str, ...]], Option
 
     by_line: Dict[int, Tuple[str, ...]] = {}
     try:
-        from synclint.run import pipeline
         from synclint.parse.source import read_source
-
-        setup = pipeline.configure(start=Path(path).parent if path else Path.cwd(), lazy=False, own_process=False)
+        from synclint.run import pipeline
+    except ImportError:  # the rules need LibCST, which a device image may lack
+        return {}, None
+    try:
+        setup = pipeline.configure(start=Path(path).parent if path else Path.cwd(), lazy=False)
         selected = frozenset(r.CODE for r in setup.selected())
         text = read_source(path) if path else None
         if isinstance(text, str):
             for f in pipeline.run_buffer(setup, path, text).findings:
                 for row in range(f.row, f.end_row + 1):
                     by_line[row] = tuple(sorted(set(by_line.get(row, ())) | {f"{f.code} {f.name}"}))
-    except Exception:  # the explanation is a courtesy: never let it break the guard
+    except (pipeline.PipelineError, OSError, ValueError):  # a broken configuration, an unreadable file
         return {}, None
     return by_line, selected
