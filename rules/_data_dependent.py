@@ -27,10 +27,6 @@ def mask_index(ctx, node: cst.Subscript) -> Optional[cst.BaseExpression]:
     return mask if base.kind in (V.UNKNOWN, V.TENSORS) else None
 
 
-def has_star(call: cst.Call) -> bool:
-    return any(a.star for a in call.args)
-
-
 def number(e: Optional[cst.BaseExpression]) -> Optional[float]:
     """The value of a numeric literal (optionally signed), else None."""
     if e is None:

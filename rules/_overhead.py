@@ -60,29 +60,3 @@ def absolute_layout(node: cst.CSTNode, indent: str) -> cst.CSTNode:
     if not indent:
         return node
     return node.visit(_AbsoluteLayout(indent))
-
-
-_FIELDS: dict = {}
-_NOT_CODE = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "header",
-             "footer", "lines_after_decorators", "equal", "colon", "star", "operator", "dot",
-             "keyword")
-
-
-def code_children(node: cst.CSTNode):
-    """The child nodes of `node` that hold code (no whitespace, brackets or punctuation):
-    much cheaper than `node.children`, which also yields every whitespace node."""
-    t = type(node)
-    names = _FIELDS.get(t)
-    if names is None:
-        import dataclasses
-
-        names = tuple(f.name for f in dataclasses.fields(t) if not f.name.startswith(_NOT_CODE))
-        _FIELDS[t] = names
-    for name in names:
-        v = getattr(node, name)
-        if isinstance(v, cst.CSTNode):
-            yield v
-        elif isinstance(v, (tuple, list)):
-            for c in v:
-                if isinstance(c, cst.CSTNode):
-                    yield c

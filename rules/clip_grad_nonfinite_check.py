@@ -3,7 +3,7 @@ import libcst as cst
 from synclint.semantic import RECEIVER
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import last_names, short
-from synclint.rules._syn11x import arg, literal_bool
+from synclint.rules._helpers import arg, literal_bool
 
 # Qualified name -> positional index of `error_if_nonfinite`.
 _FUNCS = {

@@ -4,7 +4,8 @@ import libcst as cst
 
 from synclint.rule import Invalid, Valid
 from synclint.rules._compiled import CompiledRule
-from synclint.rules._data_dependent import arg, has_star, number
+from synclint.rules._helpers import arg, has_star
+from synclint.rules._data_dependent import number
 from synclint.rules._helpers import kwarg, method_call, receiver, short
 from synclint.semantic import EVIDENT, RECEIVER
 from synclint.semantic import values as V

@@ -1,7 +1,7 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, has_star
+from synclint.rules._helpers import arg, has_star
 from synclint.rules._helpers import method_call, receiver, short
 from synclint.semantic import RECEIVER
 

@@ -5,7 +5,7 @@ from synclint.semantic import values as V
 from synclint.semantic.syntax import last_name
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._syn11x import has_star, literal_bool, one_line
+from synclint.rules._helpers import has_star, literal_bool, one_line
 
 # torch.distributions classes whose constructor checks `arg_constraints` (torch 2.13).
 # Independent, MixtureSameFamily and TransformedDistribution take distributions, not tensors.

@@ -2,7 +2,7 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._syn11x import arg
+from synclint.rules._helpers import arg
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 

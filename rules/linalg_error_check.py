@@ -4,7 +4,7 @@ import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import last_names, short
-from synclint.rules._syn11x import arg, gpu_number, has_star, literal_bool, one_line, torch_alias
+from synclint.rules._helpers import arg, gpu_number, has_star, literal_bool, one_line, torch_alias
 from synclint.semantic import RECEIVER
 
 # torch name -> (`_ex` twin under torch.linalg, field of its result that the plain form returns).

@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._syn11x import arg, gpu_number, has_star, one_line, torch_alias
+from synclint.rules._helpers import arg, gpu_number, has_star, one_line, torch_alias
 
 
 class MaskedFillTensorValue(Rule):

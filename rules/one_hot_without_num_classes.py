@@ -1,7 +1,8 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, has_star, number
+from synclint.rules._helpers import arg, has_star
+from synclint.rules._data_dependent import number
 from synclint.rules._helpers import short
 from synclint.semantic import RECEIVER
 

@@ -3,7 +3,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import last_names, short
-from synclint.rules._syn11x import arg, has_star, literal_bool
+from synclint.rules._helpers import arg, has_star, literal_bool
 
 # Qualified name -> (positional index of the tensor input, positional index of enforce_sorted).
 _FUNCS = {

@@ -2,7 +2,7 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._data_dependent import arg, has_star
+from synclint.rules._helpers import arg, has_star
 from synclint.rules._helpers import kwarg, method_call, receiver, short
 from synclint.semantic import RECEIVER
 

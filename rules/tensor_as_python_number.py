@@ -5,7 +5,7 @@ import libcst as cst
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import positional, short
-from synclint.rules._syn11x import gpu_number
+from synclint.rules._helpers import gpu_number
 
 # torch factories whose positional arguments are all sizes or bounds (Python ints/numbers).
 _ALL_POSITIONAL = {"zeros", "ones", "empty", "rand", "randn", "arange", "linspace", "logspace", "eye",
