@@ -1,4 +1,4 @@
-"""Decoded cache files kept by a long-lived process (`synclint.decoded.Kept`, the daemon's,
+"""Decoded cache files kept by a long-lived process (`synclint.run.decoded.Kept`, the daemon's,
 which it hands to each run): a run answers as a fresh process would, whatever was kept from
 the runs before it."""
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from synclint.decoded import FRESH, Kept
+from synclint.run.decoded import FRESH, Kept
 
 
 def _replace(path, doc):
@@ -58,7 +58,7 @@ def test_an_unreadable_file_raises_as_json_load_does(tmp_path, decoded):
 STEPS = """
 import json, os, sys
 from pathlib import Path
-from synclint import decoded
+from synclint.run import decoded
 from synclint.run import pipeline
 kept = decoded.Kept() if sys.argv[1] == "keep" else decoded.FRESH
 out = []

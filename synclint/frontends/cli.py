@@ -10,7 +10,7 @@ from typing import Optional
 import click
 
 from synclint.build import VERSION
-from synclint.decoded import FRESH, Fresh
+from synclint.run.decoded import FRESH, Fresh
 from synclint.findings import EXIT_CLEAN, EXIT_ERROR, FileError, rule_url
 from synclint.report.output import echo_errors, echo_skipped, emit, fail as _fail, settings_text
 

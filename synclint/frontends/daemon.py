@@ -249,7 +249,7 @@ def _end_children() -> None:
 
 def _collect(full: bool = False) -> None:
     """Free this request's cyclic garbage now, not at some later request's expense, and
-    freeze what survives: it is alive (the cache files kept decoded, `synclint.decoded`),
+    freeze what survives: it is alive (the cache files kept decoded, `synclint.run.decoded`),
     and scanning it again at every request cost an edit's re-check a third of its time.
     What becomes garbage once frozen is freed by its reference count (the kept documents
     hold no cycles); `full` (unfreeze, collect all, freeze) lets the rest go now and then."""
@@ -264,7 +264,7 @@ def _collect(full: bool = False) -> None:
 # ---------------------------------------------------------------- the server
 class Server:
     def __init__(self, root: str, build: str, idle_timeout: float, echo: Callable[[str], None]) -> None:
-        from synclint.decoded import Kept
+        from synclint.run.decoded import Kept
 
         self.root, self.build, self.idle_timeout, self.echo = root, build, idle_timeout, echo
         self.decoded = Kept()  # the cache's files, decoded once while they stay the same

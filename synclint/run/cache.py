@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from synclint.build import VERSION, fingerprint
-from synclint.decoded import FRESH, Fresh
+from synclint.run.decoded import FRESH, Fresh
 
 
 KEEP_FILES = 8  # cache files kept per cache directory (one per recent build and selection)

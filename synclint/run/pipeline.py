@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from synclint.decoded import FRESH, Fresh
+from synclint.run.decoded import FRESH, Fresh
 from synclint.findings import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FileError, Finding, split_internal
 from synclint.semantic.declared import DeclaredHeat
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
-from synclint.decoded import FRESH, Fresh
+from synclint.run.decoded import FRESH, Fresh
 from synclint.findings import FileError, Finding
 from synclint.paths import absolute_paths
 from synclint.run.cache import Cache, SummaryCache, content_hash
