@@ -8,11 +8,11 @@ No torch here.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any, Dict, List, Optional
 
 from synclint.bench.figures import day, fmt_ci, fmt_us, fmt_x
+from synclint.bench.results import shipped_document
 
 SHIPPED = "data/bench-compiled.json"
 MODE_WORDS = {"eager": "eager", "compile": "torch.compile", "reduce-overhead": 'mode="reduce-overhead"'}
@@ -70,17 +70,9 @@ def validate(data: Any) -> List[str]:
 
 @lru_cache(maxsize=None)
 def shipped() -> Optional[Dict[str, Any]]:
-    """The shipped compiled results, or None (absent or unreadable: "not measured")."""
-    try:
-        from importlib.resources import files
-
-        ref = files("synclint").joinpath(SHIPPED)
-        if not ref.is_file():
-            return None
-        data = json.loads(ref.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ModuleNotFoundError):
-        return None
-    return None if validate(data) else data
+    """The shipped compiled results, or None (absent, unreadable or invalid: "not measured")."""
+    data = shipped_document(SHIPPED)
+    return None if data is None or validate(data) else data
 
 
 def results_for(code: str, data: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 from synclint.bench.figures import day, fmt_bytes, fmt_ci, fmt_sizes, fmt_syncs, fmt_us, fmt_x
+from synclint.bench.results import shipped_document
 
 SHIPPED = "data/bench.json"
 # The flag of runs.py: two runs' own 95% intervals are disjoint, so one run's figure is not
@@ -37,15 +38,7 @@ VERDICT_COLOURS = {
 @lru_cache(maxsize=None)
 def shipped() -> Optional[Dict[str, Any]]:
     """The results document shipped as package data, or None when there is none."""
-    try:
-        from importlib.resources import files
-
-        ref = files("synclint").joinpath(SHIPPED)
-        if not ref.is_file():
-            return None
-        return json.loads(ref.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ModuleNotFoundError):
-        return None
+    return shipped_document(SHIPPED)
 
 
 def measured(code: str, data: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:

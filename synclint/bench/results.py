@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from synclint.atomic import write_text_atomic as write_atomic  # noqa: F401 - the project's one atomic writer
 
@@ -163,3 +163,15 @@ def dumps(data: Dict[str, Any]) -> str:
     return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",")) + "]", text) + "\n"
 
 
+def shipped_document(name: str) -> Optional[Dict[str, Any]]:
+    """A results document shipped as package data (`synclint/<name>`), or None when it is
+    absent or unreadable (then the pages say "not measured")."""
+    try:
+        from importlib.resources import files
+
+        ref = files("synclint").joinpath(name)
+        if not ref.is_file():
+            return None
+        return json.loads(ref.read_text(encoding="utf-8"))
+    except (OSError, ValueError, ModuleNotFoundError):
+        return None
