@@ -122,6 +122,17 @@ class TensorFormatting(Rule):
             "for step in range(10):\n"
             "    check(torch.rand(8))\n",
         ),
+        Valid(  # a ModuleDict's names are strings, not submodules called (`items` is its method)
+            "import torch\nfrom torch import nn\n"
+            "advs = nn.ModuleDict({'a': nn.Linear(2, 2)}).cuda()\n"
+            "for step in range(10):\n"
+            "    for name, adv in advs.items():\n"
+            "        print(f'adv_{name}')\n"
+            "    for name in advs.keys():\n"
+            "        print(f'{name}')\n"
+            "    for name, m in advs.named_children():\n"
+            "        print(f'{name}')\n",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -289,7 +289,7 @@ class Inference:
         if k == V.MODULE:
             if attr in ("weight", "bias"):
                 return V.tensor(base.device)
-            if base.cls is not None and base.cls[6:] in L.MODULE_DICTS:
+            if base.cls is not None and base.cls[6:] in L.MODULE_DICTS and attr not in L.MODULE_METHODS:
                 return Val(V.MODULE, base.device)  # `self.transformer.ln_f` of an nn.ModuleDict
             return V.UNKNOWN_VAL
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
@@ -931,6 +931,13 @@ class Inference:
                 return out
             if m in ("parameters", "buffers"):
                 return Val(V.TENSORS, recv.device)
+            if m in ("named_children", "named_modules") or (
+                    (recv.cls or "")[6:] in L.MODULE_DICTS and m in ("keys", "items", "values")):
+                # a module's names (strings) and submodules (a project class's own `items` is
+                # asked below: only a ModuleDict's are known here)
+                sub = Val(V.MODULE, recv.device)
+                item = V.py("str") if m == "keys" else sub if m == "values" else Val(V.PY, py="tuple", elems=(V.py("str"), sub))
+                return Val(V.PY, py="list", elems=(item,))
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
             if recv.cls is not None:

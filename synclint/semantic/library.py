@@ -109,6 +109,7 @@ LIGHTNING_EVAL_STEPS = _set("modules", "lightning_eval_steps")
 
 MODULE_NAME_WORDS = _set("modules", "name_words")
 MODULE_DICTS = _set("modules", "module_dicts")
+MODULE_METHODS = _set("modules", "module_methods")
 MODULE_SEQUENCES = _set("modules", "module_sequences")
 MODULE_NAME_ENDINGS = tuple(_DATA["modules"]["name_endings"])
 
