@@ -134,6 +134,12 @@ class InferenceWithoutNoGrad(Rule):
             "        self.fc = torch.nn.Linear(4, 2)\n    def predict(self, x):\n        return self.fc(x)\n"
             "def train(net, opt, x, y):\n    loss = (net.predict(x) - y).pow(2).mean()\n    loss.backward()\n"
         ),
+        # A frozen backbone kept in eval mode: `forward` is training code all the same.
+        Valid(
+            "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.backbone = torch.nn.Linear(4, 4)\n        self.backbone.eval()\n"
+            "    def forward(self, x):\n        return self.backbone(x)\n"
+        ),
         # Explicit grad mode.
         Valid(
             "import torch\ndef infer(model, x, grad):\n    model.eval()\n    with torch.set_grad_enabled(grad):\n"
@@ -244,7 +250,7 @@ class InferenceWithoutNoGrad(Rule):
             return  # the mode switch itself (the model records it on the module's value)
         if LIGHTNING_HOOK.match(name) or TEST_FUNCTION.match(name) or not self._is_module_call(name, func):
             return
-        if not ctx.function_wants_grad():
+        if not runs_with_grad(name, ctx.function_wants_grad()):  # (`forward`, `train_step`: training code)
             self._pending.append((ctx.site(), node, short(node), name))
 
     def _is_module_call(self, fname: str, func: cst.BaseExpression) -> bool:

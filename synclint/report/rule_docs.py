@@ -115,6 +115,6 @@ def write_rule_pages(out_dir: Path) -> List[Path]:
 
 
 if __name__ == "__main__":
-    root = Path(__file__).resolve().parent.parent / "docs" / "rules"
+    root = Path(__file__).resolve().parents[2] / "docs" / "rules"  # the checkout's docs/, beside synclint/
     for p in write_rule_pages(root):
         print(p)
