@@ -206,6 +206,24 @@ def test_a_file_checked_alone_takes_its_callers_heat_from_the_last_check_of_its_
     assert {f.row: f.hot for f in outcome.findings} == alone
 
 
+def test_without_a_configuration_a_file_checked_from_a_subfolder_finds_its_repositorys_cache(tmp_path, monkeypatch):
+    """A repository with no pyproject.toml: the package is checked from its root, then one
+    file from inside the package (a terminal opened there, an editor): the project is rooted
+    at the repository, not at the working folder, so the file finds its callers' heat."""
+    loop = "from pkg.util import summarize\n\n\ndef train(loader):\n    for x in loader:\n        summarize(x)\n"
+    _write(tmp_path, {"util.py": UTIL, "loop.py": loop})
+    (tmp_path / "pyproject.toml").unlink()
+    (tmp_path / ".git").mkdir()
+    monkeypatch.setattr("synclint.run.cache.SETTLED_NS", 0)
+    monkeypatch.chdir(tmp_path)
+    whole = {(Path(f.filename).name, f.row): f.hot for f in run(configure(start=tmp_path), ["pkg"]).findings}
+    assert whole[("util.py", 5)] is True
+    monkeypatch.chdir(tmp_path / "pkg")
+    alone = {f.row: f.hot for f in run(configure(start=Path("util.py")), ["util.py"]).findings}
+    assert alone == {row: hot for (name, row), hot in whole.items() if name == "util.py"}
+    assert (tmp_path / ".synclint_cache").is_dir() and not (tmp_path / "pkg" / ".synclint_cache").exists()
+
+
 def test_a_hot_only_rule_reports_what_another_modules_loop_makes_hot_and_nothing_cold(tmp_path, monkeypatch):
     """SYN403 (`HOT_ONLY`): `empty_cache()` in a helper is a finding only where a loop of
     another module calls the helper; called once between phases, it costs nothing."""

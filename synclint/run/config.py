@@ -284,6 +284,17 @@ def _in_tests(cfg: Config, filename: str) -> bool:
     return is_test_module(rel if not rel.startswith("..") else os.path.basename(filename), filename)
 
 
+def repository_root(start: Path) -> Optional[Path]:
+    """The nearest folder at or above `start` that holds a repository (`.git`, a folder or a
+    worktree's file, or `.hg`): a project without a configuration file is rooted there, so a
+    file checked from a subfolder finds the cache its package's check left (and its heat)."""
+    d = (start if start.is_dir() else start.parent).resolve()
+    for parent in (d, *d.parents):
+        if (parent / ".git").exists() or (parent / ".hg").is_dir():
+            return parent
+    return None
+
+
 def cache_dir_for(cfg: Config, no_cache: bool) -> Optional[Path]:
     """Where the content-hash cache lives (None with --no-cache): `cache-dir`, relative to the config."""
     if no_cache:

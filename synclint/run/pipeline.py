@@ -96,15 +96,19 @@ def configure(*, config_file: Optional[Path] = None, start: Path = Path("."), se
     (a selection was valid when its cache file was written): a warm run imports no LibCST.
     The configuration's `docs-url` travels with it (`Setup.cfg`) to the report.
     `decoded`: how the runs read the cache's files (`Setup.decoded`)."""
-    from synclint.run.config import ConfigError, cache_dir_for, find_config, load_config, merge_cli
+    from synclint.run.config import (ConfigError, cache_dir_for, find_config, load_config, merge_cli,
+                                     repository_root)
 
     try:
         if config_file and not config_file.exists():
             raise ConfigError(f"{config_file}: no such file")
-        cfg = merge_cli(load_config(config_file if config_file else find_config(start)),
+        found = config_file if config_file else find_config(start)
+        cfg = merge_cli(load_config(found),
                         _codes(select), _codes(ignore), _codes(extend_select), hot_only,
                         exclude=None if exclude is None else _codes(exclude), extend_exclude=_codes(extend_exclude),
                         file_timeout_s=file_timeout)
+        if found is None:  # no configuration: the repository's root, else the working folder
+            cfg.root = repository_root(start) or cfg.root
         cache_dir = cache_dir_for(cfg, no_cache)
         key = _selection_key(cfg)
 
