@@ -118,8 +118,8 @@ def add_noqa(findings) -> Tuple[int, list]:
     directive already there), each file rewritten atomically. Returns (directives added or
     extended, FileErrors). A finding all of whose lines end inside a string or a backslash
     continuation gets none (no comment can go there)."""
-    from synclint.atomic import write_text_atomic
-    from synclint.parse.source import read_source
+    from synclint.atomic import FileChanged, write_text_atomic
+    from synclint.parse.source import decode_source, read_bytes, source_encoding
     from synclint.findings import FileError
 
     wanted: Dict[str, List[Tuple[Tuple[int, ...], str]]] = {}
@@ -132,7 +132,8 @@ def add_noqa(findings) -> Tuple[int, list]:
         wanted.setdefault(f.filename, []).append((rows, f.code))
     added, errors = 0, []
     for path, spans in wanted.items():
-        text = read_source(path)
+        data = read_bytes(path)
+        text = data if isinstance(data, FileError) else decode_source(path, data)
         if isinstance(text, FileError):
             errors.append(text)
             continue
@@ -165,10 +166,16 @@ def add_noqa(findings) -> Tuple[int, list]:
             lines[row - 1] = body + eol
             changed += 1
         if changed:
-            try:
-                write_text_atomic(path, "".join(lines))
-            except OSError as e:
-                errors.append(FileError(path, f"cannot write: {e.strerror or e}"))
+            try:  # as `--fix` writes: the file's own encoding and BOM, only over what was read
+                write_text_atomic(path, "".join(lines), source_encoding(data), data.startswith(b"\xef\xbb\xbf"),
+                                  replacing=data)
+            except FileChanged:
+                errors.append(FileError(path, "changed while synclint was adding directives (another run or an "
+                                              "editor); not overwritten: run --add-noqa again"))
+                continue
+            except (OSError, UnicodeEncodeError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+                errors.append(FileError(path, f"cannot write: {reason}; the file is unchanged"))
                 continue
             added += changed
     return added, errors

@@ -84,6 +84,21 @@ def test_add_noqa_merges_into_an_existing_directive_and_skips_string_rows(tmp_pa
     assert r.exit_code == 0, r.stdout
 
 
+def test_add_noqa_keeps_the_files_encoding_and_byte_order_mark(tmp_path):
+    # A latin-1 file (PEP 263 cookie) must stay latin-1, and a BOM must stay: `--fix` kept
+    # both; `--add-noqa` wrote UTF-8 without a BOM, changing the string's bytes.
+    latin = "# -*- coding: latin-1 -*-\nimport torch\nx = torch.ones(3, device='cuda')\n" \
+            "for _ in range(3):\n    print('caf\u00e9', x.sum().item())\n"
+    (tmp_path / "l.py").write_bytes(latin.encode("latin-1"))
+    (tmp_path / "b.py").write_bytes(b"\xef\xbb\xbf" + HAZARD.encode("utf-8"))
+    r = run(["check", "--no-cache", "--add-noqa", "l.py", "b.py"], tmp_path)
+    assert r.exit_code == 0, r.stderr
+    data = (tmp_path / "l.py").read_bytes()
+    assert b"caf\xe9" in data and "# noqa: SYN101" in data.decode("latin-1")
+    data = (tmp_path / "b.py").read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and b"# noqa: SYN101" in data
+
+
 def test_add_noqa_refuses_fix(tmp_path):
     (tmp_path / "t.py").write_text(HAZARD, encoding="utf-8")
     r = run(["check", "--add-noqa", "--fix", "t.py"], tmp_path)
