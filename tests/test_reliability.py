@@ -619,6 +619,15 @@ def test_a_newline_in_a_file_name_keeps_each_line_whole(tmp_path):
         'synclint: skipped "esc\\x1b[2J.py": symlink loop'}
 
 
+def test_diff_headers_quote_a_name_that_would_break_the_line(tmp_path):
+    """`--diff` names files as git does: a newline in a name would split the `---` header
+    and make the patch unreadable by `git apply`/`patch`."""
+    write(tmp_path / "d\nz.py", "import torch\nfor i in range(3):\n    y = torch.zeros(3).cuda()\n")
+    r = run(["check", "--diff", "--unsafe-fixes", "--select", "ALL", "."], tmp_path)
+    headers = [line for line in r.stdout.splitlines() if line.startswith(("--- ", "+++ "))]
+    assert headers == ['--- "a/d\\nz.py"', '+++ "b/d\\nz.py"']
+
+
 def _fuzz_script():
     import importlib.util
 

@@ -20,14 +20,14 @@ def error_line(message: object) -> str:
 def echo_errors(errors: Iterable[FileError]) -> None:
     from dataclasses import replace
 
-    from synclint.report.render import shown_path
+    from synclint.paths import shown_path
 
     for e in errors:
         click.echo(error_line(replace(e, filename=shown_path(e.filename))), err=True)
 
 
 def echo_skipped(skipped: Iterable[Tuple[str, str]]) -> None:
-    from synclint.report.render import shown_path
+    from synclint.paths import shown_path
 
     for path, why in skipped:
         click.echo(f"synclint: skipped {shown_path(path)}: {why}", err=True)

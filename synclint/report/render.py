@@ -7,7 +7,6 @@ one-file check does not pay for importing rich; rich renders `explain` and `rule
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
@@ -15,36 +14,11 @@ import click
 
 from synclint.findings import FileError, Finding
 from synclint.parse.source import finding_line
+from synclint.paths import shown_path
 
 
 def _unstyled(text: str, **_) -> str:
     return text
-
-
-# What would end a report's line early or reach the terminal as a command: C0 and C1
-# controls, DEL, Unicode's line and paragraph separators, and the bytes of a name that is
-# not UTF-8 (`os.fsdecode`'s surrogate escapes).
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff]")
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def shown_path(path: str) -> str:
-    """`path` as a line of text shows it: as it is, or, where it holds a character that
-    would break the line (a newline in a file name) or act on the terminal, in double
-    quotes with C escapes, as git shows such names (`"new\\nline.py"`)."""
-    if not _UNPRINTABLE.search(path):
-        return path
-    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + _UNPRINTABLE.sub(lambda m: _escape(m.group()), quoted) + '"'
-
-
-def _escape(c: str) -> str:
-    code = ord(c)
-    if c in _ESCAPES:
-        return _ESCAPES[c]
-    if 0xDC80 <= code <= 0xDCFF:  # a byte of a name that is not UTF-8
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def text_report(findings: Sequence[Finding], show_source: bool = True,

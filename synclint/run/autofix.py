@@ -128,9 +128,11 @@ def unified_diff(name: str, old: str, new: str) -> str:
     import difflib
 
     from synclint.parse.lines import source_lines
+    from synclint.paths import shown_path
 
+    # a name with a newline or a terminal control in it is quoted, as git quotes it
     return "".join(difflib.unified_diff(source_lines(old, True), source_lines(new, True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+                                        fromfile=shown_path(f"a/{name}"), tofile=shown_path(f"b/{name}")))
 
 
 def add_noqa(outcome) -> int:

@@ -154,7 +154,7 @@ def static_findings(files: Sequence[str], root: str, *, config_file: Optional[st
     from pathlib import Path
 
     from synclint.run import pipeline
-    from synclint.trace.join import shown_path
+    from synclint.trace.join import path_under_root
 
     if not files:
         return pipeline.Outcome()
@@ -162,5 +162,5 @@ def static_findings(files: Sequence[str], root: str, *, config_file: Optional[st
                                select=select, ignore=ignore, extend_select=extend_select, no_cache=no_cache)
     # named as a user would name them here, so that the findings name them as `check` does
     here = os.path.realpath(os.getcwd())
-    named = [shown_path(f, here) for f in files]
+    named = [path_under_root(f, here) for f in files]
     return pipeline.run(setup, named, force_exclude=True, baseline=Path(baseline) if baseline else None)

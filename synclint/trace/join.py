@@ -198,7 +198,7 @@ def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Opti
     in_row: Dict[int, set] = {}  # id(row) -> the ids of its events (two findings on a line share them)
 
     for f in findings:
-        shown = shown_path(f.filename, root)
+        shown = path_under_root(f.filename, root)
         hits = [e for e in by_file.get(finding_key(f.filename), []) if f.row <= e.line <= f.end_row]
         for e in hits:
             covered[id(e)] = True
@@ -230,7 +230,7 @@ def _label(events: Sequence, findings: Sequence[Finding], root: str, lines: Opti
     return list(rows.values())
 
 
-def shown_path(path: str, root: str) -> str:
+def path_under_root(path: str, root: str) -> str:
     """`path` relative to `root` when it lies under it (as `check` names files), else as given."""
     real = os.path.realpath(path)
     if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
