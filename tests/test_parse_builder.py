@@ -136,7 +136,7 @@ def _code_nodes(tree):
 def test_places_are_libcsts_places():
     """Every node the built tree knows the place of is where LibCST's position provider
     puts the same node of its own tree (the trees are walked side by side)."""
-    source = (ROOT / "synclint" / "walker.py").read_text(encoding="utf-8") + "\né = 'ü'; y = f(é).item()  # ü\n"
+    source = (ROOT / "synclint" / "semantic" / "binder.py").read_text(encoding="utf-8") + "\né = 'ü'; y = f(é).item()  # ü\n"
     real = cst.parse_module(source)
     built, spans = same_tree(source)
     positions = MetadataWrapper(real, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -284,7 +284,7 @@ def test_a_string_annotation_is_built_as_libcst_parses_it(code):
     assert differences(real, build_expression(code)) == []
 
 
-@pytest.mark.parametrize("source", SNIPPETS + [(ROOT / "synclint" / "walker.py").read_text(encoding="utf-8")])
+@pytest.mark.parametrize("source", SNIPPETS + [(ROOT / "synclint" / "semantic" / "binder.py").read_text(encoding="utf-8")])
 def test_node_data_makes_the_same_tree_again(source):
     """A module summary carries a helper's expressions as JSON data (`parse.node_data`): made again,
     from LibCST's tree or the built one, they are the same tree, brackets included."""

@@ -1,6 +1,6 @@
 """What the walk binds: a name's binding, a function's scope and facts, a class's attributes.
 
-The model (`model.SemanticModel`) keeps a stack of these as the walker descends; the
+The model (`model.SemanticModel`) keeps a stack of these as the binder (`binder.Binder`) descends; the
 evaluator (`infer`) reads and makes them (a helper's body evaluated in a scope of its own),
 so they live apart from both."""
 

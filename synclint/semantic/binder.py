@@ -1,0 +1,574 @@
+"""The binder: what each kind of node does to the model as the walk meets it.
+
+It binds names in source order (assignments, parameters, loop targets, imports, `with ...
+as`), opens and closes function and class scopes, narrows on `isinstance` tests, joins
+branches where they meet (if/else, try/except, a loop body that ran zero or more times),
+keeps the walk's depths (loops, periodic guards, `no_grad`, CUDA-less branches) and records
+each call site (`callsites`). The walker (`synclint.walker`) traverses and calls the rules;
+for a node kind with a handler here, the handler walks the node's children itself, through
+the walker, in the order its bindings need (a loop's iterable, then its target, then its
+body), so a rule's `visit_`/`leave_` sees the model as the binding left it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Tuple
+
+import libcst as cst
+
+from synclint.semantic import compile_sites
+from synclint.semantic import library as L
+from synclint.semantic import values as V
+from synclint.semantic.annotations import annotation_val
+from synclint.semantic.callsites import iteration_calls, record_call
+from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
+from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, skips_unless_periodic
+from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
+from synclint.semantic.loops import repeats_per_step, walks_container
+from synclint.semantic.moves import is_cuda_string
+from synclint.semantic.narrowing import narrow
+from synclint.semantic.ownership import COMPILERS
+from synclint.semantic.parameters import bind_params, declare_param
+from synclint.semantic.scopes import FuncInfo
+from synclint.semantic.syntax import all_params, descendants, string_value
+from synclint.semantic.values import Val
+
+if TYPE_CHECKING:
+    from synclint.semantic.model import SemanticModel
+
+__all__ = ["Binder"]
+
+
+class Binder:
+    """Fills `model` as `walker` (anything with `walk(node)`, `children(node)` and
+    `walk_field(value)`) traverses a module. `handlers` maps a node type to what it does
+    at such a node, in place of the walker's plain walk of its children."""
+
+    def __init__(self, model: "SemanticModel", walker) -> None:
+        self.ctx = model
+        self.walk = walker.walk
+        self.children = walker.children
+        self.walk_field = walker.walk_field
+        self.handlers = {
+            cst.Import: self._import, cst.ImportFrom: self._import,
+            cst.FunctionDef: self._function, cst.ClassDef: self._class,
+            cst.For: self._for, cst.While: self._while,
+            cst.ListComp: self._comp, cst.SetComp: self._comp,
+            cst.GeneratorExp: self._comp, cst.DictComp: self._comp,
+            cst.With: self._with, cst.If: self._if, cst.Try: self._try, cst.IndentedBlock: self._block,
+            cst.Assign: self._assign, cst.AnnAssign: self._annassign,
+            cst.AugAssign: self._augassign, cst.Expr: self._expr,
+            cst.Return: self._return, cst.Call: self._call, cst.NamedExpr: self._walrus,
+            cst.Global: self._global, cst.Nonlocal: self._global,
+            cst.SimpleString: self._string, cst.Assert: self._assert, cst.Yield: self._yield,
+        }
+
+    def enter_statement(self, node: cst.CSTNode) -> None:
+        """Statements are numbered in pre-order (`parse.positions` counts the same way); what
+        the model remembers of the statement before is forgotten."""
+        ctx = self.ctx
+        ctx.stmt_index += 1
+        ctx.stmt_stack.append(node)
+        ctx.forget()
+
+    def leave_statement(self) -> None:
+        self.ctx.stmt_stack.pop()
+
+    # ------------------------------------------------------------- scopes
+    def _import(self, node) -> None:
+        self.ctx.add_import(node)
+
+    def _global(self, node) -> None:
+        f = self.ctx.func
+        if f is not None:
+            f.globals.update(n.name.value for n in node.names)
+
+    def _function(self, node: cst.FunctionDef) -> None:
+        ctx = self.ctx
+        for d in node.decorators:
+            self.walk(d)
+        for p in all_params(node.params):
+            if p.default is not None:
+                self.walk(p.default)
+        # A method: directly in a class body (class bodies start with no function scope).
+        cls = ctx.cls if ctx.func is None else None
+        qual = f"{cls.name}.{node.name.value}" if cls else node.name.value
+        info = FuncInfo(name=node.name.value, qual=qual, cls=cls, node=node)
+        info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators)
+        info.compiled = (ctx.func is not None and ctx.func.compiled) or any(
+            ctx.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in COMPILERS
+            for d in node.decorators)
+        info.entry = ctx.is_entry(info)
+        ctx.all_funcs[qual] = info
+        ctx.patched_flags.append(compile_sites.note_function(ctx, info, node))  # (for roots it defines)
+        saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
+                 ctx.container_loop_depth)
+        ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = ctx.once_depth = ctx.container_loop_depth = 0
+        ctx.loop_nodes = []
+        ctx.funcs.append(info)
+        bind_params(ctx, info, node)
+        if info.no_grad:
+            ctx.no_grad_depth += 1
+        self.walk_field(node.body)
+        if info.no_grad:
+            ctx.no_grad_depth -= 1
+        if info.name == "__init__":
+            ctx.end_init(info)
+        ctx.funcs.pop()
+        ctx.patched_flags.pop()
+        (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
+         ctx.container_loop_depth) = saved
+        if info.timing:
+            ctx.timing_funcs.add(qual)
+        if info.yields is not None:
+            info.reyields = reyielded_parameter(node)
+        ret = info.returns if info.yields is None else Val(V.ITER, elems=(info.yields,))
+        if ret is None and node.returns is not None:
+            ret = annotation_val(ctx, node.returns.annotation)
+        if ret is not None:
+            if cls is not None:
+                ctx.method_returns[(cls.name, node.name.value)] = ret
+            else:
+                ctx.func_returns[node.name.value] = ret
+        if cls is None and ctx.func is None:
+            given_back = returned_parameter(node)  # `...; return model`: the call's argument
+            body = helper_body(node) if given_back is None else None  # or a replayable helper
+            if given_back is not None:
+                ctx.one_liners[node.name.value] = ([p.name.value for p in all_params(node.params)],
+                                                   cst.Name(given_back))
+            elif body is None:
+                pass
+            elif body.one_line:
+                ctx.one_liners[node.name.value] = (body.params, body.returns[0])
+            elif ret is None or ret.kind in (V.TENSOR, V.TENSORS, V.UNKNOWN):
+                body.node = node
+                ctx.helpers[node.name.value] = body
+        # The function's name is bound in the enclosing scope (it shadows imports); a nested
+        # one by its key, so that a factory's `return step_fn` says which function it gives
+        if ctx.func is not None:
+            ctx.bind(node.name.value, V.function(qual))
+        elif cls is None:
+            ctx.bind(node.name.value, V.FUNCTION_VAL)
+
+    def _module_lambda(self, name: str, node: cst.Lambda) -> None:
+        """`mse2psnr = lambda x: ...` at module level is a function: its body is hot only
+        where its callers are (as `def mse2psnr(x):` would be)."""
+        ctx = self.ctx
+        info = FuncInfo(name=name, qual=name, cls=None)
+        info.entry = ctx.is_entry(info)
+        ctx.all_funcs[name] = info
+        for p in all_params(node.params):
+            if p.default is not None:
+                self.walk(p.default)
+        ctx.funcs.append(info)
+        for p in all_params(node.params):
+            declare_param(info, p, double_star=p is node.params.star_kwarg)
+            callers = ctx.param_from_callers(name, p.name.value)
+            ctx.bind(p.name.value, callers if callers is not None else V.UNKNOWN_VAL)
+        self.walk(node.body)
+        ctx.funcs.pop()
+
+    def _class(self, node: cst.ClassDef) -> None:
+        ctx = self.ctx
+        for d in node.decorators:
+            self.walk(d)
+        for b in node.bases:
+            self.walk(b.value)
+        is_module = any(_is_module_base(ctx, b.value) for b in node.bases)
+        info = ctx.add_class(node, is_module)
+        ctx.classes.append(info)
+        saved_funcs = ctx.funcs
+        ctx.funcs = []  # class bodies do not see enclosing function scopes
+        self.walk_field(node.body)
+        ctx.funcs = saved_funcs
+        ctx.classes.pop()
+        if ctx.func is not None:
+            ctx.bind(node.name.value, V.PY_VAL)
+
+    # ------------------------------------------------------------- control flow
+    def _for(self, node: cst.For) -> None:
+        ctx = self.ctx
+        self.walk(node.iter)
+        before = ctx.snapshot()
+        head = ctx.enter_loop(node)
+        _bind_loop_target(ctx, node.target, node.iter)
+        self.walk(node.target)
+        # (constructor calls spread no heat either: `loops.repeats_per_step`)
+        per_step = 1 if repeats_per_step(ctx, node) else 0
+        container = per_step if walks_container(node.iter) else 0
+        # A loop under a periodic guard (validation every N steps) still repeats its body;
+        # a loop over a container's items runs where it is, so the guard still holds there.
+        ctx.loop_depth += per_step
+        ctx.container_loop_depth += container
+        ctx.loop_nodes.append(node)
+        guard = ctx.guard_depth
+        if not container:
+            ctx.guard_depth = 0
+        iteration_calls(ctx, node.iter)
+        self.walk_field(node.body)
+        ctx.leave_loop(node, head)
+        ctx.guard_depth = guard
+        ctx.loop_nodes.pop()
+        ctx.loop_depth -= per_step
+        ctx.container_loop_depth -= container
+        ctx.merge([before, ctx.snapshot()])  # the body ran zero or more times
+        if node.orelse is not None:
+            self.walk(node.orelse)
+
+    def _while(self, node: cst.While) -> None:
+        ctx = self.ctx
+        before = ctx.snapshot()
+        head = ctx.enter_loop(node)
+        per_step = 1 if repeats_per_step(ctx, node) else 0
+        ctx.loop_depth += per_step
+        ctx.loop_nodes.append(node)
+        guard, ctx.guard_depth = ctx.guard_depth, 0
+        self.walk(node.test)
+        self.walk_field(node.body)
+        ctx.leave_loop(node, head)
+        ctx.guard_depth = guard
+        ctx.loop_nodes.pop()
+        ctx.loop_depth -= per_step
+        ctx.merge([before, ctx.snapshot()])
+        if node.orelse is not None:
+            self.walk(node.orelse)
+
+    def _comp(self, node) -> None:
+        ctx = self.ctx
+        comp = node.for_in
+        self.walk(comp.iter)  # the outermost iterable is evaluated once
+        ctx.comp_depth += 1
+        first = True
+        while comp is not None:
+            if not first:
+                self.walk(comp.iter)
+            first = False
+            _bind_loop_target(ctx, comp.target, comp.iter)
+            for cond in comp.ifs:
+                self.walk(cond)  # dispatches visit_CompIf, then walks its test
+            comp = comp.inner_for_in
+        if type(node) is cst.DictComp:
+            self.walk(node.key)
+            self.walk(node.value)
+        else:
+            self.walk(node.elt)
+        ctx.comp_depth -= 1
+
+    def _with(self, node: cst.With) -> None:
+        ctx = self.ctx
+        # `with torch.enable_grad(), ...`: from its first item on (rules ask at each call)
+        grad_mode = sum(1 for item in node.items
+                        if type(item.item) is cst.Call and ctx.qualname(item.item.func) in GRAD_MODE_CONTEXTS)
+        ctx.grad_mode_depth += grad_mode
+        no_grad = 0
+        for item in node.items:
+            self.walk(item.item)
+            if type(item.item) is cst.Call and ctx.qualname(item.item.func) in L.NO_GRAD_CONTEXTS:
+                if not (item.item.args and string_value(item.item.args[0].value) is None
+                        and type(item.item.args[0].value) is cst.Name
+                        and item.item.args[0].value.value == "False"):
+                    no_grad += 1
+            if item.asname is not None:
+                ctx.bind_target(item.asname.name, ctx.infer(item.item))
+        ctx.no_grad_depth += no_grad
+        ctx.patched_flags.append(compile_sites.with_flags(ctx, node))  # `with torch._dynamo.config.patch(...)`
+        self.walk_field(node.body)
+        ctx.patched_flags.pop()
+        ctx.no_grad_depth -= no_grad
+        ctx.grad_mode_depth -= grad_mode
+
+    def _block(self, node: cst.IndentedBlock) -> None:
+        """A block's statements in order; after `if step % N != 0: continue` the rest of the
+        block runs every N steps: under a periodic guard, unless it steps an optimizer
+        (`if (i + 1) % accum != 0: continue`, then `opt.step()`: every optimizer step)."""
+        ctx = self.ctx
+        guarded = 0
+        body = node.body
+        for i, stmt in enumerate(body):
+            self.walk(stmt)
+            if not guarded and type(stmt) is cst.If and skips_unless_periodic(stmt, ctx) and not any(
+                    body_steps_optimizer(rest, ctx) for rest in body[i + 1:]):
+                guarded = 1
+                ctx.guard_depth += 1
+        ctx.guard_depth -= guarded
+
+    def _if(self, node: cst.If) -> None:
+        ctx = self.ctx
+        self.walk(node.test)
+        kind = classify_test(ctx, node.test, node.body)
+        body_flags = orelse_flags = (0, 0)
+        if kind == "cpu-body":
+            body_flags = (1, 0)
+        elif kind == "cpu-else":
+            orelse_flags = (1, 0)
+        elif kind == "guard":
+            body_flags = (0, 1)
+        elif kind == "once" or lazy_init(node, ctx):
+            body_flags = (0, 0, 1)
+        before = ctx.snapshot()
+        narrow(ctx, node.test)
+        self._with_flags(body_flags, node.body)
+        after_body = ctx.snapshot()
+        ctx.restore(before)
+        narrow(ctx, node.test, negated=True)
+        if node.orelse is not None:
+            self._with_flags(orelse_flags, node.orelse)
+        if kind in ("cpu-body", "cpu-else") and not _leaves(node):
+            # `if use_gpu: x = x.cuda()`: on a GPU run only the CUDA path is taken, so what
+            # follows sees its values, not a join with the CUDA-less path's ("either")
+            if kind == "cpu-else":
+                ctx.restore(after_body)
+            return
+        ctx.merge([after_body, ctx.snapshot()])
+
+    def _assert(self, node: cst.Assert) -> None:
+        self.walk(node.test)
+        if node.msg is not None:
+            self.walk(node.msg)
+        narrow(self.ctx, node.test)  # past `assert isinstance(v, float)`, v is a float
+
+    def _try(self, node: cst.Try) -> None:
+        ctx = self.ctx
+        before = ctx.snapshot()
+        self.walk(node.body)
+        ends = [ctx.snapshot()]
+        for h in node.handlers:
+            ctx.restore(before)
+            self.walk(h)
+            ends.append(ctx.snapshot())
+        ctx.merge(ends)
+        for part in (node.orelse, node.finalbody):
+            if part is not None:
+                self.walk(part)
+
+    def _with_flags(self, flags, node) -> None:
+        """(CUDA-less, under a periodic guard, runs once at most) for the block `node`."""
+        ctx = self.ctx
+        once = flags[2] if len(flags) > 2 else 0
+        ctx.cuda_less_depth += flags[0]
+        ctx.guard_depth += flags[1]
+        ctx.once_depth += once
+        self.walk(node)
+        ctx.cuda_less_depth -= flags[0]
+        ctx.guard_depth -= flags[1]
+        ctx.once_depth -= once
+
+    # ------------------------------------------------------------- bindings
+    def _assign(self, node: cst.Assign) -> None:
+        ctx = self.ctx
+        if (type(node.value) is cst.Lambda and ctx.func is None and not ctx.loop_depth and not ctx.classes
+                and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name):
+            self._module_lambda(node.targets[0].target.value, node.value)
+        else:
+            self.walk(node.value)
+        for t in node.targets:
+            self.walk(t.target)
+        val = self.ctx.infer(node.value)
+        for t in node.targets:
+            self.ctx.bind_target(t.target, val, node.value if len(node.targets) == 1 else None)
+        compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
+
+    def _annassign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.walk(node.value)
+        self.walk(node.target)
+        val = self.ctx.infer(node.value) if node.value is not None else None
+        if val is None or val.kind == V.UNKNOWN:
+            val = annotation_val(self.ctx, node.annotation.annotation) or val
+        if val is not None:
+            self.ctx.bind_target(node.target, val, node.value)
+
+    def _walrus(self, node: cst.NamedExpr) -> None:
+        self.walk(node.value)
+        self.ctx.bind_target(node.target, self.ctx.infer(node.value), node.value)
+
+    def _augassign(self, node: cst.AugAssign) -> None:
+        self.walk(node.value)
+        self.walk(node.target)
+        ctx = self.ctx
+        if type(node.target) in (cst.Name, cst.Attribute):
+            old = ctx.infer(node.target)
+            new = ctx.combine([old, ctx.infer(node.value)])
+            if old.kind == V.PY and old.py == "list":
+                item = ctx.infer(node.value)
+                new = Val(V.TENSORS, item.device) if item.kind == V.TENSORS else old
+            if new.kind != old.kind or new.device != old.device:
+                # `total = 0; total += loss`: now a tensor. Augmented assignment keeps no expression.
+                ctx.bind_target(node.target, new)
+
+    def _expr(self, node: cst.Expr) -> None:
+        self.walk(node.value)
+        ctx = self.ctx
+        call = node.value
+        if type(call) is not cst.Call:
+            return
+        tn = ctx.torch_name(call.func)
+        if tn == "set_default_device" and call.args:
+            is_dev, dev = ctx.device_of_arg(call.args[0].value)
+            if is_dev:
+                ctx.default_device = dev or V.CUDA
+        elif tn in ("set_default_tensor_type",) and call.args:
+            s = string_value(call.args[0].value) or (ctx.qualname(call.args[0].value) or "")
+            if "cuda" in s:
+                ctx.default_device = V.CUDA
+        elif type(call.func) is cst.Attribute:
+            m = call.func.attr.value
+            recv = call.func.value
+            if m in ("to", "cuda", "cpu", "eval", "train") and type(recv) in (cst.Name, cst.Attribute):
+                if ctx.infer(call).kind == V.MODULE:  # `model.to(device)`, `.eval()`: in place
+                    ctx.bind_target(recv, ctx.infer(call))
+            elif m in ("append", "extend", "insert") and type(recv) in (cst.Name, cst.Attribute) and call.args:
+                # `losses.append(loss)`: the list now holds tensors.
+                lst = ctx.infer(recv)
+                item = ctx.infer(call.args[-1].value)
+                if m == "extend":
+                    item = V.element_of(item)
+                if lst.kind in (V.PY, V.TENSORS) and item.kind == V.TENSOR:
+                    if lst.kind == V.PY and lst.py not in (None, "list"):
+                        return
+                    merged = item if lst.kind == V.PY else V.join(V.element_of(lst), item)
+                    ctx.bind_target(recv, Val(V.TENSORS, merged.device, dtype=merged.dtype, assumed=merged.assumed))
+                elif lst.kind == V.PY and lst.py == "list" and (
+                        item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind in (V.LOADER, V.NUMPY)
+                        or V.is_dict_of(item)):
+                    # `self.logit_filters.append(SuppressBlank(...))`: a list of instances, of
+                    # each class appended (iterating it calls every class's methods); of
+                    # loaders or their iterators (`self.iters.append(iter(loader))`); of
+                    # arrays (`self.predictions.append(dets)`, dets from `.cpu().numpy()`)
+                    merged = item if not lst.elems else V.join(lst.elems[0], item)
+                    ctx.bind_target(recv, Val(V.PY, py="list", elems=(merged,)))
+
+    def _return(self, node: cst.Return) -> None:
+        if node.value is None:
+            return
+        self.walk(node.value)
+        f = self.ctx.func
+        if f is not None:
+            v = self.ctx.infer(node.value)
+            f.returns = v if f.returns is None else V.join(f.returns, v)
+
+    def _yield(self, node: cst.Yield) -> None:
+        """`yield batch` (or `yield from loader`): calling the generator gives an iterator of it
+        (`def sample_data(loader): while True: yield from loader`)."""
+        if node.value is None:
+            return
+        self.walk(node.value)
+        f = self.ctx.func
+        if f is None:
+            return
+        if type(node.value) is cst.From:
+            v = V.element_of(self.ctx.infer(node.value.item))
+        else:
+            v = self.ctx.infer(node.value)
+        f.yields = v if f.yields is None else V.join(f.yields, v)
+
+    def _string(self, node: cst.SimpleString) -> None:
+        if not self.ctx.puts_on_cuda and is_cuda_string(node):
+            self.ctx.puts_on_cuda = True
+
+    def _call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        record_call(ctx, node)
+        array_of = _array_read(ctx, node)
+        if array_of is not None:
+            # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
+            v = ctx.infer(array_of)
+            ctx.bind_target(array_of, V.tensor(V.CPU) if v.kind == V.UNKNOWN else v.with_(device=V.CPU))
+        mapped = _mapped_lambda(ctx, node)
+        if mapped is None:
+            self.children(node)
+            return
+        # `text, images = map(lambda t: t.cuda(), (text, images))`: the lambda's parameter is
+        # each item, bound while its body is walked (and the name's own binding put back)
+        lam, item = mapped
+        before = ctx.snapshot()
+        ctx.bind(lam.params.params[0].name.value, item)
+        self.children(node)
+        ctx.restore(before)
+
+
+# --------------------------------------------------------------------- helpers
+def _array_read(ctx: "SemanticModel", call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The receiver of `x.numpy()` (not `force=True`, which copies a GPU tensor first): a
+    name or `self.x` whose value is unknown or a tensor of unknown device."""
+    func = call.func
+    if not (type(func) is cst.Attribute and func.attr.value == "numpy" and not call.args):
+        return None
+    recv = func.value
+    if not (type(recv) is cst.Name or type(recv) is cst.Attribute and type(recv.value) is cst.Name
+            and recv.value.value == "self"):
+        return None
+    v = ctx.infer(recv)
+    if v.kind == V.UNKNOWN and v.cls is None and not v.elems or v.kind == V.TENSOR and v.device is None:
+        return recv
+    return None
+
+
+def _mapped_lambda(ctx: "SemanticModel", call: cst.Call) -> Optional[Tuple[cst.Lambda, Val]]:
+    """`map(lambda t: ..., items)` with the builtin `map`: the lambda and what each item is."""
+    func = call.func
+    if not (type(func) is cst.Name and func.value == "map" and len(call.args) == 2
+            and not ctx.is_local("map") and "map" not in ctx.aliases):
+        return None
+    lam = call.args[0].value
+    if not (type(lam) is cst.Lambda and len(all_params(lam.params)) == 1 and lam.params.params):
+        return None
+    return lam, V.element_of(ctx.infer(call.args[1].value))
+
+
+def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
+    if type(d) is cst.Call:
+        d = d.func
+    return ctx.qualname(d) in L.NO_GRAD_CONTEXTS
+
+
+def _is_module_base(ctx: "SemanticModel", b: cst.BaseExpression) -> bool:
+    q = ctx.qualname(b)
+    if q is not None:
+        return q.endswith(L.MODULE_SUFFIXES) or q.rsplit(".", 1)[-1] in L.MODULE_BASE_NAMES or ctx.is_module_class(q)
+    if type(b) is cst.Name:
+        return ctx.is_module_class(b.value) or b.value in L.MODULE_BASE_NAMES
+    if type(b) is cst.Attribute:
+        return b.attr.value in L.MODULE_BASE_NAMES
+    return False
+
+
+def _leaves(node: cst.If) -> bool:
+    """Whether a branch of `node` may leave the block (`return`, `raise`, `break`,
+    `continue`): then what follows is not simply the path that fell through."""
+    return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in descendants(node))
+
+
+def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.BaseExpression) -> None:
+    """Bind a loop target part by part where the iterable says which part is what:
+    `for i, (x, y) in enumerate(tqdm(loader))`, `for a, b in zip(xs, ys)`, `for k, v in batch.items()`."""
+    if type(target) in (cst.Tuple, cst.List) and type(it) is cst.Call and not any(
+        type(el) is cst.StarredElement for el in target.elements
+    ):
+        els = [el.value for el in target.elements]
+        pos = [a.value for a in it.args if a.keyword is None and not a.star]
+        fname = it.func.value if type(it.func) is cst.Name and not ctx.is_local(it.func.value) else None
+        if fname == "enumerate" and len(els) == 2 and pos and "enumerate" not in ctx.aliases:
+            ctx.bind_target(els[0], V.py("int"))
+            _bind_loop_target(ctx, els[1], pos[0])
+            return
+        if fname == "zip" and len(els) == len(pos) == len(it.args) and "zip" not in ctx.aliases:
+            for el, src in zip(els, pos):
+                _bind_loop_target(ctx, el, src)
+            return
+        if type(it.func) is cst.Attribute and it.func.attr.value == "items" and not it.args and len(els) == 2:
+            recv = ctx.infer(it.func.value)
+            if recv.kind in (V.TENSORS, V.TENSOR) or V.is_dict_of(recv):
+                # (a "tensor" with `.items()` is a dict of them: a collated batch of dicts,
+                # DETR's targets; a model's output dict)
+                if V.is_dict_of(recv):
+                    value = recv.elems[0]
+                elif recv.kind == V.TENSORS:
+                    value = V.element_of(recv)
+                else:
+                    value = V.tensor(recv.device, pinned=recv.pinned, assumed=recv.assumed)
+                ctx.bind_target(els[0], V.py("str"))
+                ctx.bind_target(els[1], value)
+                return
+    ctx.bind_target(target, ctx.iter_item(it))
+

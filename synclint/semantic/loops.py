@@ -1,0 +1,149 @@
+"""How often a loop's body runs, read from the loop and what it iterates: a loop over a
+DataLoader's batches repeats every step; an epoch loop (whose body loops over batches, or
+hands a loader to a function that does) runs its own statements once per epoch; a loop
+over a container's items (a model's parameters, a dict's values) runs where it is; a loop
+that ends in `break` runs once; a constructor's loops run once per object.
+
+Names carry much of this (`train_loader`, `pbar`): the suffixes and names are data in
+`library.toml` (`LOADER_NAME_SUFFIXES`, `LOADER_NAMES`, `PASSTHROUGH`)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Dict, List
+
+import libcst as cst
+
+from synclint.semantic import library as L
+from synclint.semantic import values as V
+from synclint.semantic.callgraph import hot_name
+from synclint.semantic.syntax import (COMPOUND_STATEMENTS, SCOPE_TYPES, SMALL_STATEMENTS, STATEMENTS, SUITES,
+                                      child_nodes, descendants, last_name)
+
+if TYPE_CHECKING:
+    from synclint.semantic.model import SemanticModel
+
+__all__ = ["repeats_per_step", "walks_container", "runs_once", "epoch_loop", "iterates_batches"]
+
+
+def repeats_per_step(ctx: "SemanticModel", loop) -> bool:
+    """Whether a `for` or `while` loop's body repeats every step where the loop is: not in a
+    constructor (it runs once per object: pytorch-YOLOv4 builds one grid per output layer in
+    `__init__`), not an epoch loop (its statements run once per epoch, the batch loop inside
+    is hot), not a loop that runs once."""
+    if in_constructor(ctx):
+        return False
+    if type(loop) is cst.For and epoch_loop(ctx, loop):
+        return False
+    return not runs_once(loop)
+
+
+# Methods whose result is a model's or a dict's contents: a loop over them visits items,
+# it is not a training step (`for k, v in model.state_dict().items(): v.cpu()`).
+_CONTAINER_METHODS = frozenset((
+    "items", "keys", "values", "parameters", "named_parameters", "buffers", "named_buffers",
+    "modules", "named_modules", "children", "named_children", "state_dict",
+))
+
+
+def walks_container(it: cst.BaseExpression) -> bool:
+    """`for x in <it>` walks a container's items: a method above, possibly under
+    enumerate/zip/sorted/reversed/list."""
+    while type(it) is cst.Call:
+        f = it.func
+        if type(f) is cst.Attribute:
+            return f.attr.value in _CONTAINER_METHODS
+        if type(f) is cst.Name and f.value in ("enumerate", "zip", "sorted", "reversed", "list", "tuple") and it.args:
+            it = it.args[0].value
+            continue
+        return False
+    return False
+
+
+# A loop's own statements: not those of a function, class or loop inside it.
+_OWN_LOOP_STOPS = SCOPE_TYPES | {cst.For, cst.While}
+
+
+def runs_once(loop) -> bool:
+    """A loop whose body ends in `break` that nothing skips (no `continue` of its own): one
+    iteration at most (`for batch in eval_loader: x = batch.cuda(); ...; break`)."""
+    body = loop.body
+    if type(body) is not cst.IndentedBlock or not body.body:
+        return False
+    last = body.body[-1]
+    if type(last) is not cst.SimpleStatementLine or type(last.body[-1]) is not cst.Break:
+        return False
+    return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
+
+
+def in_constructor(ctx: "SemanticModel") -> bool:
+    f = ctx.func
+    return f is not None and f.cls is not None and f.name == "__init__"
+
+
+def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
+    """A loop whose body loops over a DataLoader's batches (`for epoch in range(n): for x in
+    loader:`) or hands a loader to a function that does (`acc = train(epoch, train_loader)`),
+    and that does not itself iterate one."""
+    if iterates_batches(ctx, node.iter, {}):
+        return False
+    if type(node.body) is cst.IndentedBlock and any(
+            epoch_call(ctx, small.value) for line in node.body.body if type(line) is cst.SimpleStatementLine
+            for small in line.body if type(small) in (cst.Expr, cst.Assign)):
+        return True
+    assigned: Dict[str, cst.BaseExpression] = {}
+    inner: List[cst.For] = []
+    todo: List[cst.CSTNode] = [node.body]
+    while todo:
+        n = todo.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(n) is cst.For:
+            inner.append(n)
+        elif type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
+            assigned[n.targets[0].target.value] = n.value
+        if type(n) in _STATEMENT_HOLDERS:
+            todo.extend(c for c in child_nodes(n) if type(c) in _STATEMENT_PARTS)
+    return any(iterates_batches(ctx, f.iter, assigned) for f in inner)
+
+
+# What `epoch_loop` looks into for inner loops: statements and their blocks, not expressions
+_STATEMENT_HOLDERS = COMPOUND_STATEMENTS | {cst.IndentedBlock, cst.SimpleStatementLine, cst.Else,
+                                            cst.ExceptHandler, cst.Finally}
+_STATEMENT_PARTS = STATEMENTS | SMALL_STATEMENTS | SUITES | {cst.Else, cst.ExceptHandler, cst.Finally}
+
+
+def epoch_call(ctx: "SemanticModel", e: cst.BaseExpression) -> bool:
+    """A call, in a statement of its own, of a function that is given a loader itself (not
+    an iterator over one, not a builtin, not a per-step function): it runs an epoch."""
+    if type(e) is not cst.Call:
+        return False
+    f = e.func
+    name = last_name(f)
+    if name is None or hot_name(name) or type(f) is cst.Name and name in _BUILTINS:
+        return False
+    for a in e.args:
+        v = a.value
+        kind = ctx.infer(v).kind
+        if kind == V.LOADER or (kind != V.ITER and type(v) in (cst.Name, cst.Attribute) and iterates_batches(ctx, v, {})):
+            return True
+    return False
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def iterates_batches(ctx: "SemanticModel", it: cst.BaseExpression, assigned: Dict[str, cst.BaseExpression], depth: int = 0) -> bool:
+    """`loader`, `enumerate(tqdm(train_loader))`, `pbar` assigned one of those: batches."""
+    while type(it) is cst.Call and it.args and (
+        type(it.func) is cst.Name and it.func.value in ("enumerate", "zip", *L.PASSTHROUGH)
+        or type(it.func) is cst.Attribute and it.func.attr.value in L.PASSTHROUGH_METHODS
+    ):
+        it = it.args[0].value
+    if type(it) is cst.Name and it.value in assigned and depth < 3:
+        return iterates_batches(ctx, assigned[it.value], assigned, depth + 1)
+    if ctx.infer(it).kind == V.LOADER:
+        return True
+    name = it.value if type(it) is cst.Name else it.attr.value if type(it) is cst.Attribute else ""
+    return name.endswith(L.LOADER_NAME_SUFFIXES) or name in L.LOADER_NAMES
+

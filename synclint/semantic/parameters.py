@@ -1,0 +1,91 @@
+"""What a function's parameters hold on entry: what its annotation says, what every call in
+the project passes, its default; else what the function's role tells (`self`, `cls`, a
+module's `forward` input, a training step's batch and index, Lightning's step hooks)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from synclint.semantic import library as L
+from synclint.semantic import values as V
+from synclint.semantic.annotations import annotation_val
+from synclint.semantic.callgraph import hot_name
+from synclint.semantic.scopes import FuncInfo
+from synclint.semantic.syntax import all_params
+from synclint.semantic.values import Val
+
+if TYPE_CHECKING:
+    from synclint.semantic.model import SemanticModel
+
+__all__ = ["bind_params", "declare_param"]
+
+
+def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> None:
+    """Declare and bind each parameter of `node` in its scope (`info`, on top of the stack)."""
+    params = all_params(node.params)
+    is_method = info.cls is not None
+    forward_like = info.name in ("forward", "__call__") and (not is_method or info.cls.is_module) or (
+        info.name == "forward"
+    )
+    step_like = hot_name(info.name) and info.name.endswith("_step")
+    for i, p in enumerate(params):
+        pname = p.name.value
+        declare_param(info, p, double_star=p is node.params.star_kwarg)
+        val = None
+        callers = ctx.param_from_callers(info.qual, pname)
+        if p.annotation is not None:
+            # An annotation we cannot read (a user type) is still not a tensor by
+            # default: trust the author over the forward() heuristic, but not over what
+            # the callers pass (`scaler: amp.GradScaler`, given a `torch.amp.GradScaler`).
+            val = annotation_val(ctx, p.annotation.annotation)
+            if val is None:
+                val = callers if callers is not None and callers.kind != V.UNKNOWN else V.UNKNOWN_VAL
+            elif callers is not None and callers.kind == val.kind != V.UNKNOWN:
+                val = callers  # `optimizer: Optimizer`, and every caller passes an AdamW
+        elif i == 0 and is_method and (pname == "cls" or _is_classmethod(node)):
+            val = V.class_value(info.cls.name)  # `return cls(...)` makes an instance
+        elif i == 0 and is_method and pname == "self":
+            val = Val(V.MODULE, cls=info.cls.name) if info.cls.is_module else Val(V.OBJECT, cls=info.cls.name)
+        elif callers is not None and callers.kind != V.UNKNOWN:
+            val = callers  # every in-file call passes this
+        elif p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None"):
+            val = ctx.infer(p.default)
+            if val.kind == V.UNKNOWN:
+                val = V.PY_VAL if type(p.default) in (cst.Integer, cst.Float, cst.SimpleString) else val
+            elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY) and not any(
+                    ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:]):
+                # `device="cpu"` of a function nothing in the project calls: a library's
+                # default, whose users choose the device (`assumed`, as a forward's input).
+                # Called without it (trl's `get_global_statistics`), the default holds.
+                val = Val(val.kind, V.CPU, py=val.py, assumed=True)
+        elif forward_like:
+            val = V.tensor(None, assumed=True)
+        elif step_like:
+            if is_method and info.name in L.LIGHTNING_STEP_HOOKS and i >= 2:
+                val = V.py("int")  # Lightning: (self, batch, batch_idx[, dataloader_idx])
+            elif is_method and info.name in L.LIGHTNING_STEP_HOOKS and i == 1 and ctx.in_lightning_module():
+                # Lightning moves the batch to the module's device before the hook runs
+                # (`transfer_batch_to_device`): the GPU, on a GPU run
+                val = Val(V.TENSORS, V.CUDA)
+            elif pname in L.BATCH_PARAM_NAMES or "batch" in pname and not pname.endswith(("idx", "size", "_nb")):
+                val = Val(V.TENSORS, None)
+            elif pname.endswith(("idx", "_nb")):
+                val = V.py("int")
+        ctx.bind(pname, val if val is not None else V.UNKNOWN_VAL)
+
+
+def declare_param(info: FuncInfo, p: cst.Param, double_star: bool = False) -> None:
+    """Record a parameter's name, position (`**name` for the keywords' dict) and whether it
+    has a default."""
+    name = p.name.value
+    info.params.add(name)
+    info.param_order.append("**" + name if double_star else name)
+    if p.default is not None:
+        info.defaults.add(name)
+
+
+def _is_classmethod(node: cst.FunctionDef) -> bool:
+    return any(type(d.decorator) is cst.Name and d.decorator.value == "classmethod" for d in node.decorators)
+
