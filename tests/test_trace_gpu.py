@@ -182,6 +182,7 @@ opt = torch.optim.SGD([p], lr=0.1)
 host = torch.ones(1 << 20)
 ev = torch.cuda.Event()
 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+torch.cuda._sleep(3 * 10**7); torch.cuda.synchronize()  # clocks up first: an idle GPU times the sleep slow
 a.record(); torch.cuda._sleep(10**7); b.record(); b.synchronize()
 cycles = int(10**7 * SLEEP_MS / a.elapsed_time(b))
 for step in range(100):

@@ -240,3 +240,16 @@ def test_a_wrapped_call_raises_the_error_armed_inside_it():
     with pytest.raises(synclint.SyncError, match="z.py:3"):
         wrapped()
     assert raising.pending() is None
+
+
+def test_the_rule_is_named_for_a_sync_in_a_test_file_outside_any_loop(tmp_path):
+    """`tests-hot-only` hides a test file's cold findings from `check`; the guard still names
+    the rule for a sync it saw run there (the GPU test's `.item()` in a `with` block was
+    reported as 'no synclint rule flags this line')."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tests").mkdir()
+    test_file = tmp_path / "tests" / "test_model.py"
+    test_file.write_text("import torch\n\ndef test_a():\n    x = torch.ones(3, device='cuda')\n    v = x.sum().item()\n")
+    by_line, selected = guard_mod._check_file(str(test_file))
+    assert any(n.startswith("SYN101 ") for n in by_line.get(5, ())), by_line
+    assert "SYN101" in selected

@@ -28,6 +28,7 @@ The debug mode's blind spots (`torch.cuda.synchronize()`, `Event.synchronize()`,
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from types import FrameType
 from typing import Any, Callable, List, Optional
@@ -35,8 +36,9 @@ from typing import Any, Callable, List, Optional
 MESSAGE = "called a synchronizing CUDA operation"
 
 
-def install(torch: Any, on_sync: Callable[[Optional[FrameType]], None]) -> Callable[[], None]:
-    """Turn the debug mode on and route its warnings to `on_sync(frame)`; returns the undo.
+def install(torch: Any, on_sync: Callable[[Optional[FrameType], float], None]) -> Callable[[], None]:
+    """Turn the debug mode on and route its warnings to `on_sync(frame, now)`, `now` the
+    `time.perf_counter()` read as the warning arrived; returns the undo.
 
     The program's own `torch.cuda.set_sync_debug_mode(...)` is honoured, not obeyed to
     the letter: "error" still raises, "warn" still shows its warnings, "default" hides them
@@ -60,8 +62,9 @@ def install(torch: Any, on_sync: Callable[[Optional[FrameType]], None]) -> Calla
     original_show = warnings._showwarnmsg  # type: ignore[attr-defined]
 
     def showwarnmsg(msg: Any) -> None:
+        now = time.perf_counter()  # the wait ended before this: read the clock before any work
         if isinstance(msg.message, Warning) and MESSAGE in str(msg.message):
-            on_sync(sys._getframe(1))  # the frame that called the op that synced
+            on_sync(sys._getframe(1), now)  # the frame that called the op that synced
             if program["mode"] != 1:
                 return
         original_show(msg)

@@ -149,9 +149,11 @@ class Interceptor:
             raised = raised or exc
         return raised
 
-    def on_sync_warning(self, frame: Any) -> None:
-        """The detector's report of a sync that just ended in a call made from `frame`:
-        attribute it, time it, tell the listeners and, if one says stop, arm the error."""
+    def on_sync_warning(self, frame: Any, now: float) -> None:
+        """The detector's report of a sync that ended in a call made from `frame` at `now`
+        (`perf_counter`): attribute it, time it, tell the listeners and, if one says stop,
+        arm the error. The time is `now`, not after the attribution's stack walk (which on
+        a launch-bound program's short waits was most of what the trace called blocked)."""
         if self._busy() or not self.listeners:
             return
         self._local.busy = True
@@ -159,7 +161,7 @@ class Interceptor:
             where = self.user.attribute(frame)
             blocked = None
             if self.clock is not None and self._wants_time() and self.clock.start():
-                blocked = self.clock.elapsed(where.raise_frame)
+                blocked = self.clock.elapsed(where.raise_frame, now)
             exc = self._dispatch(SyncEvent("stream", where, blocked, threading.current_thread().name))
             if exc is not None:
                 from synclint.trace.raising import arm

@@ -109,12 +109,12 @@ class SyncClock:
         i = bisect.bisect_right(offsets, lasti) - 1
         return offsets[i] if i >= 0 else lasti
 
-    def elapsed(self, frame: Optional[FrameType]) -> Optional[float]:
-        """Seconds since the start of `frame`'s current instruction (or since the previous
-        report inside it); None the first time that instruction syncs (it is armed now)."""
+    def elapsed(self, frame: Optional[FrameType], now: float) -> Optional[float]:
+        """Seconds from the start of `frame`'s current instruction (or from the previous
+        report inside it) to `now`, when the report arrived; None the first time that
+        instruction syncs (it is armed now)."""
         if frame is None or self._tool is None:
             return None
-        now = time.perf_counter()
         code = frame.f_code
         offset = self._instruction(code, frame.f_lasti)
         started = getattr(self._local, "started", None)
