@@ -8,7 +8,7 @@ changing, in two nested worklists:
 - **in a file** (`walk_to_fixpoint`): a unit is one walk of one file from the facts the
   walk before it left. A call above the function it calls, or an attribute read above the
   class that sets it, reads the last walk's answer; the file is walked again while a walk
-  says such a read is stale. At most `FILE_WALKS` walks (the walk runs in the worker that
+  says such a read is stale. At most `FILE_WALKS` walks (the walks run in the worker that
   holds the tree; `engine.analyse` and `engine.lint_analysis` are single walks around it);
 - **across files** (`Solver`): a unit is one file, linted from the facts the project makes
   for it; what its walk found (its summary) goes back to the project. A file is queued
@@ -32,9 +32,11 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-# Walks of one file, at most: the first, and one from what the first learned (calls above
-# the functions they call: loss -> assign -> geometry, known before linting).
-FILE_WALKS = 2
+# Walks of one file (with or without the rules), at most: the first, then each from what
+# the one before learned, while a read above a definition took a stale answer (calls above
+# the functions they call: loss -> assign -> geometry, known before linting). Most files
+# settle after one walk, some after two; nnUNet's `resample_torch` after three.
+FILE_WALKS = 4
 # Linking rounds after the first lint, at most: a file is linted again when what other
 # files' walks learned changes its answers (its callers' values reach it, its return
 # reaches them). 3D-ResNets-PyTorch settles after seven (the model `make_data_parallel`
