@@ -90,19 +90,23 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
     from synclint.semantic import SemanticModel
     from synclint.walker import Walker
 
+    from synclint.solver import walk_to_fixpoint
+
     module, rows, spans = _parse(source, libcst_tree)
+
+    def walk(last):
+        """One walk without rules, from what the walk `last` learned."""
+        model = SemanticModel(source, filename, facts=last.summary() if last is not None else None,
+                              module_name=module_name)
+        model.set_module(module)
+        Walker(model, ()).walk(module)
+        return model
+
     with _deep_recursion(), _reading(source, spans):
-        first = SemanticModel(source, filename, module_name=module_name)
-        first.set_module(module)
-        Walker(first, ()).walk(module)
-        if first.forward_refs_known():
-            # calls above the functions they call: walk again from what the first walk
-            # learned, so that a chain (loss -> assign -> geometry) is known before linting
-            again = SemanticModel(source, filename, facts=first.summary(), module_name=module_name)
-            again.set_module(module)
-            Walker(again, ()).walk(module)
-            first = again
-    return Analysis(source, filename, module_name, module, first.summary(), first.module_summary(module_name or ""),
+        # calls above the functions they call: walked again from what a walk learned, so
+        # that a chain (loss -> assign -> geometry) is known before linting
+        model = walk_to_fixpoint(walk, SemanticModel.forward_refs_known)
+    return Analysis(source, filename, module_name, module, model.summary(), model.module_summary(module_name or ""),
                     rows, spans)
 
 
@@ -124,21 +128,25 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     from synclint.semantic.heat import hot_functions
     from synclint.walker import Walker
 
+    from synclint.solver import walk_to_fixpoint
+
     source, module = a.source, a.module
     failed: dict = {}  # rule class -> statement index where it raised
+
+    def walk(last):
+        """One walk with the rules, from what the walk `last` learned (else the first walks')."""
+        ctx = SemanticModel(source, a.filename, facts=last.summary() if last is not None else a.facts,
+                            project=project, module_name=a.module_name)
+        ctx.set_module(module)
+        failed.clear()
+        Walker(ctx, _isolated_rules(rules, ctx, failed)).walk(module)
+        return ctx
+
     with _deep_recursion():
-        facts = a.facts
-        for again in (False, True):
-            ctx = SemanticModel(source, a.filename, facts=facts, project=project, module_name=a.module_name)
-            ctx.set_module(module)
-            failed.clear()
-            Walker(ctx, _isolated_rules(rules, ctx, failed)).walk(module)
-            # `err1, err5 = accuracy(output, target)` above `def accuracy`: its return was the
-            # first walk's, made before the project said where `output` lives. Once more,
-            # from what this walk learned.
-            if again or not ctx.stale_reads():
-                break
-            facts = ctx.summary()
+        # `err1, err5 = accuracy(output, target)` above `def accuracy`: its return was the
+        # first walk's, made before the project said where `output` lives: walked again
+        # from what this walk learned.
+        ctx = walk_to_fixpoint(walk, SemanticModel.stale_reads)
     graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],

@@ -402,7 +402,8 @@ def _preload(echo: Callable[[str], None]) -> None:
     from synclint.registry import all_rules
 
     all_rules()
-    for name in ("synclint.run.pipeline", "synclint.run.runner", "synclint.engine", "synclint.project", "synclint.report.output",
+    for name in ("synclint.run.pipeline", "synclint.run.runner", "synclint.engine", "synclint.project", "synclint.solver",
+                 "synclint.report.output",
                  "synclint.report.render", "synclint.report.formats", "synclint.baseline", "synclint.report.savings", "synclint.run.cache",
                  "synclint.run.workers", "multiprocessing.connection", "synclint.semantic.facts"):
         try:

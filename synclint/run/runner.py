@@ -24,11 +24,6 @@ PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs m
 # timer signal gets through and only killing the process keeps the budget (up to 5 s for
 # 100,000 characters of a one-line list; a fork costs some 50 ms).
 LOCAL_MAX_CHARS = 100_000
-# Linking rounds after the first lint: a file is linted again when what other files' walks
-# learned changes its answers (its callers' values reach it, its return reaches them).
-# 3D-ResNets-PyTorch needs three: the model `make_data_parallel` returns reaches
-# `calculate_accuracy` through main, training and validation (none on the Lightning sources).
-LINK_ROUNDS = 3
 
 
 @dataclass
@@ -36,6 +31,7 @@ class Result:
     findings: List[Finding] = field(default_factory=list)
     errors: List[FileError] = field(default_factory=list)
     files_checked: int = 0
+    linted: List[List[str]] = field(default_factory=list)  # the files linted, round by round (`Solver.computed`)
 
 
 def check_files(
@@ -117,7 +113,7 @@ def check_files(
             entries = _unchanged_project(cache, texts, digests, absolute)
         if len(entries) != len(texts):
             entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
-                               known, max_chars, kept, decoded)
+                               known, max_chars, kept, decoded, result.linted)
     modules = {}
     if declared.cold:
         from synclint.project import module_names
@@ -235,7 +231,7 @@ def _unchanged_project(cache, texts: Dict[str, object], digests: Dict[str, str],
 
 def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget=None,
              declared: DeclaredHeat = DeclaredHeat(), known=None, max_chars=None, kept=None,
-             decoded: Fresh = FRESH) -> Dict[str, list]:
+             decoded: Fresh = FRESH, linted: Optional[list] = None) -> Dict[str, list]:
     summaries = None
     if cache_dir is not None:
         summaries = SummaryCache(cache_dir, decoded)
@@ -248,6 +244,8 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
         run.lint()
     finally:
         run.runner.close()
+    if linted is not None:
+        linted.extend(run.solver.computed)
     run.heat(known)
     if cache is not None:  # (None: the next run looks at each file's entry)
         cache.project = None if run.limited else (
@@ -258,11 +256,13 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
 
 
 class _Run:
-    """One check of a project with a cache: the state the phases share."""
+    """One check of a project with a cache: the state the phases share. What is linted, and
+    how often, the solver decides (`synclint.solver`); this runs its jobs."""
 
     def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat,
                  max_chars=None, kept=None, decoded: Fresh = FRESH) -> None:
         from synclint.project import Project, module_names, project_root
+        from synclint.solver import Solver
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner
         self.declared = declared
@@ -272,34 +272,20 @@ class _Run:
         # its importers were told is this run's, so the next run may not reuse it whole
         self.limited = False
         self.project = Project(project_root(list(texts)), absolute, kept)
+        self.solver = Solver(self.project, digests, self._lint_jobs, decoded.made)
+        self.out = self.solver.out  # path -> entry (see `check_files`)
         self.names = module_names(texts)
-        self.out: Dict[str, list] = {}  # path -> entry (see `check_files`)
         self.errors: Dict[str, str] = {}
         self.affinity: Dict[str, int] = {}  # path -> the worker that holds its tree
         self.extra: List[str] = []  # modules the checked files import, not named on the command line
         self.forced: Set[str] = set()
         self.last: Dict[str, list] = {}  # path -> the cache's entry of its last lint (unchanged files)
-        self.facts: Dict[str, object] = {}  # path -> the ProjectFacts its (last) lint was given
-        # absolute path -> the summary JSON of the first walk, and the one the project holds
-        # now (compared as JSON: cheaper than making it again from the objects)
-        self.first: Dict[str, Optional[dict]] = {}
-        self.held: Dict[str, Optional[dict]] = {}
-
-    def _add(self, path: str, summary: Optional[dict], made=None, version: Optional[str] = None) -> None:
-        """Give the project a first walk's summary (`made`: the object, `version`: its
-        `summary_version`, when at hand)."""
-        from synclint.semantic.facts import ModuleSummary, summary_version
-
-        if made is None and summary:
-            made = ModuleSummary.from_json(summary)
-        self.project.add(path, made, version or summary_version(summary))
-        self.first[self.project.absolute(path)] = self.held[self.project.absolute(path)] = summary
 
     def _cached_summary(self, path: str, digest: str) -> bool:
         hit = self.summaries.get(self.project.absolute(path), digest) if self.summaries is not None else None
         if hit is None:
             return False
-        self._add(path, hit[0], hit[1], hit[3])
+        self.solver.add(path, hit[0], hit[1], hit[3])
         if hit[2] and path in self.texts:
             self.errors[path] = hit[2]
         return True
@@ -320,7 +306,7 @@ class _Run:
         for worker, job, (summary, error) in self.runner.run(todo):
             path = job[1]
             self.affinity[path] = worker
-            self._add(path, summary)
+            self.solver.add(path, summary)
             if error:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
@@ -347,60 +333,35 @@ class _Run:
                 else:  # a module too large says nothing to its importers
                     self.limited = True
         for _, job, (summary, error) in self.runner.run(todo):
-            self._add(job[1], summary)
+            self.solver.add(job[1], summary)
             self._keep_summary(job[1], summary, error)  # (a timeout is not kept)
             self.limited |= timed_out(error)
         # Files that never name torch but import project modules that hold tensors (a
         # script using only what `logs.py` gives it): analysed too (GAPS G4).
-        self.forced = _forced(self.texts, self.errors, project)
-        todo = [("summarise", p, self.texts[p], self.names[p], True, True) for p in self.forced
-                if project.summaries.get(project.absolute(p)) is None]
+        self.forced = self.solver.forced(lambda: _forced(self.texts, self.errors, project), self._force)
+
+    def _force(self, paths: List[str]) -> None:
+        """Summarise files the prefilter skipped (`Solver.forced`)."""
+        todo = [("summarise", p, self.texts[p], self.names[p], True, True) for p in paths]
         for worker, job, (summary, error) in self.runner.run(todo):
             path = job[1]
             self.affinity[path] = worker
             if summary:
-                self._add(path, summary)
+                self.solver.add(path, summary)
             if error:
                 self.errors[path] = error
             self._keep_summary(path, summary, error)
 
     # ------------------------------------------------------------------ phase 2
     def lint(self) -> None:
-        """The rules, with what the project tells each file.
-
-        Files unchanged since the last run bring back the summaries their last lint left
-        (the state that run ended in). New and edited files are linted first, so that what
-        their walks learn reaches the others' facts before those are made: an edit's
-        dependents are linted once, not twice. A file with a last lint is linted again only
-        when an answer to a question it asked the project has changed; one whose facts
-        would be made from the same summaries as last time (no edit reached them) is not
-        even asked (`Project.facts_unchanged`). A last round links what the walks learned
-        again (a parameter's value from another module, passed on to a third, and what the
-        callee then returns to the caller), up to `LINK_ROUNDS` times: a chain of five
-        modules is seen, a longer one may not be."""
-        project = self.project
+        """The rules, with what the project tells each file, to the solver's fixpoint. Files
+        unchanged since the last run bring back the summaries their last lint left (the
+        state that run ended in)."""
         hits = {p: hit for p, hit in self.last.items() if p not in self.errors}
         for path in self.errors:
             if path in self.texts:
                 self.out[path] = [self.digests[path], "", [], None, self.errors[path], [[], []], None, [], None]
-        fresh = [p for p in self.texts if p not in self.errors and p not in hits]
-        self._lint(fresh, make_facts=True)
-        todo = []
-        for path, hit in hits.items():
-            if project.facts_unchanged(path, hit[8]):
-                self.facts[path] = project.facts_stub(path)
-                self.out[path] = hit
-            elif self._same_answers(path, hit):
-                self.out[path] = hit
-            else:
-                todo.append(path)
-        self._lint(todo)
-        for _ in range(LINK_ROUNDS):
-            # (whether a file's answers changed is asked as its job is about to go out: the
-            # workers lint the first files that need it while the rest are asked)
-            again = [p for p, e in self.out.items() if not e[4] and project.may_change(p, self.facts[p])]
-            if not again or not self._lint(again, unless_same_answers=True):
-                break
+        self.solver.solve([p for p in self.texts if p not in self.errors and p not in hits], hits)
 
     def _read_last_lints(self) -> None:
         """The last run's lint of each unchanged file, from the cache, and the summaries
@@ -411,58 +372,20 @@ class _Run:
             hit = self.cache.get(self.project.absolute(path), self.digests[path]) if path not in self.errors else None
             if hit is not None:
                 self.last[path] = hit
-                self._update(path, hit[6])
+                self.solver.update(path, hit[6])
 
-    def _same_answers(self, path: str, entry: list) -> bool:
-        """Make `path`'s facts now; whether they answer its last lint's questions alike."""
-        pf = self.facts[path] = self.project.facts_for(path)
-        try:
-            if pf.answers_digest(entry[7]) != entry[1]:
-                return False
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError):  # cached questions of another shape
-            return False
-        entry[8] = self.project.made_from(path)
-        return True
-
-    def _lint(self, paths: List[str], make_facts: bool = False, unless_same_answers: bool = False) -> int:
-        """Lint `paths` with the facts just made for them (`make_facts`: made as each job is
-        sent, while the workers lint the jobs before it; `unless_same_answers`: not those
-        files whose facts answer their last lint's questions alike), then give the project
-        what their walks found (only then: every file's facts are made from the same
-        project). How many were linted."""
-        paths = sorted(paths, key=lambda p: -len(self.texts[p]))  # biggest first, as in the first phase
+    def _lint_jobs(self, paths: List[str], prepare):
+        """The solver's lints: `paths` in the workers that hold their trees, biggest first
+        (as in the first phase), each with the facts `prepare(path)` makes as it goes out."""
+        paths = sorted(paths, key=lambda p: -len(self.texts[p]))
 
         def with_facts(job):
-            path = job[1]
-            if make_facts:
-                self.facts[path] = self.project.facts_for(path)
-            elif unless_same_answers and self._same_answers(path, self.out[path]):
-                return None
-            return job[:4] + (self.facts[path].to_json(),) + job[5:]
+            facts = prepare(job[1])
+            return None if facts is None else job[:4] + (facts,) + job[5:]
 
         jobs = [("lint", p, self.texts[p], self.names[p], None, p in self.forced) for p in paths]
-        linted = 0
-        for _, job, (found, graph, error, summary, reads) in self.runner.run(jobs, self.affinity, with_facts):
-            linted += 1
-            path = job[1]
-            answers = self.facts[path].answers_digest(reads)
-            self.out[path] = [self.digests[path], answers, found, graph, error, [[], []], summary, reads,
-                              self.project.made_from(path)]
-        for path in paths:
-            e = self.out[path]
-            self._update(path, e[6])
-        return linted
-
-    def _update(self, path: str, summary: Optional[dict]) -> None:
-        """Give the project what a file's second walk found, when it differs from what it holds."""
-        from synclint.semantic.facts import ModuleSummary, summary_version
-
-        key = self.project.absolute(path)
-        if not summary or self.held.get(key) is None or summary == self.held[key]:
-            return
-        self.project.update(path, self.decoded.made("second summary", summary, ModuleSummary.from_json),
-                            self.decoded.made("second version", summary, summary_version))
-        self.held[key] = summary
+        for _, job, result in self.runner.run(jobs, self.affinity, with_facts):
+            yield job[1], result
 
     # ------------------------------------------------------------------ heat
     def heat(self, known=None) -> None:
@@ -492,7 +415,7 @@ class _Run:
             if key in compiled:  # (the functions of this file that run compiled, and how)
                 e[5].append({q: r.to_json() for q, r in sorted(compiled[key].items())})
             if self.cache is not None and not timed_out(e[4]):
-                if e[6] is not None and e[6] == self.first.get(key):
+                if e[6] is not None and e[6] == self.solver.first.get(key):
                     e = e[:6] + [None] + e[7:]
                 self.cache.put(key, e)
 
