@@ -131,8 +131,19 @@ def measured_lines(code: str, data: Optional[Dict[str, Any]] = None) -> List[str
             c = (r.get("comparisons") or {}).get(f"{mode}/captured")
             if c is not None:
                 lines.append(f"  with {', '.join(r.get('capture') or [])} under {MODE_WORDS.get(mode, mode)} (no break, "
-                             f"the host still waits): the fix {comparison_phrase(c)}")
+                             f"{_captured_wait(r, mode)}): the fix {comparison_phrase(c)}")
     return lines
+
+
+def _captured_wait(r: Dict[str, Any], mode: str) -> str:
+    """Whether the captured variant still synced in its measured step: a value captured
+    into the graph that only feeds tensor math stays on the GPU (the host does not wait);
+    one that sets a shape is still read by the host. (The debug mode sees the syncs that
+    pass c10's two hooked places, not every one: docs/trace.md.)"""
+    syncs = ((r.get("variants") or {}).get(f"{mode}/captured") or {}).get("syncs")
+    if syncs is None:
+        return "syncs not counted"
+    return "the host still waits" if syncs else "no sync seen by torch's sync debug mode"
 
 
 def _compile_times(r: Dict[str, Any], mode: str) -> str:
