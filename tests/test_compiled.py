@@ -429,3 +429,44 @@ def test_an_annotation_naming_a_class_through_a_module_level_alias(tmp_path):
     files["pkg/layer.py"] = layer.replace("DecodeCache = util.DecodeCache", "DecodeCache = util.make()")
     assert _syn6_rows(tmp_path, files) == set()
 
+
+
+def test_a_model_picked_from_a_registry_of_factories(tmp_path):
+    """LlamaGen's `vq_model = VQ_models[args.vq_model](...)`, `VQ_models = {'VQ-16': VQ_16, ...}`
+    with `def VQ_16(**kw): return VQModel(...)` in the model's module: whichever key, the model is
+    a VQModel, so its forward is compiled. Near misses: a class no factory of the registry makes
+    stays eager, and so does the model of a registry that is not a literal of known values."""
+    (tmp_path / "pkg").mkdir()
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models.py": "import torch\nfrom torch import nn\n"
+                         "class VQModel(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 0]\n"  # 5
+                         "class Other(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 1]\n"  # 8
+                         "def VQ_16(**kw):\n    return VQModel()\n"
+                         "def VQ_8(**kw):\n    return VQModel()\n"
+                         "VQ_models = {'VQ-16': VQ_16, 'VQ-8': VQ_8}\n"
+                         "OTHER_models = dict(load_entry_points())\n",
+        "pkg/train.py": "import sys\nimport torch\nfrom pkg.models import VQ_models, OTHER_models\n"
+                        "vq_model = VQ_models[sys.argv[1]](codebook_size=8)\n"
+                        "vq_model = torch.compile(vq_model)\n"
+                        "other = OTHER_models[sys.argv[2]]()\n"
+                        "other = torch.compile(other)\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("models.py", 5)}
+
+
+def test_a_registry_of_classes_in_the_same_module(tmp_path):
+    """`MODELS = {"a": NetA, "b": NetB}; model = torch.compile(MODELS[name]())`: either class's
+    forward is compiled; a class not in the registry is not."""
+    files = {
+        "run.py": "import sys\nimport torch\nfrom torch import nn\n"
+                  "class NetA(nn.Module):\n    def forward(self, x):\n        return x[x > 0]\n"  # 6
+                  "class NetB(nn.Module):\n    def forward(self, x):\n        return x.nonzero()\n"  # 9
+                  "class NetC(nn.Module):\n    def forward(self, x):\n        return x.nonzero()\n"  # 12
+                  "MODELS = {'a': NetA, 'b': NetB}\n"
+                  "model = torch.compile(MODELS[sys.argv[1]]())\n"
+                  "print(NetC()(torch.randn(3)))\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("run.py", 6), ("run.py", 9)}

@@ -817,7 +817,7 @@ class SemanticModel(Inference):
             cf.abstract = sorted(m for m in info.methods if m not in cf.methods and _abstract(self.all_funcs.get(f"{cname}.{m}")))
             out.classes[cname] = cf
         for vname, b in self.module_scope.items():
-            if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val):
+            if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val) or V.is_registry(b.val):
                 out.values[vname] = b.val
         for qual, info in self.all_funcs.items():
             out.params[qual] = (list(info.param_order), sorted(info.defaults))
