@@ -470,3 +470,36 @@ def test_a_registry_of_classes_in_the_same_module(tmp_path):
                   "print(NetC()(torch.randn(3)))\n",
     }
     assert _syn6_rows(tmp_path, files) == {("run.py", 6), ("run.py", 9)}
+
+
+def test_a_float_annotated_parameter_given_a_tensor(tmp_path):
+    """Zonos's `_decode_one_token(self, ids, params, cfg_scale: float)`, compiled through a local
+    (`decode_one_token = self._decode_one_token; decode_one_token = torch.compile(...)`) and
+    called with `cfg_scale = torch.tensor(cfg_scale)`: its `if cfg_scale == 1.0:` tests a tensor,
+    annotation or not. Near miss: where every caller passes a float (`_prefill`) it is a float."""
+    files = {
+        "model.py": "import torch\n"
+                    "class Zonos(torch.nn.Module):\n"
+                    "    def _logits(self, h, cfg_scale: float):\n"
+                    "        if cfg_scale != 1.0:\n"  # 4
+                    "            h = h * cfg_scale\n"
+                    "        return h\n"
+                    "    def _prefill(self, h, cfg_scale: float):\n"
+                    "        if cfg_scale != 1.0:\n"  # 8
+                    "            h = h * 2\n"
+                    "        return h\n"
+                    "    def _decode_one_token(self, h, cfg_scale: float):\n"
+                    "        if cfg_scale == 1.0:\n"  # 12
+                    "            return h\n"
+                    "        return self._logits(h, cfg_scale)\n"
+                    "    def generate(self, h, cfg_scale: float = 2.0):\n"
+                    "        decode_one_token = self._decode_one_token\n"
+                    "        decode_one_token = torch.compile(decode_one_token, dynamic=True)\n"
+                    "        h = self._prefill(h, cfg_scale)\n"
+                    "        h = self._logits(h, cfg_scale)\n"
+                    "        cfg_scale = torch.tensor(cfg_scale)\n"
+                    "        for _ in range(4):\n"
+                    "            h = decode_one_token(h, cfg_scale)\n"
+                    "        return h\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("model.py", 4), ("model.py", 12)}
