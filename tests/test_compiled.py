@@ -503,3 +503,43 @@ def test_a_float_annotated_parameter_given_a_tensor(tmp_path):
                     "        return h\n",
     }
     assert _syn6_rows(tmp_path, files) == {("model.py", 4), ("model.py", 12)}
+
+
+_LM = ("import torch\nfrom torch import nn\n"
+       "class Rotary(nn.Module):\n    def forward(self, pos: torch.Tensor):\n"
+       "        if pos.max() > 4:\n            return pos * 2\n        return pos\n"  # 5
+       "class LanguageModel(nn.Module):\n    def __init__(self, cfg):\n        super().__init__()\n"
+       "        self.rot = Rotary()\n"
+       "    def forward(self, x):\n        return self.rot(x)\n"
+       "    @classmethod\n    def from_pretrained(cls, cfg):\n        model = cls(cfg)\n"
+       "        model.load_state_dict(torch.load(cfg))\n        return model\n"
+       "    @classmethod\n    def from_file(cls, path):\n        return load_anything(path)\n")
+
+
+def test_a_submodule_made_by_a_classmethod_constructor(tmp_path):
+    """nanoVLM's `self.decoder = LanguageModel.from_pretrained(cfg)`, whose classmethod makes
+    `cls(cfg)` and returns it: an instance of LanguageModel, whose forward the compiled model runs."""
+    files = {
+        "lm.py": _LM,
+        "vlm.py": "import torch\nfrom torch import nn\nfrom lm import LanguageModel\n"
+                  "class VLM(nn.Module):\n    def __init__(self, cfg):\n        super().__init__()\n"
+                  "        self.decoder = LanguageModel.from_pretrained(cfg)\n"
+                  "    def forward(self, x):\n        return self.decoder(x)\n",
+        "train.py": "import torch\nfrom vlm import VLM\nmodel = torch.compile(VLM(None))\n",
+        "alone.py": _LM.replace("> 4", "> 5") + "model = torch.compile(LanguageModel.from_pretrained(None))\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("lm.py", 5), ("alone.py", 5)}
+
+
+def test_a_classmethod_returning_something_else_says_nothing(tmp_path):
+    """Near miss: a classmethod whose return is not `cls(...)` (`from_file` returns whatever a
+    loader gives) does not make an instance of the class."""
+    files = {
+        "lm.py": _LM,
+        "vlm.py": "import torch\nfrom torch import nn\nfrom lm import LanguageModel\n"
+                  "class VLM(nn.Module):\n    def __init__(self, cfg):\n        super().__init__()\n"
+                  "        self.decoder = LanguageModel.from_file(cfg)\n"
+                  "    def forward(self, x):\n        return self.decoder(x)\n",
+        "train.py": "import torch\nfrom vlm import VLM\nmodel = torch.compile(VLM(None))\n",
+    }
+    assert _syn6_rows(tmp_path, files) == set()

@@ -337,6 +337,12 @@ class ProjectFacts:
         c = self.class_facts(q)
         if c is not None:
             return Val(MODULE if c.is_module else OBJECT, cls=c.key)
+        owner, _, method = q.rpartition(".")
+        c = self.class_facts(owner) if owner else None
+        if c is not None:  # a classmethod constructor (`LanguageModel.from_pretrained(cfg)`: `cls(cfg)`)
+            made = self.class_member(owner, method, True)
+            if made is not None and made.kind in (MODULE, OBJECT) and made.cls == c.key:
+                return made
         return None
 
     def answer(self, key: Sequence[str]):

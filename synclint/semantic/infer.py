@@ -561,7 +561,10 @@ class Inference:
                     made = self._function_applied(V.class_key(recv), call)
                     if made is not None:
                         return made
-                recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's own methods are not followed
+                made = self.method_return(V.class_key(recv), func.attr.value)
+                if made is not None and made.kind in (V.MODULE, V.OBJECT) and made.cls == V.class_key(recv):
+                    return made  # a classmethod constructor (`LanguageModel.from_pretrained(cfg)`: `cls(cfg)`)
+                recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's other methods are not followed
             if recv.kind in (V.MODULE, V.OBJECT):
                 sub = self._infer_attribute(func)
                 if sub.kind == V.MODULE:  # `self.norm(self.lin(x))`: a submodule's output
