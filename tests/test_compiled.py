@@ -543,3 +543,30 @@ def test_a_classmethod_returning_something_else_says_nothing(tmp_path):
         "train.py": "import torch\nfrom vlm import VLM\nmodel = torch.compile(VLM(None))\n",
     }
     assert _syn6_rows(tmp_path, files) == set()
+
+
+def test_a_bound_method_compiled_through_a_local(tmp_path):
+    """`fn = self.step; compiled = torch.compile(fn)`, then `compiled(x)` in a loop: `step` is
+    compiled, and so is what it calls. Near miss: the method the local held before it was
+    rebound (`fn = self.warmup`, then `fn = self.step`) is not compiled."""
+    files = {
+        "agent.py": "import torch\n"
+                    "class Agent:\n"
+                    "    def warmup(self, x):\n"
+                    "        return x[x > 0]\n"  # 4
+                    "    def helper(self, x):\n"
+                    "        return x.nonzero()\n"  # 6
+                    "    def step(self, x: torch.Tensor):\n"
+                    "        if x.sum() > 0:\n"  # 8
+                    "            return self.helper(x)\n"
+                    "        return x\n"
+                    "    def run(self, x):\n"
+                    "        fn = self.warmup\n"
+                    "        x = fn(x)\n"
+                    "        fn = self.step\n"
+                    "        compiled = torch.compile(fn)\n"
+                    "        for _ in range(3):\n"
+                    "            x = compiled(x)\n"
+                    "        return x\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("agent.py", 6), ("agent.py", 8)}
