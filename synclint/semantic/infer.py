@@ -562,8 +562,8 @@ class Inference:
                     if made is not None:
                         return made
                 made = self.method_return(V.class_key(recv), func.attr.value)
-                if made is not None and made.kind in (V.MODULE, V.OBJECT) and made.cls == V.class_key(recv):
-                    return made  # a classmethod constructor (`LanguageModel.from_pretrained(cfg)`: `cls(cfg)`)
+                if made is not None and made.kind == V.MODULE and made.cls == V.class_key(recv):
+                    return made  # a module's classmethod constructor (`LanguageModel.from_pretrained(cfg)`; see call_val)
                 recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's other methods are not followed
             if recv.kind in (V.MODULE, V.OBJECT):
                 sub = self._infer_attribute(func)
