@@ -570,3 +570,32 @@ def test_a_bound_method_compiled_through_a_local(tmp_path):
                     "        return x\n",
     }
     assert _syn6_rows(tmp_path, files) == {("agent.py", 6), ("agent.py", 8)}
+
+
+def test_the_eager_branch_of_is_compiling(tmp_path):
+    """aimnet2's `mol_sum`: `if torch.compiler.is_compiling(): n = int(idx[-1].item()) + 1` else
+    the cached count. Under Dynamo `is_compiling()` is True, so the `else` (and the body of `if not
+    torch.compiler.is_compiling():`) never runs compiled: no compiled finding there; the eager rule
+    keeps its finding (the function also runs eagerly). Near miss: the compiling branch is compiled."""
+    files = {
+        "net.py": "import torch\n"
+                  "def count(idx: torch.Tensor, data: dict):\n"
+                  "    if torch.compiler.is_compiling():\n"
+                  "        n = int(idx[-1].item()) + 1\n"  # 4
+                  "    else:\n"
+                  "        n = int(idx[-1].item()) + 2\n"  # 6
+                  "    if not torch._dynamo.is_compiling():\n"
+                  "        print(idx.sum().item())\n"  # 8
+                  "    return n\n"
+                  "class Net(torch.nn.Module):\n"
+                  "    def forward(self, idx: torch.Tensor):\n"
+                  "        return count(idx, {})\n"
+                  "model = torch.compile(Net())\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    found = check_files([str(tmp_path / n) for n in files], all_rules()).findings
+    rows = {(f.row, f.code[:4]) for f in found if f.row in (4, 6, 8)}
+    assert (4, "SYN6") in rows
+    assert not any(code == "SYN6" for row, code in rows if row in (6, 8))
+    assert (6, "SYN1") in rows and (8, "SYN1") in rows

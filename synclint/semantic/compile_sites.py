@@ -27,6 +27,7 @@ CONFIG = _D["config"]
 CONFIG_PATCH = frozenset(_D["config_patch"])
 ENVIRON = frozenset(_D["environ"])
 MODULE_COMPILE = _D["module_compile_method"]
+IS_COMPILING = frozenset(_D["is_compiling"])
 
 # what a compiled expression runs: call-graph keys, each with the key of a method whose
 # existence in the project voids it (`e.compile()` of a class with a `compile` of its own)
@@ -193,3 +194,23 @@ def with_flags(ctx, node: cst.With) -> Dict[str, bool]:
         if type(item.item) is cst.Call and ctx.qualname(item.item.func) in CONFIG_PATCH:
             out.update(patch_flags(item.item))
     return out
+
+
+def eager_only(ctx, stmts) -> bool:
+    """The innermost statement of `stmts` (the walk's statement stack, outermost first) is in
+    the branch of an `if` that runs only when Dynamo is not tracing: the `else` of `if
+    torch.compiler.is_compiling():`, the body of `if not torch.compiler.is_compiling():`."""
+    for outer, inner in zip(stmts, stmts[1:]):
+        if type(outer) is not cst.If:
+            continue
+        test, negated = outer.test, False
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, True
+        if type(test) is not cst.Call or test.args or ctx.qualname(test.func) not in IS_COMPILING:
+            continue
+        # (a small statement sits in a SimpleStatementLine of the body)
+        in_body = any(inner is s or type(s) is cst.SimpleStatementLine and any(inner is x for x in s.body)
+                      for s in outer.body.body)
+        if in_body == negated:
+            return True
+    return False
