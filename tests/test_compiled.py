@@ -587,15 +587,19 @@ def test_the_eager_branch_of_is_compiling(tmp_path):
                   "    if not torch._dynamo.is_compiling():\n"
                   "        print(idx.sum().item())\n"  # 8
                   "    return n\n"
+                  "def fast(idx: torch.Tensor):\n"
+                  "    if torch.compiler.is_compiling():\n"
+                  "        return int(idx[-1].item())\n"  # 12
+                  "    return int(idx[-2].item())\n"  # 13
                   "class Net(torch.nn.Module):\n"
                   "    def forward(self, idx: torch.Tensor):\n"
-                  "        return count(idx, {})\n"
+                  "        return count(idx, {}) + fast(idx)\n"
                   "model = torch.compile(Net())\n",
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     found = check_files([str(tmp_path / n) for n in files], all_rules()).findings
-    rows = {(f.row, f.code[:4]) for f in found if f.row in (4, 6, 8)}
-    assert (4, "SYN6") in rows
-    assert not any(code == "SYN6" for row, code in rows if row in (6, 8))
-    assert (6, "SYN1") in rows and (8, "SYN1") in rows
+    rows = {(f.row, f.code[:4]) for f in found if f.row in (4, 6, 8, 12, 13)}
+    assert (4, "SYN6") in rows and (12, "SYN6") in rows
+    assert not any(code == "SYN6" for row, code in rows if row in (6, 8, 13))
+    assert (6, "SYN1") in rows and (8, "SYN1") in rows and (13, "SYN1") in rows
