@@ -429,3 +429,177 @@ def test_an_annotation_naming_a_class_through_a_module_level_alias(tmp_path):
     files["pkg/layer.py"] = layer.replace("DecodeCache = util.DecodeCache", "DecodeCache = util.make()")
     assert _syn6_rows(tmp_path, files) == set()
 
+
+
+def test_a_model_picked_from_a_registry_of_factories(tmp_path):
+    """LlamaGen's `vq_model = VQ_models[args.vq_model](...)`, `VQ_models = {'VQ-16': VQ_16, ...}`
+    with `def VQ_16(**kw): return VQModel(...)` in the model's module: whichever key, the model is
+    a VQModel, so its forward is compiled. Near misses: a class no factory of the registry makes
+    stays eager, and so does the model of a registry that is not a literal of known values."""
+    (tmp_path / "pkg").mkdir()
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models.py": "import torch\nfrom torch import nn\n"
+                         "class VQModel(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 0]\n"  # 5
+                         "class Other(nn.Module):\n    def forward(self, x):\n"
+                         "        return x[x > 1]\n"  # 8
+                         "def VQ_16(**kw):\n    return VQModel()\n"
+                         "def VQ_8(**kw):\n    return VQModel()\n"
+                         "VQ_models = {'VQ-16': VQ_16, 'VQ-8': VQ_8}\n"
+                         "OTHER_models = dict(load_entry_points())\n",
+        "pkg/train.py": "import sys\nimport torch\nfrom pkg.models import VQ_models, OTHER_models\n"
+                        "vq_model = VQ_models[sys.argv[1]](codebook_size=8)\n"
+                        "vq_model = torch.compile(vq_model)\n"
+                        "other = OTHER_models[sys.argv[2]]()\n"
+                        "other = torch.compile(other)\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("models.py", 5)}
+
+
+def test_a_registry_of_classes_in_the_same_module(tmp_path):
+    """`MODELS = {"a": NetA, "b": NetB}; model = torch.compile(MODELS[name]())`: either class's
+    forward is compiled; a class not in the registry is not."""
+    files = {
+        "run.py": "import sys\nimport torch\nfrom torch import nn\n"
+                  "class NetA(nn.Module):\n    def forward(self, x):\n        return x[x > 0]\n"  # 6
+                  "class NetB(nn.Module):\n    def forward(self, x):\n        return x.nonzero()\n"  # 9
+                  "class NetC(nn.Module):\n    def forward(self, x):\n        return x.nonzero()\n"  # 12
+                  "MODELS = {'a': NetA, 'b': NetB}\n"
+                  "model = torch.compile(MODELS[sys.argv[1]]())\n"
+                  "print(NetC()(torch.randn(3)))\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("run.py", 6), ("run.py", 9)}
+
+
+def test_a_float_annotated_parameter_given_a_tensor(tmp_path):
+    """Zonos's `_decode_one_token(self, ids, params, cfg_scale: float)`, compiled through a local
+    (`decode_one_token = self._decode_one_token; decode_one_token = torch.compile(...)`) and
+    called with `cfg_scale = torch.tensor(cfg_scale)`: its `if cfg_scale == 1.0:` tests a tensor,
+    annotation or not. Near miss: where every caller passes a float (`_prefill`) it is a float."""
+    files = {
+        "model.py": "import torch\n"
+                    "class Zonos(torch.nn.Module):\n"
+                    "    def _logits(self, h, cfg_scale: float):\n"
+                    "        if cfg_scale != 1.0:\n"  # 4
+                    "            h = h * cfg_scale\n"
+                    "        return h\n"
+                    "    def _prefill(self, h, cfg_scale: float):\n"
+                    "        if cfg_scale != 1.0:\n"  # 8
+                    "            h = h * 2\n"
+                    "        return h\n"
+                    "    def _decode_one_token(self, h, cfg_scale: float):\n"
+                    "        if cfg_scale == 1.0:\n"  # 12
+                    "            return h\n"
+                    "        return self._logits(h, cfg_scale)\n"
+                    "    def generate(self, h, cfg_scale: float = 2.0):\n"
+                    "        decode_one_token = self._decode_one_token\n"
+                    "        decode_one_token = torch.compile(decode_one_token, dynamic=True)\n"
+                    "        h = self._prefill(h, cfg_scale)\n"
+                    "        h = self._logits(h, cfg_scale)\n"
+                    "        cfg_scale = torch.tensor(cfg_scale)\n"
+                    "        for _ in range(4):\n"
+                    "            h = decode_one_token(h, cfg_scale)\n"
+                    "        return h\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("model.py", 4), ("model.py", 12)}
+
+
+_LM = ("import torch\nfrom torch import nn\n"
+       "class Rotary(nn.Module):\n    def forward(self, pos: torch.Tensor):\n"
+       "        if pos.max() > 4:\n            return pos * 2\n        return pos\n"  # 5
+       "class LanguageModel(nn.Module):\n    def __init__(self, cfg):\n        super().__init__()\n"
+       "        self.rot = Rotary()\n"
+       "    def forward(self, x):\n        return self.rot(x)\n"
+       "    @classmethod\n    def from_pretrained(cls, cfg):\n        model = cls(cfg)\n"
+       "        model.load_state_dict(torch.load(cfg))\n        return model\n"
+       "    @classmethod\n    def from_file(cls, path):\n        return load_anything(path)\n")
+
+
+def test_a_submodule_made_by_a_classmethod_constructor(tmp_path):
+    """nanoVLM's `self.decoder = LanguageModel.from_pretrained(cfg)`, whose classmethod makes
+    `cls(cfg)` and returns it: an instance of LanguageModel, whose forward the compiled model runs."""
+    files = {
+        "lm.py": _LM,
+        "vlm.py": "import torch\nfrom torch import nn\nfrom lm import LanguageModel\n"
+                  "class VLM(nn.Module):\n    def __init__(self, cfg):\n        super().__init__()\n"
+                  "        self.decoder = LanguageModel.from_pretrained(cfg)\n"
+                  "    def forward(self, x):\n        return self.decoder(x)\n",
+        "train.py": "import torch\nfrom vlm import VLM\nmodel = torch.compile(VLM(None))\n",
+        "alone.py": _LM.replace("> 4", "> 5") + "model = torch.compile(LanguageModel.from_pretrained(None))\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("lm.py", 5), ("alone.py", 5)}
+
+
+def test_a_classmethod_returning_something_else_says_nothing(tmp_path):
+    """Near miss: a classmethod whose return is not `cls(...)` (`from_file` returns whatever a
+    loader gives) does not make an instance of the class."""
+    files = {
+        "lm.py": _LM,
+        "vlm.py": "import torch\nfrom torch import nn\nfrom lm import LanguageModel\n"
+                  "class VLM(nn.Module):\n    def __init__(self, cfg):\n        super().__init__()\n"
+                  "        self.decoder = LanguageModel.from_file(cfg)\n"
+                  "    def forward(self, x):\n        return self.decoder(x)\n",
+        "train.py": "import torch\nfrom vlm import VLM\nmodel = torch.compile(VLM(None))\n",
+    }
+    assert _syn6_rows(tmp_path, files) == set()
+
+
+def test_a_bound_method_compiled_through_a_local(tmp_path):
+    """`fn = self.step; compiled = torch.compile(fn)`, then `compiled(x)` in a loop: `step` is
+    compiled, and so is what it calls. Near miss: the method the local held before it was
+    rebound (`fn = self.warmup`, then `fn = self.step`) is not compiled."""
+    files = {
+        "agent.py": "import torch\n"
+                    "class Agent:\n"
+                    "    def warmup(self, x):\n"
+                    "        return x[x > 0]\n"  # 4
+                    "    def helper(self, x):\n"
+                    "        return x.nonzero()\n"  # 6
+                    "    def step(self, x: torch.Tensor):\n"
+                    "        if x.sum() > 0:\n"  # 8
+                    "            return self.helper(x)\n"
+                    "        return x\n"
+                    "    def run(self, x):\n"
+                    "        fn = self.warmup\n"
+                    "        x = fn(x)\n"
+                    "        fn = self.step\n"
+                    "        compiled = torch.compile(fn)\n"
+                    "        for _ in range(3):\n"
+                    "            x = compiled(x)\n"
+                    "        return x\n",
+    }
+    assert _syn6_rows(tmp_path, files) == {("agent.py", 6), ("agent.py", 8)}
+
+
+def test_the_eager_branch_of_is_compiling(tmp_path):
+    """aimnet2's `mol_sum`: `if torch.compiler.is_compiling(): n = int(idx[-1].item()) + 1` else
+    the cached count. Under Dynamo `is_compiling()` is True, so the `else` (and the body of `if not
+    torch.compiler.is_compiling():`) never runs compiled: no compiled finding there; the eager rule
+    keeps its finding (the function also runs eagerly). Near miss: the compiling branch is compiled."""
+    files = {
+        "net.py": "import torch\n"
+                  "def count(idx: torch.Tensor, data: dict):\n"
+                  "    if torch.compiler.is_compiling():\n"
+                  "        n = int(idx[-1].item()) + 1\n"  # 4
+                  "    else:\n"
+                  "        n = int(idx[-1].item()) + 2\n"  # 6
+                  "    if not torch._dynamo.is_compiling():\n"
+                  "        print(idx.sum().item())\n"  # 8
+                  "    return n\n"
+                  "def fast(idx: torch.Tensor):\n"
+                  "    if torch.compiler.is_compiling():\n"
+                  "        return int(idx[-1].item())\n"  # 12
+                  "    return int(idx[-2].item())\n"  # 13
+                  "class Net(torch.nn.Module):\n"
+                  "    def forward(self, idx: torch.Tensor):\n"
+                  "        return count(idx, {}) + fast(idx)\n"
+                  "model = torch.compile(Net())\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    found = check_files([str(tmp_path / n) for n in files], all_rules()).findings
+    rows = {(f.row, f.code[:4]) for f in found if f.row in (4, 6, 8, 12, 13)}
+    assert (4, "SYN6") in rows and (12, "SYN6") in rows
+    assert not any(code == "SYN6" for row, code in rows if row in (6, 8, 13))
+    assert (6, "SYN1") in rows and (8, "SYN1") in rows and (13, "SYN1") in rows

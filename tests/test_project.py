@@ -1631,3 +1631,28 @@ def test_an_edit_that_adds_an_override_reaches_the_callers_of_the_abstract_metho
     fresh = _found(paths)
     assert {code for name, row, code, _ in fresh if name == "use.py" and row == 5} >= {"SYN101"}
     assert _found(paths, cache_dir=cache) == fresh
+
+
+def test_a_default_tensor_type_restored_to_the_cpu(tmp_path):
+    """llm.c's `from_pretrained_llama3_hf` sets `torch.cuda.BFloat16Tensor` as the default to
+    load, then restores a CPU type (`torch.tensor([], dtype=..., device="cpu").type()`): a tensor
+    made after it is on the host, and writing a Python number into it is no transfer. Near miss:
+    without the restore the default stays CUDA."""
+    src = """\
+        import torch
+
+        def load():
+            torch.set_default_tensor_type(torch.cuda.BFloat16Tensor)
+            m = torch.nn.Linear(2, 2)
+            torch.set_default_tensor_type(torch.tensor([], dtype=torch.float32, device="cpu").type())
+            return m
+
+        def write(n: int):
+            header = torch.zeros(256, dtype=torch.int32)
+            header[2] = n
+            return header
+        """
+    paths = _project(tmp_path, {"a.py": src, "b.py": src.replace("            torch.set_default_tensor_type(torch.tensor([], dtype=torch.float32, device=\"cpu\").type())\n", "")})
+    found = {(f, row, code) for f, row, code, _ in _found(paths)}
+    assert ("b.py", 10, "SYN306") in found
+    assert ("a.py", 11, "SYN306") not in found

@@ -408,9 +408,13 @@ class Binder:
             if is_dev:
                 ctx.default_device = dev or V.CUDA
         elif tn in ("set_default_tensor_type",) and call.args:
-            s = string_value(call.args[0].value) or (ctx.qualname(call.args[0].value) or "")
+            arg = call.args[0].value
+            s = string_value(arg) or (ctx.qualname(arg) or "")
             if "cuda" in s:
                 ctx.default_device = V.CUDA
+            elif type(arg) is cst.Call and type(arg.func) is cst.Attribute and arg.func.attr.value == "type" \
+                    and ctx.infer(arg.func.value).device == V.CPU:
+                ctx.default_device = V.CPU  # restored: `torch.tensor([], device="cpu").type()` (llm.c)
         elif type(call.func) is cst.Attribute:
             m = call.func.attr.value
             recv = call.func.value

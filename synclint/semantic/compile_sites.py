@@ -27,6 +27,7 @@ CONFIG = _D["config"]
 CONFIG_PATCH = frozenset(_D["config_patch"])
 ENVIRON = frozenset(_D["environ"])
 MODULE_COMPILE = _D["module_compile_method"]
+IS_COMPILING = frozenset(_D["is_compiling"])
 
 # what a compiled expression runs: call-graph keys, each with the key of a method whose
 # existence in the project voids it (`e.compile()` of a class with a `compile` of its own)
@@ -193,3 +194,41 @@ def with_flags(ctx, node: cst.With) -> Dict[str, bool]:
         if type(item.item) is cst.Call and ctx.qualname(item.item.func) in CONFIG_PATCH:
             out.update(patch_flags(item.item))
     return out
+
+
+def eager_only(ctx, stmts) -> bool:
+    """The innermost statement of `stmts` (the walk's statement stack, outermost first) is in
+    code that runs only when Dynamo is not tracing: the `else` of `if
+    torch.compiler.is_compiling():`, the body of `if not torch.compiler.is_compiling():`, or
+    what follows, in the same block, an `if torch.compiler.is_compiling():` that returns."""
+    for outer, inner in zip(stmts, stmts[1:]):
+        block = getattr(getattr(outer, "body", None), "body", None)
+        if type(block) not in (list, tuple):
+            continue
+        # (a small statement sits in a SimpleStatementLine of the block)
+        at = next((i for i, s in enumerate(block) if inner is s or type(s) is cst.SimpleStatementLine
+                   and any(inner is x for x in s.body)), None)
+        if type(outer) is cst.If and _compiling_test(ctx, outer.test) is not None:
+            if (at is not None) != _compiling_test(ctx, outer.test):
+                return True  # the else of `if is_compiling()`, the body of `if not is_compiling()`
+        if at is not None and any(type(s) is cst.If and _compiling_test(ctx, s.test) and s.orelse is None
+                                  and _exits(s.body.body) for s in block[:at]):
+            return True  # after `if torch.compiler.is_compiling(): return ...`
+    return False
+
+
+def _compiling_test(ctx, test: cst.BaseExpression) -> Optional[bool]:
+    """True for `torch.compiler.is_compiling()`, False for `not torch.compiler.is_compiling()`,
+    None for any other test."""
+    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+    call = test.expression if negated else test
+    if type(call) is not cst.Call or call.args or ctx.qualname(call.func) not in IS_COMPILING:
+        return None
+    return not negated
+
+
+def _exits(body) -> bool:
+    last = body[-1] if body else None
+    if type(last) is cst.SimpleStatementLine:
+        last = last.body[-1] if last.body else None
+    return type(last) in (cst.Return, cst.Raise)

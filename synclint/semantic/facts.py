@@ -337,6 +337,14 @@ class ProjectFacts:
         c = self.class_facts(q)
         if c is not None:
             return Val(MODULE if c.is_module else OBJECT, cls=c.key)
+        owner, _, method = q.rpartition(".")
+        c = self.class_facts(owner) if owner else None
+        if c is not None and c.is_module:  # a classmethod constructor (`LanguageModel.from_pretrained(cfg)`)
+            # (modules only: what another class's dunders do with tensors, `boxes[mask]` in
+            # detectron2's `Boxes.__getitem__`, is not followed, so knowing it hides the read)
+            made = self.class_member(owner, method, True)
+            if made is not None and made.kind == MODULE and made.cls == c.key:
+                return made
         return None
 
     def answer(self, key: Sequence[str]):

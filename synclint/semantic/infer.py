@@ -169,6 +169,18 @@ class Inference:
         (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
         a learning rate) are not joined into one."""
         vals = [self._infer(el.value) for el in e.elements if type(el) is cst.DictElement]
+        if vals and len(vals) == len(e.elements) and all(V.function_keys(v) or V.class_key(v) for v in vals):
+            # a registry (`{"VQ-16": VQ_16, "VQ-8": VQ_8}`): calling an item makes what any of them
+            # makes; a factory that returns an instance of a class stands for that class, which
+            # other modules know (they are not told this module's functions)
+            made = [self._returned_by(V.function_keys(v)) if V.function_keys(v) else v for v in vals]
+            vals = [V.class_value(m.cls) if m.kind in (V.MODULE, V.OBJECT) and m.cls else v
+                    for m, v in zip(made, vals)]
+            joined = vals[0]
+            for v in vals[1:]:
+                joined = V.join(joined, v)
+            return Val(V.PY, py="dict", elems=(joined,)) if V.function_keys(joined) or V.class_key(
+                joined) else V.py("dict")
         if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
                 or vals[0].kind not in _DICT_VALUE_KINDS:
             return V.py("dict")
@@ -549,7 +561,10 @@ class Inference:
                     made = self._function_applied(V.class_key(recv), call)
                     if made is not None:
                         return made
-                recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's own methods are not followed
+                made = self.method_return(V.class_key(recv), func.attr.value)
+                if made is not None and made.kind == V.MODULE and made.cls == V.class_key(recv):
+                    return made  # a module's classmethod constructor (`LanguageModel.from_pretrained(cfg)`; see call_val)
+                recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's other methods are not followed
             if recv.kind in (V.MODULE, V.OBJECT):
                 sub = self._infer_attribute(func)
                 if sub.kind == V.MODULE:  # `self.norm(self.lin(x))`: a submodule's output
@@ -599,12 +614,7 @@ class Inference:
                     return Val(V.ITER, elems=(V.element_of(self._loader_named(items, self._infer(items))),))
             keys = [k for k in V.function_keys(bound) if k != name]
             if keys:  # a function a factory made, or a name holding one or another: what it returns
-                out: Optional[Val] = None
-                for key in keys:
-                    got = self.project.call_val(key) if "." in key else self.func_returns.get(key)
-                    got = self.resolve(got) if got is not None else V.UNKNOWN_VAL
-                    out = got if out is None else V.join(out, got)
-                return out
+                return self._returned_by(keys)
             ret = self.func_returns.get(name)
             if ret is not None:
                 if name not in self.all_funcs:
@@ -617,8 +627,19 @@ class Inference:
         made = V.class_key(callee)  # `get_class(name)(...)`
         if made:
             return self.instance_of(made)
+        if V.function_keys(callee):  # `MODELS[name](cfg)`: what any function of the registry returns
+            return self._returned_by(V.function_keys(callee))
         called = self._instance_called(callee, call)  # LightGlue's `ImagePreprocessor(**conf)(img)`
         return called if called is not None else V.UNKNOWN_VAL
+
+    def _returned_by(self, keys) -> Val:
+        """What calling any of these functions returns (by key: this file's, or another module's)."""
+        out: Optional[Val] = None
+        for key in keys:
+            got = self.project.call_val(key) if "." in key else self.func_returns.get(key)
+            got = self.resolve(got) if got is not None else V.UNKNOWN_VAL
+            out = got if out is None else V.join(out, got)
+        return out if out is not None else V.UNKNOWN_VAL
 
     def _instance_called(self, v: Val, call: cst.Call) -> Optional[Val]:
         """What calling the instance `v` returns: a module's output, a transform's or a

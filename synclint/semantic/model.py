@@ -26,6 +26,7 @@ from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLin
 from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
+from synclint.semantic import compile_sites
 from synclint.semantic.compiled import Compiled, Options
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
@@ -817,7 +818,7 @@ class SemanticModel(Inference):
             cf.abstract = sorted(m for m in info.methods if m not in cf.methods and _abstract(self.all_funcs.get(f"{cname}.{m}")))
             out.classes[cname] = cf
         for vname, b in self.module_scope.items():
-            if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val):
+            if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val) or V.is_registry(b.val):
                 out.values[vname] = b.val
         for qual, info in self.all_funcs.items():
             out.params[qual] = (list(info.param_order), sorted(info.defaults))
@@ -976,7 +977,8 @@ class SemanticModel(Inference):
     def may_compile(self) -> bool:
         """This code may run under Dynamo: it is in a function (module-level code never is)
         that no `torch.compiler.disable` excludes, and not in a data pipeline's worker code."""
-        return bool(self.funcs) and not any(f.disabled for f in self.funcs) and not self.in_data_pipeline()
+        return bool(self.funcs) and not any(f.disabled for f in self.funcs) and not self.in_data_pipeline() \
+            and not compile_sites.eager_only(self, self.stmt_stack)
 
     def graph_tensor(self, e: cst.BaseExpression, policy: str = KNOWN) -> Optional[Val]:
         """The value of `e` if it is a tensor, on any device: inside compiled code every

@@ -44,6 +44,9 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
                 val = callers if callers is not None and callers.kind != V.UNKNOWN else V.UNKNOWN_VAL
             elif callers is not None and callers.kind == val.kind != V.UNKNOWN:
                 val = callers  # `optimizer: Optimizer`, and every caller passes an AdamW
+            elif callers is not None and callers.kind == V.TENSOR and not callers.assumed \
+                    and val.kind == V.PY and val.py in V.NUMBERS:
+                val = callers  # `cfg_scale: float`, and a caller passes `torch.tensor(cfg_scale)`
         elif i == 0 and is_method and (pname == "cls" or _is_classmethod(node)):
             val = V.class_value(info.cls.name)  # `return cls(...)` makes an instance
         elif i == 0 and is_method and pname == "self":

@@ -284,7 +284,7 @@ def _either_class(a: Val, b: Val) -> Optional[str]:
     """Instances of two classes on two paths (`VPSDE(...) if c else VESDE(...)`, `Adam if
     opt == "adam" else SGD`): both, as "A|B". A method call or an attribute read asks each
     class, and a rule asks whether every one of them fits (can every optimizer fuse)."""
-    functions = a.kind == PY and a.py == b.py == "function"
+    functions = a.kind == PY and a.py == b.py and a.py in ("function", "class")  # or classes themselves
     if (a.kind not in (OPTIM, OBJECT, MODULE) and not functions) or not a.cls or not b.cls:
         return None
     keys = sorted(set(a.cls.split("|")) | set(b.cls.split("|")))
@@ -303,6 +303,12 @@ def classes_of(v: Val) -> Tuple[str, ...]:
 def is_dict_of(val: Val) -> bool:
     """A dict whose values are known (joined): `**kwargs` from its callers."""
     return val.kind == PY and val.py == "dict" and bool(val.elems)
+
+
+def is_registry(val: Val) -> bool:
+    """A dict of functions or classes (`VQ_models = {"VQ-16": VQ_16, ...}`): calling an item
+    makes what any of them makes."""
+    return is_dict_of(val) and bool(function_keys(val.elems[0]) or class_key(val.elems[0]))
 
 
 def element_of(val: Val) -> Val:
