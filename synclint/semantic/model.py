@@ -12,8 +12,9 @@ from __future__ import annotations
 import builtins
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -27,7 +28,7 @@ from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.compiled import Compiled, Options
-from synclint.semantic.infer import Inference
+from synclint.semantic.infer import Evaluator
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
                                       dotted, is_true, kwarg, last_name, read_first, string_value)
 from synclint.semantic.ownership import Fresh
@@ -79,7 +80,7 @@ _TORCH_WORDS = re.compile(r"\b(?:torch|cuda)")
 _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|\bamp\b")
 
 
-class SemanticModel(Inference):
+class SemanticModel:
     def __init__(
         self,
         source: str,
@@ -108,10 +109,7 @@ class SemanticModel(Inference):
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
         self.helpers: Dict[str, HelperBody] = dict(self.facts.helpers)  # replayed at each call
-        self._inlining: Set[str] = set()
         self.module_instance_calls: Dict[str, List[tuple]] = {}  # (`record_instance_call`)
-        self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed
-        self._memo: Dict[int, tuple] = {}  # node id -> (node, value), until a binding changes (`forget`)
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
         self.forward_refs: Set[object] = set()  # function names and (class, method) keys
@@ -187,6 +185,16 @@ class SemanticModel(Inference):
         # flags each enclosing `torch._dynamo.config.patch` sets
         self.compile_facts = Compiled()
         self.patched_flags: List[Dict[str, bool]] = []
+        # The evaluator reads this model as its `Env`; what the walker and the rules ask of
+        # it is bound here once (the walk asks it about a hundred thousand times).
+        self.evaluator = ev = Evaluator(self)
+        self.infer = ev.infer
+        self.device_of_arg = ev.device_of_arg
+        self.combine = ev.combine
+        self.iter_item = ev.iter_item
+        self.dataset_device = ev.dataset_device
+        self.dataset_item = ev.dataset_item
+        self.forget = ev.forget
 
     def set_module(self, module: cst.Module) -> None:
         """Facts about the whole file, before the walk: is it a script that never mentions
@@ -333,11 +341,6 @@ class SemanticModel(Inference):
         b = self.binding(name)
         return b.expr if b is not None else None
 
-    def forget(self) -> None:
-        """What names hold may change (a binding, a new statement, a scope): inferred values
-        are inferred again."""
-        self._memo = {}
-
     def bind(self, name: str, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
         self.forget()
         scope = self._scope_for(name)
@@ -474,6 +477,44 @@ class SemanticModel(Inference):
         scope.clear()
         scope.update(snap)
 
+    # ----------------------------------------------------------------- the evaluator's env
+    @contextmanager
+    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]]) -> Iterator[None]:
+        """A helper's body evaluated for one call (`Evaluator._infer_in_scope`): in its own
+        scope, and for another module's helper with that module's imports and none of this
+        file's names."""
+        saved = (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
+                 self.func_returns, self.classes_by_name, self.forward_refs)
+        self.funcs = [scope]
+        if foreign_aliases is not None:
+            self.aliases, self.module_scope, self.one_liners, self.helpers, self.func_returns = \
+                dict(foreign_aliases), {}, {}, {}, {}
+            self.classes_by_name, self.forward_refs = {}, set()
+        try:
+            yield
+        finally:
+            (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
+             self.func_returns, self.classes_by_name, self.forward_refs) = saved
+
+    def note_forward_ref(self, key: object) -> None:
+        """A call met an in-file function (a name) or method (class, name) before its
+        definition was walked: known next walk (`forward_refs_known`)."""
+        self.forward_refs.add(key)
+
+    def note_early_return(self, name: str, v: Val) -> None:
+        """A call above `name`'s definition took the last walk's return (`stale_reads`)."""
+        self.early_returns.setdefault(name, v)
+
+    def note_early_option(self, option: str) -> None:
+        """`args.<option>` was read before the parser that defines it was walked."""
+        self.early_options.add(option)
+
+    def note_per_epoch(self) -> None:
+        """The function the walk is in draws batches from a loader itself: it runs once per epoch."""
+        f = self.func
+        if f is not None:
+            f.iterates_loader = True
+
     # ----------------------------------------------------------------- classes
     def add_class(self, node: cst.ClassDef, is_module: bool) -> ClassInfo:
         info = ClassInfo(node.name.value, is_module, node=node)
@@ -513,17 +554,17 @@ class SemanticModel(Inference):
         if not exprs or (cls_name, attr) in self._resolving:
             return self._base_member(info, attr, _depth, method=False)
         self._resolving.add((cls_name, attr))
-        saved_funcs, saved_classes, saved_memo = self.funcs, self.classes, self._memo
+        saved_funcs, saved_classes = self.funcs, self.classes
         self.funcs = [FuncInfo("<attr>", "<attr>", info)]
         self.classes = [info]
-        self._memo = {}  # another scope: what was inferred here does not hold
         try:
-            out: Optional[Val] = None
-            for e in exprs:
-                v = self._as_attribute(info, e, self._infer(e)) if type(e) in EXPRESSIONS else e
-                out = v if out is None else V.join(out, v)
+            with self.evaluator.another_scope():
+                out: Optional[Val] = None
+                for e in exprs:
+                    v = self._as_attribute(info, e, self.evaluator.value(e)) if type(e) in EXPRESSIONS else e
+                    out = v if out is None else V.join(out, v)
         finally:
-            self.funcs, self.classes, self._memo = saved_funcs, saved_classes, saved_memo
+            self.funcs, self.classes = saved_funcs, saved_classes
             self._resolving.discard((cls_name, attr))
         return out if out is not None else V.UNKNOWN_VAL
 
