@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
 
 from synclint.semantic import loopflow, moves, ownership
 from synclint.semantic.heat import scaler_called
-from synclint.semantic.model import Site
+from synclint.semantic.sink import Site
 
 __all__ = ["API", "API_NAMES", "RuleContext", "Site"]
 
