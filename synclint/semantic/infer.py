@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from synclint.semantic.facts import ProjectFacts
     from synclint.semantic.scopes import ClassInfo
 
-__all__ = ["Env", "Evaluator"]
+__all__ = ["Env", "Evaluator", "infer"]
 
 
 class Env(Protocol):
@@ -92,6 +92,12 @@ _DICT_VALUE_KINDS = (V.NUMPY, V.TENSOR, V.LOADER)
 # Containers whose items the expression shows (a literal, a comprehension): `sum()` of one is
 # inferred from them, not from the container's value
 _LITERAL_CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp, cst.GeneratorExp)
+
+def infer(expr: cst.BaseExpression, env: "Env") -> Val:
+    """The value of `expr` in `env`, asked once (a walk keeps one `Evaluator`, whose memo
+    serves every question until a binding changes)."""
+    return Evaluator(env).infer(expr)
+
 
 class Evaluator:
     """`infer(expr)` and the evaluations it is made of, over one `Env`."""
