@@ -157,15 +157,14 @@ class SemanticModel:
         # flags each enclosing `torch._dynamo.config.patch` sets
         self.compile_facts = Compiled()
         self.patched_flags: List[Dict[str, bool]] = []
-        # The evaluator reads this model as its `Env`; what the walker and the rules ask of
-        # it is bound here once (the walk asks it about a hundred thousand times).
+        # The evaluator reads this model as its `Env`. What the walker and the model's own
+        # queries ask of it is bound here once (about a hundred thousand times on a large
+        # tree); rules reach it through `RuleContext`.
         self.evaluator = ev = Evaluator(self)
         self.infer = ev.infer
         self.device_of_arg = ev.device_of_arg
         self.combine = ev.combine
         self.iter_item = ev.iter_item
-        self.dataset_device = ev.dataset_device
-        self.dataset_item = ev.dataset_item
         self.forget = ev.forget
 
     def set_module(self, module: cst.Module) -> None:
