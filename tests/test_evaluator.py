@@ -25,6 +25,12 @@ def _declared() -> set:
         n.name for n in env.body if type(n) is ast.FunctionDef}
 
 
+def _is_env(node: ast.AST) -> bool:
+    """`self.env`, or `env` (a method's local for it: `env = self.env`)."""
+    return (type(node) is ast.Name and node.id == "env") or (
+        type(node) is ast.Attribute and node.attr == "env" and type(node.value) is ast.Name and node.value.id == "self")
+
+
 def env_misuse(source: str) -> list:
     """Each use of `self.env` in the evaluator that its protocol does not declare, or that
     writes the env (a store, or a mutating method of one of its tables)."""
@@ -32,8 +38,7 @@ def env_misuse(source: str) -> list:
     tree = ast.parse(source)
     parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
     for n in ast.walk(tree):
-        if not (type(n) is ast.Attribute and type(n.value) is ast.Attribute and n.value.attr == "env"
-                and type(n.value.value) is ast.Name and n.value.value.id == "self"):
+        if not (type(n) is ast.Attribute and _is_env(n.value)):
             continue
         up = parents.get(n)
         if n.attr not in declared:
@@ -69,6 +74,7 @@ def test_the_model_is_an_env():
     ("self.env.func_returns[name] = v\n", "writes into `env.func_returns`"),
     ("self.env.device_options.update(d)\n", "writes into `env.device_options` (.update)"),
     ("self.env.default_device = 'cuda'\n", "writes `env.default_device`"),
+    ("env = self.env\n        env.early_options.add(name)\n", "reads `env.early_options`, which Env does not declare"),
 ])
 def test_a_planted_env_write_or_undeclared_read_is_caught(code, what):
     source = "class Evaluator:\n    def f(self, name, v, d):\n        " + code

@@ -330,25 +330,26 @@ class Evaluator:
 
     # ------------------------------------------------------------------ attributes, indexing
     def _infer_attribute(self, e: cst.Attribute) -> Val:
+        env = self.env
         attr = e.attr.value
-        q = self.env.qualname(e)
+        q = env.qualname(e)
         if q is not None:
             if q.startswith("torch.") and q[6:] in L.LEGACY_CUDA_CTORS | L.LEGACY_CTORS:
                 # `torch.cuda.HalfTensor` as a value: a tensor type that names its device
                 return Val(V.PY, V.CUDA if q[6:] in L.LEGACY_CUDA_CTORS else V.CPU, py="typestr")
-            return self.env.project.value(q, V.PY_VAL)  # torch.float32, np.pi, config.device
+            return env.project.value(q, V.PY_VAL)  # torch.float32, np.pi, config.device
         base = self.value(e.value)
         if V.class_key(base):
             base = V.UNKNOWN_VAL  # `ERM.attr`: what a class holds is not followed
-        if type(e.value) is cst.Name and e.value.value == "self" and self.env.cls is not None:
-            if attr in self.env.cls.methods and attr not in self.env.cls.pending:
-                return V.method(f"{self.env.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
-            b = self.env.binding("self." + attr)
+        if type(e.value) is cst.Name and e.value.value == "self" and env.cls is not None:
+            if attr in env.cls.methods and attr not in env.cls.pending:
+                return V.method(f"{env.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
+            b = env.binding("self." + attr)
             if b is not None:
                 return b.val
-            v = self.env.attribute_of(self.env.cls.name, attr)
+            v = env.attribute_of(env.cls.name, attr)
             if v.kind == V.UNKNOWN:  # set only by subclasses (`self.model` of a trainer's base)
-                return self.env.project.subclass_attr(self.env.cls.name, attr) or v
+                return env.project.subclass_attr(env.cls.name, attr) or v
             return v
         k = base.kind
         if k == V.TENSOR:
@@ -371,11 +372,11 @@ class Evaluator:
                 return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
             return V.UNKNOWN_VAL
         if k == V.OBJECT and type(e.value) is cst.Name and base.cls and "|" not in base.cls:
-            v = self.env.instance_attribute(e.value.value, base.cls, attr)
+            v = env.instance_attribute(e.value.value, base.cls, attr)
             if v is not None:
                 return v
         if k in (V.MODULE, V.OBJECT) and base.cls is not None:
-            v = self.env.attribute_of(base.cls, attr)
+            v = env.attribute_of(base.cls, attr)
             if v.kind != V.UNKNOWN:
                 if v.kind in (V.TENSOR, V.MODULE) and v.device is None and base.device is not None:
                     return v.with_(device=base.device)
@@ -389,9 +390,9 @@ class Evaluator:
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
             return Val(V.DEVICE, V.CUDA)
         if k == V.OBJECT and base.cls == L.ARG_NAMESPACE:  # `args.device`
-            dev = self.env.device_options.get(attr)
+            dev = env.device_options.get(attr)
             if dev is None:
-                self.env.note_early_option(attr)  # the parser may be further down: known next walk
+                env.note_early_option(attr)  # the parser may be further down: known next walk
                 return V.UNKNOWN_VAL
             return Val(V.PY, dev, py="str")
         return V.UNKNOWN_VAL
@@ -626,8 +627,9 @@ class Evaluator:
 
     # ------------------------------------------------------------------ calls
     def _infer_call(self, call: cst.Call) -> Val:
+        env = self.env
         func = call.func
-        q = self.env.qualname(func)
+        q = env.qualname(func)
         if q is not None:
             return self._infer_qualified_call(q, call)
         if type(func) is cst.Attribute:
@@ -647,20 +649,20 @@ class Evaluator:
                 if sub.kind == V.OBJECT and sub.cls == L.TOKENIZER:  # `self.tokenizer(text, return_tensors="pt")`
                     return _encoded("__call__", call)
                 if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
-                    return self.env.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
+                    return env.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
             return self._infer_method(recv, func.attr.value, call, func.value)
         if type(func) is cst.Name:
             name = func.value
-            bound = self.env.lookup(name)
-            if (bound.kind == V.UNKNOWN or bound == V.PASSTHROUGH_VAL) and not self.env.is_local(name):
+            bound = env.lookup(name)
+            if (bound.kind == V.UNKNOWN or bound == V.PASSTHROUGH_VAL) and not env.is_local(name):
                 builtin = self._infer_builtin(name, call)
                 if builtin is not None:
                     return builtin
             if bound == V.PASSTHROUGH_VAL and call.args:  # `progress = tqdm if main else iter`
                 inner = call.args[0].value
                 return self._loader_named(inner, self.value(inner))
-            if name == "super" and not call.args and self.env.cls is not None \
-                    and self.env.distribution_base(self.env.cls.name) is not None:
+            if name == "super" and not call.args and env.cls is not None \
+                    and env.distribution_base(env.cls.name) is not None:
                 return Val(V.DIST, py="validating")  # `super().log_prob(x)` in a distribution subclass
             if bound.kind == V.PY and bound.py == "typestr":  # `Tensor = torch.cuda.FloatTensor ...; Tensor(x)`
                 return V.tensor(bound.device)
@@ -668,17 +670,17 @@ class Evaluator:
             if called is not None:
                 return called
             if V.class_key(bound):  # `algorithm_class(...)`: an instance
-                return self.env.instance_of(V.class_key(bound))
-            is_module = self.env.defined_class(name)
+                return env.instance_of(V.class_key(bound))
+            is_module = env.defined_class(name)
             if is_module is not None:
                 return self._instance_made(Val(V.MODULE if is_module else V.OBJECT, cls=name), call)
-            if name in self.env.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
+            if name in env.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
                 return self._inlined(name, call)
-            if name in self.env.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
-                v = self._replayed(name, self.env.helpers[name], call, None)
+            if name in env.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
+                v = self._replayed(name, env.helpers[name], call, None)
                 if v is not None:
                     return v
-            info = self.env.all_funcs.get(name)
+            info = env.all_funcs.get(name)
             if info is not None and info.reyields is not None and bound == V.FUNCTION_VAL:
                 # `cycle(self.dl)`: what this call passes, iterated
                 pos = [a.value for a in call.args if a.keyword is None]
@@ -689,22 +691,22 @@ class Evaluator:
             if keys:  # a function a factory made, or a name holding one or another: what it returns
                 out: Optional[Val] = None
                 for key in keys:
-                    got = self.env.project.call_val(key) if "." in key else self.env.func_returns.get(key)
-                    got = self.env.resolve(got) if got is not None else V.UNKNOWN_VAL
+                    got = env.project.call_val(key) if "." in key else env.func_returns.get(key)
+                    got = env.resolve(got) if got is not None else V.UNKNOWN_VAL
                     out = got if out is None else V.join(out, got)
                 return out
-            ret = self.env.func_returns.get(name)
+            ret = env.func_returns.get(name)
             if ret is not None:
-                if name not in self.env.all_funcs:
-                    self.env.note_early_return(name, ret)  # the last walk's: `stale_reads`
+                if name not in env.all_funcs:
+                    env.note_early_return(name, ret)  # the last walk's: `stale_reads`
                 return ret
-            if name not in self.env.all_funcs:
-                self.env.note_forward_ref(name)  # a function defined further down: known next walk
+            if name not in env.all_funcs:
+                env.note_forward_ref(name)  # a function defined further down: known next walk
             return V.UNKNOWN_VAL
         callee = self.value(func)
         made = V.class_key(callee)  # `get_class(name)(...)`
         if made:
-            return self.env.instance_of(made)
+            return env.instance_of(made)
         called = self._instance_called(callee, call)  # LightGlue's `ImagePreprocessor(**conf)(img)`
         return called if called is not None else V.UNKNOWN_VAL
 
@@ -993,6 +995,7 @@ class Evaluator:
         return None
 
     def _infer_method(self, recv: Val, m: str, call: cst.Call, recv_node: cst.BaseExpression) -> Val:
+        env = self.env
         k = recv.kind
         if m in L.NUMPY_ONLY_METHODS and k in (V.TENSOR, V.UNKNOWN):
             return Val(V.NUMPY)  # no tensor has the method: the receiver was an array
@@ -1029,11 +1032,11 @@ class Evaluator:
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
             if recv.cls is not None:
-                ret = self.env.method_return(recv.cls, m)
+                ret = env.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
-                if f"{recv.cls}.{m}" not in self.env.all_funcs and recv.cls in self.env.classes_by_name:
-                    self.env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
+                if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
+                    env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
             return V.UNKNOWN_VAL
         if k == V.OBJECT:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
@@ -1049,12 +1052,12 @@ class Evaluator:
                     ns = Val(V.OBJECT, cls=L.ARG_NAMESPACE)
                     return ns if m != "parse_known_args" else Val(V.PY, py="tuple", elems=(ns, V.py("list")))
             if recv.cls is not None:
-                ret = self.env.method_return(recv.cls, m)
+                ret = env.method_return(recv.cls, m)
                 if ret is not None and not (ret.kind == V.ITER and m in L.PASSTHROUGH_METHODS
                                             and all(e.kind == V.UNKNOWN for e in ret.elems or ())):
                     return ret
-                if f"{recv.cls}.{m}" not in self.env.all_funcs and recv.cls in self.env.classes_by_name:
-                    self.env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
+                if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
+                    env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
             # a logging wrapper of the project's own (BLIP's `MetricLogger.log_every`, a
             # generator that yields its iterable's items): what the loader yields
             passed = self._passed_through(m, call)
@@ -1075,8 +1078,8 @@ class Evaluator:
             return V.UNKNOWN_VAL
         if k == V.LOADER:
             if m in ("next", "__next__") and not call.args:  # `it.next()`, old DataLoader iterators' `next(it)`
-                if self.env.loop_depth:
-                    self.env.note_per_epoch()
+                if env.loop_depth:
+                    env.note_per_epoch()
                 return V.element_of(recv)
             return V.UNKNOWN_VAL
         passed = self._passed_through(m, call)
