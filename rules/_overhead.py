@@ -29,8 +29,9 @@ class Indentation:
         self.default = "    "
         self.stack: list = []
 
-    def enter_module(self, node: cst.Module) -> None:
-        self.default = node.default_indent
+    def enter_module(self, default_indent: str) -> None:
+        """At the module: the indentation its blocks default to (`Module.default_indent`)."""
+        self.default = default_indent
 
     def push(self, node: cst.IndentedBlock) -> None:
         self.stack.append(node.indent if node.indent is not None else self.default)

@@ -220,7 +220,7 @@ class DataloaderWithoutPinMemory(Rule):
         self._pending: List[Tuple[cst.Call, Site, str]] = []
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._indent.enter_module(node)
+        self._indent.enter_module(node.default_indent)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._indent.push(node)

@@ -1,6 +1,6 @@
 import libcst as cst
 
-from synclint.semantic import ownership as O
+from synclint.semantic.ownership import INPLACE_TWINS
 from synclint.semantic import values as V
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import code, is_python_scalar, kwarg, short, string_value
@@ -234,11 +234,11 @@ class OutOfPlaceRebind(Rule):
         if type(value) is not cst.Call or kwarg(value, "out") is not None or any(a.star for a in value.args):
             return None
         func = value.func
-        if type(func) is cst.Attribute and _is_name(func.value, name) and func.attr.value in O.INPLACE_TWINS:
+        if type(func) is cst.Attribute and _is_name(func.value, name) and func.attr.value in INPLACE_TWINS:
             fix = value.with_changes(func=func.with_changes(attr=cst.Name(func.attr.value + "_")))
             return func.attr.value, [a.value for a in value.args], cst.Expr(fix)
         t = self.ctx.torch_name(func)
-        if t in O.INPLACE_TWINS and value.args and value.args[0].keyword is None and _is_name(value.args[0].value, name):
+        if t in INPLACE_TWINS and value.args and value.args[0].keyword is None and _is_name(value.args[0].value, name):
             rest = list(value.args[1:])
             if rest:
                 rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)

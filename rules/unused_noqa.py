@@ -2,11 +2,7 @@ from typing import List, Optional, Sequence, Set
 
 from synclint.findings import Edit, Finding, Fix
 from synclint.noqa import Directive, NoqaMap, Use, directives
-from synclint.rule import FAMILIES, Invalid, Rule, Valid
-
-# SYN9xx holds the opt-in rules (reference/style-anchors.md); this is its first, and the
-# family table in synclint/rule.py predates it.
-FAMILIES.setdefault("9", "meta: suppression comments")
+from synclint.rule import Invalid, Rule, Valid
 
 
 class UnusedNoqa(Rule):

@@ -28,6 +28,7 @@ FAMILIES = {
     "4": "explicit synchronization",
     "5": "GPU overhead (not a sync)",
     "6": "compiled code (torch.compile)",
+    "9": "meta: suppression comments",
 }
 REQUIRED_HEADINGS = ("## What it does", "## Why is this bad?", "## Use instead")
 
@@ -97,6 +98,9 @@ class Rule:
     # Only where it runs every step is it worth a finding (one `empty_cache()` between phases
     # costs nothing): its cold findings are dropped once the project's heat is known.
     HOT_ONLY: ClassVar[bool] = False
+    # A base that rules derive from (`CompiledRule`), itself no rule: neither validated nor
+    # registered. Read from the class's own namespace, so a rule deriving from it is a rule.
+    ABSTRACT: ClassVar[bool] = False
 
     # Filled in by __init_subclass__.
     FAMILY: ClassVar[str]
@@ -105,9 +109,13 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        # every attribute a rule class sets in capitals is one the engine reads: declared here
+        undeclared = sorted(n for n in vars(cls) if _CONTRACT_NAME.match(n) and n not in _DECLARED)
+        if undeclared:
+            raise TypeError(f"{where}: {', '.join(undeclared)} not declared on Rule")
         if cls.__dict__.get("ABSTRACT"):
             return
-        where = f"{cls.__module__}.{cls.__qualname__}"
         for attr in ("CODE", "NAME", "MESSAGE"):
             if not isinstance(getattr(cls, attr, None), str):
                 raise TypeError(f"{where}: missing {attr}")
@@ -127,6 +135,13 @@ class Rule:
             raise TypeError(f"{where}: a fixable rule needs a FIX_TITLE and a '## Fix safety' section")
         if not cls.VALID or not cls.INVALID:
             raise TypeError(f"{where}: needs VALID and INVALID examples")
+        for flag in ("DEFAULT_ON", "TIMING_EXEMPT", "HOT_ONLY"):
+            if type(getattr(cls, flag)) is not bool:
+                raise TypeError(f"{where}: {flag} must be True or False")
+        if isinstance(cls.CATALOGUE, str) or not all(isinstance(row, str) for row in cls.CATALOGUE):
+            raise TypeError(f"{where}: CATALOGUE must be a sequence of rows (strings)")
+        if cls.BENCH is not None and not isinstance(cls.BENCH, BenchPair):
+            raise TypeError(f"{where}: BENCH must be a BenchPair or None")
         if cls.CALLS is not None and not (isinstance(cls.CALLS, frozenset) and cls.CALLS
                                           and all(isinstance(n, str) for n in cls.CALLS)):
             raise TypeError(f"{where}: CALLS must be None or a non-empty frozenset of names")
@@ -170,6 +185,10 @@ class Rule:
     def _fix_args(self, node, replacement, target, safe: bool, fix_title: Optional[str], fmt: dict) -> dict:
         return dict(replacement=replacement, target=target if target is not None else node, safe=safe,
                     fix_title=(fix_title or self.FIX_TITLE or "").format(**fmt) or None)
+
+
+_CONTRACT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_DECLARED = frozenset(Rule.__annotations__)
 
 
 def _summary(doc: str) -> str:

@@ -17,17 +17,48 @@ except two shapes, which are not tables:
   context in it (`(node, ctx.site(), ...)`), reported at `leave_Module` with `report_at`;
 - node marks: a set annotated `Set[int]` of `id(node)`s, syntax the rule has handled already
   (assignment targets, a subscript another rule owns).
+
+Nor does rule code reach the model another way than its context (`own_analysis`):
+- it imports of synclint only the rule contract, the rules' helpers and what holds no
+  file's state (`IMPORTABLE`: the abstract domain, library tables, syntax helpers), never
+  the model, the binder, the evaluator or the walker, so it cannot build a model of its own;
+- it does not scan the whole file: the `Module` node a rule is handed at `visit_Module` /
+  `leave_Module` is read for its layout only (`default_indent`, `default_newline`), and rule
+  code reads no file (`open`, `read_text`, `tokenize`).
+
+And every attribute a rule class sets in capitals is declared on `Rule` (`Rule` raises at
+class creation otherwise; `test_an_undeclared_rule_attribute_is_refused`).
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, FrozenSet, List, Optional, Set
 
 import pytest
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
+
+# What rule code may import of synclint, by module: None for any name, else the names.
+IMPORTABLE: Dict[str, Optional[FrozenSet[str]]] = {
+    "synclint.rule": None,  # the contract
+    "synclint.semantic": frozenset({"KNOWN", "EVIDENT", "RECEIVER", "NOT_MODULE", "values", "library"}),
+    "synclint.semantic.values": None,  # the abstract domain
+    "synclint.semantic.library": None,  # library.toml's tables
+    "synclint.semantic.syntax": None,  # what a node says by itself
+    "synclint.semantic.context": frozenset({"Site"}),
+    "synclint.semantic.moves": frozenset({"MOVE_METHODS"}),
+    "synclint.semantic.ownership": frozenset({"INPLACE_TWINS"}),
+    "synclint.semantic.gradmode": frozenset({"wants_grad_call"}),
+    "synclint.semantic.compiled": frozenset({"tag"}),
+    # the comment rule (`unused_noqa`) makes its findings from the file's noqa comments
+    "synclint.findings": frozenset({"Edit", "Finding", "Fix"}),
+    "synclint.noqa": frozenset({"Directive", "NoqaMap", "Use", "directives"}),
+    "synclint.registry": frozenset({"all_rules"}),  # (which codes a noqa comment may name)
+}
+MODULE_LAYOUT = {"default_indent", "default_newline"}
+FILE_READS = {"open", "read_text", "read_bytes", "tokenize", "generate_tokens"}
 
 CONTAINER_CALLS = {"list", "dict", "set", "defaultdict", "Counter", "OrderedDict", "deque"}
 CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
@@ -124,6 +155,52 @@ def own_tables(source: str, filename: str = "<rule>") -> List[str]:
     return out
 
 
+def _importable(module: str, name: Optional[str]) -> bool:
+    if module == "synclint.rules" or module.startswith("synclint.rules."):
+        return True  # the rules' own helpers, checked as rule code
+    if module.split(".", 1)[0] != "synclint":
+        return True
+    allowed = IMPORTABLE.get(module, frozenset())
+    return allowed is None or name in allowed
+
+
+def own_analysis(source: str, filename: str = "<rule>") -> List[str]:
+    """Each place where rule code reaches past its context: an import of what holds a file's
+    state, a scan of the whole file, a file read, as "file:line: what"."""
+    out: List[str] = []
+    tree = ast.parse(source, filename)
+    for node in ast.walk(tree):
+        if type(node) is ast.ImportFrom and node.level == 0:
+            for a in node.names:
+                if not _importable(node.module or "", a.name):
+                    out.append(f"{filename}:{node.lineno}: imports `{a.name}` from `{node.module}`")
+        elif type(node) is ast.Import:
+            for a in node.names:
+                if not _importable(a.name, None) or a.name.split(".", 1)[0] == "synclint" and a.name not in IMPORTABLE:
+                    out.append(f"{filename}:{node.lineno}: imports `{a.name}`")
+        elif type(node) is ast.Call:
+            f = node.func
+            name = f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else ""
+            if name in FILE_READS:
+                out.append(f"{filename}:{node.lineno}: reads a file (`{ast.unparse(f)}`)")
+    for cls in _rule_classes(tree):
+        for method in cls.body:
+            if type(method) is not ast.FunctionDef or method.name not in ("visit_Module", "leave_Module"):
+                continue
+            params = [a.arg for a in method.args.args[1:]]
+            if not params:
+                continue
+            module = params[0]
+            parents = {c: p for p in ast.walk(method) for c in ast.iter_child_nodes(p)}
+            for n in ast.walk(method):
+                if type(n) is ast.Name and n.id == module and type(n.ctx) is ast.Load:
+                    up = parents.get(n)
+                    if not (type(up) is ast.Attribute and up.value is n and up.attr in MODULE_LAYOUT):
+                        out.append(f"{filename}:{n.lineno}: `{cls.name}.{method.name}` scans the whole file "
+                                   f"({ast.unparse(up) if up is not None else module})")
+    return out
+
+
 def test_no_rule_keeps_a_table_of_its_own():
     files = sorted(RULES.glob("*.py"))
     assert len(files) > 40
@@ -167,3 +244,54 @@ def test_deferred_findings_and_node_marks_pass():
               "    def leave_Module(self, node):\n        for n, where, text in self._pending:\n"
               "            self.report_at(where, n, text=text)\n")
     assert own_tables(source) == []
+
+
+def test_no_rule_analyses_the_file_itself():
+    files = sorted(RULES.glob("*.py"))
+    assert len(files) > 40
+    found = [m for f in files for m in own_analysis(f.read_text(encoding="utf-8"), f.name)]
+    assert found == []
+
+
+@pytest.mark.parametrize("code, what", [
+    # a model of its own, built from the file the rule cannot otherwise see
+    ("from synclint.semantic.model import SemanticModel\n", "imports `SemanticModel` from `synclint.semantic.model`"),
+    ("from synclint.semantic.infer import Evaluator\n", "imports `Evaluator` from `synclint.semantic.infer`"),
+    ("from synclint.semantic.moves import gpu_move\n", "imports `gpu_move` from `synclint.semantic.moves`"),
+    ("from synclint.semantic import SemanticModel\n", "imports `SemanticModel` from `synclint.semantic`"),
+    ("import synclint.walker\n", "imports `synclint.walker`"),
+    ("import synclint.semantic.scopes as S\n", "imports `synclint.semantic.scopes`"),
+    # a whole-file scan: every call of the module, found by the rule itself
+    ("class R(Rule):\n    def visit_Module(self, node):\n        for s in node.body:\n            pass\n",
+     "`R.visit_Module` scans the whole file (node.body)"),
+    ("class R(Rule):\n    def leave_Module(self, mod):\n        mod.visit(Finder())\n",
+     "`R.leave_Module` scans the whole file (mod.visit)"),
+    ("class R(Rule):\n    def visit_Module(self, node):\n        walk(node)\n",
+     "`R.visit_Module` scans the whole file (walk(node))"),
+    ("def f(path):\n    return open(path).read()\n", "reads a file (`open`)"),
+])
+def test_a_rule_analysing_the_file_itself_is_caught(code, what):
+    source = "from synclint.rule import Rule\n" + code
+    assert [m.split(": ", 1)[1] for m in own_analysis(source)] == [what]
+
+
+def test_what_rule_code_may_import_and_read_passes():
+    source = ("import libcst as cst\nfrom synclint.rule import Rule\nfrom synclint.semantic import values as V, RECEIVER\n"
+              "from synclint.semantic.syntax import kwarg\nfrom synclint.rules._helpers import short\n"
+              "from synclint.semantic.context import Site\n"
+              "class R(Rule):\n    def visit_Module(self, node):\n        self._indent = node.default_indent\n")
+    assert own_analysis(source) == []
+
+
+def test_an_undeclared_rule_attribute_is_refused():
+    """What the engine reads of a rule is declared on `Rule`: a capitalised attribute it does
+    not declare (a side channel read with `getattr`) is refused when the class is made."""
+    from synclint.rule import Invalid, Rule, Valid
+
+    body = dict(CODE="SYN199", NAME="planted", MESSAGE="m", VALID=[Valid("x = 1\n")], INVALID=[Invalid("y\n")],
+                __doc__="## What it does\nX.\n## Why is this bad?\nY.\n## Use instead\nZ.\n")
+    type("Declared", (Rule,), dict(body))  # all of it declared
+    with pytest.raises(TypeError, match="TIMING_EXEMPTED not declared on Rule"):
+        type("Planted", (Rule,), dict(body, TIMING_EXEMPTED=True))
+    with pytest.raises(TypeError, match="HOT_ONLY must be True or False"):
+        type("Planted", (Rule,), dict(body, HOT_ONLY="yes"))

@@ -723,16 +723,16 @@ def test_a_long_chain_is_inferred_in_linear_work(monkeypatch):
     value and its ownership): each is computed once per statement, not once per question."""
     from synclint.engine import lint_source
     from synclint.registry import default_rules
-    from synclint.semantic.infer import Inference
+    from synclint.semantic.infer import Evaluator
 
     counted = {"n": 0}
-    real = Inference._infer_node
+    real = Evaluator._infer_node
 
     def counting(self, e):
         counted["n"] += 1
         return real(self, e)
 
-    monkeypatch.setattr(Inference, "_infer_node", counting)
+    monkeypatch.setattr(Evaluator, "_infer_node", counting)
     work = []
     for n in (100, 400):
         counted["n"] = 0

@@ -1,14 +1,14 @@
 """RuleContext: the only object a rule touches (`self.ctx`), made by the engine per file
 around the `SemanticModel` of its second walk.
 
-The model is at once the binder's scratchpad, the walker's state and the finding sink; a
-rule sees none of that. It asks questions, grouped in `API` by what they answer, and
-reports. `tests/test_rule_context.py` fails when rule code reads or writes anything else of
+Behind it are the model the walker binds into, the evaluator (`infer.Evaluator`) and the
+finding sink (`sink.FindingSink`); a rule sees none of them. It asks questions, grouped in
+`API` by what they answer, and reports. `tests/test_rule_context.py` fails when rule code reads or writes anything else of
 its context, so what a rule may depend on is this file's list and nothing more.
 
 The second walk asks these questions about a hundred thousand times on a large tree:
-where the facade adds nothing, the model's own bound method is the attribute (one lookup,
-no wrapper); properties only for state that changes as the walk goes.
+where the facade adds nothing, the model's or the evaluator's own bound method is the
+attribute (one lookup, no wrapper); properties only for state that changes as the walk goes.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
 
 from synclint.semantic import loopflow, moves, ownership
 from synclint.semantic.heat import scaler_called
-from synclint.semantic.model import Site
+from synclint.semantic.sink import Site
 
 __all__ = ["API", "API_NAMES", "RuleContext", "Site"]
 
@@ -58,12 +58,13 @@ class RuleContext:
 
     def __init__(self, model: "SemanticModel") -> None:
         self._model = m = model
+        ev = m.evaluator
         # values and devices
-        self.infer = m.infer
+        self.infer = ev.infer
         self.is_tensor = m.is_tensor
         self.gpu = m.gpu
         self.gpu_mask = m.gpu_mask
-        self.device_of_arg = m.device_of_arg
+        self.device_of_arg = ev.device_of_arg
         self.is_int = m.is_int
         self.is_int_for_any_caller = m.is_int_for_any_caller
         self.is_int_index = m.is_int_index
@@ -71,8 +72,8 @@ class RuleContext:
         self.is_numpy_array = m.is_numpy_array
         self.origin = m.origin
         self.attribute_of = m.attribute_of
-        self.dataset_device = m.dataset_device
-        self.dataset_item = m.dataset_item
+        self.dataset_device = ev.dataset_device
+        self.dataset_item = ev.dataset_item
         self.escaped = m.escaped
         self.fresh_tensor = m.fresh_tensor
         self.grad_free = partial(ownership.nograd, m)

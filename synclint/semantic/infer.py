@@ -1,13 +1,18 @@
-"""The abstract value of an expression, from the bindings the model holds and library.toml.
+"""The evaluator: the abstract value of an expression, from what the model binds and library.toml.
 
-`Inference` is mixed into `SemanticModel`; it reads names through `lookup`, attributes of
-`self` and of instances through the class table, and torch calls through the library
-tables. It never binds anything: binding is the walker's job, in source order.
+`Evaluator(env).infer(expr)` is the value of `expr` where the walk is. The evaluator reads
+the file through its `Env` (the `SemanticModel`), whose protocol below names every fact it
+reads, and binds nothing: binding is the binder's job, in source order. What it keeps of
+its own is a memo of values, owned and emptied by it (`forget`), and the helpers it is
+inlining (a recursion guard). What it learns that the next walk should know (a function
+called above its definition, a loader drawn from) it tells the env through its `note_`
+methods, never by writing the env's tables.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List, Optional, Protocol, Set, Tuple
 
 import libcst as cst
 
@@ -18,6 +23,63 @@ from synclint.semantic.helpers import HelperBody
 from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synclint.semantic.facts import ProjectFacts
+    from synclint.semantic.scopes import ClassInfo
+
+__all__ = ["Env", "Evaluator", "infer"]
+
+
+class Env(Protocol):
+    """What evaluation reads of the file, the walk's place in it and the project."""
+
+    # names and bindings, where the walk is
+    func: Optional[FuncInfo]  # the innermost function the walk is in
+    cls: Optional["ClassInfo"]  # the innermost class
+    loop_depth: int
+
+    def lookup(self, name: str) -> Val: ...
+    def binding(self, name: str) -> Optional[Binding]: ...
+    def is_local(self, name: str) -> bool: ...
+    def assigned(self, name: str) -> Optional[cst.BaseExpression]: ...
+    def origin(self, e: cst.BaseExpression) -> Optional[cst.BaseExpression]: ...
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]: ...
+    def torch_name(self, expr: cst.BaseExpression) -> Optional[str]: ...
+
+    # the file's classes and functions
+    classes_by_name: Dict[str, "ClassInfo"]
+    all_funcs: Dict[str, FuncInfo]
+    func_returns: Dict[str, Val]
+    one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]]  # inlined at each call
+    helpers: Dict[str, HelperBody]  # replayed at each call
+
+    def defined_class(self, name: str) -> Optional[bool]: ...
+    def attribute_of(self, cls_name: str, attr: str) -> Val: ...
+    def instance_attribute(self, name: str, cls_name: str, attr: str) -> Optional[Val]: ...
+    def method_return(self, cls_name: str, method: str) -> Optional[Val]: ...
+    def instance_of(self, keys: str) -> Val: ...
+    def library_base(self, cls_name: str, wanted: Callable[[str], bool]) -> Optional[str]: ...
+    def distribution_base(self, cls_name: str) -> Optional[str]: ...
+    def registry_base(self) -> Optional[str]: ...
+
+    # file and project facts
+    project: "ProjectFacts"
+    default_device: str
+    uses_xla: bool
+    device_options: Dict[str, str]
+
+    def resolve(self, v: Val) -> Val: ...
+
+    # a helper's body evaluated for one call: its own scope (and another module's imports)
+    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]]) -> ContextManager[None]: ...
+
+    # what this walk learnt that the next walk should know
+    def note_forward_ref(self, key: object) -> None: ...
+    def note_early_return(self, name: str, v: Val) -> None: ...
+    def note_early_option(self, option: str) -> None: ...
+    def note_per_epoch(self) -> None: ...
+
 
 # torch functions that join a sequence of tensors into one
 _JOINING = frozenset({"stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack"})
@@ -31,23 +93,55 @@ _DICT_VALUE_KINDS = (V.NUMPY, V.TENSOR, V.LOADER)
 # inferred from them, not from the container's value
 _LITERAL_CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp, cst.GeneratorExp)
 
-class Inference:
+def infer(expr: cst.BaseExpression, env: "Env") -> Val:
+    """The value of `expr` in `env`, asked once (a walk keeps one `Evaluator`, whose memo
+    serves every question until a binding changes)."""
+    return Evaluator(env).infer(expr)
+
+
+class Evaluator:
+    """`infer(expr)` and the evaluations it is made of, over one `Env`."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        # node id -> (node, value): valid while no binding changes (`forget`); another
+        # scope's evaluation (`another_scope`) has its own
+        self.memo: Dict[object, tuple] = {}
+        self._inlining: Set[str] = set()  # helpers being inlined (a call of one in its own body)
+        self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed once
+
+    def forget(self) -> None:
+        """What names hold may change (a binding, a new statement, a scope): inferred values
+        are inferred again."""
+        self.memo = {}
+
+    @contextmanager
+    def another_scope(self) -> Iterator[None]:
+        """Evaluation somewhere else than where the walk is (a class attribute from the method
+        that assigns it, a helper's body): what was inferred here does not hold there."""
+        saved, self.memo = self.memo, {}
+        try:
+            yield
+        finally:
+            self.memo = saved
+
     # ------------------------------------------------------------------ entry point
     def infer(self, e: cst.BaseExpression) -> Val:
         try:
-            v = self._infer(e)
+            v = self.value(e)
         except RecursionError:  # pathological nesting: know nothing
             return V.UNKNOWN_VAL
-        if self.uses_xla and v.kind == V.TENSOR and v.device is None:
+        if self.env.uses_xla and v.kind == V.TENSOR and v.device is None:
             # A torch_xla file: tensors of unknown device are XLA tensors, not CUDA ones.
             return v.with_(device=V.CPU)
         return v
 
-    def _infer(self, e: cst.BaseExpression) -> Val:
+    def value(self, e: cst.BaseExpression) -> Val:
+        """`infer` without its guards: what other evaluations build on."""
         # Within one statement (no binding changes) each expression is inferred once: a
         # chain `a.b().c()...` whose every call a rule asks about stays linear, not quadratic.
-        # `SemanticModel.forget` empties the memo whenever what a name holds may change.
-        memo = self._memo
+        # The binder calls `forget` whenever what a name holds may change.
+        memo = self.memo
         got = memo.get(id(e))
         if got is not None and got[0] is e:
             return got[1]
@@ -62,9 +156,9 @@ class Inference:
                 return V.py("bool")
             if e.value == "None":
                 return V.py("none")
-            v = self.lookup(e.value)
-            if v.kind == V.UNKNOWN and v.cls is None and not self.is_local(e.value) \
-                    and self.defined_class(e.value) is not None:
+            v = self.env.lookup(e.value)
+            if v.kind == V.UNKNOWN and v.cls is None and not self.env.is_local(e.value) \
+                    and self.env.defined_class(e.value) is not None:
                 return V.class_value(e.value)  # `return ERM`: the class itself
             if v == V.FUNCTION_VAL:  # a module-level function as a value (`fn = f if c else g`), by its key
                 return V.function(e.value)
@@ -85,7 +179,7 @@ class Inference:
         if t is cst.DictComp:
             # `{name: p.cpu() for name, p in model.named_parameters()}` (llm.c): a dict of the
             # values it makes, when they are tensors, arrays or loaders (as `_infer_dict`)
-            v = self._infer(e.value)
+            v = self.value(e.value)
             return Val(V.PY, py="dict", elems=(v,)) if v.kind in _DICT_VALUE_KINDS else V.py("dict")
         if t in (cst.Imaginary, cst.Set, cst.SetComp, cst.Lambda):
             return V.PY_VAL
@@ -93,7 +187,7 @@ class Inference:
             return self._infer_sequence(e)
         if t in (cst.ListComp, cst.GeneratorExp):
             # The walker bound the comprehension's targets while walking it.
-            elt = self._infer(e.elt)
+            elt = self.value(e.elt)
             if elt.kind == V.TENSOR:
                 return Val(V.TENSORS, elt.device, dtype=elt.dtype, assumed=elt.assumed)
             if elt.kind in (V.OBJECT, V.MODULE, V.LOADER, V.TENSORS) or V.is_dict_of(elt):
@@ -109,7 +203,7 @@ class Inference:
         if t is cst.Subscript:
             return self._infer_subscript(e)
         if t is cst.UnaryOperation:
-            v = self._infer(e.expression)
+            v = self.value(e.expression)
             if type(e.operator) is cst.Not:
                 return V.py("bool") if v.kind in (V.PY, V.NUMPY) else v if v.kind == V.UNKNOWN else V.py("bool")
             if v.kind == V.TENSOR:
@@ -117,7 +211,7 @@ class Inference:
             return v
         if t is cst.BinaryOperation:
             if type(e.operator) in (cst.Multiply, cst.Modulo):  # "%10s" * 2, "%g" % x: a str
-                left = self._infer(e.left)
+                left = self.value(e.left)
                 if left.kind == V.PY and left.py == "str":
                     return V.py("str")
             if type(e.operator) in (cst.Add, cst.Multiply):
@@ -125,9 +219,9 @@ class Inference:
                 if seq is not None:
                     return seq
             if type(e.operator) is cst.Divide:
-                v = self.combine([self._infer(e.left), self._infer(e.right)])
+                v = self.combine([self.value(e.left), self.value(e.right)])
                 return V.py("float") if v.kind == V.PY and v.py == "int" else v
-            left, right = self._infer(e.left), self._infer(e.right)
+            left, right = self.value(e.left), self.value(e.right)
             return self.combine(
                 [left, right],
                 # (a product of two masks is their `&`: bool times bool stays bool in torch;
@@ -141,7 +235,7 @@ class Inference:
             ops = [c.operator for c in e.comparisons]
             if any(type(o) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for o in ops):
                 return V.py("bool")
-            vals = [self._infer(e.left)] + [self._infer(c.comparator) for c in e.comparisons]
+            vals = [self.value(e.left)] + [self.value(c.comparator) for c in e.comparisons]
             ts = [v for v in vals if v.kind in (V.TENSOR, V.TENSORS)]
             if ts:
                 return V.tensor(_device_of(ts), mask=True, assumed=all(v.assumed for v in ts))
@@ -152,15 +246,15 @@ class Inference:
             return V.py("bool")
         if t is cst.BooleanOperation:
             # `a or b` is one of its operands.
-            return V.join(self._infer(e.left), self._infer(e.right))
+            return V.join(self.value(e.left), self.value(e.right))
         if t is cst.IfExp:
-            return V.join(self._infer(e.body), self._infer(e.orelse))
+            return V.join(self.value(e.body), self.value(e.orelse))
         if t is cst.Call:
             return self._infer_call(e)
         if t is cst.Await:
-            return self._infer(e.expression)
+            return self.value(e.expression)
         if t is cst.NamedExpr:
-            return self._infer(e.value)
+            return self.value(e.value)
         return V.UNKNOWN_VAL
 
     def _infer_dict(self, e: cst.Dict) -> Val:
@@ -168,7 +262,7 @@ class Inference:
         all tensors or all loaders (`{"train": DataLoader(...), "val": ...}`) keeps them
         (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
         a learning rate) are not joined into one."""
-        vals = [self._infer(el.value) for el in e.elements if type(el) is cst.DictElement]
+        vals = [self.value(el.value) for el in e.elements if type(el) is cst.DictElement]
         if vals and len(vals) == len(e.elements) and all(V.function_keys(v) or V.class_key(v) for v in vals):
             # a registry (`{"VQ-16": VQ_16, "VQ-8": VQ_8}`): calling an item makes what any of them
             # makes; a factory that returns an instance of a class stands for that class, which
@@ -191,15 +285,15 @@ class Inference:
 
     def _infer_sequence(self, e) -> Val:
         if any(type(el) is cst.StarredElement for el in e.elements):
-            vals = [self._infer(el.value) for el in e.elements]
+            vals = [self.value(el.value) for el in e.elements]
             ts = [v for v in vals if v.kind in (V.TENSOR, V.TENSORS)]
             return Val(V.TENSORS, _device_of(ts)) if ts else V.UNKNOWN_VAL if vals else V.py("list")
-        return _sequence(tuple(self._infer(el.value) for el in e.elements), "tuple" if type(e) is cst.Tuple else "list")
+        return _sequence(tuple(self.value(el.value) for el in e.elements), "tuple" if type(e) is cst.Tuple else "list")
 
     def _sequence_arithmetic(self, e: cst.BinaryOperation) -> Optional[Val]:
         """`[a] + [b]` and `[f] * n` of literal sequences: a sequence of their items (HRNet's
         `[self._ce_forward] * (n - 1) + [self._ohem_forward]`, each then called), else None."""
-        left, right = self._infer(e.left), self._infer(e.right)
+        left, right = self.value(e.left), self.value(e.right)
         if type(e.operator) is cst.Add:
             if left.elems is not None and right.elems is not None and not V.is_dict_of(left) and not V.is_dict_of(right):
                 kind = left.py if left.kind == V.PY else right.py if right.kind == V.PY else "list"
@@ -242,31 +336,32 @@ class Inference:
         runs, any class of this module's one family (`registry_base`)."""
         name = string_value(key)
         if name is not None:
-            return V.class_value(name) if self.defined_class(name) is not None else V.UNKNOWN_VAL
-        base = self.registry_base()
+            return V.class_value(name) if self.env.defined_class(name) is not None else V.UNKNOWN_VAL
+        base = self.env.registry_base()
         return V.class_value(base) if base is not None else V.UNKNOWN_VAL
 
     # ------------------------------------------------------------------ attributes, indexing
     def _infer_attribute(self, e: cst.Attribute) -> Val:
+        env = self.env
         attr = e.attr.value
-        q = self.qualname(e)
+        q = env.qualname(e)
         if q is not None:
             if q.startswith("torch.") and q[6:] in L.LEGACY_CUDA_CTORS | L.LEGACY_CTORS:
                 # `torch.cuda.HalfTensor` as a value: a tensor type that names its device
                 return Val(V.PY, V.CUDA if q[6:] in L.LEGACY_CUDA_CTORS else V.CPU, py="typestr")
-            return self.project.value(q, V.PY_VAL)  # torch.float32, np.pi, config.device
-        base = self._infer(e.value)
+            return env.project.value(q, V.PY_VAL)  # torch.float32, np.pi, config.device
+        base = self.value(e.value)
         if V.class_key(base):
             base = V.UNKNOWN_VAL  # `ERM.attr`: what a class holds is not followed
-        if type(e.value) is cst.Name and e.value.value == "self" and self.cls is not None:
-            if attr in self.cls.methods and attr not in self.cls.pending:
-                return V.method(f"{self.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
-            b = self.binding("self." + attr)
+        if type(e.value) is cst.Name and e.value.value == "self" and env.cls is not None:
+            if attr in env.cls.methods and attr not in env.cls.pending:
+                return V.method(f"{env.cls.name}.{attr}")  # `run = self.run_cuda`: a bound method
+            b = env.binding("self." + attr)
             if b is not None:
                 return b.val
-            v = self.attribute_of(self.cls.name, attr)
+            v = env.attribute_of(env.cls.name, attr)
             if v.kind == V.UNKNOWN:  # set only by subclasses (`self.model` of a trainer's base)
-                return self.project.subclass_attr(self.cls.name, attr) or v
+                return env.project.subclass_attr(env.cls.name, attr) or v
             return v
         k = base.kind
         if k == V.TENSOR:
@@ -289,11 +384,11 @@ class Inference:
                 return V.tensor(base.device, dtype=V.INT if attr == "indices" else None)
             return V.UNKNOWN_VAL
         if k == V.OBJECT and type(e.value) is cst.Name and base.cls and "|" not in base.cls:
-            v = self.instance_attribute(e.value.value, base.cls, attr)
+            v = env.instance_attribute(e.value.value, base.cls, attr)
             if v is not None:
                 return v
         if k in (V.MODULE, V.OBJECT) and base.cls is not None:
-            v = self.attribute_of(base.cls, attr)
+            v = env.attribute_of(base.cls, attr)
             if v.kind != V.UNKNOWN:
                 if v.kind in (V.TENSOR, V.MODULE) and v.device is None and base.device is not None:
                     return v.with_(device=base.device)
@@ -307,21 +402,21 @@ class Inference:
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
             return Val(V.DEVICE, V.CUDA)
         if k == V.OBJECT and base.cls == L.ARG_NAMESPACE:  # `args.device`
-            dev = self.device_options.get(attr)
+            dev = env.device_options.get(attr)
             if dev is None:
-                self.early_options.add(attr)  # the parser may be further down: known next walk
+                env.note_early_option(attr)  # the parser may be further down: known next walk
                 return V.UNKNOWN_VAL
             return Val(V.PY, dev, py="str")
         return V.UNKNOWN_VAL
 
     def _infer_subscript(self, e: cst.Subscript) -> Val:
         if type(e.value) is cst.Call and type(e.value.func) is cst.Name and e.value.func.value == "globals" \
-                and not e.value.args and not self.is_local("globals") and len(e.slice) == 1 \
+                and not e.value.args and not self.env.is_local("globals") and len(e.slice) == 1 \
                 and type(e.slice[0].slice) is cst.Index:
             return self._registered(e.slice[0].slice.value)
-        base = self._infer(e.value)
+        base = self.value(e.value)
         if base.kind == V.TENSOR:
-            idx = [self._infer(s.slice.value) for s in e.slice if type(s.slice) is cst.Index]
+            idx = [self.value(s.slice.value) for s in e.slice if type(s.slice) is cst.Index]
             if len(e.slice) == 1 and idx and idx[0].kind == V.TENSOR and idx[0].mask and base.ndim == 1:
                 return base.with_(pinned=None)
             if base.ndim is not None and len(idx) == len(e.slice) <= base.ndim and all(
@@ -347,12 +442,12 @@ class Inference:
                 return base
             return V.element_of(base)
         if base.kind == V.PY and type(e.value) is cst.Attribute and e.value.attr.value in ("r_", "c_") and \
-                self.qualname(e.value) in ("numpy.r_", "numpy.c_"):
+                self.env.qualname(e.value) in ("numpy.r_", "numpy.c_"):
             return Val(V.NUMPY, ndim=1 if e.value.attr.value == "r_" else 2)  # `np.r_[:2, 4:n]`: an array
         if base.kind == V.NUMPY:
             if all(type(x.slice) is cst.Slice for x in e.slice):
                 return base
-            if type(e.value) is cst.Call and len(e.slice) == 1 and self.qualname(e.value.func) in (
+            if type(e.value) is cst.Call and len(e.slice) == 1 and self.env.qualname(e.value.func) in (
                     "numpy.where", "numpy.nonzero"):
                 return Val(V.NUMPY, ndim=1)  # np.where(m)[0]: an index array
             return Val(V.NUMPY)  # an element, or fancy indexing: array-ness unknown
@@ -373,11 +468,11 @@ class Inference:
                 if i < len(base.elems):
                     return base.elems[i]
         if base.kind == V.UNKNOWN and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
-            idx = self._infer(e.slice[0].slice.value)
+            idx = self.value(e.slice[0].slice.value)
             if idx.kind == V.TENSOR and idx.mask:
                 return V.tensor(idx.device, assumed=idx.assumed)  # only a tensor takes a tensor mask
         if base.kind == V.OBJECT and base.cls and len(e.slice) == 1:
-            item = self.method_return(base.cls, "__getitem__")  # `val_dataset[i]`: what its `__getitem__` returns
+            item = self.env.method_return(base.cls, "__getitem__")  # `val_dataset[i]`: what its `__getitem__` returns
             if item is not None:
                 return item
         if base.kind == V.PY and base.py == "str":
@@ -389,18 +484,18 @@ class Inference:
     def iter_item(self, it: cst.BaseExpression) -> Val:
         """The value of one item when `it` is iterated."""
         if type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "range" \
-                and not self.is_local("range"):
+                and not self.env.is_local("range"):
             return V.py("int")
-        v = self._loader_named(it, self._infer(it))
+        v = self._loader_named(it, self.value(it))
         if v.kind == V.LOADER:
-            self._per_epoch()
+            self.env.note_per_epoch()
         return self._item_of(v)
 
     def _item_of(self, v: Val) -> Val:
         """`V.element_of`, and for an instance of a class that defines `__iter__`, what
         that yields (a loader wrapper: `def __iter__(self): while True: yield next(self._it)`)."""
         if v.kind == V.OBJECT and v.cls:
-            it = self.method_return(v.cls, "__iter__")
+            it = self.env.method_return(v.cls, "__iter__")
             if it is not None and it.kind == V.ITER:
                 return V.element_of(it)
         return V.element_of(v)
@@ -408,8 +503,8 @@ class Inference:
     def _loader_named(self, it: cst.BaseExpression, v: Val) -> Val:
         """`train_loader` of unknown origin, iterated (also through `tqdm(...)`): a DataLoader."""
         while v.kind == V.UNKNOWN and type(it) is cst.Call and it.args and (
-            (type(it.func) is cst.Name and it.func.value in L.PASSTHROUGH) or self.qualname(it.func) in L.PASSTHROUGH
-            or self._infer(it.func) == V.PASSTHROUGH_VAL
+            (type(it.func) is cst.Name and it.func.value in L.PASSTHROUGH) or self.env.qualname(it.func) in L.PASSTHROUGH
+            or self.value(it.func) == V.PASSTHROUGH_VAL
         ):
             it = it.args[0].value
         if v.kind == V.UNKNOWN and type(it) in (cst.Name, cst.Attribute):
@@ -418,16 +513,10 @@ class Inference:
                 return Val(V.LOADER, V.CPU)
         return v
 
-    def _per_epoch(self) -> None:
-        """This function draws batches from a loader itself: it runs once per epoch."""
-        f = self.func
-        if f is not None:
-            f.iterates_loader = True
-
     def tensor_args(self, call: cst.Call) -> List[Val]:
         out = []
         for a in call.args:
-            v = self._infer(a.value)
+            v = self.value(a.value)
             if v.kind == V.TENSOR:
                 out.append(v)
             elif v.kind == V.TENSORS:
@@ -453,21 +542,21 @@ class Inference:
                 return True, V.CUDA
             return a[0] or b[0], a[1] if a[0] else b[1]
         if type(arg) is cst.Call:
-            tn = self.torch_name(arg.func)
+            tn = self.env.torch_name(arg.func)
             if tn == "device":
                 return self.device_of_arg(arg.args[0].value if arg.args else None)
             if tn in L.CUDA_DEVICES:
                 return True, V.CUDA
         if type(arg) is cst.Integer:
             return True, V.CUDA  # .to(0): a CUDA ordinal
-        tn = self.torch_name(arg)
+        tn = self.env.torch_name(arg)
         if tn is not None:
             return False, None  # torch.float16 and friends: a dtype, not a device
-        if type(arg) is cst.Attribute and arg.attr.value == "device" and self._infer(arg.value).kind in (V.NUMPY, V.PY):
+        if type(arg) is cst.Attribute and arg.attr.value == "device" and self.value(arg.value).kind in (V.NUMPY, V.PY):
             # an array's `.device` is the CPU; a Python value has none, so that path does not
             # run for it (Informer's scaler: `... .to(data.device) if torch.is_tensor(data)`)
             return True, V.CPU
-        v = self._infer(arg)
+        v = self.value(arg)
         if v.kind == V.DEVICE:
             return True, v.device
         if v.kind == V.TENSOR:
@@ -483,7 +572,7 @@ class Inference:
     def _dtype_class(self, e: Optional[cst.BaseExpression]) -> Optional[str]:
         if e is None:
             return None
-        name = self.torch_name(e) or string_value(e)
+        name = self.env.torch_name(e) or string_value(e)
         if name is None:
             return None
         if name in L.BOOL_DTYPES:
@@ -497,13 +586,13 @@ class Inference:
         if dev_arg is not None:
             _, device = self.device_of_arg(dev_arg)
         elif name.endswith("_like") and call.args:
-            device = self._infer(call.args[0].value).device
+            device = self.value(call.args[0].value).device
         elif name == "from_numpy":
             device = V.CPU
         elif name in ("bernoulli", "multinomial", "normal", "poisson") and self.tensor_args(call):
             device = _device_of(self.tensor_args(call))  # sampled on the input's device
         else:
-            device = self.default_device
+            device = self.env.default_device
         pinned = is_true(kwarg(call, "pin_memory"))
         ndim = None
         dtype = self._dtype_class(kwarg(call, "dtype"))
@@ -516,7 +605,7 @@ class Inference:
             elif pos and all(type(a.value) in (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Call)
                              for a in pos):
                 one = pos[0].value
-                if len(pos) > 1 or type(one) is cst.Integer or self._infer(one).py in ("int", "number"):
+                if len(pos) > 1 or type(one) is cst.Integer or self.value(one).py in ("int", "number"):
                     ndim = len(pos)  # (one argument: a size, not a shape like `(n,) + low.shape`)
             if len(pos) == 1 and type(pos[0].value) is cst.Attribute and pos[0].value.attr.value == "shape":
                 ndim = None  # torch.zeros(x.shape): as many dims as x
@@ -532,14 +621,14 @@ class Inference:
         elif name in ("tensor", "as_tensor", "asarray") and call.args and call.args[0].keyword is None:
             data = call.args[0].value
             ndim = literal_ndim(data)
-            if ndim is None and self._infer(data) == V.py("shape"):
+            if ndim is None and self.value(data) == V.py("shape"):
                 ndim = 1  # `torch.tensor(p.shape)`: one number per dimension
             if dtype is None and type(data) in (cst.List, cst.Tuple) and data.elements and all(
                 type(el.value) is cst.Integer for el in data.elements
             ):
                 dtype = V.INT
             if dev_arg is None:  # no device=: the result stays where a tensor argument is
-                d = self._infer(data)
+                d = self.value(data)
                 if d.kind == V.TENSOR:
                     device = d.device
                     if name != "tensor":  # as_tensor(t) is t itself; tensor(t) is a fresh copy
@@ -550,18 +639,19 @@ class Inference:
 
     # ------------------------------------------------------------------ calls
     def _infer_call(self, call: cst.Call) -> Val:
+        env = self.env
         func = call.func
-        q = self.qualname(func)
+        q = env.qualname(func)
         if q is not None:
             return self._infer_qualified_call(q, call)
         if type(func) is cst.Attribute:
-            recv = self._infer(func.value)
+            recv = self.value(func.value)
             if V.class_key(recv):
                 if func.attr.value == "apply":  # `GradReverse.apply(x)`: a custom autograd Function
                     made = self._function_applied(V.class_key(recv), call)
                     if made is not None:
                         return made
-                made = self.method_return(V.class_key(recv), func.attr.value)
+                made = env.method_return(V.class_key(recv), func.attr.value)
                 if made is not None and made.kind == V.MODULE and made.cls == V.class_key(recv):
                     return made  # a module's classmethod constructor (`LanguageModel.from_pretrained(cfg)`; see call_val)
                 recv = V.UNKNOWN_VAL  # `ERM.build(...)`: a class's other methods are not followed
@@ -574,20 +664,20 @@ class Inference:
                 if sub.kind == V.OBJECT and sub.cls == L.TOKENIZER:  # `self.tokenizer(text, return_tensors="pt")`
                     return _encoded("__call__", call)
                 if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
-                    return self.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
+                    return env.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
             return self._infer_method(recv, func.attr.value, call, func.value)
         if type(func) is cst.Name:
             name = func.value
-            bound = self.lookup(name)
-            if (bound.kind == V.UNKNOWN or bound == V.PASSTHROUGH_VAL) and not self.is_local(name):
+            bound = env.lookup(name)
+            if (bound.kind == V.UNKNOWN or bound == V.PASSTHROUGH_VAL) and not env.is_local(name):
                 builtin = self._infer_builtin(name, call)
                 if builtin is not None:
                     return builtin
             if bound == V.PASSTHROUGH_VAL and call.args:  # `progress = tqdm if main else iter`
                 inner = call.args[0].value
-                return self._loader_named(inner, self._infer(inner))
-            if name == "super" and not call.args and self.cls is not None \
-                    and self.distribution_base(self.cls.name) is not None:
+                return self._loader_named(inner, self.value(inner))
+            if name == "super" and not call.args and env.cls is not None \
+                    and env.distribution_base(env.cls.name) is not None:
                 return Val(V.DIST, py="validating")  # `super().log_prob(x)` in a distribution subclass
             if bound.kind == V.PY and bound.py == "typestr":  # `Tensor = torch.cuda.FloatTensor ...; Tensor(x)`
                 return V.tensor(bound.device)
@@ -595,38 +685,38 @@ class Inference:
             if called is not None:
                 return called
             if V.class_key(bound):  # `algorithm_class(...)`: an instance
-                return self.instance_of(V.class_key(bound))
-            is_module = self.defined_class(name)
+                return env.instance_of(V.class_key(bound))
+            is_module = env.defined_class(name)
             if is_module is not None:
                 return self._instance_made(Val(V.MODULE if is_module else V.OBJECT, cls=name), call)
-            if name in self.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
+            if name in env.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
                 return self._inlined(name, call)
-            if name in self.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
-                v = self._replayed(name, self.helpers[name], call, None)
+            if name in env.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
+                v = self._replayed(name, env.helpers[name], call, None)
                 if v is not None:
                     return v
-            info = self.all_funcs.get(name)
+            info = env.all_funcs.get(name)
             if info is not None and info.reyields is not None and bound == V.FUNCTION_VAL:
                 # `cycle(self.dl)`: what this call passes, iterated
                 pos = [a.value for a in call.args if a.keyword is None]
                 items = pos[info.reyields] if len(pos) > info.reyields and not any(a.star for a in call.args) else None
                 if items is not None:
-                    return Val(V.ITER, elems=(V.element_of(self._loader_named(items, self._infer(items))),))
+                    return Val(V.ITER, elems=(V.element_of(self._loader_named(items, self.value(items))),))
             keys = [k for k in V.function_keys(bound) if k != name]
             if keys:  # a function a factory made, or a name holding one or another: what it returns
                 return self._returned_by(keys)
-            ret = self.func_returns.get(name)
+            ret = env.func_returns.get(name)
             if ret is not None:
-                if name not in self.all_funcs:
-                    self.early_returns.setdefault(name, ret)  # the last walk's: `stale_reads`
+                if name not in env.all_funcs:
+                    env.note_early_return(name, ret)  # the last walk's: `stale_reads`
                 return ret
-            if name not in self.all_funcs:
-                self.forward_refs.add(name)  # a function defined further down: known next walk
+            if name not in env.all_funcs:
+                env.note_forward_ref(name)  # a function defined further down: known next walk
             return V.UNKNOWN_VAL
-        callee = self._infer(func)
+        callee = self.value(func)
         made = V.class_key(callee)  # `get_class(name)(...)`
         if made:
-            return self.instance_of(made)
+            return env.instance_of(made)
         if V.function_keys(callee):  # `MODELS[name](cfg)`: what any function of the registry returns
             return self._returned_by(V.function_keys(callee))
         called = self._instance_called(callee, call)  # LightGlue's `ImagePreprocessor(**conf)(img)`
@@ -636,8 +726,8 @@ class Inference:
         """What calling any of these functions returns (by key: this file's, or another module's)."""
         out: Optional[Val] = None
         for key in keys:
-            got = self.project.call_val(key) if "." in key else self.func_returns.get(key)
-            got = self.resolve(got) if got is not None else V.UNKNOWN_VAL
+            got = self.env.project.call_val(key) if "." in key else self.env.func_returns.get(key)
+            got = self.env.resolve(got) if got is not None else V.UNKNOWN_VAL
             out = got if out is None else V.join(out, got)
         return out if out is not None else V.UNKNOWN_VAL
 
@@ -652,11 +742,11 @@ class Inference:
             return self._transformed(call)
         if v.cls == L.TOKENIZER:
             return _encoded("__call__", call)
-        return self.method_return(v.cls, "__call__") or V.UNKNOWN_VAL
+        return self.env.method_return(v.cls, "__call__") or V.UNKNOWN_VAL
 
     def _infer_builtin(self, name: str, call: cst.Call) -> Optional[Val]:
         if name in ("max", "min", "sum", "abs", "round"):
-            args = [self._infer(a.value) for a in call.args if a.keyword is None]
+            args = [self.value(a.value) for a in call.args if a.keyword is None]
             ts = self.tensor_args(call)
             if ts:
                 return V.tensor(_device_of(ts), assumed=all(v.assumed for v in ts))
@@ -676,15 +766,15 @@ class Inference:
             arg = call.args[0].value if call.args else None
             if arg is None:
                 return V.UNKNOWN_VAL
-            v = self._infer(arg)
+            v = self.value(arg)
             if name == "iter":
                 return self._loader_named(arg, v)
-            if name == "next" and v.kind == V.LOADER and self.loop_depth:
-                self._per_epoch()  # `batch = next(it)` in a loop over steps
+            if name == "next" and v.kind == V.LOADER and self.env.loop_depth:
+                self.env.note_per_epoch()  # `batch = next(it)` in a loop over steps
             return V.element_of(v) if name == "next" else v
         if name in ("list", "tuple"):
             if call.args:
-                v = self._infer(call.args[0].value)
+                v = self.value(call.args[0].value)
                 if v.kind in (V.TENSORS, V.TENSOR):
                     return Val(V.TENSORS, v.device, dtype=v.dtype)
                 if v.kind == V.UNKNOWN:
@@ -710,7 +800,7 @@ class Inference:
     def _transformed(self, call: cst.Call) -> Val:
         """An image transform's output: a CPU tensor made from host data, a tensor on the
         device of a tensor, else not known."""
-        v = self._infer(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
+        v = self.value(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
         if v.kind in (V.NUMPY, V.PY) and v.py != "none":
             return V.tensor(V.CPU)
         return V.tensor(v.device) if v.kind == V.TENSOR else V.UNKNOWN_VAL
@@ -728,7 +818,7 @@ class Inference:
                 return Val(V.TENSORS, device, cls=L.PML_PAIRS)
             return Val(V.TENSORS, device) if kind == "triplet_miners" else V.tensor(device)
         if module.cls is not None:
-            ret = self.method_return(module.cls, "forward")
+            ret = self.env.method_return(module.cls, "forward")
             if ret is not None and ret.kind != V.TENSOR:
                 return ret.with_(device=device) if ret.kind == V.TENSORS else ret
         return V.tensor(device)
@@ -748,7 +838,7 @@ class Inference:
             return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL
         if q in L.RETURNS_ARGUMENTS:  # `model, optimizer = amp.initialize(model, optimizer)`
             pos = [a.value for a in call.args if a.keyword is None and not a.star]
-            got = tuple(self._infer(pos[i]) if i < len(pos) else V.UNKNOWN_VAL for i in L.RETURNS_ARGUMENTS[q])
+            got = tuple(self.value(pos[i]) if i < len(pos) else V.UNKNOWN_VAL for i in L.RETURNS_ARGUMENTS[q])
             return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
         if q in L.HOST_DECIDING_OPTIMIZERS:  # `optimizer = LARC(optimizer=optimizer)`
             return Val(V.OPTIM, cls=L.LARC)
@@ -766,7 +856,7 @@ class Inference:
         if q in L.TIMING_NAMES or root in L.PYTHON_MODULES:
             return V.PY_VAL
         if q in L.PASSTHROUGH:
-            return self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
+            return self.value(call.args[0].value) if call.args else V.UNKNOWN_VAL
         if q in L.PREPARE_OWNERS:
             return Val(V.OBJECT, cls=q)
         if q in L.ARG_PARSERS:
@@ -777,20 +867,20 @@ class Inference:
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
-        helper = self.project.one_liner(q) if q not in self._inlining else None
+        helper = self.env.project.one_liner(q) if q not in self._inlining else None
         if helper is not None:
             v = self._inlined_foreign(q, helper, call)
             if v.kind != V.UNKNOWN:
                 return v
             # (it names what its own module defines, `return Rays(n)`: what the module says)
-        got = self.project.call_val(q)
+        got = self.env.project.call_val(q)
         if got is not None:
-            return self._instance_made(self.resolve(got), call)
+            return self._instance_made(self.env.resolve(got), call)
         if last == "apply":  # `AllReduce.apply(loss)`, the Function defined in another module
             made = self._function_applied(q[: -len(".apply")], call)
             if made is not None:
                 return made
-        is_module = self.defined_class(last)
+        is_module = self.env.defined_class(last)
         if is_module is not None:
             return Val(V.MODULE if is_module else V.OBJECT, cls=last)
         if root in L.LIBRARY_ROOTS:
@@ -800,7 +890,7 @@ class Inference:
     def _instance_made(self, v: Val, call: cst.Call) -> Val:
         """An instance a call of a project class made; a loader when the class derives from
         torch's DataLoader (YOLOP's `DataLoaderX(dataset, pin_memory=...)`)."""
-        if v.kind == V.OBJECT and v.cls and "|" not in v.cls and self.library_base(v.cls, _is_torch_loader) is not None:
+        if v.kind == V.OBJECT and v.cls and "|" not in v.cls and self.env.library_base(v.cls, _is_torch_loader) is not None:
             return self._loader(call)
         return v
 
@@ -808,9 +898,9 @@ class Inference:
         """`F.apply(x, ...)` of a project class deriving from `torch.autograd.Function`: what
         its `forward` returns, or else tensors on the device of the tensors it is given
         (ijepa's `AllReduce.apply(loss)`, a CUDA kernel's wrapper); None for another class."""
-        if "|" in cls or self.library_base(cls, _is_autograd_function) is None:
+        if "|" in cls or self.env.library_base(cls, _is_autograd_function) is None:
             return None
-        got = self.method_return(cls, "forward")
+        got = self.env.method_return(cls, "forward")
         if got is not None and got.kind != V.UNKNOWN and not got.assumed:  # (not merely its parameters)
             return got
         ts = self.tensor_args(call)
@@ -834,7 +924,7 @@ class Inference:
         if t in L.LEGACY_CTORS:
             dtype = V.INT if t in ("LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor") else (
                 V.BOOL if t == "BoolTensor" else V.FLOAT)
-            return V.tensor(self.default_device, dtype=dtype)
+            return V.tensor(self.env.default_device, dtype=dtype)
         if t == "utils.data.DataLoader" or t.endswith(".DataLoader"):
             return self._loader(call)
         if t in L.TENSOR_DATASETS:  # its items are its tensors' slices, on their device
@@ -851,9 +941,9 @@ class Inference:
         if t in L.GRAD_SCALERS:
             return Val(V.OBJECT, self._scaler_device(t, call), cls=L.GRAD_SCALER)
         if t in L.TORCH_RETURNS_ARGUMENT:
-            v = self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
+            v = self.value(call.args[0].value) if call.args else V.UNKNOWN_VAL
             if t in L.TORCH_WRAPS_MODULE and v.kind == V.UNKNOWN:
-                v = self.resolve(v)  # (a model a factory returns, when the project knows it)
+                v = self.env.resolve(v)  # (a model a factory returns, when the project knows it)
                 if v.kind == V.UNKNOWN:
                     return Val(V.MODULE, v.device)
             return v
@@ -890,13 +980,13 @@ class Inference:
             device = None  # `torch.tanh(x)` with `x` unknown: x's device, not the default
             # (a list that `cat`/`stack` join holds tensors, never host numbers: a list
             # filled with `.append` of values the model does not know is not host data)
-            if pos and last not in _JOINING and all(self._infer(p).kind == V.PY for p in pos):
-                device = self.default_device
+            if pos and last not in _JOINING and all(self.value(p).kind == V.PY for p in pos):
+                device = self.env.default_device
         assumed = bool(ts) and all(v.assumed for v in ts)
         if last in L.MULTI_OUTPUT:
             if last in L.ELEMENTWISE_WITH_TENSOR and (
                 len(pos) == 1 and kwarg(call, "dim") is None
-                or len(pos) >= 2 and self._infer(pos[1]).kind == V.TENSOR
+                or len(pos) >= 2 and self.value(pos[1]).kind == V.TENSOR
                 or kwarg(call, "other") is not None
             ):
                 return V.tensor(device, assumed=assumed)
@@ -920,12 +1010,13 @@ class Inference:
     def _passed_through(self, m: str, call: cst.Call) -> Optional[Val]:
         """`metric_logger.log_every(loader, 10)` yields the loader's batches."""
         if m in L.PASSTHROUGH_METHODS and call.args:
-            v = self._infer(call.args[0].value)
+            v = self.value(call.args[0].value)
             if v.kind == V.LOADER:
                 return v
         return None
 
     def _infer_method(self, recv: Val, m: str, call: cst.Call, recv_node: cst.BaseExpression) -> Val:
+        env = self.env
         k = recv.kind
         if m in L.NUMPY_ONLY_METHODS and k in (V.TENSOR, V.UNKNOWN):
             return Val(V.NUMPY)  # no tensor has the method: the receiver was an array
@@ -962,17 +1053,17 @@ class Inference:
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
             if recv.cls is not None:
-                ret = self.method_return(recv.cls, m)
+                ret = env.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
-                if f"{recv.cls}.{m}" not in self.all_funcs and recv.cls in self.classes_by_name:
-                    self.forward_refs.add((recv.cls, m))  # a method defined further down: known next walk
+                if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
+                    env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
             return V.UNKNOWN_VAL
         if k == V.OBJECT:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
                 return self._prepared(call)
             if recv.cls in L.PREPARE_OWNERS and m in L.COLLECTIVE_METHODS:  # gathered onto this device
-                return self._infer(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
+                return self.value(call.args[0].value) if call.args and not call.args[0].star else V.UNKNOWN_VAL
             if recv.cls == L.TOKENIZER:
                 return _encoded(m, call)
             if recv.cls == L.ARG_PARSER:
@@ -982,12 +1073,12 @@ class Inference:
                     ns = Val(V.OBJECT, cls=L.ARG_NAMESPACE)
                     return ns if m != "parse_known_args" else Val(V.PY, py="tuple", elems=(ns, V.py("list")))
             if recv.cls is not None:
-                ret = self.method_return(recv.cls, m)
+                ret = env.method_return(recv.cls, m)
                 if ret is not None and not (ret.kind == V.ITER and m in L.PASSTHROUGH_METHODS
                                             and all(e.kind == V.UNKNOWN for e in ret.elems or ())):
                     return ret
-                if f"{recv.cls}.{m}" not in self.all_funcs and recv.cls in self.classes_by_name:
-                    self.forward_refs.add((recv.cls, m))  # a method defined further down: known next walk
+                if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
+                    env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
             # a logging wrapper of the project's own (BLIP's `MetricLogger.log_every`, a
             # generator that yields its iterable's items): what the loader yields
             passed = self._passed_through(m, call)
@@ -1008,8 +1099,8 @@ class Inference:
             return V.UNKNOWN_VAL
         if k == V.LOADER:
             if m in ("next", "__next__") and not call.args:  # `it.next()`, old DataLoader iterators' `next(it)`
-                if self.loop_depth:
-                    self._per_epoch()
+                if env.loop_depth:
+                    env.note_per_epoch()
                 return V.element_of(recv)
             return V.UNKNOWN_VAL
         passed = self._passed_through(m, call)
@@ -1061,18 +1152,18 @@ class Inference:
             dtype = self._dtype_class(kwarg(call, "dtype"))
             for a in call.args:
                 if a.keyword is None and dtype is None:
-                    dtype = self._dtype_class(a.value) if self.torch_name(a.value) else None
+                    dtype = self._dtype_class(a.value) if self.env.torch_name(a.value) else None
             if m == "type":
                 if not call.args:  # "torch.cuda.FloatTensor": names the device too
                     return Val(V.PY, recv.device, py="typestr")
                 # `.type(torch.cuda.FloatTensor)`, `.type(other.type())`, `.type("torch.cuda...")`
                 s = string_value(arg) if arg is not None else None
-                t = self._infer(arg) if arg is not None and s is None else V.UNKNOWN_VAL
+                t = self.value(arg) if arg is not None and s is None else V.UNKNOWN_VAL
                 if s is not None and s.startswith("torch."):
                     is_dev, dev = True, V.CUDA if s.startswith("torch.cuda.") else V.CPU
                 elif t.kind == V.PY and t.py == "typestr":
                     is_dev, dev = True, t.device
-                elif t.kind == V.UNKNOWN and arg is not None and self.torch_name(arg) is None:
+                elif t.kind == V.UNKNOWN and arg is not None and self.env.torch_name(arg) is None:
                     # `.type(dtype)` of a parameter: a type that may name either device
                     # (YOLOX passes `xin[0].type()`, "torch.cuda.FloatTensor" in a GPU run)
                     is_dev, dev = True, None
@@ -1083,7 +1174,7 @@ class Inference:
                 out = out.with_(dtype=dtype)
             return out
         if m == "type_as":
-            other = self._infer(call.args[0].value) if call.args else V.UNKNOWN_VAL
+            other = self.value(call.args[0].value) if call.args else V.UNKNOWN_VAL
             return V.tensor(other.device if other.kind == V.TENSOR else recv.device,
                             dtype=other.dtype if other.kind == V.TENSOR else None)
         if m in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
@@ -1108,7 +1199,7 @@ class Inference:
                 a.keyword is not None and a.keyword.value in ("return_inverse", "return_counts") for a in call.args):
             return V.tensor(recv.device, dtype=recv.dtype, assumed=assumed)  # one tensor, without extras
         if m in L.MULTI_OUTPUT_METHODS or (m in ("max", "min") and (call.args or kwarg(call, "dim") is not None)):
-            if m in ("max", "min") and call.args and self._infer(call.args[0].value).kind == V.TENSOR:
+            if m in ("max", "min") and call.args and self.value(call.args[0].value).kind == V.TENSOR:
                 return V.tensor(recv.device, assumed=assumed)  # x.max(other): elementwise
             if m in ("sort", "unique", "split", "chunk", "unbind", "tensor_split") and m not in L.VALUES_INDICES:
                 return Val(V.TENSORS, recv.device, dtype=recv.dtype, assumed=assumed)
@@ -1130,7 +1221,7 @@ class Inference:
         for a in call.args:
             if a.keyword is not None or a.star == "**":
                 return None
-            v = self._infer(a.value)
+            v = self.value(a.value)
             items.append(V.element_of(v) if a.star == "*" or v.kind == V.PY and v.elems else v)
         if not items or not all(v.kind == V.MODULE and v.cls for v in items):
             return None
@@ -1147,7 +1238,7 @@ class Inference:
         if name in ("array", "asarray") and pos:
             if type(pos[0]) in (cst.List, cst.ListComp):
                 return Val(V.NUMPY, ndim=1)
-            return self._infer(pos[0]) if self._infer(pos[0]).kind == V.NUMPY else Val(V.NUMPY)
+            return self.value(pos[0]) if self.value(pos[0]).kind == V.NUMPY else Val(V.NUMPY)
         if name in ("where", "nonzero") and len(call.args) == 1:
             return Val(V.NUMPY, ndim=1)
         sampler = name.rsplit(".", 1)[-1]
@@ -1159,9 +1250,9 @@ class Inference:
     def _inlined(self, name: str, call: cst.Call) -> Val:
         """`def loss(p, t): return (p - t).abs().mean()` called here: its result from this
         call's arguments (not the join over every caller), in the function's own scope."""
-        params, expr = self.one_liners[name]
+        params, expr = self.env.one_liners[name]
         if any(a.star for a in call.args):
-            return self.func_returns.get(name, V.UNKNOWN_VAL)
+            return self.env.func_returns.get(name, V.UNKNOWN_VAL)
         return self._infer_in_scope(name, HelperBody(params, returns=[expr]), call, None)
 
     def _inlined_foreign(self, q: str, helper, call: cst.Call) -> Val:
@@ -1202,43 +1293,35 @@ class Inference:
         params = body.params
         given: dict = {}
         for p, a in zip(params, [a for a in call.args if a.keyword is None]):
-            given[p] = self._infer(a.value)
+            given[p] = self.value(a.value)
         for a in call.args:
             if a.keyword is not None and a.keyword.value in params:
-                given[a.keyword.value] = self._infer(a.value)
+                given[a.keyword.value] = self.value(a.value)
         scope = FuncInfo(key, key, None)
         for p in params:
             scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
         for names, _, _ in body.steps:  # its locals shadow the module's names from the start
             for n in names:
                 scope.scope.setdefault(n, Binding(V.UNKNOWN_VAL))
-        saved = (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.helpers,
-                 self.func_returns, self.classes_by_name, self.forward_refs)
-        self.funcs, self._memo = [scope], {}  # another scope: what was inferred here does not hold
-        if foreign_aliases is not None:  # another module: its imports, none of this file's names
-            self.aliases, self.module_scope, self.one_liners, self.helpers, self.func_returns = \
-                dict(foreign_aliases), {}, {}, {}, {}
-            self.classes_by_name, self.forward_refs = {}, set()
         self._inlining.add(key)
         try:
-            for names, expr, cond in body.steps:
-                v = self._infer(expr) if expr is not None else V.UNKNOWN_VAL
-                parts = v.elems if len(names) > 1 and v.elems and len(v.elems) == len(names) else None
-                for i, n in enumerate(names):
-                    got = parts[i] if parts is not None else v if len(names) == 1 else \
-                        V.element_of(v) if v.kind in (V.TENSOR, V.TENSORS) else V.UNKNOWN_VAL
-                    if cond and expr is not None:  # under a branch or loop: either value
-                        got = V.join(scope.scope[n].val, got)
-                    scope.scope[n] = Binding(got)
-                self._memo = {}
-            out: Optional[Val] = None
-            for r in body.returns:
-                v = self._infer(r)
-                out = v if out is None else V.join(out, v)
-            return out if out is not None else V.UNKNOWN_VAL
+            with self.env.replaying(scope, foreign_aliases), self.another_scope():
+                for names, expr, cond in body.steps:
+                    v = self.value(expr) if expr is not None else V.UNKNOWN_VAL
+                    parts = v.elems if len(names) > 1 and v.elems and len(v.elems) == len(names) else None
+                    for i, n in enumerate(names):
+                        got = parts[i] if parts is not None else v if len(names) == 1 else \
+                            V.element_of(v) if v.kind in (V.TENSOR, V.TENSORS) else V.UNKNOWN_VAL
+                        if cond and expr is not None:  # under a branch or loop: either value
+                            got = V.join(scope.scope[n].val, got)
+                        scope.scope[n] = Binding(got)
+                    self.memo = {}
+                out: Optional[Val] = None
+                for r in body.returns:
+                    v = self.value(r)
+                    out = v if out is None else V.join(out, v)
+                return out if out is not None else V.UNKNOWN_VAL
         finally:
-            (self.funcs, self._memo, self.aliases, self.module_scope, self.one_liners, self.helpers,
-             self.func_returns, self.classes_by_name, self.forward_refs) = saved
             self._inlining.discard(key)
 
     def _loader(self, call: cst.Call) -> Val:
@@ -1262,7 +1345,7 @@ class Inference:
         for a in call.args:
             if a.star != "**":
                 continue
-            d = self.assigned(a.value.value) if type(a.value) is cst.Name else None
+            d = self.env.assigned(a.value.value) if type(a.value) is cst.Name else None
             if (type(d) is cst.Call and type(d.func) is cst.Name and d.func.value == "dict"
                     and all(x.keyword is not None for x in d.args)):
                 got = kwarg(d, name)
@@ -1276,12 +1359,12 @@ class Inference:
 
     def dataset_device(self, e: cst.BaseExpression) -> Optional[str]:
         """Where a dataset's items live, where known."""
-        v = self._infer(e)
+        v = self.value(e)
         if v.kind != V.OBJECT:
             return None
         if v.device is not None:
             return v.device
-        item = self.method_return(v.cls, "__getitem__") if v.cls else None
+        item = self.env.method_return(v.cls, "__getitem__") if v.cls else None
         if item is not None and item.kind in (V.TENSOR, V.TENSORS):
             return item.device
         return None
@@ -1296,7 +1379,7 @@ class Inference:
         if t is cst.Name:
             if e.value in ("True", "False"):
                 return e.value == "True"
-            o = self.origin(e)
+            o = self.env.origin(e)
             return None if o is None or o is e else self.constant(o, depth + 1)
         if t in (cst.SimpleString, cst.ConcatenatedString):
             return string_value(e)
@@ -1316,11 +1399,11 @@ class Inference:
     def dataset_item(self, e: cst.BaseExpression) -> Val:
         """The value of one item of a dataset: a list's element (`["a cat", "a dog"]`: a
         string), what a Dataset class's `__getitem__` returns; unknown where not known."""
-        v = self._infer(e)
+        v = self.value(e)
         if v.kind == V.PY and v.py in ("list", "tuple"):
             return V.element_of(v)
         if v.kind == V.OBJECT and v.cls:
-            return self.method_return(v.cls, "__getitem__") or V.UNKNOWN_VAL
+            return self.env.method_return(v.cls, "__getitem__") or V.UNKNOWN_VAL
         return V.UNKNOWN_VAL
 
     def _scaler_device(self, t: str, call: cst.Call) -> Optional[str]:
@@ -1340,7 +1423,7 @@ class Inference:
         """`accelerator.prepare(model, opt, loader)`: each argument on the device."""
         out = []
         for a in call.args:
-            v = self._infer(a.value)
+            v = self.value(a.value)
             if v.kind == V.LOADER:
                 out.append(v.with_(device=V.CUDA, pinned=None))
             elif v.kind in (V.MODULE, V.TENSOR, V.TENSORS):

@@ -12,58 +12,30 @@ from __future__ import annotations
 import builtins
 import os
 import re
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from synclint.semantic import gradmode
+from synclint.semantic import export, gradmode
 from synclint.semantic.gradmode import CallOf, GradFacts
 from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ProjectFacts, join_call, moved, ref_target
-from synclint.semantic.helpers import HelperBody, abstract_body
+from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
+from synclint.semantic.helpers import HelperBody
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites
 from synclint.semantic.compiled import Compiled, Options
-from synclint.semantic.infer import Inference
+from synclint.semantic.export import all_values
+from synclint.semantic.infer import Evaluator
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
                                       dotted, is_true, kwarg, last_name, read_first, string_value)
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.scopes import Binding, ClassInfo, FuncInfo
+from synclint.semantic.sink import FindingSink, PendingFinding, Site
 from synclint.semantic.values import Val
-
-
-@dataclass
-class PendingFinding:
-    rule: object
-    node: cst.CSTNode
-    message: str
-    replacement: Optional[cst.CSTNode]
-    target: cst.CSTNode
-    safe: bool
-    fix_title: Optional[str]
-    hot: bool
-    func: Optional[str]
-    stmt_index: int
-    stmt: Optional[cst.CSTNode]
-    guarded: bool = False
-    compiled: Optional[str] = None  # a compiled event (`semantic.compiled.tag`), settled later
-
-
-@dataclass(frozen=True)
-class Site:
-    """Where a finding reported now would be placed (`SemanticModel.site`): kept by a rule
-    that decides later (at the end of a function or of the file) whether to report it."""
-
-    hot: bool
-    func: Optional[str]
-    stmt_index: int
-    stmt: Optional[cst.CSTNode]
-    guarded: bool
-
 
 
 # Policies for values whose device or type is not known, named so each rule says which it takes.
@@ -80,7 +52,7 @@ _TORCH_WORDS = re.compile(r"\b(?:torch|cuda)")
 _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|\bamp\b")
 
 
-class SemanticModel(Inference):
+class SemanticModel:
     def __init__(
         self,
         source: str,
@@ -109,10 +81,7 @@ class SemanticModel(Inference):
         self.func_returns: Dict[str, Val] = dict(self.facts.func_returns)
         self.one_liners: Dict[str, Tuple[List[str], cst.BaseExpression]] = dict(self.facts.one_liners)
         self.helpers: Dict[str, HelperBody] = dict(self.facts.helpers)  # replayed at each call
-        self._inlining: Set[str] = set()
         self.module_instance_calls: Dict[str, List[tuple]] = {}  # (`record_instance_call`)
-        self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed
-        self._memo: Dict[int, tuple] = {}  # node id -> (node, value), until a binding changes (`forget`)
         # a call met an in-file function or method before its definition was walked: its
         # return was not known yet (the engine walks such a file once more before linting)
         self.forward_refs: Set[object] = set()  # function names and (class, method) keys
@@ -161,7 +130,8 @@ class SemanticModel(Inference):
         self.names_torch = _TORCH_WORDS.search(source) is not None
         self.stmt_index = -1
         self.stmt_stack: List[cst.CSTNode] = []
-        self.findings: List[PendingFinding] = []
+        self.sink = FindingSink()
+        self.findings: List[PendingFinding] = self.sink.findings  # (what the engine reads)
         # call graph for "called from a loop": (caller qual or None, callee key, in loop);
         # a callee in another module is "@" + its qualified name
         self.calls: List[Tuple[Optional[str], str, Optional[bool]]] = []  # (caller, callee, site: see `_call`)
@@ -188,6 +158,15 @@ class SemanticModel(Inference):
         # flags each enclosing `torch._dynamo.config.patch` sets
         self.compile_facts = Compiled()
         self.patched_flags: List[Dict[str, bool]] = []
+        # The evaluator reads this model as its `Env`. What the walker and the model's own
+        # queries ask of it is bound here once (about a hundred thousand times on a large
+        # tree); rules reach it through `RuleContext`.
+        self.evaluator = ev = Evaluator(self)
+        self.infer = ev.infer
+        self.device_of_arg = ev.device_of_arg
+        self.combine = ev.combine
+        self.iter_item = ev.iter_item
+        self.forget = ev.forget
 
     def set_module(self, module: cst.Module) -> None:
         """Facts about the whole file, before the walk: is it a script that never mentions
@@ -334,11 +313,6 @@ class SemanticModel(Inference):
         b = self.binding(name)
         return b.expr if b is not None else None
 
-    def forget(self) -> None:
-        """What names hold may change (a binding, a new statement, a scope): inferred values
-        are inferred again."""
-        self._memo = {}
-
     def bind(self, name: str, val: Val, expr: Optional[cst.BaseExpression] = None) -> None:
         self.forget()
         scope = self._scope_for(name)
@@ -475,6 +449,44 @@ class SemanticModel(Inference):
         scope.clear()
         scope.update(snap)
 
+    # ----------------------------------------------------------------- the evaluator's env
+    @contextmanager
+    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]]) -> Iterator[None]:
+        """A helper's body evaluated for one call (`Evaluator._infer_in_scope`): in its own
+        scope, and for another module's helper with that module's imports and none of this
+        file's names."""
+        saved = (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
+                 self.func_returns, self.classes_by_name, self.forward_refs)
+        self.funcs = [scope]
+        if foreign_aliases is not None:
+            self.aliases, self.module_scope, self.one_liners, self.helpers, self.func_returns = \
+                dict(foreign_aliases), {}, {}, {}, {}
+            self.classes_by_name, self.forward_refs = {}, set()
+        try:
+            yield
+        finally:
+            (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
+             self.func_returns, self.classes_by_name, self.forward_refs) = saved
+
+    def note_forward_ref(self, key: object) -> None:
+        """A call met an in-file function (a name) or method (class, name) before its
+        definition was walked: known next walk (`forward_refs_known`)."""
+        self.forward_refs.add(key)
+
+    def note_early_return(self, name: str, v: Val) -> None:
+        """A call above `name`'s definition took the last walk's return (`stale_reads`)."""
+        self.early_returns.setdefault(name, v)
+
+    def note_early_option(self, option: str) -> None:
+        """`args.<option>` was read before the parser that defines it was walked."""
+        self.early_options.add(option)
+
+    def note_per_epoch(self) -> None:
+        """The function the walk is in draws batches from a loader itself: it runs once per epoch."""
+        f = self.func
+        if f is not None:
+            f.iterates_loader = True
+
     # ----------------------------------------------------------------- classes
     def add_class(self, node: cst.ClassDef, is_module: bool) -> ClassInfo:
         info = ClassInfo(node.name.value, is_module, node=node)
@@ -514,17 +526,17 @@ class SemanticModel(Inference):
         if not exprs or (cls_name, attr) in self._resolving:
             return self._base_member(info, attr, _depth, method=False)
         self._resolving.add((cls_name, attr))
-        saved_funcs, saved_classes, saved_memo = self.funcs, self.classes, self._memo
+        saved_funcs, saved_classes = self.funcs, self.classes
         self.funcs = [FuncInfo("<attr>", "<attr>", info)]
         self.classes = [info]
-        self._memo = {}  # another scope: what was inferred here does not hold
         try:
-            out: Optional[Val] = None
-            for e in exprs:
-                v = self._as_attribute(info, e, self._infer(e)) if type(e) in EXPRESSIONS else e
-                out = v if out is None else V.join(out, v)
+            with self.evaluator.another_scope():
+                out: Optional[Val] = None
+                for e in exprs:
+                    v = self._as_attribute(info, e, self.evaluator.value(e)) if type(e) in EXPRESSIONS else e
+                    out = v if out is None else V.join(out, v)
         finally:
-            self.funcs, self.classes, self._memo = saved_funcs, saved_classes, saved_memo
+            self.funcs, self.classes = saved_funcs, saved_classes
             self._resolving.discard((cls_name, attr))
         return out if out is not None else V.UNKNOWN_VAL
 
@@ -745,7 +757,7 @@ class SemanticModel(Inference):
     def _joined_params(self, qual: str, name: str) -> Optional[Val]:
         """`param_from_callers`: this walk's calls met so far, the last walk's others."""
         info = self.all_funcs.get(qual)
-        fresh = self._params_by_caller(qual, info) if info is not None else {}
+        fresh = self.params_by_caller(qual, info) if info is not None else {}
         earlier = self.facts.params.get(qual, {})
         here: Optional[Val] = None
         # (in a fixed order: joins of three or more values are not associative, and a set's
@@ -760,7 +772,7 @@ class SemanticModel(Inference):
             return here if there is None else there
         return V.join(here, there)
 
-    def _params_by_caller(self, key: str, info: FuncInfo) -> Dict[Optional[str], Dict[str, Val]]:
+    def params_by_caller(self, key: str, info: FuncInfo) -> Dict[Optional[str], Dict[str, Val]]:
         """caller -> parameter -> join of what this walk's calls from it pass to `key`."""
         out: Dict[Optional[str], Dict[str, Val]] = {}
         for caller, skip, pos, kws in self.call_args.get(key, ()):
@@ -768,91 +780,12 @@ class SemanticModel(Inference):
         return out
 
     def summary(self) -> FileFacts:
-        """What the second walk of this file starts from."""
-        facts = FileFacts(dict(self.func_returns), dict(self.method_returns),
-                          {name: dict(c.attrs) for name, c in self.classes_by_name.items()},
-                          cuda_default=self.default_device == V.CUDA,
-                          class_pending={name: c.pending for name, c in self.classes_by_name.items()},
-                          one_liners=dict(self.one_liners), helpers=dict(self.helpers),
-                          classes={name: c.is_module for name, c in self.classes_by_name.items()},
-                          class_fed={name: self.class_fed(name) for name in self.classes_by_name},
-                          class_bases={name: list(c.bases) for name, c in self.classes_by_name.items()},
-                          module_values={name: self._all_values(b) for name, b in self.module_scope.items()},
-                          device_options=dict(self.device_options), loop_carried=dict(self.loop_carried))
-        for key in self.call_args:
-            info = self.all_funcs.get(key)
-            if info is not None:
-                facts.params[key] = self._params_by_caller(key, info)
-        return facts
-
-    @staticmethod
-    def _all_values(b: Binding) -> Val:
-        """The join of every value a binding and those it replaced held."""
-        v = b.val
-        while b.prev is not None:
-            b = b.prev
-            v = V.join(v, b.val)
-        return v
+        """What the second walk of this file starts from (`export.file_facts`)."""
+        return export.file_facts(self)
 
     def module_summary(self, name: str) -> ModuleSummary:
-        """What this module offers the rest of the project (after a walk)."""
-        out = ModuleSummary(name=name, aliases={k: q for k, q in self.aliases.items()
-                                                if q.split(".", 1)[0] not in L.LIBRARY_ROOTS},
-                            library_aliases={k: q for k, q in self.aliases.items()
-                                             if _star_exported(k, q)},
-                            imports=sorted(set(self.imported)), cuda_default=self.default_device == V.CUDA,
-                            stars=list(self.stars))
-        for fname, v in self.func_returns.items():
-            out.funcs[fname] = v
-        for cname, info in self.classes_by_name.items():
-            cf = ClassFacts(is_module=info.is_module, bases=list(info.bases), fed=self.class_fed(cname),
-                            method_aliases=self._method_aliases(info.node))
-            for attr in sorted(set(info.attrs) | set(info.pending)):
-                v = self.attribute_of(cname, attr)
-                if v.kind != V.UNKNOWN or ref_target(v):
-                    cf.attrs[attr] = v
-            # only what other modules can use: an unknown return tells them nothing (and
-            # would make every change of it look like a change of the facts they depend on)
-            cf.methods = {m: v for (c, m), v in self.method_returns.items()
-                          if c == cname and (v.kind != V.UNKNOWN or ref_target(v))}
-            cf.abstract = sorted(m for m in info.methods if m not in cf.methods and _abstract(self.all_funcs.get(f"{cname}.{m}")))
-            out.classes[cname] = cf
-        for vname, b in self.module_scope.items():
-            if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val) or V.is_registry(b.val):
-                out.values[vname] = b.val
-        for qual, info in self.all_funcs.items():
-            out.params[qual] = (list(info.param_order), sorted(info.defaults))
-        out.calls_out = list(self.calls_out)
-        out.self_calls = list(self.self_calls)
-        for fname, (params, expr) in self.one_liners.items():
-            out.one_liners[fname] = OneLiner(list(params), HelperBody(list(params), returns=[expr]).to_data(),
-                                             self._aliases_named(expr))
-        for fname, body in self.helpers.items():
-            if body.node is not None:
-                out.one_liners[fname] = OneLiner(list(body.params), body.to_data(), self._aliases_named(body.node), True)
-        return out
-
-    def _method_aliases(self, node: Optional[cst.ClassDef]) -> Dict[str, str]:
-        """`decode = decode_function` in a class body: the method is that function (imported:
-        its qualified name; this module's: its name)."""
-        out: Dict[str, str] = {}
-        body = node.body.body if node is not None and type(node.body) is cst.IndentedBlock else ()
-        for stmt in body:
-            if type(stmt) is not cst.SimpleStatementLine:
-                continue
-            for small in stmt.body:
-                if (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
-                        and type(small.value) is cst.Name):
-                    name = small.value.value
-                    q = self.aliases.get(name) or (name if name in self.all_funcs else None)
-                    if q is not None and q.split(".", 1)[0] not in L.LIBRARY_ROOTS:
-                        out[small.targets[0].target.value] = q
-        return out
-
-    def _aliases_named(self, node: cst.CSTNode) -> Dict[str, str]:
-        """The imports a piece of this file's code names (what another module needs to read it)."""
-        named = {n.value for n in [node, *descendants(node)] if type(n) is cst.Name}
-        return {n: self.aliases[n] for n in sorted(named) if n in self.aliases}
+        """What this module offers the rest of the project, after a walk (`export.module_summary`)."""
+        return export.module_summary(self, name)
 
     # ----------------------------------------------------------------- questions rules ask
     def is_tensor(self, e: cst.BaseExpression) -> bool:
@@ -1002,7 +935,7 @@ class SemanticModel(Inference):
             v = self.method_returns.get(k) if isinstance(k, tuple) else self.func_returns.get(k)
             if v is not None and v.kind not in (V.UNKNOWN, V.PY):
                 return True
-        return (any(name in self.module_scope and self._all_values(self.module_scope[name]).kind not in (V.UNKNOWN, V.PY)
+        return (any(name in self.module_scope and all_values(self.module_scope[name]).kind not in (V.UNKNOWN, V.PY)
                     for name in self.forward_globals)
                 or any(o in self.device_options for o in self.early_options))
 
@@ -1012,7 +945,7 @@ class SemanticModel(Inference):
         more (the project's facts, its callers' values), has since changed."""
         if any(self.func_returns.get(name) != v for name, v in self.early_returns.items()):
             return True
-        if any(name in self.module_scope and self._all_values(self.module_scope[name]) != v
+        if any(name in self.module_scope and all_values(self.module_scope[name]) != v
                for name, v in self.early_globals.items()):
             return True
         for (cls_name, attr), v in self.early_attrs.items():
@@ -1094,16 +1027,9 @@ class SemanticModel(Inference):
     # ----------------------------------------------------------------- findings
     def add_finding(self, rule, node, message, *, replacement, target, safe, fix_title,
                     compiled: Optional[str] = None) -> None:
-        f = self.func
-        self.findings.append(
-            PendingFinding(
-                rule=rule, node=node, message=message, replacement=replacement,
-                target=target, safe=safe, fix_title=fix_title, hot=self.site_hot(),
-                func=f.qual if f else None, stmt_index=self.stmt_index,
-                stmt=self.stmt_stack[-1] if self.stmt_stack else None,
-                guarded=self.guard_depth > 0 or self.once_depth > 0, compiled=compiled,
-            )
-        )
+        """A finding at the site the walk is at."""
+        self.sink.add(self.site(), rule, node, message, replacement=replacement, target=target, safe=safe,
+                      fix_title=fix_title, compiled=compiled)
 
     def site(self, loop_test: bool = False) -> Site:
         """Where a finding reported now would be placed (its heat, function and statement),
@@ -1118,14 +1044,8 @@ class SemanticModel(Inference):
     def add_finding_at(self, where: Site, rule, node, message, *, replacement, target, safe, fix_title,
                        compiled: Optional[str] = None) -> None:
         """`add_finding`, placed at a site the walk met earlier (`site`)."""
-        self.findings.append(
-            PendingFinding(
-                rule=rule, node=node, message=message, replacement=replacement,
-                target=target, safe=safe, fix_title=fix_title, hot=where.hot,
-                func=where.func, stmt_index=where.stmt_index, stmt=where.stmt, guarded=where.guarded,
-                compiled=compiled,
-            )
-        )
+        self.sink.add(where, rule, node, message, replacement=replacement, target=target, safe=safe,
+                      fix_title=fix_title, compiled=compiled)
 
     # ----------------------------------------------------------------- names, as rules ask
     def is_imported(self, name: str) -> bool:
@@ -1225,15 +1145,6 @@ def _static_loss_scale(call: cst.Call) -> bool:
     return level is not None and string_value(level) in _STATIC_SCALE_LEVELS
 
 
-def _star_exported(name: str, q: str) -> bool:
-    """A library name this module imports that a `from it import *` would bring and that the
-    model reads: torch's and NumPy's (the others only make every summary larger)."""
-    root = q.split(".", 1)[0]
-    return not name.startswith("_") and (root == "torch" or root in L.NUMPY_MODULES)
-
-
-def _abstract(info: Optional[FuncInfo]) -> bool:
-    return info is not None and type(info.node) is cst.FunctionDef and abstract_body(info.node)
 
 
 def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:

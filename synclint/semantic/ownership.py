@@ -77,11 +77,11 @@ def fresh(model, e: cst.BaseExpression) -> Optional[Fresh]:
     Remembered per node like inferred values (a chain `x.abs().abs()...` asks each link
     twice, for its history and for its dtype: without this, exponential)."""
     key = ("fresh", id(e))
-    got = model._memo.get(key)
+    got = model.evaluator.memo.get(key)
     if got is not None and got[0] is e:
         return got[1]
     v = _fresh(model, e)
-    model._memo[key] = (e, v)
+    model.evaluator.memo[key] = (e, v)
     return v
 
 
