@@ -22,7 +22,8 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.arguments import device_option
 from synclint.semantic.callgraph import STEPS, hot_name
-from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, skips_unless_periodic, steps_optimizer
+from synclint.semantic.heat import (body_steps_optimizer, classify_test, lazy_init, loop_rate, site_rate,
+                                    skips_unless_periodic, steps_optimizer)
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
@@ -321,8 +322,10 @@ class Walker:
         # epoch: cold; the batch loop inside is hot.
         # A constructor runs once per object, its loops included (pytorch-YOLOv4 builds one
         # grid per output layer in `__init__`): constructor calls spread no heat either.
-        per_step = 0 if _in_constructor(ctx) or _epoch_loop(ctx, node) or _runs_once(node) else 1
+        epoch = not _in_constructor(ctx) and _epoch_loop(ctx, node)
+        per_step = 0 if _in_constructor(ctx) or epoch or _runs_once(node) else 1
         container = per_step if _container_loop(node.iter) else 0
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch)
         # A loop under a periodic guard (validation every N steps) still repeats its body;
         # a loop over a container's items runs where it is, so the guard still holds there.
         ctx.loop_depth += per_step
@@ -347,6 +350,7 @@ class Walker:
         before = ctx.snapshot()
         head = ctx.enter_loop(node)
         per_step = 0 if _in_constructor(ctx) or _runs_once(node) else 1
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, 0, False)
         ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
@@ -604,6 +608,7 @@ class Walker:
         hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
         if ctx.guard_depth and ctx.site_hot(guarded=True):
             hot = STEPS  # hot if the callee steps an optimizer (`heat.STEPS`)
+        first_edge = len(ctx.calls)  # (this site's edges get its rate: `heat.site_rate`)
         if f is not None and not f.steps_optimizer and steps_optimizer(node, ctx):
             f.steps_optimizer = True
             if any(type(n) is cst.While for n in ctx.loop_nodes):
@@ -725,6 +730,8 @@ class Walker:
                 ctx.timing_funcs.add(None)  # a script that times things at module level
         if (hot is True or hot is False) and callee is None and not bound_methods:
             _handed_methods(ctx, node, caller, hot)
+        if len(ctx.calls) > first_edge:
+            ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), site_rate(ctx)))
         compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
         array_of = _array_read(ctx, node)
         if array_of is not None:
@@ -915,7 +922,9 @@ def _iteration_calls(ctx: SemanticModel, it: cst.BaseExpression) -> None:
     hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
     caller = ctx.func.qual if ctx.func else None
     here, there = _instance_methods(ctx, v, "__next__")
+    first_edge = len(ctx.calls)
     _add_edges(ctx, caller, here, [q for q, _ in there], hot)
+    ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), site_rate(ctx)))
 
 
 def _add_edges(ctx: SemanticModel, caller: Optional[str], here: Sequence[str], qualified: Sequence[str],

@@ -137,9 +137,10 @@ def check_files(
             if f.timing_exempt and f.scope in timing_scopes:
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
-            f.hot = f.hot or (f.scope in hot_scopes and not f.guarded)
+            if not f.hot and f.scope in hot_scopes and not f.guarded:
+                f.reheat(True, "per-step", f"{f.scope}() is called every step from another module of the project")
             if f.hot and modules and declared.cold_scope(modules[path], f.scope):
-                f.hot = False
+                f.reheat(False, "once", f"{f.scope}() is declared cold (cold-functions)")
             if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:

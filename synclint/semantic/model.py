@@ -26,6 +26,8 @@ from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLin
 from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
+from synclint.semantic.heat import site_rate
+from synclint.semantic.rates import OUTSIDE, SiteRate
 from synclint.semantic.compiled import Compiled, Options
 from synclint.semantic.infer import Inference
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
@@ -50,6 +52,7 @@ class PendingFinding:
     stmt: Optional[cst.CSTNode]
     guarded: bool = False
     compiled: Optional[str] = None  # a compiled event (`semantic.compiled.tag`), settled later
+    rate: SiteRate = OUTSIDE  # the site's execution rate (`heat.site_rate`)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class Site:
     stmt_index: int
     stmt: Optional[cst.CSTNode]
     guarded: bool
+    rate: SiteRate = OUTSIDE
 
 
 
@@ -176,6 +180,8 @@ class SemanticModel(Inference):
         self.module: Optional[cst.Module] = None
         self._module_escaped: Optional[Set[str]] = None
         self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function
+        self.loop_rates: Dict[int, object] = {}  # id(loop) -> (rate, entry) of its body (`heat.loop_rate`)
+        self.site_rates: Dict[int, SiteRate] = {}  # index in `calls` -> that call site's rate
         self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
@@ -1099,7 +1105,7 @@ class SemanticModel(Inference):
                 target=target, safe=safe, fix_title=fix_title, hot=self.site_hot(),
                 func=f.qual if f else None, stmt_index=self.stmt_index,
                 stmt=self.stmt_stack[-1] if self.stmt_stack else None,
-                guarded=self.guard_depth > 0 or self.once_depth > 0, compiled=compiled,
+                guarded=self.guard_depth > 0 or self.once_depth > 0, compiled=compiled, rate=site_rate(self),
             )
         )
 
@@ -1111,7 +1117,8 @@ class SemanticModel(Inference):
         f = self.func
         return Site(hot=self.site_hot(loops=1 if loop_test else 0), func=f.qual if f else None,
                     stmt_index=self.stmt_index, stmt=self.stmt_stack[-1] if self.stmt_stack else None,
-                    guarded=self.guard_depth > 0 or self.once_depth > 0)
+                    guarded=self.guard_depth > 0 or self.once_depth > 0,
+                    rate=site_rate(self, loops=1 if loop_test else 0))
 
     def add_finding_at(self, where: Site, rule, node, message, *, replacement, target, safe, fix_title,
                        compiled: Optional[str] = None) -> None:
@@ -1121,7 +1128,7 @@ class SemanticModel(Inference):
                 rule=rule, node=node, message=message, replacement=replacement,
                 target=target, safe=safe, fix_title=fix_title, hot=where.hot,
                 func=where.func, stmt_index=where.stmt_index, stmt=where.stmt, guarded=where.guarded,
-                compiled=compiled,
+                compiled=compiled, rate=where.rate,
             )
         )
 
