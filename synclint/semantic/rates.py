@@ -83,7 +83,7 @@ class Entry:
     sentence with `{at}` where the line goes (`"train() loops over train_loader ({at})"`)."""
 
     text: str
-    stmt: object = field(default=None, compare=False)
+    stmt: object = field(default=None, compare=False, repr=False)
 
     def render(self, where: Callable[[object], str]) -> str:
         return self.text.replace("{at}", where(self.stmt)) if self.stmt is not None else self.text
@@ -170,6 +170,8 @@ def propagate(edges: Iterable[Edge], seeds: Dict[str, Entry], per_epoch: Set[str
         elif q in per_epoch and rate > Rate.PER_EPOCH:
             rate = Rate.PER_EPOCH  # its own code runs once per epoch; its batch loop more
         if q in rates and rates[q] >= rate:
+            if rates[q] == rate and reasons[q] == Reason():
+                reasons[q] = reason  # a caller says more than "runs at least once"
             return
         rates[q], reasons[q] = rate, reason
         work.append(q)
@@ -178,6 +180,9 @@ def propagate(edges: Iterable[Edge], seeds: Dict[str, Entry], per_epoch: Set[str
         offer(q, Rate.PER_STEP, Reason(entry, own=True))
     for q in cold:
         offer(q, Rate.ONCE, Reason(cold[q], own=True))
+    for q in out_edges:  # every caller runs at least once (`main`, which nothing here calls)
+        if q is not None:
+            offer(q, Rate.ONCE, Reason())
     work.append(None)  # module-level code: once
     while work:
         caller = work.pop()
