@@ -119,10 +119,11 @@ def check_files(
             entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
                                known, max_chars, kept, decoded)
     modules = {}
-    if declared.cold:
+    if declared:
         from synclint.project import module_names
 
         modules = module_names(files)
+    from synclint.semantic.rates import project_reason
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -138,9 +139,9 @@ def check_files(
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
             if not f.hot and f.scope in hot_scopes and not f.guarded:
-                f.reheat(True, "per-step", f"{f.scope}() is called every step from another module of the project")
-            if f.hot and modules and declared.cold_scope(modules[path], f.scope):
-                f.reheat(False, "once", f"{f.scope}() is declared cold (cold-functions)")
+                f.reheat(True, "per-step", project_reason(f.scope, modules.get(path), declared))
+            if modules and declared.cold_scope(modules[path], f.scope):
+                f.reheat(False, "once", project_reason(f.scope, modules[path], declared, hot=False))
             if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:

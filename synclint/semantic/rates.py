@@ -253,3 +253,18 @@ def described(rate: Optional[str], chain: Sequence[str]) -> str:
     """`"per step: train() loops over train_loader (train.py:41) -> train_step"`."""
     words = rate.replace("-", " ") if rate else "unknown rate"
     return f"{words}: {' -> '.join(chain)}" if chain else words
+
+
+def project_reason(scope: str, module: Optional[str], declared, hot: bool = True) -> str:
+    """Why the project makes `scope` (a function of `module`) run every step (`hot`) where
+    its own file did not: a `hot-functions` glob, else a caller in another module; or why it
+    runs once (not `hot`): a `cold-functions` glob."""
+    from synclint.semantic.declared import qualified
+
+    name = qualified(module, scope) if module is not None else scope
+    if not hot:
+        return f"{scope}() is declared cold (cold-functions '{declared.cold_glob(name)}')"
+    glob = declared.hot_glob(name) if module is not None and declared.hot else None
+    if glob is not None:
+        return f"{scope}() is declared hot (hot-functions '{glob}')"
+    return f"{scope}() is called every step from another module of the project"
