@@ -135,7 +135,7 @@ _PATHS = click.Path(path_type=str, readable=False)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.synclint_cache/).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: one per CPU).")
 @click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
-@click.option("--show-rate", is_flag=True, help="Text output: how often each finding's line runs (once, per epoch, every N steps, per step, per micro-step, per token) and the chain from the entry point that gave it (json, sarif and gitlab always carry the rate). `synclint explain FILE:LINE` shows it for one line.")
+@click.option("--show-rate", is_flag=True, help="Text output: how often each finding's line runs (once, per epoch, every N steps, per step, per micro-step, per token) and the chain from the entry point that gave it (json and sarif always carry the rate). `synclint explain FILE:LINE` shows it for one line.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (after --baseline), to adopt synclint on an existing tree; writes files, exits 0.")
@@ -457,7 +457,7 @@ def _rule_json(r, docs_url: Optional[str]) -> dict:
 
 
 @main.command()
-@click.argument("rule")
+@click.argument("rule", metavar="RULE|FILE:LINE")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="With FILE:LINE: read [tool.synclint] from this file instead of the nearest pyproject.toml.")
 def explain(rule, config_file):
