@@ -129,19 +129,23 @@ def feeds_back(model, loop) -> bool:
     so each iteration runs the model on its last output: one generated token. A recurrent
     cell's state handed back as it came out (`out, h = rnn(x, h)`) is not one."""
     assigns = _own_assigns(loop.body, [])
+    reads = [_names(value) for _, value in assigns]
     for i, (targets, value) in enumerate(assigns):
-        for call in _calls_in(value):
-            inputs = {n.value for a in call.args for n in (a.value, *descendants(a.value)) if type(n) is cst.Name}
+        for call in (n for n in (value, *descendants(value)) if type(n) is cst.Call and n.args):
+            inputs = set().union(*(_names(a.value) for a in call.args))
             derived = set(targets)  # names holding the output, then what is computed from it
             fed = False
-            for later_targets, later_value in assigns[i + 1:]:
-                used = {n.value for n in (later_value, *descendants(later_value)) if type(n) is cst.Name}
+            for (later, _), used in zip(assigns[i + 1:], reads[i + 1:]):
                 if used & derived:
-                    fed = fed or bool(inputs & set(later_targets))
-                    derived.update(later_targets)
+                    fed = fed or bool(inputs.intersection(later))
+                    derived.update(later)
             if fed and model.infer(call.func).kind == V.MODULE:  # (asked last: it is the dear part)
                 return True
     return False
+
+
+def _names(node: cst.CSTNode) -> Set[str]:
+    return {n.value for n in (node, *descendants(node)) if type(n) is cst.Name}
 
 
 def _own_assigns(block: cst.CSTNode, out: List[Tuple[List[str], cst.BaseExpression]]):
@@ -157,10 +161,6 @@ def _own_assigns(block: cst.CSTNode, out: List[Tuple[List[str], cst.BaseExpressi
         elif type(c) in (cst.If, cst.With, cst.Try):
             _own_assigns(c.body, out)
     return out
-
-
-def _calls_in(value: cst.CSTNode) -> List[cst.Call]:
-    return [n for n in (value, *descendants(value)) if type(n) is cst.Call]
 
 
 def micro_batches(model, loop) -> bool:

@@ -19,10 +19,13 @@ def loss_of(model, x):
 def train(model, opt, loader, w, accum):
     epoch_summary(w)
     print(w.std().item())  # [per-epoch] train's own code: it loops over batches itself
+    first = None
     for i, x in enumerate(loader):
         x = x.cuda(non_blocking=True)
         loss = loss_of(model, x)
         loss.backward()
+        if first is None:
+            first = x.sum().item()  # [once] a lazy initialisation: the first step only
         if i % 100 == 0:
             print(loss.item())  # [every-n-steps] a periodic guard in the batch loop
         if (i + 1) % accum == 0:
