@@ -5,6 +5,10 @@ sits under a periodic guard (`if step % log_every == 0`); a function is hot when
 calls it. A function that itself loops over batches runs once per epoch: calling it from
 the epoch loop does not make its own straight-line code hot. A guard whose body steps an
 optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not a guard.
+
+The finer view, an execution rate (`semantic.rates`), follows the same edges and entries:
+each loop's rate (`loop_rate`: per step, per micro-step, per token, per epoch), each site's
+(`site_rate`), each function's (`function_rates`).
 """
 
 from __future__ import annotations
