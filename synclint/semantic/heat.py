@@ -22,7 +22,7 @@ from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
-from synclint.semantic.syntax import code_of, descendants, last_name, string_value
+from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
     """In-file functions that run hot: hot by name, called by a framework, called from a
@@ -130,21 +130,24 @@ def feeds_back(model, loop) -> bool:
     """A decoding loop: its body calls a model (an `nn.Module` value) and then rebinds a name
     that call took as input from what the call returned, through at least one more step
     (`logits = model(idx); nxt = logits[:, -1].argmax(-1); idx = torch.cat([idx, nxt], 1)`),
-    so each iteration runs the model on its last output: one generated token. A recurrent
-    cell's state handed back as it came out (`out, h = rnn(x, h)`) is not one."""
+    so each iteration runs the model on its last output: one generated token. The input must
+    be carried from the iteration before (read before the body binds it). A recurrent cell's
+    state handed back as it came out (`out, h = rnn(x, h)`) is not one."""
     assigns = _own_assigns(loop.body, [])
     reads = [_names(value) for _, value in assigns]
     for i, (targets, value) in enumerate(assigns):
         for call in (n for n in (value, *descendants(value)) if type(n) is cst.Call and n.args):
             inputs = set().union(*(_names(a.value) for a in call.args))
             derived = set(targets)  # names holding the output, then what is computed from it
-            fed = False
+            fed: Set[str] = set()
             for (later, _), used in zip(assigns[i + 1:], reads[i + 1:]):
                 if used & derived:
-                    fed = fed or bool(inputs.intersection(later))
+                    fed.update(inputs.intersection(later))
                     derived.update(later)
-            if fed and model.infer(call.func).kind == V.MODULE:  # (asked last: it is the dear part)
-                return True
+            # the input the next iteration reads is the one fed back (not a name the body
+            # binds before the call: `p = output; p = interp(p); p = p.transpose(...)`)
+            if fed and read_first(loop.body, fed) and model.infer(call.func).kind == V.MODULE:
+                return True  # (the module is asked last: it is the dear part)
     return False
 
 
