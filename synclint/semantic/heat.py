@@ -128,7 +128,8 @@ def _short(node: cst.CSTNode, limit: int = 40) -> str:
 
 def feeds_back(model, loop) -> bool:
     """A decoding loop: its body calls a model (an `nn.Module` value) and then rebinds a name
-    that call took as input from what the call returned, through at least one more step
+    that call took as input (or that its input was computed from earlier in the body: a
+    cropped context) from what the call returned, through at least one more step
     (`logits = model(idx); nxt = logits[:, -1].argmax(-1); idx = torch.cat([idx, nxt], 1)`),
     so each iteration runs the model on its last output: one generated token. The input must
     be carried from the iteration before (read before the body binds it). A recurrent cell's
@@ -138,6 +139,9 @@ def feeds_back(model, loop) -> bool:
     for i, (targets, value) in enumerate(assigns):
         for call in (n for n in (value, *descendants(value)) if type(n) is cst.Call and n.args):
             inputs = set().union(*(_names(a.value) for a in call.args))
+            for (earlier, _), used in zip(reversed(assigns[:i]), reversed(reads[:i])):
+                if inputs.intersection(earlier):  # `idx_cond = idx[:, -block:]`, then `model(idx_cond)`
+                    inputs |= used
             derived = set(targets)  # names holding the output, then what is computed from it
             fed: Set[str] = set()
             for (later, _), used in zip(assigns[i + 1:], reads[i + 1:]):

@@ -45,7 +45,8 @@ def train_accumulating(model, opt, loader, accum):
 
 def generate(model, idx, max_new_tokens):
     for _ in range(max_new_tokens):
-        logits = model(idx)
+        context = idx[:, -8:]
+        logits = model(context)
         nxt = logits[:, -1].argmax(-1, keepdim=True)
         idx = torch.cat([idx, nxt], dim=1)
         print(nxt.max().item())  # [per-token] the decoding loop feeds the model's output back
