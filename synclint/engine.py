@@ -14,6 +14,7 @@ from synclint.findings import Edit, Finding, Fix
 from synclint.noqa import noqa_map, suppressing
 from synclint.semantic.compiled import Compiled
 from synclint.semantic.declared import DeclaredHeat
+from synclint.semantic import rates
 
 if TYPE_CHECKING:  # the semantic package imports LibCST: a cached run never loads it
     from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts
@@ -125,7 +126,7 @@ def lint_analysis(
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
     from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
-    from synclint.semantic.heat import hot_functions
+    from synclint.semantic.heat import function_rates, hot_functions
     from synclint.walker import Walker
 
     from synclint.solver import walk_to_fixpoint
@@ -166,6 +167,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
         else:
             return lint_analysis(again, rules, project, declared)
     hot_funcs = hot_functions(ctx, declared, a.module_name or "")
+    func_rates = function_rates(ctx, declared, a.module_name or "")
     positions = PositionIndex(module, source, a.rows, a.spans)
     noqa = noqa_map(source)
     used: set = set()  # the noqa directive entries that silenced something
@@ -177,7 +179,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
             continue  # what a rule found before it raised is not trusted
         try:
             with _deep_recursion():  # positions and fixes regenerate code: as deep as the tree
-                found = _finding(p, a, positions, noqa, hot_funcs, ctx, used, declared)
+                found = _finding(p, a, positions, noqa, hot_funcs, ctx, used, declared, func_rates)
         except Exception:  # noqa: BLE001 - this rule's finding only: the error names it
             failed.setdefault(rule, p.stmt_index)
             continue
@@ -303,12 +305,15 @@ def _internal_error(rule: type, filename: str, row: int) -> Finding:
     )
 
 
-def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declared: DeclaredHeat) -> Optional[Finding]:
+def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declared: DeclaredHeat,
+             func_rates) -> Optional[Finding]:
     """The finding a rule reported, placed; None when a timing function exempts it. One that
     a `# noqa` silences is kept, marked `suppressed` (counted, never shown), and the
     directive entries that silenced it go into `used` (for unused-noqa)."""
     rule = p.rule
-    hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not declared.cold_scope(a.module_name or "", p.func)
+    cold = declared.cold_scope(a.module_name or "", p.func)
+    hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not cold
+    rate, chain = rates.finding_rate(p.rate, p.func, func_rates, cold, lambda s: _line_of(a.filename, positions, s))
     if rule.TIMING_EXEMPT and p.func in ctx.timing_funcs:
         return None
     number = positions.stmt_number(p.stmt, p.stmt_index)
@@ -336,7 +341,15 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
         timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row), compiled=p.compiled,
+        rate=rates.settled(rate, hot).label, rate_chain=tuple(chain),
     )
+
+
+def _line_of(filename: str, positions, stmt) -> str:
+    """`train.py:41`: where a statement of this file (a loop a rate starts at) begins."""
+    row = positions.stmt_rows(positions.stmt_number(stmt, -1))[0] if stmt is not None else 0
+    name = os.path.basename(filename)
+    return f"{name}:{row}" if row else name
 
 
 def _comments(node) -> List[str]:

@@ -96,6 +96,11 @@ class Finding:
     # function is in, known once the project is linked; `compiled.settle` keeps or drops it
     # and says its consequence. None for every finding that leaves the engine settled.
     compiled: Optional[str] = field(default=None, repr=False, compare=False)
+    # How often its line runs (`semantic.rates`: "per-step", "every-n-steps", ...; `hot` is
+    # whether that is per step or faster), and the chain from the entry that gave it
+    # (`--show-rate`, `synclint explain FILE:LINE`). None: not known (a file's error).
+    rate: Optional[str] = field(default=None, compare=False)
+    rate_chain: Tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def url(self, docs_url: Optional[str] = None) -> Optional[str]:
         """Its rule's page, by the run's `docs-url`."""
@@ -113,6 +118,7 @@ class Finding:
             "location": {"row": self.row, "column": self.column},
             "end_location": {"row": self.end_row, "column": self.end_column},
             "hot": self.hot,
+            "rate": self.rate,
             "fix": self.fix.to_json() if self.fix else None,
             "fix_title": self.fix_title,
             "url": self.url(docs_url),
@@ -143,7 +149,7 @@ class Finding:
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
             timing_exempt=bool(d.get("timing_exempt")), hot_only=bool(d.get("hot_only")),
             noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")), line=d.get("line"),
-            compiled=d.get("compiled"),
+            compiled=d.get("compiled"), rate=d.get("rate"), rate_chain=tuple(d.get("rate_chain", ())),
         )
 
     def to_cache(self) -> dict:
@@ -163,7 +169,14 @@ class Finding:
             d["line"] = self.line
         if self.compiled:
             d["compiled"] = self.compiled
+        if self.rate_chain:
+            d["rate_chain"] = list(self.rate_chain)
         return d
+
+    def reheat(self, hot: bool, rate: str, why: str) -> None:
+        """Set `hot` as the project decided it (a hot caller in another module, a cold glob),
+        and with it `rate` and its chain (`why`)."""
+        self.hot, self.rate, self.rate_chain = hot, rate, (why,)
 
 
 # A file's error that no rule's code names (flake8 needs a code for every line): under SYN

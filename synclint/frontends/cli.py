@@ -135,6 +135,7 @@ _PATHS = click.Path(path_type=str, readable=False)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.synclint_cache/).")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: one per CPU).")
 @click.option("--no-source", is_flag=True, help="One line per finding, without the source excerpt.")
+@click.option("--show-rate", is_flag=True, help="Text output: how often each finding's line runs (once, per epoch, every N steps, per step, per micro-step, per token) and the chain from the entry point that gave it (json and sarif always carry the rate). `synclint explain FILE:LINE` shows it for one line.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Ignore findings recorded in this baseline file (see `synclint baseline`).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path), help="Also write a Markdown report joining findings with measured speedups.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (after --baseline), to adopt synclint on an existing tree; writes files, exits 0.")
@@ -284,7 +285,7 @@ def _check_once(o) -> int:
         try:
             emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
                  verbose=o.verbose, summary=not (o.quiet or o.silent), output_file=o.output_file,
-                 docs_url=setup.cfg.docs_url)
+                 docs_url=setup.cfg.docs_url, show_rate=o.show_rate)
         except OSError as e:
             return _fail(f"{o.output_file}: cannot write the report: {e.strerror or e}").exit_code
     return outcome.exit_code(o.exit_zero)
@@ -340,7 +341,7 @@ def _check_stdin(setup, name, o):
     if loud or o.output_file is not None:
         emit(o.output_format, outcome, statistics=o.statistics, show_source=not o.no_source, unsafe=o.unsafe_fixes,
              sources={name: source_lines(text)}, summary=not (o.quiet or o.silent), output_file=o.output_file,
-             docs_url=cfg.docs_url)
+             docs_url=cfg.docs_url, show_rate=o.show_rate)
     raise click.exceptions.Exit(outcome.exit_code(o.exit_zero))
 
 
@@ -456,15 +457,29 @@ def _rule_json(r, docs_url: Optional[str]) -> dict:
 
 
 @main.command()
-@click.argument("rule")
-def explain(rule):
-    """Show a rule's page: what it flags, why it costs, the fix, examples, measured cost."""
+@click.argument("rule", metavar="RULE|FILE:LINE")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="With FILE:LINE: read [tool.synclint] from this file instead of the nearest pyproject.toml.")
+def explain(rule, config_file):
+    """Show a rule's page: what it flags, why it costs, the fix, examples, measured cost.
+
+    \b
+    With FILE:LINE instead of a rule, check FILE (as `check FILE` would,
+    with the cache of its project) and show each finding on that line with
+    its execution rate and the chain from the entry point that gave it:
+      synclint explain train.py:57
+      train.py:57:9: SYN101 [hot] ...
+        rate: per step: train() loops over train_loader (train.py:41) -> train_step
+    """
     from synclint.report.rule_docs import rule_markdown
     from synclint.registry import rule_by_key
 
     r = rule_by_key(rule)
+    where = _file_line(rule) if r is None else None
+    if where is not None:
+        raise click.exceptions.Exit(_explain_line(*where, config_file))
     if r is None:
-        raise _fail(f"unknown rule {rule!r}; `synclint rules` lists them")
+        raise _fail(f"unknown rule {rule!r}; `synclint rules` lists them (or give FILE:LINE)")
     text = rule_markdown(r)
     if not sys.stdout.isatty():
         click.echo(text)
@@ -473,6 +488,39 @@ def explain(rule):
     from rich.markdown import Markdown
 
     Console().print(Markdown(text))
+
+
+def _file_line(arg: str):
+    """(path, line) of `FILE:LINE` naming a file that exists; None for anything else."""
+    path, _, line = arg.rpartition(":")
+    return (path, int(line)) if path and line.isdigit() and Path(path).is_file() else None
+
+
+def _explain_line(path: str, line: int, config_file: Optional[Path]) -> int:
+    """`synclint explain FILE:LINE`: the findings of a check of FILE on that line, each with
+    its rate chain. Its exit code: 0, or 2 when FILE could not be checked."""
+    from types import SimpleNamespace
+
+    from synclint.report.render import rate_text, shown_path
+    from synclint.run import pipeline
+
+    o = SimpleNamespace(config_file=config_file, paths=[path], stdin_filename=None, select=(), ignore=(),
+                        extend_select=(), hot_only=False, exclude=(), extend_exclude=(), no_cache=False,
+                        file_timeout=None, fix=False, diff=False)
+    try:
+        outcome = pipeline.run(_configure(o), [path], force_exclude=False, jobs=1, baseline=None)
+    except pipeline.PipelineError as e:
+        return _fail(str(e)).exit_code
+    echo_errors(outcome.missing)
+    echo_errors(outcome.errors)
+    here = sorted((f for f in outcome.findings if f.row <= line <= f.end_row), key=lambda f: f.sort_key())
+    if not here:
+        click.echo(f"{shown_path(path)}:{line}: no finding on this line")
+    for f in here:
+        heat = "hot" if f.hot else "cold"
+        click.echo(f"{shown_path(f.filename)}:{f.row}:{f.column}: {f.code} [{heat}] {f.message}")
+        click.echo(f"  rate: {rate_text(f)}")
+    return EXIT_ERROR if outcome.errors or outcome.missing else EXIT_CLEAN
 
 
 class _LazyCommand(click.Command):

@@ -124,7 +124,7 @@ def _diagnostic(f, rng: Range, href: Optional[str]) -> Dict[str, Any]:
         "code": f.code,
         "source": SOURCE,
         "message": f"{f.message} [{'hot' if f.hot else 'cold'}]",
-        "data": {"name": f.name, "hot": f.hot, "fixable": f.fix is not None},
+        "data": {"name": f.name, "hot": f.hot, "rate": f.rate, "fixable": f.fix is not None},
     }
     if href:
         d["codeDescription"] = {"href": href}

@@ -157,7 +157,7 @@ def sarif_log(findings: Sequence[Finding], errors: Sequence[FileError] = (), doc
                 },
             }],
             "partialFingerprints": {FINGERPRINT_KEY: fp},
-            "properties": {"hot": f.hot, "name": f.name},
+            "properties": {"hot": f.hot, "name": f.name, **({"rate": f.rate} if f.rate else {})},
         }
         fix = _sarif_fix(f)
         if fix is not None:

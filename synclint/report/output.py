@@ -42,12 +42,13 @@ def fail(message: str) -> "click.exceptions.Exit":
 
 def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = True, unsafe: bool = False,
            verbose: bool = False, sources: Optional[Dict[str, List[str]]] = None,
-           color: bool = True, summary: bool = True, docs_url: Optional[str] = None) -> Optional[str]:
+           color: bool = True, summary: bool = True, docs_url: Optional[str] = None,
+           show_rate: bool = False) -> Optional[str]:
     """The report of `outcome` (a `pipeline.Outcome`, findings sorted) in `fmt`; None when
     there is nothing to print. `sources`: the lines of files not on disk (stdin); `color`:
     whether the text report's styles would reach a terminal; `summary`: whether a text
     report ends with its counts (not with --quiet); `docs_url`: the run's `docs-url`, for
-    the rule links."""
+    the rule links; `show_rate`: the text report's rate chains (`--show-rate`)."""
     findings, errors = outcome.findings, outcome.all_errors
     if statistics and fmt == "json":
         from synclint.report.render import statistics as stats
@@ -60,7 +61,7 @@ def render(fmt: str, outcome, *, statistics: bool = False, show_source: bool = T
             report = stats(findings, "text")
         else:
             report = text_report(findings, show_source=show_source and fmt == "text", sources=sources,
-                                 color=color) if findings else ""
+                                 color=color, show_rate=show_rate) if findings else ""
         if not summary:
             return report or None
         tail = summary_of(findings, errors, outcome.checked, unsafe, skipped=len(outcome.skipped), verbose=verbose,

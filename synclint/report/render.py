@@ -22,9 +22,11 @@ def _unstyled(text: str, **_) -> str:
 
 
 def text_report(findings: Sequence[Finding], show_source: bool = True,
-                sources: Optional[Dict[str, List[str]]] = None, color: bool = True) -> str:
+                sources: Optional[Dict[str, List[str]]] = None, color: bool = True, show_rate: bool = False) -> str:
     """`sources`: the lines of files not to be read from disk (stdin). `color=False`: no
-    styles at all, where `click.echo` would strip them again (a pipe, a CI log)."""
+    styles at all, where `click.echo` would strip them again (a pipe, a CI log).
+    `show_rate`: each finding's execution rate and the chain that gave it (`--show-rate`):
+    a `= rate:` line, or at the end of the line without the source."""
     out: List[str] = []
     sources = dict(sources or {})
     style = click.style if color else _unstyled
@@ -32,6 +34,8 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
         heat = style("hot", fg="red", bold=True) if f.hot else style("cold", fg="blue")
         loc = style(f"{shown_path(f.filename)}:{f.row}:{f.column}:", bold=True)
         out.append(f"{loc} {style(f.code, fg='red', bold=True)} [{heat}] {f.message}")
+        if show_rate and not show_source:
+            out[-1] += f" (rate: {rate_text(f)})"
         if show_source:
             gutter = " " * len(str(f.row))
             line = finding_line(f, sources)
@@ -48,9 +52,18 @@ def text_report(findings: Sequence[Finding], show_source: bool = True,
             if f.fix_title:
                 tag = " [*]" if _safe_fix(f) else ""  # [*]: what plain `--fix` applies
                 out.append(style(f"{gutter} = help{tag}: ", fg="cyan") + f.fix_title)
+            if show_rate:
+                out.append(style(f"{gutter} = rate: ", fg="cyan") + rate_text(f))
             out.append(style(f"{gutter} = docs: ", fg="cyan") + f"`synclint explain {f.code}`")
             out.append("")
     return "\n".join(out)
+
+
+def rate_text(f: Finding) -> str:
+    """`"per step: train() loops over train_loader (train.py:41) -> train_step"`."""
+    from synclint.semantic.rates import described
+
+    return shown_path(described(f.rate, f.rate_chain))
 
 
 # A source line longer than this is shown in part, around the finding: a generated one-line

@@ -115,10 +115,11 @@ def check_files(
             entries = _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, file_timeout, declared,
                                known, max_chars, kept, decoded, result.linted)
     modules = {}
-    if declared.cold:
+    if declared:
         from synclint.project import module_names
 
         modules = module_names(files)
+    from synclint.semantic.rates import project_reason
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -133,9 +134,10 @@ def check_files(
             if f.timing_exempt and f.scope in timing_scopes:
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
-            f.hot = f.hot or (f.scope in hot_scopes and not f.guarded)
-            if f.hot and modules and declared.cold_scope(modules[path], f.scope):
-                f.hot = False
+            if not f.hot and f.scope in hot_scopes and not f.guarded:
+                f.reheat(True, "per-step", project_reason(f.scope, modules.get(path), declared))
+            if modules and declared.cold_scope(modules[path], f.scope):
+                f.reheat(False, "once", project_reason(f.scope, modules[path], declared, hot=False))
             if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:

@@ -22,7 +22,7 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callsites import iteration_calls, record_call
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
-from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, skips_unless_periodic
+from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
 from synclint.semantic.loops import repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
@@ -194,8 +194,10 @@ class Binder:
         _bind_loop_target(ctx, node.target, node.iter)
         self.walk(node.target)
         # (constructor calls spread no heat either: `loops.repeats_per_step`)
-        per_step = 1 if repeats_per_step(ctx, node) else 0
+        repeats, epoch = repeats_per_step(ctx, node)
+        per_step = 1 if repeats else 0
         container = per_step if walks_container(node.iter) else 0
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch)
         # A loop under a periodic guard (validation every N steps) still repeats its body;
         # a loop over a container's items runs where it is, so the guard still holds there.
         ctx.loop_depth += per_step
@@ -219,7 +221,8 @@ class Binder:
         ctx = self.ctx
         before = ctx.snapshot()
         head = ctx.enter_loop(node)
-        per_step = 1 if repeats_per_step(ctx, node) else 0
+        per_step = 1 if repeats_per_step(ctx, node)[0] else 0
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, 0, False)
         ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0

@@ -26,13 +26,21 @@ class DeclaredHeat:
         return bool(self.hot or self.cold)
 
     def is_hot(self, qualname: str) -> bool:
-        return any(fnmatch.fnmatchcase(qualname, g) for g in self.hot)
+        return self.hot_glob(qualname) is not None
+
+    def hot_glob(self, qualname: str) -> Optional[str]:
+        """The first hot glob `qualname` matches (what a rate's chain names), if any."""
+        return next((g for g in self.hot if fnmatch.fnmatchcase(qualname, g)), None)
 
     def is_cold(self, qualname: str) -> bool:
         """`qualname` or a function it is nested in matches a cold glob."""
+        return self.cold_glob(qualname) is not None
+
+    def cold_glob(self, qualname: str) -> Optional[str]:
+        """The first cold glob that `qualname` or a function it is nested in matches."""
         parts = qualname.split(".")
-        return any(fnmatch.fnmatchcase(".".join(parts[:n]), g)
-                   for n in range(len(parts), 0, -1) for g in self.cold)
+        return next((g for n in range(len(parts), 0, -1) for g in self.cold
+                     if fnmatch.fnmatchcase(".".join(parts[:n]), g)), None)
 
     def cold_scope(self, module: str, scope: Optional[str]) -> bool:
         """Whether code in `scope` (a function's name in `module`; None: module-level code)

@@ -5,19 +5,24 @@ sits under a periodic guard (`if step % log_every == 0`); a function is hot when
 calls it. A function that itself loops over batches runs once per epoch: calling it from
 the epoch loop does not make its own straight-line code hot. A guard whose body steps an
 optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not a guard.
+
+The finer view, an execution rate (`semantic.rates`), follows the same edges and entries:
+each loop's rate (`loop_rate`: per step, per micro-step, per token, per epoch), each site's
+(`site_rate`), each function's (`function_rates`).
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from synclint.semantic import library as L
-from synclint.semantic.callgraph import crosses, spread
+from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
+from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
-from synclint.semantic.syntax import code_of, descendants, last_name, string_value
+from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
     """In-file functions that run hot: hot by name, called by a framework, called from a
@@ -33,6 +38,156 @@ def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = 
             edges.setdefault(caller, []).append(callee)
     per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not info.entry} | cold
     return spread(frontier, edges, per_epoch)
+
+
+def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> FunctionRates:
+    """Each in-file function's execution rate and the chain that gave it, along the edges and
+    from the entries `hot_functions` uses (so `rates.is_hot` of a function's rate is exactly
+    its membership there), with each call site's rate as the walk saw it."""
+    steppers = {q for q, f in model.all_funcs.items() if f.steps_optimizer}
+    cold: Dict[str, Entry] = {}
+    seeds: Dict[str, Entry] = {}
+    for q, info in model.all_funcs.items():
+        glob = declared.cold_glob(qualified(module, q)) if declared.cold else None
+        if glob is not None:
+            cold[q] = Entry(f"{q}() is declared cold (cold-functions '{glob}')")
+        glob = declared.hot_glob(qualified(module, q)) if declared.hot else None
+        if info.entry:
+            seeds[q] = _hook_entry(model, info)
+        elif glob is not None:
+            seeds[q] = Entry(f"{q}() is declared hot (hot-functions '{glob}')")
+    per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not info.entry}
+    edges = []
+    for i, (caller, callee, site) in enumerate(model.calls):
+        through = crosses(site, callee in steppers)
+        edges.append((caller, callee, model.site_rates.get(i) or _walked_site(site), through, bool(site) and through))
+    return propagate(edges, seeds, per_epoch, cold)
+
+
+def _hook_entry(model, info) -> Entry:
+    """Why a framework calls `info` every step: its name, or a framework base of its class."""
+    if hot_name(info.name):
+        return Entry(f"{info.qual}() runs every step by its name (library.toml hot_functions, or *_step)")
+    base = model.library_base(info.cls.name, lambda b: L.framework_calls(b, info.name)) if info.cls else None
+    return Entry(f"{info.qual}() is called every batch by {base or 'its framework'} (library.toml framework_hooks)")
+
+
+def _walked_site(site) -> SiteRate:
+    """A site the walk recorded no rate for, from its heat value alone."""
+    if site is None or site == STEPS:
+        return SiteRate(guard=Entry("under a periodic guard or a once-only branch"))
+    return SiteRate(Rate.PER_STEP) if site else OUTSIDE
+
+
+# --------------------------------------------------------------------- site rates
+def loop_rate(model, node, per_step: int, container: int, epoch: bool) -> Optional[Tuple[Rate, Entry]]:
+    """The rate a loop's body runs at, and its entry sentence, where the walk is at the loop
+    (its iterable walked, its body not yet): per step for a repeated loop, per micro-step for
+    a micro-batch loop, per token for a decoding loop, per epoch for an epoch loop; None for
+    a loop that adds no rate of its own (over a container's items, in a constructor, one
+    that runs once)."""
+    if container or not (per_step or epoch):
+        return None
+    where = f"{model.func.qual}()" if model.func is not None else "module code"
+    stmt = model.stmt_stack[-1] if model.stmt_stack else None
+    what = f"loops over {_short(node.iter)}" if type(node) is cst.For else "runs a while loop"
+    if epoch:
+        return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt)
+    if feeds_back(model, node):
+        return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt)
+    if micro_batches(model, node):
+        return Rate.PER_MICRO_STEP, Entry(
+            f"{where} {what}, running backward() where the optimizer steps outside the loop ({{at}})", stmt)
+    return Rate.PER_STEP, Entry(f"{where} {what} ({{at}})", stmt)
+
+
+def site_rate(model, loops: int = 0) -> SiteRate:
+    """The rate of the site the walk is at: the join of the loops around it (`loops`: one more,
+    a `while` loop whose test is being visited), under a periodic guard or a once-only branch
+    if one holds it (`model.guard_depth`, `model.once_depth`)."""
+    rate, entry = Rate.ONCE, None
+    for n in model.loop_nodes:
+        got = model.loop_rates.get(id(n))
+        if got is not None and got[0] >= rate:  # (the innermost of equals names the entry)
+            rate, entry = got
+    if loops and rate < Rate.PER_STEP:
+        where = f"{model.func.qual}()" if model.func is not None else "module code"
+        rate, entry = Rate.PER_STEP, Entry(f"{where} runs a while loop ({{at}})", model.stmt_stack[-1] if model.stmt_stack else None)
+    if not (model.guard_depth or model.once_depth) and entry is None:
+        return OUTSIDE
+    where = f" in {model.func.qual}()" if model.func is not None else ""
+    return SiteRate(rate, entry,
+                    guard=Entry(f"a periodic guard{where} holds it") if model.guard_depth else None,
+                    once=Entry(f"a branch that runs once{where} holds it") if model.once_depth else None)
+
+
+def _short(node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(code_of(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def feeds_back(model, loop) -> bool:
+    """A decoding loop: its body calls a model (an `nn.Module` value) and then rebinds a name
+    that call took as input (or that its input was computed from earlier in the body: a
+    cropped context) from what the call returned, through at least one more step
+    (`logits = model(idx); nxt = logits[:, -1].argmax(-1); idx = torch.cat([idx, nxt], 1)`),
+    so each iteration runs the model on its last output: one generated token. The input must
+    be carried from the iteration before (read before the body binds it). A recurrent cell's
+    state handed back as it came out (`out, h = rnn(x, h)`) is not one."""
+    assigns = _own_assigns(loop.body, [])
+    reads = [_names(value) for _, value in assigns]
+    for i, (targets, value) in enumerate(assigns):
+        for call in (n for n in (value, *descendants(value)) if type(n) is cst.Call and n.args):
+            inputs = set().union(*(_names(a.value) for a in call.args))
+            for (earlier, _), used in zip(reversed(assigns[:i]), reversed(reads[:i])):
+                if inputs.intersection(earlier):  # `idx_cond = idx[:, -block:]`, then `model(idx_cond)`
+                    inputs |= used
+            derived = set(targets)  # names holding the output, then what is computed from it
+            fed: Set[str] = set()
+            for (later, _), used in zip(assigns[i + 1:], reads[i + 1:]):
+                if used & derived:
+                    fed.update(inputs.intersection(later))
+                    derived.update(later)
+            # the input the next iteration reads is the one fed back (not a name the body
+            # binds before the call: `p = output; p = interp(p); p = p.transpose(...)`)
+            if fed and read_first(loop.body, fed) and model.infer(call.func).kind == V.MODULE:
+                return True  # (the module is asked last: it is the dear part)
+    return False
+
+
+def _names(node: cst.CSTNode) -> Set[str]:
+    return {n.value for n in (node, *descendants(node)) if type(n) is cst.Name}
+
+
+def _own_assigns(block: cst.CSTNode, out: List[Tuple[List[str], cst.BaseExpression]]):
+    """`(target names, value)` of the assignments in a block, in order, entering `if`/`with`/
+    `try` blocks but not nested loops or functions (`x = ...`, `a, b = ...`, `x += ...`)."""
+    for c in (block.body if type(block) in (cst.IndentedBlock, cst.SimpleStatementLine) else ()):
+        if type(c) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+            targets = [t.target for t in c.targets] if type(c) is cst.Assign else [c.target]
+            if c.value is not None:
+                out.append(([x.value for t in targets for x in (t, *descendants(t)) if type(x) is cst.Name], c.value))
+        elif type(c) is cst.SimpleStatementLine:
+            _own_assigns(c, out)
+        elif type(c) in (cst.If, cst.With, cst.Try):
+            _own_assigns(c.body, out)
+    return out
+
+
+def micro_batches(model, loop) -> bool:
+    """A micro-batch loop of gradient accumulation: its body runs `backward()` and steps no
+    optimizer, while the region around it (the enclosing loop's body, else the function's)
+    steps one outside it: several of its iterations make one optimizer step."""
+    calls = [n for n in descendants(loop.body) if type(n) is cst.Call and type(n.func) is cst.Attribute]
+    if not any(c.func.attr.value == "backward" for c in calls) or any(steps_optimizer(c, model) for c in calls):
+        return False
+    around = model.loop_nodes[-1].body if model.loop_nodes else (model.func.node.body if model.func is not None
+                                                                    and model.func.node is not None else None)
+    if around is None:
+        return False
+    inside = {id(n) for n in descendants(loop)}
+    return any(type(n) is cst.Call and id(n) not in inside and n is not loop and steps_optimizer(n, model)
+               for n in descendants(around))
 
 
 # --------------------------------------------------------------------- `if` tests

@@ -10,7 +10,7 @@ Names carry much of this (`train_loader`, `pbar`): the suffixes and names are da
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Dict, List
+from typing import Dict, List, TYPE_CHECKING, Tuple
 
 import libcst as cst
 
@@ -26,16 +26,16 @@ if TYPE_CHECKING:
 __all__ = ["repeats_per_step", "walks_container", "runs_once", "epoch_loop", "iterates_batches"]
 
 
-def repeats_per_step(ctx: "SemanticModel", loop) -> bool:
-    """Whether a `for` or `while` loop's body repeats every step where the loop is: not in a
-    constructor (it runs once per object: pytorch-YOLOv4 builds one grid per output layer in
-    `__init__`), not an epoch loop (its statements run once per epoch, the batch loop inside
-    is hot), not a loop that runs once."""
+def repeats_per_step(ctx: "SemanticModel", loop) -> Tuple[bool, bool]:
+    """Whether a `for` or `while` loop's body repeats every step where the loop is, and
+    whether it is an epoch loop instead (its statements run once per epoch, the batch loop
+    inside is hot). Neither in a constructor (it runs once per object: pytorch-YOLOv4 builds
+    one grid per output layer in `__init__`); a loop that runs once does not repeat."""
     if in_constructor(ctx):
-        return False
+        return False, False
     if type(loop) is cst.For and epoch_loop(ctx, loop):
-        return False
-    return not runs_once(loop)
+        return False, True
+    return not runs_once(loop), False
 
 
 # Methods whose result is a model's or a dict's contents: a loop over them visits items,

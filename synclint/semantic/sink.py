@@ -8,6 +8,8 @@ from typing import List, Optional
 
 import libcst as cst
 
+from synclint.semantic.rates import OUTSIDE, SiteRate
+
 
 @dataclass(frozen=True)
 class Site:
@@ -19,6 +21,7 @@ class Site:
     stmt_index: int
     stmt: Optional[cst.CSTNode]
     guarded: bool
+    rate: SiteRate = OUTSIDE  # the site's execution rate (`heat.site_rate`)
 
 
 @dataclass
@@ -36,6 +39,7 @@ class PendingFinding:
     stmt: Optional[cst.CSTNode]
     guarded: bool = False
     compiled: Optional[str] = None  # a compiled event (`semantic.compiled.tag`), settled later
+    rate: SiteRate = OUTSIDE  # the site's execution rate (`heat.site_rate`)
 
 
 class FindingSink:
@@ -49,4 +53,4 @@ class FindingSink:
         self.findings.append(PendingFinding(
             rule=rule, node=node, message=message, replacement=replacement, target=target, safe=safe,
             fix_title=fix_title, hot=where.hot, func=where.func, stmt_index=where.stmt_index, stmt=where.stmt,
-            guarded=where.guarded, compiled=compiled))
+            guarded=where.guarded, compiled=compiled, rate=where.rate))

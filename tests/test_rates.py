@@ -1,0 +1,138 @@
+"""Execution rates: how often each finding's line runs, and the chain that says why.
+
+`tests/data/rates/train.py` marks each finding's line with the rate it must get
+(`# [per-step]`); each rate sits beside its near miss (a periodic guard and an accumulation
+guard in one loop, a helper of the per-epoch code and one of the batch loop, a decoding
+loop and a recurrent loop that hands its state back). `hot` stays the old boolean: per step
+or faster."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+from synclint.engine import lint_source
+from synclint.findings import Finding
+from synclint.run.pipeline import configure, run
+from synclint.semantic import rates
+from synclint.semantic.rates import Rate, is_hot, join
+from synclint.testing import run_cli
+
+DATA = Path(__file__).parent / "data" / "rates" / "train.py"
+SOURCE = DATA.read_text()
+MARK = re.compile(r"# \[([a-z-]+)\]")
+
+
+def _row_of(text: str) -> int:
+    return next(i for i, line in enumerate(SOURCE.splitlines(), 1) if text in line)
+
+
+def _findings():
+    return lint_source(SOURCE, "train.py")
+
+
+def test_the_lattice_orders_rates_by_frequency_and_hot_is_per_step_or_faster():
+    assert join(Rate.ONCE, Rate.PER_EPOCH) == Rate.PER_EPOCH
+    assert join(Rate.PER_STEP, Rate.EVERY_N) == Rate.PER_STEP
+    assert join(Rate.PER_MICRO_STEP, Rate.PER_TOKEN) == Rate.PER_TOKEN
+    assert [r for r in Rate if is_hot(r)] == [Rate.PER_STEP, Rate.PER_MICRO_STEP, Rate.PER_TOKEN]
+
+
+def test_each_finding_runs_at_the_rate_its_line_is_marked_with(monkeypatch):
+    # the safety net that makes a rate agree with `hot` must stay unused: rates follow heat
+    disagreements = []
+
+    def settled(rate, hot):
+        if is_hot(rate) != hot:
+            disagreements.append((rate, hot))
+        return rate
+
+    monkeypatch.setattr(rates, "settled", settled)
+    expected = {row: m.group(1) for row, line in enumerate(SOURCE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    got = {f.row: f.rate for f in _findings()}
+    assert got == expected
+    assert not disagreements
+    assert all(f.hot == is_hot(rates.parse(f.rate)) for f in _findings())
+
+
+def test_the_chain_names_the_loop_that_gives_the_rate_and_the_calls_from_it():
+    chains = {f.row: f.rate_chain for f in _findings()}
+    loop = _row_of("for i, x in enumerate(loader):")
+    assert chains[_row_of("print(out.max().item())")] == (f"train() loops over enumerate(loader) (train.py:{loop})",
+                                                           "loss_of")
+    # a guarded line names the loop, then the guard
+    assert chains[_row_of("print(loss.item())")][-1] == "a periodic guard in train() holds it"
+    epoch = _row_of("for epoch in range(10):")
+    assert chains[_row_of("print(x.mean().item())")] == (
+        f"main() loops over range(10), once per epoch (train.py:{epoch})", "train", "epoch_summary")
+
+
+def test_declared_heat_names_its_glob_and_the_project_names_another_module(tmp_path, monkeypatch):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "util.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        def norm(x):
+            return x.cuda().sum().item()
+
+
+        def tick(x):
+            return x.cuda().mean().item()
+
+
+        def setup(x):
+            return x.cuda().max().item()
+        """))
+    (pkg / "train.py").write_text(textwrap.dedent("""\
+        from pkg.util import norm
+
+
+        def fit(loader):
+            for x in loader:
+                norm(x)
+        """))
+    (tmp_path / "pyproject.toml").write_text('[tool.synclint]\nhot-functions = ["pkg.util.tick"]\n'
+                                             'cold-functions = ["pkg.util.setup"]\n')
+    monkeypatch.chdir(tmp_path)
+    out = run(configure(start=tmp_path, no_cache=True), ["pkg"])
+    by_row = {f.row: f for f in out.findings if f.filename.endswith("util.py") and f.code == "SYN101"}
+    assert (by_row[5].rate, by_row[5].hot) == ("per-step", True)
+    assert by_row[5].rate_chain == ("norm() is called every step from another module of the project",)
+    assert (by_row[9].rate, by_row[9].rate_chain) == ("per-step", ("tick() is declared hot (hot-functions 'pkg.util.tick')",))
+    assert (by_row[13].rate, by_row[13].hot) == ("once", False)
+    assert by_row[13].rate_chain == ("setup() is declared cold (cold-functions 'pkg.util.setup')",)
+
+
+def test_json_sarif_and_the_cache_carry_the_rate(tmp_path):
+    shutil.copy(DATA, tmp_path / "train.py")
+    r = run_cli(["check", "train.py", "--output-format", "json", "--no-cache"], tmp_path)
+    found = json.loads(r.stdout)
+    assert found and all(d["hot"] == is_hot(rates.parse(d["rate"])) for d in found)
+    sarif = json.loads(run_cli(["check", "train.py", "--output-format", "sarif", "--no-cache"], tmp_path).stdout)
+    assert [x["properties"]["rate"] for x in sarif["runs"][0]["results"]] == [d["rate"] for d in found]
+    f = next(f for f in _findings() if f.rate_chain)
+    again = Finding.from_json(f.to_cache())
+    assert (again.rate, again.rate_chain) == (f.rate, f.rate_chain)
+
+
+def test_show_rate_and_explain_file_line_print_the_chain(tmp_path):
+    shutil.copy(DATA, tmp_path / "train.py")
+    loop, row = _row_of("for i, x in enumerate(loader):"), _row_of("print(out.max().item())")
+    chain = f"per step: train() loops over enumerate(loader) (train.py:{loop}) -> loss_of"
+    text = run_cli(["check", "train.py", "--no-cache", "--show-rate"], tmp_path).stdout
+    assert f"= rate: {chain}" in text
+    plain = run_cli(["check", "train.py", "--no-cache"], tmp_path).stdout
+    assert "rate:" not in plain
+    concise = run_cli(["check", "train.py", "--no-cache", "--show-rate", "--output-format", "concise"], tmp_path).stdout
+    assert f"(rate: {chain})" in concise
+    r = run_cli(["explain", f"train.py:{row}"], tmp_path)
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[1] == f"  rate: {chain}"
+    empty = run_cli(["explain", "train.py:1"], tmp_path)
+    assert empty.exit_code == 0 and "no finding on this line" in empty.stdout
