@@ -1,4 +1,4 @@
-from typing import List, Optional, Sequence, Set
+from typing import List, Sequence, Set
 
 from synclint.findings import Edit, Finding, Fix
 from synclint.noqa import Directive, NoqaMap, Use, directives
@@ -65,6 +65,8 @@ class UnusedNoqa(Rule):
             fixed="import torch\nx = torch.ones(3)  # type: ignore\n",
         ),
     ]
+
+    READS_NOQA = True
 
     @classmethod
     def noqa_findings(cls, source: str, filename: str, noqa: NoqaMap, used: Set[Use],

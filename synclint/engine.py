@@ -155,7 +155,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
-    comment_rules = [r for r in rules if hasattr(r, "noqa_findings")]
+    comment_rules = [r for r in rules if r.READS_NOQA]
     if not ctx.findings and not failed and not comment_rules:
         return [], graph, summary
     if a.spans is not None and _needs_libcst_tree(ctx.findings, a.spans):

@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
+    from synclint.findings import Finding
+    from synclint.noqa import NoqaMap, Use
     from synclint.semantic.context import RuleContext, Site
 
 CODE_RE = re.compile(r"^SYN[1-9]\d\d$")
@@ -101,6 +103,10 @@ class Rule:
     # A base that rules derive from (`CompiledRule`), itself no rule: neither validated nor
     # registered. Read from the class's own namespace, so a rule deriving from it is a rule.
     ABSTRACT: ClassVar[bool] = False
+    # A rule about the `# noqa` comments themselves: it reports nothing during the walk, and
+    # `noqa_findings` runs after the other rules, from which directive entries silenced
+    # something (the unused-noqa rule).
+    READS_NOQA: ClassVar[bool] = False
 
     # Filled in by __init_subclass__.
     FAMILY: ClassVar[str]
@@ -135,7 +141,9 @@ class Rule:
             raise TypeError(f"{where}: a fixable rule needs a FIX_TITLE and a '## Fix safety' section")
         if not cls.VALID or not cls.INVALID:
             raise TypeError(f"{where}: needs VALID and INVALID examples")
-        for flag in ("DEFAULT_ON", "TIMING_EXEMPT", "HOT_ONLY"):
+        if cls.READS_NOQA and cls.noqa_findings.__func__ is Rule.noqa_findings.__func__:
+            raise TypeError(f"{where}: READS_NOQA needs a noqa_findings of its own")
+        for flag in ("DEFAULT_ON", "TIMING_EXEMPT", "HOT_ONLY", "READS_NOQA"):
             if type(getattr(cls, flag)) is not bool:
                 raise TypeError(f"{where}: {flag} must be True or False")
         if isinstance(cls.CATALOGUE, str) or not all(isinstance(row, str) for row in cls.CATALOGUE):
@@ -151,6 +159,13 @@ class Rule:
 
     def __init__(self, ctx: "RuleContext") -> None:
         self.ctx = ctx
+
+    @classmethod
+    def noqa_findings(cls, source: str, filename: str, noqa: "NoqaMap", used: "Set[Use]",
+                      rules: "Sequence[type]") -> "List[Finding]":
+        """For a rule that `READS_NOQA`: its findings about the file's `# noqa` comments, given
+        which directive entries (`used`) silenced another rule's finding."""
+        return []
 
     def report(
         self,

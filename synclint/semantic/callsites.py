@@ -16,7 +16,7 @@ from synclint.semantic import values as V
 from synclint.semantic.arguments import device_option
 from synclint.semantic.callgraph import STEPS
 from synclint.semantic.facts import STARRED, ref_target
-from synclint.semantic.heat import site_rate, steps_optimizer
+from synclint.semantic.heat import rate_here, steps_optimizer
 from synclint.semantic.moves import nonblocking_d2h, puts_on_cuda
 from synclint.semantic.values import Val
 
@@ -37,7 +37,7 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
     hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
     if ctx.guard_depth and ctx.site_hot(guarded=True):
         hot = STEPS  # hot if the callee steps an optimizer (`heat.STEPS`)
-    first_edge = len(ctx.calls)  # (this site's edges get its rate: `heat.site_rate`)
+    first_edge = len(ctx.calls)  # (this site's edges get its rate: `heat.rate_here`)
     if f is not None and not f.steps_optimizer and steps_optimizer(node, ctx):
         f.steps_optimizer = True
         if any(type(n) is cst.While for n in ctx.loop_nodes):
@@ -160,7 +160,7 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
     if (hot is True or hot is False) and callee is None and not bound_methods:
         _handed_methods(ctx, node, caller, hot)
     if len(ctx.calls) > first_edge:
-        ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), site_rate(ctx)))
+        ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
     compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
 
 
@@ -308,7 +308,7 @@ def iteration_calls(ctx: "SemanticModel", it: cst.BaseExpression) -> None:
     here, there = _instance_methods(ctx, v, "__next__")
     first_edge = len(ctx.calls)
     _add_edges(ctx, caller, here, [q for q, _ in there], hot)
-    ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), site_rate(ctx)))
+    ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
 
 
 def _add_edges(ctx: "SemanticModel", caller: Optional[str], here: Sequence[str], qualified: Sequence[str],

@@ -8,7 +8,7 @@ optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not
 
 The finer view, an execution rate (`semantic.rates`), follows the same edges and entries:
 each loop's rate (`loop_rate`: per step, per micro-step, per token, per epoch), each site's
-(`site_rate`), each function's (`function_rates`).
+(`rate_here`), each function's (`function_rates`).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def loop_rate(model, node, per_step: int, container: int, epoch: bool) -> Option
     return Rate.PER_STEP, Entry(f"{where} {what} ({{at}})", stmt)
 
 
-def site_rate(model, loops: int = 0) -> SiteRate:
+def rate_here(model, loops: int = 0) -> SiteRate:
     """The rate of the site the walk is at: the join of the loops around it (`loops`: one more,
     a `while` loop whose test is being visited), under a periodic guard or a once-only branch
     if one holds it (`model.guard_depth`, `model.once_depth`)."""

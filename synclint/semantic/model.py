@@ -27,7 +27,7 @@ from synclint.semantic.helpers import HelperBody
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites
-from synclint.semantic.heat import site_rate
+from synclint.semantic.heat import rate_here
 from synclint.semantic.compiled import Compiled, Options
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
@@ -149,7 +149,7 @@ class SemanticModel:
         self._module_escaped: Optional[Set[str]] = None
         self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function
         self.loop_rates: Dict[int, object] = {}  # id(loop) -> (rate, entry) of its body (`heat.loop_rate`)
-        self.site_rates: Dict[int, object] = {}  # index in `calls` -> that call site's rate (`heat.site_rate`)
+        self.site_rates: Dict[int, object] = {}  # index in `calls` -> that call site's rate (`heat.rate_here`)
         self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
@@ -1043,7 +1043,7 @@ class SemanticModel:
         return Site(hot=self.site_hot(loops=1 if loop_test else 0), func=f.qual if f else None,
                     stmt_index=self.stmt_index, stmt=self.stmt_stack[-1] if self.stmt_stack else None,
                     guarded=self.guard_depth > 0 or self.once_depth > 0,
-                    rate=site_rate(self, loops=1 if loop_test else 0))
+                    rate=rate_here(self, loops=1 if loop_test else 0))
 
     def add_finding_at(self, where: Site, rule, node, message, *, replacement, target, safe, fix_title,
                        compiled: Optional[str] = None) -> None:

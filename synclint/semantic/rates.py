@@ -198,7 +198,7 @@ def _offered(cold_caller: bool, rate: Rate, site: SiteRate, crosses: bool, start
     which side of per-step it lands on: hot exactly where `heat.hot_functions` spreads."""
     if cold_caller:
         return Rate.ONCE, None  # a cold function's loops run rarely too
-    offered, entry = site_rate(site, rate, steps=crosses)
+    offered, entry = rate_in_function(site, rate, steps=crosses)
     if crosses and starts:
         return join(offered, Rate.PER_STEP), entry  # a hot site (its loops, or a hook)
     if crosses and is_hot(rate):
@@ -208,7 +208,7 @@ def _offered(cold_caller: bool, rate: Rate, site: SiteRate, crosses: bool, start
     return offered, entry
 
 
-def site_rate(site: SiteRate, func_rate: Rate, steps: bool = False) -> Tuple[Rate, Optional[Entry]]:
+def rate_in_function(site: SiteRate, func_rate: Rate, steps: bool = False) -> Tuple[Rate, Optional[Entry]]:
     """The rate of a site in a function of `func_rate`, and the loop that raised it above the
     function's (None: the function's own). `steps`: a periodic guard that holds a call into
     what steps an optimizer does not slow it (every optimizer step)."""
@@ -241,9 +241,9 @@ def finding_rate(site: SiteRate, func: Optional[str], functions: FunctionRates, 
     if cold:
         return Rate.ONCE, functions.chain(func, where)
     func_rate = functions.of(func)
-    base, loop = site_rate(SiteRate(site.loop, site.entry), func_rate)
+    base, loop = rate_in_function(SiteRate(site.loop, site.entry), func_rate)
     chain = [loop.render(where)] if loop is not None else functions.chain(func, where)
-    rate, held = site_rate(site, func_rate)
+    rate, held = rate_in_function(site, func_rate)
     if held is not None and held in (site.guard, site.once):
         chain.append(held.render(where))
     return rate, chain

@@ -21,7 +21,7 @@ class Site:
     stmt_index: int
     stmt: Optional[cst.CSTNode]
     guarded: bool
-    rate: SiteRate = OUTSIDE  # the site's execution rate (`heat.site_rate`)
+    rate: SiteRate = OUTSIDE  # the site's execution rate (`heat.rate_here`)
 
 
 @dataclass
@@ -39,7 +39,7 @@ class PendingFinding:
     stmt: Optional[cst.CSTNode]
     guarded: bool = False
     compiled: Optional[str] = None  # a compiled event (`semantic.compiled.tag`), settled later
-    rate: SiteRate = OUTSIDE  # the site's execution rate (`heat.site_rate`)
+    rate: SiteRate = OUTSIDE  # the site's execution rate (`heat.rate_here`)
 
 
 class FindingSink:
