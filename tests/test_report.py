@@ -167,3 +167,15 @@ def test_every_figure_says_its_sizes_and_regime(project, tmp_path):
     for c in {f["code"] for f in findings(project)} & set(timed):
         line = next(l for l in text.splitlines() if l.startswith(f"| [{c}"))
         assert "steady-state loop, 1.0 ms of GPU work queued" in line and "interval" not in line
+
+
+def test_report_quotes_a_file_name_that_would_break_its_line(tmp_path):
+    """A file name holding a newline or a terminal control is shown quoted, as git shows it
+    (and as the text output does), not written raw into the report's table."""
+    name = "odd\nname.py"
+    (tmp_path / name).write_text(SOURCE, encoding="utf-8")
+    r = run(["check", "--no-cache", name, "--report", "report.md", "--bench", str(BENCH)], tmp_path)
+    assert r.exit_code == 1, r.output
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert '`"odd\\nname.py":' in text
+    assert "odd\nname.py" not in text

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from synclint.findings import Finding
 from synclint.jsonio import read_json
+from synclint.paths import shown_path
 
 SHIPPED = "data/bench.json"
 
@@ -182,7 +183,7 @@ def _where(f: Finding) -> str:
         rel = f.filename
     if rel.startswith(".."):
         rel = f.filename
-    return f"{rel.replace(os.sep, '/')}:{f.row}:{f.column}"
+    return f"{shown_path(rel.replace(os.sep, '/'))}:{f.row}:{f.column}"
 
 
 # ---------------------------------------------------------------- the report
