@@ -240,3 +240,22 @@ print("ok")
 '''
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_worker_whose_answer_is_no_longer_wanted_stops_without_a_traceback():
+    """The main process may close its pipe before a worker answers (its run ended: a
+    one-file check that needed none of the pool); the worker then stops quietly: a
+    BrokenPipeError traceback reached a user's terminal from a pool worker."""
+    code = r'''
+from multiprocessing import Pipe
+from synclint.run.workers import serve
+
+main_end, worker_end = Pipe()
+main_end.send("job")
+main_end.close()  # the run is over before the answer comes
+serve(worker_end, lambda job: job)
+print("ok")
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    assert "Traceback" not in out.stderr

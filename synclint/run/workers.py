@@ -180,9 +180,10 @@ def _serve(conn, codes: Union[Sequence[str], Callable[[], Sequence[str]]], inher
         try:
             worker = Worker(codes())
         except Exception as e:  # noqa: BLE001 - the main process raises it
-            conn.send(("failed", e))
+            sent(conn, ("failed", e))
             return
-        conn.send(("ready", None))
+        if not sent(conn, ("ready", None)):
+            return
     else:
         worker = Worker(codes)
     serve(conn, worker.do)
@@ -225,7 +226,19 @@ def serve(conn, handle) -> None:
         answer = handle(job)
         gc.collect(0)  # everything younger than the last freeze is in the youngest generation
         gc.freeze()
-        conn.send(answer)
+        if not sent(conn, answer):
+            return
+
+
+def sent(conn, message) -> bool:
+    """Send `message` to the main process; False where it has closed its end of the pipe
+    (its run ended, with this worker's answer no longer wanted): the worker then stops
+    quietly, instead of printing a BrokenPipeError traceback on the user's terminal."""
+    try:
+        conn.send(message)
+    except OSError:  # BrokenPipeError, ConnectionResetError
+        return False
+    return True
 
 
 class Pool:
