@@ -6,6 +6,7 @@ the program's own warning filters and threads are checked without a GPU."""
 import json
 import sys
 import threading
+import time
 import warnings
 
 import pytest
@@ -78,6 +79,43 @@ def test_the_clock_times_operators_and_two_syncs_in_one_call_once_each(traced):
     assert (two.count, two.timed) == (6, 4)
     assert 4 * BLOCK_MS <= two.blocked_ms < 4 * BLOCK_MS + 20
     assert sites[fmt_line].via.endswith("fake_torch.py:__format__")
+
+
+REPORT_S = 0.003  # the late report of the stand-in below
+
+
+def _late_reporting_sync():
+    """A sync whose report arrives REPORT_S after it ended (the warnings path, slowed)."""
+    if fake_torch._mode[0] == 1:
+        time.sleep(REPORT_S)
+    fake_torch._sync(0)
+
+
+def _set_mode(mode):
+    fake_torch._mode[0] = mode
+
+
+def test_the_report_latency_is_measured_apart_from_the_sync_and_recorded_nowhere(traced):
+    """`synclint trace` measures how late the detector's report of a sync arrives (the
+    warnings machinery between the C++ return and the clock read): the sync timed with the
+    debug mode off against the same sync timed to its report. Its own syncs are no site."""
+    interceptor, rec = traced
+    latency = interceptor.report_latency(_late_reporting_sync, _set_mode, runs=8)
+    assert REPORT_S * 0.8 <= latency < REPORT_S + 0.02
+    assert rec.sites() == []
+
+
+def test_the_clock_leaves_the_report_latency_out_of_each_syncs_blocked_time():
+    from synclint.trace.timing import SyncClock
+
+    clock = SyncClock()
+    clock._tool = 1  # as if started: only the arithmetic is under test here
+    clock.latency = 0.002
+    frame = (lambda: sys._getframe())()  # a frame that has returned: its instruction stays put
+    at = (frame.f_code, clock._instruction(frame.f_code, frame.f_lasti))
+    clock._local.started = {at: 10.0}
+    assert clock.elapsed(frame, 10.005) == pytest.approx(0.003)
+    assert clock.elapsed(frame, 10.006) == 0.0  # a report sooner than the latency: no negative time
 
 
 def test_a_sync_in_a_helper_is_charged_to_the_helpers_line_with_its_caller(traced):

@@ -31,6 +31,7 @@ raises it when its block ends.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
@@ -154,6 +155,10 @@ class Interceptor:
         (`perf_counter`): attribute it, time it, tell the listeners and, if one says stop,
         arm the error. The time is `now`, not after the attribution's stack walk (which on
         a launch-bound program's short waits was most of what the trace called blocked)."""
+        calibrating = getattr(self._local, "calibrating", None)
+        if calibrating is not None:  # report_latency's own sync
+            calibrating.append(now)
+            return
         if self._busy() or not self.listeners:
             return
         self._local.busy = True
@@ -169,6 +174,33 @@ class Interceptor:
                 arm(exc)
         finally:
             self._local.busy = False
+
+    def report_latency(self, sync: Callable[[], Any], set_mode: Callable[[int], None], runs: int = 50) -> float:
+        """Seconds from the end of a sync to the detector's clock read, the median over
+        `runs`: `sync` (a short sync on an idle GPU) timed as a program sees it with the
+        debug mode off (`set_mode(0)`), alternating with the same call timed up to its
+        report (`set_mode(1)`). The clock subtracts it from every sync it times."""
+        plain: List[float] = []
+        reported: List[float] = []
+        self._local.calibrating = seen = []
+        try:
+            for i in range(runs + 5):  # the first five warm the path up
+                set_mode(0)
+                t0 = time.perf_counter()
+                sync()
+                t1 = time.perf_counter()
+                set_mode(1)
+                del seen[:]
+                t2 = time.perf_counter()
+                sync()
+                if i >= 5 and seen:
+                    plain.append(t1 - t0)
+                    reported.append(seen[-1] - t2)
+        finally:
+            self._local.calibrating = None
+        if not reported:
+            return 0.0
+        return max(0.0, statistics.median(reported) - statistics.median(plain))
 
     # ------------------------------------------------------------ wrappers
 

@@ -20,6 +20,14 @@ report (the copy of `.item()`'s 4 bytes, converting `.tolist()`'s list, a kernel
 after `nonzero`'s count), which the profiler counts in its blocking calls too for the
 copies, not for the Python work.
 
+The report itself arrives late: after the C++ call returns, torch turns the debug mode's
+warning into a Python warning and the warnings machinery (filters, the registry, the
+`_showwarnmsg` lookup) runs before the detector reads the clock. That delay is the same for
+every sync and was most of the trace's figure for short waits (on an H100, 6-9 us per sync
+against a 9-14 us `.item()` or pageable copy): `synclint trace` measures it once, at the
+start of its window, on an idle GPU (`Interceptor.report_latency`), and the clock subtracts
+it from every timed sync (`latency`).
+
 Before Python 3.12 (no `sys.monitoring`) the clock is unavailable: syncs are counted and
 attributed, not timed.
 """
@@ -61,6 +69,7 @@ class SyncClock:
         self._lock = threading.Lock()  # arming comes from any syncing thread
         self._local = threading.local()  # .started: {(code, offset): perf_counter at its start}
         self._undo: List[Callable[[], None]] = []
+        self.latency = 0.0  # seconds each report arrives after its sync ended (see above)
 
     @property
     def available(self) -> bool:
@@ -111,8 +120,8 @@ class SyncClock:
 
     def elapsed(self, frame: Optional[FrameType], now: float) -> Optional[float]:
         """Seconds from the start of `frame`'s current instruction (or from the previous
-        report inside it) to `now`, when the report arrived; None the first time that
-        instruction syncs (it is armed now)."""
+        report inside it) to `now`, when the report arrived, less the report's own
+        `latency`; None the first time that instruction syncs (it is armed now)."""
         if frame is None or self._tool is None:
             return None
         code = frame.f_code
@@ -121,7 +130,7 @@ class SyncClock:
         t0 = started.pop((code, offset), None) if started else None
         if t0 is not None:
             started[(code, offset)] = now  # a second sync in the same execution counts from here
-            return now - t0
+            return max(0.0, now - t0 - self.latency)
         self._arm(code, offset)
         return None
 
