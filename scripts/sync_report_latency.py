@@ -53,6 +53,7 @@ def child(mode: str, prog: str, own: str, out: str) -> None:
         res["sites"] = {str(s.line): {"count": s.count, "timed": s.timed,
                                       "us_per_sync": round(1000 * s.blocked_ms / max(1, s.timed), 1)} for s in t.sites}
         res["profiler"] = t.meta.get("profiler")
+        res["timing"] = t.meta.get("timing")
     with open(own) as fh:
         res["program_us"] = json.load(fh)
     with open(out, "w") as fh:
