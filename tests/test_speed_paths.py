@@ -15,6 +15,7 @@ try:
 except SystemExit as e:
     code = e.code
 print("@@" + json.dumps([code, "libcst" in sys.modules, "rich" in sys.modules, "synclint.engine" in sys.modules]))
+print("@@modules " + json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 SRC = "import torch\n\ndef train(model, loader):\n    for x in loader:\n        loss = model(x)\n        print(loss.item())\n"
@@ -38,9 +39,17 @@ def test_second_run_reads_only_the_cache(tmp_path):
     proj = _project(tmp_path)
     code1, libcst1, _, out1, _ = _run(proj, "check", "train.py")
     assert code1 == 1 and libcst1 and "SYN101" in out1
-    code2, libcst2, rich2, out2, _ = _run(proj, "check", "train.py")
+    code2, libcst2, rich2, out2, err2 = _run(proj, "check", "train.py")
     assert (code2, libcst2, rich2) == (1, False, False)
     assert out2 == out1
+    # Of the model, only what the configuration declares (`hot-functions`): no linker,
+    # solver or rate, no compiled regions where the file has none (its compiled events all
+    # go), no rule; nor pathspec where no pattern or .gitignore is given, nor hashlib
+    loaded = set(json.loads(err2.rpartition("@@modules ")[2]))
+    model = {m for m in loaded if m.startswith(("synclint.semantic.", "synclint.rules.")) or m in (
+        "synclint.project", "synclint.solver", "synclint.walker", "synclint.registry")}
+    assert model == {"synclint.semantic.declared"}
+    assert "pathspec" not in loaded and "hashlib" not in loaded
     # JSON output and --statistics use the same cache entries.
     code3, libcst3, _, out3, _ = _run(proj, "check", "train.py", "--output-format", "json")
     assert code3 == 1 and not libcst3 and json.loads(out3)[0]["code"] == "SYN101"
@@ -226,3 +235,19 @@ def test_a_report_quotes_the_line_the_check_read_not_the_file_now(tmp_path):
 
 
 HAZARD_ON_DISK = 'import torch\n\nx = torch.ones(3, device="cuda")\nfor _ in range(3):\n    v = x.sum().item()\n'
+
+
+def test_a_file_without_compiled_regions_settles_as_compiled_settle_does():
+    """The runner settles a file with no compiled region without importing the model
+    (a warm run): every compiled event goes, the rest stay, sorted, as `settle` leaves them."""
+    from synclint.findings import Finding
+    from synclint.run.decoded import FRESH
+    from synclint.run.runner import _settled
+    from synclint.semantic.compiled import settle
+
+    def finding(row, code, compiled=None):
+        return Finding(code, "x", "m", "a.py", row, 1, row, 5, True, scope="f", compiled=compiled)
+
+    found = [finding(9, "SYN101"), finding(3, "SYN601", "item:gpu"), finding(3, "SYN101"), finding(1, "SYN103")]
+    assert _settled(list(found), [[], []], FRESH) == settle(list(found), {})
+    assert [f.row for f in _settled(list(found), [[], [], {}], FRESH)] == [1, 3, 9]

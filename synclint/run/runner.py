@@ -119,7 +119,6 @@ def check_files(
         from synclint.project import module_names
 
         modules = module_names(files)
-    from synclint.semantic.rates import project_reason
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -135,9 +134,9 @@ def check_files(
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
             if not f.hot and f.scope in hot_scopes and not f.guarded:
-                f.reheat(True, "per-step", project_reason(f.scope, modules.get(path), declared))
+                f.reheat(True, "per-step", _project_reason(f.scope, modules.get(path), declared))
             if modules and declared.cold_scope(modules[path], f.scope):
-                f.reheat(False, "once", project_reason(f.scope, modules[path], declared, hot=False))
+                f.reheat(False, "once", _project_reason(f.scope, modules[path], declared, hot=False))
             if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:
@@ -145,14 +144,24 @@ def check_files(
     return result
 
 
+def _project_reason(scope: str, module: Optional[str], declared: DeclaredHeat, hot: bool = True) -> str:
+    """`rates.project_reason`, imported when a finding is reheated (few are: a warm run
+    that reheats none imports no semantic module)."""
+    from synclint.semantic.rates import project_reason
+
+    return project_reason(scope, module, declared, hot)
+
+
 def _settled(findings: List[Finding], scopes: list, decoded: Fresh) -> List[Finding]:
     """A file's findings with its compiled events settled by the project's compiled regions
     (`scopes[2]`: function -> region, JSON), where it has any."""
     if not any(f.compiled for f in findings):
         return findings
+    regions = scopes[2] if len(scopes) > 2 else {}
+    if not regions:  # no function of the file runs compiled: `settle` drops every compiled event
+        return sorted((f for f in findings if not f.compiled), key=Finding.sort_key)  # (a warm run imports no model)
     from synclint.semantic.compiled import Region, settle
 
-    regions = scopes[2] if len(scopes) > 2 else {}
     return settle(findings, {q: decoded.made("region", r, Region.from_json) for q, r in regions.items()})
 
 
@@ -194,9 +203,9 @@ def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence
     """A digest of the project: the checked files' (`absolute`: their absolute paths, where
     known) and the modules they import (`extra`), these by their stamps in `cache` where it
     vouches for them."""
-    import hashlib
+    from synclint.build import blake2b
 
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(b"", 16)
     for path in sorted(texts):
         h.update(f"{absolute[path] if absolute else os.path.abspath(path)}:{digests[path]};".encode())
     for path in sorted(extra):
