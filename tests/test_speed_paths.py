@@ -201,6 +201,37 @@ def test_a_warm_run_stats_files_instead_of_reading_them(tmp_path, monkeypatch):
     assert ("SYN101", 6) not in _check(f, cache) and read == [str(f)]
 
 
+def test_a_long_lived_process_reads_only_the_files_an_edit_changed(tmp_path, monkeypatch):
+    """The daemon keeps each file's text with the digest its stamp vouches for: after an edit
+    it reads the edited file, not the project (the others' stamps are unchanged), and finds
+    what a fresh process finds."""
+    from synclint.registry import default_rules
+    from synclint.run import cache as cache_module
+    from synclint.run import runner
+    from synclint.run.decoded import Kept
+
+    monkeypatch.setattr(cache_module, "SETTLED_NS", 0)
+    helper = tmp_path / "helper.py"
+    helper.write_text("import torch\n\ndef norm(x):\n    return x.abs().sum()\n")
+    f = _stamped_project(tmp_path)
+    files, cache, kept = [str(f), str(helper)], tmp_path / ".synclint_cache", Kept()
+
+    def check(decoded, cache_dir=cache):
+        found = runner.check_files(files, default_rules(), cache_dir=cache_dir, decoded=decoded).findings
+        return sorted((x.filename, x.code, x.row) for x in found)
+
+    check(kept)
+    read = []
+    real_read = runner._read
+    monkeypatch.setattr(runner, "_read", lambda p, errors: read.append(p) or real_read(p, errors))
+    helper.write_text("import torch\n\ndef norm(x):\n    return x.abs().sum().item()\n")
+    later = time.time() - 30
+    os.utime(helper, (later, later))
+    got = check(kept)
+    assert read == [str(helper)]
+    assert got == check(runner.FRESH, None) and (str(helper), "SYN101", 4) in got
+
+
 def test_a_file_changed_just_before_it_was_read_is_read_again(tmp_path, monkeypatch):
     """Within `SETTLED_NS` of its last change a file could change again in the same tick of a
     coarse clock, keeping its size and time: its stamp is not trusted, and the next run reads it."""
