@@ -175,7 +175,7 @@ def synclint_cmd(given: Optional[str], work: Path) -> List[str]:
     """The command timed: `given`, else synclint installed from this checkout as a user's
     `pip install` installs it (a wheel, not the editable install of a development venv,
     whose import hook costs every run about 20 ms), into WORK_DIR/synvenv, with the
-    libcst, click and rich versions of the running interpreter."""
+    libcst, click, rich and pathspec versions of the running interpreter."""
     if given:
         return given.split()
     from importlib.metadata import version
@@ -185,7 +185,7 @@ def synclint_cmd(given: Optional[str], work: Path) -> List[str]:
     if not py.exists():
         log(f"making {venv}")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pins = [f"{d}=={version(d)}" for d in ("libcst", "click", "rich")]
+    pins = [f"{d}=={version(d)}" for d in ("libcst", "click", "rich", "pathspec")]  # (the core dependencies)
     subprocess.run([str(py), "-m", "pip", "install", "--quiet", *pins], check=True)
     # (again on every run: the checkout may have changed)
     subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(ROOT)],
@@ -653,7 +653,9 @@ def main(argv=None) -> int:
     ap.add_argument("--torchfix", help="path to a torchfix 0.7.0 executable (default: install one into WORK_DIR/tfvenv)")
     ap.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (the table then has no comparison)")
     ap.add_argument("--synclint", help="command that runs synclint (default: this checkout installed with pip, "
-                                       "not editable, into WORK_DIR/synvenv)")
+                                       "not editable, into WORK_DIR/synvenv). The daemon rows need the console "
+                                       "script (synclint.frontends.client:main): `python -m synclint` never asks "
+                                       "a daemon, and those rows then say so")
     ap.add_argument("--cpus", type=int, help="pin this run (and its children) to the first N CPUs")
     ap.add_argument("--wait-quiet", type=float, default=0, metavar="SECONDS",
                     help="before each timing, wait up to this long for the machine to be idle")

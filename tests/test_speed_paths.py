@@ -15,6 +15,7 @@ try:
 except SystemExit as e:
     code = e.code
 print("@@" + json.dumps([code, "libcst" in sys.modules, "rich" in sys.modules, "synclint.engine" in sys.modules]))
+print("@@modules " + json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 SRC = "import torch\n\ndef train(model, loader):\n    for x in loader:\n        loss = model(x)\n        print(loss.item())\n"
@@ -38,9 +39,17 @@ def test_second_run_reads_only_the_cache(tmp_path):
     proj = _project(tmp_path)
     code1, libcst1, _, out1, _ = _run(proj, "check", "train.py")
     assert code1 == 1 and libcst1 and "SYN101" in out1
-    code2, libcst2, rich2, out2, _ = _run(proj, "check", "train.py")
+    code2, libcst2, rich2, out2, err2 = _run(proj, "check", "train.py")
     assert (code2, libcst2, rich2) == (1, False, False)
     assert out2 == out1
+    # Of the model, only what the configuration declares (`hot-functions`): no linker,
+    # solver or rate, no compiled regions where the file has none (its compiled events all
+    # go), no rule; nor pathspec where no pattern or .gitignore is given, nor hashlib
+    loaded = set(json.loads(err2.rpartition("@@modules ")[2]))
+    model = {m for m in loaded if m.startswith(("synclint.semantic.", "synclint.rules.")) or m in (
+        "synclint.project", "synclint.solver", "synclint.walker", "synclint.registry")}
+    assert model == {"synclint.semantic.declared"}
+    assert "pathspec" not in loaded and "hashlib" not in loaded
     # JSON output and --statistics use the same cache entries.
     code3, libcst3, _, out3, _ = _run(proj, "check", "train.py", "--output-format", "json")
     assert code3 == 1 and not libcst3 and json.loads(out3)[0]["code"] == "SYN101"
@@ -192,6 +201,37 @@ def test_a_warm_run_stats_files_instead_of_reading_them(tmp_path, monkeypatch):
     assert ("SYN101", 6) not in _check(f, cache) and read == [str(f)]
 
 
+def test_a_long_lived_process_reads_only_the_files_an_edit_changed(tmp_path, monkeypatch):
+    """The daemon keeps each file's text with the digest its stamp vouches for: after an edit
+    it reads the edited file, not the project (the others' stamps are unchanged), and finds
+    what a fresh process finds."""
+    from synclint.registry import default_rules
+    from synclint.run import cache as cache_module
+    from synclint.run import runner
+    from synclint.run.decoded import Kept
+
+    monkeypatch.setattr(cache_module, "SETTLED_NS", 0)
+    helper = tmp_path / "helper.py"
+    helper.write_text("import torch\n\ndef norm(x):\n    return x.abs().sum()\n")
+    f = _stamped_project(tmp_path)
+    files, cache, kept = [str(f), str(helper)], tmp_path / ".synclint_cache", Kept()
+
+    def check(decoded, cache_dir=cache):
+        found = runner.check_files(files, default_rules(), cache_dir=cache_dir, decoded=decoded).findings
+        return sorted((x.filename, x.code, x.row) for x in found)
+
+    check(kept)
+    read = []
+    real_read = runner._read
+    monkeypatch.setattr(runner, "_read", lambda p, errors: read.append(p) or real_read(p, errors))
+    helper.write_text("import torch\n\ndef norm(x):\n    return x.abs().sum().item()\n")
+    later = time.time() - 30
+    os.utime(helper, (later, later))
+    got = check(kept)
+    assert read == [str(helper)]
+    assert got == check(runner.FRESH, None) and (str(helper), "SYN101", 4) in got
+
+
 def test_a_file_changed_just_before_it_was_read_is_read_again(tmp_path, monkeypatch):
     """Within `SETTLED_NS` of its last change a file could change again in the same tick of a
     coarse clock, keeping its size and time: its stamp is not trusted, and the next run reads it."""
@@ -226,3 +266,19 @@ def test_a_report_quotes_the_line_the_check_read_not_the_file_now(tmp_path):
 
 
 HAZARD_ON_DISK = 'import torch\n\nx = torch.ones(3, device="cuda")\nfor _ in range(3):\n    v = x.sum().item()\n'
+
+
+def test_a_file_without_compiled_regions_settles_as_compiled_settle_does():
+    """The runner settles a file with no compiled region without importing the model
+    (a warm run): every compiled event goes, the rest stay, sorted, as `settle` leaves them."""
+    from synclint.findings import Finding
+    from synclint.run.decoded import FRESH
+    from synclint.run.runner import _settled
+    from synclint.semantic.compiled import settle
+
+    def finding(row, code, compiled=None):
+        return Finding(code, "x", "m", "a.py", row, 1, row, 5, True, scope="f", compiled=compiled)
+
+    found = [finding(9, "SYN101"), finding(3, "SYN601", "item:gpu"), finding(3, "SYN101"), finding(1, "SYN103")]
+    assert _settled(list(found), [[], []], FRESH) == settle(list(found), {})
+    assert [f.row for f in _settled(list(found), [[], [], {}], FRESH)] == [1, 3, 9]

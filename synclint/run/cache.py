@@ -11,13 +11,12 @@ project changed reads only the first file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from synclint.build import VERSION, fingerprint
+from synclint.build import VERSION, blake2b, fingerprint
 from synclint.run.decoded import FRESH, Fresh
 
 
@@ -28,7 +27,7 @@ SHARDS = 16  # files a large table (module summaries, link data) is kept in
 
 
 def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, 16).hexdigest()
 
 
 # A file's stamp vouches for its last digest only once the file has been left alone this
@@ -47,9 +46,7 @@ def _stamp_of(st: os.stat_result) -> list:
 
 def cache_path(directory: Path, codes: Sequence[str], hot_only: bool) -> Path:
     """The cache file for one (selection, build); `codes` may also be one selection key."""
-    key = hashlib.blake2b(
-        f"{fingerprint()}|{','.join(codes)}|{hot_only}".encode(), digest_size=8
-    ).hexdigest()
+    key = blake2b(f"{fingerprint()}|{','.join(codes)}|{hot_only}".encode(), 8).hexdigest()
     return directory / f"v{VERSION}-{key}.json"
 
 
@@ -145,7 +142,7 @@ class _Sharded:
 
     def _part(self, key: str) -> _Store:
         # (not crc32: it is linear, and paths that differ in a digit or two left shards empty)
-        return self.parts[hashlib.blake2b(key.encode(), digest_size=2).digest()[0] % SHARDS]
+        return self.parts[blake2b(key.encode(), 2).digest()[0] % SHARDS]
 
     def get(self, key: str):
         return self._part(key).data.get(key)
@@ -287,7 +284,7 @@ class SummaryCache(_Sharded):
     GLOB = "summaries-*"
 
     def __init__(self, directory: Path, decoded: Fresh = FRESH) -> None:
-        key = hashlib.blake2b(fingerprint().encode(), digest_size=8).hexdigest()
+        key = blake2b(fingerprint().encode(), 8).hexdigest()
         super().__init__(directory, directory / f"summaries-{VERSION}-{key}", decoded)
 
     def get(self, path: str, digest: str) -> Optional[tuple]:  # type: ignore[override]

@@ -123,6 +123,8 @@ def check_patterns(patterns: Sequence[str], where: str) -> List[str]:
     """`patterns` if each is a valid gitignore-style pattern, else a ConfigError naming
     `where` and the pattern: what pathspec refuses (`!`, a trailing `\\`, a range `[z-a]`)
     and an unclosed `[`, which git's matcher never matches and Ruff refuses."""
+    if not patterns:  # (most runs: no pattern on the command line, and pathspec's import is a warm run's tenth)
+        return []
     import re
 
     import pathspec

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from synclint.run.decoded import FRESH, Fresh
 from synclint.findings import FileError, Finding
@@ -95,13 +95,20 @@ def check_files(
         for path in files:
             buffered = sources is not None and path in sources  # an editor's unsaved text
             st = _stat(path) if cache is not None and not buffered else None
-            data = sources[path].encode("utf-8") if buffered else _read(path, errors)
-            if data is None:
-                continue
-            digests[path] = content_hash(data)
-            if st is not None:
-                cache.stamp(absolute[path], st, digests[path], now)
-            text = decode_source(path, data)
+            digest = cache.stamped(absolute[path], st) if st is not None else None
+            # (a long-lived process keeps the texts of the last run: an unchanged file is not read)
+            text = decoded.text(absolute[path], digest) if digest is not None else None
+            if text is None:
+                data = sources[path].encode("utf-8") if buffered else _read(path, errors)
+                if data is None:
+                    continue
+                digest = content_hash(data)
+                if st is not None:
+                    cache.stamp(absolute[path], st, digest, now)
+                text = decode_source(path, data)
+                if st is not None and isinstance(text, str):
+                    decoded.keep_text(absolute[path], digest, text)
+            digests[path] = digest
             too_large = size_problem(text, max_chars) if isinstance(text, str) else None
             if isinstance(text, FileError):
                 errors[path] = text.reason
@@ -119,7 +126,6 @@ def check_files(
         from synclint.project import module_names
 
         modules = module_names(files)
-    from synclint.semantic.rates import project_reason
     for path in files:
         if path in errors:
             result.errors.append(FileError(path, errors[path]))
@@ -135,9 +141,9 @@ def check_files(
                 continue  # it times code with another module's clock (`timer.toc()`)
             f.filename = path  # cached entries are keyed by absolute path; report as given
             if not f.hot and f.scope in hot_scopes and not f.guarded:
-                f.reheat(True, "per-step", project_reason(f.scope, modules.get(path), declared))
+                f.reheat(True, "per-step", _project_reason(f.scope, modules.get(path), declared))
             if modules and declared.cold_scope(modules[path], f.scope):
-                f.reheat(False, "once", project_reason(f.scope, modules[path], declared, hot=False))
+                f.reheat(False, "once", _project_reason(f.scope, modules[path], declared, hot=False))
             if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:
@@ -145,14 +151,24 @@ def check_files(
     return result
 
 
+def _project_reason(scope: str, module: Optional[str], declared: DeclaredHeat, hot: bool = True) -> str:
+    """`rates.project_reason`, imported when a finding is reheated (few are: a warm run
+    that reheats none imports no semantic module)."""
+    from synclint.semantic.rates import project_reason
+
+    return project_reason(scope, module, declared, hot)
+
+
 def _settled(findings: List[Finding], scopes: list, decoded: Fresh) -> List[Finding]:
     """A file's findings with its compiled events settled by the project's compiled regions
     (`scopes[2]`: function -> region, JSON), where it has any."""
     if not any(f.compiled for f in findings):
         return findings
+    regions = scopes[2] if len(scopes) > 2 else {}
+    if not regions:  # no function of the file runs compiled: `settle` drops every compiled event
+        return sorted((f for f in findings if not f.compiled), key=Finding.sort_key)  # (a warm run imports no model)
     from synclint.semantic.compiled import Region, settle
 
-    regions = scopes[2] if len(scopes) > 2 else {}
     return settle(findings, {q: decoded.made("region", r, Region.from_json) for q, r in regions.items()})
 
 
@@ -194,9 +210,9 @@ def _project_key(texts: Dict[str, str], digests: Dict[str, str], extra: Sequence
     """A digest of the project: the checked files' (`absolute`: their absolute paths, where
     known) and the modules they import (`extra`), these by their stamps in `cache` where it
     vouches for them."""
-    import hashlib
+    from synclint.build import blake2b
 
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(b"", 16)
     for path in sorted(texts):
         h.update(f"{absolute[path] if absolute else os.path.abspath(path)}:{digests[path]};".encode())
     for path in sorted(extra):
@@ -322,11 +338,23 @@ class _Run:
                                   if p not in self.extra)
         todo = []
         for path in self.extra:
-            data = _read(path, {})
-            if data is None:
-                continue
-            self.digests[path] = content_hash(data)
-            if not self._cached_summary(path, self.digests[path]):
+            # (by its stamp where the cache vouches for it, as `_project_key` did: read only
+            # when its summary is not cached)
+            st = _stat(path) if self.cache is not None else None
+            digest = self.cache.stamped(os.path.abspath(path), st) if st is not None else None
+            data = None
+            if digest is None:
+                data = _read(path, {})
+                if data is None:
+                    continue
+                digest = content_hash(data)
+            self.digests[path] = digest
+            if not self._cached_summary(path, digest):
+                if data is None:
+                    data = _read(path, {})
+                    if data is None:
+                        continue
+                    self.digests[path] = content_hash(data)  # (the bytes summarised are the ones read)
                 text = data.decode("utf-8", errors="replace")
                 if size_problem(text, self.max_chars) is None:
                     # (forced as a checked file would be: a module with tensors imports it, and a
@@ -458,6 +486,17 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     # nothing skipped, and resolving every import of every module was a twentieth of an edit's re-check).
     may_be_skipped = {n for n, ps in project.by_name.items() if any(p in skipped for p in ps)}
     names: Dict[str, bool] = {}  # imported name -> whether it or a package above it may be skipped
+    # (name, importer's folder) -> the files it may be: the folder decides (`Project.module_path`),
+    # and the files of one folder import the same names (2,400 resolutions an edit, 300 distinct)
+    found: Dict[Tuple[str, str], List[str]] = {}
+
+    def module_paths(name: str, importer: str) -> List[str]:
+        key = (name, os.path.dirname(importer))
+        got = found.get(key)
+        if got is None:
+            got = found[key] = _module_paths(project, name, importer)
+        return got
+
     for path, s in list(project.summaries.items()) if may_be_skipped else ():
         if s is None:
             continue
@@ -468,7 +507,7 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
                 maybe = names[name] = any(".".join(parts[:i]) in may_be_skipped for i in range(1, len(parts) + 1))
             if not maybe:
                 continue
-            for p in _module_paths(project, name, path):
+            for p in module_paths(name, path):
                 if p in skipped:
                     out.add(skipped[p])
     for path in skipped.values():
@@ -478,7 +517,7 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
         for dots, src, plain in _IMPORT.findall(text):
             name = src or plain
             if dots or any(project.summaries.get(p) is not None
-                           for p in _module_paths(project, name, project.absolute(path))):
+                           for p in module_paths(name, project.absolute(path))):
                 out.add(path)
                 break
     return out
