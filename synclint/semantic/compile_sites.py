@@ -116,7 +116,7 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
     if type(func) is cst.Call:  # a decorator factory applied: `torch.compile(mode=...)(f)`
         q = ctx.qualname(func.func)
         pos = _positional(call)
-        if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE):
+        if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE) and not _discarded(ctx, call):
             facts.add_roots(targets(pos[0]), options(ctx, func, optimize=q == OPTIMIZE))
         elif pos and q in DISABLERS:
             skipped = is_true(kwarg(func, "recursive")) is False
@@ -125,7 +125,7 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
     q = ctx.qualname(func)
     if q in COMPILERS and q != OPTIMIZE:
         pos = _positional(call)
-        if pos:
+        if pos and not _discarded(ctx, call):
             facts.add_roots(targets(pos[0]), options(ctx, call))
         return
     if q in DISABLERS:
@@ -145,6 +145,16 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
         pos = _positional(call)
         if len(pos) == 2:
             _env_flag(ctx, pos[0], pos[1])
+
+
+def _discarded(ctx, call: cst.Call) -> bool:
+    """The call is a statement of its own, its value thrown away: `torch.compile(model)` returns
+    a compiled wrapper and leaves `model` eager, so nothing is compiled (unlike nn.Module's
+    in-place `model.compile()`)."""
+    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
+    if type(stmt) is cst.SimpleStatementLine:
+        return any(type(s) is cst.Expr and s.value is call for s in stmt.body)
+    return type(stmt) is cst.Expr and stmt.value is call
 
 
 def note_assign(ctx, node: cst.Assign) -> None:
