@@ -1,5 +1,5 @@
 """gpt-fast's own generate.main on the CPU, with compilation on as its defaults have it, the
-prefill compiled too (--compile_prefill) and speculative decoding (a draft model), so that all
+prefill compiled too (--compile_prefill), so that both
 compiled functions run: decode_one_token and prefill. Speculative decoding (model_forward,
 compiled when a draft model is given) is not run: at this commit it fails eagerly in
 speculative_decode (`torch.cat([cur_token.view(1), draft_tokens])` of a 1-d and a 2-d tensor,
