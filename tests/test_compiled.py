@@ -660,3 +660,20 @@ def test_a_discarded_compile_result_compiles_nothing(tmp_path):
     assert _syn6_rows(tmp_path, {"b.py": net + run.format("torch.compile(mode='max-autotune')(net)")}) == set()
     assert _syn6_rows(tmp_path, {"c.py": net + run.format("net = torch.compile(net)")}) == {("c.py", 5)}
     assert _syn6_rows(tmp_path, {"d.py": net + run.format("net.compile()")}) == {("d.py", 5)}
+
+
+def test_a_static_method_called_through_its_class_runs_in_the_region(tmp_path):
+    """TiRex's compiled scan calls `sLSTMCellTorch.slstm_forward_pointwise(...)`, a static method
+    called through its class: it runs compiled too. Near miss: a static method of the same class
+    called only from eager code stays eager."""
+    got = _syn6_rows(tmp_path, {
+        "k.py": "import torch\nclass Cell:\n    @staticmethod\n    def scan(x: torch.Tensor):\n"
+                "        return Cell.point(x)\n"
+                "    @staticmethod\n    def point(x: torch.Tensor):\n"
+                "        if x.sum() > 0:\n            return x\n        return -x\n"  # 8
+                "    @staticmethod\n    def spare(x: torch.Tensor):\n"
+                "        if x.sum() > 1:\n            return x\n        return -x\n"  # 13
+                "scan = torch.compile(Cell.scan)\n"
+                "for _ in range(10):\n    scan(torch.randn(3)); Cell.spare(torch.randn(3))\n",
+    })
+    assert got == {("k.py", 8)}

@@ -109,6 +109,11 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
             if recv.kind == V.OBJECT and type(func.value) is cst.Name:
                 ctx.record_instance_call(func.value.value, func.attr.value, *_arg_values(ctx, node))
+        elif V.class_key(recv) is not None:
+            # `Cell.point(x)`: a method called through a class of this file (TiRex's static
+            # `sLSTMCellTorch.slstm_forward_pointwise`); an edge only, its arguments not bound
+            edge_only = True
+            bound_methods, outside = _instance_methods(ctx, Val(V.OBJECT, cls=V.class_key(recv)), func.attr.value)
         elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
             outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
         else:
