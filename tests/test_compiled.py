@@ -677,3 +677,61 @@ def test_a_static_method_called_through_its_class_runs_in_the_region(tmp_path):
                 "for _ in range(10):\n    scan(torch.randn(3)); Cell.spare(torch.randn(3))\n",
     })
     assert got == {("k.py", 8)}
+
+
+_FACTORY = (
+    "import os\nimport torch\nfrom functools import wraps\n"
+    "def compile(function, *args, **kwargs):\n"
+    "    if os.environ.get('ENABLE_TORCH_COMPILE') == '1':\n"
+    "        return torch.compile(function, *args, **kwargs)\n"
+    "    return function\n"
+    "def compile_lazy(fun):\n"
+    "    compiled = None\n"
+    "    @wraps(fun)\n"
+    "    def wrapped(*args):\n"
+    "        nonlocal compiled\n"
+    "        if compiled is None:\n"
+    "            compiled = torch.compile(fun, fullgraph=True)\n"
+    "        return compiled(*args)\n"
+    "    return wrapped\n"
+    "def logged(fun):\n"
+    "    def wrapped(*args):\n"
+    "        print('call')\n"
+    "        return fun(*args)\n"
+    "    return wrapped\n"
+)
+_USES = (
+    "import torch\nfrom utils import compile, compile_lazy, logged\n"
+    "def norm(x: torch.Tensor):\n"
+    "    if x.sum() > 0:\n"  # 4
+    "        return x\n"
+    "    return -x\n"
+    "norm = compile(norm)\n"
+    "@compile_lazy\n"
+    "def gate(x: torch.Tensor):\n"
+    "    return x.max().item()\n"  # 10
+    "@logged\n"
+    "def eager(x: torch.Tensor):\n"
+    "    return x.max().item()\n"  # 13
+    "def spare(x: torch.Tensor):\n"
+    "    return x[x > 0]\n"  # 15
+    "print(logged(spare)(torch.randn(3)))\n"
+)
+
+
+def test_functions_handed_to_a_compile_factory(tmp_path):
+    """A function of the project that hands its parameter to `torch.compile` is a compile
+    factory (stable-audio-tools' `compile(function)`, moshi's `torch_compile_lazy(fun)`, which
+    compiles it in the wrapper it returns): what is passed to it, or decorated with it, is
+    compiled, with the factory's options. Near misses: a decorator and a wrapper that do not
+    compile (`logged`) leave their functions eager."""
+    got = _syn6_rows(tmp_path, {"utils.py": _FACTORY, "model.py": _USES})
+    assert got == {("model.py", 4), ("model.py", 10)}
+
+
+def test_a_compile_factory_in_the_same_file(tmp_path):
+    """The same, the factory and its uses in one file (and so when the file is checked alone)."""
+    source = _FACTORY + _USES.split("\n", 2)[2]
+    rows = {f.row for f in lint_source(source, "one.py", all_rules()) if f.code.startswith("SYN6")}
+    base = _FACTORY.count("\n") - 2  # _USES's line n is line base + n here
+    assert rows == {base + 4, base + 10}
