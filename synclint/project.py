@@ -978,13 +978,19 @@ class Project:
         program sets anywhere."""
         from synclint.semantic import compiled as C
 
-        if not any(g.compiled.roots for g in graphs.values()):
+        if not any(g.compiled.roots or g.compiled.factories for g in graphs.values()):
             return {}
         flags = C.merged_flags(g.compiled.flags for g in graphs.values())
         roots, disabled, skipped = [], set(), set()
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
+        factories = {(self.absolute(p), k): f for p, g in graphs.items() for k, f in g.compiled.factories.items()}
         for path, g in graphs.items():
             path = self.absolute(path)
+            for callee, i, root in g.compiled.handed:  # `rms_norm = compile(rms_norm)`: a factory's root
+                for t in self._call_targets(path, callee):
+                    if t in factories and factories[t][0] == i:
+                        roots.extend((r, C.region_of(r[1], factories[t][1], flags))
+                                     for r in self._call_targets(path, root))
             for key, opts in g.compiled.roots:
                 unless = g.compiled.unless.get(key)
                 if unless is not None and self._call_targets(path, unless):

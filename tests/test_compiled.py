@@ -603,3 +603,135 @@ def test_the_eager_branch_of_is_compiling(tmp_path):
     assert (4, "SYN6") in rows and (12, "SYN6") in rows
     assert not any(code == "SYN6" for row, code in rows if row in (6, 8, 13))
     assert (6, "SYN1") in rows and (8, "SYN1") in rows and (13, "SYN1") in rows
+
+
+_CELL = (
+    "import torch\n"
+    "class Cell:\n"
+    "    @staticmethod\n"
+    "    def scan(x: torch.Tensor):\n"
+    "        if x.max() > 1:\n"  # 5
+    "            return x\n"
+    "        return x + 1\n"
+    "    @staticmethod\n"
+    "    def spare(x: torch.Tensor):\n"
+    "        if x.min() < 0:\n"  # 10
+    "            return x\n"
+    "        return -x\n"
+    "def step(x: torch.Tensor):\n"
+    "    return x[x > 0]\n"  # 14
+    "def other(x: torch.Tensor):\n"
+    "    return x[x > 1]\n"  # 16
+)
+
+
+def test_a_function_compiled_through_its_class_or_its_module(tmp_path):
+    """`torch.compile(Cell.scan)` compiles the static method Cell.scan (TiRex stores the result on
+    each cell and calls it there); `torch.compile(cell.step)` the function `step` of module `cell`.
+    Near misses: the class's other static method and the module's other function stay eager."""
+    got = _syn6_rows(tmp_path, {
+        "cell.py": _CELL,
+        "run.py": "import torch\nimport cell\nfrom cell import Cell\n"
+                  "scan = torch.compile(Cell.scan)\nstep = torch.compile(cell.step)\n"
+                  "for _ in range(10):\n    scan(torch.randn(4)); step(torch.randn(4))\n"
+                  "    Cell.spare(torch.randn(4)); cell.other(torch.randn(4))\n",
+    })
+    assert got == {("cell.py", 5), ("cell.py", 14)}
+
+
+def test_a_function_compiled_through_its_class_in_the_same_file(tmp_path):
+    """The same, with the class in the file that compiles it."""
+    got = _syn6_rows(tmp_path, {
+        "run.py": _CELL + "scan = torch.compile(Cell.scan, fullgraph=True)\n"
+                          "for _ in range(10):\n    scan(torch.randn(4)); Cell.spare(torch.randn(4))\n",
+    })
+    assert got == {("run.py", 5)}
+
+
+def test_a_discarded_compile_result_compiles_nothing(tmp_path):
+    """`torch.compile(model)` returns a compiled wrapper and leaves `model` as it was: called
+    alone, its result thrown away, it compiles nothing (DataDog's toto evaluation does this).
+    Near misses: the result kept (`model = torch.compile(model)`) and nn.Module's in-place
+    `model.compile()` compile the forward."""
+    net = ("import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+           "        if x.sum() > 0:\n            return x\n        return -x\n")  # the branch: line 5
+    run = "net = Net()\n{}\nfor _ in range(10):\n    net(torch.randn(4))\n"
+    assert _syn6_rows(tmp_path, {"a.py": net + run.format("torch.compile(net, mode='max-autotune')")}) == set()
+    assert _syn6_rows(tmp_path, {"b.py": net + run.format("torch.compile(mode='max-autotune')(net)")}) == set()
+    assert _syn6_rows(tmp_path, {"c.py": net + run.format("net = torch.compile(net)")}) == {("c.py", 5)}
+    assert _syn6_rows(tmp_path, {"d.py": net + run.format("net.compile()")}) == {("d.py", 5)}
+
+
+def test_a_static_method_called_through_its_class_runs_in_the_region(tmp_path):
+    """TiRex's compiled scan calls `sLSTMCellTorch.slstm_forward_pointwise(...)`, a static method
+    called through its class: it runs compiled too. Near miss: a static method of the same class
+    called only from eager code stays eager."""
+    got = _syn6_rows(tmp_path, {
+        "k.py": "import torch\nclass Cell:\n    @staticmethod\n    def scan(x: torch.Tensor):\n"
+                "        return Cell.point(x)\n"
+                "    @staticmethod\n    def point(x: torch.Tensor):\n"
+                "        if x.sum() > 0:\n            return x\n        return -x\n"  # 8
+                "    @staticmethod\n    def spare(x: torch.Tensor):\n"
+                "        if x.sum() > 1:\n            return x\n        return -x\n"  # 13
+                "scan = torch.compile(Cell.scan)\n"
+                "for _ in range(10):\n    scan(torch.randn(3)); Cell.spare(torch.randn(3))\n",
+    })
+    assert got == {("k.py", 8)}
+
+
+_FACTORY = (
+    "import os\nimport torch\nfrom functools import wraps\n"
+    "def compile(function, *args, **kwargs):\n"
+    "    if os.environ.get('ENABLE_TORCH_COMPILE') == '1':\n"
+    "        return torch.compile(function, *args, **kwargs)\n"
+    "    return function\n"
+    "def compile_lazy(fun):\n"
+    "    compiled = None\n"
+    "    @wraps(fun)\n"
+    "    def wrapped(*args):\n"
+    "        nonlocal compiled\n"
+    "        if compiled is None:\n"
+    "            compiled = torch.compile(fun, fullgraph=True)\n"
+    "        return compiled(*args)\n"
+    "    return wrapped\n"
+    "def logged(fun):\n"
+    "    def wrapped(*args):\n"
+    "        print('call')\n"
+    "        return fun(*args)\n"
+    "    return wrapped\n"
+)
+_USES = (
+    "import torch\nfrom utils import compile, compile_lazy, logged\n"
+    "def norm(x: torch.Tensor):\n"
+    "    if x.sum() > 0:\n"  # 4
+    "        return x\n"
+    "    return -x\n"
+    "norm = compile(norm)\n"
+    "@compile_lazy\n"
+    "def gate(x: torch.Tensor):\n"
+    "    return x.max().item()\n"  # 10
+    "@logged\n"
+    "def eager(x: torch.Tensor):\n"
+    "    return x.max().item()\n"  # 13
+    "def spare(x: torch.Tensor):\n"
+    "    return x[x > 0]\n"  # 15
+    "print(logged(spare)(torch.randn(3)))\n"
+)
+
+
+def test_functions_handed_to_a_compile_factory(tmp_path):
+    """A function of the project that hands its parameter to `torch.compile` is a compile
+    factory (stable-audio-tools' `compile(function)`, moshi's `torch_compile_lazy(fun)`, which
+    compiles it in the wrapper it returns): what is passed to it, or decorated with it, is
+    compiled, with the factory's options. Near misses: a decorator and a wrapper that do not
+    compile (`logged`) leave their functions eager."""
+    got = _syn6_rows(tmp_path, {"utils.py": _FACTORY, "model.py": _USES})
+    assert got == {("model.py", 4), ("model.py", 10)}
+
+
+def test_a_compile_factory_in_the_same_file(tmp_path):
+    """The same, the factory and its uses in one file (and so when the file is checked alone)."""
+    source = _FACTORY + _USES.split("\n", 2)[2]
+    rows = {f.row for f in lint_source(source, "one.py", all_rules()) if f.code.startswith("SYN6")}
+    base = _FACTORY.count("\n") - 2  # _USES's line n is line base + n here
+    assert rows == {base + 4, base + 10}

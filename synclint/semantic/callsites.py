@@ -109,6 +109,11 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
             if recv.kind == V.OBJECT and type(func.value) is cst.Name:
                 ctx.record_instance_call(func.value.value, func.attr.value, *_arg_values(ctx, node))
+        elif V.class_key(recv) is not None:
+            # `Cell.point(x)`: a method called through a class of this file (TiRex's static
+            # `sLSTMCellTorch.slstm_forward_pointwise`); an edge only, its arguments not bound
+            edge_only = True
+            bound_methods, outside = _instance_methods(ctx, Val(V.OBJECT, cls=V.class_key(recv)), func.attr.value)
         elif ref_target(recv):  # `m = Meter(); m.update(x)`, Meter from another module
             outside = [(f"{ref_target(recv)}().{func.attr.value}", 1)]
         else:
@@ -267,9 +272,18 @@ def _compiled_functions(ctx: "SemanticModel", e: cst.BaseExpression) -> List[str
     if V.methods_of(v):  # `torch.compile(self.step)`
         return list(V.methods_of(v))
     if type(e) is cst.Attribute:
+        # a function of another module or of an imported class, named through it:
+        # `torch.compile(utils.step)`, `torch.compile(sLSTMCellTorch.slstm_forward)` (TiRex)
+        q = ctx.qualname(e)
+        if q is not None:
+            return [] if q.split(".", 1)[0] in L.LIBRARY_ROOTS else ["@" + q]
+        recv = ctx.infer(e.value)
+        cls = V.class_key(recv)
+        if cls is not None:  # a static method of a class of this file: `torch.compile(Cell.scan)`
+            here, there = _instance_methods(ctx, Val(V.OBJECT, cls=cls), e.attr.value)
+            return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]
         # a bound method of an instance: `torch.compile(env.predict_next_obs)`, `env` of a class
         # of another module; `self.model.forward = torch.compile(self.model.forward)`
-        recv = ctx.infer(e.value)
         if recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
             here, there = _instance_methods(ctx, recv, e.attr.value)
             return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]

@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic import values as V
 from synclint.semantic.compiled import CUDA_GRAPH_MODES, FLAG_ENV, FLAGS, INDUCTOR, Options
 from synclint.semantic.syntax import is_true, kwarg, string_value
 
@@ -92,6 +93,10 @@ def note_function(ctx, info, node: cst.FunctionDef) -> Dict[str, bool]:
             if q in COMPILERS and not (call is not None and q != OPTIMIZE and _positional(call)):
                 info.region = options(ctx, call, optimize=q == OPTIMIZE)
                 ctx.compile_facts.roots.append((info.qual, info.region))
+            elif call is None and q not in DISABLERS and q not in CONFIG_PATCH:
+                key = _function_key(ctx, dec.decorator)
+                if key is not None:  # maybe a compile factory: `@torch_compile_lazy`
+                    ctx.compile_facts.handed.append((key, 0, info.qual))
             elif q in DISABLERS:
                 info.disabled = True
                 if call is not None and is_true(kwarg(call, "recursive")) is False:
@@ -116,7 +121,7 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
     if type(func) is cst.Call:  # a decorator factory applied: `torch.compile(mode=...)(f)`
         q = ctx.qualname(func.func)
         pos = _positional(call)
-        if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE):
+        if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE) and not _discarded(ctx, call):
             facts.add_roots(targets(pos[0]), options(ctx, func, optimize=q == OPTIMIZE))
         elif pos and q in DISABLERS:
             skipped = is_true(kwarg(func, "recursive")) is False
@@ -125,14 +130,22 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
     q = ctx.qualname(func)
     if q in COMPILERS and q != OPTIMIZE:
         pos = _positional(call)
-        if pos:
-            facts.add_roots(targets(pos[0]), options(ctx, call))
+        if pos and not _discarded(ctx, call):
+            found = targets(pos[0])
+            facts.add_roots(found, options(ctx, call))
+            if not found:
+                _note_factory(ctx, pos[0], options(ctx, call))
         return
     if q in DISABLERS:
         pos = _positional(call)
         if pos:
             facts.disabled.extend(k for k, _ in targets(pos[0]))
         return
+    pos = _positional(call)
+    if pos and type(pos[0]) in (cst.Name, cst.Attribute):
+        callee = _function_key(ctx, func)
+        if callee is not None:  # maybe a compile factory: `rms_norm = compile(rms_norm)`
+            facts.handed.extend((callee, 0, k) for k, _ in targets(pos[0]))
     if type(func) is not cst.Attribute:
         return
     if func.attr.value == MODULE_COMPILE and q is None:
@@ -145,6 +158,40 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
         pos = _positional(call)
         if len(pos) == 2:
             _env_flag(ctx, pos[0], pos[1])
+
+
+def _function_key(ctx, e: cst.BaseExpression) -> Optional[str]:
+    """The call-graph key of a function of the project named by `e` (this file's, or "@" +
+    another module's qualified name); None for a library's or an unknown one."""
+    q = ctx.qualname(e)
+    if q is not None:
+        return None if q.split(".", 1)[0] in L.LIBRARY_ROOTS else "@" + q
+    if type(e) is cst.Name and ctx.lookup(e.value) == V.FUNCTION_VAL:
+        return e.value
+    return None
+
+
+def _note_factory(ctx, arg: cst.BaseExpression, opts: Options) -> None:
+    """`torch.compile(fn)` of a parameter of a plain function enclosing the call (moshi's
+    `torch_compile_lazy(fun)` compiles `fun` in the wrapper it returns): that function is a
+    compile factory, and what its callers hand it there is compiled (`Compiled.handed`)."""
+    if type(arg) is not cst.Name:
+        return
+    for f in reversed(ctx.funcs):
+        if arg.value in f.param_order:
+            if f.cls is None:
+                ctx.compile_facts.factories[f.qual] = (f.param_order.index(arg.value), opts)
+            return
+
+
+def _discarded(ctx, call: cst.Call) -> bool:
+    """The call is a statement of its own, its value thrown away: `torch.compile(model)` returns
+    a compiled wrapper and leaves `model` eager, so nothing is compiled (unlike nn.Module's
+    in-place `model.compile()`)."""
+    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
+    if type(stmt) is cst.SimpleStatementLine:
+        return any(type(s) is cst.Expr and s.value is call for s in stmt.body)
+    return type(stmt) is cst.Expr and stmt.value is call
 
 
 def note_assign(ctx, node: cst.Assign) -> None:

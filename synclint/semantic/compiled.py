@@ -75,9 +75,17 @@ class Compiled:
     # root key -> a key that voids it when it names a function of the project (`model.compile()`
     # of a class whose base in another module defines its own `compile`)
     unless: Dict[str, str] = field(default_factory=dict)
+    # compile factories: a function of this file that hands its parameter to `torch.compile`
+    # (`def compile(fn): return torch.compile(fn)`, moshi's `torch_compile_lazy`) -> (the
+    # parameter's position, the options it compiles with)
+    factories: Dict[str, Tuple[int, Options]] = field(default_factory=dict)
+    # what this file hands to a function that may be such a factory: (the callee's key, the
+    # argument's position, the key of the function or module passed), from calls
+    # (`rms_norm = compile(rms_norm)`) and decorators (`@torch_compile_lazy`)
+    handed: List[Tuple[str, int, str]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.roots or self.disabled or self.skipped or self.flags)
+        return bool(self.roots or self.disabled or self.skipped or self.flags or self.factories or self.handed)
 
     def add_roots(self, keys: Iterable[Tuple[str, Optional[str]]], options: Options) -> None:
         for key, unless in keys:
@@ -86,14 +94,16 @@ class Compiled:
                 self.unless[key] = unless
 
     def to_json(self) -> list:
-        return [[[k, o.to_json()] for k, o in self.roots], self.disabled, self.skipped, self.flags, self.unless]
+        return [[[k, o.to_json()] for k, o in self.roots], self.disabled, self.skipped, self.flags, self.unless,
+                {k: [i, o.to_json()] for k, (i, o) in self.factories.items()}, [list(h) for h in self.handed]]
 
     @staticmethod
     def from_json(d: Optional[list]) -> "Compiled":
         if not d:
             return Compiled()
         return Compiled([(k, Options.from_json(o)) for k, o in d[0]], list(d[1]), list(d[2]), dict(d[3]),
-                        dict(d[4]))
+                        dict(d[4]), {k: (i, Options.from_json(o)) for k, (i, o) in d[5].items()},
+                        [(c, i, r) for c, i, r in d[6]])
 
 
 @dataclass(frozen=True)
@@ -302,6 +312,9 @@ def file_regions(compiled: Compiled, calls: Iterable[Tuple[Optional[str], str, o
     """One file's regions from its own call graph alone (a file checked by itself:
     `engine.lint_source`): its roots and calls among its own functions."""
     roots = [(k, region_of(k, o, compiled.flags)) for k, o in compiled.roots if not k.startswith("@")]
+    roots.extend((root, region_of(root, compiled.factories[callee][1], compiled.flags))
+                 for callee, i, root in compiled.handed
+                 if not root.startswith("@") and compiled.factories.get(callee, (None,))[0] == i)
     if not roots:
         return {}
     edges: Dict[str, List[str]] = {}
