@@ -13,6 +13,7 @@ each loop's rate (`loop_rate`: per step, per micro-step, per token, per epoch), 
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -23,6 +24,7 @@ from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
 from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
+from synclint.semantic.loops import iterates_batches
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
     """In-file functions that run hot: hot by name, called by a framework, called from a
@@ -61,7 +63,82 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
     for i, (caller, callee, site) in enumerate(model.calls):
         through = crosses(site, callee in steppers)
         edges.append((caller, callee, model.site_rates.get(i) or _walked_site(site), through, bool(site) and through))
-    return propagate(edges, seeds, per_epoch, cold)
+    return propagate(edges, seeds, per_epoch, cold, rare_functions(model))
+
+
+# --------------------------------------------------------------------- debug code
+def rare_functions(model) -> Dict[str, Optional[Entry]]:
+    """The in-file functions that run rarely (`rates.propagate`'s `rare`): debug and
+    visualisation helpers (`debug_helper`), with the entry that says so, and the functions
+    that only those, or calls under a debug flag, call in this file (None: their callers say
+    why). Another module's every-step call still makes one hot (the project's heat)."""
+    rare: Dict[str, Optional[Entry]] = {}
+    for q, info in model.all_funcs.items():
+        why = debug_helper(model, info)
+        if why is not None:
+            rare[q] = Entry(f"{q}() is a debug or visualisation helper")
+    callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
+    for i, (caller, callee, _) in enumerate(model.calls):
+        if callee in model.all_funcs:
+            callers.setdefault(callee, []).append((caller, model.site_rates.get(i) or OUTSIDE))
+    grew = True
+    while grew:  # (a chain of helpers: one more level each round)
+        grew = False
+        for q, sites in callers.items():
+            if q not in rare and not model.all_funcs[q].entry and all(
+                    c in rare and c != q or site.debug for c, site in sites):
+                rare[q] = None
+                grew = True
+    return rare
+
+
+def debug_helper(model, info) -> Optional[str]:
+    """Why a function is debug or visualisation code, if it is: its name or its class's has
+    a debug word (`debug_second_stage`, `ActionVisualizer.add_datasample`; library.toml
+    `[rarity]`), or its class derives from a visualiser (`debug_bases`). A framework hook is
+    not one (a framework calls it)."""
+    if info.entry:
+        return None
+    if words(info.name) & L.DEBUG_WORDS:
+        return info.name
+    if info.cls is not None:
+        if words(info.cls.name) & L.DEBUG_WORDS:
+            return info.cls.name
+        base = model.library_base(info.cls.name, lambda b: b in L.DEBUG_BASES)
+        if base is not None:
+            return base
+    return None
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def words(name: str) -> Set[str]:
+    """`debug_second_stage` -> {debug, second, stage}; `ActionVisualizer` -> {action, visualizer}."""
+    return {w.lower() for w in _WORD.findall(name)}
+
+
+def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
+    """The flag's code where an `if` test holds debug code: a name or attribute with a debug
+    word (`if self.save_debug:`, `if cfg.VIS and ...:`), or a parameter with a check word
+    that defaults to False and that no call passes (`def generate(..., check=False)`, then
+    `if check:`). Not a comparison (`if self.vis_thresh > 0.3:`) nor a negation."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return debug_flag(model, test.left) or debug_flag(model, test.right)
+    if type(test) not in (cst.Name, cst.Attribute):
+        return None
+    name = last_name(test)
+    said = words(name) if name else set()
+    if said & L.DEBUG_WORDS:
+        return code_of(test)
+    f = model.func
+    if not (said & L.CHECK_WORDS and type(test) is cst.Name and f is not None and name in f.params):
+        return None
+    node = f.node
+    param = next((p for p in (*node.params.params, *node.params.kwonly_params) if p.name.value == name),
+                 None) if type(node) is cst.FunctionDef else None
+    off = param is not None and type(param.default) is cst.Name and param.default.value == "False"
+    return name if off and model.param_from_callers(f.qual, name) is None else None
 
 
 def _hook_entry(model, info) -> Entry:
@@ -92,13 +169,16 @@ def loop_rate(model, node, per_step: int, container: int, epoch: bool) -> Option
     stmt = model.stmt_stack[-1] if model.stmt_stack else None
     what = f"loops over {_short(node.iter)}" if type(node) is cst.For else "runs a while loop"
     if epoch:
-        return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt)
+        return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt), False
     if feeds_back(model, node):
-        return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt)
+        return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt), True
     if micro_batches(model, node):
         return Rate.PER_MICRO_STEP, Entry(
-            f"{where} {what}, running backward() where the optimizer steps outside the loop ({{at}})", stmt)
-    return Rate.PER_STEP, Entry(f"{where} {what} ({{at}})", stmt)
+            f"{where} {what}, running backward() where the optimizer steps outside the loop ({{at}})", stmt), True
+    # (a loop over a loader's batches steps wherever it is; a loop over a list's items
+    # repeats as often as its function runs: `SiteRate.steps`)
+    batches = type(node) is cst.For and iterates_batches(model, node.iter, {})
+    return Rate.PER_STEP, Entry(f"{where} {what} ({{at}})", stmt), batches
 
 
 def rate_here(model, loops: int = 0) -> SiteRate:
@@ -106,19 +186,43 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     a `while` loop whose test is being visited), under a periodic guard or a once-only branch
     if one holds it (`model.guard_depth`, `model.once_depth`)."""
     rate, entry = Rate.ONCE, None
+    steps, steps_entry = Rate.ONCE, None
     for n in model.loop_nodes:
         got = model.loop_rates.get(id(n))
         if got is not None and got[0] >= rate:  # (the innermost of equals names the entry)
-            rate, entry = got
+            rate, entry = got[:2]
+        if got is not None and got[2] and got[0] >= steps:
+            steps, steps_entry = got[:2]
     if loops and rate < Rate.PER_STEP:
         where = f"{model.func.qual}()" if model.func is not None else "module code"
         rate, entry = Rate.PER_STEP, Entry(f"{where} runs a while loop ({{at}})", model.stmt_stack[-1] if model.stmt_stack else None)
     if not (model.guard_depth or model.once_depth) and entry is None:
         return OUTSIDE
     where = f" in {model.func.qual}()" if model.func is not None else ""
+    flag = _debug_flag_around(model) if model.once_depth else None
+    once = None
+    if flag is not None:
+        once = Entry(f"a debug flag ({flag}){where} holds it")
+    elif model.once_depth:
+        once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,
                     guard=Entry(f"a periodic guard{where} holds it") if model.guard_depth else None,
-                    once=Entry(f"a branch that runs once{where} holds it") if model.once_depth else None)
+                    once=once, steps=steps, steps_entry=steps_entry, debug=flag is not None)
+
+
+def _debug_flag_around(model) -> Optional[str]:
+    """The debug flag of the innermost `if` whose body holds the statement the walk is at."""
+    stack = model.stmt_stack
+    for i in range(len(stack) - 2, -1, -1):
+        s = stack[i]
+        child = stack[i + 1]  # (a small statement's line is not on the stack)
+        if type(s) is cst.If and type(s.body) is cst.IndentedBlock and any(
+                c is child or type(c) is cst.SimpleStatementLine and any(x is child for x in c.body)
+                for c in s.body.body):
+            flag = debug_flag(model, s.test)
+            if flag is not None:
+                return flag
+    return None
 
 
 def _short(node: cst.CSTNode, limit: int = 40) -> str:
@@ -218,6 +322,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     cpu_side = _device_side(test) if type(test) is cst.Comparison else None
     if cpu_side is not None:
         return "cpu-body" if cpu_side != negated else "cpu-else"
+    if debug_flag(model, original) is not None:
+        return "once"  # `if self.save_debug:`: debug code, which a normal run does not reach
     # (`not step % every` is periodic too: the test as written is asked)
     if (_periodic(original, model) or not negated and _clock_due(test, body, model)) \
             and not body_steps_optimizer(body, model):

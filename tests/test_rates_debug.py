@@ -1,0 +1,48 @@
+"""Debug and visualisation code runs rarely (eval/README.md: "code that only runs under a
+debug or visualisation flag, or in a debug helper, is cold"): a branch under a debug flag,
+a debug or visualisation helper by its name or its class, and a helper only such code
+calls, loops included. `tests/data/rates/debug.py` marks each finding's line with the rate
+it must get, each beside its near miss: the same loop in a helper the batch loop calls, a
+plot helper called every step, a check flag that defaults on, a threshold compared."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from synclint.engine import lint_source
+from synclint.semantic import rates
+from synclint.semantic.rates import is_hot
+
+DATA = Path(__file__).parent / "data" / "rates" / "debug.py"
+SOURCE = DATA.read_text()
+MARK = re.compile(r"# \[([a-z-]+)\]")
+
+
+def _row_of(text: str) -> int:
+    return next(i for i, line in enumerate(SOURCE.splitlines(), 1) if text in line)
+
+
+def test_debug_code_runs_once_and_its_near_misses_keep_their_rate(monkeypatch):
+    disagreements = []
+
+    def settled(rate, hot):
+        if is_hot(rate) != hot:
+            disagreements.append((rate, hot))
+        return rate
+
+    monkeypatch.setattr(rates, "settled", settled)
+    found = lint_source(SOURCE, "debug.py")
+    expected = {row: m.group(1) for row, line in enumerate(SOURCE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    got = {f.row: f.rate for f in found if f.row in expected}
+    assert got == expected
+    assert not disagreements
+    assert all(f.hot == is_hot(rates.parse(f.rate)) for f in found)
+
+
+def test_the_chain_names_the_debug_flag_or_the_debug_helper():
+    chains = {f.row: f.rate_chain for f in lint_source(SOURCE, "debug.py")}
+    assert chains[_row_of("print(y.mean().item())")][-1] == "a debug flag (self.debug) in Head.forward() holds it"
+    assert chains[_row_of("print(p.sum().item())")] == ("debug_dump() is a debug or visualisation helper",)
+    assert chains[_row_of("out.append(x[: s.item()])")] == (
+        "debug_dump() is a debug or visualisation helper", "_split_levels")
