@@ -46,3 +46,14 @@ def test_the_chain_names_the_debug_flag_or_the_debug_helper():
     assert chains[_row_of("print(p.sum().item())")] == ("debug_dump() is a debug or visualisation helper",)
     assert chains[_row_of("out.append(x[: s.item()])")] == (
         "debug_dump() is a debug or visualisation helper", "_split_levels")
+
+
+GENERATE = (Path(__file__).parent / "data" / "rates" / "generate.py").read_text()
+
+
+def test_a_function_that_decodes_runs_its_own_code_once_per_call():
+    # (eval/README.md's convention: code before or after the token loop runs once per
+    # generate() call, not per token nor per step)
+    expected = {row: m.group(1) for row, line in enumerate(GENERATE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(GENERATE, "generate.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected

@@ -171,6 +171,9 @@ def loop_rate(model, node, per_step: int, container: int, epoch: bool) -> Option
     if epoch:
         return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt), False
     if feeds_back(model, node):
+        # (like a function that loops over batches, one that decodes runs its own code once
+        # per call: the prompt before the token loop, the checks after it)
+        model.note_per_epoch()
         return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt), True
     if micro_batches(model, node):
         return Rate.PER_MICRO_STEP, Entry(
@@ -254,9 +257,20 @@ def feeds_back(model, loop) -> bool:
                     derived.update(later)
             # the input the next iteration reads is the one fed back (not a name the body
             # binds before the call: `p = output; p = interp(p); p = p.transpose(...)`)
-            if fed and read_first(loop.body, fed) and model.infer(call.func).kind == V.MODULE:
+            if fed and read_first(loop.body, fed) and (_own_method(model, call.func)
+                                                       or model.infer(call.func).kind == V.MODULE):
                 return True  # (the module is asked last: it is the dear part)
     return False
+
+
+def _own_method(model, func: cst.BaseExpression) -> bool:
+    """`self.sample_next(seq)` in a method of an `nn.Module` class that defines it: a step
+    of the module itself (LMModel.generate's `self._sample_next_token`)."""
+    cls = model.func.cls if model.func is not None else None
+    if not (cls is not None and cls.is_module and type(cls.node) is cst.ClassDef and type(func) is cst.Attribute
+            and type(func.value) is cst.Name and func.value.value == "self"):
+        return False  # (the class's own body: a method defined below the loop counts too)
+    return any(type(d) is cst.FunctionDef and d.name.value == func.attr.value for d in cls.node.body.body)
 
 
 def _names(node: cst.CSTNode) -> Set[str]:
