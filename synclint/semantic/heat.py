@@ -93,20 +93,17 @@ def rare_functions(model) -> Dict[str, Optional[Entry]]:
 
 
 def debug_helper(model, info) -> Optional[str]:
-    """Why a function is debug or visualisation code, if it is: its name or its class's has
-    a debug word (`debug_second_stage`, `ActionVisualizer.add_datasample`; library.toml
-    `[rarity]`), or its class derives from a visualiser (`debug_bases`). A framework hook is
-    not one (a framework calls it)."""
+    """Why a function is debug or visualisation code, if it is: its name has a debug word
+    (`debug_second_stage`, `plot_grad_flow`; library.toml `[rarity]`), or its class derives
+    from a visualiser (`debug_bases`: `ActionVisualizer.add_datasample`). Not by its class's
+    name: Detic's `VisualizationDemo.run_on_video` runs the model on every frame. A framework
+    hook is not one (a framework calls it)."""
     if info.entry:
         return None
     if words(info.name) & L.DEBUG_WORDS:
         return info.name
     if info.cls is not None:
-        if words(info.cls.name) & L.DEBUG_WORDS:
-            return info.cls.name
-        base = model.library_base(info.cls.name, lambda b: b in L.DEBUG_BASES)
-        if base is not None:
-            return base
+        return model.library_base(info.cls.name, lambda b: b in L.DEBUG_BASES)
     return None
 
 
@@ -121,8 +118,9 @@ def words(name: str) -> Set[str]:
 def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
     """The flag's code where an `if` test holds debug code: a name or attribute with a debug
     word (`if self.save_debug:`, `if cfg.VIS and ...:`), or a parameter with a check word
-    that defaults to False and that no call passes (`def generate(..., check=False)`, then
-    `if check:`). Not a comparison (`if self.vis_thresh > 0.3:`) nor a negation."""
+    that defaults to False (`def generate(..., check=False)`, then `if check:`; its callers
+    may pass `**kwargs`, so who turns it on is not asked). Not a comparison
+    (`if self.vis_thresh > 0.3:`) nor a negation."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return debug_flag(model, test.left) or debug_flag(model, test.right)
     if type(test) not in (cst.Name, cst.Attribute):
@@ -138,7 +136,7 @@ def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
     param = next((p for p in (*node.params.params, *node.params.kwonly_params) if p.name.value == name),
                  None) if type(node) is cst.FunctionDef else None
     off = param is not None and type(param.default) is cst.Name and param.default.value == "False"
-    return name if off and model.param_from_callers(f.qual, name) is None else None
+    return name if off else None
 
 
 def _hook_entry(model, info) -> Entry:
@@ -284,12 +282,24 @@ def _own_assigns(block: cst.CSTNode, out: List[Tuple[List[str], cst.BaseExpressi
         if type(c) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
             targets = [t.target for t in c.targets] if type(c) is cst.Assign else [c.target]
             if c.value is not None:
-                out.append(([x.value for t in targets for x in (t, *descendants(t)) if type(x) is cst.Name], c.value))
+                out.append(([n for t in targets for n in _bound(t)], c.value))
         elif type(c) is cst.SimpleStatementLine:
             _own_assigns(c, out)
         elif type(c) in (cst.If, cst.With, cst.Try):
             _own_assigns(c.body, out)
     return out
+
+
+def _bound(target: cst.BaseExpression) -> List[str]:
+    """The names an assignment target rebinds or updates: `x`, `a, b`, the `seq` of
+    `seq[..., i] = t` or of `seq.data = t`; not the indices (`scores[i, idx] = s` leaves `i`)."""
+    if type(target) in (cst.Tuple, cst.List):
+        return [n for e in target.elements for n in _bound(e.value)]
+    if type(target) is cst.StarredElement:
+        return _bound(target.value)
+    while type(target) in (cst.Subscript, cst.Attribute):
+        target = target.value
+    return [target.value] if type(target) is cst.Name else []
 
 
 def micro_batches(model, loop) -> bool:

@@ -1,5 +1,6 @@
 import torch
 import torch.nn as nn
+from mmengine.visualization import Visualizer
 
 
 def _split_levels(x, sizes):
@@ -30,6 +31,22 @@ def plot_batch(images):
         print(im.max().item())  # [per-step] near miss: a plot helper called every step without a flag
 
 
+class Overlay(Visualizer):
+    def add_frames(self, frames):
+        for f in frames:
+            print(f.max().item())  # [once] a visualiser's method (mmengine's Visualizer) nothing here calls
+
+
+class VisualizationDemo:
+    def __init__(self, model):
+        self.model = model
+
+    def run_on_video(self, frames):
+        for frame in frames:
+            out = self.model(frame.cuda())
+            print(out.sum().item())  # [per-step] near miss: a demo class's per-frame inference (not by its class's name)
+
+
 class Head(nn.Module):
     def __init__(self, debug=False, vis_thresh=0.5):
         super().__init__()
@@ -43,7 +60,7 @@ class Head(nn.Module):
             debug_dump(y, [y.sum()])
             print(y.mean().item())  # [once] under a debug flag
         if check:
-            assert (y > 0).all()  # [once] a check flag that defaults off and no caller turns on
+            assert (y > 0).all()  # [once] a check flag that defaults off
         if strict:
             assert (y < 10).all()  # [per-step] near miss: a flag that defaults on
         if self.vis_thresh > 0.3:

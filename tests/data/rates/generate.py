@@ -31,6 +31,14 @@ class LM(nn.Module):
         assert (total[0] >= 0).all()  # [per-step] near miss: its loop does not decode
         return total
 
+    def score_rows(self, feats):
+        scores = torch.full((feats.size(0), 4), -100.0).to(feats.device)  # [per-step] near miss: rows written by index, no decoding
+        for i in range(feats.size(0)):
+            sims = feats[i]
+            out = self.fc(sims[None])
+            scores[i, :] = out[0]
+        return scores
+
 
 def evaluate(loader):
     model = LM().cuda()
@@ -38,3 +46,4 @@ def evaluate(loader):
         batch = batch.cuda(non_blocking=True)
         model.generate(batch, 8)
         model.score_all([batch])
+        model.score_rows(batch)
