@@ -22,7 +22,8 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callsites import iteration_calls, record_call
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
-from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
+from synclint.semantic.heat import (body_steps_optimizer, classify_test, lazy_init, loop_rate, returns_until_set,
+                                    skips_unless_periodic)
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
 from synclint.semantic.loops import repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
@@ -287,13 +288,18 @@ class Binder:
         ctx = self.ctx
         guarded = 0
         body = node.body
+        once = 0  # after `if self.inited: return` that the block then sets: the first call only
         for i, stmt in enumerate(body):
             self.walk(stmt)
             if not guarded and type(stmt) is cst.If and skips_unless_periodic(stmt, ctx) and not any(
                     body_steps_optimizer(rest, ctx) for rest in body[i + 1:]):
                 guarded = 1
                 ctx.guard_depth += 1
+            if not once and returns_until_set(stmt, body[i + 1:], ctx):
+                once = 1
+                ctx.once_depth += 1
         ctx.guard_depth -= guarded
+        ctx.once_depth -= once
 
     def _if(self, node: cst.If) -> None:
         ctx = self.ctx

@@ -63,19 +63,23 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
     for i, (caller, callee, site) in enumerate(model.calls):
         through = crosses(site, callee in steppers)
         edges.append((caller, callee, model.site_rates.get(i) or _walked_site(site), through, bool(site) and through))
-    return propagate(edges, seeds, per_epoch, cold, rare_functions(model))
+    memo = memoised(model)
+    cold.update((q, e) for q, e in memo.items() if q not in cold)
+    return propagate(edges, seeds, per_epoch, cold, rare_functions(model, memo))
 
 
 # --------------------------------------------------------------------- debug code
-def rare_functions(model) -> Dict[str, Optional[Entry]]:
-    """The in-file functions that run rarely (`rates.propagate`'s `rare`): debug and
-    visualisation helpers (`debug_helper`), with the entry that says so, and the functions
-    that only those, or calls under a debug flag, call in this file (None: their callers say
-    why). Another module's every-step call still makes one hot (the project's heat)."""
-    rare: Dict[str, Optional[Entry]] = {}
+def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
+    """The in-file functions that run rarely (`rates.propagate`'s `rare`), whose loops over
+    items do not make them run every step: debug and visualisation helpers (`debug_helper`)
+    and memoised functions (`memoised`), with the entry that says so, and the functions that
+    in this file only those call, or only calls under a debug flag or a once-only branch
+    (None: their callers say why; `kmeans` called from a codebook's first-batch
+    initialisation). Another module's every-step call still makes one hot (the project's
+    heat)."""
+    rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
     for q, info in model.all_funcs.items():
-        why = debug_helper(model, info)
-        if why is not None:
+        if q not in rare and debug_helper(model, info) is not None:
             rare[q] = Entry(f"{q}() is a debug or visualisation helper")
     callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
     for i, (caller, callee, _) in enumerate(model.calls):
@@ -86,10 +90,73 @@ def rare_functions(model) -> Dict[str, Optional[Entry]]:
         grew = False
         for q, sites in callers.items():
             if q not in rare and not model.all_funcs[q].entry and all(
-                    c in rare and c != q or site.debug for c, site in sites):
+                    c in rare and c != q or site.once is not None for c, site in sites):
                 rare[q] = None
                 grew = True
     return rare
+
+
+_MEMOISERS = frozenset(("functools.lru_cache", "functools.cache", "lru_cache", "cache"))
+
+
+def memoised(model) -> Dict[str, Entry]:
+    """Functions whose results `functools.lru_cache` or `cache` keeps, so that their bodies
+    run once per distinct argument: decorated (`@lru_cache(maxsize=None)`), or a method
+    wrapped in its class's `__init__` (`self._build = lru_cache(100)(self._build)`)."""
+    out: Dict[str, Entry] = {}
+    for q, info in model.all_funcs.items():
+        node = info.node
+        if type(node) is cst.FunctionDef and any(_memoiser(model, d.decorator) for d in node.decorators):
+            out[q] = Entry(f"{q}() is memoised (functools.lru_cache): it runs once per distinct argument")
+        if info.name == "__init__" and info.cls is not None and type(node) is cst.FunctionDef:
+            for n in descendants(node.body):
+                if type(n) is cst.Assign and type(n.value) is cst.Call and _memoiser(model, n.value.func) \
+                        and n.value.args and _self_attr(n.value.args[0].value) is not None \
+                        and any(_self_attr(t.target) == _self_attr(n.value.args[0].value) for t in n.targets):
+                    m = f"{info.cls.name}.{_self_attr(n.targets[0].target)}"
+                    out[m] = Entry(f"{m}() is memoised (functools.lru_cache in __init__): it runs once per distinct argument")
+    return out
+
+
+def _memoiser(model, d: cst.BaseExpression) -> bool:
+    """`lru_cache`, `functools.lru_cache(maxsize=8)`, `cache`, as a decorator or a wrapper."""
+    f = d.func if type(d) is cst.Call else d
+    return type(f) in (cst.Name, cst.Attribute) and model.qualname(f) in _MEMOISERS
+
+
+def _self_attr(e: cst.BaseExpression) -> Optional[str]:
+    return e.attr.value if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self" else None
+
+
+def returns_until_set(node: cst.CSTNode, rest, model) -> bool:
+    """`if self.inited: return` whose block goes on to set that flag (`self.inited = True`,
+    `self.inited.data.copy_(...)`, `self.inited.fill_(1)`): what follows runs on the first
+    call only (a codebook initialised from its first batch). Not where nothing there sets
+    it (`if self.frozen: return x`: a switch, whatever its value)."""
+    if type(node) is not cst.If or node.orelse is not None or not _only_return(node.body):
+        return False
+    flag = node.test
+    if type(flag) not in (cst.Name, cst.Attribute):
+        return False
+    want = _code(flag)
+    for stmt in rest:
+        for n in (stmt, *descendants(stmt)):
+            if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(_code(t) == want for t in _assigned_all(n)):
+                return True
+            if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value.endswith("_") \
+                    and (_code(n.func.value) == want or _code(n.func.value).startswith(want + ".")):
+                return True
+    return False
+
+
+def _only_return(body: cst.BaseSuite) -> bool:
+    stmts = body.body if type(body) is cst.IndentedBlock else [body]
+    return (len(stmts) == 1 and type(stmts[0]) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
+            and len(stmts[0].body) == 1 and type(stmts[0].body[0]) is cst.Return)
+
+
+def _assigned_all(n: cst.CSTNode):
+    return [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
 
 
 def debug_helper(model, info) -> Optional[str]:
