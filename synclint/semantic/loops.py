@@ -130,14 +130,14 @@ def _steps_itself(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
         name = last_name(n.func)
         if name is None:
             continue
-        if name == "backward" or hot_name(name):
-            return True
         if name == "step" and type(n.func) is cst.Attribute:
-            v = ctx.infer(n.func.value)
-            classes = V.classes_of(v)
+            classes = V.classes_of(ctx.infer(n.func.value))
             if not (classes and all(c.startswith("torch.optim.lr_scheduler.") for c in classes)) \
                     and "sched" not in (last_name(n.func.value) or "").lower():
                 return True
+            continue
+        if name == "backward" or hot_name(name):
+            return True
         info = ctx.all_funcs.get(name) if type(n.func) is cst.Name else (
             ctx.all_funcs.get(f"{ctx.cls.name}.{name}") if ctx.cls is not None else None)
         if info is not None and info.steps_optimizer and info.node is not None and not any(
