@@ -23,7 +23,7 @@ from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callsites import iteration_calls, record_call
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import (body_steps_optimizer, classify_test, lazy_init, loop_rate, returns_until_set,
-                                    skips_unless_periodic)
+                                    skips_unless_periodic, stores_own_move)
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
 from synclint.semantic.loops import repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
@@ -369,7 +369,10 @@ class Binder:
                 and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name):
             self._module_lambda(node.targets[0].target.value, node.value)
         else:
+            once = 1 if stores_own_move(ctx, node) else 0  # (a move stored back: the first call's)
+            ctx.once_depth += once
             self.walk(node.value)
+            ctx.once_depth -= once
         for t in node.targets:
             self.walk(t.target)
         val = self.ctx.infer(node.value)

@@ -149,6 +149,36 @@ def returns_until_set(node: cst.CSTNode, rest, model) -> bool:
     return False
 
 
+def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
+    """`self.attn_mask = self.attn_mask.to(device=x.device)` (possibly inside a conditional
+    expression) in a method: the move is stored back, so later calls find the attribute on
+    the device and the copy is a same-device no-op: the transfer runs on the first call
+    only. Not where another method makes the attribute again (`self.grid = torch.arange(n)`
+    at every forward, then `self.grid = self.grid.cuda()`). The attribute's code, or None."""
+    f = model.func
+    if not (type(node) is cst.Assign and len(node.targets) == 1 and f is not None and f.cls is not None
+            and f.name != "__init__" and type(f.cls.node) is cst.ClassDef):
+        return None
+    attr = _self_attr(node.targets[0].target)
+    if attr is None or not _moves_back(node.value, attr):
+        return None
+    for d in f.cls.node.body.body:
+        if type(d) is not cst.FunctionDef or d.name.value == "__init__":
+            continue
+        for n in descendants(d.body):
+            if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(
+                    _self_attr(t) == attr for t in _assigned_all(n)) and not (
+                    type(n) is cst.Assign and _moves_back(n.value, attr)):
+                return None
+    return f"self.{attr}"
+
+
+def _moves_back(value: cst.BaseExpression, attr: str) -> bool:
+    """`value` moves `self.<attr>` itself (`.to(...)`, `.cuda()`), inside it or as a whole."""
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda")
+               and _self_attr(n.func.value) == attr for n in (value, *descendants(value)))
+
+
 def _only_return(body: cst.BaseSuite) -> bool:
     stmts = body.body if type(body) is cst.IndentedBlock else [body]
     return (len(stmts) == 1 and type(stmts[0]) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
@@ -268,9 +298,12 @@ def rate_here(model, loops: int = 0) -> SiteRate:
         return OUTSIDE
     where = f" in {model.func.qual}()" if model.func is not None else ""
     flag = _debug_flag_around(model) if model.once_depth else None
+    stored = stores_own_move(model, model.stmt_stack[-1]) if model.once_depth and model.stmt_stack else None
     once = None
     if flag is not None:
         once = Entry(f"a debug flag ({flag}){where} holds it")
+    elif stored is not None:
+        once = Entry(f"the move is stored back in {stored}{where}: later calls find it moved")
     elif model.once_depth:
         once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,

@@ -63,6 +63,27 @@ class Codebook(nn.Module):
         return x
 
 
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = torch.ones(3, 3)
+        self.grid = torch.zeros(3)
+
+    def attention(self, x):
+        self.mask = self.mask.to(dtype=x.dtype, device=x.device) if self.mask is not None else None  # [once] stored back: later calls find it moved
+        return x @ self.mask
+
+    def forward(self, x):
+        grid = self.grid.to(device=x.device)  # [per-step] near miss: the move is not stored back
+        return self.attention(x) + grid
+
+
+def encode_all(loader):
+    enc = Encoder().cuda()
+    for x in loader:
+        enc(x.cuda(non_blocking=True))
+
+
 def run_epoch(model, opt, data, steps):
     for i in range(steps):
         loss = model(data[i]).sum()
