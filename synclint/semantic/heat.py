@@ -458,6 +458,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "once"  # `if step == 0:`, `if num_seen < 10:`: the first steps only
     if not negated and _fills_up(test, body):
         return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
+    if not negated and _one_shot(test, body, model):
+        return "once"  # `if first_batch: ...; first_batch = False`: the first iteration only
     return ""
 
 
@@ -507,6 +509,30 @@ def _fills_up(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
     name = left.args[0].value.value
     return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend")
                and type(n.func.value) is cst.Name and n.func.value.value == name for n in descendants(body))
+
+
+def _one_shot(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
+    """`if first:` (alone or in an `and`) whose body sets `first = False`, where the function
+    sets it True only outside the loop the test is in (`first_batch = True` before the
+    batch loop): the body runs on one iteration at most."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _one_shot(test.left, body, model) or _one_shot(test.right, body, model)
+    f = model.func if model is not None else None
+    if type(test) is not cst.Name or f is None or type(f.node) is not cst.FunctionDef or not model.loop_nodes:
+        return False
+    name = test.value
+
+    def sets(n, value: str) -> bool:
+        return type(n) is cst.Assign and type(n.value) is cst.Name and n.value.value == value and any(
+            type(t.target) is cst.Name and t.target.value == name for t in n.targets)
+
+    if not any(sets(n, "False") for n in descendants(body)):
+        return False
+    loop = model.loop_nodes[-1]
+    in_loop = {id(n) for n in descendants(loop)}
+    assigned = [n for n in descendants(f.node.body) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+                and any(type(t) is cst.Name and t.value == name for t in _assigned_all(n))]
+    return all(sets(n, "False") or sets(n, "True") and id(n) not in in_loop for n in assigned)
 
 
 def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:

@@ -114,3 +114,21 @@ def main():
     data = torch.randn(100, 4, 3, device="cuda")
     fit(model, opt, data)
     fit_full_batch(model, opt, data[0])
+
+
+def show_first(loader):
+    first = True
+    for x in loader:
+        x = x.cuda(non_blocking=True)
+        if first and x.dim() > 1:
+            print(x.sum().item())  # [once] a one-shot flag: the body turns it off
+            first = False
+
+
+def show_ready(loader):
+    for x in loader:
+        ready = True
+        x = x.cuda(non_blocking=True)
+        if ready:
+            print(x.max().item())  # [per-step] near miss: the flag is set again at every iteration
+            ready = False
