@@ -126,7 +126,8 @@ def lint_analysis(
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
     from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
-    from synclint.semantic.heat import function_rates, rare_functions
+    from synclint.semantic.heat import function_rates
+    from synclint.semantic.rarity import rare_functions
     from synclint.walker import Walker
 
     from synclint.solver import walk_to_fixpoint

@@ -22,10 +22,10 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callsites import iteration_calls, record_call
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
-from synclint.semantic.heat import (body_steps_optimizer, classify_test, lazy_init, loop_rate, returns_until_set,
-                                    skips_unless_periodic, stores_own_move)
+from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
+from synclint.semantic.rarity import returns_until_set, stores_own_move
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
-from synclint.semantic.loops import repeats_per_step, walks_container
+from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
 from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS
@@ -198,7 +198,8 @@ class Binder:
         repeats, epoch = repeats_per_step(ctx, node)
         per_step = 1 if repeats else 0
         container = per_step if walks_container(node.iter) else 0
-        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch)
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch,
+                                             batches=bool(per_step) and iterates_batches(ctx, node.iter, {}))
         # A loop under a periodic guard (validation every N steps) still repeats its body;
         # a loop over a container's items runs where it is, so the guard still holds there.
         ctx.loop_depth += per_step

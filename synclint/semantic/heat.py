@@ -8,12 +8,12 @@ optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not
 
 The finer view, an execution rate (`semantic.rates`), follows the same edges and entries:
 each loop's rate (`loop_rate`: per step, per micro-step, per token, per epoch), each site's
-(`rate_here`), each function's (`function_rates`).
+(`rate_here`), each function's (`function_rates`). Code that runs rarely whatever loops it
+sits in (debug code, memoised functions, the first call only) is `semantic.rarity`'s.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -24,7 +24,8 @@ from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
 from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
-from synclint.semantic.loops import iterates_batches
+from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, memoised, one_shot,
+                                      rare_functions, stores_own_move)
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
     """In-file functions that run hot: hot by name, called by a framework, called from a
@@ -68,174 +69,6 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
     return propagate(edges, seeds, per_epoch, cold, rare_functions(model, memo))
 
 
-# --------------------------------------------------------------------- debug code
-def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
-    """The in-file functions that run rarely (`rates.propagate`'s `rare`), whose loops over
-    items do not make them run every step: debug and visualisation helpers (`debug_helper`)
-    and memoised functions (`memoised`), with the entry that says so, and the functions that
-    in this file only those call, or only calls under a debug flag or a once-only branch
-    (None: their callers say why; `kmeans` called from a codebook's first-batch
-    initialisation). Another module's every-step call still makes one hot (the project's
-    heat)."""
-    rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
-    for q, info in model.all_funcs.items():
-        if q not in rare and debug_helper(model, info) is not None:
-            rare[q] = Entry(f"{q}() is a debug or visualisation helper")
-    callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
-    for i, (caller, callee, _) in enumerate(model.calls):
-        if callee in model.all_funcs:
-            callers.setdefault(callee, []).append((caller, model.site_rates.get(i) or OUTSIDE))
-    grew = True
-    while grew:  # (a chain of helpers: one more level each round)
-        grew = False
-        for q, sites in callers.items():
-            if q not in rare and not model.all_funcs[q].entry and all(
-                    c in rare and c != q or site.once is not None for c, site in sites):
-                rare[q] = None
-                grew = True
-    return rare
-
-
-_MEMOISERS = frozenset(("functools.lru_cache", "functools.cache", "lru_cache", "cache"))
-
-
-def memoised(model) -> Dict[str, Entry]:
-    """Functions whose results `functools.lru_cache` or `cache` keeps, so that their bodies
-    run once per distinct argument: decorated (`@lru_cache(maxsize=None)`), or a method
-    wrapped in its class's `__init__` (`self._build = lru_cache(100)(self._build)`)."""
-    out: Dict[str, Entry] = {}
-    for q, info in model.all_funcs.items():
-        node = info.node
-        if type(node) is cst.FunctionDef and any(_memoiser(model, d.decorator) for d in node.decorators):
-            out[q] = Entry(f"{q}() is memoised (functools.lru_cache): it runs once per distinct argument")
-        if info.name == "__init__" and info.cls is not None and type(node) is cst.FunctionDef:
-            for n in descendants(node.body):
-                if type(n) is cst.Assign and type(n.value) is cst.Call and _memoiser(model, n.value.func) \
-                        and n.value.args and _self_attr(n.value.args[0].value) is not None \
-                        and any(_self_attr(t.target) == _self_attr(n.value.args[0].value) for t in n.targets):
-                    m = f"{info.cls.name}.{_self_attr(n.targets[0].target)}"
-                    out[m] = Entry(f"{m}() is memoised (functools.lru_cache in __init__): it runs once per distinct argument")
-    return out
-
-
-def _memoiser(model, d: cst.BaseExpression) -> bool:
-    """`lru_cache`, `functools.lru_cache(maxsize=8)`, `cache`, as a decorator or a wrapper."""
-    f = d.func if type(d) is cst.Call else d
-    return type(f) in (cst.Name, cst.Attribute) and model.qualname(f) in _MEMOISERS
-
-
-def _self_attr(e: cst.BaseExpression) -> Optional[str]:
-    return e.attr.value if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self" else None
-
-
-def returns_until_set(node: cst.CSTNode, rest, model) -> bool:
-    """`if self.inited: return` whose block goes on to set that flag (`self.inited = True`,
-    `self.inited.data.copy_(...)`, `self.inited.fill_(1)`): what follows runs on the first
-    call only (a codebook initialised from its first batch). Not where nothing there sets
-    it (`if self.frozen: return x`: a switch, whatever its value)."""
-    if type(node) is not cst.If or node.orelse is not None or not _only_return(node.body):
-        return False
-    flag = node.test
-    if type(flag) not in (cst.Name, cst.Attribute):
-        return False
-    want = _code(flag)
-    for stmt in rest:
-        for n in (stmt, *descendants(stmt)):
-            if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(_code(t) == want for t in _assigned_all(n)):
-                return True
-            if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value.endswith("_") \
-                    and (_code(n.func.value) == want or _code(n.func.value).startswith(want + ".")):
-                return True
-    return False
-
-
-def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
-    """`self.attn_mask = self.attn_mask.to(device=x.device)` (possibly inside a conditional
-    expression) in a method: the move is stored back, so later calls find the attribute on
-    the device and the copy is a same-device no-op: the transfer runs on the first call
-    only. Not where another method makes the attribute again (`self.grid = torch.arange(n)`
-    at every forward, then `self.grid = self.grid.cuda()`). The attribute's code, or None."""
-    f = model.func
-    if not (type(node) is cst.Assign and len(node.targets) == 1 and f is not None and f.cls is not None
-            and f.name != "__init__" and type(f.cls.node) is cst.ClassDef):
-        return None
-    attr = _self_attr(node.targets[0].target)
-    if attr is None or not _moves_back(node.value, attr):
-        return None
-    for d in f.cls.node.body.body:
-        if type(d) is not cst.FunctionDef or d.name.value == "__init__":
-            continue
-        for n in descendants(d.body):
-            if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(
-                    _self_attr(t) == attr for t in _assigned_all(n)) and not (
-                    type(n) is cst.Assign and _moves_back(n.value, attr)):
-                return None
-    return f"self.{attr}"
-
-
-def _moves_back(value: cst.BaseExpression, attr: str) -> bool:
-    """`value` moves `self.<attr>` itself (`.to(...)`, `.cuda()`), inside it or as a whole."""
-    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda")
-               and _self_attr(n.func.value) == attr for n in (value, *descendants(value)))
-
-
-def _only_return(body: cst.BaseSuite) -> bool:
-    stmts = body.body if type(body) is cst.IndentedBlock else [body]
-    return (len(stmts) == 1 and type(stmts[0]) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
-            and len(stmts[0].body) == 1 and type(stmts[0].body[0]) is cst.Return)
-
-
-def _assigned_all(n: cst.CSTNode):
-    return [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
-
-
-def debug_helper(model, info) -> Optional[str]:
-    """Why a function is debug or visualisation code, if it is: its name has a debug word
-    (`debug_second_stage`, `plot_grad_flow`; library.toml `[rarity]`), or its class derives
-    from a visualiser (`debug_bases`: `ActionVisualizer.add_datasample`). Not by its class's
-    name: Detic's `VisualizationDemo.run_on_video` runs the model on every frame. A framework
-    hook is not one (a framework calls it)."""
-    if info.entry:
-        return None
-    if words(info.name) & L.DEBUG_WORDS:
-        return info.name
-    if info.cls is not None:
-        return model.library_base(info.cls.name, lambda b: b in L.DEBUG_BASES)
-    return None
-
-
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-
-def words(name: str) -> Set[str]:
-    """`debug_second_stage` -> {debug, second, stage}; `ActionVisualizer` -> {action, visualizer}."""
-    return {w.lower() for w in _WORD.findall(name)}
-
-
-def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
-    """The flag's code where an `if` test holds debug code: a name or attribute with a debug
-    word (`if self.save_debug:`, `if cfg.VIS and ...:`), or a parameter with a check word
-    that defaults to False (`def generate(..., check=False)`, then `if check:`; its callers
-    may pass `**kwargs`, so who turns it on is not asked). Not a comparison
-    (`if self.vis_thresh > 0.3:`) nor a negation."""
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        return debug_flag(model, test.left) or debug_flag(model, test.right)
-    if type(test) not in (cst.Name, cst.Attribute):
-        return None
-    name = last_name(test)
-    said = words(name) if name else set()
-    if said & L.DEBUG_WORDS:
-        return code_of(test)
-    f = model.func
-    if not (said & L.CHECK_WORDS and type(test) is cst.Name and f is not None and name in f.params):
-        return None
-    node = f.node
-    param = next((p for p in (*node.params.params, *node.params.kwonly_params) if p.name.value == name),
-                 None) if type(node) is cst.FunctionDef else None
-    off = param is not None and type(param.default) is cst.Name and param.default.value == "False"
-    return name if off else None
-
-
 def _hook_entry(model, info) -> Entry:
     """Why a framework calls `info` every step: its name, or a framework base of its class."""
     if hot_name(info.name):
@@ -252,12 +85,14 @@ def _walked_site(site) -> SiteRate:
 
 
 # --------------------------------------------------------------------- site rates
-def loop_rate(model, node, per_step: int, container: int, epoch: bool) -> Optional[Tuple[Rate, Entry]]:
-    """The rate a loop's body runs at, and its entry sentence, where the walk is at the loop
-    (its iterable walked, its body not yet): per step for a repeated loop, per micro-step for
-    a micro-batch loop, per token for a decoding loop, per epoch for an epoch loop; None for
-    a loop that adds no rate of its own (over a container's items, in a constructor, one
-    that runs once)."""
+def loop_rate(model, node, per_step: int, container: int, epoch: bool,
+              batches: bool = False) -> Optional[Tuple[Rate, Entry, bool]]:
+    """The rate a loop's body runs at, its entry sentence, and whether it steps wherever it
+    is (`SiteRate.steps`: over a loader's batches, `batches`, decoding or micro-batches),
+    where the walk is at the loop (its iterable walked, its body not yet): per step for a
+    repeated loop, per micro-step for a micro-batch loop, per token for a decoding loop, per
+    epoch for an epoch loop; None for a loop that adds no rate of its own (over a
+    container's items, in a constructor, one that runs once)."""
     if container or not (per_step or epoch):
         return None
     where = f"{model.func.qual}()" if model.func is not None else "module code"
@@ -273,9 +108,8 @@ def loop_rate(model, node, per_step: int, container: int, epoch: bool) -> Option
     if micro_batches(model, node):
         return Rate.PER_MICRO_STEP, Entry(
             f"{where} {what}, running backward() where the optimizer steps outside the loop ({{at}})", stmt), True
-    # (a loop over a loader's batches steps wherever it is; a loop over a list's items
-    # repeats as often as its function runs: `SiteRate.steps`)
-    batches = type(node) is cst.For and iterates_batches(model, node.iter, {})
+    # (a loop over a loader's batches, `batches`, steps wherever it is; a loop over a list's
+    # items repeats as often as its function runs: `SiteRate.steps`)
     return Rate.PER_STEP, Entry(f"{where} {what} ({{at}})", stmt), batches
 
 
@@ -297,7 +131,7 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     if not (model.guard_depth or model.once_depth) and entry is None:
         return OUTSIDE
     where = f" in {model.func.qual}()" if model.func is not None else ""
-    flag = _debug_flag_around(model) if model.once_depth else None
+    flag = debug_flag_around(model) if model.once_depth else None
     stored = stores_own_move(model, model.stmt_stack[-1]) if model.once_depth and model.stmt_stack else None
     once = None
     if flag is not None:
@@ -309,21 +143,6 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     return SiteRate(rate, entry,
                     guard=Entry(f"a periodic guard{where} holds it") if model.guard_depth else None,
                     once=once, steps=steps, steps_entry=steps_entry, debug=flag is not None)
-
-
-def _debug_flag_around(model) -> Optional[str]:
-    """The debug flag of the innermost `if` whose body holds the statement the walk is at."""
-    stack = model.stmt_stack
-    for i in range(len(stack) - 2, -1, -1):
-        s = stack[i]
-        child = stack[i + 1]  # (a small statement's line is not on the stack)
-        if type(s) is cst.If and type(s.body) is cst.IndentedBlock and any(
-                c is child or type(c) is cst.SimpleStatementLine and any(x is child for x in c.body)
-                for c in s.body.body):
-            flag = debug_flag(model, s.test)
-            if flag is not None:
-                return flag
-    return None
 
 
 def _short(node: cst.CSTNode, limit: int = 40) -> str:
@@ -458,7 +277,7 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "once"  # `if step == 0:`, `if num_seen < 10:`: the first steps only
     if not negated and _fills_up(test, body):
         return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
-    if not negated and _one_shot(test, body, model):
+    if not negated and one_shot(test, body, model):
         return "once"  # `if first_batch: ...; first_batch = False`: the first iteration only
     return ""
 
@@ -509,30 +328,6 @@ def _fills_up(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
     name = left.args[0].value.value
     return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend")
                and type(n.func.value) is cst.Name and n.func.value.value == name for n in descendants(body))
-
-
-def _one_shot(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
-    """`if first:` (alone or in an `and`) whose body sets `first = False`, where the function
-    sets it True only outside the loop the test is in (`first_batch = True` before the
-    batch loop): the body runs on one iteration at most."""
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        return _one_shot(test.left, body, model) or _one_shot(test.right, body, model)
-    f = model.func if model is not None else None
-    if type(test) is not cst.Name or f is None or type(f.node) is not cst.FunctionDef or not model.loop_nodes:
-        return False
-    name = test.value
-
-    def sets(n, value: str) -> bool:
-        return type(n) is cst.Assign and type(n.value) is cst.Name and n.value.value == value and any(
-            type(t.target) is cst.Name and t.target.value == name for t in n.targets)
-
-    if not any(sets(n, "False") for n in descendants(body)):
-        return False
-    loop = model.loop_nodes[-1]
-    in_loop = {id(n) for n in descendants(loop)}
-    assigned = [n for n in descendants(f.node.body) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
-                and any(type(t) is cst.Name and t.value == name for t in _assigned_all(n))]
-    return all(sets(n, "False") or sets(n, "True") and id(n) not in in_loop for n in assigned)
 
 
 def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
@@ -641,11 +436,7 @@ def _clock_due(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
         return False
     last = diff.right.value
     return any(type(n) in (cst.Assign, cst.AnnAssign) and any(
-        type(t) is cst.Name and t.value == last for t in _assigned(n)) for n in descendants(body))
-
-
-def _assigned(n: cst.CSTNode):
-    return [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+        type(t) is cst.Name and t.value == last for t in assigned_targets(n)) for n in descendants(body))
 
 
 def _one_step(test: cst.BaseExpression, model) -> bool:
@@ -742,7 +533,7 @@ def lazy_init(node: cst.If, model=None) -> bool:
         if type(c.operator) is cst.Is and type(c.comparator) is cst.Name and c.comparator.value == "None":
             subject = left
         elif type(c.operator) is cst.NotIn:
-            subject, key = c.comparator, _code(left)
+            subject, key = c.comparator, code_key(left)
         elif (type(c.operator) is cst.Equal and type(c.comparator) is cst.Integer and c.comparator.value == "0"
               and type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
               and len(left.args) == 1):
@@ -757,7 +548,7 @@ def lazy_init(node: cst.If, model=None) -> bool:
     if type(subject) is cst.Name and model is not None and model.func is not None and not model.loop_nodes \
             and subject.value not in model.func.globals and not _stores(node.body, subject.value):
         return False
-    want = _code(subject)
+    want = code_key(subject)
     for stmt in node.body.body:
         if type(stmt) is not cst.SimpleStatementLine:
             continue
@@ -765,10 +556,10 @@ def lazy_init(node: cst.If, model=None) -> bool:
             if type(small) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
                 for t in targets:
-                    if key is None and _code(t) == want:
+                    if key is None and code_key(t) == want:
                         return True
-                    if type(t) is cst.Subscript and _code(t.value) == want and (
-                            key is None or (len(t.slice) == 1 and _code(t.slice[0].slice) == key)):
+                    if type(t) is cst.Subscript and code_key(t.value) == want and (
+                            key is None or (len(t.slice) == 1 and code_key(t.slice[0].slice) == key)):
                         return True
     return False
 
@@ -785,5 +576,3 @@ def _stores(body: cst.IndentedBlock, name: str) -> bool:
     return False
 
 
-def _code(node: cst.CSTNode) -> str:
-    return "".join(code_of(node).split())
