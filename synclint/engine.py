@@ -346,7 +346,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
-        scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
+        scope=p.func, guarded=p.guarded or p.func in func_rates.cold, suppressed="noqa" if silenced_by else None,
         timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row), compiled=p.compiled,
         rate=rates.settled(rate, hot).label, rate_chain=tuple(chain),
     )

@@ -8,9 +8,11 @@ plot helper called every step, a check flag that defaults on, a threshold compar
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 from synclint.engine import lint_source
+from synclint.run.pipeline import configure, run
 from synclint.semantic import rates
 from synclint.semantic.rates import is_hot
 
@@ -69,3 +71,38 @@ def test_code_that_runs_once_by_construction_and_epoch_loops_by_name():
     expected = {row: m.group(1) for row, line in enumerate(SETUP.splitlines(), 1) for m in [MARK.search(line)] if m}
     found = lint_source(SETUP, "setup.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+def test_another_modules_every_step_call_heats_a_debug_helper_but_not_a_memoised_function(tmp_path, monkeypatch):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "util.py").write_text(textwrap.dedent("""\
+        import functools
+
+        import torch
+
+
+        @functools.lru_cache(maxsize=None)
+        def index_table(n):
+            return torch.tensor(list(range(n))).cuda()
+
+
+        def plot_norms(xs):
+            for x in xs:
+                print(x.norm().item())
+        """))
+    (pkg / "train.py").write_text(textwrap.dedent("""\
+        from pkg.util import index_table, plot_norms
+
+
+        def fit(loader):
+            for x in loader:
+                index_table(8)
+                plot_norms([x.cuda()])
+        """))
+    monkeypatch.chdir(tmp_path)
+    out = run(configure(start=tmp_path, no_cache=True), ["pkg"])
+    by_row = {f.row: f for f in out.findings if f.filename.endswith("util.py")}
+    assert (by_row[8].rate, by_row[8].hot) == ("once", False)  # memoised: once per distinct n
+    assert (by_row[13].rate, by_row[13].hot) == ("per-step", True)  # a plot helper the batch loop calls

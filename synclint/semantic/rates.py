@@ -130,12 +130,14 @@ class Reason:
 
 @dataclass(frozen=True)
 class FunctionRates:
-    """Each in-file function's rate and the reason for it (functions absent: once), and the
-    functions that run rarely (`rare`: debug code, whose own loops are not step loops)."""
+    """Each in-file function's rate and the reason for it (functions absent: once), the
+    functions that run rarely (`rare`: debug code, whose own loops are not step loops), and
+    those that run once whatever calls them (`cold`: declared cold, memoised)."""
 
     rates: Dict[str, Rate]
     reasons: Dict[str, Reason]
     rare: FrozenSet[str] = frozenset()
+    cold: FrozenSet[str] = frozenset()
 
     def of(self, func: Optional[str]) -> Rate:
         return self.rates.get(func, Rate.ONCE) if func is not None else Rate.ONCE
@@ -214,7 +216,7 @@ def propagate(edges: Iterable[Edge], seeds: Dict[str, Entry], per_epoch: Set[str
                 site, starts = site.stepping(), starts and is_hot(site.steps)
             offered, entry = _offered(caller in cold, rate, site, crosses, starts)
             offer(callee, offered, Reason(entry, caller))
-    return FunctionRates(rates, reasons, frozenset(rare))
+    return FunctionRates(rates, reasons, frozenset(rare), frozenset(cold))
 
 
 def _offered(cold_caller: bool, rate: Rate, site: SiteRate, crosses: bool, starts: bool) -> Tuple[Rate, Optional[Entry]]:
