@@ -60,19 +60,20 @@ _MEMOISERS = frozenset(("functools.lru_cache", "functools.cache", "lru_cache", "
 def memoised(model) -> Dict[str, Entry]:
     """Functions whose results `functools.lru_cache` or `cache` keeps, so that their bodies
     run once per distinct argument: decorated (`@lru_cache(maxsize=None)`), or a method
-    wrapped in its class's `__init__` (`self._build = lru_cache(100)(self._build)`)."""
+    its class wraps on its instances (`self._build = lru_cache(100)(self._build)` in
+    `__init__` or a dataclass's `__post_init__`)."""
     out: Dict[str, Entry] = {}
     for q, info in model.all_funcs.items():
         node = info.node
         if type(node) is cst.FunctionDef and any(_memoiser(model, d.decorator) for d in node.decorators):
             out[q] = Entry(f"{q}() is memoised (functools.lru_cache): it runs once per distinct argument")
-        if info.name == "__init__" and info.cls is not None and type(node) is cst.FunctionDef:
+        if info.cls is not None and type(node) is cst.FunctionDef:  # (`__init__`, `__post_init__`, ...)
             for n in descendants(node.body):
                 if type(n) is cst.Assign and type(n.value) is cst.Call and _memoiser(model, n.value.func) \
                         and n.value.args and _self_attr(n.value.args[0].value) is not None \
                         and any(_self_attr(t.target) == _self_attr(n.value.args[0].value) for t in n.targets):
                     m = f"{info.cls.name}.{_self_attr(n.targets[0].target)}"
-                    out[m] = Entry(f"{m}() is memoised (functools.lru_cache in __init__): it runs once per distinct argument")
+                    out[m] = Entry(f"{m}() is memoised (functools.lru_cache in {info.name}): it runs once per distinct argument")
     return out
 
 
