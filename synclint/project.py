@@ -77,13 +77,11 @@ def module_names(paths: Iterable[str]) -> Dict[str, str]:
         if got is None:
             got = []
             parent, pkg = os.path.split(d)
-            # a package, or a folder without `__init__.py` inside one, at any depth (a namespace
-            # package: timesfm's `timesfm/timesfm_2p5/`, whose `from ..torch import dense` is
-            # timesfm's; Detic's `detic/modeling/meta_arch/`, whose `from ..utils import` is
-            # `detic.modeling.utils`)
-            above = package(parent) if pkg and parent != d else []
-            if os.path.exists(os.path.join(d, "__init__.py")) or above:
-                got = [pkg] + above
+            # a package, or a folder without `__init__.py` inside one (a namespace package:
+            # timesfm's `timesfm/timesfm_2p5/`, whose `from ..torch import dense` is timesfm's)
+            if os.path.exists(os.path.join(d, "__init__.py")) or pkg and os.path.exists(
+                    os.path.join(parent, "__init__.py")):
+                got = [pkg] + (package(parent) if pkg else [])
             packages[d] = got
         return got
 

@@ -106,26 +106,3 @@ def test_another_modules_every_step_call_heats_a_debug_helper_but_not_a_memoised
     by_row = {f.row: f for f in out.findings if f.filename.endswith("util.py")}
     assert (by_row[8].rate, by_row[8].hot) == ("once", False)  # memoised: once per distinct n
     assert (by_row[13].rate, by_row[13].hot) == ("per-step", True)  # a plot helper the batch loop calls
-
-
-def test_a_relative_import_from_a_folder_two_levels_below_the_package_reaches_its_callee(tmp_path, monkeypatch):
-    # detic/__init__.py, no __init__.py in detic/modeling/ nor in detic/modeling/meta_arch/:
-    # `from ..utils import fed` in meta_arch/arch.py is detic.modeling.utils (namespace
-    # folders inside a package), so the forward's every-step call reaches it
-    root = tmp_path / "detic"
-    (root / "modeling" / "meta_arch").mkdir(parents=True)
-    (root / "__init__.py").write_text("")
-    (root / "modeling" / "utils.py").write_text("import torch\n\n\ndef fed(x):\n    return torch.unique(x)\n")
-    (root / "modeling" / "meta_arch" / "arch.py").write_text(textwrap.dedent("""\
-        import torch.nn as nn
-        from ..utils import fed
-
-
-        class Net(nn.Module):
-            def forward(self, x):
-                return fed(x)
-        """))
-    monkeypatch.chdir(tmp_path)
-    out = run(configure(start=tmp_path, no_cache=True), ["detic"])
-    found = [f for f in out.findings if f.filename.endswith("utils.py")]
-    assert [(f.row, f.rate) for f in found] == [(5, "per-step")]
