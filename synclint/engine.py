@@ -127,6 +127,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
     from synclint.semantic.heat import function_rates
+    from synclint.semantic.rarity import rare_functions
     from synclint.walker import Walker
 
     from synclint.solver import walk_to_fixpoint
@@ -148,7 +149,10 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
         # first walk's, made before the project said where `output` lives: walked again
         # from what this walk learned.
         ctx = walk_to_fixpoint(walk, SemanticModel.stale_reads)
-    graph = Graph(list(ctx.calls), [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
+    rare = rare_functions(ctx)  # (a rare function's loops over items start no heat in other modules)
+    calls = [(c, q, s if c not in rare or not s or rates.is_hot(ctx.site_rates[i].steps) else False)
+             if i in ctx.site_rates else (c, q, s) for i, (c, q, s) in enumerate(ctx.calls)]
+    graph = Graph(calls, [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
                   [q for q, f in ctx.all_funcs.items() if f.entry], ctx.compile_facts)
@@ -315,6 +319,8 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
     cold = declared.cold_scope(a.module_name or "", p.func)
     hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not cold
     rate, chain = rates.finding_rate(p.rate, p.func, func_rates, cold, lambda s: _line_of(a.filename, positions, s))
+    if p.func in func_rates.rare:
+        hot = rates.is_hot(rate)  # (only its step loops, not its loops over items, make it hot)
     if rule.TIMING_EXEMPT and p.func in ctx.timing_funcs:
         return None
     number = positions.stmt_number(p.stmt, p.stmt_index)
@@ -340,7 +346,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         code=rule.CODE, name=rule.NAME, message=p.message, filename=a.filename,
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
-        scope=p.func, guarded=p.guarded, suppressed="noqa" if silenced_by else None,
+        scope=p.func, guarded=p.guarded or p.func in func_rates.cold, suppressed="noqa" if silenced_by else None,
         timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row), compiled=p.compiled,
         rate=rates.settled(rate, hot).label, rate_chain=tuple(chain),
     )

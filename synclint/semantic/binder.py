@@ -23,8 +23,9 @@ from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callsites import iteration_calls, record_call
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
+from synclint.semantic.rarity import returns_until_set, stores_own_move
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
-from synclint.semantic.loops import repeats_per_step, walks_container
+from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
 from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS
@@ -197,7 +198,8 @@ class Binder:
         repeats, epoch = repeats_per_step(ctx, node)
         per_step = 1 if repeats else 0
         container = per_step if walks_container(node.iter) else 0
-        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch)
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch,
+                                             batches=bool(per_step) and iterates_batches(ctx, node.iter, {}))
         # A loop under a periodic guard (validation every N steps) still repeats its body;
         # a loop over a container's items runs where it is, so the guard still holds there.
         ctx.loop_depth += per_step
@@ -287,13 +289,18 @@ class Binder:
         ctx = self.ctx
         guarded = 0
         body = node.body
+        once = 0  # after `if self.inited: return` that the block then sets: the first call only
         for i, stmt in enumerate(body):
             self.walk(stmt)
             if not guarded and type(stmt) is cst.If and skips_unless_periodic(stmt, ctx) and not any(
                     body_steps_optimizer(rest, ctx) for rest in body[i + 1:]):
                 guarded = 1
                 ctx.guard_depth += 1
+            if not once and returns_until_set(stmt, body[i + 1:], ctx):
+                once = 1
+                ctx.once_depth += 1
         ctx.guard_depth -= guarded
+        ctx.once_depth -= once
 
     def _if(self, node: cst.If) -> None:
         ctx = self.ctx
@@ -363,7 +370,10 @@ class Binder:
                 and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name):
             self._module_lambda(node.targets[0].target.value, node.value)
         else:
+            once = 1 if stores_own_move(ctx, node) else 0  # (a move stored back: the first call's)
+            ctx.once_depth += once
             self.walk(node.value)
+            ctx.once_depth -= once
         for t in node.targets:
             self.walk(t.target)
         val = self.ctx.infer(node.value)

@@ -8,7 +8,8 @@ optimizer (`if (i + 1) % accum == 0: opt.step()`) runs every optimizer step: not
 
 The finer view, an execution rate (`semantic.rates`), follows the same edges and entries:
 each loop's rate (`loop_rate`: per step, per micro-step, per token, per epoch), each site's
-(`rate_here`), each function's (`function_rates`).
+(`rate_here`), each function's (`function_rates`). Code that runs rarely whatever loops it
+sits in (debug code, memoised functions, the first call only) is `semantic.rarity`'s.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
 from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
+from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, memoised, one_shot,
+                                      rare_functions, stores_own_move)
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
     """In-file functions that run hot: hot by name, called by a framework, called from a
@@ -61,7 +64,9 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
     for i, (caller, callee, site) in enumerate(model.calls):
         through = crosses(site, callee in steppers)
         edges.append((caller, callee, model.site_rates.get(i) or _walked_site(site), through, bool(site) and through))
-    return propagate(edges, seeds, per_epoch, cold)
+    memo = memoised(model)
+    cold.update((q, e) for q, e in memo.items() if q not in cold)
+    return propagate(edges, seeds, per_epoch, cold, rare_functions(model, memo))
 
 
 def _hook_entry(model, info) -> Entry:
@@ -80,25 +85,32 @@ def _walked_site(site) -> SiteRate:
 
 
 # --------------------------------------------------------------------- site rates
-def loop_rate(model, node, per_step: int, container: int, epoch: bool) -> Optional[Tuple[Rate, Entry]]:
-    """The rate a loop's body runs at, and its entry sentence, where the walk is at the loop
-    (its iterable walked, its body not yet): per step for a repeated loop, per micro-step for
-    a micro-batch loop, per token for a decoding loop, per epoch for an epoch loop; None for
-    a loop that adds no rate of its own (over a container's items, in a constructor, one
-    that runs once)."""
+def loop_rate(model, node, per_step: int, container: int, epoch: bool,
+              batches: bool = False) -> Optional[Tuple[Rate, Entry, bool]]:
+    """The rate a loop's body runs at, its entry sentence, and whether it steps wherever it
+    is (`SiteRate.steps`: over a loader's batches, `batches`, decoding or micro-batches),
+    where the walk is at the loop (its iterable walked, its body not yet): per step for a
+    repeated loop, per micro-step for a micro-batch loop, per token for a decoding loop, per
+    epoch for an epoch loop; None for a loop that adds no rate of its own (over a
+    container's items, in a constructor, one that runs once)."""
     if container or not (per_step or epoch):
         return None
     where = f"{model.func.qual}()" if model.func is not None else "module code"
     stmt = model.stmt_stack[-1] if model.stmt_stack else None
     what = f"loops over {_short(node.iter)}" if type(node) is cst.For else "runs a while loop"
     if epoch:
-        return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt)
+        return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt), False
     if feeds_back(model, node):
-        return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt)
+        # (like a function that loops over batches, one that decodes runs its own code once
+        # per call: the prompt before the token loop, the checks after it)
+        model.note_per_epoch()
+        return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt), True
     if micro_batches(model, node):
         return Rate.PER_MICRO_STEP, Entry(
-            f"{where} {what}, running backward() where the optimizer steps outside the loop ({{at}})", stmt)
-    return Rate.PER_STEP, Entry(f"{where} {what} ({{at}})", stmt)
+            f"{where} {what}, running backward() where the optimizer steps outside the loop ({{at}})", stmt), True
+    # (a loop over a loader's batches, `batches`, steps wherever it is; a loop over a list's
+    # items repeats as often as its function runs: `SiteRate.steps`)
+    return Rate.PER_STEP, Entry(f"{where} {what} ({{at}})", stmt), batches
 
 
 def rate_here(model, loops: int = 0) -> SiteRate:
@@ -106,19 +118,31 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     a `while` loop whose test is being visited), under a periodic guard or a once-only branch
     if one holds it (`model.guard_depth`, `model.once_depth`)."""
     rate, entry = Rate.ONCE, None
+    steps, steps_entry = Rate.ONCE, None
     for n in model.loop_nodes:
         got = model.loop_rates.get(id(n))
         if got is not None and got[0] >= rate:  # (the innermost of equals names the entry)
-            rate, entry = got
+            rate, entry = got[:2]
+        if got is not None and got[2] and got[0] >= steps:
+            steps, steps_entry = got[:2]
     if loops and rate < Rate.PER_STEP:
         where = f"{model.func.qual}()" if model.func is not None else "module code"
         rate, entry = Rate.PER_STEP, Entry(f"{where} runs a while loop ({{at}})", model.stmt_stack[-1] if model.stmt_stack else None)
     if not (model.guard_depth or model.once_depth) and entry is None:
         return OUTSIDE
     where = f" in {model.func.qual}()" if model.func is not None else ""
+    flag = debug_flag_around(model) if model.once_depth else None
+    stored = stores_own_move(model, model.stmt_stack[-1]) if model.once_depth and model.stmt_stack else None
+    once = None
+    if flag is not None:
+        once = Entry(f"a debug flag ({flag}){where} holds it")
+    elif stored is not None:
+        once = Entry(f"the move is stored back in {stored}{where}: later calls find it moved")
+    elif model.once_depth:
+        once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,
                     guard=Entry(f"a periodic guard{where} holds it") if model.guard_depth else None,
-                    once=Entry(f"a branch that runs once{where} holds it") if model.once_depth else None)
+                    once=once, steps=steps, steps_entry=steps_entry, debug=flag is not None)
 
 
 def _short(node: cst.CSTNode, limit: int = 40) -> str:
@@ -150,9 +174,20 @@ def feeds_back(model, loop) -> bool:
                     derived.update(later)
             # the input the next iteration reads is the one fed back (not a name the body
             # binds before the call: `p = output; p = interp(p); p = p.transpose(...)`)
-            if fed and read_first(loop.body, fed) and model.infer(call.func).kind == V.MODULE:
+            if fed and read_first(loop.body, fed) and (_own_method(model, call.func)
+                                                       or model.infer(call.func).kind == V.MODULE):
                 return True  # (the module is asked last: it is the dear part)
     return False
+
+
+def _own_method(model, func: cst.BaseExpression) -> bool:
+    """`self.sample_next(seq)` in a method of an `nn.Module` class that defines it: a step
+    of the module itself (LMModel.generate's `self._sample_next_token`)."""
+    cls = model.func.cls if model.func is not None else None
+    if not (cls is not None and cls.is_module and type(cls.node) is cst.ClassDef and type(func) is cst.Attribute
+            and type(func.value) is cst.Name and func.value.value == "self"):
+        return False  # (the class's own body: a method defined below the loop counts too)
+    return any(type(d) is cst.FunctionDef and d.name.value == func.attr.value for d in cls.node.body.body)
 
 
 def _names(node: cst.CSTNode) -> Set[str]:
@@ -166,12 +201,24 @@ def _own_assigns(block: cst.CSTNode, out: List[Tuple[List[str], cst.BaseExpressi
         if type(c) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
             targets = [t.target for t in c.targets] if type(c) is cst.Assign else [c.target]
             if c.value is not None:
-                out.append(([x.value for t in targets for x in (t, *descendants(t)) if type(x) is cst.Name], c.value))
+                out.append(([n for t in targets for n in _bound(t)], c.value))
         elif type(c) is cst.SimpleStatementLine:
             _own_assigns(c, out)
         elif type(c) in (cst.If, cst.With, cst.Try):
             _own_assigns(c.body, out)
     return out
+
+
+def _bound(target: cst.BaseExpression) -> List[str]:
+    """The names an assignment target rebinds or updates: `x`, `a, b`, the `seq` of
+    `seq[..., i] = t` or of `seq.data = t`; not the indices (`scores[i, idx] = s` leaves `i`)."""
+    if type(target) in (cst.Tuple, cst.List):
+        return [n for e in target.elements for n in _bound(e.value)]
+    if type(target) is cst.StarredElement:
+        return _bound(target.value)
+    while type(target) in (cst.Subscript, cst.Attribute):
+        target = target.value
+    return [target.value] if type(target) is cst.Name else []
 
 
 def micro_batches(model, loop) -> bool:
@@ -218,6 +265,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     cpu_side = _device_side(test) if type(test) is cst.Comparison else None
     if cpu_side is not None:
         return "cpu-body" if cpu_side != negated else "cpu-else"
+    if debug_flag(model, original) is not None:
+        return "once"  # `if self.save_debug:`: debug code, which a normal run does not reach
     # (`not step % every` is periodic too: the test as written is asked)
     if (_periodic(original, model) or not negated and _clock_due(test, body, model)) \
             and not body_steps_optimizer(body, model):
@@ -228,6 +277,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "once"  # `if step == 0:`, `if num_seen < 10:`: the first steps only
     if not negated and _fills_up(test, body):
         return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
+    if not negated and one_shot(test, body, model):
+        return "once"  # `if first_batch: ...; first_batch = False`: the first iteration only
     return ""
 
 
@@ -385,11 +436,7 @@ def _clock_due(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
         return False
     last = diff.right.value
     return any(type(n) in (cst.Assign, cst.AnnAssign) and any(
-        type(t) is cst.Name and t.value == last for t in _assigned(n)) for n in descendants(body))
-
-
-def _assigned(n: cst.CSTNode):
-    return [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+        type(t) is cst.Name and t.value == last for t in assigned_targets(n)) for n in descendants(body))
 
 
 def _one_step(test: cst.BaseExpression, model) -> bool:
@@ -486,7 +533,7 @@ def lazy_init(node: cst.If, model=None) -> bool:
         if type(c.operator) is cst.Is and type(c.comparator) is cst.Name and c.comparator.value == "None":
             subject = left
         elif type(c.operator) is cst.NotIn:
-            subject, key = c.comparator, _code(left)
+            subject, key = c.comparator, code_key(left)
         elif (type(c.operator) is cst.Equal and type(c.comparator) is cst.Integer and c.comparator.value == "0"
               and type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
               and len(left.args) == 1):
@@ -501,7 +548,7 @@ def lazy_init(node: cst.If, model=None) -> bool:
     if type(subject) is cst.Name and model is not None and model.func is not None and not model.loop_nodes \
             and subject.value not in model.func.globals and not _stores(node.body, subject.value):
         return False
-    want = _code(subject)
+    want = code_key(subject)
     for stmt in node.body.body:
         if type(stmt) is not cst.SimpleStatementLine:
             continue
@@ -509,10 +556,10 @@ def lazy_init(node: cst.If, model=None) -> bool:
             if type(small) in (cst.Assign, cst.AnnAssign):
                 targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
                 for t in targets:
-                    if key is None and _code(t) == want:
+                    if key is None and code_key(t) == want:
                         return True
-                    if type(t) is cst.Subscript and _code(t.value) == want and (
-                            key is None or (len(t.slice) == 1 and _code(t.slice[0].slice) == key)):
+                    if type(t) is cst.Subscript and code_key(t.value) == want and (
+                            key is None or (len(t.slice) == 1 and code_key(t.slice[0].slice) == key)):
                         return True
     return False
 
@@ -529,5 +576,3 @@ def _stores(body: cst.IndentedBlock, name: str) -> bool:
     return False
 
 
-def _code(node: cst.CSTNode) -> str:
-    return "".join(code_of(node).split())

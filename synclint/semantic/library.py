@@ -101,6 +101,13 @@ def framework_calls(base: str, method: str) -> bool:
         return True
     package = base[:base.find(".") + 1]
     return bool(package) and method in FRAMEWORK_HOOKS.get(package, ())
+
+
+# debug and visualisation code (`heat.debug_helper`, `heat.debug_flag`)
+DEBUG_WORDS = _set("rarity", "debug_words")
+CHECK_WORDS = _set("rarity", "check_words")
+DEBUG_BASES = _set("rarity", "debug_bases")
+
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])

@@ -84,9 +84,14 @@ def in_constructor(ctx: "SemanticModel") -> bool:
 def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
     """A loop whose body loops over a DataLoader's batches (`for epoch in range(n): for x in
     loader:`) or hands a loader to a function that does (`acc = train(epoch, train_loader)`),
-    and that does not itself iterate one."""
+    and that does not itself iterate one; or a loop whose variable names epochs (`for epoch
+    in range(self.epoch, epochs + 1): self.run_epoch()`) and whose body is not itself one
+    optimizer step (full-batch training: `for epoch in range(200): loss.backward();
+    opt.step()`)."""
     if iterates_batches(ctx, node.iter, {}):
         return False
+    if _names_epochs(node.target) and not _steps_itself(ctx, node.body):
+        return True
     if type(node.body) is cst.IndentedBlock and any(
             epoch_call(ctx, small.value) for line in node.body.body if type(line) is cst.SimpleStatementLine
             for small in line.body if type(small) in (cst.Expr, cst.Assign)):
@@ -105,6 +110,40 @@ def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
         if type(n) in _STATEMENT_HOLDERS:
             todo.extend(c for c in child_nodes(n) if type(c) in _STATEMENT_PARTS)
     return any(iterates_batches(ctx, f.iter, assigned) for f in inner)
+
+
+def _names_epochs(target: cst.BaseExpression) -> bool:
+    """`epoch`, `epoch_idx`, `i_epoch`, or one of a tuple (`for i, epoch in enumerate(...)`)."""
+    if type(target) in (cst.Tuple, cst.List):
+        return any(_names_epochs(e.value) for e in target.elements)
+    return type(target) is cst.Name and "epoch" in target.value.lower().split("_")
+
+
+def _steps_itself(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
+    """The loop's own statements (not an inner loop's) run a training step: `backward()`,
+    an optimizer's `step()` (not a learning-rate scheduler's), or a call of a function of
+    this file that steps one outside any loop of its own or is a step by its name
+    (`train_step(model, x)`)."""
+    for n in descendants(body, _OWN_LOOP_STOPS):
+        if type(n) is not cst.Call:
+            continue
+        name = last_name(n.func)
+        if name is None:
+            continue
+        if name == "step" and type(n.func) is cst.Attribute:
+            classes = V.classes_of(ctx.infer(n.func.value))
+            if not (classes and all(c.startswith("torch.optim.lr_scheduler.") for c in classes)) \
+                    and "sched" not in (last_name(n.func.value) or "").lower():
+                return True
+            continue
+        if name == "backward" or hot_name(name):
+            return True
+        info = ctx.all_funcs.get(name) if type(n.func) is cst.Name else (
+            ctx.all_funcs.get(f"{ctx.cls.name}.{name}") if ctx.cls is not None else None)
+        if info is not None and info.steps_optimizer and info.node is not None and not any(
+                type(x) in (cst.For, cst.While) for x in descendants(info.node)):
+            return True  # (one that loops over steps itself runs an epoch)
+    return False
 
 
 # What `epoch_loop` looks into for inner loops: statements and their blocks, not expressions

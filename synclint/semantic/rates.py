@@ -6,6 +6,8 @@ A rate is one of six, ordered from the rarest to the most frequent:
 
 - once: at most once in a run as far as the analysis sees (setup code, module-level code, a
   branch that runs once, a function no repeated code calls, a function declared cold);
+  debug and visualisation code too (a branch under a debug flag, a debug helper and what
+  only debug code calls: `rare`), which a normal run does not reach or reaches rarely;
 - per-epoch: the straight-line code of a function that loops over batches itself, the body of
   an epoch loop, and what they call;
 - every-N-steps: under a periodic guard (`if step % log_every == 0:`) in code that would
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 
 class Rate(IntEnum):
@@ -93,12 +95,23 @@ class Entry:
 class SiteRate:
     """A site's rate as the walk sees it: the join of the loops around it (`loop`, from
     `entry`; ONCE and no entry outside loops), and whether a periodic guard (`guard`) or a
-    once-only branch (`once`) holds it. The function's own rate joins in after the walk."""
+    once-only branch (`once`; `debug`: a debug flag's) holds it. The function's own rate
+    joins in after the walk. `steps` (from `steps_entry`) is the join of the loops around it
+    that repeat per step wherever they are (over a loader's batches, decoding, micro-batches):
+    in a function that runs rarely (`FunctionRates.rare`) only these raise the rate, as a
+    loop over a list's items runs as often as its function."""
 
     loop: Rate = Rate.ONCE
     entry: Optional[Entry] = None
     guard: Optional[Entry] = None
     once: Optional[Entry] = None
+    steps: Rate = Rate.ONCE
+    steps_entry: Optional[Entry] = None
+    debug: bool = False
+
+    def stepping(self) -> "SiteRate":
+        """This site in a function that runs rarely: its step loops only."""
+        return SiteRate(self.steps, self.steps_entry, self.guard, self.once, self.steps, self.steps_entry, self.debug)
 
 
 OUTSIDE = SiteRate()
@@ -117,10 +130,14 @@ class Reason:
 
 @dataclass(frozen=True)
 class FunctionRates:
-    """Each in-file function's rate and the reason for it (functions absent: once)."""
+    """Each in-file function's rate and the reason for it (functions absent: once), the
+    functions that run rarely (`rare`: debug code, whose own loops are not step loops), and
+    those that run once whatever calls them (`cold`: declared cold, memoised)."""
 
     rates: Dict[str, Rate]
     reasons: Dict[str, Reason]
+    rare: FrozenSet[str] = frozenset()
+    cold: FrozenSet[str] = frozenset()
 
     def of(self, func: Optional[str]) -> Rate:
         return self.rates.get(func, Rate.ONCE) if func is not None else Rate.ONCE
@@ -149,14 +166,18 @@ Edge = Tuple[Optional[str], str, SiteRate, bool, bool]
 
 
 def propagate(edges: Iterable[Edge], seeds: Dict[str, Entry], per_epoch: Set[str],
-              cold: Dict[str, Entry]) -> FunctionRates:
+              cold: Dict[str, Entry], rare: Optional[Dict[str, Optional[Entry]]] = None) -> FunctionRates:
     """Rates along the call graph, by the rules heat spreads by (`heat.hot_functions`): a
     callee runs as often as the busiest of its call sites, a site as often as its loops and
     its function (a periodic guard caps it at every-N, a once-only branch at once). Seeds
     (framework hooks, `hot-functions` globs) run per step. A function that loops over
     batches itself (`per_epoch`) runs its own code per epoch at most; one declared cold
-    (`cold`) once, and so do its calls. A join to a fixpoint: a function's rate only rises,
-    at most once per level of the lattice."""
+    (`cold`) once, and so do its calls. A rare function (`rare`: debug code, with the entry
+    that says why, or None where it is rare because only rare code calls it) runs as often
+    as its callers make it, once where none does, and its loops other than step loops add
+    nothing (`SiteRate.stepping`). A join to a fixpoint: a function's rate only rises, at
+    most once per level of the lattice."""
+    rare = rare or {}
     out_edges: Dict[Optional[str], List[Edge]] = {}
     for e in edges:
         out_edges.setdefault(e[0], []).append(e)
@@ -180,6 +201,9 @@ def propagate(edges: Iterable[Edge], seeds: Dict[str, Entry], per_epoch: Set[str
         offer(q, Rate.PER_STEP, Reason(entry, own=True))
     for q in cold:
         offer(q, Rate.ONCE, Reason(cold[q], own=True))
+    for q, entry in rare.items():
+        if entry is not None:
+            offer(q, Rate.ONCE, Reason(entry, own=True))
     for q in out_edges:  # every caller runs at least once (`main`, which nothing here calls)
         if q is not None:
             offer(q, Rate.ONCE, Reason())
@@ -188,9 +212,11 @@ def propagate(edges: Iterable[Edge], seeds: Dict[str, Entry], per_epoch: Set[str
         caller = work.pop()
         rate = rates.get(caller, Rate.ONCE) if caller is not None else Rate.ONCE
         for _, callee, site, crosses, starts in out_edges.get(caller, ()):
+            if caller in rare:
+                site, starts = site.stepping(), starts and is_hot(site.steps)
             offered, entry = _offered(caller in cold, rate, site, crosses, starts)
             offer(callee, offered, Reason(entry, caller))
-    return FunctionRates(rates, reasons)
+    return FunctionRates(rates, reasons, frozenset(rare), frozenset(cold))
 
 
 def _offered(cold_caller: bool, rate: Rate, site: SiteRate, crosses: bool, starts: bool) -> Tuple[Rate, Optional[Entry]]:
@@ -240,6 +266,8 @@ def finding_rate(site: SiteRate, func: Optional[str], functions: FunctionRates, 
     (named last in the chain). In a function declared cold (`cold`): once."""
     if cold:
         return Rate.ONCE, functions.chain(func, where)
+    if func in functions.rare:
+        site = site.stepping()
     func_rate = functions.of(func)
     base, loop = rate_in_function(SiteRate(site.loop, site.entry), func_rate)
     chain = [loop.render(where)] if loop is not None else functions.chain(func, where)

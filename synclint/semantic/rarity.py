@@ -1,0 +1,239 @@
+"""Code that runs rarely, whatever loops it sits in: debug and visualisation code, memoised
+functions, and code that runs on the first call or iteration only.
+
+- a branch under a debug flag (`if self.save_debug:`, a `check=False` parameter), and a
+  debug or visualisation helper (by its name, or a visualiser base: library.toml
+  `[rarity]`);
+- a function memoised by `functools.lru_cache`/`cache`: once per distinct argument;
+- the rest of a block after `if self.inited: return` that the block then sets, a one-shot
+  flag (`if first_batch: ...; first_batch = False`), a move stored back on the attribute it
+  moves (`self.mask = self.mask.to(x.device)`): the first call or iteration only;
+- a function that in its file only such code calls (`rare_functions`).
+
+eval/README.md's label definition takes all of these as cold. `heat.classify_test` and the
+binder mark the branches; `rates.propagate` runs the rare functions as often as their
+callers make them, their loops over items adding nothing (`SiteRate.stepping`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from synclint.semantic import library as L
+from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
+from synclint.semantic.syntax import code_of, descendants, last_name
+
+
+def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
+    """The in-file functions that run rarely (`rates.propagate`'s `rare`), whose loops over
+    items do not make them run every step: debug and visualisation helpers (`debug_helper`)
+    and memoised functions (`memoised`), with the entry that says so, and the functions that
+    in this file only those call, or only calls under a debug flag or a once-only branch
+    (None: their callers say why; `kmeans` called from a codebook's first-batch
+    initialisation). Another module's every-step call still makes one hot (the project's
+    heat)."""
+    rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
+    for q, info in model.all_funcs.items():
+        if q not in rare and debug_helper(model, info) is not None:
+            rare[q] = Entry(f"{q}() is a debug or visualisation helper")
+    callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
+    for i, (caller, callee, _) in enumerate(model.calls):
+        if callee in model.all_funcs:
+            callers.setdefault(callee, []).append((caller, model.site_rates.get(i) or OUTSIDE))
+    grew = True
+    while grew:  # (a chain of helpers: one more level each round)
+        grew = False
+        for q, sites in callers.items():
+            if q not in rare and not model.all_funcs[q].entry and all(
+                    c in rare and c != q or site.once is not None for c, site in sites):
+                rare[q] = None
+                grew = True
+    return rare
+
+
+_MEMOISERS = frozenset(("functools.lru_cache", "functools.cache", "lru_cache", "cache"))
+
+
+def memoised(model) -> Dict[str, Entry]:
+    """Functions whose results `functools.lru_cache` or `cache` keeps, so that their bodies
+    run once per distinct argument: decorated (`@lru_cache(maxsize=None)`), or a method
+    its class wraps on its instances (`self._build = lru_cache(100)(self._build)` in
+    `__init__` or a dataclass's `__post_init__`)."""
+    out: Dict[str, Entry] = {}
+    for q, info in model.all_funcs.items():
+        node = info.node
+        if type(node) is cst.FunctionDef and any(_memoiser(model, d.decorator) for d in node.decorators):
+            out[q] = Entry(f"{q}() is memoised (functools.lru_cache): it runs once per distinct argument")
+        if info.cls is not None and type(node) is cst.FunctionDef:  # (`__init__`, `__post_init__`, ...)
+            for n in descendants(node.body):
+                if type(n) is cst.Assign and type(n.value) is cst.Call and _memoiser(model, n.value.func) \
+                        and n.value.args and _self_attr(n.value.args[0].value) is not None \
+                        and any(_self_attr(t.target) == _self_attr(n.value.args[0].value) for t in n.targets):
+                    m = f"{info.cls.name}.{_self_attr(n.targets[0].target)}"
+                    out[m] = Entry(f"{m}() is memoised (functools.lru_cache in {info.name}): it runs once per distinct argument")
+    return out
+
+
+def _memoiser(model, d: cst.BaseExpression) -> bool:
+    """`lru_cache`, `functools.lru_cache(maxsize=8)`, `cache`, as a decorator or a wrapper."""
+    f = d.func if type(d) is cst.Call else d
+    return type(f) in (cst.Name, cst.Attribute) and model.qualname(f) in _MEMOISERS
+
+
+def _self_attr(e: cst.BaseExpression) -> Optional[str]:
+    return e.attr.value if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self" else None
+
+
+def returns_until_set(node: cst.CSTNode, rest, model) -> bool:
+    """`if self.inited: return` whose block goes on to set that flag (`self.inited = True`,
+    `self.inited.data.copy_(...)`, `self.inited.fill_(1)`): what follows runs on the first
+    call only (a codebook initialised from its first batch). Not where nothing there sets
+    it (`if self.frozen: return x`: a switch, whatever its value)."""
+    if type(node) is not cst.If or node.orelse is not None or not _only_return(node.body):
+        return False
+    flag = node.test
+    if type(flag) not in (cst.Name, cst.Attribute):
+        return False
+    want = code_key(flag)
+    for stmt in rest:
+        for n in (stmt, *descendants(stmt)):
+            if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(code_key(t) == want for t in assigned_targets(n)):
+                return True
+            if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value.endswith("_") \
+                    and (code_key(n.func.value) == want or code_key(n.func.value).startswith(want + ".")):
+                return True
+    return False
+
+
+def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
+    """`self.attn_mask = self.attn_mask.to(device=x.device)` (possibly inside a conditional
+    expression) in a method: the move is stored back, so later calls find the attribute on
+    the device and the copy is a same-device no-op: the transfer runs on the first call
+    only. Not where another method makes the attribute again (`self.grid = torch.arange(n)`
+    at every forward, then `self.grid = self.grid.cuda()`). The attribute's code, or None."""
+    f = model.func
+    if not (type(node) is cst.Assign and len(node.targets) == 1 and f is not None and f.cls is not None
+            and f.name != "__init__" and type(f.cls.node) is cst.ClassDef):
+        return None
+    attr = _self_attr(node.targets[0].target)
+    if attr is None or not _moves_back(node.value, attr):
+        return None
+    for d in f.cls.node.body.body:
+        if type(d) is not cst.FunctionDef or d.name.value == "__init__":
+            continue
+        for n in descendants(d.body):
+            if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(
+                    _self_attr(t) == attr for t in assigned_targets(n)) and not (
+                    type(n) is cst.Assign and _moves_back(n.value, attr)):
+                return None
+    return f"self.{attr}"
+
+
+def _moves_back(value: cst.BaseExpression, attr: str) -> bool:
+    """`value` moves `self.<attr>` itself (`.to(...)`, `.cuda()`), inside it or as a whole."""
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda")
+               and _self_attr(n.func.value) == attr for n in (value, *descendants(value)))
+
+
+def _only_return(body: cst.BaseSuite) -> bool:
+    stmts = body.body if type(body) is cst.IndentedBlock else [body]
+    return (len(stmts) == 1 and type(stmts[0]) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
+            and len(stmts[0].body) == 1 and type(stmts[0].body[0]) is cst.Return)
+
+
+def assigned_targets(n: cst.CSTNode) -> list:
+    return [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+
+
+def debug_helper(model, info) -> Optional[str]:
+    """Why a function is debug or visualisation code, if it is: its name has a debug word
+    (`debug_second_stage`, `plot_grad_flow`; library.toml `[rarity]`), or its class derives
+    from a visualiser (`debug_bases`: `ActionVisualizer.add_datasample`). Not by its class's
+    name: Detic's `VisualizationDemo.run_on_video` runs the model on every frame. A framework
+    hook is not one (a framework calls it)."""
+    if info.entry:
+        return None
+    if words(info.name) & L.DEBUG_WORDS:
+        return info.name
+    if info.cls is not None:
+        return model.library_base(info.cls.name, lambda b: b in L.DEBUG_BASES)
+    return None
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def words(name: str) -> Set[str]:
+    """`debug_second_stage` -> {debug, second, stage}; `ActionVisualizer` -> {action, visualizer}."""
+    return {w.lower() for w in _WORD.findall(name)}
+
+
+def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
+    """The flag's code where an `if` test holds debug code: a name or attribute with a debug
+    word (`if self.save_debug:`, `if cfg.VIS and ...:`), or a parameter with a check word
+    that defaults to False (`def generate(..., check=False)`, then `if check:`; its callers
+    may pass `**kwargs`, so who turns it on is not asked). Not a comparison
+    (`if self.vis_thresh > 0.3:`) nor a negation."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return debug_flag(model, test.left) or debug_flag(model, test.right)
+    if type(test) not in (cst.Name, cst.Attribute):
+        return None
+    name = last_name(test)
+    said = words(name) if name else set()
+    if said & L.DEBUG_WORDS:
+        return code_of(test)
+    f = model.func
+    if not (said & L.CHECK_WORDS and type(test) is cst.Name and f is not None and name in f.params):
+        return None
+    node = f.node
+    param = next((p for p in (*node.params.params, *node.params.kwonly_params) if p.name.value == name),
+                 None) if type(node) is cst.FunctionDef else None
+    off = param is not None and type(param.default) is cst.Name and param.default.value == "False"
+    return name if off else None
+
+
+def debug_flag_around(model) -> Optional[str]:
+    """The debug flag of the innermost `if` whose body holds the statement the walk is at."""
+    stack = model.stmt_stack
+    for i in range(len(stack) - 2, -1, -1):
+        s = stack[i]
+        child = stack[i + 1]  # (a small statement's line is not on the stack)
+        if type(s) is cst.If and type(s.body) is cst.IndentedBlock and any(
+                c is child or type(c) is cst.SimpleStatementLine and any(x is child for x in c.body)
+                for c in s.body.body):
+            flag = debug_flag(model, s.test)
+            if flag is not None:
+                return flag
+    return None
+
+
+def one_shot(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
+    """`if first:` (alone or in an `and`) whose body sets `first = False`, where the function
+    sets it True only outside the loop the test is in (`first_batch = True` before the
+    batch loop): the body runs on one iteration at most."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return one_shot(test.left, body, model) or one_shot(test.right, body, model)
+    f = model.func if model is not None else None
+    if type(test) is not cst.Name or f is None or type(f.node) is not cst.FunctionDef or not model.loop_nodes:
+        return False
+    name = test.value
+
+    def sets(n, value: str) -> bool:
+        return type(n) is cst.Assign and type(n.value) is cst.Name and n.value.value == value and any(
+            type(t.target) is cst.Name and t.target.value == name for t in n.targets)
+
+    if not any(sets(n, "False") for n in descendants(body)):
+        return False
+    loop = model.loop_nodes[-1]
+    in_loop = {id(n) for n in descendants(loop)}
+    assigned = [n for n in descendants(f.node.body) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+                and any(type(t) is cst.Name and t.value == name for t in assigned_targets(n))]
+    return all(sets(n, "False") or sets(n, "True") and id(n) not in in_loop for n in assigned)
+
+
+def code_key(node: cst.CSTNode) -> str:
+    """A node's code without whitespace, to compare two expressions."""
+    return "".join(code_of(node).split())
