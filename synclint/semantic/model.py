@@ -53,6 +53,12 @@ _TORCH_WORDS = re.compile(r"\b(?:torch|cuda)")
 _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|\bamp\b")
 
 
+def _test_named(filename: str) -> bool:
+    """A test module by its name (`test_*.py`, `*_test.py`: pytest's)."""
+    base = os.path.basename(filename)
+    return base.startswith("test_") or base.endswith("_test.py")
+
+
 class SemanticModel:
     def __init__(
         self,
@@ -172,10 +178,11 @@ class SemanticModel:
         self.forget = ev.forget
 
     def set_module(self, module: cst.Module) -> None:
-        """Facts about the whole file, before the walk: is it a script that never mentions
-        a GPU (`if __name__ == "__main__":` or a module-level loop, and no device anywhere)."""
+        """Facts about the whole file, before the walk: is it a script or a test module that
+        never mentions a GPU (`if __name__ == "__main__":` or a module-level loop, or a
+        `test_*.py`, and no device anywhere): such code runs on the CPU."""
         self.module = module
-        script = any(
+        script = _test_named(self.filename) or any(
             type(s) in (cst.For, cst.While)
             or (type(s) is cst.If and "__name__" in code_of(s.test))
             for s in module.body
@@ -1077,10 +1084,7 @@ class SemanticModel:
 
     def in_test_code(self) -> bool:
         """In a test file (`test_*.py`, `*_test.py`) or in a function named `test*`."""
-        base = os.path.basename(self.filename)
-        if base.startswith("test_") or base.endswith("_test.py"):
-            return True
-        return any(f.name.startswith("test") for f in self.funcs)
+        return _test_named(self.filename) or any(f.name.startswith("test") for f in self.funcs)
 
     def fresh_tensor(self, name: str) -> Optional[Fresh]:
         """What `name` holds, if a tensor it alone owns (`ownership.fresh`): new storage,

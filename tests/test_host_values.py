@@ -1,0 +1,116 @@
+"""What a value is and where it lives, where new users tripped (issue 34, item 5): Python
+values taken for tensors, a script's CPU default device, test modules that never reach a
+GPU, code that runs on the host side of a DataLoader. Each case is a small project checked
+as `synclint check DIR` checks it, its findings marked inline (`# error: SYN105`); each
+near-miss (silent) has a twin where the value IS a CUDA tensor (reported)."""
+
+import textwrap
+from pathlib import Path
+
+from synclint.registry import all_rules
+from synclint.run.runner import check_files
+from synclint.testing import expectations
+
+
+def check(tmp_path: Path, files: dict) -> None:
+    """Write `files` (name -> source) under `tmp_path`, check them as one project, and compare
+    the findings (file, row, code) with the inline marks."""
+    paths = []
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        paths.append(p)
+    result = check_files([str(p) for p in paths], all_rules())
+    assert not result.errors, result.errors
+    got = {(Path(f.filename).resolve().relative_to(tmp_path.resolve()).as_posix(), f.row, f.code)
+           for f in result.findings}
+    expected = {(p.relative_to(tmp_path).as_posix(), row, code)
+                for p in paths for (row, code) in expectations(p.read_text(encoding="utf-8"))}
+    assert got == expected, f"missing {sorted(expected - got)}, unexpected {sorted(got - expected)}"
+
+
+# --------------------------------------------------------------------------- test modules
+
+MODEL = """
+import torch
+from torch import nn
+
+MODELS = {}
+
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x).softmax(-1)
+
+    @torch.no_grad()
+    def predict(self, batch):
+        return [self(x) for x in batch["inputs"]]
+
+
+def build(cfg):
+    return MODELS[cfg["type"]](**cfg)
+"""
+
+
+def test_a_test_module_that_never_reaches_a_gpu_runs_on_the_cpu(tmp_path):
+    # mmaction2's recognizer tests: the model and its inputs never leave the host
+    check(tmp_path, {
+        "model.py": MODEL,
+        "test_scorer.py": """
+            import torch
+            from model import build
+
+
+            def test_scores_are_probabilities():
+                model = build({"type": "Scorer"})
+                score = model.predict({"inputs": [torch.rand(3, 4)]})[0]
+                assert torch.min(score) >= 0
+                assert score.sum(-1).allclose(torch.ones(3))
+                assert score[0].argmax().item() in (0, 1)
+                for param in model.parameters():
+                    assert torch.equal(param, param.clone())
+            """,
+    })
+
+
+def test_a_test_module_that_moves_to_the_gpu_is_still_checked(tmp_path):
+    check(tmp_path, {
+        "model.py": MODEL,
+        "test_scorer.py": """
+            import torch
+            from model import build
+
+
+            def test_scores_are_probabilities():
+                model = build({"type": "Scorer"})
+                score = model.predict({"inputs": [torch.rand(3, 4, device="cuda")]})[0]
+                assert torch.min(score) >= 0  # error: SYN105
+            """,
+    })
+
+
+def test_a_module_named_like_a_test_that_is_a_script_is_not_a_test(tmp_path):
+    # faster-rcnn's `test_net.py` evaluates a model on its default device: not test code
+    check(tmp_path, {
+        "model.py": MODEL,
+        "test_net.py": """
+            import torch
+            from model import build
+
+
+            def evaluate(model, batches):
+                for x in batches:
+                    score = model.predict(x)[0]
+                    if torch.min(score) < 0:  # error: SYN105
+                        print("bad")
+
+
+            if __name__ == "__main__":
+                evaluate(build({"type": "Scorer"}), [{"inputs": [torch.rand(3, 4, device="cuda")]}])
+            """,
+    })
