@@ -114,3 +114,44 @@ def test_a_module_named_like_a_test_that_is_a_script_is_not_a_test(tmp_path):
                 evaluate(build({"type": "Scorer"}), [{"inputs": [torch.rand(3, 4, device="cuda")]}])
             """,
     })
+
+
+# --------------------------------------------------------------------------- a script's default device
+
+EXPORT = """
+import argparse
+
+import torch
+from model import build
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default={default!r})
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    model = build({{"type": "Scorer"}})
+    model.to(args.device)
+    x = torch.randn(1, 4)
+    x = x.clamp(-3, 3).to(args.device){copy}
+    out = model(x)[0].score.detach().cpu(){read}
+    torch.onnx.export(model, x, "model.onnx")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_script_whose_device_option_defaults_to_the_cpu_runs_on_the_cpu(tmp_path):
+    # mmaction2's tools/deployment/export_onnx_*.py: `--device` defaults to "cpu", and the
+    # repository's own default run moves nothing to a GPU
+    check(tmp_path, {"model.py": MODEL, "export.py": EXPORT.format(default="cpu", copy="", read="")})
+
+
+def test_a_script_whose_device_option_defaults_to_the_gpu_is_checked(tmp_path):
+    check(tmp_path, {"model.py": MODEL, "export.py": EXPORT.format(
+        default="cuda:0", copy="  # error: SYN304", read="  # error: SYN103")})

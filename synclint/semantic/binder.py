@@ -422,8 +422,11 @@ class Binder:
             m = call.func.attr.value
             recv = call.func.value
             if m in ("to", "cuda", "cpu", "eval", "train") and type(recv) in (cst.Name, cst.Attribute):
-                if ctx.infer(call).kind == V.MODULE:  # `model.to(device)`, `.eval()`: in place
-                    ctx.bind_target(recv, ctx.infer(call))
+                moved = ctx.infer(call)
+                if moved.kind == V.MODULE or moved.kind == V.UNKNOWN and moved.device == V.CPU:
+                    # `model.to(device)`, `.eval()`: in place (only a module moves in place, so
+                    # a model the project cannot name, moved to the host, computes there)
+                    ctx.bind_target(recv, moved)
             elif m in ("append", "extend", "insert") and type(recv) in (cst.Name, cst.Attribute) and call.args:
                 # `losses.append(loss)`: the list now holds tensors.
                 lst = ctx.infer(recv)

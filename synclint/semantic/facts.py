@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from synclint.semantic.values import MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
+from synclint.semantic.values import CPU, MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
 # A key among a call's keyword values: the call also passes `*args`/`**kwargs`, so a
 # parameter it does not name may still be given (its default is not what it receives).
@@ -74,6 +74,8 @@ def ref_target(v: Val) -> Optional[str]:
 def moved(v: Val, device: str) -> Val:
     """What a reference resolved to, after a `.cuda()`/`.to()` that the first walk saw
     applied to it (`Val(UNKNOWN, cls="@q", device=...)`)."""
+    if v.kind == UNKNOWN and device == CPU:
+        return v.with_(device=device)  # whatever it is, moved to the host
     return v.with_(device=device) if v.kind in (MODULE, TENSOR, TENSORS) else v
 
 

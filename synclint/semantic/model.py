@@ -827,8 +827,8 @@ class SemanticModel:
             if policy == EVIDENT and v.assumed:
                 return None
             return v
-        if v.kind != V.UNKNOWN or not unplaced_ok:
-            return None
+        if v.kind != V.UNKNOWN or not unplaced_ok or v.device == V.CPU:
+            return None  # (what another module's call returned, moved to the host: `f(x).to("cpu")`)
         if policy == RECEIVER or policy == NOT_MODULE and not _named_like_module(e):
             return V.tensor(None, assumed=True)
         return None

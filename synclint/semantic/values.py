@@ -138,6 +138,10 @@ FUNCTION_VAL = Val(PY, py="function")  # a name bound by `def`
 # variable (`progress = tqdm if main else iter`).
 PASSTHROUGH_VAL = Val(PY, py="passthrough")
 PY_VAL = Val(PY)
+# Whatever it is, it lives on the host, and so does all it holds: what a model moved to the
+# CPU computes from host inputs, its items and fields (mmaction2's `base_model.to("cpu")`,
+# then `base_model(x)[0].pred_score`).
+HOST_OBJECT = Val(UNKNOWN, CPU)
 
 
 def function(key: str) -> Val:
