@@ -155,3 +155,100 @@ def test_a_script_whose_device_option_defaults_to_the_cpu_runs_on_the_cpu(tmp_pa
 def test_a_script_whose_device_option_defaults_to_the_gpu_is_checked(tmp_path):
     check(tmp_path, {"model.py": MODEL, "export.py": EXPORT.format(
         default="cuda:0", copy="  # error: SYN304", read="  # error: SYN103")})
+
+
+# --------------------------------------------------------------------------- the host side of a DataLoader
+
+SOUND = """
+import random
+
+import torch
+from torch.utils.data import Dataset
+
+
+def is_clipped(audio):
+    return bool((audio.abs() > 0.99).any()){mark_clip}
+
+
+def snr_mixer(clean, noise):
+    mixed = clean + noise
+    clipped = mixed.abs() > 0.99
+    if clipped.any(){mark_any}
+        mixed[clipped] = mixed[clipped] / 2{mark_mask}
+    return mixed
+
+
+def mix_samples(wavs):
+    perm = torch.randperm(len(wavs))
+    return snr_mixer(wavs, wavs[perm]){mark_index}
+
+
+class SoundDataset(Dataset):
+    def __init__(self, probs):
+        self.probs = probs
+
+    def sample_file(self, rng):
+        return torch.multinomial(self.probs, 1, generator=rng).item()
+
+    def __getitem__(self, index):
+        return torch.rand(16) * self.sample_file(None)
+
+    def __len__(self):
+        return 10
+
+    def collater(self, samples):
+        wavs = torch.stack(samples){move}
+        if is_clipped(wavs):
+            wavs = wavs / 2
+        return mix_samples(wavs)
+"""
+
+
+def test_helpers_reached_only_from_a_collate_function_or_getitem_run_on_the_host(tmp_path):
+    # audiocraft's SoundDataset.collater -> mix_samples -> snr_mixer, AudioDataset.__getitem__
+    # -> sample_file: DataLoader workers' code, on host tensors
+    check(tmp_path, {"sound.py": SOUND.format(mark_clip="", mark_any=":", mark_mask="", mark_index="",
+                                              move="")})
+
+
+def test_the_same_helpers_on_tensors_known_to_be_on_the_gpu_are_checked(tmp_path):
+    check(tmp_path, {"sound.py": SOUND.format(
+        mark_clip="  # error: SYN104", mark_any=":  # error: SYN105", mark_mask="  # error: SYN202",
+        mark_index="  # error: SYN305", move=".cuda()")})
+
+
+def test_a_helper_the_training_step_also_calls_is_not_host_side(tmp_path):
+    check(tmp_path, {
+        "sound.py": SOUND.format(mark_clip="  # error: SYN104", mark_any=":", mark_mask="", mark_index="",
+                                 move=""),
+        "train.py": """
+            import torch
+            from sound import is_clipped
+
+
+            def train(model, loader):
+                for x in loader:
+                    y = model(x.cuda(non_blocking=True))
+                    if is_clipped(y):
+                        print("clipped")
+            """,
+    })
+
+
+MAPPER = """
+import torch
+from detectron2.data import DatasetMapper
+
+
+class CustomDatasetMapper(DatasetMapper):
+    def __call__(self, dataset_dict):
+        dataset_dict = super().__call__(dataset_dict)
+        classes = dataset_dict["instances"].gt_classes
+        dataset_dict["pos_category_ids"] = sorted(set(classes.tolist())){mark}
+        return dataset_dict
+"""
+
+
+def test_a_dataset_mappers_call_runs_on_the_host(tmp_path):
+    # Detic's CustomDatasetMapper: detectron2 calls a DatasetMapper in DataLoader workers
+    check(tmp_path, {"mapper.py": MAPPER.format(mark=""), "other.py": "import mapper\n"})

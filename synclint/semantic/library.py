@@ -121,6 +121,7 @@ LOADERS = _set("iteration", "loaders")
 LOADER_NAME_SUFFIXES = tuple(_DATA["iteration"]["loader_name_suffixes"])
 LOADER_NAMES = _set("iteration", "loader_names")
 BATCH_SAMPLERS = _set("iteration", "batch_samplers")
+HOST_SIDE_METHODS = _set("iteration", "host_side_methods")
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
 HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as
