@@ -252,3 +252,69 @@ class CustomDatasetMapper(DatasetMapper):
 def test_a_dataset_mappers_call_runs_on_the_host(tmp_path):
     # Detic's CustomDatasetMapper: detectron2 calls a DatasetMapper in DataLoader workers
     check(tmp_path, {"mapper.py": MAPPER.format(mark=""), "other.py": "import mapper\n"})
+
+
+# --------------------------------------------------------------------------- Python values taken for tensors
+
+def test_a_method_no_tensor_has_refutes_an_assumed_tensor(tmp_path):
+    # detectron2's `Instances.has("scores")` is a bool: no torch.Tensor has `has`
+    check(tmp_path, {"heads.py": """
+        import torch
+        from torch import nn
+
+
+        class Heads(nn.Module):
+            def forward(self, features, proposals):
+                if len(proposals) > 0 and proposals[0].has("scores"):
+                    scores = [p.get("scores") for p in proposals]
+                if proposals[0].gt(0.5).any():  # error: SYN105
+                    return features
+                return features * 2
+        """})
+
+
+def test_a_tensor_is_never_indexed_by_a_string(tmp_path):
+    # mmaction2's `img_metas[ind]["img_key"]`: a dict's item, whatever `img_metas` was taken for
+    check(tmp_path, {"head.py": """
+        import torch
+        from torch import nn
+
+
+        class Head(nn.Module):
+            def forward(self, x, img_metas):
+                for ind in range(len(x)):
+                    key = img_metas[ind]["img_key"]
+                    video_id, timestamp = key.split(",")
+                    stamp = int(timestamp)
+                    count = int(x[ind].sum())  # error: SYN104
+                return x
+        """})
+
+
+def test_a_type_test_narrows_to_a_python_number(tmp_path):
+    # audiocraft's `get_alpha_bar(step)`: under `if type(step) is int:`, `step + 1` is an int
+    check(tmp_path, {"schedule.py": """
+        import torch
+
+
+        class Schedule:
+            def __init__(self):
+                self.betas = torch.linspace(1e-4, 0.02, 1000, device="cuda")
+
+            def alpha_bar(self, step):
+                if type(step) is int:
+                    return (1 - self.betas[:step + 1]).prod()
+                return (1 - self.betas).cumprod(dim=0)[step]
+
+            def first(self, step):
+                if type(step) == torch.Tensor:
+                    return self.betas[:step + 1]  # error: SYN110
+                return self.betas[:step + 1]  # error: SYN110
+
+
+        def train(loader):
+            schedule = Schedule()
+            for x in loader:
+                step = torch.randint(0, 1000, (1,), device="cuda")
+                a = schedule.alpha_bar(step) + schedule.first(step)
+        """})

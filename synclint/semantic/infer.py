@@ -419,6 +419,8 @@ class Evaluator:
         base = self.value(e.value)
         if base.kind == V.TENSOR:
             idx = [self.value(s.slice.value) for s in e.slice if type(s.slice) is cst.Index]
+            if any(i.kind == V.PY and i.py == "str" for i in idx):
+                return V.UNKNOWN_VAL  # `img_metas[i]["img_key"]`: no tensor takes a string index
             if len(e.slice) == 1 and idx and idx[0].kind == V.TENSOR and idx[0].mask and base.ndim == 1:
                 return base.with_(pinned=None)
             if base.ndim is not None and len(idx) == len(e.slice) <= base.ndim and all(
@@ -1137,8 +1139,10 @@ class Evaluator:
         return V.UNKNOWN_VAL
 
     def _tensor_method(self, recv: Val, m: str, call: cst.Call) -> Val:
-        if m in L.NOT_TENSOR_METHODS:
-            return V.UNKNOWN_VAL  # the receiver was no tensor after all: what it gives is not known
+        if m in L.NOT_TENSOR_METHODS or m not in L.TENSOR_METHODS and not m.startswith("_"):
+            # the receiver was no tensor after all (`proposals[0].has("scores")`: detectron2's
+            # Instances): what it gives is not known
+            return V.UNKNOWN_VAL
         # `lengths.max()`: a method that Python numbers and containers lack is evidence of a tensor
         assumed = recv.assumed and m in L.CONTAINER_METHODS
         if recv.device is None and m not in L.DEVICE_SETTING_METHODS:

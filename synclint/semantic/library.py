@@ -72,6 +72,7 @@ MULTI_OUTPUT_METHODS = _set("tensor", "multi_output_methods")
 TENSOR_ONLY_METHODS = _set("tensor", "tensor_only_methods")
 CONTAINER_METHODS = _set("tensor", "container_methods")
 NOT_TENSOR_METHODS = _set("tensor", "not_tensor_methods")
+TENSOR_METHODS = _set("tensor", "methods")
 
 # logging levels by name (`logger.debug` is DEBUG)
 LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "EXCEPTION": 40, "CRITICAL": 50, "FATAL": 50}
