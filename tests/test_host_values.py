@@ -318,3 +318,31 @@ def test_a_type_test_narrows_to_a_python_number(tmp_path):
                 step = torch.randint(0, 1000, (1,), device="cuda")
                 a = schedule.alpha_bar(step) + schedule.first(step)
         """})
+
+
+# --------------------------------------------------------------------------- a device known, and read right
+
+def test_an_empty_cpu_fallback_says_nothing_of_the_other_paths_device(tmp_path):
+    # Detic's `gt_classes = cat([p.gt_classes for p in proposals]) if len(proposals) else
+    # torch.empty(0)`: the index made from it is where `cat` put it, not a host index
+    check(tmp_path, {"loss.py": """
+        import torch
+        from detectron2.layers import cat, nonzero_tuple
+
+
+        def box_loss(proposals, pred_deltas):
+            gt_classes = cat([p.gt_classes for p in proposals]) if len(proposals) else torch.empty(0)
+            fg_inds = nonzero_tuple(gt_classes >= 0)[0]
+            return pred_deltas[fg_inds, gt_classes[fg_inds]].sum()
+
+
+        def host_index(proposals):
+            pred_deltas = torch.zeros(4, 4, device="cuda")
+            gt_classes = torch.arange(4) if len(proposals) else torch.empty(0)
+            fg_inds = torch.nonzero(gt_classes >= 0)[:, 0]
+            return pred_deltas[fg_inds, gt_classes[fg_inds]].sum()  # error: SYN305
+
+
+        def step(proposals):
+            return box_loss(proposals, torch.zeros(4, 4, device="cuda"))
+        """})
