@@ -250,9 +250,10 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
                 return t.with_(elems=None)  # a list that tensors were appended to
             if other.kind == PY and other.py not in (None, "none") and other.py not in NUMBERS:
                 continue  # a tensor or a str/dict: nothing to say
-            if other.kind == UNKNOWN and t.device == CPU:
-                # `cat(parts) if parts else torch.empty(0)` (Detic's gt_classes): a CPU
-                # fallback says nothing of where the other path's tensor is
+            if t.device == CPU and other.kind == UNKNOWN and (other.cls or "").startswith("@"):
+                # `cat(parts) if len(parts) else torch.empty(0)` (Detic's gt_classes, with
+                # detectron2's `cat`): a CPU fallback says nothing of where another module's
+                # call put the other path's tensor
                 return t.with_(device=None)
             return t
     return UNKNOWN_VAL
