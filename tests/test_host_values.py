@@ -346,3 +346,31 @@ def test_an_empty_cpu_fallback_says_nothing_of_the_other_paths_device(tmp_path):
         def step(proposals):
             return box_loss(proposals, torch.zeros(4, 4, device="cuda"))
         """})
+
+
+# --------------------------------------------------------------------------- a framework's grad mode
+
+VINDLU = """
+import torch
+from mmengine.model import {base}
+
+
+class Retrieval({base}):
+    def __init__(self):
+        super().__init__()
+        self.head = torch.nn.Linear(4, 2)
+
+    def predict(self, inputs):
+        self.eval()
+        return self.head(inputs).softmax(-1){mark}
+"""
+
+
+def test_mmengines_predict_runs_with_autograd_off(tmp_path):
+    # mmaction2's VindLURetrievalMC.predict: mmengine's ValLoop/TestLoop run it under no_grad
+    check(tmp_path, {"retrieval.py": VINDLU.format(base="BaseModel", mark=""), "other.py": "import retrieval\n"})
+
+
+def test_another_bases_predict_is_still_checked(tmp_path):
+    check(tmp_path, {"retrieval.py": VINDLU.format(base="BaseModule", mark="  # error: SYN502"),
+                     "other.py": "import retrieval\n"})

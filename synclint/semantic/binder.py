@@ -94,7 +94,8 @@ class Binder:
         cls = ctx.cls if ctx.func is None else None
         qual = f"{cls.name}.{node.name.value}" if cls else node.name.value
         info = FuncInfo(name=node.name.value, qual=qual, cls=cls, node=node)
-        info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators)
+        info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators) or cls is not None \
+            and ctx.library_base(cls.name, lambda b: f"{b}.{info.name}" in L.NO_GRAD_METHODS) is not None
         info.compiled = (ctx.func is not None and ctx.func.compiled) or any(
             ctx.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in COMPILERS
             for d in node.decorators)

@@ -55,6 +55,7 @@ AVERAGED_MODELS = _set("torch", "averaged_models")
 AVERAGED_MODEL = "torch.optim.swa_utils.AveragedModel"  # the class of their instances' values
 LEGACY_CUDA_CTORS = _set("torch", "legacy_cuda_ctors")
 NO_GRAD_CONTEXTS = frozenset("torch." + n for n in _DATA["torch"]["no_grad_contexts"])
+NO_GRAD_METHODS = _set("torch", "no_grad_methods")
 INT_DTYPES = _set("torch", "int_dtypes")
 BOOL_DTYPES = _set("torch", "bool_dtypes")
 
