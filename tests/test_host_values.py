@@ -374,3 +374,29 @@ def test_mmengines_predict_runs_with_autograd_off(tmp_path):
 def test_another_bases_predict_is_still_checked(tmp_path):
     check(tmp_path, {"retrieval.py": VINDLU.format(base="BaseModule", mark="  # error: SYN502"),
                      "other.py": "import retrieval\n"})
+
+
+def test_a_tensor_that_an_in_place_add_gave_autograd_history_is_no_longer_grad_free(tmp_path):
+    # audiocraft's `ce = torch.zeros([]); for k ...: ce += F.cross_entropy(...)`, then
+    # `ce = ce / K`: ce carries the losses' history, so `ce /= K` is no safe twin
+    check(tmp_path, {"loss.py": """
+        import torch
+        import torch.nn.functional as F
+
+
+        def codebook_loss(logits, targets):
+            ce = torch.zeros([], device="cuda")
+            for k in range(4):
+                ce += F.cross_entropy(logits[:, k], targets[:, k])
+            ce = ce / 4
+            return ce
+
+
+        def counts(targets):
+            total = torch.zeros(8, device="cuda")
+            with torch.no_grad():
+                for k in range(4):
+                    total += targets[:, k].float()
+                total = total / 4  # error: SYN501
+            return total
+        """})

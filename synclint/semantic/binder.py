@@ -27,7 +27,7 @@ from synclint.semantic.helpers import helper_body, returned_parameter, reyielded
 from synclint.semantic.loops import repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
 from synclint.semantic.narrowing import narrow
-from synclint.semantic.ownership import COMPILERS
+from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
 from synclint.semantic.syntax import all_params, descendants, string_value
@@ -399,6 +399,12 @@ class Binder:
             if new.kind != old.kind or new.device != old.device:
                 # `total = 0; total += loss`: now a tensor. Augmented assignment keeps no expression.
                 ctx.bind_target(node.target, new)
+            elif type(node.target) is cst.Name and not ctx.in_no_grad:
+                b = ctx.binding(node.target.value)
+                if b is not None and b.fresh is not None and b.fresh.nograd and not nograd(ctx, node.value):
+                    # `ce += loss`: the tensor now carries the loss's autograd history (what it
+                    # owns, and whether it is free of history, is no longer known)
+                    ctx.bind_target(node.target, old)
 
     def _expr(self, node: cst.Expr) -> None:
         self.walk(node.value)
