@@ -2,7 +2,7 @@
 
 `parser.add_argument("--device", default="cuda")` ... `args = parser.parse_args()` ...
 `torch.device(args.device)`: the device a script runs on is often an option. An option whose
-default names a device holds that device in the run the defaults give (`library.toml`, [arguments]).
+default names a device holds a device chosen at run time (`library.toml`, [arguments]).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def option_dest(call: cst.Call) -> Optional[str]:
 
 
 def device_option(call: cst.Call, model) -> Optional[Tuple[str, str]]:
-    """(dest, device) for an option whose default names a device: the device it names.
-    A script is judged by the run its defaults give (mmaction2's ONNX exporters default
-    `--device` to "cpu": nothing they compute is on a GPU unless the user asks)."""
+    """(dest, device) for an option whose default names a device: the GPU for a GPU
+    default, either for a CPU one (a GPU run passes the GPU: makemore defaults `--device` to
+    "cpu" and is labelled for its GPU run)."""
     default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
     if default is None:
         return None
@@ -52,5 +52,5 @@ def device_option(call: cst.Call, model) -> Optional[Tuple[str, str]]:
         return None
     if type(default) is cst.Integer and not any(w in dest.lower() for w in _ORDINAL_WORDS):
         return None  # a number (FlowNet's `--div-flow`, default 20), not a CUDA ordinal
-    return dest, dev
+    return dest, V.CUDA if dev == V.CUDA else V.EITHER
 
