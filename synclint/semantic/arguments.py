@@ -39,7 +39,8 @@ def option_dest(call: cst.Call) -> Optional[str]:
 
 def device_option(call: cst.Call, model) -> Optional[Tuple[str, str]]:
     """(dest, device) for an option whose default names a device: the GPU for a GPU
-    default, either for a CPU one (a GPU run passes the GPU)."""
+    default, either for a CPU one (a GPU run passes the GPU: makemore defaults `--device` to
+    "cpu" and is labelled for its GPU run)."""
     default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
     if default is None:
         return None

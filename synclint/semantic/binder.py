@@ -28,7 +28,7 @@ from synclint.semantic.helpers import helper_body, returned_parameter, reyielded
 from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
 from synclint.semantic.narrowing import narrow
-from synclint.semantic.ownership import COMPILERS
+from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
 from synclint.semantic.syntax import all_params, descendants, string_value
@@ -95,7 +95,8 @@ class Binder:
         cls = ctx.cls if ctx.func is None else None
         qual = f"{cls.name}.{node.name.value}" if cls else node.name.value
         info = FuncInfo(name=node.name.value, qual=qual, cls=cls, node=node)
-        info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators)
+        info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators) or cls is not None \
+            and ctx.library_base(cls.name, lambda b: f"{b}.{info.name}" in L.NO_GRAD_METHODS) is not None
         info.compiled = (ctx.func is not None and ctx.func.compiled) or any(
             ctx.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) in COMPILERS
             for d in node.decorators)
@@ -408,6 +409,12 @@ class Binder:
             if new.kind != old.kind or new.device != old.device:
                 # `total = 0; total += loss`: now a tensor. Augmented assignment keeps no expression.
                 ctx.bind_target(node.target, new)
+            elif type(node.target) is cst.Name and not ctx.in_no_grad:
+                b = ctx.binding(node.target.value)
+                if b is not None and b.fresh is not None and b.fresh.nograd and not nograd(ctx, node.value):
+                    # `ce += loss`: the tensor now carries the loss's autograd history (what it
+                    # owns, and whether it is free of history, is no longer known)
+                    ctx.bind_target(node.target, old)
 
     def _expr(self, node: cst.Expr) -> None:
         self.walk(node.value)
@@ -432,8 +439,11 @@ class Binder:
             m = call.func.attr.value
             recv = call.func.value
             if m in ("to", "cuda", "cpu", "eval", "train") and type(recv) in (cst.Name, cst.Attribute):
-                if ctx.infer(call).kind == V.MODULE:  # `model.to(device)`, `.eval()`: in place
-                    ctx.bind_target(recv, ctx.infer(call))
+                moved = ctx.infer(call)
+                if moved.kind == V.MODULE or moved.kind == V.UNKNOWN and moved.device == V.CPU:
+                    # `model.to(device)`, `.eval()`: in place (only a module moves in place, so
+                    # a model the project cannot name, moved to the host, computes there)
+                    ctx.bind_target(recv, moved)
             elif m in ("append", "extend", "insert") and type(recv) in (cst.Name, cst.Attribute) and call.args:
                 # `losses.append(loss)`: the list now holds tensors.
                 lst = ctx.infer(recv)

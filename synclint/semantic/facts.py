@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from synclint.semantic.values import MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
+from synclint.semantic.values import CPU, MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
 # A key among a call's keyword values: the call also passes `*args`/`**kwargs`, so a
 # parameter it does not name may still be given (its default is not what it receives).
@@ -74,6 +74,8 @@ def ref_target(v: Val) -> Optional[str]:
 def moved(v: Val, device: str) -> Val:
     """What a reference resolved to, after a `.cuda()`/`.to()` that the first walk saw
     applied to it (`Val(UNKNOWN, cls="@q", device=...)`)."""
+    if v.kind == UNKNOWN and device == CPU:
+        return v.with_(device=device)  # whatever it is, moved to the host
     return v.with_(device=device) if v.kind in (MODULE, TENSOR, TENSORS) else v
 
 
@@ -130,6 +132,8 @@ class FileFacts:
     # loop (the id of its For/While node in this tree) -> name -> what the name held at the
     # end of the loop's body: the next iteration starts from it (`SemanticModel.enter_loop`)
     loop_carried: Dict[int, Dict[str, Val]] = field(default_factory=dict)
+    # functions that run only on the host side of a DataLoader (`SemanticModel.host_side`)
+    host_side: FrozenSet[str] = frozenset()
 
 
 @dataclass
@@ -307,6 +311,11 @@ class ProjectFacts:
         self._ask("p", qual, name)
         return self.params.get(qual, {}).get(name)
 
+    def called_elsewhere(self, qual: str) -> bool:
+        """Another module passes arguments to this file's function `qual`."""
+        self._ask("pc", qual)
+        return bool(self.params.get(qual))
+
     def star_names(self) -> Dict[str, str]:
         """The names this file's `from m import *` bring (name -> qualified name)."""
         self._ask("s")
@@ -362,6 +371,8 @@ class ProjectFacts:
         if kind == "p":
             v = self.params.get(key[1], {}).get(key[2])
             return v.to_json() if v is not None else None
+        if kind == "pc":
+            return bool(self.params.get(key[1]))
         if kind == "s":
             return [self.aliases, self.star_imports]
         if kind == "sa":

@@ -401,6 +401,8 @@ class Evaluator:
             return V.UNKNOWN_VAL
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
             return Val(V.DEVICE, V.CUDA)
+        if k == V.UNKNOWN and base.device == V.CPU:
+            return V.HOST_OBJECT  # a field of what a model on the host computed
         if k == V.OBJECT and base.cls == L.ARG_NAMESPACE:  # `args.device`
             dev = env.device_options.get(attr)
             if dev is None:
@@ -417,6 +419,8 @@ class Evaluator:
         base = self.value(e.value)
         if base.kind == V.TENSOR:
             idx = [self.value(s.slice.value) for s in e.slice if type(s.slice) is cst.Index]
+            if any(i.kind == V.PY and i.py == "str" for i in idx):
+                return V.UNKNOWN_VAL  # `img_metas[i]["img_key"]`: no tensor takes a string index
             if len(e.slice) == 1 and idx and idx[0].kind == V.TENSOR and idx[0].mask and base.ndim == 1:
                 return base.with_(pinned=None)
             if base.ndim is not None and len(idx) == len(e.slice) <= base.ndim and all(
@@ -475,6 +479,8 @@ class Evaluator:
             item = self.env.method_return(base.cls, "__getitem__")  # `val_dataset[i]`: what its `__getitem__` returns
             if item is not None:
                 return item
+        if base.kind == V.UNKNOWN and base.device == V.CPU:
+            return V.HOST_OBJECT
         if base.kind == V.PY and base.py == "str":
             return V.py("str")
         if base.kind == V.PY and base.py == "shape" and len(e.slice) == 1:
@@ -736,6 +742,8 @@ class Evaluator:
         tokenizer's result, another class's `__call__`; None when `v` is no instance."""
         if v.kind == V.MODULE:
             return self._module_output(v, call)
+        if v.kind == V.UNKNOWN and v.device == V.CPU:
+            return V.HOST_OBJECT  # `model.to("cpu")` of a model the project cannot name, then called
         if v.kind != V.OBJECT or not v.cls:
             return None
         if v.cls == L.TRANSFORM:
@@ -820,6 +828,8 @@ class Evaluator:
         if module.cls is not None:
             ret = self.env.method_return(module.cls, "forward")
             if ret is not None and ret.kind != V.TENSOR:
+                if ret.kind == V.UNKNOWN and module.device == device == V.CPU:
+                    return V.HOST_OBJECT  # whatever a module on the host computes from host inputs
                 return ret.with_(device=device) if ret.kind == V.TENSORS else ret
         return V.tensor(device)
 
@@ -1112,14 +1122,14 @@ class Evaluator:
             # `make_model().cuda()`: what the call returns, moved; the linker resolves it
             return recv.with_(device=self._module_device_after(recv, m, call))
         if k == V.UNKNOWN:
-            if m in ("cpu", "numpy"):
-                # whatever it was, the result of `.cpu()` lives on the host (a module's too)
-                return V.tensor(V.CPU) if m == "cpu" else Val(V.NUMPY)
+            if m in ("cpu", "numpy") or m == "to" and self._module_device_after(recv, m, call) == V.CPU:
+                # whatever it was, the result of `.cpu()` or `.to("cpu")` lives on the host (a module's too)
+                return V.tensor(V.CPU) if m != "numpy" else Val(V.NUMPY)
             if m in ("item", "tolist") and not call.args:  # whatever it was: a plain value
                 return V.py("number") if m == "item" else V.PY_VAL
             if m in L.TENSOR_ONLY_METHODS:
-                return V.tensor(None, dtype=V.INT if m in ("argmax", "argmin") else None)
-            return V.UNKNOWN_VAL
+                return V.tensor(recv.device, dtype=V.INT if m in ("argmax", "argmin") else None)
+            return V.HOST_OBJECT if recv.device == V.CPU else V.UNKNOWN_VAL
         if k == V.PY:
             if V.is_dict_of(recv) and m in ("values", "get", "pop"):
                 return Val(V.PY, py="list", elems=recv.elems) if m == "values" else recv.elems[0]
@@ -1129,8 +1139,10 @@ class Evaluator:
         return V.UNKNOWN_VAL
 
     def _tensor_method(self, recv: Val, m: str, call: cst.Call) -> Val:
-        if m in L.NOT_TENSOR_METHODS:
-            return V.UNKNOWN_VAL  # the receiver was no tensor after all: what it gives is not known
+        if m in L.NOT_TENSOR_METHODS or m not in L.TENSOR_METHODS and not m.startswith("_"):
+            # the receiver was no tensor after all (`proposals[0].has("scores")`: detectron2's
+            # Instances): what it gives is not known
+            return V.UNKNOWN_VAL
         # `lengths.max()`: a method that Python numbers and containers lack is evidence of a tensor
         assumed = recv.assumed and m in L.CONTAINER_METHODS
         if recv.device is None and m not in L.DEVICE_SETTING_METHODS:

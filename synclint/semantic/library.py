@@ -55,6 +55,7 @@ AVERAGED_MODELS = _set("torch", "averaged_models")
 AVERAGED_MODEL = "torch.optim.swa_utils.AveragedModel"  # the class of their instances' values
 LEGACY_CUDA_CTORS = _set("torch", "legacy_cuda_ctors")
 NO_GRAD_CONTEXTS = frozenset("torch." + n for n in _DATA["torch"]["no_grad_contexts"])
+NO_GRAD_METHODS = _set("torch", "no_grad_methods")
 INT_DTYPES = _set("torch", "int_dtypes")
 BOOL_DTYPES = _set("torch", "bool_dtypes")
 
@@ -72,6 +73,7 @@ MULTI_OUTPUT_METHODS = _set("tensor", "multi_output_methods")
 TENSOR_ONLY_METHODS = _set("tensor", "tensor_only_methods")
 CONTAINER_METHODS = _set("tensor", "container_methods")
 NOT_TENSOR_METHODS = _set("tensor", "not_tensor_methods")
+TENSOR_METHODS = _set("tensor", "methods")
 
 # logging levels by name (`logger.debug` is DEBUG)
 LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "EXCEPTION": 40, "CRITICAL": 50, "FATAL": 50}
@@ -128,6 +130,7 @@ LOADERS = _set("iteration", "loaders")
 LOADER_NAME_SUFFIXES = tuple(_DATA["iteration"]["loader_name_suffixes"])
 LOADER_NAMES = _set("iteration", "loader_names")
 BATCH_SAMPLERS = _set("iteration", "batch_samplers")
+HOST_SIDE_METHODS = _set("iteration", "host_side_methods")
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
 HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as

@@ -13,7 +13,7 @@ import builtins
 import os
 import re
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -51,6 +51,25 @@ NOT_MODULE = "not-module"
 # "tensor": sympy's modules speak of tensors (`from sympy.tensor.array import NDimArray`)
 _TORCH_WORDS = re.compile(r"\b(?:torch|cuda)")
 _GPU_WORDS = re.compile(r"cuda|device|\.to\(|gpu|accelerat|lightning|fabric|distributed|\.half\(\)|\bamp\b")
+
+
+def _pipeline_entry(model: "SemanticModel", f: FuncInfo) -> bool:
+    """A function a DataLoader runs in its workers: a collate function, a Dataset-style
+    `__getitem__`/`__iter__` (not of an nn.Module), an override of a library method that a
+    data pipeline calls (`library.toml` [iteration] host_side_methods)."""
+    if "collate" in f.name:
+        return True
+    if f.cls is None:
+        return False
+    if f.name in ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__"):
+        return not f.cls.is_module
+    return model.library_base(f.cls.name, lambda b: f"{b}.{f.name}" in L.HOST_SIDE_METHODS) is not None
+
+
+def _test_named(filename: str) -> bool:
+    """A test module by its name (`test_*.py`, `*_test.py`: pytest's)."""
+    base = os.path.basename(filename)
+    return base.startswith("test_") or base.endswith("_test.py")
 
 
 class SemanticModel:
@@ -172,10 +191,11 @@ class SemanticModel:
         self.forget = ev.forget
 
     def set_module(self, module: cst.Module) -> None:
-        """Facts about the whole file, before the walk: is it a script that never mentions
-        a GPU (`if __name__ == "__main__":` or a module-level loop, and no device anywhere)."""
+        """Facts about the whole file, before the walk: is it a script or a test module that
+        never mentions a GPU (`if __name__ == "__main__":` or a module-level loop, or a
+        `test_*.py`, and no device anywhere): such code runs on the CPU."""
         self.module = module
-        script = any(
+        script = _test_named(self.filename) or any(
             type(s) in (cst.For, cst.While)
             or (type(s) is cst.If and "__name__" in code_of(s.test))
             for s in module.body
@@ -786,7 +806,29 @@ class SemanticModel:
 
     def summary(self) -> FileFacts:
         """What the second walk of this file starts from (`export.file_facts`)."""
-        return export.file_facts(self)
+        facts = export.file_facts(self)
+        facts.host_side = self.host_side()
+        return facts
+
+    def host_side(self) -> FrozenSet[str]:
+        """After a walk: the functions of this file that run on the host side of a DataLoader.
+        A data pipeline's entry (`_pipeline_entry`), and, to a fixpoint, a function every
+        call of which in this file is made from one (audiocraft's `collater` -> `mix_samples`
+        -> `snr_mixer`). Whether another module calls it too is asked when it is walked
+        (`in_data_pipeline`)."""
+        callers: Dict[str, Set[Optional[str]]] = {}
+        for caller, callee, _ in self.calls:
+            if callee in self.all_funcs:
+                callers.setdefault(callee, set()).add(caller)
+        side = {q for q, f in self.all_funcs.items() if _pipeline_entry(self, f)}
+        grew = True
+        while grew:
+            grew = False
+            for q, cs in callers.items():
+                if q not in side and all(c is not None and c in side for c in cs):
+                    side.add(q)
+                    grew = True
+        return frozenset(side)
 
     def module_summary(self, name: str) -> ModuleSummary:
         """What this module offers the rest of the project, after a walk (`export.module_summary`)."""
@@ -820,8 +862,8 @@ class SemanticModel:
             if policy == EVIDENT and v.assumed:
                 return None
             return v
-        if v.kind != V.UNKNOWN or not unplaced_ok:
-            return None
+        if v.kind != V.UNKNOWN or not unplaced_ok or v.device == V.CPU:
+            return None  # (what another module's call returned, moved to the host: `f(x).to("cpu")`)
         if policy == RECEIVER or policy == NOT_MODULE and not _named_like_module(e):
             return V.tensor(None, assumed=True)
         return None
@@ -998,16 +1040,16 @@ class SemanticModel:
         return v.kind == V.TENSOR and v.assumed
 
     def in_data_pipeline(self) -> bool:
-        """Inside a Dataset-style `__getitem__`/`__iter__` (not of an nn.Module) or a collate
-        function: code that runs in DataLoader workers, on the CPU."""
+        """Inside code that runs in DataLoader workers, on the CPU: a Dataset-style
+        `__getitem__`/`__iter__` (not of an nn.Module), a collate function, a library data
+        mapper's or transform's method, or a function of this file called only from those
+        (`host_side`) and from no other module."""
         f = self.func
         if f is None:
             return False
-        if "collate" in f.name:
+        if _pipeline_entry(self, f):
             return True
-        return f.name in ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__") and not (
-            f.cls is not None and f.cls.is_module
-        )
+        return f.qual in self.facts.host_side and not self.project.called_elsewhere(f.qual)
 
     @property
     def in_loop(self) -> bool:
@@ -1077,10 +1119,7 @@ class SemanticModel:
 
     def in_test_code(self) -> bool:
         """In a test file (`test_*.py`, `*_test.py`) or in a function named `test*`."""
-        base = os.path.basename(self.filename)
-        if base.startswith("test_") or base.endswith("_test.py"):
-            return True
-        return any(f.name.startswith("test") for f in self.funcs)
+        return _test_named(self.filename) or any(f.name.startswith("test") for f in self.funcs)
 
     def fresh_tensor(self, name: str) -> Optional[Fresh]:
         """What `name` holds, if a tensor it alone owns (`ownership.fresh`): new storage,

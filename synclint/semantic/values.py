@@ -138,6 +138,10 @@ FUNCTION_VAL = Val(PY, py="function")  # a name bound by `def`
 # variable (`progress = tqdm if main else iter`).
 PASSTHROUGH_VAL = Val(PY, py="passthrough")
 PY_VAL = Val(PY)
+# Whatever it is, it lives on the host, and so does all it holds: what a model moved to the
+# CPU computes from host inputs, its items and fields (mmaction2's `base_model.to("cpu")`,
+# then `base_model(x)[0].pred_score`).
+HOST_OBJECT = Val(UNKNOWN, CPU)
 
 
 def function(key: str) -> Val:
@@ -246,6 +250,11 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
                 return t.with_(elems=None)  # a list that tensors were appended to
             if other.kind == PY and other.py not in (None, "none") and other.py not in NUMBERS:
                 continue  # a tensor or a str/dict: nothing to say
+            if t.device == CPU and other.kind == UNKNOWN and (other.cls or "").startswith("@"):
+                # `cat(parts) if len(parts) else torch.empty(0)` (Detic's gt_classes, with
+                # detectron2's `cat`): a CPU fallback says nothing of where another module's
+                # call put the other path's tensor
+                return t.with_(device=None)
             return t
     return UNKNOWN_VAL
 
