@@ -1656,3 +1656,54 @@ def test_a_default_tensor_type_restored_to_the_cpu(tmp_path):
     found = {(f, row, code) for f, row, code, _ in _found(paths)}
     assert ("b.py", 10, "SYN306") in found
     assert ("a.py", 11, "SYN306") not in found
+
+
+def _long_helper() -> str:
+    """A helper of more straight-line steps than a one-screen utility (`box_stats`: 32
+    assignments), each derived from its parameter."""
+    steps = "\n".join(f"    s{i} = s{i - 1} * 2 + 1" for i in range(1, 32))
+    return f"import torch\n\n\ndef box_stats(boxes):\n    s0 = boxes[:, 2:] - boxes[:, :2]\n{steps}\n    return s31\n"
+
+
+def test_a_long_helper_returns_each_callers_own_device(tmp_path):
+    """Issue 34 item 2: what a call of another module's helper returns comes from that call's
+    arguments, also for a helper longer than a few lines: the caller that passes host boxes
+    gets host statistics back (their `.cpu()` is no copy: the near-miss), the caller that
+    passes GPU boxes gets GPU statistics (their `.cpu()` is a read-back every step), though
+    the join over both callers says neither."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/boxes.py": _long_helper(),
+        "pkg/host.py": """\
+            import torch
+            from pkg.boxes import box_stats
+
+            def summarise(steps):
+                for _ in range(steps):
+                    stats = box_stats(torch.rand(8, 4)).cpu()
+            """,
+        "pkg/device.py": """\
+            import torch
+            from pkg import boxes
+
+            def train(steps):
+                for _ in range(steps):
+                    stats = boxes.box_stats(torch.rand(8, 4, device="cuda")).cpu()
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if n in ("host.py", "device.py")}
+    assert found == {("device.py", 6, "SYN103")}
+
+
+def test_a_long_helper_of_this_module_returns_each_callers_own_device(tmp_path):
+    """The same within one module: each call of the long helper takes its own caller's device."""
+    paths = _project(tmp_path, {"run.py": _long_helper() + textwrap.dedent("""\
+
+
+        def train(steps):
+            for _ in range(steps):
+                host = box_stats(torch.rand(8, 4)).cpu()
+                gpu = box_stats(torch.rand(8, 4, device="cuda")).cpu()
+        """)})
+    found = {(row, code) for n, row, code, _ in _found(paths)}
+    assert found == {(43, "SYN103")}, found

@@ -3,7 +3,7 @@
 A module-level function such as trl's `pad(tensors, ...)`, whose result is made on
 `tensors[0].device`, returns a CPU tensor to the caller that passes CPU tensors and a GPU
 tensor to the one that passes GPU tensors. Its walked return is the join over every caller,
-which says neither. A short helper of straight-line code (assignments to names, `if`/`for`
+which says neither. A helper of straight-line code (assignments to names, `if`/`for`
 blocks of them, returns) is instead replayed at each call (`infer._infer_in_scope`): its
 parameters bound to the call's values, each assignment inferred in order (one under a
 branch or loop joined with what the name held before), and the returns joined. Names it
@@ -24,8 +24,10 @@ import libcst as cst
 from synclint.parse.node_data import node_data, node_from_data
 from synclint.semantic.syntax import all_params, descendants
 
-# Longer helpers are not replayed: their walked return is what callers get.
-MAX_STEPS = 30
+# Longer helpers are not replayed: their walked return is what callers get. (A replay's
+# result is memoised by argument values, `infer.Evaluator._infer_in_scope`, so one long
+# helper called at many sites with the same facts is evaluated once.)
+MAX_STEPS = 80
 # Names a return made of parameters may also hold: builtins that pick among them
 _NEUTRAL_NAMES = frozenset({"None", "True", "False", "callable", "isinstance"})
 

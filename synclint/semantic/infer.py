@@ -3,8 +3,9 @@
 `Evaluator(env).infer(expr)` is the value of `expr` where the walk is. The evaluator reads
 the file through its `Env` (the `SemanticModel`), whose protocol below names every fact it
 reads, and binds nothing: binding is the binder's job, in source order. What it keeps of
-its own is a memo of values, owned and emptied by it (`forget`), and the helpers it is
-inlining (a recursion guard). What it learns that the next walk should know (a function
+its own is a memo of values, owned and emptied by it (`forget`), a memo of what helpers
+return for given argument values (`_returns`, below), and the helpers it is inlining (a
+recursion guard). What it learns that the next walk should know (a function
 called above its definition, a loader drawn from) it tells the env through its `note_`
 methods, never by writing the env's tables.
 """
@@ -93,6 +94,12 @@ _DICT_VALUE_KINDS = (V.NUMPY, V.TENSOR, V.LOADER)
 # inferred from them, not from the container's value
 _LITERAL_CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp, cst.GeneratorExp)
 
+# Bounds on evaluating a callee's body for one call (`Evaluator._infer_in_scope`): how deep
+# such evaluations nest (a helper calling a helper ...), and how many results one walk keeps.
+MAX_REPLAY_DEPTH = 6
+MAX_REPLAYED = 4096
+
+
 def infer(expr: cst.BaseExpression, env: "Env") -> Val:
     """The value of `expr` in `env`, asked once (a walk keeps one `Evaluator`, whose memo
     serves every question until a binding changes)."""
@@ -108,12 +115,22 @@ class Evaluator:
         # scope's evaluation (`another_scope`) has its own
         self.memo: Dict[object, tuple] = {}
         self._inlining: Set[str] = set()  # helpers being inlined (a call of one in its own body)
+        # What a helper returns, by (function key, its parameters' values, the helpers being
+        # inlined around it): a call is inferred from its own arguments, and a second call with
+        # the same facts (at another site, in another helper's body) is not replayed again.
+        # This file's helpers read this file's names, which change as the walk goes: theirs are
+        # kept until `forget`; another module's read only that module's imports and the
+        # project's facts (fixed for a walk): theirs are kept for the walk.
+        self._returns_here: Dict[tuple, Val] = {}
+        self._returns_foreign: Dict[tuple, Val] = {}
         self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed once
 
     def forget(self) -> None:
         """What names hold may change (a binding, a new statement, a scope): inferred values
         are inferred again."""
         self.memo = {}
+        if self._returns_here:
+            self._returns_here = {}
 
     @contextmanager
     def another_scope(self) -> Iterator[None]:
@@ -689,9 +706,9 @@ class Evaluator:
             is_module = env.defined_class(name)
             if is_module is not None:
                 return self._instance_made(Val(V.MODULE if is_module else V.OBJECT, cls=name), call)
-            if name in env.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
+            if name in env.one_liners and bound == V.FUNCTION_VAL and self._may_replay(name):
                 return self._inlined(name, call)
-            if name in env.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
+            if name in env.helpers and bound == V.FUNCTION_VAL and self._may_replay(name):
                 v = self._replayed(name, env.helpers[name], call, None)
                 if v is not None:
                     return v
@@ -867,7 +884,7 @@ class Evaluator:
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
-        helper = self.env.project.one_liner(q) if q not in self._inlining else None
+        helper = self.env.project.one_liner(q) if self._may_replay(q) else None
         if helper is not None:
             v = self._inlined_foreign(q, helper, call)
             if v.kind != V.UNKNOWN:
@@ -1289,7 +1306,13 @@ class Evaluator:
             return v
         return None
 
+    def _may_replay(self, key: str) -> bool:
+        """A helper's body may be evaluated for this call: not one being inlined (recursion),
+        and not deeper than `MAX_REPLAY_DEPTH` helpers."""
+        return key not in self._inlining and len(self._inlining) < MAX_REPLAY_DEPTH
+
     def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Val:
+        """What `body` returns with its parameters bound to this call's argument values."""
         params = body.params
         given: dict = {}
         for p, a in zip(params, [a for a in call.args if a.keyword is None]):
@@ -1297,9 +1320,25 @@ class Evaluator:
         for a in call.args:
             if a.keyword is not None and a.keyword.value in params:
                 given[a.keyword.value] = self.value(a.value)
+        args = tuple(given.get(p, V.UNKNOWN_VAL) for p in params)
+        if foreign_aliases is None:
+            memo, memo_key = self._returns_here, (key, args, frozenset(self._inlining))
+        else:  # (what the walk's place may still tell another module's body)
+            env = self.env
+            memo, memo_key = self._returns_foreign, (key, args, frozenset(self._inlining), env.default_device,
+                                                     env.uses_xla, env.cls.name if env.cls is not None else None,
+                                                     frozenset(env.device_options.items()))
+        got = memo.get(memo_key)
+        if got is None:
+            got = self._evaluated_body(key, body, args, foreign_aliases)
+            if len(memo) < MAX_REPLAYED:
+                memo[memo_key] = got
+        return got
+
+    def _evaluated_body(self, key: str, body: HelperBody, args: Tuple[Val, ...], foreign_aliases) -> Val:
         scope = FuncInfo(key, key, None)
-        for p in params:
-            scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
+        for p, v in zip(body.params, args):
+            scope.scope[p] = Binding(v)
         for names, _, _ in body.steps:  # its locals shadow the module's names from the start
             for n in names:
                 scope.scope.setdefault(n, Binding(V.UNKNOWN_VAL))
