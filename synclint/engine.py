@@ -126,7 +126,7 @@ def lint_analysis(
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
     from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
-    from synclint.semantic.heat import function_rates, hot_functions
+    from synclint.semantic.heat import function_rates
     from synclint.walker import Walker
 
     from synclint.solver import walk_to_fixpoint
@@ -166,8 +166,9 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
                 p.replacement = None
         else:
             return lint_analysis(again, rules, project, declared)
-    hot_funcs = hot_functions(ctx, declared, a.module_name or "")
     func_rates = function_rates(ctx, declared, a.module_name or "")
+    # (the rates follow heat's own edges and entries: the hot functions are the hot rates)
+    hot_funcs = {q for q, r in func_rates.rates.items() if rates.is_hot(r)}
     positions = PositionIndex(module, source, a.rows, a.spans)
     noqa = noqa_map(source)
     used: set = set()  # the noqa directive entries that silenced something

@@ -1707,3 +1707,67 @@ def test_a_long_helper_of_this_module_returns_each_callers_own_device(tmp_path):
         """)})
     found = {(row, code) for n, row, code, _ in _found(paths)}
     assert found == {(43, "SYN103")}, found
+
+
+def test_a_staticmethod_called_through_self_passes_no_self(tmp_path):
+    """`self.rep(sub, ids, mask, self.fix)` of a `@staticmethod`: the first argument is
+    `sub`, not `self`; taking it for a bound call shifted every argument one parameter on and
+    made the flag `fix_encoder` the GPU mask (DPR's BiEncoder.get_representation: SYN105)."""
+    paths = _project(tmp_path, {"bi.py": '''
+        import torch
+        from torch import nn
+
+        class Bi(nn.Module):
+            def __init__(self, q: nn.Module, fix: bool = False):
+                super().__init__()
+                self.q = q
+                self.fix = fix
+
+            @staticmethod
+            def rep(sub: nn.Module, ids, mask, fix_encoder: bool = False, scale: float = 1.0):
+                if fix_encoder:
+                    return sub(ids, mask)
+                if scale > 1:
+                    return sub(ids, mask)
+                return sub(ids, mask) * scale
+
+            def forward(self, ids):
+                mask = torch.ones(ids.shape, device="cuda")
+                return self.rep(self.q, ids, mask, self.fix, mask.sum())
+
+        def train(model, loader):
+            for ids in loader:
+                model(ids).backward()
+        '''})
+    found = _found(paths)
+    assert not any(code == "SYN105" and row == 13 for _, row, code, _ in found), found
+    assert ("bi.py", 15, "SYN105", True) in found, found  # `scale` is the GPU sum: the near miss's twin
+
+
+def test_a_staticmethod_called_from_another_module_passes_no_self(tmp_path):
+    """`Bi.rep(model, ids, seg, mask)` from another module: four arguments for the first
+    four parameters (DPR's dense_retriever calling BiEncoder.get_representation); the
+    method's first parameter was skipped as if it were `self`, which put the GPU mask in
+    the flag `fix_encoder`."""
+    paths = _project(tmp_path, {
+        "bi.py": '''
+        import torch
+        from torch import nn
+
+        class Bi(nn.Module):
+            @staticmethod
+            def rep(sub: nn.Module, ids, seg, mask, fix_encoder: bool = False):
+                if fix_encoder:
+                    return sub(ids, seg, mask)
+                return sub(ids, seg, mask)
+        ''',
+        "run.py": '''
+        import torch
+        from bi import Bi
+
+        def encode(model, batches):
+            for ids in batches:
+                mask = torch.ones(ids.shape, device="cuda")
+                Bi.rep(model, ids, ids, mask)
+        '''})
+    assert not any(code == "SYN105" for _, _, code, _ in _found(paths)), _found(paths)

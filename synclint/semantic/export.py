@@ -78,7 +78,10 @@ def module_summary(model, name: str) -> ModuleSummary:
         if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val) or V.is_registry(b.val):
             out.values[vname] = b.val
     for qual, info in m.all_funcs.items():
-        out.params[qual] = (list(info.param_order), sorted(info.defaults))
+        # Another module's call of a method skips its first parameter (`self`, `cls`); a
+        # static method has none, so an unnamed one stands in for it (no argument binds "")
+        order = [""] + info.param_order if info.is_static else list(info.param_order)
+        out.params[qual] = (order, sorted(info.defaults))
     out.calls_out = list(m.calls_out)
     out.self_calls = list(m.self_calls)
     for fname, (params, expr) in m.one_liners.items():

@@ -779,7 +779,9 @@ class SemanticModel:
         """caller -> parameter -> join of what this walk's calls from it pass to `key`."""
         out: Dict[Optional[str], Dict[str, Val]] = {}
         for caller, skip, pos, kws in self.call_args.get(key, ()):
-            join_call(out.setdefault(caller, {}), info.param_order[skip:], info.defaults, pos, kws)
+            # (a call through `self` skips `self`, except into a static method)
+            join_call(out.setdefault(caller, {}), info.param_order[0 if info.is_static else skip:], info.defaults,
+                      pos, kws)
         return out
 
     def summary(self) -> FileFacts:

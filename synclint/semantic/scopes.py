@@ -58,6 +58,12 @@ class FuncInfo:
     # it holds (`instances`)
     instance_calls: Dict[str, List[tuple]] = field(default_factory=dict)
 
+    @property
+    def is_static(self) -> bool:
+        """A `@staticmethod`: a call through an instance or its class passes no `self`."""
+        return self.cls is not None and type(self.node) is cst.FunctionDef and any(
+            type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in self.node.decorators)
+
 
 @dataclass
 class ClassInfo:
