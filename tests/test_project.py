@@ -1771,3 +1771,51 @@ def test_a_staticmethod_called_from_another_module_passes_no_self(tmp_path):
                 Bi.rep(model, ids, ids, mask)
         '''})
     assert not any(code == "SYN105" for _, _, code, _ in _found(paths)), _found(paths)
+
+
+METER = """\
+    import torch
+    import torchmetrics
+
+
+    class Meter(torchmetrics.Metric):
+        def update(self, preds: torch.Tensor, sizes: torch.Tensor):
+            for i in range(preds.shape[0]):
+                self.total += int(sizes[i].item())
+    """
+
+
+def _evaluation(sizes: str) -> str:
+    """A solver whose metric comes from a builder in another module, moved with `.to()`, and
+    is fed sizes made by `sizes` every evaluation step."""
+    return f"""\
+        import typing as tp
+        import torch
+        from pkg import builders, metric
+
+
+        class Solver:
+            def evaluate(self, loader):
+                meter: tp.Optional[metric.Meter] = None
+                if loader is not None:
+                    meter = builders.get_meter().to("cuda")
+                for x in loader:
+                    sizes = {sizes}
+                    if meter is not None:
+                        meter.update(x.cpu(), sizes)
+        """
+
+
+def test_a_metric_moved_with_to_is_still_the_metric_its_callers_feed(tmp_path):
+    """Issue 34 item 2: `builder().to(device)` of an object whose class has a library base
+    (a torchmetrics `Metric`) is that object still, on every walk: its `update` takes what this
+    caller passes. Host sizes (`torch.tensor([...])` of Python ints) read back with `.item()`
+    wait for nothing (the near-miss); the same sizes made on the GPU are a read-back."""
+    files = {"pkg/__init__.py": "", "pkg/metric.py": METER,
+             "pkg/builders.py": "from pkg import metric\n\n\ndef get_meter():\n    return metric.Meter()\n"}
+    host = _found(_project(tmp_path / "host", {
+        **files, "pkg/solver.py": _evaluation("torch.tensor([len(r) for r in x])")}))
+    assert not any(n == "metric.py" for n, _, _, _ in host), host
+    gpu = _found(_project(tmp_path / "gpu", {
+        **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
+    assert ("metric.py", 8, "SYN101", True) in gpu, gpu

@@ -1096,6 +1096,11 @@ class Evaluator:
                     return ret
                 if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
                     env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
+                if m in L.MODULE_SELF_RETURNING and f"{recv.cls}.{m}" not in env.all_funcs:
+                    # `get_fad(cfg).to(device)`: an object whose class takes `.to()` from a
+                    # library base (a torchmetrics `Metric` is a module torch does not name)
+                    # is that object still, as the first walk's `ref().to()` said
+                    return recv
             # a logging wrapper of the project's own (BLIP's `MetricLogger.log_every`, a
             # generator that yields its iterable's items): what the loader yields
             passed = self._passed_through(m, call)
