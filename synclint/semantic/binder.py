@@ -30,7 +30,7 @@ from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, descendants, string_value
+from synclint.semantic.syntax import all_params, descendants, indices_of, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -213,7 +213,9 @@ class Binder:
         ctx.loop_nodes.pop()
         ctx.loop_depth -= per_step
         ctx.container_loop_depth -= container
-        ctx.merge([before, ctx.snapshot()])  # the body ran zero or more times
+        after = ctx.snapshot()
+        ctx.merge([before, after])  # the body ran zero or more times
+        _keep_stored_items(ctx, node, before, after)
         if node.orelse is not None:
             self.walk(node.orelse)
 
@@ -579,3 +581,11 @@ def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.
                 return
     ctx.bind_target(target, ctx.iter_item(it))
 
+
+def _keep_stored_items(ctx: "SemanticModel", node: cst.For, before: dict, after: dict) -> None:
+    """After `for i in range(len(xs)): xs[i] = xs[i].cuda()`, the items of `xs` are what the
+    body stored: the loop ran no time only if `xs` had no items, whose device tells nothing."""
+    name = indices_of(node.iter)
+    was, now = before.get(name), after.get(name)
+    if was is not None and now is not None and was.val.kind == now.val.kind == V.TENSORS and was is not now:
+        ctx.bind(name, now.val, now.expr)

@@ -24,6 +24,7 @@ from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.helpers import HelperBody
+from synclint.semantic.syntax import every_item_of
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites
@@ -347,8 +348,10 @@ class SemanticModel:
             if type(target.value) is cst.Name and val.kind == V.TENSOR:
                 b = self.binding(target.value.value)
                 if b is not None and b.val.kind == V.TENSORS and b.val.device != val.device:  # not a tensor's slice
-                    self.bind(target.value.value, b.val.with_(device=V.join_device(b.val.device, val.device),
-                                                              pinned=None, elems=None), b.expr)
+                    # (every item, in `for i in range(len(xs)): xs[i] = ...`: what they now hold)
+                    device = val.device if every_item_of(target, self.loop_nodes) else V.join_device(
+                        b.val.device, val.device)
+                    self.bind(target.value.value, b.val.with_(device=device, pinned=None, elems=None), b.expr)
                 elif b is not None and b.val.kind == V.PY and b.val.py == "dict":
                     # `loss_dict["ce"] = loss`: a dict of tensors (its values, joined)
                     old = b.val.elems[0] if V.is_dict_of(b.val) else None
