@@ -1819,3 +1819,25 @@ def test_a_metric_moved_with_to_is_still_the_metric_its_callers_feed(tmp_path):
     gpu = _found(_project(tmp_path / "gpu", {
         **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
     assert ("metric.py", 8, "SYN101", True) in gpu, gpu
+
+
+def test_a_builder_annotated_with_the_class_it_picks_from_a_table_returns_an_instance(tmp_path):
+    """`def get_meter() -> metric.Meter: return table[name]()`: the body's value is a class
+    picked from a dict, unknown; the annotation names the class, so the metric's `update`
+    takes what its caller passes (host sizes: no read-back; GPU sizes: one)."""
+    builders = """\
+        from pkg import metric
+
+
+        def get_meter() -> metric.Meter:
+            table = {"plain": metric.Meter}
+            klass = table["plain"]
+            return klass()
+        """
+    files = {"pkg/__init__.py": "", "pkg/metric.py": METER, "pkg/builders.py": builders}
+    host = _found(_project(tmp_path / "host", {
+        **files, "pkg/solver.py": _evaluation("torch.tensor([len(r) for r in x])")}))
+    assert not any(n == "metric.py" for n, _, _, _ in host), host
+    gpu = _found(_project(tmp_path / "gpu", {
+        **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
+    assert ("metric.py", 8, "SYN101", True) in gpu, gpu

@@ -21,6 +21,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callsites import iteration_calls, record_call
+from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
 from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
@@ -125,6 +126,13 @@ class Binder:
         ret = info.returns if info.yields is None else Val(V.ITER, elems=(info.yields,))
         if ret is None and node.returns is not None:
             ret = annotation_val(ctx, node.returns.annotation)
+        elif ret is not None and ret.kind == V.UNKNOWN and not ref_target(ret) and node.returns is not None:
+            # `def get_kldiv(cfg) -> metrics.KLDivergenceMetric: ...; return klass(**kwargs)`
+            # (a class picked from a dict): an instance of the class it names (a tensor
+            # annotation says no device, and is left to what the body returns)
+            named = annotation_val(ctx, node.returns.annotation)
+            if named is not None and named.kind in (V.MODULE, V.OBJECT) and named.cls:
+                ret = named
         if ret is not None:
             if cls is not None:
                 ctx.method_returns[(cls.name, node.name.value)] = ret
