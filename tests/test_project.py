@@ -1841,3 +1841,34 @@ def test_a_builder_annotated_with_the_class_it_picks_from_a_table_returns_an_ins
     gpu = _found(_project(tmp_path / "gpu", {
         **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
     assert ("metric.py", 8, "SYN101", True) in gpu, gpu
+
+
+def test_a_call_of_an_abstract_method_passes_its_arguments_to_the_overrides(tmp_path):
+    """A metric known only as its base class (the builder's annotation), whose `update` only
+    raises NotImplementedError: the call runs a subclass's `update` (in another module), which
+    takes the call's values: host sizes, no read-back; GPU sizes, one."""
+    base = """\
+        import torch
+        import torchmetrics
+
+
+        class Meter(torchmetrics.Metric):
+            def update(self, preds: torch.Tensor, sizes: torch.Tensor) -> None:
+                raise NotImplementedError("subclasses count")
+        """
+    counting = METER.replace("import torchmetrics", "from pkg.metric import Meter").replace(
+        "class Meter(torchmetrics.Metric):", "class CountingMeter(Meter):")
+    builders = """\
+        from pkg import counting, metric
+
+
+        def get_meter() -> metric.Meter:
+            return {"count": counting.CountingMeter}["count"]()
+        """
+    files = {"pkg/__init__.py": "", "pkg/metric.py": base, "pkg/counting.py": counting, "pkg/builders.py": builders}
+    host = _found(_project(tmp_path / "host", {
+        **files, "pkg/solver.py": _evaluation("torch.tensor([len(r) for r in x])")}))
+    assert not any(n == "counting.py" for n, _, _, _ in host), host
+    gpu = _found(_project(tmp_path / "gpu", {
+        **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
+    assert ("counting.py", 8, "SYN101", True) in gpu, gpu
