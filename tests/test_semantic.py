@@ -1911,3 +1911,15 @@ def test_a_store_into_some_items_of_a_list_joins_with_what_they_held():
     assert val(partial).device == V.EITHER
     other = _batch_moved("inputs[i].cuda()").replace("range(len(inputs))", "range(len(labels))")
     assert val(other).device == V.EITHER
+
+
+def test_a_distribution_of_python_numbers_samples_on_the_host():
+    """`Beta(alpha, alpha).sample()` with float parameters (mixup's mixing ratio): torch
+    builds the parameters as CPU tensors, so the sample is a host tensor (`int(lam)` waits for
+    nothing); parameters on the GPU sample there."""
+    host = val("import torch\nfrom torch.distributions import Beta\n"
+               "def mix(alpha: float = 0.2):\n    probe(Beta(alpha, alpha).sample())\n")
+    assert (host.kind, host.device) == (V.TENSOR, V.CPU)
+    gpu = val("import torch\nfrom torch.distributions import Beta\n"
+              "def mix():\n    a = torch.ones(1, device='cuda')\n    probe(Beta(a, a).sample())\n")
+    assert (gpu.kind, gpu.device) == (V.TENSOR, V.CUDA)

@@ -540,6 +540,15 @@ class Evaluator:
                 out.append(V.element_of(v))
         return out
 
+    def _distribution_device(self, call: cst.Call) -> Optional[str]:
+        """Where a `torch.distributions` object's tensors are: its tensor parameters' device;
+        the CPU when every parameter is a Python number (torch makes them CPU tensors)."""
+        vals = [self.value(a.value) for a in call.args if a.keyword is None or a.keyword.value != "validate_args"]
+        ts = [v for v in vals if v.kind == V.TENSOR]
+        if ts:
+            return _device_of(ts)
+        return V.CPU if vals and all(v.kind == V.PY and v.py in V.NUMBERS for v in vals) else None
+
     # ------------------------------------------------------------------ devices
     def device_of_arg(self, arg: Optional[cst.BaseExpression]) -> Tuple[bool, Optional[str]]:
         """(is it a device, which) for a `device=`/`.to()` argument."""
@@ -978,7 +987,7 @@ class Evaluator:
             # `py` says "validating" when the constructor does not turn validation off
             va = kwarg(call, "validate_args")
             off = type(va) is cst.Name and va.value == "False" or va is not None and type(va) is not cst.Name
-            return Val(V.DIST, py=None if off else "validating")
+            return Val(V.DIST, self._distribution_device(call), py=None if off else "validating")
         if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES) or (
                 "." in t and last.startswith(L.TORCH_ACCESSOR_PREFIXES)):
             return V.PY_VAL
@@ -1117,7 +1126,7 @@ class Evaluator:
             return Val(V.NUMPY)
         if k == V.DIST:
             if m in ("sample", "rsample", "log_prob", "entropy", "cdf", "icdf"):
-                return V.tensor(None)
+                return V.tensor(recv.device)
             return V.UNKNOWN_VAL
         if k == V.LOADER:
             if m in ("next", "__next__") and not call.args:  # `it.next()`, old DataLoader iterators' `next(it)`
