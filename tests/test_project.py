@@ -1872,3 +1872,52 @@ def test_a_call_of_an_abstract_method_passes_its_arguments_to_the_overrides(tmp_
     gpu = _found(_project(tmp_path / "gpu", {
         **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
     assert ("counting.py", 8, "SYN101", True) in gpu, gpu
+
+
+def _decorated_helper(decorator: str) -> str:
+    return f"""\
+        import functools
+        import torch
+
+
+        def logged(function):
+            @functools.wraps(function)
+            def wrapper(*args, **kwargs):
+                print("calling", function.__name__)
+                return function(*args, **kwargs)
+            return wrapper
+
+
+        def timed(function):
+            def wrapper(*args, **kwargs):
+                return 0.0
+            return wrapper
+
+
+        {decorator}
+        def normalised(boxes):
+            scale = boxes.max()
+            out = boxes / scale
+            return out
+
+
+        def train(steps):
+            for _ in range(steps):
+                host = normalised(torch.rand(8, 4)).cpu()
+                gpu = normalised(torch.rand(8, 4, device="cuda")).cpu()
+        """
+
+
+def test_a_helper_behind_a_decorator_that_passes_the_call_through_is_inferred_per_call(tmp_path):
+    """Issue 34 item 2: `@torch.no_grad()`, `@functools.lru_cache` and a project decorator whose
+    wrapper (`functools.wraps`) returns the wrapped function's call give back what the
+    function returns, so each call takes its own arguments' device: the host caller's
+    `.cpu()` copies nothing, the GPU caller's is a read-back. The near-miss: a decorator whose
+    wrapper returns something else is not looked through (both calls stay as they were)."""
+    for decorator in ("@torch.no_grad()", "@functools.lru_cache(maxsize=None)", "@logged"):
+        found = {(row, code) for _, row, code, _ in _found(_project(
+            tmp_path / decorator.strip("@()=").replace(".", "_"), {"run.py": _decorated_helper(decorator)}))}
+        assert (29, "SYN103") in found and (28, "SYN103") not in found, (decorator, found)
+    other = {(row, code) for _, row, code, _ in _found(_project(tmp_path / "timed", {
+        "run.py": _decorated_helper("@timed")}))}
+    assert (28, "SYN103") in other, other

@@ -24,7 +24,8 @@ from synclint.semantic.callsites import iteration_calls, record_call
 from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
-from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
+from synclint.semantic.helpers import (PASS_THROUGH_DECORATORS, helper_body, returned_parameter,
+                                       reyielded_parameter, wraps_call)
 from synclint.semantic.loops import repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
 from synclint.semantic.narrowing import narrow
@@ -139,8 +140,9 @@ class Binder:
             else:
                 ctx.func_returns[node.name.value] = ret
         if cls is None and ctx.func is None:
-            given_back = returned_parameter(node)  # `...; return model`: the call's argument
-            body = helper_body(node) if given_back is None else None  # or a replayable helper
+            see_through = all(_passes_call_through(ctx, d.decorator) for d in node.decorators)
+            given_back = returned_parameter(node, see_through)  # `...; return model`: the call's argument
+            body = helper_body(node, see_through) if given_back is None else None  # or a replayable helper
             if given_back is not None:
                 ctx.one_liners[node.name.value] = ([p.name.value for p in all_params(node.params)],
                                                    cst.Name(given_back))
@@ -537,6 +539,17 @@ def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
     if type(d) is cst.Call:
         d = d.func
     return ctx.qualname(d) in L.NO_GRAD_CONTEXTS
+
+
+def _passes_call_through(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
+    """A decorator after which a call returns what the function returns: a grad mode, a
+    cache (`L.PASS_THROUGH_DECORATORS`), or a function of this file whose `functools.wraps`
+    wrapper returns the wrapped function's call."""
+    f = d.func if type(d) is cst.Call else d
+    if ctx.qualname(f) in PASS_THROUGH_DECORATORS:
+        return True
+    info = ctx.all_funcs.get(d.value) if type(d) is cst.Name else None
+    return info is not None and type(info.node) is cst.FunctionDef and wraps_call(info.node)
 
 
 def _is_module_base(ctx: "SemanticModel", b: cst.BaseExpression) -> bool:
