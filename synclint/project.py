@@ -587,6 +587,7 @@ class Project:
             cf = self.class_facts(p2, name)
             pf.classes[q] = cf
             pf.classes.setdefault(cf.key, cf)
+            self._tell_methods(pf, p2, name, cf.key)
         elif kind == "value":
             v = self.value(p2, s.values[name])
             if _informative(v):
@@ -617,8 +618,17 @@ class Project:
                     continue
                 cf = self.class_facts(*where)
                 pf.classes[k] = cf
+                self._tell_methods(pf, where[0], where[1], k)
                 todo.extend(cf.attrs.values())
                 todo.extend(cf.methods.values())
+
+    def _tell_methods(self, pf: ProjectFacts, path: str, cname: str, key: str) -> None:
+        """The methods of `path`'s class `cname` inferred per call (`helpers`), by the class's
+        key: `obj.m(x)` on an instance of it replays `m` with `self` bound to `obj`."""
+        prefix = cname + "."
+        for fname, helper in self.summaries[path].one_liners.items():
+            if fname.startswith(prefix) and "." not in fname[len(prefix):]:
+                pf.one_liners[f"{key}.{fname[len(prefix):]}"] = helper
 
     def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
         """(path, function qual in it, leading parameters the call does not pass) of a call."""

@@ -1921,3 +1921,38 @@ def test_a_helper_behind_a_decorator_that_passes_the_call_through_is_inferred_pe
     other = {(row, code) for _, row, code, _ in _found(_project(tmp_path / "timed", {
         "run.py": _decorated_helper("@timed")}))}
     assert (28, "SYN103") in other, other
+
+
+BOX_CODER = """\
+    import torch
+
+
+    class BoxCoder:
+        def __init__(self, scale):
+            self.scale = scale
+
+        def normalised(self, boxes):
+            top = boxes.max()
+            out = boxes / top * self.scale
+            return out
+    """
+
+
+def test_a_method_is_inferred_per_call_with_self_bound_to_the_receiver(tmp_path):
+    """Issue 34 item 2: `coder.normalised(boxes)`, a method of a class of this module or of
+    another, returns what this call's boxes give: the caller passing host boxes gets host
+    boxes back (`.cpu()` copies nothing), the one passing GPU boxes gets GPU boxes (a
+    read-back every step), though the join over both callers says neither."""
+    loop = """\
+        def train(steps):
+            coder = BoxCoder(2.0)
+            for _ in range(steps):
+                host = coder.normalised(torch.rand(8, 4)).cpu()
+                gpu = coder.normalised(torch.rand(8, 4, device="cuda")).cpu()
+        """
+    here = _found(_project(tmp_path / "here", {"run.py": BOX_CODER + "\n\n" + loop}))
+    assert {(row, code) for _, row, code, _ in here} == {(18, "SYN103")}, here
+    there = _found(_project(tmp_path / "there", {
+        "pkg/__init__.py": "", "pkg/coder.py": BOX_CODER,
+        "pkg/run.py": "import torch\nfrom pkg.coder import BoxCoder\n\n\n" + textwrap.dedent(loop)}))
+    assert {(n, row, code) for n, row, code, _ in there} == {("run.py", 9, "SYN103")}, there

@@ -139,20 +139,21 @@ class Binder:
                 ctx.method_returns[(cls.name, node.name.value)] = ret
             else:
                 ctx.func_returns[node.name.value] = ret
-        if cls is None and ctx.func is None:
+        if ctx.func is None and (cls is None or _replayable_method(node)):
+            # a module-level function, or a method (key "Cls.m", `self` its first parameter)
+            key = node.name.value if cls is None else qual
             see_through = all(_passes_call_through(ctx, d.decorator) for d in node.decorators)
             given_back = returned_parameter(node, see_through)  # `...; return model`: the call's argument
             body = helper_body(node, see_through) if given_back is None else None  # or a replayable helper
             if given_back is not None:
-                ctx.one_liners[node.name.value] = ([p.name.value for p in all_params(node.params)],
-                                                   cst.Name(given_back))
+                ctx.one_liners[key] = ([p.name.value for p in all_params(node.params)], cst.Name(given_back))
             elif body is None:
                 pass
             elif body.one_line:
-                ctx.one_liners[node.name.value] = (body.params, body.returns[0])
+                ctx.one_liners[key] = (body.params, body.returns[0])
             elif ret is None or ret.kind in (V.TENSOR, V.TENSORS, V.UNKNOWN):
                 body.node = node
-                ctx.helpers[node.name.value] = body
+                ctx.helpers[key] = body
         # The function's name is bound in the enclosing scope (it shadows imports); a nested
         # one by its key, so that a factory's `return step_fn` says which function it gives
         if ctx.func is not None:
@@ -539,6 +540,15 @@ def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
     if type(d) is cst.Call:
         d = d.func
     return ctx.qualname(d) in L.NO_GRAD_CONTEXTS
+
+
+def _replayable_method(node: cst.FunctionDef) -> bool:
+    """A method whose result may be inferred per call with `self` bound to the receiver: a
+    plain one (not a module's `forward`, whose output has its own rules, nor a constructor or
+    other dunder), its first parameter `self`."""
+    params = all_params(node.params)
+    return (bool(params) and params[0].name.value == "self" and not node.name.value.startswith("__")
+            and node.name.value != "forward")
 
 
 def _passes_call_through(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:

@@ -73,7 +73,8 @@ class Env(Protocol):
     def resolve(self, v: Val) -> Val: ...
 
     # a helper's body evaluated for one call: its own scope (and another module's imports)
-    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]]) -> ContextManager[None]: ...
+    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]],
+                  owner: Optional[str] = None) -> ContextManager[None]: ...
 
     # what this walk learnt that the next walk should know
     def note_forward_ref(self, key: object) -> None: ...
@@ -1079,6 +1080,9 @@ class Evaluator:
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
             if recv.cls is not None:
+                replayed = self._method_replayed(recv, m, call)
+                if replayed is not None:
+                    return replayed
                 ret = env.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
@@ -1099,6 +1103,9 @@ class Evaluator:
                     ns = Val(V.OBJECT, cls=L.ARG_NAMESPACE)
                     return ns if m != "parse_known_args" else Val(V.PY, py="tuple", elems=(ns, V.py("list")))
             if recv.cls is not None:
+                replayed = self._method_replayed(recv, m, call)
+                if replayed is not None:
+                    return replayed
                 ret = env.method_return(recv.cls, m)
                 if ret is not None and not (ret.kind == V.ITER and m in L.PASSTHROUGH_METHODS
                                             and all(e.kind == V.UNKNOWN for e in ret.elems or ())):
@@ -1302,14 +1309,45 @@ class Evaluator:
             return v if v is not None else V.UNKNOWN_VAL
         return self._infer_in_scope(q, body, call, helper.aliases)
 
-    def _replayed(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Optional[Val]:
+    def _method_replayed(self, recv: Val, m: str, call: cst.Call) -> Optional[Val]:
+        """`obj.m(...)` of a method this file's class (or another module's) defines, inferred
+        from this call's arguments with `self` bound to `obj`; None where that tells nothing
+        more than the method's walked return."""
+        key = f"{recv.cls}.{m}"
+        env = self.env
+        if "|" in recv.cls or not self._may_replay(key) or any(a.star for a in call.args):
+            return None
+        if recv.cls in env.classes_by_name:
+            if key in env.one_liners:
+                params, expr = env.one_liners[key]
+                v = self._infer_in_scope(key, HelperBody(params, returns=[expr]), call, None, recv)
+                return v if v.kind != V.UNKNOWN else None
+            if key in env.helpers:
+                return self._replayed(key, env.helpers[key], call, None, recv)
+            return None
+        helper = env.project.one_liner(key)
+        if helper is None:
+            return None
+        body = self._foreign_helpers.get(key)
+        if body is None:
+            body = _foreign_body(helper)
+            if body is None:
+                return None
+            self._foreign_helpers[key] = body
+        if helper.whole:
+            return self._replayed(key, body, call, helper.aliases, recv)
+        v = self._infer_in_scope(key, body, call, helper.aliases, recv)
+        return v if v.kind != V.UNKNOWN else None
+
+    def _replayed(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases,
+                  bound: Optional[Val] = None) -> Optional[Val]:
         """A straight-line helper replayed for this call (`helpers`), when that tells more
         than its walked return: a tensor (or tensors) on a known device, or an instance of a
         known class. Anything else is None: the replay does not follow `res.append(t)`, so a
         list it returns may well hold tensors."""
         if any(a.star for a in call.args):
             return None
-        v = self._infer_in_scope(key, body, call, foreign_aliases)
+        v = self._infer_in_scope(key, body, call, foreign_aliases, bound)
         if body.from_parameters or v.kind in (V.TENSOR, V.TENSORS) and v.device is not None:
             return v
         if v.kind in (V.MODULE, V.OBJECT, V.OPTIM) and v.cls:  # `def load_model(h): ...; return model`
@@ -1325,11 +1363,15 @@ class Evaluator:
         and not deeper than `MAX_REPLAY_DEPTH` helpers."""
         return key not in self._inlining and len(self._inlining) < MAX_REPLAY_DEPTH
 
-    def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Val:
-        """What `body` returns with its parameters bound to this call's argument values."""
+    def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases,
+                        bound: Optional[Val] = None) -> Val:
+        """What `body` returns with its parameters bound to this call's argument values (and,
+        for a method, its first to the receiver, `bound`)."""
         params = body.params
         given: dict = {}
-        for p, a in zip(params, [a for a in call.args if a.keyword is None]):
+        if bound is not None and params:
+            given[params[0]] = bound
+        for p, a in zip(params[bound is not None:], [a for a in call.args if a.keyword is None]):
             given[p] = self.value(a.value)
         for a in call.args:
             if a.keyword is not None and a.keyword.value in params:
@@ -1344,12 +1386,13 @@ class Evaluator:
                                                      frozenset(env.device_options.items()))
         got = memo.get(memo_key)
         if got is None:
-            got = self._evaluated_body(key, body, args, foreign_aliases)
+            got = self._evaluated_body(key, body, args, foreign_aliases, bound.cls if bound is not None else None)
             if len(memo) < MAX_REPLAYED:
                 memo[memo_key] = got
         return got
 
-    def _evaluated_body(self, key: str, body: HelperBody, args: Tuple[Val, ...], foreign_aliases) -> Val:
+    def _evaluated_body(self, key: str, body: HelperBody, args: Tuple[Val, ...], foreign_aliases,
+                        owner: Optional[str] = None) -> Val:
         scope = FuncInfo(key, key, None)
         for p, v in zip(body.params, args):
             scope.scope[p] = Binding(v)
@@ -1358,7 +1401,7 @@ class Evaluator:
                 scope.scope.setdefault(n, Binding(V.UNKNOWN_VAL))
         self._inlining.add(key)
         try:
-            with self.env.replaying(scope, foreign_aliases), self.another_scope():
+            with self.env.replaying(scope, foreign_aliases, owner), self.another_scope():
                 for names, expr, cond in body.steps:
                     v = self.value(expr) if expr is not None else V.UNKNOWN_VAL
                     parts = v.elems if len(names) > 1 and v.elems and len(v.elems) == len(names) else None

@@ -457,13 +457,18 @@ class SemanticModel:
 
     # ----------------------------------------------------------------- the evaluator's env
     @contextmanager
-    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]]) -> Iterator[None]:
+    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]],
+                  owner: Optional[str] = None) -> Iterator[None]:
         """A helper's body evaluated for one call (`Evaluator._infer_in_scope`): in its own
         scope, and for another module's helper with that module's imports and none of this
-        file's names."""
+        file's names. A method's (`owner`, its class) reads `self.x` of that class (of this
+        file's: its attributes; of another module's: through `self`'s value)."""
         saved = (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
-                 self.func_returns, self.classes_by_name, self.forward_refs)
+                 self.func_returns, self.classes_by_name, self.forward_refs, self.classes)
         self.funcs = [scope]
+        if owner is not None:
+            info = self.classes_by_name.get(owner) if foreign_aliases is None else None
+            self.classes = [info] if info is not None else []
         if foreign_aliases is not None:
             self.aliases, self.module_scope, self.one_liners, self.helpers, self.func_returns = \
                 dict(foreign_aliases), {}, {}, {}, {}
@@ -472,7 +477,7 @@ class SemanticModel:
             yield
         finally:
             (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
-             self.func_returns, self.classes_by_name, self.forward_refs) = saved
+             self.func_returns, self.classes_by_name, self.forward_refs, self.classes) = saved
 
     def note_forward_ref(self, key: object) -> None:
         """A call met an in-file function (a name) or method (class, name) before its
