@@ -1956,3 +1956,41 @@ def test_a_method_is_inferred_per_call_with_self_bound_to_the_receiver(tmp_path)
         "pkg/__init__.py": "", "pkg/coder.py": BOX_CODER,
         "pkg/run.py": "import torch\nfrom pkg.coder import BoxCoder\n\n\n" + textwrap.dedent(loop)}))
     assert {(n, row, code) for n, row, code, _ in there} == {("run.py", 9, "SYN103")}, there
+
+
+IOU = """\
+    import torch
+
+
+    def iou(a, b):
+        tl = torch.max(a[:, None, :2], b[:, :2])
+        br = torch.min(a[:, None, 2:], b[:, 2:])
+        inside = {inside}.prod(dim=2)
+        return torch.prod(br - tl, 2) * inside
+
+
+    class Head(torch.nn.Module):
+        def forward(self, boxes, gt):
+            if boxes.shape[0] > 100:
+                boxes = boxes.cpu()
+                gt = gt.cpu()
+            return iou(boxes, gt)
+
+
+    def train(loader):
+        head = Head().cuda()
+        for boxes, gt in loader:
+            head(boxes.cuda(), gt.cuda())
+    """
+
+
+def test_a_cast_to_the_type_of_a_tensor_the_receiver_is_computed_from_copies_nothing(tmp_path):
+    """`(tl < br).type(tl.type())` (YOLOX's and pytorch-YOLOv4's `bboxes_iou`, whose boxes
+    are on the host for one caller and on the GPU for another): the comparison is computed
+    where `tl` is, so its type names the device the receiver is already on. The near-miss:
+    a host tensor made here (`torch.ones`) cast to `tl`'s type is copied to the GPU when
+    `tl` is there."""
+    same = _found(_project(tmp_path / "same", {"run.py": IOU.format(inside="(tl < br).type(tl.type())")}))
+    assert not any(row == 7 and code == "SYN304" for _, row, code, _ in same), same
+    other = _found(_project(tmp_path / "other", {"run.py": IOU.format(inside="torch.ones(3, 3, 2).type(tl.type())")}))
+    assert any(row == 7 and code in ("SYN301", "SYN304") for _, row, code, _ in other), other
