@@ -425,6 +425,8 @@ class Project:
         out.attrs.update((a, self.value(path, v, depth + 1)) for a, v in raw.attrs.items())
         out.methods.update((m, self.value(path, v, depth + 1)) for m, v in raw.methods.items())
         for m in raw.abstract:
+            if m in raw.methods:
+                continue  # its annotation says what it returns
             made = self._overridden_return(path, name, m, depth)
             if made is not None:
                 out.methods[m] = made
@@ -585,6 +587,7 @@ class Project:
             cf = self.class_facts(p2, name)
             pf.classes[q] = cf
             pf.classes.setdefault(cf.key, cf)
+            self._tell_methods(pf, p2, name, cf.key)
         elif kind == "value":
             v = self.value(p2, s.values[name])
             if _informative(v):
@@ -615,8 +618,17 @@ class Project:
                     continue
                 cf = self.class_facts(*where)
                 pf.classes[k] = cf
+                self._tell_methods(pf, where[0], where[1], k)
                 todo.extend(cf.attrs.values())
                 todo.extend(cf.methods.values())
+
+    def _tell_methods(self, pf: ProjectFacts, path: str, cname: str, key: str) -> None:
+        """The methods of `path`'s class `cname` inferred per call (`helpers`), by the class's
+        key: `obj.m(x)` on an instance of it replays `m` with `self` bound to `obj`."""
+        prefix = cname + "."
+        for fname, helper in self.summaries[path].one_liners.items():
+            if fname.startswith(prefix) and "." not in fname[len(prefix):]:
+                pf.one_liners[f"{key}.{fname[len(prefix):]}"] = helper
 
     def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
         """(path, function qual in it, leading parameters the call does not pass) of a call."""
@@ -804,6 +816,13 @@ class Project:
                 order, defaulted = spec
                 join_call(out.setdefault(p2, {}).setdefault(qual, {}), order[max(skip, implicit):], defaulted,
                           pos, kws, lambda v, path=path: self.value(path, v))
+                # an abstract method (`raise NotImplementedError`) never runs: the call runs an
+                # override (a metric's `update`, called on an instance annotated as the base)
+                for p3, sub in self._abstract_overrides(p2, qual):
+                    spec = self.summaries[p3].params.get(sub)
+                    if spec is not None:
+                        join_call(out.setdefault(p3, {}).setdefault(sub, {}), spec[0][max(skip, implicit):],
+                                  spec[1], pos, kws, lambda v, path=path: self.value(path, v))
         # `self.m(...)` in a base class reaches the override of `m` in a subclass elsewhere
         overrides = self._overrides()
         for path, s in summaries:
@@ -816,6 +835,14 @@ class Project:
                         join_call(out.setdefault(p2, {}).setdefault(qual, {}), spec[0][1:], spec[1], pos, kws,
                                   lambda v, path=path: self.value(path, v))
         return out
+
+    def _abstract_overrides(self, path: str, qual: str) -> List[Tuple[str, str]]:
+        """The overrides, in any module, of `path`'s method `qual` when it is abstract."""
+        cname, _, method = qual.rpartition(".")
+        cf = self.summaries[path].classes.get(cname) if cname else None
+        if cf is None or method not in cf.abstract:
+            return []
+        return self._overrides().get((path, qual), [])
 
     def _subclass_attrs(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
         """path -> class -> attribute -> the join of what the class's direct subclasses, in

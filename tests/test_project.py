@@ -1658,6 +1658,57 @@ def test_a_default_tensor_type_restored_to_the_cpu(tmp_path):
     assert ("a.py", 11, "SYN306") not in found
 
 
+def _long_helper() -> str:
+    """A helper of more straight-line steps than a one-screen utility (`box_stats`: 32
+    assignments), each derived from its parameter."""
+    steps = "\n".join(f"    s{i} = s{i - 1} * 2 + 1" for i in range(1, 32))
+    return f"import torch\n\n\ndef box_stats(boxes):\n    s0 = boxes[:, 2:] - boxes[:, :2]\n{steps}\n    return s31\n"
+
+
+def test_a_long_helper_returns_each_callers_own_device(tmp_path):
+    """Issue 34 item 2: what a call of another module's helper returns comes from that call's
+    arguments, also for a helper longer than a few lines: the caller that passes host boxes
+    gets host statistics back (their `.cpu()` is no copy: the near-miss), the caller that
+    passes GPU boxes gets GPU statistics (their `.cpu()` is a read-back every step), though
+    the join over both callers says neither."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/boxes.py": _long_helper(),
+        "pkg/host.py": """\
+            import torch
+            from pkg.boxes import box_stats
+
+            def summarise(steps):
+                for _ in range(steps):
+                    stats = box_stats(torch.rand(8, 4)).cpu()
+            """,
+        "pkg/device.py": """\
+            import torch
+            from pkg import boxes
+
+            def train(steps):
+                for _ in range(steps):
+                    stats = boxes.box_stats(torch.rand(8, 4, device="cuda")).cpu()
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if n in ("host.py", "device.py")}
+    assert found == {("device.py", 6, "SYN103")}
+
+
+def test_a_long_helper_of_this_module_returns_each_callers_own_device(tmp_path):
+    """The same within one module: each call of the long helper takes its own caller's device."""
+    paths = _project(tmp_path, {"run.py": _long_helper() + textwrap.dedent("""\
+
+
+        def train(steps):
+            for _ in range(steps):
+                host = box_stats(torch.rand(8, 4)).cpu()
+                gpu = box_stats(torch.rand(8, 4, device="cuda")).cpu()
+        """)})
+    found = {(row, code) for n, row, code, _ in _found(paths)}
+    assert found == {(43, "SYN103")}, found
+
+
 def test_a_staticmethod_called_through_self_passes_no_self(tmp_path):
     """`self.rep(sub, ids, mask, self.fix)` of a `@staticmethod`: the first argument is
     `sub`, not `self`; taking it for a bound call shifted every argument one parameter on and
@@ -1720,3 +1771,226 @@ def test_a_staticmethod_called_from_another_module_passes_no_self(tmp_path):
                 Bi.rep(model, ids, ids, mask)
         '''})
     assert not any(code == "SYN105" for _, _, code, _ in _found(paths)), _found(paths)
+
+
+METER = """\
+    import torch
+    import torchmetrics
+
+
+    class Meter(torchmetrics.Metric):
+        def update(self, preds: torch.Tensor, sizes: torch.Tensor):
+            for i in range(preds.shape[0]):
+                self.total += int(sizes[i].item())
+    """
+
+
+def _evaluation(sizes: str) -> str:
+    """A solver whose metric comes from a builder in another module, moved with `.to()`, and
+    is fed sizes made by `sizes` every evaluation step."""
+    return f"""\
+        import typing as tp
+        import torch
+        from pkg import builders, metric
+
+
+        class Solver:
+            def evaluate(self, loader):
+                meter: tp.Optional[metric.Meter] = None
+                if loader is not None:
+                    meter = builders.get_meter().to("cuda")
+                for x in loader:
+                    sizes = {sizes}
+                    if meter is not None:
+                        meter.update(x.cpu(), sizes)
+        """
+
+
+def test_a_metric_moved_with_to_is_still_the_metric_its_callers_feed(tmp_path):
+    """Issue 34 item 2: `builder().to(device)` of an object whose class has a library base
+    (a torchmetrics `Metric`) is that object still, on every walk: its `update` takes what this
+    caller passes. Host sizes (`torch.tensor([...])` of Python ints) read back with `.item()`
+    wait for nothing (the near-miss); the same sizes made on the GPU are a read-back."""
+    files = {"pkg/__init__.py": "", "pkg/metric.py": METER,
+             "pkg/builders.py": "from pkg import metric\n\n\ndef get_meter():\n    return metric.Meter()\n"}
+    host = _found(_project(tmp_path / "host", {
+        **files, "pkg/solver.py": _evaluation("torch.tensor([len(r) for r in x])")}))
+    assert not any(n == "metric.py" for n, _, _, _ in host), host
+    gpu = _found(_project(tmp_path / "gpu", {
+        **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
+    assert ("metric.py", 8, "SYN101", True) in gpu, gpu
+
+
+def test_a_builder_annotated_with_the_class_it_picks_from_a_table_returns_an_instance(tmp_path):
+    """`def get_meter() -> metric.Meter: return table[name]()`: the body's value is a class
+    picked from a dict, unknown; the annotation names the class, so the metric's `update`
+    takes what its caller passes (host sizes: no read-back; GPU sizes: one)."""
+    builders = """\
+        from pkg import metric
+
+
+        def get_meter() -> metric.Meter:
+            table = {"plain": metric.Meter}
+            klass = table["plain"]
+            return klass()
+        """
+    files = {"pkg/__init__.py": "", "pkg/metric.py": METER, "pkg/builders.py": builders}
+    host = _found(_project(tmp_path / "host", {
+        **files, "pkg/solver.py": _evaluation("torch.tensor([len(r) for r in x])")}))
+    assert not any(n == "metric.py" for n, _, _, _ in host), host
+    gpu = _found(_project(tmp_path / "gpu", {
+        **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
+    assert ("metric.py", 8, "SYN101", True) in gpu, gpu
+
+
+def test_a_call_of_an_abstract_method_passes_its_arguments_to_the_overrides(tmp_path):
+    """A metric known only as its base class (the builder's annotation), whose `update` only
+    raises NotImplementedError: the call runs a subclass's `update` (in another module), which
+    takes the call's values: host sizes, no read-back; GPU sizes, one."""
+    base = """\
+        import torch
+        import torchmetrics
+
+
+        class Meter(torchmetrics.Metric):
+            def update(self, preds: torch.Tensor, sizes: torch.Tensor) -> None:
+                raise NotImplementedError("subclasses count")
+        """
+    counting = METER.replace("import torchmetrics", "from pkg.metric import Meter").replace(
+        "class Meter(torchmetrics.Metric):", "class CountingMeter(Meter):")
+    builders = """\
+        from pkg import counting, metric
+
+
+        def get_meter() -> metric.Meter:
+            return {"count": counting.CountingMeter}["count"]()
+        """
+    files = {"pkg/__init__.py": "", "pkg/metric.py": base, "pkg/counting.py": counting, "pkg/builders.py": builders}
+    host = _found(_project(tmp_path / "host", {
+        **files, "pkg/solver.py": _evaluation("torch.tensor([len(r) for r in x])")}))
+    assert not any(n == "counting.py" for n, _, _, _ in host), host
+    gpu = _found(_project(tmp_path / "gpu", {
+        **files, "pkg/solver.py": _evaluation('torch.tensor([len(r) for r in x], device="cuda")')}))
+    assert ("counting.py", 8, "SYN101", True) in gpu, gpu
+
+
+def _decorated_helper(decorator: str) -> str:
+    return f"""\
+        import functools
+        import torch
+
+
+        def logged(function):
+            @functools.wraps(function)
+            def wrapper(*args, **kwargs):
+                print("calling", function.__name__)
+                return function(*args, **kwargs)
+            return wrapper
+
+
+        def timed(function):
+            def wrapper(*args, **kwargs):
+                return 0.0
+            return wrapper
+
+
+        {decorator}
+        def normalised(boxes):
+            scale = boxes.max()
+            out = boxes / scale
+            return out
+
+
+        def train(steps):
+            for _ in range(steps):
+                host = normalised(torch.rand(8, 4)).cpu()
+                gpu = normalised(torch.rand(8, 4, device="cuda")).cpu()
+        """
+
+
+def test_a_helper_behind_a_decorator_that_passes_the_call_through_is_inferred_per_call(tmp_path):
+    """Issue 34 item 2: `@torch.no_grad()`, `@functools.lru_cache` and a project decorator whose
+    wrapper (`functools.wraps`) returns the wrapped function's call give back what the
+    function returns, so each call takes its own arguments' device: the host caller's
+    `.cpu()` copies nothing, the GPU caller's is a read-back. The near-miss: a decorator whose
+    wrapper returns something else is not looked through (both calls stay as they were)."""
+    for decorator in ("@torch.no_grad()", "@functools.lru_cache(maxsize=None)", "@logged"):
+        found = {(row, code) for _, row, code, _ in _found(_project(
+            tmp_path / decorator.strip("@()=").replace(".", "_"), {"run.py": _decorated_helper(decorator)}))}
+        assert (29, "SYN103") in found and (28, "SYN103") not in found, (decorator, found)
+    other = {(row, code) for _, row, code, _ in _found(_project(tmp_path / "timed", {
+        "run.py": _decorated_helper("@timed")}))}
+    assert (28, "SYN103") in other, other
+
+
+BOX_CODER = """\
+    import torch
+
+
+    class BoxCoder:
+        def __init__(self, scale):
+            self.scale = scale
+
+        def normalised(self, boxes):
+            top = boxes.max()
+            out = boxes / top * self.scale
+            return out
+    """
+
+
+def test_a_method_is_inferred_per_call_with_self_bound_to_the_receiver(tmp_path):
+    """Issue 34 item 2: `coder.normalised(boxes)`, a method of a class of this module or of
+    another, returns what this call's boxes give: the caller passing host boxes gets host
+    boxes back (`.cpu()` copies nothing), the one passing GPU boxes gets GPU boxes (a
+    read-back every step), though the join over both callers says neither."""
+    loop = """\
+        def train(steps):
+            coder = BoxCoder(2.0)
+            for _ in range(steps):
+                host = coder.normalised(torch.rand(8, 4)).cpu()
+                gpu = coder.normalised(torch.rand(8, 4, device="cuda")).cpu()
+        """
+    here = _found(_project(tmp_path / "here", {"run.py": BOX_CODER + "\n\n" + loop}))
+    assert {(row, code) for _, row, code, _ in here} == {(18, "SYN103")}, here
+    there = _found(_project(tmp_path / "there", {
+        "pkg/__init__.py": "", "pkg/coder.py": BOX_CODER,
+        "pkg/run.py": "import torch\nfrom pkg.coder import BoxCoder\n\n\n" + textwrap.dedent(loop)}))
+    assert {(n, row, code) for n, row, code, _ in there} == {("run.py", 9, "SYN103")}, there
+
+
+IOU = """\
+    import torch
+
+
+    def iou(a, b):
+        tl = torch.max(a[:, None, :2], b[:, :2])
+        br = torch.min(a[:, None, 2:], b[:, 2:])
+        inside = {inside}.prod(dim=2)
+        return torch.prod(br - tl, 2) * inside
+
+
+    class Head(torch.nn.Module):
+        def forward(self, boxes, gt):
+            if boxes.shape[0] > 100:
+                boxes = boxes.cpu()
+                gt = gt.cpu()
+            return iou(boxes, gt)
+
+
+    def train(loader):
+        head = Head().cuda()
+        for boxes, gt in loader:
+            head(boxes.cuda(), gt.cuda())
+    """
+
+
+def test_a_cast_to_the_type_of_a_tensor_the_receiver_is_computed_from_copies_nothing(tmp_path):
+    """`(tl < br).type(tl.type())` (YOLOX's and pytorch-YOLOv4's `bboxes_iou`, whose boxes
+    are on the host for one caller and on the GPU for another): the comparison is computed
+    where `tl` is, so its type names the device the receiver is already on. The near-miss:
+    a host tensor made here (`torch.ones`) cast to `tl`'s type is copied to the GPU when
+    `tl` is there."""
+    same = _found(_project(tmp_path / "same", {"run.py": IOU.format(inside="(tl < br).type(tl.type())")}))
+    assert not any(row == 7 and code == "SYN304" for _, row, code, _ in same), same
+    other = _found(_project(tmp_path / "other", {"run.py": IOU.format(inside="torch.ones(3, 3, 2).type(tl.type())")}))
+    assert any(row == 7 and code in ("SYN301", "SYN304") for _, row, code, _ in other), other

@@ -1879,3 +1879,47 @@ def test_a_device_stored_on_the_parsed_arguments_is_read_back_in_other_functions
     )
     v = val(src)
     assert v.kind == V.TENSOR and v.device == V.CUDA, v
+
+
+def _batch_moved(store: str) -> str:
+    """A loader's batch that may be a list of tensors (one per pathway) or one tensor: each
+    item moved with `store`, the lone tensor moved to the GPU."""
+    return f"""\
+import torch
+def run(dataset):
+    for inputs, labels in torch.utils.data.DataLoader(dataset, batch_size=8):
+        if isinstance(inputs, (list,)):
+            for i in range(len(inputs)):
+                inputs[i] = {store}
+            probe(inputs)
+"""
+
+
+def test_a_store_into_every_item_of_a_list_is_what_the_list_holds():
+    """Issue 34 item 2 (containers): `for i in range(len(xs)): xs[i] = xs[i].cuda()` rewrites
+    every item, so the list holds GPU tensors after the loop (not host ones joined with GPU
+    ones); the host batch narrowed to a list by `isinstance` is a list of host tensors."""
+    assert val(_batch_moved("inputs[i].cuda(non_blocking=True)")).device == V.CUDA
+    host = val(_batch_moved("inputs[i].float()"))
+    assert (host.kind, host.device) == (V.TENSORS, V.CPU)
+
+
+def test_a_store_into_some_items_of_a_list_joins_with_what_they_held():
+    """The near-miss: a loop that skips the first item (or stores into another list's index)
+    leaves host items beside the GPU ones."""
+    partial = _batch_moved("inputs[i].cuda()").replace("range(len(inputs))", "range(1, len(inputs))")
+    assert val(partial).device == V.EITHER
+    other = _batch_moved("inputs[i].cuda()").replace("range(len(inputs))", "range(len(labels))")
+    assert val(other).device == V.EITHER
+
+
+def test_a_distribution_of_python_numbers_samples_on_the_host():
+    """`Beta(alpha, alpha).sample()` with float parameters (mixup's mixing ratio): torch
+    builds the parameters as CPU tensors, so the sample is a host tensor (`int(lam)` waits for
+    nothing); parameters on the GPU sample there."""
+    host = val("import torch\nfrom torch.distributions import Beta\n"
+               "def mix(alpha: float = 0.2):\n    probe(Beta(alpha, alpha).sample())\n")
+    assert (host.kind, host.device) == (V.TENSOR, V.CPU)
+    gpu = val("import torch\nfrom torch.distributions import Beta\n"
+              "def mix():\n    a = torch.ones(1, device='cuda')\n    probe(Beta(a, a).sample())\n")
+    assert (gpu.kind, gpu.device) == (V.TENSOR, V.CUDA)

@@ -21,17 +21,19 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callsites import iteration_calls, record_call
+from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
 from synclint.semantic.rarity import returns_until_set, stores_own_move
-from synclint.semantic.helpers import helper_body, returned_parameter, reyielded_parameter
+from synclint.semantic.helpers import (PASS_THROUGH_DECORATORS, helper_body, returned_parameter,
+                                       reyielded_parameter, wraps_call)
 from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_container
 from synclint.semantic.moves import is_cuda_string
 from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, descendants, string_value
+from synclint.semantic.syntax import all_params, descendants, indices_of, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -127,24 +129,33 @@ class Binder:
         ret = info.returns if info.yields is None else Val(V.ITER, elems=(info.yields,))
         if ret is None and node.returns is not None:
             ret = annotation_val(ctx, node.returns.annotation)
+        elif ret is not None and ret.kind == V.UNKNOWN and not ref_target(ret) and node.returns is not None:
+            # `def get_kldiv(cfg) -> metrics.KLDivergenceMetric: ...; return klass(**kwargs)`
+            # (a class picked from a dict): an instance of the class it names (a tensor
+            # annotation says no device, and is left to what the body returns)
+            named = annotation_val(ctx, node.returns.annotation)
+            if named is not None and named.kind in (V.MODULE, V.OBJECT) and named.cls:
+                ret = named
         if ret is not None:
             if cls is not None:
                 ctx.method_returns[(cls.name, node.name.value)] = ret
             else:
                 ctx.func_returns[node.name.value] = ret
-        if cls is None and ctx.func is None:
-            given_back = returned_parameter(node)  # `...; return model`: the call's argument
-            body = helper_body(node) if given_back is None else None  # or a replayable helper
+        if ctx.func is None and (cls is None or _replayable_method(node)):
+            # a module-level function, or a method (key "Cls.m", `self` its first parameter)
+            key = node.name.value if cls is None else qual
+            see_through = all(_passes_call_through(ctx, d.decorator) for d in node.decorators)
+            given_back = returned_parameter(node, see_through)  # `...; return model`: the call's argument
+            body = helper_body(node, see_through) if given_back is None else None  # or a replayable helper
             if given_back is not None:
-                ctx.one_liners[node.name.value] = ([p.name.value for p in all_params(node.params)],
-                                                   cst.Name(given_back))
+                ctx.one_liners[key] = ([p.name.value for p in all_params(node.params)], cst.Name(given_back))
             elif body is None:
                 pass
             elif body.one_line:
-                ctx.one_liners[node.name.value] = (body.params, body.returns[0])
+                ctx.one_liners[key] = (body.params, body.returns[0])
             elif ret is None or ret.kind in (V.TENSOR, V.TENSORS, V.UNKNOWN):
                 body.node = node
-                ctx.helpers[node.name.value] = body
+                ctx.helpers[key] = body
         # The function's name is bound in the enclosing scope (it shadows imports); a nested
         # one by its key, so that a factory's `return step_fn` says which function it gives
         if ctx.func is not None:
@@ -216,7 +227,9 @@ class Binder:
         ctx.loop_nodes.pop()
         ctx.loop_depth -= per_step
         ctx.container_loop_depth -= container
-        ctx.merge([before, ctx.snapshot()])  # the body ran zero or more times
+        after = ctx.snapshot()
+        ctx.merge([before, after])  # the body ran zero or more times
+        _keep_stored_items(ctx, node, before, after)
         if node.orelse is not None:
             self.walk(node.orelse)
 
@@ -549,6 +562,26 @@ def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
     return ctx.qualname(d) in L.NO_GRAD_CONTEXTS
 
 
+def _replayable_method(node: cst.FunctionDef) -> bool:
+    """A method whose result may be inferred per call with `self` bound to the receiver: a
+    plain one (not a module's `forward`, whose output has its own rules, nor a constructor or
+    other dunder), its first parameter `self`."""
+    params = all_params(node.params)
+    return (bool(params) and params[0].name.value == "self" and not node.name.value.startswith("__")
+            and node.name.value != "forward")
+
+
+def _passes_call_through(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
+    """A decorator after which a call returns what the function returns: a grad mode, a
+    cache (`L.PASS_THROUGH_DECORATORS`), or a function of this file whose `functools.wraps`
+    wrapper returns the wrapped function's call."""
+    f = d.func if type(d) is cst.Call else d
+    if ctx.qualname(f) in PASS_THROUGH_DECORATORS:
+        return True
+    info = ctx.all_funcs.get(d.value) if type(d) is cst.Name else None
+    return info is not None and type(info.node) is cst.FunctionDef and wraps_call(info.node)
+
+
 def _is_module_base(ctx: "SemanticModel", b: cst.BaseExpression) -> bool:
     q = ctx.qualname(b)
     if q is not None:
@@ -599,3 +632,11 @@ def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.
                 return
     ctx.bind_target(target, ctx.iter_item(it))
 
+
+def _keep_stored_items(ctx: "SemanticModel", node: cst.For, before: dict, after: dict) -> None:
+    """After `for i in range(len(xs)): xs[i] = xs[i].cuda()`, the items of `xs` are what the
+    body stored: the loop ran no time only if `xs` had no items, whose device tells nothing."""
+    name = indices_of(node.iter)
+    was, now = before.get(name), after.get(name)
+    if was is not None and now is not None and was.val.kind == now.val.kind == V.TENSORS and was is not now:
+        ctx.bind(name, now.val, now.expr)

@@ -71,8 +71,9 @@ def module_summary(model, name: str) -> ModuleSummary:
         # would make every change of it look like a change of the facts they depend on)
         cf.methods = {meth: v for (c, meth), v in m.method_returns.items()
                       if c == cname and (v.kind != V.UNKNOWN or ref_target(v))}
-        cf.abstract = sorted(meth for meth in info.methods
-                             if meth not in cf.methods and _abstract(m.all_funcs.get(f"{cname}.{meth}")))
+        # (also one whose return is annotated: a call of it runs an override, which takes
+        # the call's arguments)
+        cf.abstract = sorted(meth for meth in info.methods if _abstract(m.all_funcs.get(f"{cname}.{meth}")))
         out.classes[cname] = cf
     for vname, b in m.module_scope.items():
         if b.val.kind not in (V.UNKNOWN, V.PY) or ref_target(b.val) or V.is_registry(b.val):

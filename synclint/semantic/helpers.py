@@ -3,7 +3,7 @@
 A module-level function such as trl's `pad(tensors, ...)`, whose result is made on
 `tensors[0].device`, returns a CPU tensor to the caller that passes CPU tensors and a GPU
 tensor to the one that passes GPU tensors. Its walked return is the join over every caller,
-which says neither. A short helper of straight-line code (assignments to names, `if`/`for`
+which says neither. A helper of straight-line code (assignments to names, `if`/`for`
 blocks of them, returns) is instead replayed at each call (`infer._infer_in_scope`): its
 parameters bound to the call's values, each assignment inferred in order (one under a
 branch or loop joined with what the name held before), and the returns joined. Names it
@@ -24,8 +24,17 @@ import libcst as cst
 from synclint.parse.node_data import node_data, node_from_data
 from synclint.semantic.syntax import all_params, descendants
 
-# Longer helpers are not replayed: their walked return is what callers get.
-MAX_STEPS = 30
+# Longer helpers are not replayed: their walked return is what callers get. (A replay's
+# result is memoised by argument values, `infer.Evaluator._infer_in_scope`, so one long
+# helper called at many sites with the same facts is evaluated once.)
+MAX_STEPS = 80
+# Decorators after which a call returns what the function returns (its device too): grad
+# modes and caches
+PASS_THROUGH_DECORATORS = frozenset((
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+    "functools.lru_cache", "functools.cache",
+))
 # Names a return made of parameters may also hold: builtins that pick among them
 _NEUTRAL_NAMES = frozenset({"None", "True", "False", "callable", "isinstance"})
 
@@ -74,15 +83,45 @@ class _NotStraight(Exception):
     pass
 
 
-def _plain_signature(node: cst.FunctionDef) -> bool:
-    """Undecorated, and every argument a call passes lands in a named parameter."""
-    return not node.decorators and type(node.params.star_arg) is not cst.Param and node.params.star_kwarg is None
+def _plain_signature(node: cst.FunctionDef, see_through: bool = False) -> bool:
+    """Undecorated (or `see_through`: every decorator passes the call through and gives back
+    its result), and every argument a call passes lands in a named parameter."""
+    return (see_through or not node.decorators) and type(node.params.star_arg) is not cst.Param \
+        and node.params.star_kwarg is None
 
 
-def helper_body(node: cst.FunctionDef) -> Optional[HelperBody]:
-    """The replayable body of a function, or None (decorated, `*args`/`**kwargs`, a
-    generator, nested definitions, imports, `global`, no value returned, too long)."""
-    if not _plain_signature(node):
+def wraps_call(node: cst.FunctionDef) -> bool:
+    """`def verify_operation(function): @wraps(function) def wrapper(*args, **kwargs): ...;
+    return function(*args, **kwargs); return wrapper`: a decorator whose wrapper gives back
+    what the decorated function returns, at every `return`."""
+    params = all_params(node.params)
+    body = node.body.body if type(node.body) is cst.IndentedBlock else ()
+    if len(params) != 1 or not body or type(body[-1]) is not cst.SimpleStatementLine:
+        return False
+    last = body[-1].body[0]
+    if not (type(last) is cst.Return and type(last.value) is cst.Name):
+        return False
+    fn = params[0].name.value
+    wrapper = next((s for s in body if type(s) is cst.FunctionDef and s.name.value == last.value.value), None)
+    if wrapper is None or not any(_wraps(d.decorator, fn) for d in wrapper.decorators):
+        return False
+    returns = [n for n in descendants(wrapper) if type(n) is cst.Return]
+    return bool(returns) and all(type(r.value) is cst.Call and type(r.value.func) is cst.Name
+                                 and r.value.func.value == fn for r in returns)
+
+
+def _wraps(d: cst.BaseExpression, fn: str) -> bool:
+    """`@wraps(fn)` or `@functools.wraps(fn)`."""
+    return (type(d) is cst.Call and len(d.args) == 1 and type(d.args[0].value) is cst.Name
+            and d.args[0].value.value == fn and (type(d.func) is cst.Name and d.func.value == "wraps"
+                                                 or type(d.func) is cst.Attribute and d.func.attr.value == "wraps"))
+
+
+def helper_body(node: cst.FunctionDef, see_through: bool = False) -> Optional[HelperBody]:
+    """The replayable body of a function, or None (decorated, unless `see_through`,
+    `*args`/`**kwargs`, a generator, nested definitions, imports, `global`, no value
+    returned, too long)."""
+    if not _plain_signature(node, see_through):
         return None
     body = HelperBody([p.name.value for p in all_params(node.params)])
     mutated: set = set()
@@ -172,11 +211,11 @@ def _followed(target: cst.BaseExpression) -> bool:
 _TARGETED = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr})
 
 
-def returned_parameter(node: cst.FunctionDef) -> Optional[str]:
+def returned_parameter(node: cst.FunctionDef, see_through: bool = False) -> Optional[str]:
     """`def apply_gradient_allreduce(module): ...; return module`: the parameter every
     `return` gives back (never rebound in the function, nested functions aside), so a call's
     result is what that call passed. None otherwise."""
-    if not _plain_signature(node):
+    if not _plain_signature(node, see_through):
         return None
     params = {p.name.value for p in all_params(node.params)}
     returned: set = set()

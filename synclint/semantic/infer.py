@@ -3,8 +3,9 @@
 `Evaluator(env).infer(expr)` is the value of `expr` where the walk is. The evaluator reads
 the file through its `Env` (the `SemanticModel`), whose protocol below names every fact it
 reads, and binds nothing: binding is the binder's job, in source order. What it keeps of
-its own is a memo of values, owned and emptied by it (`forget`), and the helpers it is
-inlining (a recursion guard). What it learns that the next walk should know (a function
+its own is a memo of values, owned and emptied by it (`forget`), a memo of what helpers
+return for given argument values (`_returns`, below), and the helpers it is inlining (a
+recursion guard). What it learns that the next walk should know (a function
 called above its definition, a loader drawn from) it tells the env through its `note_`
 methods, never by writing the env's tables.
 """
@@ -72,7 +73,8 @@ class Env(Protocol):
     def resolve(self, v: Val) -> Val: ...
 
     # a helper's body evaluated for one call: its own scope (and another module's imports)
-    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]]) -> ContextManager[None]: ...
+    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]],
+                  owner: Optional[str] = None) -> ContextManager[None]: ...
 
     # what this walk learnt that the next walk should know
     def note_forward_ref(self, key: object) -> None: ...
@@ -93,6 +95,12 @@ _DICT_VALUE_KINDS = (V.NUMPY, V.TENSOR, V.LOADER)
 # inferred from them, not from the container's value
 _LITERAL_CONTAINERS = (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp, cst.GeneratorExp)
 
+# Bounds on evaluating a callee's body for one call (`Evaluator._infer_in_scope`): how deep
+# such evaluations nest (a helper calling a helper ...), and how many results one walk keeps.
+MAX_REPLAY_DEPTH = 6
+MAX_REPLAYED = 4096
+
+
 def infer(expr: cst.BaseExpression, env: "Env") -> Val:
     """The value of `expr` in `env`, asked once (a walk keeps one `Evaluator`, whose memo
     serves every question until a binding changes)."""
@@ -108,12 +116,22 @@ class Evaluator:
         # scope's evaluation (`another_scope`) has its own
         self.memo: Dict[object, tuple] = {}
         self._inlining: Set[str] = set()  # helpers being inlined (a call of one in its own body)
+        # What a helper returns, by (function key, its parameters' values, the helpers being
+        # inlined around it): a call is inferred from its own arguments, and a second call with
+        # the same facts (at another site, in another helper's body) is not replayed again.
+        # This file's helpers read this file's names, which change as the walk goes: theirs are
+        # kept until `forget`; another module's read only that module's imports and the
+        # project's facts (fixed for a walk): theirs are kept for the walk.
+        self._returns_here: Dict[tuple, Val] = {}
+        self._returns_foreign: Dict[tuple, Val] = {}
         self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed once
 
     def forget(self) -> None:
         """What names hold may change (a binding, a new statement, a scope): inferred values
         are inferred again."""
         self.memo = {}
+        if self._returns_here:
+            self._returns_here = {}
 
     @contextmanager
     def another_scope(self) -> Iterator[None]:
@@ -529,6 +547,15 @@ class Evaluator:
                 out.append(V.element_of(v))
         return out
 
+    def _distribution_device(self, call: cst.Call) -> Optional[str]:
+        """Where a `torch.distributions` object's tensors are: its tensor parameters' device;
+        the CPU when every parameter is a Python number (torch makes them CPU tensors)."""
+        vals = [self.value(a.value) for a in call.args if a.keyword is None or a.keyword.value != "validate_args"]
+        ts = [v for v in vals if v.kind == V.TENSOR]
+        if ts:
+            return _device_of(ts)
+        return V.CPU if vals and all(v.kind == V.PY and v.py in V.NUMBERS for v in vals) else None
+
     # ------------------------------------------------------------------ devices
     def device_of_arg(self, arg: Optional[cst.BaseExpression]) -> Tuple[bool, Optional[str]]:
         """(is it a device, which) for a `device=`/`.to()` argument."""
@@ -695,9 +722,9 @@ class Evaluator:
             is_module = env.defined_class(name)
             if is_module is not None:
                 return self._instance_made(Val(V.MODULE if is_module else V.OBJECT, cls=name), call)
-            if name in env.one_liners and bound == V.FUNCTION_VAL and name not in self._inlining:
+            if name in env.one_liners and bound == V.FUNCTION_VAL and self._may_replay(name):
                 return self._inlined(name, call)
-            if name in env.helpers and bound == V.FUNCTION_VAL and name not in self._inlining:
+            if name in env.helpers and bound == V.FUNCTION_VAL and self._may_replay(name):
                 v = self._replayed(name, env.helpers[name], call, None)
                 if v is not None:
                     return v
@@ -877,7 +904,7 @@ class Evaluator:
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
-        helper = self.env.project.one_liner(q) if q not in self._inlining else None
+        helper = self.env.project.one_liner(q) if self._may_replay(q) else None
         if helper is not None:
             v = self._inlined_foreign(q, helper, call)
             if v.kind != V.UNKNOWN:
@@ -971,7 +998,7 @@ class Evaluator:
             # `py` says "validating" when the constructor does not turn validation off
             va = kwarg(call, "validate_args")
             off = type(va) is cst.Name and va.value == "False" or va is not None and type(va) is not cst.Name
-            return Val(V.DIST, py=None if off else "validating")
+            return Val(V.DIST, self._distribution_device(call), py=None if off else "validating")
         if t in L.TORCH_NON_TENSOR or t.startswith(L.TORCH_NON_TENSOR_PREFIXES) or (
                 "." in t and last.startswith(L.TORCH_ACCESSOR_PREFIXES)):
             return V.PY_VAL
@@ -1063,6 +1090,9 @@ class Evaluator:
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
             if recv.cls is not None:
+                replayed = self._method_replayed(recv, m, call)
+                if replayed is not None:
+                    return replayed
                 ret = env.method_return(recv.cls, m)
                 if ret is not None:
                     return ret
@@ -1083,12 +1113,20 @@ class Evaluator:
                     ns = Val(V.OBJECT, cls=L.ARG_NAMESPACE)
                     return ns if m != "parse_known_args" else Val(V.PY, py="tuple", elems=(ns, V.py("list")))
             if recv.cls is not None:
+                replayed = self._method_replayed(recv, m, call)
+                if replayed is not None:
+                    return replayed
                 ret = env.method_return(recv.cls, m)
                 if ret is not None and not (ret.kind == V.ITER and m in L.PASSTHROUGH_METHODS
                                             and all(e.kind == V.UNKNOWN for e in ret.elems or ())):
                     return ret
                 if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
                     env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
+                if m in L.MODULE_SELF_RETURNING and f"{recv.cls}.{m}" not in env.all_funcs:
+                    # `get_fad(cfg).to(device)`: an object whose class takes `.to()` from a
+                    # library base (a torchmetrics `Metric` is a module torch does not name)
+                    # is that object still, as the first walk's `ref().to()` said
+                    return recv
             # a logging wrapper of the project's own (BLIP's `MetricLogger.log_every`, a
             # generator that yields its iterable's items): what the loader yields
             passed = self._passed_through(m, call)
@@ -1105,7 +1143,7 @@ class Evaluator:
             return Val(V.NUMPY)
         if k == V.DIST:
             if m in ("sample", "rsample", "log_prob", "entropy", "cdf", "icdf"):
-                return V.tensor(None)
+                return V.tensor(recv.device)
             return V.UNKNOWN_VAL
         if k == V.LOADER:
             if m in ("next", "__next__") and not call.args:  # `it.next()`, old DataLoader iterators' `next(it)`
@@ -1283,14 +1321,45 @@ class Evaluator:
             return v if v is not None else V.UNKNOWN_VAL
         return self._infer_in_scope(q, body, call, helper.aliases)
 
-    def _replayed(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Optional[Val]:
+    def _method_replayed(self, recv: Val, m: str, call: cst.Call) -> Optional[Val]:
+        """`obj.m(...)` of a method this file's class (or another module's) defines, inferred
+        from this call's arguments with `self` bound to `obj`; None where that tells nothing
+        more than the method's walked return."""
+        key = f"{recv.cls}.{m}"
+        env = self.env
+        if "|" in recv.cls or not self._may_replay(key) or any(a.star for a in call.args):
+            return None
+        if recv.cls in env.classes_by_name:
+            if key in env.one_liners:
+                params, expr = env.one_liners[key]
+                v = self._infer_in_scope(key, HelperBody(params, returns=[expr]), call, None, recv)
+                return v if v.kind != V.UNKNOWN else None
+            if key in env.helpers:
+                return self._replayed(key, env.helpers[key], call, None, recv)
+            return None
+        helper = env.project.one_liner(key)
+        if helper is None:
+            return None
+        body = self._foreign_helpers.get(key)
+        if body is None:
+            body = _foreign_body(helper)
+            if body is None:
+                return None
+            self._foreign_helpers[key] = body
+        if helper.whole:
+            return self._replayed(key, body, call, helper.aliases, recv)
+        v = self._infer_in_scope(key, body, call, helper.aliases, recv)
+        return v if v.kind != V.UNKNOWN else None
+
+    def _replayed(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases,
+                  bound: Optional[Val] = None) -> Optional[Val]:
         """A straight-line helper replayed for this call (`helpers`), when that tells more
         than its walked return: a tensor (or tensors) on a known device, or an instance of a
         known class. Anything else is None: the replay does not follow `res.append(t)`, so a
         list it returns may well hold tensors."""
         if any(a.star for a in call.args):
             return None
-        v = self._infer_in_scope(key, body, call, foreign_aliases)
+        v = self._infer_in_scope(key, body, call, foreign_aliases, bound)
         if body.from_parameters or v.kind in (V.TENSOR, V.TENSORS) and v.device is not None:
             return v
         if v.kind in (V.MODULE, V.OBJECT, V.OPTIM) and v.cls:  # `def load_model(h): ...; return model`
@@ -1301,23 +1370,50 @@ class Evaluator:
             return v
         return None
 
-    def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases) -> Val:
+    def _may_replay(self, key: str) -> bool:
+        """A helper's body may be evaluated for this call: not one being inlined (recursion),
+        and not deeper than `MAX_REPLAY_DEPTH` helpers."""
+        return key not in self._inlining and len(self._inlining) < MAX_REPLAY_DEPTH
+
+    def _infer_in_scope(self, key: str, body: HelperBody, call: cst.Call, foreign_aliases,
+                        bound: Optional[Val] = None) -> Val:
+        """What `body` returns with its parameters bound to this call's argument values (and,
+        for a method, its first to the receiver, `bound`)."""
         params = body.params
         given: dict = {}
-        for p, a in zip(params, [a for a in call.args if a.keyword is None]):
+        if bound is not None and params:
+            given[params[0]] = bound
+        for p, a in zip(params[bound is not None:], [a for a in call.args if a.keyword is None]):
             given[p] = self.value(a.value)
         for a in call.args:
             if a.keyword is not None and a.keyword.value in params:
                 given[a.keyword.value] = self.value(a.value)
+        args = tuple(given.get(p, V.UNKNOWN_VAL) for p in params)
+        if foreign_aliases is None:
+            memo, memo_key = self._returns_here, (key, args, frozenset(self._inlining))
+        else:  # (what the walk's place may still tell another module's body)
+            env = self.env
+            memo, memo_key = self._returns_foreign, (key, args, frozenset(self._inlining), env.default_device,
+                                                     env.uses_xla, env.cls.name if env.cls is not None else None,
+                                                     frozenset(env.device_options.items()))
+        got = memo.get(memo_key)
+        if got is None:
+            got = self._evaluated_body(key, body, args, foreign_aliases, bound.cls if bound is not None else None)
+            if len(memo) < MAX_REPLAYED:
+                memo[memo_key] = got
+        return got
+
+    def _evaluated_body(self, key: str, body: HelperBody, args: Tuple[Val, ...], foreign_aliases,
+                        owner: Optional[str] = None) -> Val:
         scope = FuncInfo(key, key, None)
-        for p in params:
-            scope.scope[p] = Binding(given.get(p, V.UNKNOWN_VAL))
+        for p, v in zip(body.params, args):
+            scope.scope[p] = Binding(v)
         for names, _, _ in body.steps:  # its locals shadow the module's names from the start
             for n in names:
                 scope.scope.setdefault(n, Binding(V.UNKNOWN_VAL))
         self._inlining.add(key)
         try:
-            with self.env.replaying(scope, foreign_aliases), self.another_scope():
+            with self.env.replaying(scope, foreign_aliases, owner), self.another_scope():
                 for names, expr, cond in body.steps:
                     v = self.value(expr) if expr is not None else V.UNKNOWN_VAL
                     parts = v.elems if len(names) > 1 and v.elems and len(v.elems) == len(names) else None

@@ -24,6 +24,7 @@ from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.helpers import HelperBody
+from synclint.semantic.syntax import every_item_of
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites
@@ -367,8 +368,10 @@ class SemanticModel:
             if type(target.value) is cst.Name and val.kind == V.TENSOR:
                 b = self.binding(target.value.value)
                 if b is not None and b.val.kind == V.TENSORS and b.val.device != val.device:  # not a tensor's slice
-                    self.bind(target.value.value, b.val.with_(device=V.join_device(b.val.device, val.device),
-                                                              pinned=None, elems=None), b.expr)
+                    # (every item, in `for i in range(len(xs)): xs[i] = ...`: what they now hold)
+                    device = val.device if every_item_of(target, self.loop_nodes) else V.join_device(
+                        b.val.device, val.device)
+                    self.bind(target.value.value, b.val.with_(device=device, pinned=None, elems=None), b.expr)
                 elif b is not None and b.val.kind == V.PY and b.val.py == "dict":
                     # `loss_dict["ce"] = loss`: a dict of tensors (its values, joined)
                     old = b.val.elems[0] if V.is_dict_of(b.val) else None
@@ -474,13 +477,18 @@ class SemanticModel:
 
     # ----------------------------------------------------------------- the evaluator's env
     @contextmanager
-    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]]) -> Iterator[None]:
+    def replaying(self, scope: FuncInfo, foreign_aliases: Optional[Dict[str, str]],
+                  owner: Optional[str] = None) -> Iterator[None]:
         """A helper's body evaluated for one call (`Evaluator._infer_in_scope`): in its own
         scope, and for another module's helper with that module's imports and none of this
-        file's names."""
+        file's names. A method's (`owner`, its class) reads `self.x` of that class (of this
+        file's: its attributes; of another module's: through `self`'s value)."""
         saved = (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
-                 self.func_returns, self.classes_by_name, self.forward_refs)
+                 self.func_returns, self.classes_by_name, self.forward_refs, self.classes)
         self.funcs = [scope]
+        if owner is not None:
+            info = self.classes_by_name.get(owner) if foreign_aliases is None else None
+            self.classes = [info] if info is not None else []
         if foreign_aliases is not None:
             self.aliases, self.module_scope, self.one_liners, self.helpers, self.func_returns = \
                 dict(foreign_aliases), {}, {}, {}, {}
@@ -489,7 +497,7 @@ class SemanticModel:
             yield
         finally:
             (self.funcs, self.aliases, self.module_scope, self.one_liners, self.helpers,
-             self.func_returns, self.classes_by_name, self.forward_refs) = saved
+             self.func_returns, self.classes_by_name, self.forward_refs, self.classes) = saved
 
     def note_forward_ref(self, key: object) -> None:
         """A call met an in-file function (a name) or method (class, name) before its

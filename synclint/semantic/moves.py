@@ -69,6 +69,8 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
             return None  # `.type()`: a query
         v = model.infer(arg)
         if v.kind == V.PY and v.py == "typestr":  # `.type(torch.cuda.FloatTensor)`, `.type(x.type())`
+            if _computed_from(call.func.value, arg):
+                return None  # `(tl < br).type(tl.type())`: already where `tl` is
             return Move(call, m, arg, True, None, is_true(kws.get("non_blocking")), False) if v.device != V.CPU else None
         if model.torch_name(arg) is not None:
             return None  # `.type(torch.float16)`: no move
@@ -106,6 +108,25 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
             nb_expr, rest = rest[0], rest[1:]
         extra = extra or bool(rest)
     return Move(call, m, dev, dev_is_tensor, dtype, is_true(nb_expr), extra, nb_expr is not None)
+
+
+def _computed_from(recv: cst.BaseExpression, arg: cst.BaseExpression) -> bool:
+    """`arg` is `y.type()` and the receiver reads `y` through operators and indexing alone (no
+    call that could move it): the receiver is on `y`'s device."""
+    if not (type(arg) is cst.Call and not arg.args and type(arg.func) is cst.Attribute
+            and arg.func.attr.value == "type" and type(arg.func.value) in (cst.Name, cst.Attribute)):
+        return False
+    y = arg.func.value
+    stack, found = [recv], False
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Call:
+            return False
+        if n.deep_equals(y):
+            found = True
+            continue
+        stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
+    return found
 
 
 def moves_own_attribute(model, call: cst.Call) -> bool:

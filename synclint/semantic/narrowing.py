@@ -10,6 +10,7 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
+from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
     from synclint.semantic.model import SemanticModel
@@ -54,6 +55,10 @@ def narrow(ctx: "SemanticModel", test: cst.BaseExpression, negated: bool = False
             old = ctx.infer(subject)
             if old.kind == V.TENSORS or old.elems is not None or old.kind == V.PY and old.py == joined.py:
                 return  # `assert isinstance(tensors, (list, tuple))`: it stays the list of tensors it was
+            if old.kind == V.TENSOR and old.device is not None and joined.py in ("list", "tuple"):
+                # a loader's batch item that is a list (SlowFast's pathways): a list of the
+                # tensors it was taken for, where they were
+                joined = Val(V.TENSORS, old.device, dtype=old.dtype)
         if joined.kind == V.TENSOR and joined.device is None:
             old = ctx.infer(subject)
             if old.kind == V.TENSOR:

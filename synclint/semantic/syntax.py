@@ -106,7 +106,7 @@ def target_names(t: cst.BaseExpression):
 # the cost of the parse); reading the dataclass fields directly is far cheaper. The walker
 # uses the same tables.
 import dataclasses  # noqa: E402
-from typing import AbstractSet, Dict, Iterator, Set, Tuple  # noqa: E402
+from typing import AbstractSet, Dict, Iterator, Sequence, Set, Tuple  # noqa: E402
 
 SKIP_TYPES = (
     cst.BaseParenthesizableWhitespace, cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen,
@@ -242,3 +242,24 @@ def read_first(node: cst.CSTNode, names: AbstractSet[str]) -> Set[str]:
 
     visit(node)
     return {name for name, read in first.items() if read}
+
+
+def every_item_of(store: cst.Subscript, loops: Sequence[cst.CSTNode]) -> bool:
+    """`xs[i] = ...` in the body of `for i in range(len(xs)):` (the innermost loop): a store
+    into every item of `xs`, not into some."""
+    if not loops or type(loops[-1]) is not cst.For or type(store.value) is not cst.Name or len(store.slice) != 1:
+        return False
+    loop, index = loops[-1], store.slice[0].slice
+    return (type(index) is cst.Index and type(index.value) is cst.Name and type(loop.target) is cst.Name
+            and loop.target.value == index.value.value and indices_of(loop.iter) == store.value.value)
+
+
+def indices_of(it: cst.BaseExpression) -> Optional[str]:
+    """`xs` of `range(len(xs))`: a loop over every index of the list `xs` (none when it is empty)."""
+    if not (type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "range" and len(it.args) == 1):
+        return None
+    n = it.args[0].value
+    if (type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == "len" and len(n.args) == 1
+            and type(n.args[0].value) is cst.Name):
+        return n.args[0].value.value
+    return None
