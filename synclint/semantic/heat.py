@@ -162,16 +162,16 @@ def feeds_back(model, loop) -> bool:
     reads = [_names(value) for _, value in assigns]
     for i, (targets, value) in enumerate(assigns):
         for call in (n for n in (value, *descendants(value)) if type(n) is cst.Call and n.args):
-            inputs = set().union(*(_names(a.value) for a in call.args))
-            for (earlier, _), used in zip(reversed(assigns[:i]), reversed(reads[:i])):
-                if inputs.intersection(earlier):  # `idx_cond = idx[:, -block:]`, then `model(idx_cond)`
-                    inputs |= used
-            derived = set(targets)  # names holding the output, then what is computed from it
+            inputs = set().union(*(_paths(a.value) for a in call.args))
+            for (earlier, earlier_value) in reversed(assigns[:i]):
+                if _touching(inputs, earlier):  # `idx_cond = idx[:, -block:]`, then `model(idx_cond)`
+                    inputs |= _paths(earlier_value)
+            derived = {_root(t) for t in targets}  # names holding the output, then what is computed from it
             fed: Set[str] = set()
             for (later, _), used in zip(assigns[i + 1:], reads[i + 1:]):
                 if used & derived:
-                    fed.update(inputs.intersection(later))
-                    derived.update(later)
+                    fed.update(_root(p) for p in _touching(inputs, later))
+                    derived.update(_root(t) for t in later)
             # the input the next iteration reads is the one fed back (not a name the body
             # binds before the call: `p = output; p = interp(p); p = p.transpose(...)`)
             if fed and read_first(loop.body, fed) and (_own_method(model, call.func)
@@ -194,6 +194,44 @@ def _names(node: cst.CSTNode) -> Set[str]:
     return {n.value for n in (node, *descendants(node)) if type(n) is cst.Name}
 
 
+def _paths(node: cst.CSTNode) -> Set[str]:
+    """What `node` reads, an attribute of a name as its whole path: `next(self.loader)` reads
+    `self.loader`, not all of `self` (so storing `self.q_loss` feeds nothing back into it)."""
+    out: Set[str] = set()
+
+    def visit(n: cst.CSTNode) -> None:
+        path = _path(n)
+        if path is not None:
+            out.add(path)
+        elif type(n) is cst.Attribute:
+            visit(n.value)
+        else:
+            for c in n.children:
+                visit(c)
+
+    visit(node)
+    return out
+
+
+def _path(n: cst.CSTNode) -> Optional[str]:
+    """`a.b.c` for a name or a chain of attributes on one; None for anything else."""
+    parts: List[str] = []
+    while type(n) is cst.Attribute:
+        parts.append(n.attr.value)
+        n = n.value
+    return ".".join([n.value, *reversed(parts)]) if type(n) is cst.Name else None
+
+
+def _root(path: str) -> str:
+    return path.split(".", 1)[0]
+
+
+def _touching(reads: Set[str], stores) -> Set[str]:
+    """The paths in `reads` that a store to one of `stores` changes: the same path, a path
+    inside it (`seq.data = t` changes what reading `seq` sees) or one it is inside."""
+    return {r for r in reads for s in stores if r == s or s.startswith(r + ".") or r.startswith(s + ".")}
+
+
 def _own_assigns(block: cst.CSTNode, out: List[Tuple[List[str], cst.BaseExpression]]):
     """`(target names, value)` of the assignments in a block, in order, entering `if`/`with`/
     `try` blocks but not nested loops or functions (`x = ...`, `a, b = ...`, `x += ...`)."""
@@ -210,13 +248,19 @@ def _own_assigns(block: cst.CSTNode, out: List[Tuple[List[str], cst.BaseExpressi
 
 
 def _bound(target: cst.BaseExpression) -> List[str]:
-    """The names an assignment target rebinds or updates: `x`, `a, b`, the `seq` of
-    `seq[..., i] = t` or of `seq.data = t`; not the indices (`scores[i, idx] = s` leaves `i`)."""
+    """The names or attribute paths an assignment target rebinds or updates: `x`, `a, b`, the
+    `seq` of `seq[..., i] = t`, `seq.data` of `seq.data = t` (`_touching` relates it to `seq`);
+    not the indices (`scores[i, idx] = s` leaves `i`)."""
     if type(target) in (cst.Tuple, cst.List):
         return [n for e in target.elements for n in _bound(e.value)]
     if type(target) is cst.StarredElement:
         return _bound(target.value)
-    while type(target) in (cst.Subscript, cst.Attribute):
+    while type(target) is cst.Subscript:
+        target = target.value
+    path = _path(target)
+    if path is not None:
+        return [path]
+    while type(target) in (cst.Subscript, cst.Attribute):  # `xs[i].data = t`: xs
         target = target.value
     return [target.value] if type(target) is cst.Name else []
 
