@@ -1457,6 +1457,49 @@ def test_a_tokenizers_encoding_is_cpu_tensors(expr, expect):
     assert (v.kind, v.device) == expect
 
 
+@pytest.mark.parametrize("expr, kind", [
+    ("lm", V.MODULE), ("lm.to('cuda')", V.MODULE), ("vl", V.MODULE), ("unet", V.MODULE),
+    ("cfg", V.OBJECT), ("sched", V.OBJECT), ("pipe", V.OBJECT), ("flax", V.OBJECT),
+    # near misses: a tokenizer stays one; another library's from_pretrained says nothing
+    ("tok", V.OBJECT), ("other", V.UNKNOWN),
+])
+def test_a_hugging_face_from_pretrained_builds_a_model_or_an_object_never_a_tensor(expr, kind):
+    """`AutoModelForCausalLM.from_pretrained(...)` is an nn.Module (Wan2.1's prompt extender
+    moves one to the GPU and back: `self.model.to("cpu")` is an offload, not a read-back); a
+    configuration, a scheduler or a pipeline is an object; neither is a tensor."""
+    src = ("import torch\nfrom transformers import AutoModelForCausalLM, AutoConfig, AutoTokenizer\n"
+           "from transformers import Qwen2_5_VLForConditionalGeneration\n"
+           "from diffusers import UNet2DConditionModel, DDIMScheduler, StableDiffusionPipeline\n"
+           "import somelib\n"
+           "lm = AutoModelForCausalLM.from_pretrained('m')\n"
+           "vl = Qwen2_5_VLForConditionalGeneration.from_pretrained('m', device_map='cpu')\n"
+           "unet = UNet2DConditionModel.from_pretrained('m', subfolder='unet')\n"
+           "cfg = AutoConfig.from_pretrained('m')\n"
+           "sched = DDIMScheduler.from_pretrained('m')\n"
+           "pipe = StableDiffusionPipeline.from_pretrained('m')\n"
+           "tok = AutoTokenizer.from_pretrained('m')\n"
+           "other = somelib.Thing.from_pretrained('m')\n"
+           "from transformers import FlaxBertForMaskedLM\nflax = FlaxBertForMaskedLM.from_pretrained('m')\n"
+           f"probe({expr})\n")
+    assert val(src).kind == kind
+
+
+def test_a_hugging_face_model_moved_back_to_the_host_is_no_read_back():
+    from synclint.engine import lint_source
+
+    src = ("import torch\nfrom transformers import AutoModelForCausalLM\n"
+           "class Expander:\n"
+           "    def __init__(self, name, device=0):\n"
+           "        self.device = device\n"
+           "        self.model = AutoModelForCausalLM.from_pretrained(name)\n"
+           "    def extend(self, inputs):\n"
+           "        self.model = self.model.to(self.device)\n"
+           "        out = self.model.generate(**inputs)\n"
+           "        self.model = self.model.to('cpu')\n"
+           "        return out\n")
+    assert [f.code for f in lint_source(src, "expand.py")] == []
+
+
 def test_a_lambda_mapped_over_items_sees_each_item():
     """`text, images = map(lambda t: t.cuda(), (text, images))` (DALLE-pytorch): `t` is each
     batch tensor while the lambda is walked; the name's own binding outside is untouched."""

@@ -901,6 +901,10 @@ class Evaluator:
         if _is_tokenizer_class(q) or "." in q and _is_tokenizer_class(q.rsplit(".", 1)[0]) \
                 and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
             return Val(V.OBJECT, cls=L.TOKENIZER)  # `BertTokenizer.from_pretrained("bert-base-uncased")`
+        if root in L.PRETRAINED_PACKAGES and q.count(".") >= 2 and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
+            cls = q.rsplit(".", 2)[1]  # `AutoModelForCausalLM.from_pretrained(...)`: a model
+            model = not cls.endswith(L.PRETRAINED_OBJECTS) and not cls.startswith(L.PRETRAINED_FOREIGN)
+            return Val(V.MODULE if model else V.OBJECT, cls=cls)
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
