@@ -493,10 +493,13 @@ def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
     src = ("import torch\nloader = torch.utils.data.DataLoader(ds)\n"
            "def train_one_epoch():\n    for x in loader:\n        pass\n    summary = 1\n"
            "def step_fn():\n    pass\n"
-           "for epoch in range(3):\n    train_one_epoch()\n    step_fn()\n")
+           "for it in range(3):\n    train_one_epoch()\n    step_fn()\n")
     _, ctx = probe(src)
     hot = hot_functions(ctx)
     assert "step_fn" in hot and "train_one_epoch" not in hot
+    # a loop whose variable names epochs is an epoch loop: what it calls runs once an epoch
+    _, ctx = probe(src.replace("for it in", "for epoch in"))
+    assert "step_fn" not in hot_functions(ctx)
 
 
 @pytest.mark.parametrize("body, hot", [
@@ -507,8 +510,9 @@ def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
     # `*_step` function, or evaluates only under a periodic guard, stays per step
     ("x = next(it)\n    probe(x)", True),
     ("loss = train_step(model, train_loader)\n    probe(loss)", True),
-    ("if epoch % 10 == 0:\n        evaluate(val_loader)\n    probe(epoch)", True),
-    ("acc = log(epoch, model)\n    probe(acc)", True),
+    # a loop whose variable names epochs, with no step of its own, runs once an epoch
+    ("if epoch % 10 == 0:\n        evaluate(val_loader)\n    probe(epoch)", False),
+    ("acc = log(epoch, model)\n    probe(acc)", False),
 ])
 def test_an_epoch_loop_may_hand_the_loader_to_a_function(body, hot):
     src = ("import torch\ntrain_loader = torch.utils.data.DataLoader(ds)\nit = iter(train_loader)\n"

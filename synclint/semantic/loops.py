@@ -121,7 +121,8 @@ def _names_epochs(target: cst.BaseExpression) -> bool:
 
 def _steps_itself(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
     """The loop's own statements (not an inner loop's) run a training step: `backward()`,
-    an optimizer's `step()` (not a learning-rate scheduler's), or a call of a function of
+    an optimizer's `step()` (not a learning-rate scheduler's), `next()` of a loader's
+    iterator, or a call of a function of
     this file that steps one outside any loop of its own or is a step by its name
     (`train_step(model, x)`)."""
     for n in descendants(body, _OWN_LOOP_STOPS):
@@ -138,6 +139,8 @@ def _steps_itself(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
             continue
         if name == "backward" or hot_name(name):
             return True
+        if name == "next" and type(n.func) is cst.Name and n.args and iterates_batches(ctx, n.args[0].value, {}):
+            return True  # one batch a pass (`x = next(it)`): a step loop whatever its name
         info = ctx.all_funcs.get(name) if type(n.func) is cst.Name else (
             ctx.all_funcs.get(f"{ctx.cls.name}.{name}") if ctx.cls is not None else None)
         if info is not None and info.steps_optimizer and info.node is not None and not any(
