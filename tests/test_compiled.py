@@ -788,3 +788,24 @@ def test_a_break_in_a_loop_sends_the_rest_of_its_frame_to_eager(tmp_path):
     assert ("net.py", 10) not in six
     assert ("net.py", 17) in six and ("net.py", 18) in six
     assert ("captured.py", 7) in six
+
+
+def test_an_assert_message_runs_only_when_the_assertion_fails(tmp_path):
+    """fms's WordEmbedding: `assert inp.min().item() >= 0, f"... {inp.min().item()}"`. The
+    message is evaluated only when the assertion fails (and then the program raises): its read
+    is no graph break of the compiled step, so it gets no compiled finding. Near miss: the
+    assertion's own test runs every time and is reported."""
+    (tmp_path / "net.py").write_text(
+        "import torch\n"
+        "class Net(torch.nn.Module):\n"
+        "    def forward(self, inp: torch.Tensor):\n"
+        "        assert (\n"
+        "            inp.min().item() >= 0\n"  # 5: the test
+        "        ), f\"negative index: {inp.min().item()}\"\n"  # 6: the message
+        "        assert inp.dim() == 2, 'rank %d' % inp.sum().item()\n"  # 7: a message only
+        "        return inp * 2\n"
+        "model = torch.compile(Net())\n")
+    found = check_files([str(tmp_path / "net.py")], all_rules()).findings
+    six = {f.row for f in found if f.code.startswith("SYN6")}
+    assert 5 in six
+    assert 6 not in six and 7 not in six

@@ -305,3 +305,19 @@ def _directly_in(stmt: cst.CSTNode, loop: cst.CSTNode) -> bool:
     body = getattr(getattr(loop, "body", None), "body", ())
     return any(s is stmt or type(s) is cst.SimpleStatementLine and any(x is stmt for x in s.body)
                for s in body)
+
+
+def in_assert_message(ctx, node: cst.CSTNode) -> bool:
+    """`node` is part of the message of the `assert` the walk is in: evaluated only when the
+    assertion fails (and the program then raises), never by a passing step."""
+    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
+    msg = stmt.msg if type(stmt) is cst.Assert else None
+    if msg is None:
+        return False
+    todo: list = [msg]
+    while todo:
+        n = todo.pop()
+        if n is node:
+            return True
+        todo.extend(n.children)
+    return False

@@ -1085,6 +1085,8 @@ class SemanticModel:
                     compiled: Optional[str] = None) -> None:
         """A finding at the site the walk is at."""
         if compiled is not None:
+            if compile_sites.in_assert_message(self, node):
+                return  # (runs only when the assertion fails)
             compiled = compile_sites.in_broken_frame(self, compiled)
         self.sink.add(self.site(), rule, node, message, replacement=replacement, target=target, safe=safe,
                       fix_title=fix_title, compiled=compiled)
