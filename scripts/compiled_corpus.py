@@ -112,7 +112,7 @@ def case_of(gb_id: Optional[str], gb_type: str, context: str, code: str) -> str:
             return "scalar_conversion"
         if re.search(r"\b(zeros|ones|empty|full|arange|randn|rand|randint|linspace|range)\(", c):
             return "dd_size"
-        if re.search(r"\[[^\]]*\w:\w*|\[[^\]]*:\w", c):  # a tensor as a slice bound: x[:, start:end]
+        if re.search(r"\[[^\]]*\w\s*:\s*\w*|\[[^\]]*:\s*\w", c):  # a tensor as a slice bound: x[:, start : end]
             return "dd_size"
         return "item"
     if gb_id == "GB0109":

@@ -735,3 +735,77 @@ def test_a_compile_factory_in_the_same_file(tmp_path):
     rows = {f.row for f in lint_source(source, "one.py", all_rules()) if f.code.startswith("SYN6")}
     base = _FACTORY.count("\n") - 2  # _USES's line n is line base + n here
     assert rows == {base + 4, base + 10}
+
+
+def test_a_break_in_a_loop_sends_the_rest_of_its_frame_to_eager(tmp_path):
+    """DIAMOND's sampler: a graph break that runs at every iteration of a loop (`g = a if s > 0
+    else 0`, at the loop's top level) makes Dynamo skip the whole frame ("graph break in a
+    for/while loop"): what follows it in the loop (`if s == 0:`) runs eagerly, so it gets no
+    compiled finding (its eager one stays). Near misses: a break only under a condition in the
+    loop (it may not happen), a break the program's flags capture (no break: `.item()` under
+    `capture_scalar_outputs`), and code of another function called from the loop (its own
+    frame, compiled on its own)."""
+    files = {
+        "net.py": "import torch\n"
+                  "def helper(t: torch.Tensor):\n"
+                  "    if t.sum() > 0:\n"  # 3: its own frame
+                  "        return t\n"
+                  "    return -t\n"
+                  "def sample(x: torch.Tensor, sigmas: torch.Tensor):\n"
+                  "    for s in sigmas:\n"
+                  "        g = 2.0 if s > 0 else 0.0\n"  # 8: breaks at every iteration
+                  "        x = x * g\n"
+                  "        if s == 0:\n"  # 10: after it, in the skipped frame
+                  "            x = x + 1\n"
+                  "        x = helper(x)\n"
+                  "    return x\n"
+                  "def maybe(x: torch.Tensor, sigmas: torch.Tensor, flag: bool):\n"
+                  "    for s in sigmas:\n"
+                  "        if flag:\n"
+                  "            x = x * (2.0 if s > 0 else 0.0)\n"  # 17: only under a condition
+                  "        if s == 0:\n"  # 18: still compiled
+                  "            x = x + 1\n"
+                  "    return x\n"
+                  "class Net(torch.nn.Module):\n"
+                  "    def forward(self, x: torch.Tensor, sigmas: torch.Tensor):\n"
+                  "        return sample(x, sigmas) + maybe(x, sigmas, True)\n"
+                  "model = torch.compile(Net())\n",
+        "captured.py": "import torch\n"
+                       "torch._dynamo.config.capture_scalar_outputs = True\n"
+                       "@torch.compile\n"
+                       "def step(x: torch.Tensor, ws: torch.Tensor):\n"
+                       "    for w in ws:\n"
+                       "        n = w.item()\n"  # 6: captured, no break
+                       "        if w > 0:\n"  # 7: compiled
+                       "            x = x * n\n"
+                       "    return x\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    found = check_files([str(tmp_path / n) for n in files], all_rules()).findings
+    six = {(Path(f.filename).name, f.row) for f in found if f.code.startswith("SYN6")}
+    assert ("net.py", 8) in six and ("net.py", 3) in six
+    assert ("net.py", 10) not in six
+    assert ("net.py", 17) in six and ("net.py", 18) in six
+    assert ("captured.py", 7) in six
+
+
+def test_an_assert_message_runs_only_when_the_assertion_fails(tmp_path):
+    """fms's WordEmbedding: `assert inp.min().item() >= 0, f"... {inp.min().item()}"`. The
+    message is evaluated only when the assertion fails (and then the program raises): its read
+    is no graph break of the compiled step, so it gets no compiled finding. Near miss: the
+    assertion's own test runs every time and is reported."""
+    (tmp_path / "net.py").write_text(
+        "import torch\n"
+        "class Net(torch.nn.Module):\n"
+        "    def forward(self, inp: torch.Tensor):\n"
+        "        assert (\n"
+        "            inp.min().item() >= 0\n"  # 5: the test
+        "        ), f\"negative index: {inp.min().item()}\"\n"  # 6: the message
+        "        assert inp.dim() == 2, 'rank %d' % inp.sum().item()\n"  # 7: a message only
+        "        return inp * 2\n"
+        "model = torch.compile(Net())\n")
+    found = check_files([str(tmp_path / "net.py")], all_rules()).findings
+    six = {f.row for f in found if f.code.startswith("SYN6")}
+    assert 5 in six
+    assert 6 not in six and 7 not in six

@@ -17,7 +17,7 @@ import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.compiled import CUDA_GRAPH_MODES, FLAG_ENV, FLAGS, INDUCTOR, Options
+from synclint.semantic.compiled import CUDA_GRAPH_MODES, FLAG_ENV, FLAGS, INDUCTOR, Options, after_break
 from synclint.semantic.syntax import is_true, kwarg, string_value
 
 _D = L._DATA["compiled"]
@@ -279,3 +279,45 @@ def _exits(body) -> bool:
     if type(last) is cst.SimpleStatementLine:
         last = last.body[-1] if last.body else None
     return type(last) in (cst.Return, cst.Raise)
+
+
+def in_broken_frame(ctx, compiled: str) -> str:
+    """A compiled event's tag (`compiled.tag`), marked with the event that breaks the graph at
+    every iteration of a loop of its function before it (`compiled.after_break`), when there is
+    one: Dynamo then skips the whole frame ("graph break in a for/while loop"), so the rest of
+    the loop runs eagerly. An event at the top level of a loop's body (not under a condition,
+    in this function: a nested function is its own frame) is such a break for what follows it
+    in that loop; `settle` decides, under the region's options, whether it does break."""
+    loops = ctx.loop_nodes
+    for loop in loops:
+        first = ctx.loop_breaks.get(id(loop))
+        if first is not None:
+            return after_break(compiled, first)
+    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
+    if loops and stmt is not None and _directly_in(stmt, loops[-1]):
+        ctx.loop_breaks.setdefault(id(loops[-1]), compiled)
+    return compiled
+
+
+def _directly_in(stmt: cst.CSTNode, loop: cst.CSTNode) -> bool:
+    """`stmt` is a statement of `loop`'s body itself (it runs at every iteration), not of its
+    `else` nor nested in another block."""
+    body = getattr(getattr(loop, "body", None), "body", ())
+    return any(s is stmt or type(s) is cst.SimpleStatementLine and any(x is stmt for x in s.body)
+               for s in body)
+
+
+def in_assert_message(ctx, node: cst.CSTNode) -> bool:
+    """`node` is part of the message of the `assert` the walk is in: evaluated only when the
+    assertion fails (and the program then raises), never by a passing step."""
+    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
+    msg = stmt.msg if type(stmt) is cst.Assert else None
+    if msg is None:
+        return False
+    todo: list = [msg]
+    while todo:
+        n = todo.pop()
+        if n is node:
+            return True
+        todo.extend(n.children)
+    return False

@@ -237,6 +237,16 @@ def tag(kind: str, gpu: bool) -> str:
     return f"{kind}:gpu" if gpu else kind
 
 
+# `tag` + AFTER + the tag of an event that breaks at every iteration of a loop before this one
+# in its function (`compile_sites.in_broken_frame`): if that one breaks, Dynamo runs the frame
+# eagerly and this event is eager code
+AFTER = "|after="
+
+
+def after_break(compiled: str, first: str) -> str:
+    return compiled + AFTER + first.partition(AFTER)[0]
+
+
 # How a consequence that predicts no break begins: `synclint trace` joins such findings with
 # syncs only, never with graph breaks.
 NO_BREAK = "no graph break"
@@ -291,7 +301,10 @@ def settle(findings: list, regions_here: Dict[str, Region]) -> list:
         if not f.compiled:
             continue
         region = regions_here.get(f.scope) if f.scope is not None else None
-        said = consequence(f.compiled, region) if region is not None else None
+        event, _, first = f.compiled.partition(AFTER)
+        if region is not None and first and _breaks(consequence(first, region)):
+            continue  # its frame was sent to eager by a break in its loop: the eager finding stays
+        said = consequence(event, region) if region is not None else None
         if said is None:
             continue
         taken.add((f.row, f.column, f.end_row, f.end_column))
@@ -303,6 +316,10 @@ def settle(findings: list, regions_here: Dict[str, Region]) -> list:
     out.extend(kept)
     out.sort(key=lambda f: f.sort_key())
     return out
+
+
+def _breaks(said: Optional[Tuple[str, str]]) -> bool:
+    return said is not None and said[0].startswith("a graph break")
 
 
 _SUPERSEDED = ("SYN1", "SYN2", "SYN3")  # the families whose advice is the eager one

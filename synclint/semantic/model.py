@@ -169,6 +169,7 @@ class SemanticModel:
         self._module_escaped: Optional[Set[str]] = None
         self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function
         self.loop_rates: Dict[int, object] = {}  # id(loop) -> (rate, entry) of its body (`heat.loop_rate`)
+        self.loop_breaks: Dict[int, str] = {}  # id(loop) -> its every-iteration compiled event (`compile_sites`)
         self.site_rates: Dict[int, object] = {}  # index in `calls` -> that call site's rate (`heat.rate_here`)
         self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
@@ -1083,6 +1084,10 @@ class SemanticModel:
     def add_finding(self, rule, node, message, *, replacement, target, safe, fix_title,
                     compiled: Optional[str] = None) -> None:
         """A finding at the site the walk is at."""
+        if compiled is not None:
+            if compile_sites.in_assert_message(self, node):
+                return  # (runs only when the assertion fails)
+            compiled = compile_sites.in_broken_frame(self, compiled)
         self.sink.add(self.site(), rule, node, message, replacement=replacement, target=target, safe=safe,
                       fix_title=fix_title, compiled=compiled)
 
