@@ -24,8 +24,9 @@ from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
 from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
-from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, memoised, one_shot,
-                                      rare_functions, stores_own_move)
+from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, handler_around,
+                                      memoised, one_shot, rare_functions, recovery_around, recovery_branch,
+                                      stores_own_move)
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
     """In-file functions that run hot: hot by name, called by a framework, called from a
@@ -138,6 +139,10 @@ def rate_here(model, loops: int = 0) -> SiteRate:
         once = Entry(f"a debug flag ({flag}){where} holds it")
     elif stored is not None:
         once = Entry(f"the move is stored back in {stored}{where}: later calls find it moved")
+    elif model.once_depth and (recovery := recovery_around(model)) is not None:
+        once = recovery
+    elif model.once_depth and (handler := handler_around(model)) is not None:
+        once = Entry(f"an `except {handler}` handler{where} holds it: it runs after an error only")
     elif model.once_depth:
         once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,
@@ -279,6 +284,10 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
     if not negated and one_shot(test, body, model):
         return "once"  # `if first_batch: ...; first_batch = False`: the first iteration only
+    recovery = recovery_branch(model, test) if not negated else None
+    if recovery is not None:
+        model.recovery_branches[id(body)] = recovery
+        return "once"  # `if mode == "cpu":` that only an out-of-memory handler's call selects
     return ""
 
 
