@@ -20,27 +20,35 @@ callers make them, their loops over items adding nothing (`SiteRate.stepping`).
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
 from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, string_value
 
 
 def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
     """The in-file functions that run rarely (`rates.propagate`'s `rare`), whose loops over
-    items do not make them run every step: debug and visualisation helpers (`debug_helper`)
-    and memoised functions (`memoised`), with the entry that says so, and the functions that
+    items do not make them run every step: debug and visualisation helpers (`debug_helper`),
+    every function of a file that a folder or file name marks as a debug or visualisation
+    tool (`callgraph.debug_path`), and memoised functions (`memoised`), with the entry that says so, and the functions that
     in this file only those call, or only calls under a debug flag or a once-only branch
     (None: their callers say why; `kmeans` called from a codebook's first-batch
     initialisation). Another module's every-step call still makes one hot (the project's
     heat)."""
     rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
+    from synclint.project import project_root  # (the linker's root: the same for a file and its package)
+
+    folder = debug_path(model.filename, project_root([model.filename]))
     for q, info in model.all_funcs.items():
-        if q not in rare and debug_helper(model, info) is not None:
+        if q in rare or info.entry:
+            continue
+        if folder is not None:
+            rare[q] = Entry(f"{q}() is in {folder}, a debug or visualisation tool")
+        elif debug_helper(model, info) is not None:
             rare[q] = Entry(f"{q}() is a debug or visualisation helper")
     callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
     for i, (caller, callee, _) in enumerate(model.calls):
@@ -165,13 +173,6 @@ def debug_helper(model, info) -> Optional[str]:
         return model.library_base(info.cls.name, lambda b: b in L.DEBUG_BASES)
     return None
 
-
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-
-def words(name: str) -> Set[str]:
-    """`debug_second_stage` -> {debug, second, stage}; `ActionVisualizer` -> {action, visualizer}."""
-    return {w.lower() for w in _WORD.findall(name)}
 
 
 def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
