@@ -25,7 +25,7 @@ from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
-from synclint.semantic.callgraph import crosses, hot_name, spread
+from synclint.semantic.callgraph import crosses, debug_path, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.values import Val
 
@@ -991,7 +991,9 @@ class Project:
                 if hot and (path, caller) not in cold:  # (a loop in a cold function runs rarely too)
                     frontier.extend(targets)
         for base, subs in self._overrides().items():
-            edges.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
+            # a hot `self.m()` runs the override; not one in a visualisation tool, which only
+            # that tool's run builds (`callgraph.debug_path`: YOLOX's `AssignVisualizer`)
+            edges.setdefault(base, []).extend(s for s in subs if debug_path(s[0], self.root) is None)
         per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1]) and n not in entries} | cold
         hot: Dict[str, Set[str]] = {}
         for path, qual in spread(frontier, edges, per_epoch):
