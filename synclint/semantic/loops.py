@@ -66,11 +66,18 @@ _OWN_LOOP_STOPS = SCOPE_TYPES | {cst.For, cst.While}
 
 def runs_once(loop) -> bool:
     """A loop whose body ends in `break` that nothing skips (no `continue` of its own): one
-    iteration at most (`for batch in eval_loader: x = batch.cuda(); ...; break`)."""
+    iteration at most (`for batch in eval_loader: x = batch.cuda(); ...; break`). Or a retry
+    loop, whose body ends in a `try` whose own block ends in `return` or `break` that
+    nothing there skips (`for _ in range(retry): try: ...; return path except OSError:
+    continue`): the loop goes round again only after an error."""
     body = loop.body
     if type(body) is not cst.IndentedBlock or not body.body:
         return False
     last = body.body[-1]
+    if type(last) is cst.Try and type(last.body) is cst.IndentedBlock and last.handlers:
+        body, last = last.body, last.body.body[-1]
+        if type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Return:
+            return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
     if type(last) is not cst.SimpleStatementLine or type(last.body[-1]) is not cst.Break:
         return False
     return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
