@@ -29,3 +29,14 @@ def test_the_chain_says_why_a_recovery_path_is_rare():
     branch = next(i for i, line in enumerate(SOURCE.splitlines(), 1) if "only the call in the" in line)
     assert "except RuntimeError" in chains[handler][-1]
     assert 'where == "cpu"' in chains[branch][-1] and "except RuntimeError" in chains[branch][-1]
+
+
+LAZY = (Path(__file__).parent / "data" / "rates" / "lazy.py").read_text()
+
+
+def test_a_lazy_initialisation_through_a_property_and_a_setter_runs_once():
+    # (diffusers-style schedulers: `if self.step_index is None: self._init_step_index(t)`,
+    # where the property returns `self._step_index` and the method sets it)
+    expected = {row: m.group(1) for row, line in enumerate(LAZY.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(LAZY, "scheduler.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected

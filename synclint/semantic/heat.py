@@ -570,7 +570,34 @@ def lazy_init(node: cst.If, model=None) -> bool:
                     if type(t) is cst.Subscript and code_key(t.value) == want and (
                             key is None or (len(t.slice) == 1 and code_key(t.slice[0].slice) == key)):
                         return True
+            if key is None and type(small) is cst.Expr and model is not None and _setter_sets(model, small.value, subject):
+                return True
     return False
+
+
+def _setter_sets(model, call: cst.BaseExpression, subject: cst.BaseExpression) -> bool:
+    """`self._init_step_index(t)` under `if self.step_index is None:`, where a method of the
+    class sets the attribute tested, or the one a property of that name returns
+    (`@property def step_index(self): return self._step_index`; diffusers' schedulers): the
+    method initialises it, so the branch runs on the first call only."""
+    cls = model.func.cls if model.func is not None else None
+    if not (cls is not None and type(cls.node) is cst.ClassDef and type(call) is cst.Call
+            and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name
+            and call.func.value.value == "self" and type(subject) is cst.Attribute
+            and type(subject.value) is cst.Name and subject.value.value == "self"):
+        return False
+    methods = {d.name.value: d for d in cls.node.body.body if type(d) is cst.FunctionDef}
+    wanted = {subject.attr.value}
+    prop = methods.get(subject.attr.value)
+    if prop is not None and any(last_name(d.decorator) == "property" for d in prop.decorators):
+        returned = [n.value for n in descendants(prop.body) if type(n) is cst.Return and n.value is not None]
+        wanted |= {r.attr.value for r in returned if type(r) is cst.Attribute and type(r.value) is cst.Name
+                   and r.value.value == "self"}
+    setter = methods.get(call.func.attr.value)
+    return setter is not None and setter is not prop and any(
+        type(n) in (cst.Assign, cst.AnnAssign) and any(
+            type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == "self" and t.attr.value in wanted
+            for t in assigned_targets(n)) for n in descendants(setter.body))
 
 
 def _stores(body: cst.IndentedBlock, name: str) -> bool:
