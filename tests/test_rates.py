@@ -172,3 +172,14 @@ def test_an_mmdet_assigners_assign_runs_every_step():
     expected = {row: m.group(1) for row, line in enumerate(ASSIGNER.splitlines(), 1) for m in [MARK.search(line)] if m}
     found = lint_source(ASSIGNER, "pose_assigner.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+SERVE = (Path(__file__).parent / "data" / "rates" / "serve.py").read_text()
+
+
+def test_a_while_loop_around_a_denoising_loop_runs_once_per_pass():
+    # (Wan2.1's `mp_worker`: `while True:` takes a request, denoises it step by step, sends
+    # the video back: what is outside the step loop runs once per request, as an epoch loop's)
+    expected = {row: m.group(1) for row, line in enumerate(SERVE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(SERVE, "serve.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected
