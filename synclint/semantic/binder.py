@@ -237,8 +237,9 @@ class Binder:
         ctx = self.ctx
         before = ctx.snapshot()
         head = ctx.enter_loop(node)
-        per_step = 1 if repeats_per_step(ctx, node)[0] else 0
-        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, 0, False)
+        repeats, passes = repeats_per_step(ctx, node)  # (passes: each runs a loop of steps)
+        per_step = 1 if repeats else 0
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, 0, passes)
         ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
