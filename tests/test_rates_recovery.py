@@ -40,3 +40,14 @@ def test_a_lazy_initialisation_through_a_property_and_a_setter_runs_once():
     expected = {row: m.group(1) for row, line in enumerate(LAZY.splitlines(), 1) for m in [MARK.search(line)] if m}
     found = lint_source(LAZY, "scheduler.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+SHAPES = (Path(__file__).parent / "data" / "rates" / "shapes.py").read_text()
+
+
+def test_code_that_remakes_a_cache_when_a_shape_changes_runs_once():
+    # (YOLOX's grids, mmyolo's `if current_featmap_sizes != self.featmap_sizes_train:`: the
+    # body stores what the test read, so the test fails until the input size changes)
+    expected = {row: m.group(1) for row, line in enumerate(SHAPES.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(SHAPES, "head.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected

@@ -522,6 +522,7 @@ def _lr_scheduler(v) -> bool:
 
 def lazy_init(node: cst.If, model=None) -> bool:
     """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
+    `if sizes != self.sizes: self.sizes = sizes` (remade when a shape changes: `_stored_side`),
     `if not cache: cache = ...`, `if not len(q): q = ...`, `if k not in cache: cache[k] = ...`: a body
     that runs once (cold); not when it stores under another key, so that the check never
     holds (hifi-gan's `if fmax not in mel_basis: mel_basis[str(fmax) + "_" + ...] = ...`);
@@ -543,6 +544,8 @@ def lazy_init(node: cst.If, model=None) -> bool:
             subject = left
         elif type(c.operator) is cst.NotIn:
             subject, key = c.comparator, code_key(left)
+        elif type(c.operator) is cst.NotEqual:  # `if sizes != self.sizes: self.sizes = sizes; ...`
+            subject = _stored_side(left, model) or _stored_side(c.comparator, model)
         elif (type(c.operator) is cst.Equal and type(c.comparator) is cst.Integer and c.comparator.value == "0"
               and type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
               and len(left.args) == 1):
@@ -573,6 +576,28 @@ def lazy_init(node: cst.If, model=None) -> bool:
             if key is None and type(small) is cst.Expr and model is not None and _setter_sets(model, small.value, subject):
                 return True
     return False
+
+
+def _stored_side(e: cst.BaseExpression, model) -> Optional[cst.BaseExpression]:
+    """Where one side of a `!=` test is kept across calls, if it is: an attribute of `self`
+    or an item of one (`self.featmap_sizes`), also read through its shape or a local name
+    (`grid = self.grids[k]`, then `grid.shape[2:4] != x.shape[2:4]`). A body that stores
+    there again makes the test false until the other side changes: a cache remade when the
+    input's shape changes (YOLOX's grids)."""
+    while True:
+        if type(e) is cst.Subscript:
+            e = e.value
+        elif type(e) is cst.Attribute and e.attr.value in ("shape", "dtype", "device"):
+            e = e.value
+        elif type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value == "size":
+            e = e.func.value
+        else:
+            break
+    if type(e) is cst.Name and model is not None:
+        e = model.origin(e)
+    if type(e) not in (cst.Attribute, cst.Subscript) or not code_key(e).startswith("self."):
+        return None
+    return e
 
 
 def _setter_sets(model, call: cst.BaseExpression, subject: cst.BaseExpression) -> bool:
