@@ -34,31 +34,9 @@ MAX_CLASSES = 200  # classes one file is told about (the closure of what its imp
 
 Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
 
-ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # The whole-project tables a store keeps per kind (`Project.kept`): an edit's check makes some
 # twice, from the edited file's first walk, then from its second.
 KEPT_TABLES = 2
-
-
-def project_root(paths: Iterable[str]) -> str:
-    """The nearest directory above the files' common directory with a project marker, else
-    the directory that holds the package the common directory is in (`check pkg/` in a tree
-    without markers: `from pkg.sub import f` names `pkg/sub.py`), else that directory."""
-    dirs = [os.path.dirname(p) for p in absolute_paths(paths).values()]
-    if not dirs:
-        return os.getcwd()
-    common = os.path.commonpath(dirs)
-    d = common
-    while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    while os.path.exists(os.path.join(common, "__init__.py")) and os.path.dirname(common) != common:
-        common = os.path.dirname(common)
-    return common
 
 
 def module_name(path: str) -> str:

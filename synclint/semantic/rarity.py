@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from synclint.paths import project_root
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
@@ -40,8 +41,6 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
     initialisation). Another module's every-step call still makes one hot (the project's
     heat)."""
     rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
-    from synclint.project import project_root  # (the linker's root: the same for a file and its package)
-
     folder = debug_path(model.filename, project_root([model.filename]))
     for q, info in model.all_funcs.items():
         if q in rare or info.entry:
