@@ -1,6 +1,6 @@
-"""Paths as the project sees them: absolute paths of many files at once, which files are
-test modules (pytest's naming, less the scripts named like tests), and a path as a line of
-text shows it."""
+"""Paths as the project sees them: absolute paths of many files at once, the project's root,
+which files are test modules (pytest's naming, less the scripts named like tests), and a
+path as a line of text shows it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,31 @@ def absolute_paths(paths: Iterable[str]) -> Dict[str, str]:
     tenth of a warm run of a large project)."""
     cwd = os.getcwd()
     return {p: os.path.normpath(os.path.join(cwd, p)) for p in paths}
+
+
+# Files that mark a project's root folder
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(paths: Iterable[str]) -> str:
+    """The nearest directory above the files' common directory with a project marker, else
+    the directory that holds the package the common directory is in (`check pkg/` in a tree
+    without markers: `from pkg.sub import f` names `pkg/sub.py`), else that directory."""
+    dirs = [os.path.dirname(p) for p in absolute_paths(paths).values()]
+    if not dirs:
+        return os.getcwd()
+    common = os.path.commonpath(dirs)
+    d = common
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    while os.path.exists(os.path.join(common, "__init__.py")) and os.path.dirname(common) != common:
+        common = os.path.dirname(common)
+    return common
 
 
 def is_test_path(path: str) -> bool:

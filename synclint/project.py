@@ -25,7 +25,7 @@ from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
-from synclint.semantic.callgraph import crosses, hot_name, spread
+from synclint.semantic.callgraph import crosses, debug_path, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.values import Val
 
@@ -34,31 +34,9 @@ MAX_CLASSES = 200  # classes one file is told about (the closure of what its imp
 
 Symbol = Tuple[str, str, str]  # (kind: func|class|method|value|module, path, name in that module)
 
-ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # The whole-project tables a store keeps per kind (`Project.kept`): an edit's check makes some
 # twice, from the edited file's first walk, then from its second.
 KEPT_TABLES = 2
-
-
-def project_root(paths: Iterable[str]) -> str:
-    """The nearest directory above the files' common directory with a project marker, else
-    the directory that holds the package the common directory is in (`check pkg/` in a tree
-    without markers: `from pkg.sub import f` names `pkg/sub.py`), else that directory."""
-    dirs = [os.path.dirname(p) for p in absolute_paths(paths).values()]
-    if not dirs:
-        return os.getcwd()
-    common = os.path.commonpath(dirs)
-    d = common
-    while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    while os.path.exists(os.path.join(common, "__init__.py")) and os.path.dirname(common) != common:
-        common = os.path.dirname(common)
-    return common
 
 
 def module_name(path: str) -> str:
@@ -991,7 +969,9 @@ class Project:
                 if hot and (path, caller) not in cold:  # (a loop in a cold function runs rarely too)
                     frontier.extend(targets)
         for base, subs in self._overrides().items():
-            edges.setdefault(base, []).extend(subs)  # a hot `self.m()` runs the override
+            # a hot `self.m()` runs the override; not one in a visualisation tool, which only
+            # that tool's run builds (`callgraph.debug_path`: YOLOX's `AssignVisualizer`)
+            edges.setdefault(base, []).extend(s for s in subs if debug_path(s[0], self.root) is None)
         per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1]) and n not in entries} | cold
         hot: Dict[str, Set[str]] = {}
         for path, qual in spread(frontier, edges, per_epoch):

@@ -136,3 +136,50 @@ def test_show_rate_and_explain_file_line_print_the_chain(tmp_path):
     assert r.stdout.splitlines()[1] == f"  rate: {chain}"
     empty = run_cli(["explain", "train.py:1"], tmp_path)
     assert empty.exit_code == 0 and "no finding on this line" in empty.stdout
+
+
+ASSIGNER = """\
+import torch
+from mmdet.models.task_modules.assigners import SimOTAAssigner
+
+
+class PoseAssigner(SimOTAAssigner):
+    def assign(self, cost, valid):
+        return self._match(cost, valid)
+
+    def _match(self, cost, valid):
+        matching = torch.zeros_like(cost)
+        ks = cost.topk(3, dim=0)[0].sum(0).int()
+        for g in range(cost.shape[1]):
+            matching[:, g][cost[:, g].topk(ks[g].item())[1]] = 1
+        if (matching.sum(1) > 1).sum() > 0:  # [per-step] an mmdet head assigns every image of every step
+            matching *= 0
+        return matching
+
+
+class TableAssigner:
+    def assign(self, n):
+        cost = torch.rand(n, n, device="cuda")
+        if (cost.sum(1) > 1).sum() > 0:  # [once] near miss: nothing here calls it, and no framework does
+            cost *= 0
+        return cost
+"""
+
+
+def test_an_mmdet_assigners_assign_runs_every_step():
+    # (mmdet's heads call `self.assigner.assign(...)` per image in `get_targets`, inside the
+    # library: the assigner's own module sees no caller)
+    expected = {row: m.group(1) for row, line in enumerate(ASSIGNER.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(ASSIGNER, "pose_assigner.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+SERVE = (Path(__file__).parent / "data" / "rates" / "serve.py").read_text()
+
+
+def test_a_while_loop_around_a_denoising_loop_runs_once_per_pass():
+    # (Wan2.1's `mp_worker`: `while True:` takes a request, denoises it step by step, sends
+    # the video back: what is outside the step loop runs once per request, as an epoch loop's)
+    expected = {row: m.group(1) for row, line in enumerate(SERVE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(SERVE, "serve.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected

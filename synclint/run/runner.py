@@ -279,7 +279,8 @@ class _Run:
 
     def __init__(self, texts, digests, absolute, cache, summaries, runner, declared: DeclaredHeat,
                  max_chars=None, kept=None, decoded: Fresh = FRESH) -> None:
-        from synclint.project import Project, module_names, project_root
+        from synclint.paths import project_root
+        from synclint.project import Project, module_names
         from synclint.solver import Solver
 
         self.texts, self.digests, self.cache, self.summaries, self.runner = texts, digests, cache, summaries, runner

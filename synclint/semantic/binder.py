@@ -24,7 +24,7 @@ from synclint.semantic.callsites import iteration_calls, record_call
 from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
-from synclint.semantic.rarity import returns_until_set, stores_own_move
+from synclint.semantic.rarity import error_handler, returns_until_set, stores_own_move
 from synclint.semantic.helpers import (PASS_THROUGH_DECORATORS, helper_body, returned_parameter,
                                        reyielded_parameter, wraps_call)
 from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_container
@@ -237,8 +237,9 @@ class Binder:
         ctx = self.ctx
         before = ctx.snapshot()
         head = ctx.enter_loop(node)
-        per_step = 1 if repeats_per_step(ctx, node)[0] else 0
-        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, 0, False)
+        repeats, passes = repeats_per_step(ctx, node)  # (passes: each runs a loop of steps)
+        per_step = 1 if repeats else 0
+        ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, 0, passes)
         ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
@@ -358,7 +359,8 @@ class Binder:
         ends = [ctx.snapshot()]
         for h in node.handlers:
             ctx.restore(before)
-            self.walk(h)
+            # (a handler of an error runs after one only: an out-of-memory fallback)
+            self._with_flags((0, 0, 1 if error_handler(h) is not None else 0), h)
             ends.append(ctx.snapshot())
         ctx.merge(ends)
         for part in (node.orelse, node.finalbody):

@@ -6,7 +6,9 @@ linking is needed does not import LibCST.
 
 from __future__ import annotations
 
-from typing import Dict, List, Set, TypeVar
+import os
+import re
+from typing import Dict, List, Optional, Set, TypeVar
 
 from synclint.semantic import library as L
 
@@ -45,3 +47,24 @@ def spread(frontier: List[T], edges: Dict, per_epoch: Set[T]) -> Set[T]:
         hot.add(node)
         frontier.extend(edges.get(node, ()))
     return hot
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def words(name: str) -> Set[str]:
+    """`debug_second_stage` -> {debug, second, stage}; `ActionVisualizer` -> {action, visualizer}."""
+    return {w.lower() for w in _WORD.findall(name)}
+
+
+def debug_path(path: str, root: str) -> Optional[str]:
+    """The folder or file name, below the project's root, that says a file is debug or
+    visualisation code (library.toml `[rarity]` debug_words: `tools/visualize_assign.py`,
+    `projects/assigner_visualization/heads/x.py`, `detic/modeling/debug.py`), if one does: a
+    visualisation tool, which runs when a user asks for a drawing, not in a training or
+    inference run. Not a demo (`demo/`: its per-frame inference is its product)."""
+    rel = os.path.relpath(os.path.abspath(path), root)
+    for part in rel.split(os.sep):
+        if part not in (os.curdir, os.pardir) and words(os.path.splitext(part)[0]) & L.DEBUG_WORDS:
+            return part
+    return None

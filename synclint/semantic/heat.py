@@ -24,8 +24,9 @@ from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
 from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
-from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, memoised, one_shot,
-                                      rare_functions, stores_own_move)
+from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, handler_around,
+                                      memoised, one_shot, rare_functions, recovery_around, recovery_branch,
+                                      stores_own_move)
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
     """In-file functions that run hot: hot by name, called by a framework, called from a
@@ -138,6 +139,10 @@ def rate_here(model, loops: int = 0) -> SiteRate:
         once = Entry(f"a debug flag ({flag}){where} holds it")
     elif stored is not None:
         once = Entry(f"the move is stored back in {stored}{where}: later calls find it moved")
+    elif model.once_depth and (recovery := recovery_around(model)) is not None:
+        once = recovery
+    elif model.once_depth and (handler := handler_around(model)) is not None:
+        once = Entry(f"an `except {handler}` handler{where} holds it: it runs after an error only")
     elif model.once_depth:
         once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,
@@ -323,6 +328,10 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
     if not negated and one_shot(test, body, model):
         return "once"  # `if first_batch: ...; first_batch = False`: the first iteration only
+    recovery = recovery_branch(model, test) if not negated else None
+    if recovery is not None:
+        model.recovery_branches[id(body)] = recovery
+        return "once"  # `if mode == "cpu":` that only an out-of-memory handler's call selects
     return ""
 
 
@@ -557,6 +566,7 @@ def _lr_scheduler(v) -> bool:
 
 def lazy_init(node: cst.If, model=None) -> bool:
     """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
+    `if sizes != self.sizes: self.sizes = sizes` (remade when a shape changes: `_stored_side`),
     `if not cache: cache = ...`, `if not len(q): q = ...`, `if k not in cache: cache[k] = ...`: a body
     that runs once (cold); not when it stores under another key, so that the check never
     holds (hifi-gan's `if fmax not in mel_basis: mel_basis[str(fmax) + "_" + ...] = ...`);
@@ -578,6 +588,8 @@ def lazy_init(node: cst.If, model=None) -> bool:
             subject = left
         elif type(c.operator) is cst.NotIn:
             subject, key = c.comparator, code_key(left)
+        elif type(c.operator) is cst.NotEqual:  # `if sizes != self.sizes: self.sizes = sizes; ...`
+            subject = _stored_side(left, model) or _stored_side(c.comparator, model)
         elif (type(c.operator) is cst.Equal and type(c.comparator) is cst.Integer and c.comparator.value == "0"
               and type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
               and len(left.args) == 1):
@@ -605,7 +617,56 @@ def lazy_init(node: cst.If, model=None) -> bool:
                     if type(t) is cst.Subscript and code_key(t.value) == want and (
                             key is None or (len(t.slice) == 1 and code_key(t.slice[0].slice) == key)):
                         return True
+            if key is None and type(small) is cst.Expr and model is not None and _setter_sets(model, small.value, subject):
+                return True
     return False
+
+
+def _stored_side(e: cst.BaseExpression, model) -> Optional[cst.BaseExpression]:
+    """Where one side of a `!=` test is kept across calls, if it is: an attribute of `self`
+    or an item of one (`self.featmap_sizes`), also read through its shape or a local name
+    (`grid = self.grids[k]`, then `grid.shape[2:4] != x.shape[2:4]`). A body that stores
+    there again makes the test false until the other side changes: a cache remade when the
+    input's shape changes (YOLOX's grids)."""
+    while True:
+        if type(e) is cst.Subscript:
+            e = e.value
+        elif type(e) is cst.Attribute and e.attr.value in ("shape", "dtype", "device"):
+            e = e.value
+        elif type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value == "size":
+            e = e.func.value
+        else:
+            break
+    if type(e) is cst.Name and model is not None:
+        e = model.origin(e)
+    if type(e) not in (cst.Attribute, cst.Subscript) or not code_key(e).startswith("self."):
+        return None
+    return e
+
+
+def _setter_sets(model, call: cst.BaseExpression, subject: cst.BaseExpression) -> bool:
+    """`self._init_step_index(t)` under `if self.step_index is None:`, where a method of the
+    class sets the attribute tested, or the one a property of that name returns
+    (`@property def step_index(self): return self._step_index`; diffusers' schedulers): the
+    method initialises it, so the branch runs on the first call only."""
+    cls = model.func.cls if model.func is not None else None
+    if not (cls is not None and type(cls.node) is cst.ClassDef and type(call) is cst.Call
+            and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name
+            and call.func.value.value == "self" and type(subject) is cst.Attribute
+            and type(subject.value) is cst.Name and subject.value.value == "self"):
+        return False
+    methods = {d.name.value: d for d in cls.node.body.body if type(d) is cst.FunctionDef}
+    wanted = {subject.attr.value}
+    prop = methods.get(subject.attr.value)
+    if prop is not None and any(last_name(d.decorator) == "property" for d in prop.decorators):
+        returned = [n.value for n in descendants(prop.body) if type(n) is cst.Return and n.value is not None]
+        wanted |= {r.attr.value for r in returned if type(r) is cst.Attribute and type(r.value) is cst.Name
+                   and r.value.value == "self"}
+    setter = methods.get(call.func.attr.value)
+    return setter is not None and setter is not prop and any(
+        type(n) in (cst.Assign, cst.AnnAssign) and any(
+            type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == "self" and t.attr.value in wanted
+            for t in assigned_targets(n)) for n in descendants(setter.body))
 
 
 def _stores(body: cst.IndentedBlock, name: str) -> bool:

@@ -35,7 +35,21 @@ def repeats_per_step(ctx: "SemanticModel", loop) -> Tuple[bool, bool]:
         return False, False
     if type(loop) is cst.For and epoch_loop(ctx, loop):
         return False, True
+    if type(loop) is cst.While and passes_loop(ctx, loop):
+        return False, True
     return not runs_once(loop), False
+
+
+def passes_loop(ctx: "SemanticModel", node: cst.While) -> bool:
+    """A `while` loop whose body holds a loop that steps wherever it is: over a loader's
+    batches, or a decoding loop that feeds a model's output back into it (`heat.feeds_back`:
+    a token, a denoising step). Each of its passes is an epoch, or one request of a serving
+    loop (Wan2.1's `while True: item = in_q.get(); ...; for t in timesteps: ...`): its own
+    statements run once per pass."""
+    from synclint.semantic.heat import feeds_back  # (heat's site rates need this module's loops)
+
+    inner, assigned = _inner_fors(node)
+    return any(iterates_batches(ctx, f.iter, assigned) or feeds_back(ctx, f) for f in inner)
 
 
 # Methods whose result is a model's or a dict's contents: a loop over them visits items,
@@ -66,11 +80,18 @@ _OWN_LOOP_STOPS = SCOPE_TYPES | {cst.For, cst.While}
 
 def runs_once(loop) -> bool:
     """A loop whose body ends in `break` that nothing skips (no `continue` of its own): one
-    iteration at most (`for batch in eval_loader: x = batch.cuda(); ...; break`)."""
+    iteration at most (`for batch in eval_loader: x = batch.cuda(); ...; break`). Or a retry
+    loop, whose body ends in a `try` whose own block ends in `return` or `break` that
+    nothing there skips (`for _ in range(retry): try: ...; return path except OSError:
+    continue`): the loop goes round again only after an error."""
     body = loop.body
     if type(body) is not cst.IndentedBlock or not body.body:
         return False
     last = body.body[-1]
+    if type(last) is cst.Try and type(last.body) is cst.IndentedBlock and last.handlers:
+        body, last = last.body, last.body.body[-1]
+        if type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Return:
+            return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
     if type(last) is not cst.SimpleStatementLine or type(last.body[-1]) is not cst.Break:
         return False
     return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
@@ -96,6 +117,13 @@ def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
             epoch_call(ctx, small.value) for line in node.body.body if type(line) is cst.SimpleStatementLine
             for small in line.body if type(small) in (cst.Expr, cst.Assign)):
         return True
+    inner, assigned = _inner_fors(node)
+    return any(iterates_batches(ctx, f.iter, assigned) for f in inner)
+
+
+def _inner_fors(node) -> Tuple[List[cst.For], Dict[str, cst.BaseExpression]]:
+    """The `for` loops in a loop's body (not in a function defined there), and the names its
+    statements assign (name -> value), for `iterates_batches`."""
     assigned: Dict[str, cst.BaseExpression] = {}
     inner: List[cst.For] = []
     todo: List[cst.CSTNode] = [node.body]
@@ -109,7 +137,7 @@ def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
             assigned[n.targets[0].target.value] = n.value
         if type(n) in _STATEMENT_HOLDERS:
             todo.extend(c for c in child_nodes(n) if type(c) in _STATEMENT_PARTS)
-    return any(iterates_batches(ctx, f.iter, assigned) for f in inner)
+    return inner, assigned
 
 
 def _names_epochs(target: cst.BaseExpression) -> bool:

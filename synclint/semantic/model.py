@@ -171,6 +171,8 @@ class SemanticModel:
         self.loop_rates: Dict[int, object] = {}  # id(loop) -> (rate, entry) of its body (`heat.loop_rate`)
         self.loop_breaks: Dict[int, str] = {}  # id(loop) -> its every-iteration compiled event (`compile_sites`)
         self.site_rates: Dict[int, object] = {}  # index in `calls` -> that call site's rate (`heat.rate_here`)
+        self.recovery_branches: Dict[int, object] = {}  # id(if body) -> why it runs after an error only (`rarity.recovery_branch`)
+        self.name_uses: Optional[Dict[str, list]] = None  # the file's calls and references by name (`rarity._uses_of`)
         self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()

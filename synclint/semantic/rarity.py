@@ -8,7 +8,10 @@ functions, and code that runs on the first call or iteration only.
 - the rest of a block after `if self.inited: return` that the block then sets, a one-shot
   flag (`if first_batch: ...; first_batch = False`), a move stored back on the attribute it
   moves (`self.mask = self.mask.to(x.device)`): the first call or iteration only;
-- a function that in its file only such code calls (`rare_functions`).
+- a function that in its file only such code calls (`rare_functions`);
+- a recovery path: an exception handler (`except RuntimeError:`, an out-of-memory
+  fallback), and a branch on a parameter compared with a constant (`if mode == "cpu":`)
+  that only calls in such handlers select (`recovery_branch`): it runs after an error only.
 
 eval/README.md's label definition takes all of these as cold. `heat.classify_test` and the
 binder mark the branches; `rates.propagate` runs the rare functions as often as their
@@ -17,27 +20,34 @@ callers make them, their loops over items adding nothing (`SiteRate.stepping`).
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from synclint.paths import project_root
 from synclint.semantic import library as L
+from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
-from synclint.semantic.syntax import code_of, descendants, last_name
+from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, string_value
 
 
 def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
     """The in-file functions that run rarely (`rates.propagate`'s `rare`), whose loops over
-    items do not make them run every step: debug and visualisation helpers (`debug_helper`)
-    and memoised functions (`memoised`), with the entry that says so, and the functions that
+    items do not make them run every step: debug and visualisation helpers (`debug_helper`),
+    every function of a file that a folder or file name marks as a debug or visualisation
+    tool (`callgraph.debug_path`), and memoised functions (`memoised`), with the entry that says so, and the functions that
     in this file only those call, or only calls under a debug flag or a once-only branch
     (None: their callers say why; `kmeans` called from a codebook's first-batch
     initialisation). Another module's every-step call still makes one hot (the project's
     heat)."""
     rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
+    folder = debug_path(model.filename, project_root([model.filename]))
     for q, info in model.all_funcs.items():
-        if q not in rare and debug_helper(model, info) is not None:
+        if q in rare or info.entry:
+            continue
+        if folder is not None:
+            rare[q] = Entry(f"{q}() is in {folder}, a debug or visualisation tool")
+        elif debug_helper(model, info) is not None:
             rare[q] = Entry(f"{q}() is a debug or visualisation helper")
     callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
     for i, (caller, callee, _) in enumerate(model.calls):
@@ -163,13 +173,6 @@ def debug_helper(model, info) -> Optional[str]:
     return None
 
 
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-
-def words(name: str) -> Set[str]:
-    """`debug_second_stage` -> {debug, second, stage}; `ActionVisualizer` -> {action, visualizer}."""
-    return {w.lower() for w in _WORD.findall(name)}
-
 
 def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
     """The flag's code where an `if` test holds debug code: a name or attribute with a debug
@@ -237,3 +240,205 @@ def one_shot(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
 def code_key(node: cst.CSTNode) -> str:
     """A node's code without whitespace, to compare two expressions."""
     return "".join(code_of(node).split())
+
+
+# --------------------------------------------------------------------- recovery paths
+# Exceptions that end an iteration rather than report an error: a handler of one restarts
+# a loader (`except StopIteration: it = iter(loader)`), once per pass over it or more.
+_ITERATION_ENDS = frozenset(("StopIteration", "StopAsyncIteration", "GeneratorExit"))
+
+
+def error_handler(handler: cst.ExceptHandler) -> Optional[str]:
+    """The exception types of a handler that runs after an error only (`except RuntimeError
+    as e:`, `except (OSError, ValueError):`), as written; None for a bare `except:` (as
+    often control flow as recovery: `except: it = iter(loader_ref)`) and for one that
+    catches the end of an iterator."""
+    t = handler.type
+    if t is None:
+        return None
+    kinds = [e.value for e in t.elements] if type(t) is cst.Tuple else [t]
+    if any(last_name(k) in _ITERATION_ENDS for k in kinds):
+        return None
+    return code_of(t)
+
+
+def handler_around(model) -> Optional[str]:
+    """The exception types of the innermost error handler (`error_handler`) whose body holds
+    the statement the walk is at, if any."""
+    stack = model.stmt_stack
+    for i in range(len(stack) - 2, -1, -1):
+        s = stack[i]
+        if type(s) is cst.ExceptHandler:
+            return error_handler(s)
+        if type(s) is cst.Try:
+            child = stack[i + 1]
+            for h in s.handlers:
+                if _holds(h.body, child):
+                    return error_handler(h)
+            return None  # (the try body, `else` or `finally`: they run without an error)
+        if type(s) in (cst.FunctionDef, cst.ClassDef):
+            return None
+    return None
+
+
+def _holds(body: cst.BaseSuite, child: cst.CSTNode) -> bool:
+    """`child` is a statement of the block `body` (a small statement: in one of its lines)."""
+    stmts = body.body if type(body) is cst.IndentedBlock else (body,)
+    return any(c is child or type(c) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
+               and any(x is child for x in c.body) for c in stmts)
+
+
+def recovery_around(model) -> Optional[Entry]:
+    """Why the innermost `if` around the walk's statement runs on a recovery path only, if
+    `recovery_branch` found that it does (`SemanticModel.recovery_branches`)."""
+    stack = model.stmt_stack
+    for i in range(len(stack) - 2, -1, -1):
+        s = stack[i]
+        if type(s) is cst.If and id(s.body) in model.recovery_branches and _holds(s.body, stack[i + 1]):
+            return model.recovery_branches[id(s.body)]
+        if type(s) in (cst.FunctionDef, cst.ClassDef):
+            return None
+    return None
+
+
+def recovery_branch(model, test: cst.BaseExpression) -> Optional[Entry]:
+    """Why an `if` body runs only on a recovery path, if it does: its test compares a
+    parameter of the function with constants (`mode == "cpu"`, `mode in ("cpu", "meta")`),
+    and every call in this file that may pass a matching value sits in an error handler
+    (YOLOX's `get_assignments(..., "cpu")` after a CUDA out-of-memory error, while the
+    every-step call passes nothing: the default "gpu"). Not where a call passes a value
+    not known here, where the function is referred to other than by calling it (a
+    callback), where another module passes it arguments, or where the function rebinds
+    the parameter; nor for a framework hook (its caller is not in this file)."""
+    f = model.func
+    if f is None or f.entry or type(f.node) is not cst.FunctionDef:
+        return None
+    got = _parameter_test(test, f)
+    if got is None:
+        return None
+    param, wanted = got
+    if model.project.called_elsewhere(f.qual):
+        return None
+    sites = _uses_of(model).get(f.name, ())
+    skip = 1 if f.cls is not None and not f.is_static else 0  # (`self.m(...)` passes `self`)
+    handlers: List[str] = []
+    for call, handler in sites:
+        if call is None:
+            return None  # (`fn = self.match`: called where this file does not see)
+        if f.cls is None and type(call.func) is not cst.Name:
+            continue  # (`x.match(...)`: a method of something else)
+        value = _passed(call, f, param, skip)
+        if value is _UNKNOWN or _literal(value) is None or _literal(value) in wanted:
+            if handler is None:
+                return None  # a call outside a handler may select it
+            handlers.append(handler)
+    if not handlers:
+        return None  # (no call selects it: where else it is called from is not known)
+    kinds = " or ".join(dict.fromkeys(handlers))
+    return Entry(f"{code_of(test)} in {f.qual}() holds it: only a call in an `except {kinds}` handler selects it "
+                 f"(a recovery path)")
+
+
+_UNKNOWN = object()
+
+
+def _parameter_test(test: cst.BaseExpression, f) -> Optional[Tuple[str, Set[tuple]]]:
+    """(parameter, the constants that make the test true) for `p == C`, `C == p`, `p in (C1,
+    C2)`, where `p` is a parameter the function never rebinds; else None."""
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+        return None
+    op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    left = test.left
+    if type(op) is cst.Equal and type(right) is cst.Name and type(left) is not cst.Name:
+        left, right = right, left
+    if type(left) is not cst.Name or left.value not in f.params:
+        return None
+    if type(op) is cst.Equal:
+        wanted = {_literal(right)}
+    elif type(op) is cst.In and type(right) in (cst.Tuple, cst.List, cst.Set):
+        wanted = {_literal(e.value) for e in right.elements}
+    else:
+        return None
+    if None in wanted or _rebinds(f.node, left.value):
+        return None
+    return left.value, wanted
+
+
+def _literal(e) -> Optional[tuple]:
+    """A constant's value, comparable across spellings ('cpu' and "cpu"); None otherwise."""
+    if e is None or e is _UNKNOWN:
+        return None
+    s = string_value(e)
+    if s is not None:
+        return ("str", s)
+    if type(e) in (cst.Integer, cst.Float):
+        return ("num", e.evaluated_value)
+    if type(e) is cst.Name and e.value in ("True", "False", "None"):
+        return ("const", e.value)
+    return None
+
+
+def _rebinds(node: cst.FunctionDef, name: str) -> bool:
+    for n in descendants(node.body):
+        targets = [t.target for t in n.targets] if type(n) is cst.Assign else \
+            [n.target] if type(n) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr) else ()
+        if any(type(x) is cst.Name and x.value == name for t in targets for x in (t, *descendants(t))):
+            return True
+    return False
+
+
+def _passed(call: cst.Call, f, param: str, skip: int):
+    """What `call` passes for `param`: an expression (the default where it passes nothing),
+    `_UNKNOWN` where `*args`/`**kwargs` may hold it."""
+    for a in call.args:
+        if a.star:
+            return _UNKNOWN
+        if a.keyword is not None and a.keyword.value == param:
+            return a.value
+    order = f.param_order[skip:]
+    i = order.index(param) if param in order else -1
+    positional = [a for a in call.args if a.keyword is None]
+    if 0 <= i < len(positional):
+        return positional[i].value
+    node = f.node
+    p = next((p for p in (*node.params.params, *node.params.kwonly_params) if p.name.value == param), None)
+    return p.default if p is not None and p.default is not None else _UNKNOWN
+
+
+def _uses_of(model) -> Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]]:
+    """name -> each use of that name in the file as a function: (the call, or None where the
+    name is only referred to; the error handler around it, `error_handler`, or None). A
+    name used as a variable counts as a reference too: a function with that name is then
+    left alone. Built once per walk (`SemanticModel.name_uses`)."""
+    if model.name_uses is not None:
+        return model.name_uses
+    out: Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]] = {}
+    stack: List[Tuple[cst.CSTNode, Optional[str]]] = [(model.module, None)]
+    while stack:
+        node, handler = stack.pop()
+        t = type(node)
+        if t is cst.ExceptHandler:
+            handler = error_handler(node)
+        elif t in (cst.FunctionDef, cst.Lambda):
+            handler = None  # (a function defined in a handler runs where it is called)
+        if t is cst.Call:
+            func = node.func
+            name = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+            if name is not None:
+                out.setdefault(name, []).append((node, handler))
+                if type(func) is cst.Attribute:
+                    stack.append((func.value, handler))
+                stack.extend((c, handler) for c in child_nodes(node) if c is not func)
+                continue
+        elif t is cst.Name:
+            out.setdefault(node.value, []).append((None, handler))
+        elif t is cst.Attribute:
+            out.setdefault(node.attr.value, []).append((None, handler))
+            stack.append((node.value, handler))
+            continue
+        elif t is cst.FunctionDef:
+            stack.extend((c, handler) for c in child_nodes(node) if c is not node.name)
+            continue
+        stack.extend((c, handler) for c in child_nodes(node))
+    model.name_uses = out
+    return out

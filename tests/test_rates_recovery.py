@@ -1,0 +1,53 @@
+"""Recovery paths run rarely: an exception handler runs after an error only (an out-of-memory
+fallback), and a branch on a parameter compared with a constant runs only through the calls
+that pass that constant, so one that only such a handler's call selects runs as rarely.
+`tests/data/rates/recovery.py` marks each finding's line with the rate it must get, each
+beside its near miss: the try body, `finally`, a branch the per-step call selects too, a
+branch selected by a value not known here, a handler that restarts an iterator."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from synclint.engine import lint_source
+
+SOURCE = (Path(__file__).parent / "data" / "rates" / "recovery.py").read_text()
+MARK = re.compile(r"# \[([a-z-]+)\]")
+
+
+def test_a_recovery_path_runs_once_and_its_near_misses_keep_their_rate():
+    expected = {row: m.group(1) for row, line in enumerate(SOURCE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(SOURCE, "matcher.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    assert all(f.hot == (f.rate == "per-step") for f in found if f.row in expected)
+
+
+def test_the_chain_says_why_a_recovery_path_is_rare():
+    chains = {f.row: f.rate_chain for f in lint_source(SOURCE, "matcher.py")}
+    handler = next(i for i, line in enumerate(SOURCE.splitlines(), 1) if "the handler runs after" in line)
+    branch = next(i for i, line in enumerate(SOURCE.splitlines(), 1) if "only the call in the" in line)
+    assert "except RuntimeError" in chains[handler][-1]
+    assert 'where == "cpu"' in chains[branch][-1] and "except RuntimeError" in chains[branch][-1]
+
+
+LAZY = (Path(__file__).parent / "data" / "rates" / "lazy.py").read_text()
+
+
+def test_a_lazy_initialisation_through_a_property_and_a_setter_runs_once():
+    # (diffusers-style schedulers: `if self.step_index is None: self._init_step_index(t)`,
+    # where the property returns `self._step_index` and the method sets it)
+    expected = {row: m.group(1) for row, line in enumerate(LAZY.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(LAZY, "scheduler.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+SHAPES = (Path(__file__).parent / "data" / "rates" / "shapes.py").read_text()
+
+
+def test_code_that_remakes_a_cache_when_a_shape_changes_runs_once():
+    # (YOLOX's grids, mmyolo's `if current_featmap_sizes != self.featmap_sizes_train:`: the
+    # body stores what the test read, so the test fails until the input size changes)
+    expected = {row: m.group(1) for row, line in enumerate(SHAPES.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(SHAPES, "head.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected
