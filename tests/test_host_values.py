@@ -482,3 +482,108 @@ def test_a_tensor_whose_size_is_not_known_to_be_zero_is_still_moved(tmp_path):
                 made = torch.tensor([0], device=device)  # error: SYN302
                 yield labels, counts, scalar, first, zero, moved, rows, made
         """})
+
+
+# --------------------------------------------------------------------------- called only by another module's data pipeline
+
+POINTS = """
+import torch
+
+
+class Points:
+    def __init__(self, points, device=None):
+        points = torch.stack(points)
+        if device is not None:
+            points = points.to(device=device){mark_move}
+        if points.abs().max() > 1:{mark_check}
+            points = points / points.abs().max()
+        self.points = points
+
+
+def centred(points):
+    points = torch.stack(points)
+    return points - points.mean(0), int(points.shape[0] > 0 and points.std() > 0){mark_std}
+"""
+
+PIPELINE = """
+import torch
+from mmcv.transforms import BaseTransform
+from points import Points, centred
+
+
+class LoadPoints(BaseTransform):
+    def __init__(self, device=None):
+        self.device = device
+
+    def transform(self, results):
+        ids = torch.as_tensor(results["ids"])
+        results["ids"] = ids.to(self.device)
+        return self._load(results)
+
+    def _load(self, results):
+        results["points"] = Points(results["raw"])
+        results["centred"] = centred(results["raw"])
+        return results
+"""
+
+
+def test_what_only_another_modules_data_pipeline_calls_runs_on_the_host(tmp_path):
+    # mmyolo's `Keypoints(...)`: made only by `LoadAnnotations._load_kps` in another module,
+    # a transform that DataLoader workers run; its constructor runs there, on host tensors
+    check(tmp_path, {
+        "points.py": POINTS.format(mark_move="", mark_check="", mark_std=""),
+        "pipeline.py": PIPELINE,
+    })
+
+
+def test_the_same_code_called_by_a_training_step_too_is_checked(tmp_path):
+    check(tmp_path, {
+        "points.py": POINTS.format(mark_move="", mark_check="  # error: SYN105",
+                                   mark_std="  # error: SYN104"),
+        "pipeline.py": PIPELINE,
+        "train.py": """
+            import torch
+            from points import Points, centred
+
+
+            def train(model, loader):
+                for x in loader:
+                    y = model(x.cuda(non_blocking=True))
+                    p = Points([y], device="cuda")
+                    c = centred([y])
+
+
+            class Step:
+                def __init__(self, device):
+                    self.device = device
+
+                def __call__(self, ids):
+                    ids = torch.as_tensor(ids)
+                    return ids.to(self.device)  # error: SYN304
+            """,
+    })
+
+
+MMDET_TRANSFORM = """
+import torch
+from mmdet.datasets.transforms import LoadAnnotations as {base}
+
+
+class LoadCounts({base}):
+    def transform(self, results):
+        counts = torch.stack(results["counts"])
+        if counts.sum() > 0:{mark}
+            results["counts"] = counts
+        return results
+"""
+
+
+def test_a_subclass_of_an_openmmlab_data_transform_runs_on_the_host(tmp_path):
+    # mmyolo's `LoadAnnotations(mmdet.datasets.transforms.LoadAnnotations)`: mmdet's
+    # transforms are mmcv `BaseTransform`s, run by the dataset's pipeline in the workers
+    check(tmp_path, {"loading.py": MMDET_TRANSFORM.format(base="Base", mark=""), "other.py": "import loading\n"})
+
+
+def test_a_method_named_transform_of_another_library_class_is_still_checked(tmp_path):
+    check(tmp_path, {"loading.py": MMDET_TRANSFORM.format(base="Base", mark="  # error: SYN105").replace(
+        "mmdet.datasets.transforms", "mmdet.models.layers"), "other.py": "import loading\n"})
