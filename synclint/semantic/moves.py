@@ -99,8 +99,8 @@ def gpu_move(model, call: cst.Call) -> Optional[Move]:
     if dev is None:
         return None
     is_dev, d = model.device_of_arg(dev)
-    if not is_dev or d == V.CPU or d is None and model.in_data_pipeline():
-        return None  # (in DataLoader workers only a device known to be CUDA is the GPU)
+    if not is_dev or d == V.CPU:
+        return None
     dev_is_tensor = model.infer(dev).kind == V.TENSOR
     dtype = kws.get("dtype")
     extra = bool(set(kws) - {"device", "dtype", "non_blocking"})
