@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic import library as L
@@ -118,6 +118,7 @@ class Project:
         self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._cuda: Optional[Set[str]] = None
         self._sub_attrs: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
+        self._host_callers: Optional[Dict[str, FrozenSet[str]]] = None
         self._hierarchy: Optional[Tuple[dict, dict]] = None  # see `_class_hierarchy`
         # (name, importer's directory) -> symbol: the same spelling from the same directory
         # resolves the same way (one file's facts ask thousands of times); forgotten when a
@@ -180,7 +181,7 @@ class Project:
         self._classes.clear()
         self._class_reads.clear()
         self._resolved.clear()
-        self._incoming = self._cuda = self._sub_attrs = None
+        self._incoming = self._cuda = self._sub_attrs = self._host_callers = None
         if old is None or _class_shape(old) != _class_shape(summary):
             self._hierarchy = None  # (an edit inside a method keeps which methods override which)
 
@@ -446,6 +447,7 @@ class Project:
         pf.params = incoming.get(path, {})
         pf.cuda_default = path in cuda
         pf.subclass_attrs = subs.get(path, {})
+        pf.host_called = self._host_called().get(path, frozenset())
         return pf
 
     def may_change(self, path: str, before: ProjectFacts) -> bool:
@@ -458,7 +460,8 @@ class Project:
                 or any(self._updated_at.get(p, -1) > made for p in reads)
                 or self._incoming_params().get(path, {}) != before.params
                 or (path in self._cuda_paths()) != before.cuda_default
-                or self._subclass_attrs().get(path, {}) != before.subclass_attrs)
+                or self._subclass_attrs().get(path, {}) != before.subclass_attrs
+                or self._host_called().get(path, frozenset()) != before.host_called)
 
     def made_from(self, path: str) -> Optional[list]:
         """What `path`'s last facts were made from, as the cache keeps it beside its lint:
@@ -493,7 +496,8 @@ class Project:
         compares a later round with."""
         path = self.absolute(path)
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths(),
-                            subclass_attrs=self._subclass_attrs().get(path, {}))
+                            subclass_attrs=self._subclass_attrs().get(path, {}),
+                            host_called=self._host_called().get(path, frozenset()))
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
         path = self.absolute(path)
@@ -510,6 +514,9 @@ class Project:
         subs = self._subclass_attrs().get(path)
         if subs:
             h.update(_nested_json(subs))
+        host = self._host_called().get(path)
+        if host:
+            h.update(("|host:" + ",".join(sorted(host))).encode())
         return h.hexdigest()
 
     def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
@@ -821,6 +828,30 @@ class Project:
         if cf is None or method not in cf.abstract:
             return []
         return self._overrides().get((path, qual), [])
+
+    def _host_called(self) -> Dict[str, FrozenSet[str]]:
+        """path -> its functions (a class: its `__init__`) that other modules call, each call
+        from the host side of a DataLoader (their summaries' `host_calls`)."""
+        if self._host_callers is None:
+            self._host_callers = self.kept("host callers", self._called_from_host)
+        return self._host_callers
+
+    def _called_from_host(self) -> Dict[str, FrozenSet[str]]:
+        host: Dict[Tuple[str, str], bool] = {}
+        for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):
+            if s is None or self._is_test(path):
+                continue  # (as `_passed_in`: tests are not how the code runs)
+            from_host = set(s.host_calls)
+            for q, _, _, _ in s.calls_out:
+                callee = self._callee(q, path)
+                if callee is not None:
+                    key = callee[:2]
+                    host[key] = host.get(key, True) and q in from_host
+        out: Dict[str, Set[str]] = {}
+        for (p2, qual), only in host.items():
+            if only:
+                out.setdefault(p2, set()).add(qual)
+        return {p: frozenset(qs) for p, qs in out.items()}
 
     def _subclass_attrs(self) -> Dict[str, Dict[str, Dict[str, Val]]]:
         """path -> class -> attribute -> the join of what the class's direct subclasses, in

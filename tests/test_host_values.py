@@ -409,3 +409,166 @@ def test_a_tensor_that_an_in_place_add_gave_autograd_history_is_no_longer_grad_f
                 total = total / 4  # error: SYN501
             return total
         """})
+
+
+# --------------------------------------------------------------------------- tensors with no elements
+
+def test_a_tensor_known_to_hold_no_elements_copies_nothing_when_moved(tmp_path):
+    # mmyolo's assigner visualisers: `torch.zeros([0], dtype=torch.int64).to(device)` for an
+    # image without boxes; a copy of zero bytes returns before any memcpy, so nothing waits
+    check(tmp_path, {"assign.py": """
+        import torch
+
+
+        def no_boxes(loader, device):
+            for images in loader:
+                labels = torch.zeros([0], dtype=torch.int64).to(device)
+                boxes = torch.empty(0, 4).cuda()
+                scores = torch.zeros((0,)).float().to(device, non_blocking=True)
+                points = torch.tensor([]).to(device)
+                keep = torch.zeros(size=(2, 0)).to(device)
+                template = torch.rand(3, 4)
+                none = template.new_zeros((0, 4))
+                picked = none.long().to(device)
+                made = torch.tensor([], device=device)
+                yield labels, boxes, scores, points, keep, picked, made
+        """})
+
+
+def test_emptiness_travels_with_a_helpers_return_to_another_module(tmp_path):
+    check(tmp_path, {
+        "boxes.py": """
+            import torch
+
+
+            def no_labels():
+                return torch.zeros(0, dtype=torch.long)
+
+
+            def one_label():
+                return torch.zeros(1, dtype=torch.long)
+            """,
+        "train.py": """
+            from boxes import no_labels, one_label
+
+
+            def train(loader, device):
+                for images in loader:
+                    none = no_labels().to(device)
+                    one = one_label().to(device)  # error: SYN304
+                    yield none, one
+            """,
+    })
+
+
+def test_a_tensor_whose_size_is_not_known_to_be_zero_is_still_moved(tmp_path):
+    # the near misses: a size from a variable, a 0-d tensor (one element), a literal 0 that is
+    # an index or a value, and a name that holds an empty tensor on one path only
+    check(tmp_path, {"assign.py": """
+        import torch
+
+
+        def some_boxes(loader, device, n):
+            for images in loader:
+                labels = torch.zeros([n], dtype=torch.int64).to(device)  # error: SYN301
+                counts = torch.zeros(n).to(device)  # error: SYN301
+                scalar = torch.zeros([]).to(device)  # error: SYN301
+                first = torch.zeros(5)[0].to(device)  # error: SYN304
+                zero = torch.tensor([0]).to(device)  # error: SYN302
+                either = torch.zeros(0) if n else torch.ones(3)
+                moved = either.to(device)  # error: SYN304
+                template = torch.rand(3, 4)
+                rows = template.new_zeros((n, 4)).to(device)  # error: SYN304
+                made = torch.tensor([0], device=device)  # error: SYN302
+                yield labels, counts, scalar, first, zero, moved, rows, made
+        """})
+
+
+# --------------------------------------------------------------------------- called only by another module's data pipeline
+
+POINTS = """
+import torch
+
+
+class Points:
+    def __init__(self, points, device=None):
+        points = torch.stack(points)
+        if device is not None:
+            points = points.to(device=device)
+        if points.abs().max() > 1:{mark_check}
+            points = points / points.abs().max()
+        self.points = points
+
+
+def centred(points):
+    points = torch.stack(points)
+    return points - points.mean(0), int(points.shape[0] > 0 and points.std() > 0){mark_std}
+"""
+
+PIPELINE = """
+from mmcv.transforms import BaseTransform
+from points import Points, centred
+
+
+class LoadPoints(BaseTransform):
+    def transform(self, results):
+        return self._load(results)
+
+    def _load(self, results):
+        results["points"] = Points(results["raw"])
+        results["centred"] = centred(results["raw"])
+        return results
+"""
+
+
+def test_what_only_another_modules_data_pipeline_calls_runs_on_the_host(tmp_path):
+    # mmyolo's `Keypoints(...)`: made only by `LoadAnnotations._load_kps` in another module,
+    # a transform that DataLoader workers run; its constructor runs there, on host tensors
+    check(tmp_path, {
+        "points.py": POINTS.format(mark_check="", mark_std=""),
+        "pipeline.py": PIPELINE,
+    })
+
+
+def test_the_same_code_called_by_a_training_step_too_is_checked(tmp_path):
+    check(tmp_path, {
+        "points.py": POINTS.format(mark_check="  # error: SYN105",
+                                   mark_std="  # error: SYN104"),
+        "pipeline.py": PIPELINE,
+        "train.py": """
+            import torch
+            from points import Points, centred
+
+
+            def train(model, loader):
+                for x in loader:
+                    y = model(x.cuda(non_blocking=True))
+                    p = Points([y], device="cuda")
+                    c = centred([y])
+            """,
+    })
+
+
+MMDET_TRANSFORM = """
+import torch
+from mmdet.datasets.transforms import LoadAnnotations as {base}
+
+
+class LoadCounts({base}):
+    def transform(self, results):
+        counts = torch.stack(results["counts"])
+        if counts.sum() > 0:{mark}
+            results["counts"] = counts
+        return results
+"""
+
+
+def test_a_subclass_of_an_openmmlab_data_transform_runs_on_the_host(tmp_path):
+    # mmyolo's `LoadAnnotations(mmdet.datasets.transforms.LoadAnnotations)`: mmdet's
+    # transforms are mmcv `BaseTransform`s, run by the dataset's pipeline in the workers
+    check(tmp_path, {"loading.py": MMDET_TRANSFORM.format(base="Base", mark=""), "other.py": "import loading\n"})
+
+
+def test_a_method_named_transform_of_another_library_class_is_still_checked(tmp_path):
+    check(tmp_path, {"loading.py": MMDET_TRANSFORM.format(base="Base", mark="  # error: SYN105").replace(
+        "mmdet.datasets.transforms", "mmdet.models.layers"), "other.py": "import loading\n"})

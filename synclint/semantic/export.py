@@ -84,6 +84,7 @@ def module_summary(model, name: str) -> ModuleSummary:
         order = [""] + info.param_order if info.is_static else list(info.param_order)
         out.params[qual] = (order, sorted(info.defaults))
     out.calls_out = list(m.calls_out)
+    out.host_calls = m.host_only_calls()
     out.self_calls = list(m.self_calls)
     for fname, (params, expr) in m.one_liners.items():
         out.one_liners[fname] = OneLiner(list(params), HelperBody(list(params), returns=[expr]).to_data(),

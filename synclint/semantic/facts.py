@@ -132,8 +132,10 @@ class FileFacts:
     # loop (the id of its For/While node in this tree) -> name -> what the name held at the
     # end of the loop's body: the next iteration starts from it (`SemanticModel.enter_loop`)
     loop_carried: Dict[int, Dict[str, Val]] = field(default_factory=dict)
-    # functions that run only on the host side of a DataLoader (`SemanticModel.host_side`)
+    # functions that run only on the host side of a DataLoader (`SemanticModel.host_side`),
+    # and those whose calls in this file (if any) all run there
     host_side: FrozenSet[str] = frozenset()
+    host_side_here: FrozenSet[str] = frozenset()
 
 
 @dataclass
@@ -213,9 +215,12 @@ class ModuleSummary:
     one_liners: Dict[str, "OneLiner"] = field(default_factory=dict)
     # the libraries it imports (`torch`, `F`): what a `from m import *` of it brings too
     library_aliases: Dict[str, str] = field(default_factory=dict)
+    # the callees of `calls_out` that it calls only from the host side of a DataLoader
+    host_calls: List[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "hc": self.host_calls,
             "la": self.library_aliases,
             "ol": {k: o.to_json() for k, o in self.one_liners.items()},
             "sc": [[q, [v.to_json() for v in pos], _vals(kws)] for q, pos, kws in self.self_calls],
@@ -234,7 +239,7 @@ class ModuleSummary:
             [(q, skip, [Val.from_json(v) for v in pos], _unvals(kws)) for q, skip, pos, kws in d["o"]],
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
-            {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]),
+            {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]), list(d["hc"]),
         )
 
 
@@ -256,6 +261,9 @@ class ProjectFacts:
     star_imports: Dict[str, Dict[str, str]] = field(default_factory=dict)
     # this file's class -> attribute -> what its subclasses (in any module) assign to it
     subclass_attrs: Dict[str, Dict[str, Val]] = field(default_factory=dict)
+    # this file's functions (a class: its `__init__`) that other modules call, and only from
+    # the host side of a DataLoader
+    host_called: FrozenSet[str] = frozenset()
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
@@ -263,7 +271,7 @@ class ProjectFacts:
             "a": self.aliases, "si": self.star_imports, "f": _vals(self.funcs), "c": {k: c.to_json() for k, c in self.classes.items()},
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
-            "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()},
+            "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()}, "hc": sorted(self.host_called),
         }
 
     @staticmethod
@@ -272,7 +280,7 @@ class ProjectFacts:
             _unvals(d["f"]), {k: ClassFacts.from_json(c) for k, c in d["c"].items()}, _unvals(d["v"]),
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
-            {k: _unvals(a) for k, a in d["sa"].items()},
+            {k: _unvals(a) for k, a in d["sa"].items()}, frozenset(d["hc"]),
         )
 
     # ------------------------------------------------------------------ the questions
@@ -315,6 +323,12 @@ class ProjectFacts:
         """Another module passes arguments to this file's function `qual`."""
         self._ask("pc", qual)
         return bool(self.params.get(qual))
+
+    def called_from_host_only(self, qual: str) -> bool:
+        """Other modules call this file's function `qual`, and only from the host side of a
+        DataLoader (their data pipelines)."""
+        self._ask("hc", qual)
+        return qual in self.host_called
 
     def star_names(self) -> Dict[str, str]:
         """The names this file's `from m import *` bring (name -> qualified name)."""
@@ -373,6 +387,8 @@ class ProjectFacts:
             return v.to_json() if v is not None else None
         if kind == "pc":
             return bool(self.params.get(key[1]))
+        if kind == "hc":
+            return key[1] in self.host_called
         if kind == "s":
             return [self.aliases, self.star_imports]
         if kind == "sa":

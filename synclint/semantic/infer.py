@@ -628,11 +628,13 @@ class Evaluator:
             device = self.env.default_device
         pinned = is_true(kwarg(call, "pin_memory"))
         ndim = None
+        empty = False
         dtype = self._dtype_class(kwarg(call, "dtype"))
         if name in ("zeros", "ones", "empty", "rand", "randn", "full"):
             pos = [a for a in call.args if a.keyword is None]
             if name == "full":
                 pos = pos[:1]
+            empty = _zero_in_size(call, [a.value for a in pos])
             if len(pos) == 1 and type(pos[0].value) in (cst.Tuple, cst.List):
                 ndim = len(pos[0].value.elements)
             elif pos and all(type(a.value) in (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Call)
@@ -653,6 +655,7 @@ class Evaluator:
             dtype = V.INT
         elif name in ("tensor", "as_tensor", "asarray") and call.args and call.args[0].keyword is None:
             data = call.args[0].value
+            empty = type(data) in (cst.List, cst.Tuple) and not data.elements  # `torch.tensor([])`
             ndim = literal_ndim(data)
             if ndim is None and self.value(data) == V.py("shape"):
                 ndim = 1  # `torch.tensor(p.shape)`: one number per dimension
@@ -668,7 +671,7 @@ class Evaluator:
                         pinned = d.pinned
                 elif d.kind == V.UNKNOWN and name != "tensor":
                     pinned = None  # as_tensor(t) may return a pinned t itself
-        return V.tensor(device, pinned=pinned, ndim=ndim, dtype=dtype)
+        return V.tensor(device, pinned=pinned, ndim=ndim, dtype=dtype, empty=empty)
 
     # ------------------------------------------------------------------ calls
     def _infer_call(self, call: cst.Call) -> Val:
@@ -1232,7 +1235,12 @@ class Evaluator:
             return V.tensor(other.device if other.kind == V.TENSOR else recv.device,
                             dtype=other.dtype if other.kind == V.TENSOR else None)
         if m in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
-            return V.tensor(recv.device)
+            pos = [a.value for a in call.args if a.keyword is None]
+            if m == "new_tensor":
+                empty = bool(pos) and type(pos[0]) in (cst.List, cst.Tuple) and not pos[0].elements
+            else:
+                empty = _zero_in_size(call, pos[:1] if m == "new_full" else pos)
+            return V.tensor(recv.device, empty=empty)
         if m == "numpy":
             return Val(V.NUMPY)
         if m in ("item", "tolist", "equal", "allclose", "is_nonzero", "is_same_size") or m in L.HOST_METHODS:
@@ -1243,12 +1251,14 @@ class Evaluator:
             return V.py("int") if m in ("dim", "numel", "nelement", "ndimension") else V.PY_VAL
         if m == "pin_memory":
             return recv.with_(device=V.CPU, pinned=True, assumed=assumed)
+        # a cast (`.long()`, `.bool()`) keeps every element, and so an empty tensor's emptiness
+        empty = recv.empty and m in _CASTS
         if m in L.BOOL_METHODS:
-            return V.tensor(recv.device, mask=True, assumed=assumed)
+            return V.tensor(recv.device, mask=True, assumed=assumed, empty=empty)
         if m in L.INT_METHODS:
             if m == "nonzero" and is_true(kwarg(call, "as_tuple")):
                 return Val(V.TENSORS, recv.device, dtype=V.INT)
-            return V.tensor(recv.device, dtype=V.INT, assumed=assumed)
+            return V.tensor(recv.device, dtype=V.INT, assumed=assumed, empty=empty)
         if m in ("unique", "unique_consecutive") and not any(
                 a.keyword is not None and a.keyword.value in ("return_inverse", "return_counts") for a in call.args):
             return V.tensor(recv.device, dtype=recv.dtype, assumed=assumed)  # one tensor, without extras
@@ -1261,7 +1271,7 @@ class Evaluator:
                 return _values_indices(recv.device, recv.dtype, assumed, recv.ndim if m in _SHAPE_KEEPING else None)
             return Val(V.TENSORS, recv.device, assumed=assumed)
         if m in L.FLOAT_METHODS:
-            return V.tensor(recv.device, ndim=recv.ndim, dtype=V.FLOAT, assumed=assumed)
+            return V.tensor(recv.device, ndim=recv.ndim, dtype=V.FLOAT, assumed=assumed, empty=empty)
         if m in L.DTYPE_PRESERVING_METHODS:
             keep_pin = m in ("clone", "detach", "contiguous")
             return recv.with_(pinned=recv.pinned if keep_pin else None,
@@ -1561,6 +1571,22 @@ class Evaluator:
 
 # (values, indices) of the input's shape: `_, order = torch.sort(scores)` is as deep as `scores`
 _SHAPE_KEEPING = frozenset({"sort", "topk", "cummax", "cummin"})
+
+
+def _zero_in_size(call: cst.Call, sizes: List[cst.BaseExpression]) -> bool:
+    """A factory's size (`sizes`, its positional size arguments, or `size=`) has a literal 0
+    among its dimensions: `zeros(0)`, `empty(0, 4)`, `zeros([0])`, `new_zeros((0, 4))`. A
+    0-d size (`zeros([])`) holds one element, and a size from a variable may be anything."""
+    given = kwarg(call, "size")
+    if given is not None:
+        sizes = [given]
+    if len(sizes) == 1 and type(sizes[0]) in (cst.Tuple, cst.List):
+        sizes = [el.value for el in sizes[0].elements]
+    return any(type(d) is cst.Integer and int(d.value, 0) == 0 for d in sizes)
+
+
+# Methods that change a tensor's dtype and nothing else
+_CASTS = L.FLOAT_METHODS | frozenset(("long", "int", "short", "bool"))
 
 
 def _values_indices(device: Optional[str], dtype: Optional[str], assumed: bool, ndim: Optional[int] = None) -> Val:

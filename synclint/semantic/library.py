@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from fnmatch import fnmatchcase
 from typing import FrozenSet
 
 if sys.version_info >= (3, 11):
@@ -131,6 +132,15 @@ LOADER_NAME_SUFFIXES = tuple(_DATA["iteration"]["loader_name_suffixes"])
 LOADER_NAMES = _set("iteration", "loader_names")
 BATCH_SAMPLERS = _set("iteration", "batch_samplers")
 HOST_SIDE_METHODS = _set("iteration", "host_side_methods")
+_HOST_SIDE_PATTERNS = tuple(m for m in HOST_SIDE_METHODS if "*" in m)
+
+
+def is_host_side_method(name: str) -> bool:
+    """`Base.method` (qualified) is one a data pipeline calls in DataLoader workers: listed,
+    or matched by a pattern (`mmdet.datasets.transforms.*.transform`: any class there)."""
+    return name in HOST_SIDE_METHODS or any(fnmatchcase(name, p) for p in _HOST_SIDE_PATTERNS)
+
+
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
 HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as

@@ -64,7 +64,7 @@ def _pipeline_entry(model: "SemanticModel", f: FuncInfo) -> bool:
         return False
     if f.name in ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__"):
         return not f.cls.is_module
-    return model.library_base(f.cls.name, lambda b: f"{b}.{f.name}" in L.HOST_SIDE_METHODS) is not None
+    return model.library_base(f.cls.name, lambda b: L.is_host_side_method(f"{b}.{f.name}")) is not None
 
 
 def _test_named(filename: str) -> bool:
@@ -818,15 +818,19 @@ class SemanticModel:
     def summary(self) -> FileFacts:
         """What the second walk of this file starts from (`export.file_facts`)."""
         facts = export.file_facts(self)
-        facts.host_side = self.host_side()
+        facts.host_side, facts.host_side_here = self.host_side()
         return facts
 
-    def host_side(self) -> FrozenSet[str]:
-        """After a walk: the functions of this file that run on the host side of a DataLoader.
-        A data pipeline's entry (`_pipeline_entry`), and, to a fixpoint, a function every
-        call of which in this file is made from one (audiocraft's `collater` -> `mix_samples`
-        -> `snr_mixer`). Whether another module calls it too is asked when it is walked
-        (`in_data_pipeline`)."""
+    def host_side(self) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+        """After a walk: the functions of this file that run on the host side of a DataLoader,
+        and those whose calls in this file (if any) all run there.
+
+        The first: a data pipeline's entry (`_pipeline_entry`), and, to a fixpoint, a function
+        every call of which in this file is made from one (audiocraft's `collater` ->
+        `mix_samples` -> `snr_mixer`). Whether another module calls it too is asked when it is
+        walked (`in_data_pipeline`): there, the second set, with the project's word that every
+        other module's call runs on the host side too, makes a function host side (the
+        constructor of mmyolo's `Keypoints`, made by a transform in another module)."""
         callers: Dict[str, Set[Optional[str]]] = {}
         for caller, callee, _ in self.calls:
             if callee in self.all_funcs:
@@ -839,7 +843,18 @@ class SemanticModel:
                 if q not in side and all(c is not None and c in side for c in cs):
                     side.add(q)
                     grew = True
-        return frozenset(side)
+        here = frozenset(q for q in self.all_funcs if all(c is not None and c in side for c in callers.get(q, ())))
+        return frozenset(side), here
+
+    def host_only_calls(self) -> List[str]:
+        """The other modules' functions and classes (qualified, as `calls_out` names them)
+        that this file calls only from the host side of a DataLoader."""
+        side, _ = self.host_side()
+        callers: Dict[str, Set[Optional[str]]] = {}
+        for caller, callee, _ in self.calls:
+            if callee.startswith("@"):
+                callers.setdefault(callee[1:], set()).add(caller)
+        return sorted(q for q, cs in callers.items() if all(c is not None and c in side for c in cs))
 
     def module_summary(self, name: str) -> ModuleSummary:
         """What this module offers the rest of the project, after a walk (`export.module_summary`)."""
@@ -1060,7 +1075,10 @@ class SemanticModel:
             return False
         if _pipeline_entry(self, f):
             return True
-        return f.qual in self.facts.host_side and not self.project.called_elsewhere(f.qual)
+        if f.qual in self.facts.host_side and not self.project.called_elsewhere(f.qual):
+            return True
+        # called in other modules by their data-pipeline code only, and here (if at all) too
+        return f.qual in self.facts.host_side_here and self.project.called_from_host_only(f.qual)
 
     @property
     def in_loop(self) -> bool:

@@ -51,9 +51,12 @@ def _method(call: cst.Call) -> Optional[str]:
 
 def gpu_move(model, call: cst.Call) -> Optional[Move]:
     """The move if `call` is `x.to(<GPU device>, ...)`, `x.cuda(...)`, `x.type_as(gpu)` or
-    `x.type(<CUDA tensor type>)`, else None."""
+    `x.type(<CUDA tensor type>)`, else None. A tensor known to hold no elements
+    (`torch.zeros([0]).to(device)`) is no move: its copy returns before any transfer."""
     m = _method(call)
     if m is None or model.cuda_less_depth or any(a.star for a in call.args):
+        return None
+    if model.infer(call.func.value).empty:
         return None
     pos = [a.value for a in call.args if a.keyword is None]
     kws = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
@@ -207,6 +210,8 @@ def host_data(model, data: cst.BaseExpression, strict: bool) -> bool:
     """Is `data` (of torch.tensor / as_tensor) host data whose copy to the GPU blocks?
 
     `strict`: unknown values do not count (as_tensor of a GPU tensor is free)."""
+    if type(data) in (cst.List, cst.Tuple) and not data.elements:
+        return False  # `torch.tensor([], device=d)`: no elements, nothing to copy
     if type(data) in (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float, cst.GeneratorExp):
         v = model.infer(data)
         return not (v.kind == V.TENSORS and v.device != V.CPU)

@@ -1,7 +1,7 @@
 """What the model knows about a value: the small abstract domain the rules ask about.
 
 A value has a kind (tensor, NumPy array, plain Python value, module, loader, ...), and for
-tensors a device, a dtype class, pinned-ness and a rank where known. `assumed` marks a
+tensors a device, a dtype class, pinned-ness, a rank and emptiness where known. `assumed` marks a
 tensor that is one only by assumption (an unannotated `forward` parameter): rules that
 treat a value as a number want more evidence than that. `join` is what a name holds after
 two branches meet.
@@ -42,7 +42,7 @@ FLOAT = "float"
 class Val:
     """An abstract value. `device` is CUDA, CPU or None (unknown)."""
 
-    __slots__ = ("kind", "device", "dtype", "pinned", "ndim", "elems", "assumed", "py", "cls")
+    __slots__ = ("kind", "device", "dtype", "pinned", "ndim", "elems", "assumed", "py", "cls", "empty")
 
     def __init__(
         self,
@@ -57,6 +57,7 @@ class Val:
         py: Optional[str] = None,
         cls: Optional[str] = None,
         elems: Optional[Tuple["Val", ...]] = None,
+        empty: bool = False,
     ) -> None:
         self.kind = kind
         self.device = device
@@ -69,6 +70,9 @@ class Val:
         # "fused"/"unfused", for DIST "validating", for MODULE its mode "eval"/"train"
         self.py = py
         self.cls = cls  # for OBJECT, LOADER items and MODULE: the class key, when known
+        # a tensor known to hold no elements (a literal 0 in its size: `torch.zeros([0])`):
+        # moving it copies nothing, so nothing waits
+        self.empty = empty
 
     @property
     def mask(self) -> bool:
@@ -76,7 +80,7 @@ class Val:
 
     def with_(self, **kw) -> "Val":
         v = Val(self.kind, self.device, False, self.pinned, self.ndim, dtype=self.dtype,
-                assumed=self.assumed, py=self.py, cls=self.cls, elems=self.elems)
+                assumed=self.assumed, py=self.py, cls=self.cls, elems=self.elems, empty=self.empty)
         if "mask" in kw:
             m = kw.pop("mask")
             v.dtype = BOOL if m else (None if v.dtype == BOOL else v.dtype)
@@ -96,19 +100,20 @@ class Val:
 
     def to_json(self) -> list:
         """A compact JSON form (module summaries are cached and sent between processes)."""
-        return [self.kind, self.device, self.dtype, self.pinned, self.ndim, self.assumed, self.py, self.cls,
-                None if self.elems is None else [e.to_json() for e in self.elems]]
+        out = [self.kind, self.device, self.dtype, self.pinned, self.ndim, self.assumed, self.py, self.cls,
+               None if self.elems is None else [e.to_json() for e in self.elems]]
+        return out + [1] if self.empty else out
 
     @staticmethod
     def from_json(d: list) -> "Val":
-        kind, device, dtype, pinned, ndim, assumed, py_, cls, elems = d
+        kind, device, dtype, pinned, ndim, assumed, py_, cls, elems = d[:9]
         return Val(kind, device, pinned=pinned, ndim=ndim, dtype=dtype, assumed=assumed, py=py_, cls=cls,
-                   elems=None if elems is None else tuple(Val.from_json(e) for e in elems))
+                   elems=None if elems is None else tuple(Val.from_json(e) for e in elems), empty=len(d) > 9)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         extra = "".join(
             f" {k}={getattr(self, k)!r}"
-            for k in ("device", "dtype", "pinned", "ndim", "assumed", "py", "cls")
+            for k in ("device", "dtype", "pinned", "ndim", "assumed", "py", "cls", "empty")
             if getattr(self, k)
         )
         return f"Val({self.kind}{extra})"
@@ -227,6 +232,7 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             py=a.py if a.py == b.py else "number" if a.py in NUMBERS and b.py in NUMBERS else None,
             cls=a.cls if a.cls == b.cls else _either_class(a, b),
             elems=a.elems if a.elems == b.elems else _positional(a, b) or _appended(a, b),
+            empty=a.empty and b.empty,
         )
     for t, other in ((a, b), (b, a)):
         if t.kind == MODULE and other.kind == UNKNOWN and other.cls is None:
@@ -246,6 +252,8 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             # callers unpack the tuple, whose parts are not all tensors
             return other
         if t.kind in (TENSOR, TENSORS) and other.kind in (PY, UNKNOWN, TENSOR, TENSORS):
+            if t.empty:  # empty on one path only: what the other path holds may have elements
+                t = t.with_(empty=False)
             if other.kind == PY and other.py in ("list", "tuple") and t.kind == TENSORS:
                 return t.with_(elems=None)  # a list that tensors were appended to
             if other.kind == PY and other.py not in (None, "none") and other.py not in NUMBERS:
