@@ -96,8 +96,13 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             option = device_option(node, ctx)
             if option is not None:
                 ctx.device_options[option[0]] = option[1]
+        held_functions = V.function_keys(ctx.infer(func)) if q is None and recv.kind in (V.MODULE, V.OBJECT) else ()
         if q is not None:
             outside = [(q, 0)]  # `utils.general.f(...)`
+        elif held_functions:
+            # `self.replace_fn = f if c else g` in __init__, then `self.replace_fn(x)`: either
+            outside = [(k, 0) for k in held_functions if "." in k]
+            ctx.calls.extend((caller, k, hot) for k in held_functions if "." not in k)
         elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls and _held_instance(ctx, func) is not None:
             # `self.model(x)`: an attribute holding a module (or an object), whose forward
             # (`__call__`) runs; an instance attribute shadows a method of that name
