@@ -143,6 +143,22 @@ def _loader_next() -> None:
         _BaseDataLoaderIter.next = _BaseDataLoaderIter.__next__
 
 
+def _no_loader_workers() -> None:
+    """Every DataLoader loads in the main thread (num_workers=0): no worker queues' feeder
+    threads, no pin-memory thread (the cross-check's GIL question, issue 39)."""
+    from torch.utils.data import DataLoader
+
+    init = DataLoader.__init__
+
+    def single_process(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["num_workers"] = 0
+        kwargs.pop("persistent_workers", None)
+        kwargs.pop("prefetch_factor", None)
+        init(self, *args, **kwargs)
+
+    DataLoader.__init__ = single_process
+
+
 def child(a: argparse.Namespace) -> int:
     import torch
     from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -150,6 +166,8 @@ def child(a: argparse.Namespace) -> int:
     _synthetic_cifar()
     _loader_next()
     _terminal()
+    if a.mode == "crosscheck-noworkers":
+        _no_loader_workers()
     stamps: List[float] = []
     total = a.warmup + a.steps
 
@@ -169,11 +187,11 @@ def child(a: argparse.Namespace) -> int:
     if a.mode == "gpu-trace":
         torch._C._activate_gpu_trace()
     t0 = time.perf_counter()
-    if a.mode in ("trace", "crosscheck"):
+    if a.mode in ("trace", "crosscheck", "crosscheck-noworkers"):
         from synclint.trace.run import Options, run
 
         trace = run(Options(program, roots=[os.getcwd()], warmup=a.warmup, steps=a.steps,
-                            cross_check=a.mode == "crosscheck"))
+                            cross_check=a.mode.startswith("crosscheck")))
         sites = sorted(trace.sites, key=lambda s: -s.blocked_ms)
         out["trace"] = {"blocked_ms": round(trace.blocked_ms, 3), "wall_ms": trace.meta.get("wall_ms"),
                         "syncs": sum(s.count for s in sites), "timed": sum(s.timed for s in sites),
@@ -204,7 +222,7 @@ def _run_child(name: str, mode: str, programs: Path, out: Path, work: Path, tag:
     p = PROGRAMS[name]
     result = work / f"{name}-{tag}.json"
     log = out / "children.log"
-    steps = p.get("crosscheck_steps", p["steps"]) if mode == "crosscheck" else p["steps"]
+    steps = p.get("crosscheck_steps", p["steps"]) if mode.startswith("crosscheck") else p["steps"]
     cmd = [sys.executable, str(Path(__file__).resolve()), "child", "--mode", mode, "--warmup", str(p["warmup"]),
            "--steps", str(steps), "--json", str(result), "--", *p["argv"]]
     t0 = time.time()
@@ -234,7 +252,9 @@ def measure(a: argparse.Namespace) -> int:
     for r in range(1, a.rounds + 1):
         for i, name in enumerate(names):
             modes = ["plain", "trace"] if (r + i) % 2 else ["trace", "plain"]
-            if r == 1:
+            if a.crosscheck_only:
+                modes = ["crosscheck", "crosscheck-noworkers"] if (r + i) % 2 else ["crosscheck-noworkers", "crosscheck"]
+            elif r == 1:
                 modes += ["crosscheck"] + (["gpu-trace"] if name in a.gpu_trace.split(",") else [])
             for mode in modes:
                 if time.time() > deadline:
@@ -273,10 +293,10 @@ def summarize(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
         if d["round"] in plain:
             s["gpu_trace_overhead_pct"] = round(100 * (d["median_ms"] / plain[d["round"]] - 1), 2)
     for d in runs:
-        if d.get("mode") == "crosscheck" and d.get("trace"):
+        if d.get("mode", "").startswith("crosscheck") and d.get("trace"):
             t = d["trace"]
             prof = (t.get("profiler") or {}).get("sync_ms")
-            s["crosscheck"] = {"blocked_ms": t["blocked_ms"], "profiler_sync_ms": prof,
+            s.setdefault("cross_check", {})[f"{d['mode']}-r{d['round']}"] = {"blocked_ms": t["blocked_ms"], "profiler_sync_ms": prof,
                                "profiler_calls": (t.get("profiler") or {}).get("calls"),
                                "syncs": t["syncs"], "timed": t["timed"], "sites": t["sites"],
                                "diff_pct": None if not prof else round(100 * (t["blocked_ms"] - prof) / prof, 2)}
@@ -284,17 +304,18 @@ def summarize(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def table(doc: Dict[str, Any]) -> str:
-    lines = ["program     shape                 plain ms   trace ms  overhead (rounds)           gpu-trace on  "
-             "blocked ms vs profiler"]
+    lines = ["program     shape                 plain ms   trace ms  overhead (rounds)           gpu-trace on"]
+    checks = ["", "cross-check            blocked ms vs profiler ms"]
     for n, s in doc["summary"].items():
         shape = doc["programs"][n]["shape"]
-        cc = s.get("crosscheck") or {}
         lines.append(
             f"{n:11s} {shape:20s} {s.get('plain', {}).get('median_ms', '-'):>9} {s.get('trace', {}).get('median_ms', '-'):>9}  "
             f"{s.get('trace_overhead_pct', '-'):>6}% {str(s.get('trace_overhead_pct_by_round', '')):22s} "
-            f"{s.get('gpu_trace_overhead_pct', '-'):>6}%  {cc.get('blocked_ms', '-')} vs {cc.get('profiler_sync_ms', '-')} "
-            f"({cc.get('diff_pct', '-')}%)")
-    return "\n".join(lines)
+            f"{s.get('gpu_trace_overhead_pct', '-'):>6}%")
+        for run, cc in (s.get("cross_check") or {}).items():
+            checks.append(f"{n:11s} {run:26s} {cc['blocked_ms']} vs {cc['profiler_sync_ms']} ({cc['diff_pct']}%), "
+                          f"{cc['syncs']} syncs")
+    return "\n".join(lines + checks)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -311,8 +332,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     m.add_argument("--budget-s", type=float, default=420, help="start no run after this many seconds")
     m.add_argument("--child-limit-s", type=float, default=90)
     m.add_argument("--gpu-trace", default=",".join(PROGRAMS), help="programs also run with the GPU-trace hooks armed")
+    m.add_argument("--crosscheck-only", action="store_true",
+                   help="each round: only the cross-check, with the program's loader workers and with none")
     c = sub.add_parser("child")
-    c.add_argument("--mode", choices=["plain", "trace", "gpu-trace", "crosscheck"], required=True)
+    c.add_argument("--mode", choices=["plain", "trace", "gpu-trace", "crosscheck", "crosscheck-noworkers"], required=True)
     c.add_argument("--warmup", type=int, required=True)
     c.add_argument("--steps", type=int, required=True)
     c.add_argument("--json", required=True)
