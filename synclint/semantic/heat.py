@@ -102,9 +102,9 @@ def loop_rate(model, node, per_step: int, container: int, epoch: bool,
     if epoch:
         return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt), False
     if feeds_back(model, node):
-        # (like a function that loops over batches, one that decodes runs its own code once
-        # per call: the prompt before the token loop, the checks after it)
-        model.note_per_epoch()
+        # (the prompt before the token loop and the checks after it run once per call, as
+        # often as the caller calls: per batch from an evaluation loop, per env step from a
+        # policy's rollout; unlike a loop over a loader's batches, which is a whole epoch)
         return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt), True
     if micro_batches(model, node):
         return Rate.PER_MICRO_STEP, Entry(
@@ -165,8 +165,11 @@ def feeds_back(model, loop) -> bool:
     state handed back as it came out (`out, h = rnn(x, h)`) is not one."""
     assigns = _own_assigns(loop.body, [])
     reads = [_names(value) for _, value in assigns]
+    varying = _per_iteration(loop, assigns)
     for i, (targets, value) in enumerate(assigns):
         for call in (n for n in (value, *descendants(value)) if type(n) is cst.Call and n.args):
+            if _roots(call.func) & varying:
+                continue  # `self.layers[i](x)`, `layer(x)` over `self.layers`: a stack of layers
             inputs = set().union(*(_paths(a.value) for a in call.args))
             for (earlier, earlier_value) in reversed(assigns[:i]):
                 if _touching(inputs, earlier):  # `idx_cond = idx[:, -block:]`, then `model(idx_cond)`
@@ -183,6 +186,24 @@ def feeds_back(model, loop) -> bool:
                                                        or model.infer(call.func).kind == V.MODULE):
                 return True  # (the module is asked last: it is the dear part)
     return False
+
+
+def _per_iteration(loop, assigns) -> Set[str]:
+    """The names a `for` loop binds anew each iteration from its own target: the target
+    (`i`, `layer`) and what the body computes from it before use (`block = self.blocks[i]`).
+    A model called through one of them is another module each iteration."""
+    if type(loop) is not cst.For:
+        return set()
+    varying = set(_bound(loop.target))
+    for targets, value in assigns:
+        if _roots(value) & varying:
+            varying.update(_root(t) for t in targets)
+    return varying
+
+
+def _roots(node: cst.CSTNode) -> Set[str]:
+    """The names `node` reads (`self.layers[i]` reads `self` and `i`; not `layers`)."""
+    return {_root(p) for p in _paths(node)}
 
 
 def _own_method(model, func: cst.BaseExpression) -> bool:

@@ -19,7 +19,7 @@ class LM(nn.Module):
             nxt = self._next_token(seq)
             seq = torch.cat([seq, nxt], 1)
             print(nxt.sum().item())  # [per-token] the decoding loop, through the module's own method
-        assert (seq >= 0).all()  # [per-epoch] after the decoding loop: once per generate() call
+        assert (seq >= 0).all()  # [per-step] after the decoding loop: once per generate() call, which evaluate() makes every batch
         return seq
 
     def score_all(self, xs):
@@ -52,6 +52,24 @@ class LM(nn.Module):
             out = self(batch)
             self.last = out.sum().item()  # [per-step] near miss: a statistic stored on self is not what self.batches reads
 
+    def refine(self, desc0, desc1):
+        for i in range(len(self.layers)):
+            desc0, desc1 = self.layers[i](desc0, desc1)
+            keep = desc0.norm(dim=-1) > 0
+            desc0 = desc0 * keep[..., None]
+            print(desc0.sum().item())  # [per-step] near miss: a stack of layers, another module each iteration
+        for block in self.blocks:
+            out = block(desc1)
+            desc1 = out.softmax(-1)
+            print(desc1.max().item())  # [per-step] near miss: the same over the blocks themselves
+        for step in range(4):
+            logits = self.step(desc1)
+            desc1 = logits.softmax(-1)
+            print(desc1.max().item())  # [per-token] decoding: the loop's name is not the module's
+
+    def step(self, x):
+        return self.fc(x)
+
 
 def evaluate(loader):
     model = LM().cuda()
@@ -62,3 +80,4 @@ def evaluate(loader):
         model.score_rows(batch)
         model.generate_into_state(8)
         model.accumulate(4)
+        model.refine(batch, batch)
