@@ -56,6 +56,34 @@ class DeviceToHostCopy(Rule):
     FIX_TITLE = "Move results to the host once, outside the hot loop, or copy with `non_blocking=True` and synchronize before reading"
     CATALOGUE = ("B1", "B3")
     VALID = [
+        # a model offloaded under `--offload`: loaded as an `nn.Module` on one path, a
+        # TensorRT engine wrapper from a dict annotated with its class on the other (flux)
+        Valid(
+            "import torch\n"
+            "class BaseEngine:\n"
+            "    def to(self, device) -> 'BaseEngine':\n"
+            "        return self\n"
+            "class Manager:\n"
+            "    def load_engines(self, names) -> dict[str, BaseEngine]:\n"
+            "        engines = {}\n"
+            "        for n in names:\n"
+            "            engines[n] = BaseEngine()\n"
+            "        return engines\n"
+            "class AE(torch.nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        return x\n"
+            "def main(trt, offload, prompts):\n"
+            "    if trt:\n"
+            "        engines = Manager().load_engines(['vae'])\n"
+            "        ae = engines['vae'].to(device='cpu' if offload else 'cuda')\n"
+            "        dec = engines['vae'].to('cpu')\n"
+            "    else:\n"
+            "        ae = AE().to('cuda')\n"
+            "    for p in prompts:\n"
+            "        out = ae(p)\n"
+            "        if offload:\n"
+            "            ae = ae.cpu()\n"
+        ),
         # a branch that runs only while exporting an ONNX graph, never on the GPU
         Valid(
             "import torch\n"
@@ -144,6 +172,19 @@ class DeviceToHostCopy(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # the items of a dict annotated as tensors are tensors, whatever fills it
+            "import torch\n"
+            "def outputs(names) -> dict[str, torch.Tensor]:\n"
+            "    out = {}\n"
+            "    for n in names:\n"
+            "        out[n] = torch.ones(2, device='cuda')\n"
+            "    return out\n"
+            "for batch in loader:\n"
+            "    o = outputs(batch)\n"
+            "    print(o['loss'].cpu())\n",
+            line=9,
+            hot=True,
+        ),
         Invalid(  # trl's `get_global_statistics`: called without `device`, its "cpu" default holds
             "import torch\n"
             "def stats(accelerator, xs, device='cpu'):\n"

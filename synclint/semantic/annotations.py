@@ -39,6 +39,12 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
                 if v is not None and v.kind == V.TENSOR:
                     return Val(V.TENSORS, None)
             return V.py(_PY.get(last, "list"))
+        if last in ("Dict", "dict", "Mapping", "MutableMapping") and len(ann.slice) == 2:
+            # `dict[ModuleName, BaseEngine]`: its items are known where they are not plain data
+            inner = ann.slice[1].slice
+            v = annotation_val(model, inner.value) if type(inner) is cst.Index else None
+            if v is not None and v.kind != V.PY:
+                return Val(V.PY, py="dict", elems=(v,))
         if last in _PY:
             return V.py(_PY[last])
         return None

@@ -136,6 +136,12 @@ class Binder:
             named = annotation_val(ctx, node.returns.annotation)
             if named is not None and named.kind in (V.MODULE, V.OBJECT) and named.cls:
                 ret = named
+        elif ret is not None and ret.kind == V.PY and ret.py == "dict" and not ret.elems and node.returns is not None:
+            # `engines = {}; ...; return engines` under `-> dict[ModuleName, BaseEngine]`: what
+            # the items are, which the body's filling loop does not say
+            named = annotation_val(ctx, node.returns.annotation)
+            if named is not None and V.is_dict_of(named):
+                ret = named
         if ret is not None:
             if cls is not None:
                 ctx.method_returns[(cls.name, node.name.value)] = ret

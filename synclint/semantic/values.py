@@ -239,6 +239,10 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             # `return model` unchanged on one path, `nn.DataParallel(model).cuda()` on the
             # other: a module either way, on CUDA where the GPU path put it
             return t.with_(device=join_device(t.device, None))
+        if t.kind == MODULE and other.kind == OBJECT and other.cls:
+            # `load_ae(...)` on one path, a TensorRT engine wrapper's `.to(device)` on the
+            # other (flux's CLIs): a model either way, moved as a whole, called for outputs
+            return t.with_(cls=_either_class(t, other))
         if t.kind == OBJECT and t.cls and other.kind == UNKNOWN and other.cls is None:
             # `mem = load_memory(path)` (a pickle) on one path, `ReplayMemory(args, n)` on the
             # other (Rainbow): an instance of that class where it is used as one
