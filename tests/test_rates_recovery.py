@@ -42,6 +42,17 @@ def test_a_lazy_initialisation_through_a_property_and_a_setter_runs_once():
     assert {f.row: f.rate for f in found if f.row in expected} == expected
 
 
+PROPERTIES = (Path(__file__).parent / "data" / "rates" / "properties.py").read_text()
+
+
+def test_reading_a_property_runs_its_getter_as_often_as_the_read():
+    # (mmpose's RealNVP: `self.prior` builds a distribution on every read from a loss's
+    # forward); a cached property, one read in __init__ and a method never called stay once
+    expected = {row: m.group(1) for row, line in enumerate(PROPERTIES.splitlines(), 1) for m in [MARK.search(line)] if m}
+    found = lint_source(PROPERTIES, "flow.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
 SHAPES = (Path(__file__).parent / "data" / "rates" / "shapes.py").read_text()
 
 

@@ -20,7 +20,7 @@ from synclint.semantic import compile_sites
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
-from synclint.semantic.callsites import iteration_calls, record_call
+from synclint.semantic.callsites import iteration_calls, record_call, record_property_read
 from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
@@ -64,6 +64,7 @@ class Binder:
             cst.Return: self._return, cst.Call: self._call, cst.NamedExpr: self._walrus,
             cst.Global: self._global, cst.Nonlocal: self._global,
             cst.SimpleString: self._string, cst.Assert: self._assert, cst.Yield: self._yield,
+            cst.Attribute: self._attribute,
         }
 
     def enter_statement(self, node: cst.CSTNode) -> None:
@@ -513,6 +514,10 @@ class Binder:
     def _string(self, node: cst.SimpleString) -> None:
         if not self.ctx.puts_on_cuda and is_cuda_string(node):
             self.ctx.puts_on_cuda = True
+
+    def _attribute(self, node: cst.Attribute) -> None:
+        record_property_read(self.ctx, node)
+        self.children(node)
 
     def _call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -23,7 +23,7 @@ from synclint.semantic.values import Val
 if TYPE_CHECKING:
     from synclint.semantic.model import SemanticModel
 
-__all__ = ["record_call", "iteration_calls", "called_instance"]
+__all__ = ["record_call", "record_property_read", "iteration_calls", "called_instance"]
 
 
 def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
@@ -172,6 +172,36 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
     if len(ctx.calls) > first_edge:
         ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
     compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
+
+
+def record_property_read(ctx: "SemanticModel", node: cst.Attribute) -> None:
+    """`self.prior` where the class (or an in-file base) defines `prior` as a `@property`:
+    reading it runs the getter, a call edge as `self.prior()` would be (RealNVP's prior,
+    a distribution built on every read). A `cached_property` runs once per instance: no edge."""
+    if type(node.value) is not cst.Name or ctx.func is None:
+        return
+    recv = ctx.infer(node.value) if node.value.value != "self" or ctx.func.cls is None else None
+    classes = (ctx.func.cls.name,) if recv is None else V.classes_of(recv) if recv.kind in (V.MODULE, V.OBJECT) else ()
+    getters = [k for k in (_property_getter(ctx, c, node.attr.value) for c in classes) if k is not None]
+    if not getters:
+        return
+    hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
+    first_edge = len(ctx.calls)
+    ctx.calls.extend((ctx.func.qual, k, hot) for k in getters)
+    ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
+
+
+def _property_getter(ctx: "SemanticModel", cls: str, name: str, depth: int = 0) -> Optional[str]:
+    """The key of the `@property` getter `name` of an in-file class or its in-file bases."""
+    info = ctx.classes_by_name.get(cls)
+    if info is None or type(info.node) is not cst.ClassDef or depth > 8:
+        return None
+    for d in info.node.body.body:
+        if type(d) is cst.FunctionDef and d.name.value == name:
+            is_getter = any(type(dec.decorator) is cst.Name and dec.decorator.value == "property"
+                            for dec in d.decorators)
+            return f"{cls}.{name}" if is_getter else None
+    return next((k for b in info.bases if (k := _property_getter(ctx, b, name, depth + 1)) is not None), None)
 
 
 def _arg_values(ctx: "SemanticModel", call: cst.Call) -> Tuple[List[Val], Dict[str, Val]]:
