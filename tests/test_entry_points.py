@@ -206,6 +206,22 @@ def test_a_file_checked_alone_takes_its_callers_heat_from_the_last_check_of_its_
     assert {f.row: f.hot for f in outcome.findings} == alone
 
 
+def test_a_file_checked_alone_takes_its_callers_heat_through_a_package_reexport(tmp_path, monkeypatch):
+    """The caller imports `summarize` from the package (`from pkg import summarize`), which
+    re-exports it from util.py: a file checked alone neither imports nor summarises
+    `pkg/__init__.py`, so the call resolves only through the summaries the package's check
+    cached (mmpose's `filter_scores_and_topk`, from `mmpose.models.utils`)."""
+    loop = "from pkg import summarize\n\n\ndef train(loader):\n    for x in loader:\n        summarize(x)\n"
+    _write(tmp_path, {"util.py": UTIL, "loop.py": loop})
+    (tmp_path / "pkg" / "__init__.py").write_text("from .util import summarize\n")
+    monkeypatch.setattr("synclint.run.cache.SETTLED_NS", 0)
+    monkeypatch.chdir(tmp_path)
+    whole = {(Path(f.filename).name, f.row): f.hot for f in run(configure(start=tmp_path), ["pkg"]).findings}
+    assert whole[("util.py", 5)] is True
+    alone = {f.row: f.hot for f in run(configure(start=tmp_path), ["pkg/util.py"]).findings}
+    assert alone == {row: hot for (name, row), hot in whole.items() if name == "util.py"}
+
+
 def test_without_a_configuration_a_file_checked_from_a_subfolder_finds_its_repositorys_cache(tmp_path, monkeypatch):
     """A repository with no pyproject.toml: the package is checked from its root, then one
     file from inside the package (a terminal opened there, an editor): the project is rooted

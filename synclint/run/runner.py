@@ -430,7 +430,9 @@ class _Run:
         project = self.project
         graphs = {project.absolute(p): e[3] for p, e in self.out.items() if e[3]}
         if known is not None:
-            graphs = {**_unchanged_graphs(known, project.root, set(graphs)), **graphs}
+            around = _unchanged_graphs(known, project.root, set(graphs))
+            graphs = {**{p: g for p, (g, _) in around.items()}, **graphs}
+            self._summaries_around(around)
 
         def heat():
             made = {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
@@ -451,11 +453,27 @@ class _Run:
                 self.cache.put(key, e)
 
 
-def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, list]:
+    def _summaries_around(self, around: Dict[str, Tuple[list, str]]) -> None:
+        """The cached summaries of the files whose call graphs heat takes from the cache, for
+        their calls to resolve as the package's check resolved them: `from pkg.utils import
+        topk` reaches `pkg/utils/misc.py` through `pkg/utils/__init__.py`, which a file checked
+        alone neither imports nor summarises."""
+        if self.summaries is None:
+            return
+        from synclint.semantic.facts import ModuleSummary
+
+        for path, (_, digest) in around.items():
+            if self.project.summaries.get(path) is None:
+                hit = self.summaries.get(path, digest)
+                if hit is not None and hit[0]:
+                    self.project.add(path, hit[1] or ModuleSummary.from_json(hit[0]), hit[3])
+
+
+def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, Tuple[list, str]]:
     """absolute path -> the call graph (JSON) the cache holds for each file under `root`
     that this run did not analyse and that has the size and modification time it had when
-    that graph was made."""
-    out: Dict[str, list] = {}
+    that graph was made, with the digest of the bytes it was made from."""
+    out: Dict[str, Tuple[list, str]] = {}
     inside = os.path.join(root, "")
     for key in cache.entries:
         if key in have or not key.startswith(inside):
@@ -464,7 +482,7 @@ def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, list]:
         digest = cache.stamped(key, st) if st is not None else None
         entry = cache.get(key, digest) if digest is not None else None
         if entry is not None and entry[3]:
-            out[key] = entry[3]
+            out[key] = (entry[3], digest)
     return out
 
 
