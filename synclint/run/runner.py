@@ -367,9 +367,31 @@ class _Run:
             self.solver.add(job[1], summary)
             self._keep_summary(job[1], summary, error)  # (a timeout is not kept)
             self.limited |= timed_out(error)
+        self._summaries_of_the_rest()
         # Files that never name torch but import project modules that hold tensors (a
         # script using only what `logs.py` gives it): analysed too (GAPS G4).
         self.forced = self.solver.forced(lambda: _forced(self.texts, self.errors, project), self._force)
+
+    def _summaries_of_the_rest(self) -> None:
+        """The cached summaries of the project's other files, as the last check of the package
+        left them (unchanged since, by their stat): a file checked alone (the command line,
+        an editor's buffer, a pre-commit hook) is told what its callers pass it and reached
+        through the package's re-exports (`from pkg.utils import topk`, through
+        `pkg/utils/__init__.py`) as in the package's check. Nothing is read or parsed: a file
+        with no cached summary is left out."""
+        if self.cache is None or self.summaries is None:
+            return
+        from synclint.semantic.facts import ModuleSummary
+
+        inside = os.path.join(self.project.root, "")
+        for key in self.cache.entries:
+            if not key.startswith(inside) or self.project.summaries.get(key) is not None:
+                continue
+            st = _stat(key)
+            digest = self.cache.stamped(key, st) if st is not None else None
+            hit = self.summaries.get(key, digest) if digest is not None else None
+            if hit is not None and hit[0]:
+                self.project.add(key, hit[1] or ModuleSummary.from_json(hit[0]), hit[3])
 
     def _force(self, paths: List[str]) -> None:
         """Summarise files the prefilter skipped (`Solver.forced`)."""
@@ -430,9 +452,7 @@ class _Run:
         project = self.project
         graphs = {project.absolute(p): e[3] for p, e in self.out.items() if e[3]}
         if known is not None:
-            around = _unchanged_graphs(known, project.root, set(graphs))
-            graphs = {**{p: g for p, (g, _) in around.items()}, **graphs}
-            self._summaries_around(around)
+            graphs = {**_unchanged_graphs(known, project.root, set(graphs)), **graphs}
 
         def heat():
             made = {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
@@ -453,27 +473,11 @@ class _Run:
                 self.cache.put(key, e)
 
 
-    def _summaries_around(self, around: Dict[str, Tuple[list, str]]) -> None:
-        """The cached summaries of the files whose call graphs heat takes from the cache, for
-        their calls to resolve as the package's check resolved them: `from pkg.utils import
-        topk` reaches `pkg/utils/misc.py` through `pkg/utils/__init__.py`, which a file checked
-        alone neither imports nor summarises."""
-        if self.summaries is None:
-            return
-        from synclint.semantic.facts import ModuleSummary
-
-        for path, (_, digest) in around.items():
-            if self.project.summaries.get(path) is None:
-                hit = self.summaries.get(path, digest)
-                if hit is not None and hit[0]:
-                    self.project.add(path, hit[1] or ModuleSummary.from_json(hit[0]), hit[3])
-
-
-def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, Tuple[list, str]]:
+def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, list]:
     """absolute path -> the call graph (JSON) the cache holds for each file under `root`
     that this run did not analyse and that has the size and modification time it had when
-    that graph was made, with the digest of the bytes it was made from."""
-    out: Dict[str, Tuple[list, str]] = {}
+    that graph was made."""
+    out: Dict[str, list] = {}
     inside = os.path.join(root, "")
     for key in cache.entries:
         if key in have or not key.startswith(inside):
@@ -482,7 +486,7 @@ def _unchanged_graphs(cache, root: str, have: Set[str]) -> Dict[str, Tuple[list,
         digest = cache.stamped(key, st) if st is not None else None
         entry = cache.get(key, digest) if digest is not None else None
         if entry is not None and entry[3]:
-            out[key] = (entry[3], digest)
+            out[key] = entry[3]
     return out
 
 
