@@ -1994,3 +1994,38 @@ def test_a_cast_to_the_type_of_a_tensor_the_receiver_is_computed_from_copies_not
     assert not any(row == 7 and code == "SYN304" for _, row, code, _ in same), same
     other = _found(_project(tmp_path / "other", {"run.py": IOU.format(inside="torch.ones(3, 3, 2).type(tl.type())")}))
     assert any(row == 7 and code in ("SYN301", "SYN304") for _, row, code, _ in other), other
+
+
+def test_the_outputs_of_a_module_on_the_gpu_are_there_when_a_wrapper_scatters_host_batches(tmp_path):
+    """CSAIL's segmentation module: host batches go to `model(batch)`, where a DataParallel
+    subclass from another module scatters them to the GPUs; the forward, evaluated with
+    the host batch its callers pass, returns `loss, acc`, each on the GPU where the model is."""
+    dp = (
+        "import torch.nn as nn\n\n\n"
+        "class Scattered(nn.DataParallel):\n"
+        "    def scatter(self, inputs, kwargs, device_ids):\n"
+        "        return inputs, kwargs\n"
+    )
+    train = (
+        "import torch\nimport torch.nn as nn\nfrom pkg.dp import Scattered\n\n\n"
+        "class Seg(nn.Module):\n"
+        "    def __init__(self, enc, crit):\n"
+        "        super().__init__()\n"
+        "        self.enc, self.crit = enc, crit\n\n"
+        "    def forward(self, feed):\n"
+        "        pred = self.enc(feed['img'])\n"
+        "        return self.crit(pred, feed['label']), (pred.argmax(1) == feed['label']).float().mean()\n\n\n"
+        "def main(gpus, loader):\n"
+        "    seg = Seg(nn.Linear(3, 3), nn.NLLLoss())\n"
+        "    if len(gpus) > 1:\n"
+        "        seg = Scattered(seg, device_ids=gpus)\n"
+        "    seg.cuda()\n"
+        "    for batch in loader:\n"
+        "        loss, acc = seg(batch)\n"
+        "        loss.backward()\n"
+        "        print(loss.item(), acc.item())\n"
+    )
+    paths = _project(tmp_path, {"pkg/__init__.py": "", "pkg/dp.py": dp, "pkg/train.py": train})
+    found = check_files(paths, default_rules()).findings
+    assert sorted((f.row, f.column, f.code) for f in found if f.filename.endswith("train.py")) == [
+        (24, 15, "SYN101"), (24, 28, "SYN101")]

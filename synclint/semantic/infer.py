@@ -860,7 +860,15 @@ class Evaluator:
             if ret is not None and ret.kind != V.TENSOR:
                 if ret.kind == V.UNKNOWN and module.device == device == V.CPU:
                     return V.HOST_OBJECT  # whatever a module on the host computes from host inputs
-                return ret.with_(device=device) if ret.kind == V.TENSORS else ret
+                if ret.kind == V.TENSORS:
+                    ret = ret.with_(device=device)
+                if device == V.CUDA and ret.elems and ret.kind in (V.TENSORS, V.PY):
+                    # `loss, acc = model(batch)`: each output of a module on the GPU is there,
+                    # whatever device its forward was evaluated with (CPU batches that a
+                    # DataParallel wrapper scatters to the GPUs, CSAIL's segmentation module)
+                    ret = ret.with_(elems=tuple(e.with_(device=V.CUDA) if e.kind in (V.TENSOR, V.TENSORS) else e
+                                                for e in ret.elems))
+                return ret
         return V.tensor(device)
 
     def _infer_qualified_call(self, q: str, call: cst.Call) -> Val:
