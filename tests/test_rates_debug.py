@@ -54,8 +54,8 @@ GENERATE = (Path(__file__).parent / "data" / "rates" / "generate.py").read_text(
 
 
 def test_a_function_that_decodes_runs_its_own_code_once_per_call():
-    # code before or after the token loop runs once per generate() call, as often as its
-    # caller calls it (per batch here), not per token; a stack of layers is not a token loop
+    # (eval/README.md's convention: code before or after the token loop runs once per
+    # generate() call, not per token nor per step); a stack of layers is not a token loop
     expected = {row: m.group(1) for row, line in enumerate(GENERATE.splitlines(), 1) for m in [MARK.search(line)] if m}
     found = lint_source(GENERATE, "generate.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected

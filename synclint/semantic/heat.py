@@ -102,9 +102,12 @@ def loop_rate(model, node, per_step: int, container: int, epoch: bool,
     if epoch:
         return Rate.PER_EPOCH, Entry(f"{where} {what}, once per epoch ({{at}})", stmt), False
     if feeds_back(model, node):
-        # (the prompt before the token loop and the checks after it run once per call, as
-        # often as the caller calls: per batch from an evaluation loop, per env step from a
-        # policy's rollout; unlike a loop over a loader's batches, which is a whole epoch)
+        # (like a function that loops over batches, one that decodes runs its own code once
+        # per call: the prompt before the token loop, the checks after it. Taking the caller's
+        # rate instead, measured in session 39, lost ten cold labels (a loop over a CLI's
+        # prompts, a few test samples per epoch) for three hot ones: the caller's loop is
+        # itself per request there, which no rule says yet)
+        model.note_per_epoch()
         return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt), True
     if micro_batches(model, node):
         return Rate.PER_MICRO_STEP, Entry(

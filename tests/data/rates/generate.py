@@ -19,7 +19,7 @@ class LM(nn.Module):
             nxt = self._next_token(seq)
             seq = torch.cat([seq, nxt], 1)
             print(nxt.sum().item())  # [per-token] the decoding loop, through the module's own method
-        assert (seq >= 0).all()  # [per-step] after the decoding loop: once per generate() call, which evaluate() makes every batch
+        assert (seq >= 0).all()  # [per-epoch] after the decoding loop: once per generate() call
         return seq
 
     def score_all(self, xs):
