@@ -114,7 +114,12 @@ class Binder:
         bind_params(ctx, info, node)
         if info.no_grad:
             ctx.no_grad_depth += 1
+        # a kernel written in a kernel language (Triton, TileLang, CuTe, Numba, Taichi, Warp):
+        # its body is compiled for the GPU, and nothing in it waits for the GPU on the host
+        kernel = any(_is_kernel_decorator(ctx, d.decorator) for d in node.decorators)
+        ctx.cuda_less_depth += kernel
         self.walk_field(node.body)
+        ctx.cuda_less_depth -= kernel
         if info.no_grad:
             ctx.no_grad_depth -= 1
         if info.name == "__init__":
@@ -593,6 +598,13 @@ def _passes_call_through(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
         return True
     info = ctx.all_funcs.get(d.value) if type(d) is cst.Name else None
     return info is not None and type(info.node) is cst.FunctionDef and wraps_call(info.node)
+
+
+def _is_kernel_decorator(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
+    """`@triton.jit`, `@T.prim_func`, `@tilelang.jit(out_idx=...)`, `@cute.kernel`, ...
+    (library.toml `[kernels] decorators`, by qualified name)."""
+    q = ctx.qualname(d.func if type(d) is cst.Call else d)
+    return q is not None and q in L.KERNEL_DECORATORS
 
 
 def _is_module_base(ctx: "SemanticModel", b: cst.BaseExpression) -> bool:

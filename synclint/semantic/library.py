@@ -87,6 +87,7 @@ NUMPY_ONLY_METHODS = _set("numpy", "array_only_methods")
 NUMPY_SAMPLERS = dict(_DATA["numpy"]["samplers"])
 
 # nn.Module
+KERNEL_DECORATORS = _set("kernels", "decorators")
 MODULE_SUFFIXES = tuple(_DATA["modules"]["base_suffixes"])
 MODULE_BASE_NAMES = _set("modules", "base_names")
 MODULE_SELF_RETURNING = _set("modules", "self_returning")
