@@ -409,7 +409,8 @@ def _fills_up(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
 
 def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
     """`i % N == 0` (or `not i % N`), alone or inside `and`/`or`; with `or`, the other side
-    may also be a one-step test (`step % every == 0 or step == last`, `... or last_step`);
+    may also be a one-step test (`step % every == 0 or step == last`, `... or last_step`) or a
+    first-steps one (`step < 3 or ...`);
     a name assigned such a test (`is_metric_step = i % every == 0 or last`) is one too."""
     if model is not None and type(test) is cst.Name and depth < 4:
         origin = model.origin(test)
@@ -418,7 +419,8 @@ def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
         if type(test.operator) is cst.And:
             return _periodic(test.left, model, depth) or _periodic(test.right, model, depth)
         left, right = _periodic(test.left, model, depth), _periodic(test.right, model, depth)
-        return (left or _one_step(test.left, model)) and (right or _one_step(test.right, model)) and (left or right)
+        return (left or _one_step(test.left, model) or _first_few(test.left, model)) and (
+            right or _one_step(test.right, model) or _first_few(test.right, model)) and (left or right)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return _period(test.expression, model)
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
@@ -528,6 +530,16 @@ def _one_step(test: cst.BaseExpression, model) -> bool:
     sides = (test.left, test.comparisons[0].comparator)
     return not any(string_value(x) is not None or type(x) is cst.Name and x.value in ("None", "True", "False")
                    for x in sides)
+
+
+def _first_few(test: cst.BaseExpression, model) -> bool:
+    """`step < 3` (or `<=`) against a literal: beside a periodic test (`step < 3 or step % 10
+    == 0`, OLMo's system metrics), true on the first few steps only."""
+    if model is not None and type(test) is cst.Name:
+        test = model.origin(test) or test
+    return (type(test) is cst.Comparison and len(test.comparisons) == 1
+            and type(test.comparisons[0].operator) in (cst.LessThan, cst.LessThanEqual)
+            and type(test.comparisons[0].comparator) is cst.Integer)
 
 
 _EXITS = {"sys.exit", "exit", "quit", "os._exit"}

@@ -28,6 +28,10 @@ def train(model, opt, loader, w, accum):
             first = x.sum().item()  # [once] a lazy initialisation: the first step only
         if i % 100 == 0:
             print(loss.item())  # [every-n-steps] a periodic guard in the batch loop
+        if i < 3 or i % 10 == 0:
+            print(loss.max().item())  # [every-n-steps] the first few steps, then every tenth
+        if i < accum or i % 10 == 0:
+            print(loss.min().item())  # [per-step] near miss: `i < accum` may hold on every step
         if (i + 1) % accum == 0:
             opt.step()
             print(w.var().item())  # [per-step] an accumulation guard: every optimizer step
