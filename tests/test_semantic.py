@@ -1970,3 +1970,26 @@ def test_a_distribution_of_python_numbers_samples_on_the_host():
     gpu = val("import torch\nfrom torch.distributions import Beta\n"
               "def mix():\n    a = torch.ones(1, device='cuda')\n    probe(Beta(a, a).sample())\n")
     assert (gpu.kind, gpu.device) == (V.TENSOR, V.CUDA)
+
+
+def test_a_metrics_results_are_host_data_that_mmengine_moved_there():
+    # mmengine's evaluator moves the collected results to the CPU (`_to_cpu`) before it calls
+    # `compute_metrics(results)`; `process`, per batch, still sees the model's GPU outputs
+    src = (
+        "import torch\nfrom mmengine.evaluator import BaseMetric\n"
+        "class AP(BaseMetric):\n"
+        "    def compute_metrics(self, results):\n"
+        "        stacked = torch.stack([r['pred'] for r in results])\n"
+        "        probe(stacked)\n"
+        "        for r in results:\n"
+        "            probe(r['gt'])\n"
+        "    def process(self, data_batch, data_samples):\n"
+        "        probe(data_samples)\n"
+        "class Other:\n"
+        "    def compute_metrics(self, results):\n"
+        "        probe(results)\n"
+    )
+    stacked, item, batch, other = (v for v, _ in probe(src)[0])
+    assert stacked.kind == V.TENSOR and stacked.device == V.CPU
+    assert item == V.HOST_OBJECT
+    assert batch.device != V.CPU and other.device != V.CPU

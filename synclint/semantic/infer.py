@@ -215,6 +215,8 @@ class Evaluator:
             if elt.kind == V.PY:
                 # strings are kept (prompts, file names: never a tensor when iterated)
                 return Val(V.PY, py="list", elems=(elt,)) if elt.py == "str" else V.py("list")
+            if elt == V.HOST_OBJECT:  # `[r["pred"] for r in results]` of host data
+                return Val(V.PY, py="list", elems=(elt,))
             return V.UNKNOWN_VAL
         if t is cst.Attribute:
             return self._infer_attribute(e)
@@ -1034,6 +1036,8 @@ class Evaluator:
             # filled with `.append` of values the model does not know is not host data)
             if pos and last not in _JOINING and all(self.value(p).kind == V.PY for p in pos):
                 device = self.env.default_device
+            elif pos and last in _JOINING and V.element_of(self.value(pos[0])) == V.HOST_OBJECT:
+                device = V.CPU  # `torch.stack([r["pred"] for r in results])` of host data
         assumed = bool(ts) and all(v.assumed for v in ts)
         if last in L.MULTI_OUTPUT:
             if last in L.ELEMENTWISE_WITH_TENSOR and (

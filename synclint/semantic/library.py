@@ -96,6 +96,9 @@ BATCH_PARAM_NAMES = _set("modules", "batch_params")
 # base class (or package, ending in ".") -> the methods its framework calls at every batch
 FRAMEWORK_HOOKS = {k: frozenset(v) for k, v in _DATA["modules"]["framework_hooks"].items()}
 FRAMEWORK_HOOK_NAMES = frozenset().union(*FRAMEWORK_HOOKS.values())
+# base class -> "method.parameter" that its framework fills with host data
+HOST_PARAMETERS = {k: frozenset(v) for k, v in _DATA["modules"]["host_parameters"].items()}
+HOST_PARAMETER_METHODS = frozenset(m.split(".")[0] for v in HOST_PARAMETERS.values() for m in v)
 
 
 def framework_calls(base: str, method: str) -> bool:

@@ -35,7 +35,11 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
         declare_param(info, p, double_star=p is node.params.star_kwarg)
         val = None
         callers = ctx.param_from_callers(info.qual, pname)
-        if p.annotation is not None:
+        if is_method and info.name in L.HOST_PARAMETER_METHODS and ctx.library_base(
+                info.cls.name, lambda b: f"{info.name}.{pname}" in L.HOST_PARAMETERS.get(b, ())) is not None:
+            # filled by the framework with data it moved to the host (mmengine's metric results)
+            val = Val(V.PY, py="list", elems=(V.HOST_OBJECT,))
+        elif p.annotation is not None:
             # An annotation we cannot read (a user type) is still not a tensor by
             # default: trust the author over the forward() heuristic, but not over what
             # the callers pass (`scaler: amp.GradScaler`, given a `torch.amp.GradScaler`).
