@@ -1994,3 +1994,122 @@ def test_a_cast_to_the_type_of_a_tensor_the_receiver_is_computed_from_copies_not
     assert not any(row == 7 and code == "SYN304" for _, row, code, _ in same), same
     other = _found(_project(tmp_path / "other", {"run.py": IOU.format(inside="torch.ones(3, 3, 2).type(tl.type())")}))
     assert any(row == 7 and code in ("SYN301", "SYN304") for _, row, code, _ in other), other
+
+
+# A library-style package (mmengine, detectron2): components built from a config through a
+# registry. `@TASK_UTILS.register_module()` puts a class in the registry, `TASK_UTILS.build(cfg)`
+# gives an instance of one of its classes (detectron2: `@R.register()`, `R.register(C)`, then
+# `R.get(name)(cfg)`), so a method called on what it built runs that method of each class
+# registered in it, and runs as often as that call site does.
+REGISTRY_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/registry.py": """\
+        from mmengine.registry import Registry
+
+        TASK_UTILS = Registry("task util")
+        MODELS = Registry("model")
+        """,
+    "pkg/assigners.py": """\
+        import torch
+        from pkg.registry import MODELS, TASK_UTILS
+
+
+        @TASK_UTILS.register_module()
+        class SimOTAAssigner:
+            def assign(self, pred, gt):
+                return pred.sum().item()  # hot: built by TASK_UTILS, assigned every step
+
+
+        @MODELS.register_module()
+        class ModelAssigner:
+            def assign(self, pred, gt):
+                return pred.max().item()  # cold: in another registry, not built by TASK_UTILS
+
+
+        class LooseAssigner:
+            def assign(self, pred, gt):
+                return pred.min().item()  # cold: registered nowhere
+
+
+        @TASK_UTILS.register_module(name="Setup")
+        class SetupCoder:
+            def prepare(self, x):
+                return x.mean().item()  # cold: its instance's method is called in __init__ only
+        """,
+    "pkg/head.py": """\
+        import torch
+        from pkg.registry import TASK_UTILS
+
+
+        class Head(torch.nn.Module):
+            def __init__(self, assigner, coder):
+                super().__init__()
+                self.assigner = TASK_UTILS.build(assigner)
+                self.coder = TASK_UTILS.build(coder)
+                self.coder.prepare(torch.zeros(3, device="cuda"))
+
+            def forward(self, pred, gt):
+                return self.targets(pred, gt)
+
+            def targets(self, pred, gt):
+                return self.assigner.assign(pred, gt)
+        """,
+    "pkg/roi_heads.py": """\
+        import torch
+        from fvcore.common.registry import Registry
+
+        ROI_HEADS_REGISTRY = Registry("ROI_HEADS")
+
+
+        @ROI_HEADS_REGISTRY.register()
+        class StandardROIHeads:
+            def __init__(self, cfg):
+                self.cfg = cfg
+
+            def label_and_sample(self, x):
+                return x.sum().item()  # hot: `R.get(name)(cfg)` built it, called every step
+
+
+        class CascadeROIHeads(StandardROIHeads):
+            def label_and_sample(self, x):
+                return x.max().item()  # hot: registered by a call, `R.register(C)`
+
+
+        ROI_HEADS_REGISTRY.register(CascadeROIHeads)
+
+
+        class Sampler:
+            def label_and_sample(self, x):
+                return x.min().item()  # cold: registered nowhere
+
+
+        def build_roi_heads(cfg):
+            return ROI_HEADS_REGISTRY.get(cfg.NAME)(cfg)
+        """,
+    "train.py": """\
+        import torch
+        from pkg.head import Head
+        from pkg.roi_heads import build_roi_heads
+
+
+        def train(loader, cfg):
+            head = Head(dict(type="SimOTAAssigner"), dict(type="Setup")).cuda()
+            roi_heads = build_roi_heads(cfg)
+            for x in loader:
+                x = x.cuda()
+                head(x, x)
+                roi_heads.label_and_sample(x)
+        """,
+}
+
+
+def test_a_method_of_what_a_registry_built_runs_each_registered_class_method(tmp_path):
+    found = {(n, row, hot) for n, row, code, hot in _found(_project(tmp_path, REGISTRY_FILES)) if code == "SYN101"}
+    assert ("assigners.py", 8, True) in found, found  # SimOTAAssigner.assign, through TASK_UTILS.build
+    # near-misses: the same method name in a class of another registry, or of no registry
+    assert ("assigners.py", 14, False) in found and ("assigners.py", 19, False) in found, found
+    # a method of a registry-built object called only in `__init__`: once
+    assert ("assigners.py", 25, False) in found, found
+    # detectron2: `@R.register()` and `R.register(C)`, built by `R.get(name)(cfg)` in a helper
+    assert ("roi_heads.py", 13, True) in found and ("roi_heads.py", 18, True) in found, found
+    assert ("roi_heads.py", 26, False) in found, found
