@@ -708,8 +708,11 @@ def test_every_kind_of_summary_fact_reads_back_from_the_cache_as_itself():
 
         class Model:
             step = doubled
+
+        MODELS.register_module(module=Model)
         """)
     s = analyse(src, "m.py", "m").summary
+    assert s.registered == [("MODELS", "Model")]
     assert s.classes["Meter"].fed and "pad" in s.one_liners and "doubled" in s.one_liners
     assert s.library_aliases == {"torch": "torch"} and s.classes["Model"].method_aliases == {"step": "doubled"}
     stored = json.loads(json.dumps(s.to_json()))
@@ -2113,3 +2116,28 @@ def test_a_method_of_what_a_registry_built_runs_each_registered_class_method(tmp
     # detectron2: `@R.register()` and `R.register(C)`, built by `R.get(name)(cfg)` in a helper
     assert ("roi_heads.py", 13, True) in found and ("roi_heads.py", 18, True) in found, found
     assert ("roi_heads.py", 26, False) in found, found
+
+
+def test_a_registration_added_or_removed_by_an_edit_retags_what_the_registry_builds(tmp_path):
+    # with the cache: head.py, unchanged, builds through TASK_UTILS, which no class is
+    # registered in at first (so it is no registry, and `assign` is cold); registering the
+    # assigners makes it one (head.py is linted again: what it asked the project changed)
+    assigners = textwrap.dedent(REGISTRY_FILES["pkg/assigners.py"])
+    bare = assigners.replace('@TASK_UTILS.register_module(name="Setup")\n', "").replace(
+        "@TASK_UTILS.register_module()\n", "")
+    paths = _project(tmp_path, {**REGISTRY_FILES, "pkg/assigners.py": bare})
+    cache = tmp_path / ".cache"
+
+    def tags(n):
+        return {(row, hot) for name, row, code, hot in _found(paths, cache_dir=cache) if name == n and code == "SYN101"}
+
+    assert (7, False) in tags("assigners.py")  # (a line up without the decorator)
+    (tmp_path / "pkg" / "assigners.py").write_text(assigners)
+    assert (8, True) in tags("assigners.py") and (14, False) in tags("assigners.py")
+    # a class registered in a registry that already had classes: the same facts, new heat
+    roi = tmp_path / "pkg" / "roi_heads.py"
+    assert (26, False) in tags("roi_heads.py")
+    roi.write_text(roi.read_text() + "\n\nROI_HEADS_REGISTRY.register(Sampler)\n")
+    assert (26, True) in tags("roi_heads.py")
+    roi.write_text(roi.read_text().replace("\n\nROI_HEADS_REGISTRY.register(Sampler)\n", ""))
+    assert (26, False) in tags("roi_heads.py")
