@@ -186,7 +186,10 @@ class Project:
         self._class_reads.clear()
         self._resolved.clear()
         self._incoming = self._cuda = self._sub_attrs = self._host_callers = None
-        self._forget_registries()
+        if old is None or old.registered != summary.registered or _class_shape(old) != _class_shape(summary):
+            self._forget_registries()  # (what names resolve to, or what is registered, may differ)
+        else:
+            self._named_registries.pop(path, None)
         if old is None or _class_shape(old) != _class_shape(summary):
             self._hierarchy = None  # (an edit inside a method keeps which methods override which)
 
@@ -845,7 +848,11 @@ class Project:
         if table and s is not None:
             names = {(k[1:] if k.startswith("?") else k.rsplit(".", 1)[-1]) for k in table}
             heads = list(s.aliases.values()) + list(s.imports)
-            spellings = set(heads) | names | {f"{h}.{n}" for h in heads for n in names}
+            # a registry as a module's attribute (`registry.MODELS`): of a module of the project
+            # it imports (`from pkg import registry`; not a library's module, `mmengine.registry`)
+            modules = [h for h in dict.fromkeys(heads) if h.rsplit(".", 1)[-1] not in names
+                       and self.module_path(h, path) is not None]
+            spellings = set(heads) | names | {f"{h}.{n}" for h in modules for n in names}
             for q in sorted(spellings):
                 if q.rsplit(".", 1)[-1] not in names:
                     continue
