@@ -2141,3 +2141,61 @@ def test_a_registration_added_or_removed_by_an_edit_retags_what_the_registry_bui
     assert (26, True) in tags("roi_heads.py")
     roi.write_text(roi.read_text().replace("\n\nROI_HEADS_REGISTRY.register(Sampler)\n", ""))
     assert (26, False) in tags("roi_heads.py")
+
+
+def test_a_library_registry_is_known_by_its_last_name_and_build_from_cfg_builds_through_it(tmp_path):
+    # a project built on a library's registry (mmengine's MODELS, imported from the library
+    # in two spellings): its classes are reached from `build_from_cfg(cfg, MODELS)`; a class
+    # registered by a call (`register_module(module=C)`, C imported) too. The near-miss: the
+    # project's own registry of the same last name, resolved to pkg.registry.MODELS, is
+    # another registry, and `compute` of its class is not reached.
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/registry.py": """\
+            from mmengine.registry import Registry
+
+            MODELS = Registry("own models")
+            """,
+        "pkg/parts.py": """\
+            import torch
+            from mmengine.registry import MODELS
+            from pkg import registry
+
+
+            @MODELS.register_module()
+            class LibraryPart:
+                def compute(self, x):
+                    return x.sum().item()  # hot: in mmengine's MODELS, built every step
+
+
+            class CalledPart:
+                def compute(self, x):
+                    return x.max().item()  # hot: registered below by a call
+
+
+            @registry.MODELS.register_module()
+            class OwnPart:
+                def compute(self, x):
+                    return x.min().item()  # cold: in the project's own MODELS, not mmengine's
+            """,
+        "pkg/more.py": """\
+            from mmengine import registry as mmreg
+            from pkg.parts import CalledPart
+
+            mmreg.MODELS.register_module(module=CalledPart)
+            """,
+        "train.py": """\
+            import torch
+            from mmengine.registry import build_from_cfg
+            from mmengine.registry.root import MODELS
+
+
+            def train(loader, cfg):
+                for x in loader:
+                    part = build_from_cfg(cfg, MODELS)
+                    part.compute(x.cuda())
+            """,
+    })
+    found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
+    assert ("parts.py", 9, True) in found and ("parts.py", 14, True) in found, found
+    assert ("parts.py", 20, False) in found, found
