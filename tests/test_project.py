@@ -2199,3 +2199,60 @@ def test_a_library_registry_is_known_by_its_last_name_and_build_from_cfg_builds_
     found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
     assert ("parts.py", 9, True) in found and ("parts.py", 14, True) in found, found
     assert ("parts.py", 20, False) in found, found
+
+
+def test_calling_what_a_registry_built_runs_each_registered_modules_forward_or_objects_call(tmp_path):
+    # `self.loss_cls(pred, target)` on what MODELS built: an edge to each registered class's
+    # `forward` (an nn.Module) or `__call__` (another object); a class of no registry is not
+    # among them. (Both names are hot anyway: the edges are what the call graph sees, for
+    # compiled regions and rates.)
+    from synclint.engine import analyse, lint_analysis
+    from synclint.project import Project, module_name
+
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/losses.py": """\
+            import torch
+            from mmengine.registry import MODELS
+
+
+            @MODELS.register_module()
+            class FocalLoss(torch.nn.Module):
+                def forward(self, pred, target):
+                    return (pred - target).abs().mean()
+
+
+            @MODELS.register_module()
+            class IoUCost:
+                def __call__(self, pred, target):
+                    return pred @ target.T
+
+
+            class Unregistered(torch.nn.Module):
+                def forward(self, pred, target):
+                    return pred
+            """,
+        "pkg/head.py": """\
+            import torch
+            from mmengine.registry import MODELS
+
+
+            class Head(torch.nn.Module):
+                def __init__(self, loss):
+                    super().__init__()
+                    self.loss_cls = MODELS.build(loss)
+
+                def loss(self, pred, target):
+                    return self.loss_cls(pred, target)
+            """,
+    })
+    project = Project(str(tmp_path))
+    analyses = {p: analyse(Path(p).read_text(), p, module_name(p), force=True) for p in paths}
+    for p, a in analyses.items():
+        project.add(p, a.summary)
+    head = next(p for p in paths if p.endswith("head.py"))
+    _, graph, _ = lint_analysis(analyses[head], default_rules(), project.facts_for(head))
+    edges = [callee for caller, callee, _ in graph.calls if caller == "Head.loss"]
+    assert edges == ["@registry:?MODELS.__call__"], edges  # (not all are modules: `__call__`)
+    targets = {qual for e in edges for _, qual in project._call_targets(head, e)}
+    assert targets == {"FocalLoss.forward", "IoUCost.__call__"}, targets
