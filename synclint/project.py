@@ -120,6 +120,9 @@ class Project:
         self._sub_attrs: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._host_callers: Optional[Dict[str, FrozenSet[str]]] = None
         self._hierarchy: Optional[Tuple[dict, dict]] = None  # see `_class_hierarchy`
+        self._registries: Optional[Dict[str, Tuple[List[Tuple[str, str]], bool]]] = None  # see `registries`
+        self._registry_keys: Dict[Tuple[str, str], str] = {}  # (name, importer's directory) -> registry key
+        self._named_registries: Dict[str, Dict[str, list]] = {}  # path -> `ProjectFacts.registries`
         # (name, importer's directory) -> symbol: the same spelling from the same directory
         # resolves the same way (one file's facts ask thousands of times); forgotten when a
         # summary changes
@@ -163,6 +166,7 @@ class Project:
             for cname in summary.classes:
                 self._key_to_class[self.class_key(path, cname)] = (path, cname)
         self._resolved.clear()
+        self._forget_registries()
 
     def update(self, path: str, summary: ModuleSummary, version: str = "") -> None:
         """Replace a module's summary with what its second walk found (knowing the rest of
@@ -182,6 +186,10 @@ class Project:
         self._class_reads.clear()
         self._resolved.clear()
         self._incoming = self._cuda = self._sub_attrs = self._host_callers = None
+        if old is None or old.registered != summary.registered or _class_shape(old) != _class_shape(summary):
+            self._forget_registries()  # (what names resolve to, or what is registered, may differ)
+        else:
+            self._named_registries.pop(path, None)
         if old is None or _class_shape(old) != _class_shape(summary):
             self._hierarchy = None  # (an edit inside a method keeps which methods override which)
 
@@ -448,6 +456,7 @@ class Project:
         pf.cuda_default = path in cuda
         pf.subclass_attrs = subs.get(path, {})
         pf.host_called = self._host_called().get(path, frozenset())
+        pf.registries = self.registries_named(path)
         return pf
 
     def may_change(self, path: str, before: ProjectFacts) -> bool:
@@ -461,7 +470,8 @@ class Project:
                 or self._incoming_params().get(path, {}) != before.params
                 or (path in self._cuda_paths()) != before.cuda_default
                 or self._subclass_attrs().get(path, {}) != before.subclass_attrs
-                or self._host_called().get(path, frozenset()) != before.host_called)
+                or self._host_called().get(path, frozenset()) != before.host_called
+                or self.registries_named(path) != before.registries)
 
     def made_from(self, path: str) -> Optional[list]:
         """What `path`'s last facts were made from, as the cache keeps it beside its lint:
@@ -497,7 +507,8 @@ class Project:
         path = self.absolute(path)
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths(),
                             subclass_attrs=self._subclass_attrs().get(path, {}),
-                            host_called=self._host_called().get(path, frozenset()))
+                            host_called=self._host_called().get(path, frozenset()),
+                            registries=self.registries_named(path))
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
         path = self.absolute(path)
@@ -517,6 +528,9 @@ class Project:
         host = self._host_called().get(path)
         if host:
             h.update(("|host:" + ",".join(sorted(host))).encode())
+        registries = self.registries_named(path)
+        if registries:
+            h.update(("|registries:" + json.dumps(registries, sort_keys=True)).encode())
         return h.hexdigest()
 
     def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
@@ -728,7 +742,13 @@ class Project:
         return self._runs(path, cls, method) or [(path, callee)]
 
     def _call_runs(self, q: str, importer: str) -> List[Tuple[str, str]]:
-        """What a call of another module's `q` runs (see `_in_file`)."""
+        """What a call of another module's `q` runs (see `_in_file`); a method of what a
+        registry built (`registry:KEY.method`, `values.built_by`) runs that method of each
+        class registered in it."""
+        built = V.registry_of(q)
+        if built is not None:
+            key, _, method = built.rpartition(".")
+            return self._registry_runs(key, method)
         owner = self._method_owner(q, importer)
         if owner is not None:
             return self._runs(*owner)
@@ -748,6 +768,117 @@ class Project:
             if found is not None:
                 return found
         return None
+
+    # ------------------------------------------------------------------ registries
+    def registry_key(self, q: str, importer: str, depth: int = 0) -> str:
+        """The key of the registry that `importer` names `q` (a qualified name, or a
+        module-level name of its own): the module that defines it and its name there
+        (`pkg.registry.MODELS`), through re-exports, so that every spelling of it is one key.
+        A name the project's modules cannot resolve (a library's registry, mmengine's
+        `MODELS` imported from `mmengine.registry`) is known by its last name only ("?MODELS"):
+        two spellings of a library's registry (`detectron2.modeling.ROI_HEADS_REGISTRY` and
+        `detectron2.modeling.roi_heads.ROI_HEADS_REGISTRY`) name the same one."""
+        # (a qualified name resolves alike from one folder; a name of the importer's own, not)
+        where = (self._folders.get(importer) or os.path.dirname(importer)) if "." in q else importer
+        if depth == 0 and (q, where) in self._registry_keys:
+            return self._registry_keys[(q, where)]
+        key = self._registry_key(q, importer, depth)
+        if depth == 0:
+            self._registry_keys[(q, where)] = key
+        return key
+
+    def _registry_key(self, q: str, importer: str, depth: int) -> str:
+        parts = q.split(".")
+        if len(parts) == 1:  # a name of the importer itself
+            s = self.summaries.get(importer)
+            target = s.aliases.get(q) if s is not None else None
+            if target is not None and target != q and depth < MAX_DEPTH:
+                return self.registry_key(target, importer, depth + 1)
+            return self.class_key(importer, q)
+        for i in range(len(parts) - 1, 0, -1):
+            path = self.module_path(".".join(parts[:i]), importer)
+            if path is None:
+                continue
+            rest = parts[i:]
+            s = self.summaries.get(path)
+            target = s.aliases.get(rest[0]) if s is not None else None
+            if target is not None and depth < MAX_DEPTH:  # re-exported (`from .registry import MODELS`)
+                return self.registry_key(".".join([target] + rest[1:]), path, depth + 1)
+            if len(rest) == 1:
+                return self.class_key(path, rest[0])
+            break
+        return "?" + parts[-1]
+
+    def registries(self) -> Dict[str, Tuple[List[Tuple[str, str]], bool]]:
+        """registry key -> ((path, class) of each class of the project registered in it, in
+        any module but tests; whether each of them is an nn.Module). A name is a registry
+        where some class is registered in it: `registries.registrations`."""
+        if self._registries is None:
+            self._registries = self.kept("registries", self._find_registries)
+        return self._registries
+
+    def _find_registries(self) -> Dict[str, Tuple[List[Tuple[str, str]], bool]]:
+        found: Dict[str, List[Tuple[str, str]]] = {}
+        for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):  # (see _incoming_params)
+            if s is None or not s.registered or self._is_test(path):
+                continue  # (a test registers toy classes: not what the package builds)
+            for registry, cls in s.registered:
+                where: Optional[Tuple[str, str]] = (path, cls) if cls in s.classes else None
+                if where is None:
+                    sym = self.resolve(cls, path)
+                    where = (sym[1], sym[2]) if sym is not None and sym[0] == "class" else None
+                if where is None:
+                    continue
+                classes = found.setdefault(self.registry_key(registry, path), [])
+                if where not in classes:
+                    classes.append(where)
+        return {k: (classes, all(self.class_facts(*w).is_module for w in classes)) for k, classes in found.items()}
+
+    def registries_named(self, path: str) -> Dict[str, list]:
+        """The registries `path` names, as it may spell each (`ProjectFacts.registries`): the
+        names it imports, the names of the modules it imports, its own module-level names;
+        and each registry by its key."""
+        path = self.absolute(path)
+        got = self._named_registries.get(path)
+        if got is not None:
+            return got
+        table = self.registries()
+        got = {}
+        s = self.summaries.get(path)
+        if table and s is not None:
+            names = {(k[1:] if k.startswith("?") else k.rsplit(".", 1)[-1]) for k in table}
+            heads = list(s.aliases.values()) + list(s.imports)
+            # a registry as a module's attribute (`registry.MODELS`): of a module of the project
+            # it imports (`from pkg import registry`; not a library's module, `mmengine.registry`)
+            modules = [h for h in dict.fromkeys(heads) if h.rsplit(".", 1)[-1] not in names
+                       and self.module_path(h, path) is not None]
+            spellings = set(heads) | names | {f"{h}.{n}" for h in modules for n in names}
+            for q in sorted(spellings):
+                if q.rsplit(".", 1)[-1] not in names:
+                    continue
+                key = self.registry_key(q, path)
+                if key in table:
+                    got[q] = [key, table[key][1]]
+            got.update((k, [k, is_module]) for k, (_, is_module) in table.items())
+        self._named_registries[path] = got
+        return got
+
+    def _registry_runs(self, key: str, method: str) -> List[Tuple[str, str]]:
+        """What `obj.method()` runs on what registry `key` built: that method of each class
+        registered in it; calling it (`__call__`, `forward`) runs a module's `forward`, another
+        object's `__call__`."""
+        out: List[Tuple[str, str]] = []
+        for path, cls in self.registries().get(key, ((), False))[0]:
+            runs = self._runs(path, cls, method)
+            if not runs and method in ("__call__", "forward"):
+                runs = self._runs(path, cls, "forward" if method == "__call__" else "__call__")
+            out.extend(r for r in runs if r not in out)
+        return out
+
+    def _forget_registries(self) -> None:
+        self._registries = None
+        self._registry_keys.clear()
+        self._named_registries.clear()
 
     def kept(self, what: str, make: Callable[[], object], also: object = None):
         """`make()`, a table made from the whole project's summaries (and from `also`: the

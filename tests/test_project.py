@@ -708,8 +708,11 @@ def test_every_kind_of_summary_fact_reads_back_from_the_cache_as_itself():
 
         class Model:
             step = doubled
+
+        MODELS.register_module(module=Model)
         """)
     s = analyse(src, "m.py", "m").summary
+    assert s.registered == [("MODELS", "Model")]
     assert s.classes["Meter"].fed and "pad" in s.one_liners and "doubled" in s.one_liners
     assert s.library_aliases == {"torch": "torch"} and s.classes["Model"].method_aliases == {"step": "doubled"}
     stored = json.loads(json.dumps(s.to_json()))
@@ -2029,3 +2032,262 @@ def test_the_outputs_of_a_module_on_the_gpu_are_there_when_a_wrapper_scatters_ho
     found = check_files(paths, default_rules()).findings
     assert sorted((f.row, f.column, f.code) for f in found if f.filename.endswith("train.py")) == [
         (24, 15, "SYN101"), (24, 28, "SYN101")]
+
+
+# A library-style package (mmengine, detectron2): components built from a config through a
+# registry. `@TASK_UTILS.register_module()` puts a class in the registry, `TASK_UTILS.build(cfg)`
+# gives an instance of one of its classes (detectron2: `@R.register()`, `R.register(C)`, then
+# `R.get(name)(cfg)`), so a method called on what it built runs that method of each class
+# registered in it, and runs as often as that call site does.
+REGISTRY_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/registry.py": """\
+        from mmengine.registry import Registry
+
+        TASK_UTILS = Registry("task util")
+        MODELS = Registry("model")
+        """,
+    "pkg/assigners.py": """\
+        import torch
+        from pkg.registry import MODELS, TASK_UTILS
+
+
+        @TASK_UTILS.register_module()
+        class SimOTAAssigner:
+            def assign(self, pred, gt):
+                return pred.sum().item()  # hot: built by TASK_UTILS, assigned every step
+
+
+        @MODELS.register_module()
+        class ModelAssigner:
+            def assign(self, pred, gt):
+                return pred.max().item()  # cold: in another registry, not built by TASK_UTILS
+
+
+        class LooseAssigner:
+            def assign(self, pred, gt):
+                return pred.min().item()  # cold: registered nowhere
+
+
+        @TASK_UTILS.register_module(name="Setup")
+        class SetupCoder:
+            def prepare(self, x):
+                return x.mean().item()  # cold: its instance's method is called in __init__ only
+        """,
+    "pkg/head.py": """\
+        import torch
+        from pkg.registry import TASK_UTILS
+
+
+        class Head(torch.nn.Module):
+            def __init__(self, assigner, coder):
+                super().__init__()
+                self.assigner = TASK_UTILS.build(assigner)
+                self.coder = TASK_UTILS.build(coder)
+                self.coder.prepare(torch.zeros(3, device="cuda"))
+
+            def forward(self, pred, gt):
+                return self.targets(pred, gt)
+
+            def targets(self, pred, gt):
+                return self.assigner.assign(pred, gt)
+        """,
+    "pkg/roi_heads.py": """\
+        import torch
+        from fvcore.common.registry import Registry
+
+        ROI_HEADS_REGISTRY = Registry("ROI_HEADS")
+
+
+        @ROI_HEADS_REGISTRY.register()
+        class StandardROIHeads:
+            def __init__(self, cfg):
+                self.cfg = cfg
+
+            def label_and_sample(self, x):
+                return x.sum().item()  # hot: `R.get(name)(cfg)` built it, called every step
+
+
+        class CascadeROIHeads(StandardROIHeads):
+            def label_and_sample(self, x):
+                return x.max().item()  # hot: registered by a call, `R.register(C)`
+
+
+        ROI_HEADS_REGISTRY.register(CascadeROIHeads)
+
+
+        class Sampler:
+            def label_and_sample(self, x):
+                return x.min().item()  # cold: registered nowhere
+
+
+        def build_roi_heads(cfg):
+            return ROI_HEADS_REGISTRY.get(cfg.NAME)(cfg)
+        """,
+    "train.py": """\
+        import torch
+        from pkg.head import Head
+        from pkg.roi_heads import build_roi_heads
+
+
+        def train(loader, cfg):
+            head = Head(dict(type="SimOTAAssigner"), dict(type="Setup")).cuda()
+            roi_heads = build_roi_heads(cfg)
+            for x in loader:
+                x = x.cuda()
+                head(x, x)
+                roi_heads.label_and_sample(x)
+        """,
+}
+
+
+def test_a_method_of_what_a_registry_built_runs_each_registered_class_method(tmp_path):
+    found = {(n, row, hot) for n, row, code, hot in _found(_project(tmp_path, REGISTRY_FILES)) if code == "SYN101"}
+    assert ("assigners.py", 8, True) in found, found  # SimOTAAssigner.assign, through TASK_UTILS.build
+    # near-misses: the same method name in a class of another registry, or of no registry
+    assert ("assigners.py", 14, False) in found and ("assigners.py", 19, False) in found, found
+    # a method of a registry-built object called only in `__init__`: once
+    assert ("assigners.py", 25, False) in found, found
+    # detectron2: `@R.register()` and `R.register(C)`, built by `R.get(name)(cfg)` in a helper
+    assert ("roi_heads.py", 13, True) in found and ("roi_heads.py", 18, True) in found, found
+    assert ("roi_heads.py", 26, False) in found, found
+
+
+def test_a_registration_added_or_removed_by_an_edit_retags_what_the_registry_builds(tmp_path):
+    # with the cache: head.py, unchanged, builds through TASK_UTILS, which no class is
+    # registered in at first (so it is no registry, and `assign` is cold); registering the
+    # assigners makes it one (head.py is linted again: what it asked the project changed)
+    assigners = textwrap.dedent(REGISTRY_FILES["pkg/assigners.py"])
+    bare = assigners.replace('@TASK_UTILS.register_module(name="Setup")\n', "").replace(
+        "@TASK_UTILS.register_module()\n", "")
+    paths = _project(tmp_path, {**REGISTRY_FILES, "pkg/assigners.py": bare})
+    cache = tmp_path / ".cache"
+
+    def tags(n):
+        return {(row, hot) for name, row, code, hot in _found(paths, cache_dir=cache) if name == n and code == "SYN101"}
+
+    assert (7, False) in tags("assigners.py")  # (a line up without the decorator)
+    (tmp_path / "pkg" / "assigners.py").write_text(assigners)
+    assert (8, True) in tags("assigners.py") and (14, False) in tags("assigners.py")
+    # a class registered in a registry that already had classes: the same facts, new heat
+    roi = tmp_path / "pkg" / "roi_heads.py"
+    assert (26, False) in tags("roi_heads.py")
+    roi.write_text(roi.read_text() + "\n\nROI_HEADS_REGISTRY.register(Sampler)\n")
+    assert (26, True) in tags("roi_heads.py")
+    roi.write_text(roi.read_text().replace("\n\nROI_HEADS_REGISTRY.register(Sampler)\n", ""))
+    assert (26, False) in tags("roi_heads.py")
+
+
+def test_a_library_registry_is_known_by_its_last_name_and_build_from_cfg_builds_through_it(tmp_path):
+    # a project built on a library's registry (mmengine's MODELS, imported from the library
+    # in two spellings): its classes are reached from `build_from_cfg(cfg, MODELS)`; a class
+    # registered by a call (`register_module(module=C)`, C imported) too. The near-miss: the
+    # project's own registry of the same last name, resolved to pkg.registry.MODELS, is
+    # another registry, and `compute` of its class is not reached.
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/registry.py": """\
+            from mmengine.registry import Registry
+
+            MODELS = Registry("own models")
+            """,
+        "pkg/parts.py": """\
+            import torch
+            from mmengine.registry import MODELS
+            from pkg import registry
+
+
+            @MODELS.register_module()
+            class LibraryPart:
+                def compute(self, x):
+                    return x.sum().item()  # hot: in mmengine's MODELS, built every step
+
+
+            class CalledPart:
+                def compute(self, x):
+                    return x.max().item()  # hot: registered below by a call
+
+
+            @registry.MODELS.register_module()
+            class OwnPart:
+                def compute(self, x):
+                    return x.min().item()  # cold: in the project's own MODELS, not mmengine's
+            """,
+        "pkg/more.py": """\
+            from mmengine import registry as mmreg
+            from pkg.parts import CalledPart
+
+            mmreg.MODELS.register_module(module=CalledPart)
+            """,
+        "train.py": """\
+            import torch
+            from mmengine.registry import build_from_cfg
+            from mmengine.registry.root import MODELS
+
+
+            def train(loader, cfg):
+                for x in loader:
+                    part = build_from_cfg(cfg, MODELS)
+                    part.compute(x.cuda())
+            """,
+    })
+    found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
+    assert ("parts.py", 9, True) in found and ("parts.py", 14, True) in found, found
+    assert ("parts.py", 20, False) in found, found
+
+
+def test_calling_what_a_registry_built_runs_each_registered_modules_forward_or_objects_call(tmp_path):
+    # `self.loss_cls(pred, target)` on what MODELS built: an edge to each registered class's
+    # `forward` (an nn.Module) or `__call__` (another object); a class of no registry is not
+    # among them. (Both names are hot anyway: the edges are what the call graph sees, for
+    # compiled regions and rates.)
+    from synclint.engine import analyse, lint_analysis
+    from synclint.project import Project, module_name
+
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/losses.py": """\
+            import torch
+            from mmengine.registry import MODELS
+
+
+            @MODELS.register_module()
+            class FocalLoss(torch.nn.Module):
+                def forward(self, pred, target):
+                    return (pred - target).abs().mean()
+
+
+            @MODELS.register_module()
+            class IoUCost:
+                def __call__(self, pred, target):
+                    return pred @ target.T
+
+
+            class Unregistered(torch.nn.Module):
+                def forward(self, pred, target):
+                    return pred
+            """,
+        "pkg/head.py": """\
+            import torch
+            from mmengine.registry import MODELS
+
+
+            class Head(torch.nn.Module):
+                def __init__(self, loss):
+                    super().__init__()
+                    self.loss_cls = MODELS.build(loss)
+
+                def loss(self, pred, target):
+                    return self.loss_cls(pred, target)
+            """,
+    })
+    project = Project(str(tmp_path))
+    analyses = {p: analyse(Path(p).read_text(), p, module_name(p), force=True) for p in paths}
+    for p, a in analyses.items():
+        project.add(p, a.summary)
+    head = next(p for p in paths if p.endswith("head.py"))
+    _, graph, _ = lint_analysis(analyses[head], default_rules(), project.facts_for(head))
+    edges = [callee for caller, callee, _ in graph.calls if caller == "Head.loss"]
+    assert edges == ["@registry:?MODELS.__call__"], edges  # (not all are modules: `__call__`)
+    targets = {qual for e in edges for _, qual in project._call_targets(head, e)}
+    assert targets == {"FocalLoss.forward", "IoUCost.__call__"}, targets

@@ -16,6 +16,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ref_target
 from synclint.semantic.helpers import HelperBody, abstract_body
+from synclint.semantic.registries import registrations
 from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import descendants
 from synclint.semantic.values import Val
@@ -85,6 +86,7 @@ def module_summary(model, name: str) -> ModuleSummary:
         out.params[qual] = (order, sorted(info.defaults))
     out.calls_out = list(m.calls_out)
     out.host_calls = m.host_only_calls()
+    out.registered = registrations(m.module, lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None))
     out.self_calls = list(m.self_calls)
     for fname, (params, expr) in m.one_liners.items():
         out.one_liners[fname] = OneLiner(list(params), HelperBody(list(params), returns=[expr]).to_data(),

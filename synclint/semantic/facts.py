@@ -217,9 +217,13 @@ class ModuleSummary:
     library_aliases: Dict[str, str] = field(default_factory=dict)
     # the callees of `calls_out` that it calls only from the host side of a DataLoader
     host_calls: List[str] = field(default_factory=list)
+    # (registry, class) of each class it puts in a registry (`@MODELS.register_module()`,
+    # `R.register(C)`), both as the module spells them (`registries.registrations`)
+    registered: List[Tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "rg": [list(r) for r in self.registered],
             "hc": self.host_calls,
             "la": self.library_aliases,
             "ol": {k: o.to_json() for k, o in self.one_liners.items()},
@@ -240,6 +244,7 @@ class ModuleSummary:
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
             {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]), list(d["hc"]),
+            [(r, c) for r, c in d.get("rg", ())],
         )
 
 
@@ -264,6 +269,9 @@ class ProjectFacts:
     # this file's functions (a class: its `__init__`) that other modules call, and only from
     # the host side of a DataLoader
     host_called: FrozenSet[str] = frozenset()
+    # the registries this file names (`semantic.registries`): as it spells one (and by its
+    # key) -> [its key, whether every class registered in it is an nn.Module]
+    registries: Dict[str, list] = field(default_factory=dict)
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
@@ -272,6 +280,7 @@ class ProjectFacts:
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
             "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()}, "hc": sorted(self.host_called),
+            "rg": self.registries,
         }
 
     @staticmethod
@@ -281,6 +290,7 @@ class ProjectFacts:
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
             {k: _unvals(a) for k, a in d["sa"].items()}, frozenset(d["hc"]),
+            {k: list(r) for k, r in d.get("rg", {}).items()},
         )
 
     # ------------------------------------------------------------------ the questions
@@ -329,6 +339,14 @@ class ProjectFacts:
         DataLoader (their data pipelines)."""
         self._ask("hc", qual)
         return qual in self.host_called
+
+    def registry(self, name: str) -> Optional[Tuple[str, bool]]:
+        """The registry a name (as this file spells it) is: (its key, whether every class
+        registered in it is an nn.Module); None when no class of the project is registered
+        in it (then it is no registry the project builds through)."""
+        self._ask("r", name)
+        got = self.registries.get(name)
+        return (got[0], bool(got[1])) if got is not None else None
 
     def star_names(self) -> Dict[str, str]:
         """The names this file's `from m import *` bring (name -> qualified name)."""
@@ -389,6 +407,8 @@ class ProjectFacts:
             return bool(self.params.get(key[1]))
         if kind == "hc":
             return key[1] in self.host_called
+        if kind == "r":
+            return self.registries.get(key[1])
         if kind == "s":
             return [self.aliases, self.star_imports]
         if kind == "sa":

@@ -21,6 +21,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.helpers import HelperBody
+from synclint.semantic.registries import built_through
 from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
@@ -43,6 +44,7 @@ class Env(Protocol):
     def lookup(self, name: str) -> Val: ...
     def binding(self, name: str) -> Optional[Binding]: ...
     def is_local(self, name: str) -> bool: ...
+    def module_level(self, name: str) -> bool: ...
     def assigned(self, name: str) -> Optional[cst.BaseExpression]: ...
     def origin(self, e: cst.BaseExpression) -> Optional[cst.BaseExpression]: ...
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]: ...
@@ -680,6 +682,9 @@ class Evaluator:
         env = self.env
         func = call.func
         q = env.qualname(func)
+        built = self._built_by_registry(call, q)
+        if built is not None:
+            return built
         if q is not None:
             return self._infer_qualified_call(q, call)
         if type(func) is cst.Attribute:
@@ -752,13 +757,37 @@ class Evaluator:
                 env.note_forward_ref(name)  # a function defined further down: known next walk
             return V.UNKNOWN_VAL
         callee = self.value(func)
-        made = V.class_key(callee)  # `get_class(name)(...)`
+        made = V.class_key(callee)  # `get_class(name)(...)`, `ROI_HEADS_REGISTRY.get(name)(cfg)`
         if made:
             return env.instance_of(made)
         if V.function_keys(callee):  # `MODELS[name](cfg)`: what any function of the registry returns
             return self._returned_by(V.function_keys(callee))
         called = self._instance_called(callee, call)  # LightGlue's `ImagePreprocessor(**conf)(img)`
         return called if called is not None else V.UNKNOWN_VAL
+
+    def _built_by_registry(self, call: cst.Call, q: Optional[str]) -> Optional[Val]:
+        """`TASK_UTILS.build(cfg)` (`build_from_cfg(cfg, R)`): an instance of one of the
+        classes registered in the registry; `R.get(name)`: one of those classes (calling it
+        makes the instance). None where the name is no registry of the project."""
+        found = built_through(call, q, self._registry_spelled)
+        if found is None:
+            return None
+        spelled, gives_class = found
+        registry = self.env.project.registry(spelled)
+        if registry is None:
+            return None
+        made = V.built_by(*registry)
+        return V.class_value(made.cls) if gives_class else made
+
+    def _registry_spelled(self, e: cst.BaseExpression) -> Optional[str]:
+        """How this file spells a name that may be a registry: its qualified name, or a name
+        of the module itself (not a local); None for anything else and for a library's names."""
+        q = self.env.qualname(e)
+        if q is not None:
+            return q if q.split(".", 1)[0] not in L.LIBRARY_ROOTS else None
+        if type(e) is cst.Name and self.env.module_level(e.value):
+            return e.value
+        return None
 
     def _returned_by(self, keys) -> Val:
         """What calling any of these functions returns (by key: this file's, or another module's)."""

@@ -110,6 +110,15 @@ def framework_calls(base: str, method: str) -> bool:
     return bool(package) and method in FRAMEWORK_HOOKS.get(package, ())
 
 
+# registries (`semantic.registries`): the methods that put a class in one, build from a
+# config through one, or give a class of one by name; and the functions that build from a
+# config through the registry they are given (name -> (position, keyword))
+REGISTRY_REGISTERS = frozenset(_DATA["modules"]["registries"]["register"])
+REGISTRY_BUILDS = frozenset(_DATA["modules"]["registries"]["build"])
+REGISTRY_LOOKUPS = frozenset(_DATA["modules"]["registries"]["lookup"])
+REGISTRY_BUILD_FUNCTIONS = {f: (int(a[0]), str(a[1])) for f, a in _DATA["modules"]["registries"]["build_functions"].items()}
+
+
 # debug and visualisation code (`heat.debug_helper`, `heat.debug_flag`)
 DEBUG_WORDS = _set("rarity", "debug_words")
 CHECK_WORDS = _set("rarity", "check_words")

@@ -321,6 +321,11 @@ class SemanticModel:
         """Bound in a function scope (a parameter or assignment shadows a module name)."""
         return any(name in f.scope for f in self.funcs) or name in self.module_scope
 
+    def module_level(self, name: str) -> bool:
+        """A name of the module's top level where the walk is: not bound in a function scope
+        (bound at the top level, or further down: `MODELS = Registry(...)` below a helper)."""
+        return not any(name in f.scope for f in self.funcs)
+
     def lookup(self, name: str) -> Val:
         b = self.binding(name)
         if b is not None:
@@ -744,7 +749,10 @@ class SemanticModel:
         """What calling a class value makes: an instance of each class it may be."""
         kinds = set()
         for k in keys.split("|"):
-            if "." in k:
+            if V.registry_of(k) is not None:  # a class of a registry (`R.get(name)`): as it builds
+                registry = self.project.registry(V.registry_of(k))
+                kinds.add(None if registry is None else registry[1])
+            elif "." in k:
                 c = self.project.class_facts(k)
                 kinds.add(None if c is None else c.is_module)
             else:

@@ -178,6 +178,23 @@ def class_key(v: Val) -> Optional[str]:
     return v.cls if v.kind == PY and v.py == "class" else None
 
 
+
+# The class key of what a registry builds (`semantic.registries`): an instance of one of the
+# classes registered in the registry `key` (as the project names it, `Project.registry_key`);
+# a method called on it is a call of that method of each of them (`Project._call_runs`).
+REGISTERED = "registry:"
+
+
+def built_by(key: str, is_module: bool) -> Val:
+    """What `R.build(cfg)` gives: an instance of a class registered in R, a module where every
+    class registered in R is one."""
+    return Val(MODULE if is_module else OBJECT, cls=REGISTERED + key)
+
+
+def registry_of(cls: Optional[str]) -> Optional[str]:
+    """The key of the registry whose classes a class key (`built_by`) stands for, if it is one."""
+    return cls[len(REGISTERED):] if cls and cls.startswith(REGISTERED) else None
+
 def py(kind: str) -> Val:
     return Val(PY, py=kind)
 
