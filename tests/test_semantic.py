@@ -1993,3 +1993,21 @@ def test_a_metrics_results_are_host_data_that_mmengine_moved_there():
     assert stacked.kind == V.TENSOR and stacked.device == V.CPU
     assert item == V.HOST_OBJECT
     assert batch.device != V.CPU and other.device != V.CPU
+
+
+def test_an_mmengine_base_module_is_an_nn_module_whose_predict_runs_without_autograd():
+    src = (
+        "import torch\nfrom mmengine.model import BaseModule\n"
+        "class Head(BaseModule):\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "    def predict(self, feats):\n"
+        "        probe(self(feats))\n"
+        "probe(Head())\n"
+    )
+    (out, _), (head, _) = probe(src)[0]
+    assert head.kind == V.MODULE and out.kind == V.TENSOR
+    from synclint.engine import lint_source
+
+    assert not [f for f in lint_source(src.replace("probe(self(feats))", "return self(feats)"), "head.py")
+                if f.code == "SYN502"]
