@@ -15,6 +15,10 @@ class Flow(nn.Module):
     def prior(self):
         return torch.distributions.MultivariateNormal(self.loc, self.cov)  # [per-step] a property read by forward runs every step
 
+    @prior.setter
+    def prior(self, value):
+        self.loc = torch.tensor(value).cuda()  # [once] near miss: the setter runs where `prior` is assigned, never here
+
     @functools.cached_property
     def table(self):
         return torch.tensor([1.0, 2.0]).cuda()  # [once] near miss: a cached property runs once per instance
