@@ -32,3 +32,12 @@ def test_fixture_safe_fixes(path):
     twin = path.with_suffix(".fixed.py")
     expected = twin.read_text(encoding="utf-8") if twin.exists() else source
     assert fixed_source(all_rules(), source, unsafe=False) == expected
+
+
+def test_kernels_written_in_a_kernel_language_report_nothing_in_their_bodies():
+    """tests/data/kernels.py, marked as a fixture is (not one of fixtures/: a GPU run cannot
+    import TileLang to record it): Triton and TileLang kernel bodies give no finding, even
+    where a kernel reads a CUDA tensor its factory was given; the host loop still does."""
+    source = (Path(__file__).resolve().parent / "data" / "kernels.py").read_text(encoding="utf-8")
+    got = {(f.row, f.code): f.hot for f in lint_with(all_rules(), source)}
+    assert got == expectations(source)
