@@ -175,8 +175,8 @@ def feeds_back(model, loop) -> bool:
                 continue  # `self.layers[i](x)`, `layer(x)` over `self.layers`: a stack of layers
             inputs = set().union(*(_paths(a.value) for a in call.args))
             for (earlier, earlier_value) in reversed(assigns[:i]):
-                if _touching(inputs, earlier):  # `idx_cond = idx[:, -block:]`, then `model(idx_cond)`
-                    inputs |= _paths(earlier_value)
+                if _touching(inputs, earlier) and not _layer_output(earlier_value, varying):
+                    inputs |= _paths(earlier_value)  # `idx_cond = idx[:, -block:]`, then `model(idx_cond)`
             derived = {_root(t) for t in targets}  # names holding the output, then what is computed from it
             fed: Set[str] = set()
             for (later, _), used in zip(assigns[i + 1:], reads[i + 1:]):
@@ -202,6 +202,13 @@ def _per_iteration(loop, assigns) -> Set[str]:
         if _roots(value) & varying:
             varying.update(_root(t) for t in targets)
     return varying
+
+
+def _layer_output(value: cst.BaseExpression, varying: Set[str]) -> bool:
+    """`value` is what one of a stack's layers computed (`self.token_confidence[i](desc0)`):
+    what a helper then does with it (LightGlue's pruning mask) feeds the next layer, not the
+    same model's next step."""
+    return any(type(n) is cst.Call and _roots(n.func) & varying for n in (value, *descendants(value)))
 
 
 def _roots(node: cst.CSTNode) -> Set[str]:

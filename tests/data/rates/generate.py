@@ -58,6 +58,12 @@ class LM(nn.Module):
             keep = desc0.norm(dim=-1) > 0
             desc0 = desc0 * keep[..., None]
             print(desc0.sum().item())  # [per-step] near miss: a stack of layers, another module each iteration
+        for i in range(len(self.layers)):
+            desc0 = self.layers[i](desc0, desc1)
+            scores = self.heads[i](desc0)
+            keep = self._mask(scores)
+            desc0 = desc0[:, keep]
+            print(desc0.sum().item())  # [per-step] near miss: a helper of the module prunes what a layer made
         for block in self.blocks:
             out = block(desc1)
             desc1 = out.softmax(-1)
@@ -69,6 +75,9 @@ class LM(nn.Module):
 
     def step(self, x):
         return self.fc(x)
+
+    def _mask(self, scores):
+        return scores.argmax(-1)
 
 
 def evaluate(loader):
