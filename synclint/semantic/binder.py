@@ -97,11 +97,12 @@ class Binder:
         # A method: directly in a class body (class bodies start with no function scope).
         cls = ctx.cls if ctx.func is None else None
         qual = f"{cls.name}.{node.name.value}" if cls else node.name.value
-        if cls is not None and any(type(d.decorator) is cst.Attribute and d.decorator.attr.value in ("setter", "deleter")
-                                   for d in node.decorators):
+        accessor = next((d.decorator.attr.value for d in node.decorators if cls is not None
+                         and type(d.decorator) is cst.Attribute and d.decorator.attr.value in ("setter", "deleter")), None)
+        if accessor is not None:
             # `@r.setter def r(...)`: runs on an assignment, not where `self.r` is read (the
             # getter, `callsites.record_property_read`); a key of its own keeps them apart
-            qual = f"{qual}.{node.decorators[-1].decorator.attr.value}"
+            qual = f"{qual}.{accessor}"
         info = FuncInfo(name=node.name.value, qual=qual, cls=cls, node=node)
         info.no_grad = any(_decorator_is_no_grad(ctx, d.decorator) for d in node.decorators) or cls is not None \
             and ctx.library_base(cls.name, lambda b: f"{b}.{info.name}" in L.NO_GRAD_METHODS) is not None

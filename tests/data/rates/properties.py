@@ -16,6 +16,7 @@ class Flow(nn.Module):
         return torch.distributions.MultivariateNormal(self.loc, self.cov)  # [per-step] a property read by forward runs every step
 
     @prior.setter
+    @functools.wraps(print)
     def prior(self, value):
         self.loc = torch.tensor(value).cuda()  # [once] near miss: the setter runs where `prior` is assigned, never here
 
