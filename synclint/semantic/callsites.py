@@ -178,7 +178,7 @@ def record_property_read(ctx: "SemanticModel", node: cst.Attribute) -> None:
     """`self.prior` where the class (or an in-file base) defines `prior` as a `@property`:
     reading it runs the getter, a call edge as `self.prior()` would be (RealNVP's prior,
     a distribution built on every read). A `cached_property` runs once per instance: no edge."""
-    if type(node.value) is not cst.Name or ctx.func is None:
+    if node.attr.value not in ctx.property_names or type(node.value) is not cst.Name or ctx.func is None:
         return
     recv = ctx.infer(node.value) if node.value.value != "self" or ctx.func.cls is None else None
     classes = (ctx.func.cls.name,) if recv is None else V.classes_of(recv) if recv.kind in (V.MODULE, V.OBJECT) else ()

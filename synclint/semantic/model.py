@@ -166,6 +166,7 @@ class SemanticModel:
         # `device=` that resolves to CUDA); known once the walk is over (`leave_Module`)
         self.puts_on_cuda = False
         self.module: Optional[cst.Module] = None
+        self.property_names: FrozenSet[str] = frozenset()  # (`set_module`)
         self._module_escaped: Optional[Set[str]] = None
         self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function
         self.loop_rates: Dict[int, object] = {}  # id(loop) -> (rate, entry) of its body (`heat.loop_rate`)
@@ -199,6 +200,12 @@ class SemanticModel:
         never mentions a GPU (`if __name__ == "__main__":` or a module-level loop, or a
         `test_*.py`, and no device anywhere): such code runs on the CPU."""
         self.module = module
+        # names the file's classes define as `@property` getters (`callsites.record_property_read`
+        # asks about an attribute read only when its name is one): a cheap text test first
+        self.property_names = frozenset(
+            d.name.value for c in module.body if type(c) is cst.ClassDef for d in c.body.body
+            if type(d) is cst.FunctionDef and any(type(x.decorator) is cst.Name and x.decorator.value == "property"
+                                                  for x in d.decorators)) if "@property" in self.source else frozenset()
         script = _test_named(self.filename) or any(
             type(s) in (cst.For, cst.While)
             or (type(s) is cst.If and "__name__" in code_of(s.test))
