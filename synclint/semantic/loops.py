@@ -105,7 +105,9 @@ def in_constructor(ctx: "SemanticModel") -> bool:
 def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
     """A loop whose body loops over a DataLoader's batches (`for epoch in range(n): for x in
     loader:`) or hands a loader to a function that does (`acc = train(epoch, train_loader)`),
-    and that does not itself iterate one; or a loop whose variable names epochs (`for epoch
+    and that does not itself iterate one; one whose body runs a decoding loop and is not
+    itself a step (`for prompt in prompts: ...; for t in range(n): idx = cat(idx, model(idx))`:
+    once per request); or a loop whose variable names epochs (`for epoch
     in range(self.epoch, epochs + 1): self.run_epoch()`) and whose body is not itself one
     optimizer step (full-batch training: `for epoch in range(200): loss.backward();
     opt.step()`)."""
@@ -118,7 +120,17 @@ def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
             for small in line.body if type(small) in (cst.Expr, cst.Assign)):
         return True
     inner, assigned = _inner_fors(node)
-    return any(iterates_batches(ctx, f.iter, assigned) for f in inner)
+    return any(iterates_batches(ctx, f.iter, assigned) for f in inner) or (
+        not _steps_itself(ctx, node.body) and any(_decodes(ctx, f) for f in inner))
+
+
+def _decodes(ctx: "SemanticModel", loop: cst.For) -> bool:
+    """A decoding loop (`heat.feeds_back`): a loop over requests whose body runs one (a
+    prompt's tokens, an image's denoising steps) passes once per request, as a `while`
+    serving loop does (`passes_loop`)."""
+    from synclint.semantic.heat import feeds_back  # (heat's site rates need this module's loops)
+
+    return feeds_back(ctx, loop)
 
 
 def _inner_fors(node) -> Tuple[List[cst.For], Dict[str, cst.BaseExpression]]:

@@ -90,3 +90,26 @@ def evaluate(loader):
         model.generate_into_state(8)
         model.accumulate(4)
         model.refine(batch, batch)
+
+
+def sample_prompts(prompts, steps):
+    model = LM().cuda()
+    for prompt in prompts:
+        seq = torch.tensor(prompt).cuda()  # [per-epoch] once per prompt: the loop runs a token loop per pass
+        for _ in range(steps):
+            logits = model(seq[:, -1:])
+            nxt = logits.argmax(-1)
+            seq = torch.cat([seq, nxt], 1)
+            print(nxt.sum().item())  # [per-token] the token loop
+        print(seq.shape, seq.max().item())  # [per-epoch] after it, once per prompt
+
+
+def translate(loader, steps):
+    model = LM().cuda()
+    for batch in loader:
+        seq = batch.cuda()
+        for _ in range(steps):
+            logits = model(seq[:, -1:])
+            nxt = logits.argmax(-1)
+            seq = torch.cat([seq, nxt], 1)
+        print(seq.max().item())  # [per-step] near miss: a loop over a loader's batches steps, whatever it runs
