@@ -16,6 +16,7 @@ EXPECT_RE = re.compile(r"#\s*error:\s*(?P<items>SYN\d{3}(?:\s*\[(?:hot|cold)\])?
 ITEM_RE = re.compile(r"(SYN\d{3})(?:\s*\[(hot|cold)\])?")
 # A line that synchronizes on the GPU but that synclint rightly does not flag.
 UNFLAGGED_SYNC_RE = re.compile(r"#\s*unflagged-sync:")
+RATE_MARK_RE = re.compile(r"# \[([a-z-]+)\]")  # `# [per-step]`: the rate a line's finding must get
 
 Expectation = Dict[Tuple[int, str], Optional[bool]]  # (row, code) -> hot (None: either)
 
@@ -29,6 +30,11 @@ def expectations(source: str) -> Expectation:
         for code, hot in ITEM_RE.findall(m.group("items")):
             out[(row, code)] = None if not hot else hot == "hot"
     return out
+
+
+def marked_rates(source: str) -> Dict[int, str]:
+    """row -> the rate its `# [rate]` mark names (tests/data/rates/*.py)."""
+    return {row: m.group(1) for row, line in enumerate(source.splitlines(), 1) for m in [RATE_MARK_RE.search(line)] if m}
 
 
 def unflagged_sync_rows(source: str) -> Set[int]:

@@ -9,7 +9,6 @@ or faster."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -19,11 +18,10 @@ from synclint.findings import Finding
 from synclint.run.pipeline import configure, run
 from synclint.semantic import rates
 from synclint.semantic.rates import Rate, is_hot, join
-from synclint.testing import run_cli
+from synclint.testing import marked_rates, run_cli
 
 DATA = Path(__file__).parent / "data" / "rates" / "train.py"
 SOURCE = DATA.read_text()
-MARK = re.compile(r"# \[([a-z-]+)\]")
 
 
 def _row_of(text: str) -> int:
@@ -51,7 +49,7 @@ def test_each_finding_runs_at_the_rate_its_line_is_marked_with(monkeypatch):
         return rate
 
     monkeypatch.setattr(rates, "settled", settled)
-    expected = {row: m.group(1) for row, line in enumerate(SOURCE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(SOURCE)
     got = {f.row: f.rate for f in _findings()}
     assert got == expected
     assert not disagreements
@@ -169,7 +167,7 @@ class TableAssigner:
 def test_an_mmdet_assigners_assign_runs_every_step():
     # (mmdet's heads call `self.assigner.assign(...)` per image in `get_targets`, inside the
     # library: the assigner's own module sees no caller)
-    expected = {row: m.group(1) for row, line in enumerate(ASSIGNER.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(ASSIGNER)
     found = lint_source(ASSIGNER, "pose_assigner.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
 
@@ -180,6 +178,6 @@ SERVE = (Path(__file__).parent / "data" / "rates" / "serve.py").read_text()
 def test_a_while_loop_around_a_denoising_loop_runs_once_per_pass():
     # (Wan2.1's `mp_worker`: `while True:` takes a request, denoises it step by step, sends
     # the video back: what is outside the step loop runs once per request, as an epoch loop's)
-    expected = {row: m.group(1) for row, line in enumerate(SERVE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(SERVE)
     found = lint_source(SERVE, "serve.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected

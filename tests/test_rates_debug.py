@@ -7,18 +7,17 @@ plot helper called every step, a check flag that defaults on, a threshold compar
 
 from __future__ import annotations
 
-import re
 import textwrap
 from pathlib import Path
 
 from synclint.engine import lint_source
+from synclint.testing import marked_rates
 from synclint.run.pipeline import configure, run
 from synclint.semantic import rates
 from synclint.semantic.rates import is_hot
 
 DATA = Path(__file__).parent / "data" / "rates" / "debug.py"  # (linted as heads.py: a debug.py is a debug tool by its name)
 SOURCE = DATA.read_text()
-MARK = re.compile(r"# \[([a-z-]+)\]")
 
 
 def _row_of(text: str) -> int:
@@ -35,7 +34,7 @@ def test_debug_code_runs_once_and_its_near_misses_keep_their_rate(monkeypatch):
 
     monkeypatch.setattr(rates, "settled", settled)
     found = lint_source(SOURCE, "heads.py")
-    expected = {row: m.group(1) for row, line in enumerate(SOURCE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(SOURCE)
     got = {f.row: f.rate for f in found if f.row in expected}
     assert got == expected
     assert not disagreements
@@ -56,7 +55,7 @@ GENERATE = (Path(__file__).parent / "data" / "rates" / "generate.py").read_text(
 def test_a_function_that_decodes_runs_its_own_code_once_per_call():
     # (eval/README.md's convention: code before or after the token loop runs once per
     # generate() call, not per token nor per step); a stack of layers is not a token loop
-    expected = {row: m.group(1) for row, line in enumerate(GENERATE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(GENERATE)
     found = lint_source(GENERATE, "generate.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
 
@@ -68,7 +67,7 @@ def test_code_that_runs_once_by_construction_and_epoch_loops_by_name():
     # a helper only a once-only branch calls, the rest of a block after an early return on a
     # flag the function sets, a function memoised by lru_cache; an epoch loop by its variable
     # unless its body is itself one optimizer step
-    expected = {row: m.group(1) for row, line in enumerate(SETUP.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(SETUP)
     found = lint_source(SETUP, "setup.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
 

@@ -7,17 +7,16 @@ branch selected by a value not known here, a handler that restarts an iterator."
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from synclint.engine import lint_source
+from synclint.testing import marked_rates
 
 SOURCE = (Path(__file__).parent / "data" / "rates" / "recovery.py").read_text()
-MARK = re.compile(r"# \[([a-z-]+)\]")
 
 
 def test_a_recovery_path_runs_once_and_its_near_misses_keep_their_rate():
-    expected = {row: m.group(1) for row, line in enumerate(SOURCE.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(SOURCE)
     found = lint_source(SOURCE, "matcher.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
     assert all(f.hot == (f.rate == "per-step") for f in found if f.row in expected)
@@ -37,7 +36,7 @@ LAZY = (Path(__file__).parent / "data" / "rates" / "lazy.py").read_text()
 def test_a_lazy_initialisation_through_a_property_and_a_setter_runs_once():
     # (diffusers-style schedulers: `if self.step_index is None: self._init_step_index(t)`,
     # where the property returns `self._step_index` and the method sets it)
-    expected = {row: m.group(1) for row, line in enumerate(LAZY.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(LAZY)
     found = lint_source(LAZY, "scheduler.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
 
@@ -48,7 +47,7 @@ PROPERTIES = (Path(__file__).parent / "data" / "rates" / "properties.py").read_t
 def test_reading_a_property_runs_its_getter_as_often_as_the_read():
     # (mmpose's RealNVP: `self.prior` builds a distribution on every read from a loss's
     # forward); a cached property, one read in __init__ and a method never called stay once
-    expected = {row: m.group(1) for row, line in enumerate(PROPERTIES.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(PROPERTIES)
     found = lint_source(PROPERTIES, "flow.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
 
@@ -59,6 +58,6 @@ SHAPES = (Path(__file__).parent / "data" / "rates" / "shapes.py").read_text()
 def test_code_that_remakes_a_cache_when_a_shape_changes_runs_once():
     # (YOLOX's grids, mmyolo's `if current_featmap_sizes != self.featmap_sizes_train:`: the
     # body stores what the test read, so the test fails until the input size changes)
-    expected = {row: m.group(1) for row, line in enumerate(SHAPES.splitlines(), 1) for m in [MARK.search(line)] if m}
+    expected = marked_rates(SHAPES)
     found = lint_source(SHAPES, "head.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
