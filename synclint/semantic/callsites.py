@@ -18,6 +18,7 @@ from synclint.semantic.callgraph import STEPS
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.heat import rate_here, steps_optimizer
 from synclint.semantic.moves import nonblocking_d2h, puts_on_cuda
+from synclint.semantic.syntax import is_property_getter
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -198,9 +199,7 @@ def _property_getter(ctx: "SemanticModel", cls: str, name: str, depth: int = 0) 
         return None
     for d in info.node.body.body:
         if type(d) is cst.FunctionDef and d.name.value == name:
-            is_getter = any(type(dec.decorator) is cst.Name and dec.decorator.value == "property"
-                            for dec in d.decorators)
-            return f"{cls}.{name}" if is_getter else None
+            return f"{cls}.{name}" if is_property_getter(d) else None
     return next((k for b in info.bases if (k := _property_getter(ctx, b, name, depth + 1)) is not None), None)
 
 

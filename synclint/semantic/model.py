@@ -24,7 +24,7 @@ from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.helpers import HelperBody
-from synclint.semantic.syntax import every_item_of
+from synclint.semantic.syntax import every_item_of, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites
@@ -204,8 +204,7 @@ class SemanticModel:
         # asks about an attribute read only when its name is one): a cheap text test first
         self.property_names = frozenset(
             d.name.value for c in module.body if type(c) is cst.ClassDef for d in c.body.body
-            if type(d) is cst.FunctionDef and any(type(x.decorator) is cst.Name and x.decorator.value == "property"
-                                                  for x in d.decorators)) if "@property" in self.source else frozenset()
+            if is_property_getter(d)) if "@property" in self.source else frozenset()
         script = _test_named(self.filename) or any(
             type(s) in (cst.For, cst.While)
             or (type(s) is cst.If and "__name__" in code_of(s.test))

@@ -90,6 +90,12 @@ def all_params(params: cst.Parameters) -> List[cst.Param]:
     return out
 
 
+def is_property_getter(node: cst.CSTNode) -> bool:
+    """`@property def name(self)`: reading `obj.name` runs it (a `cached_property` runs once)."""
+    return type(node) is cst.FunctionDef and any(
+        type(d.decorator) is cst.Name and d.decorator.value == "property" for d in node.decorators)
+
+
 def target_names(t: cst.BaseExpression):
     """Plain names bound by an assignment target."""
     if type(t) is cst.Name:
