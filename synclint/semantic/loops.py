@@ -119,18 +119,11 @@ def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
             epoch_call(ctx, small.value) for line in node.body.body if type(line) is cst.SimpleStatementLine
             for small in line.body if type(small) in (cst.Expr, cst.Assign)):
         return True
-    inner, assigned = _inner_fors(node)
-    return any(iterates_batches(ctx, f.iter, assigned) for f in inner) or (
-        not _steps_itself(ctx, node.body) and any(_decodes(ctx, f) for f in inner))
-
-
-def _decodes(ctx: "SemanticModel", loop: cst.For) -> bool:
-    """A decoding loop (`heat.feeds_back`): a loop over requests whose body runs one (a
-    prompt's tokens, an image's denoising steps) passes once per request, as a `while`
-    serving loop does (`passes_loop`)."""
     from synclint.semantic.heat import feeds_back  # (heat's site rates need this module's loops)
 
-    return feeds_back(ctx, loop)
+    inner, assigned = _inner_fors(node)
+    return any(iterates_batches(ctx, f.iter, assigned) for f in inner) or (
+        not _steps_itself(ctx, node.body) and any(feeds_back(ctx, f) for f in inner))
 
 
 def _inner_fors(node) -> Tuple[List[cst.For], Dict[str, cst.BaseExpression]]:
