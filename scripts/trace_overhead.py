@@ -36,6 +36,7 @@ table.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import runpy
@@ -159,6 +160,44 @@ def _no_loader_workers() -> None:
     DataLoader.__init__ = single_process
 
 
+def _sync_samples() -> Dict[str, List[float]]:
+    """Each timed sync's blocked seconds by site, recorded beside the trace's totals, so
+    the cross-check can tell a steady per-sync excess from a few long outliers."""
+    from synclint.trace.record import Recorder
+
+    samples: Dict[str, List[float]] = {}
+    on_sync = Recorder.on_sync
+
+    def recording(self: Any, event: Any) -> Any:
+        if self.recording and event.blocked_s is not None and event.where.site is not None:
+            samples.setdefault(f"{event.where.site.file}:{event.where.site.line}", []).append(event.blocked_s)
+        return on_sync(self, event)
+
+    Recorder.on_sync = recording
+    return samples
+
+
+def _gc_pauses() -> Dict[int, List[float]]:
+    """Seconds of every garbage collection, by generation."""
+    pauses: Dict[int, List[float]] = {0: [], 1: [], 2: []}
+    started: List[float] = []
+
+    def callback(phase: str, info: Dict[str, Any]) -> None:
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            pauses[info["generation"]].append(time.perf_counter() - started[0])
+
+    gc.callbacks.append(callback)
+    return pauses
+
+
+def _spread(xs: List[float]) -> Dict[str, float]:
+    us = sorted(x * 1e6 for x in xs)
+    return {"n": len(us), "median": round(statistics.median(us), 1), "p90": round(us[int(0.9 * (len(us) - 1))], 1),
+            "max": round(us[-1], 1), "mean": round(sum(us) / len(us), 1)}
+
+
 def child(a: argparse.Namespace) -> int:
     import torch
     from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -166,8 +205,12 @@ def child(a: argparse.Namespace) -> int:
     _synthetic_cifar()
     _loader_next()
     _terminal()
-    if a.mode == "crosscheck-noworkers":
+    if a.mode in ("crosscheck-noworkers", "crosscheck-nogc"):
         _no_loader_workers()
+    if a.mode == "crosscheck-nogc":
+        gc.disable()  # no collection can land inside a sync's window
+    samples = _sync_samples() if a.mode.startswith("crosscheck") else {}
+    gc_pauses = _gc_pauses()
     stamps: List[float] = []
     total = a.warmup + a.steps
 
@@ -198,7 +241,10 @@ def child(a: argparse.Namespace) -> int:
                         "stopped": trace.meta.get("stopped"), "timing": trace.meta.get("timing"),
                         "profiler": trace.meta.get("profiler"),
                         "sites": [[f"{s.file}:{s.line}", s.kind, s.count, s.timed, round(s.blocked_ms, 3)]
-                                  for s in sites[:12]]}
+                                  for s in sites[:12]],
+                        "per_sync_us": {k: _spread(v) for k, v in samples.items()}}
+    out["gc"] = {f"gen{g}": [len(v), round(sum(v) * 1e3, 3), round(max(v) * 1e3, 3)]
+                 for g, v in gc_pauses.items() if v}
     else:
         sys.argv = program
         sys.path.insert(0, os.getcwd())
@@ -253,7 +299,8 @@ def measure(a: argparse.Namespace) -> int:
         for i, name in enumerate(names):
             modes = ["plain", "trace"] if (r + i) % 2 else ["trace", "plain"]
             if a.crosscheck_only:
-                modes = ["crosscheck", "crosscheck-noworkers"] if (r + i) % 2 else ["crosscheck-noworkers", "crosscheck"]
+                modes = ["crosscheck", "crosscheck-noworkers", "crosscheck-nogc"]
+                modes = modes if (r + i) % 2 else modes[::-1]
             elif r == 1:
                 modes += ["crosscheck"] + (["gpu-trace"] if name in a.gpu_trace.split(",") else [])
             for mode in modes:
@@ -299,6 +346,7 @@ def summarize(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             s.setdefault("cross_check", {})[f"{d['mode']}-r{d['round']}"] = {"blocked_ms": t["blocked_ms"], "profiler_sync_ms": prof,
                                "profiler_calls": (t.get("profiler") or {}).get("calls"),
                                "syncs": t["syncs"], "timed": t["timed"], "sites": t["sites"],
+                               "per_sync_us": t.get("per_sync_us"), "gc": d.get("gc"),
                                "diff_pct": None if not prof else round(100 * (t["blocked_ms"] - prof) / prof, 2)}
     return s
 
@@ -314,7 +362,10 @@ def table(doc: Dict[str, Any]) -> str:
             f"{s.get('gpu_trace_overhead_pct', '-'):>6}%")
         for run, cc in (s.get("cross_check") or {}).items():
             checks.append(f"{n:11s} {run:26s} {cc['blocked_ms']} vs {cc['profiler_sync_ms']} ({cc['diff_pct']}%), "
-                          f"{cc['syncs']} syncs")
+                          f"{cc['syncs']} syncs; gc (n, ms, max ms) {cc.get('gc')}")
+            for site, sp in (cc.get("per_sync_us") or {}).items():
+                checks.append(f"    {site:28s} per sync us: median {sp['median']} p90 {sp['p90']} max {sp['max']} "
+                              f"mean {sp['mean']} (n={sp['n']})")
     return "\n".join(lines + checks)
 
 
@@ -335,7 +386,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     m.add_argument("--crosscheck-only", action="store_true",
                    help="each round: only the cross-check, with the program's loader workers and with none")
     c = sub.add_parser("child")
-    c.add_argument("--mode", choices=["plain", "trace", "gpu-trace", "crosscheck", "crosscheck-noworkers"], required=True)
+    c.add_argument("--mode", choices=["plain", "trace", "gpu-trace", "crosscheck", "crosscheck-noworkers", "crosscheck-nogc"], required=True)
     c.add_argument("--warmup", type=int, required=True)
     c.add_argument("--steps", type=int, required=True)
     c.add_argument("--json", required=True)
