@@ -243,8 +243,6 @@ def child(a: argparse.Namespace) -> int:
                         "sites": [[f"{s.file}:{s.line}", s.kind, s.count, s.timed, round(s.blocked_ms, 3)]
                                   for s in sites[:12]],
                         "per_sync_us": {k: _spread(v) for k, v in samples.items()}}
-    out["gc"] = {f"gen{g}": [len(v), round(sum(v) * 1e3, 3), round(max(v) * 1e3, 3)]
-                 for g, v in gc_pauses.items() if v}
     else:
         sys.argv = program
         sys.path.insert(0, os.getcwd())
@@ -252,6 +250,8 @@ def child(a: argparse.Namespace) -> int:
             runpy.run_path(program[0], run_name="__main__")
         except Done:
             pass
+    out["gc"] = {f"gen{g}": [len(v), round(sum(v) * 1e3, 3), round(max(v) * 1e3, 3)]
+                 for g, v in gc_pauses.items() if v}
     out["run_s"] = round(time.perf_counter() - t0, 2)
     window = [b - c for c, b in zip(stamps[a.warmup:], stamps[a.warmup + 1:])]
     out["steps"] = len(window)
