@@ -173,6 +173,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     func_rates = function_rates(ctx, declared, a.module_name or "")
     # (the rates follow heat's own edges and entries: the hot functions are the hot rates)
     hot_funcs = {q for q, r in func_rates.rates.items() if rates.is_hot(r)}
+    in_tests = declared.in_tests(a.filename)
     positions = PositionIndex(module, source, a.rows, a.spans)
     noqa = noqa_map(source)
     used: set = set()  # the noqa directive entries that silenced something
@@ -184,7 +185,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
             continue  # what a rule found before it raised is not trusted
         try:
             with _deep_recursion():  # positions and fixes regenerate code: as deep as the tree
-                found = _finding(p, a, positions, noqa, hot_funcs, ctx, used, declared, func_rates)
+                found = _finding(p, a, positions, noqa, hot_funcs, ctx, used, declared, func_rates, in_tests)
         except Exception:  # noqa: BLE001 - this rule's finding only: the error names it
             failed.setdefault(rule, p.stmt_index)
             continue
@@ -311,7 +312,7 @@ def _internal_error(rule: type, filename: str, row: int) -> Finding:
 
 
 def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declared: DeclaredHeat,
-             func_rates) -> Optional[Finding]:
+             func_rates, in_tests: bool) -> Optional[Finding]:
     """The finding a rule reported, placed; None when a timing function exempts it. One that
     a `# noqa` silences is kept, marked `suppressed` (counted, never shown), and the
     directive entries that silenced it go into `used` (for unused-noqa)."""
@@ -321,6 +322,9 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
     rate, chain = rates.finding_rate(p.rate, p.func, func_rates, cold, lambda s: _line_of(a.filename, positions, s))
     if p.func in func_rates.rare:
         hot = rates.is_hot(rate)  # (only its step loops, not its loops over items, make it hot)
+    if in_tests:
+        rate, chain = rates.in_test_code(rates.settled(rate, hot), chain)
+        hot = False
     if rule.TIMING_EXEMPT and p.func in ctx.timing_funcs:
         return None
     number = positions.stmt_number(p.stmt, p.stmt_index)

@@ -179,10 +179,10 @@ class Finding:
             d["rate_chain"] = list(self.rate_chain)
         return d
 
-    def reheat(self, hot: bool, rate: str, why: str) -> None:
-        """Set `hot` as the project decided it (a hot caller in another module, a cold glob),
-        and with it `rate` and its chain (`why`)."""
-        self.hot, self.rate, self.rate_chain = hot, rate, (why,)
+    def reheat(self, hot: bool, rate: str, *chain: str) -> None:
+        """Set `hot` as the project decided it (a hot caller in another module, a cold glob,
+        a test file), and with it `rate` and its chain."""
+        self.hot, self.rate, self.rate_chain = hot, rate, chain
 
 
 # A file's error that no rule's code names (flake8 needs a code for every line): under SYN

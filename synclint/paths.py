@@ -74,6 +74,13 @@ def is_test_module(path: str, filename: str) -> bool:
     return not (_MAIN_GUARD.search(text) and not _TEST_CODE.search(text))
 
 
+def is_test_file(root: str, filename: str) -> bool:
+    """`is_test_module` of a file named as the command line or an editor names it, its
+    folders read from the project's `root` (a file outside it: by its own name)."""
+    rel = os.path.relpath(os.path.abspath(filename), root)
+    return is_test_module(rel if not rel.startswith("..") else os.path.basename(filename), filename)
+
+
 # What would end a report's line early or reach the terminal as a command: C0 and C1
 # controls, DEL, Unicode's line and paragraph separators, and the bytes of a name that is
 # not UTF-8 (`os.fsdecode`'s surrogate escapes).

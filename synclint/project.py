@@ -577,6 +577,8 @@ class Project:
         if kind == "func":
             if name in s.one_liners:
                 pf.one_liners[q] = s.one_liners[name]
+            if name in s.loopers:
+                pf.loopers.add(q)
             got = s.funcs.get(name)
             if got is not None:
                 v = self.value(p2, got)
@@ -623,11 +625,15 @@ class Project:
 
     def _tell_methods(self, pf: ProjectFacts, path: str, cname: str, key: str) -> None:
         """The methods of `path`'s class `cname` inferred per call (`helpers`), by the class's
-        key: `obj.m(x)` on an instance of it replays `m` with `self` bound to `obj`."""
+        key: `obj.m(x)` on an instance of it replays `m` with `self` bound to `obj`; and those
+        that run their own loop (`ProjectFacts.loopers`)."""
         prefix = cname + "."
-        for fname, helper in self.summaries[path].one_liners.items():
+        s = self.summaries[path]
+        for fname, helper in s.one_liners.items():
             if fname.startswith(prefix) and "." not in fname[len(prefix):]:
                 pf.one_liners[f"{key}.{fname[len(prefix):]}"] = helper
+        pf.loopers.update(f"{key}.{f[len(prefix):]}" for f in s.loopers
+                          if f.startswith(prefix) and "." not in f[len(prefix):])
 
     def _callee(self, q: str, importer: str) -> Optional[Tuple[str, str, int]]:
         """(path, function qual in it, leading parameters the call does not pass) of a call."""
@@ -1113,6 +1119,8 @@ class Project:
         steppers = {(self.absolute(p), q) for p, g in graphs.items() for q in g.steppers}
         for path, g in graphs.items():
             path = self.absolute(path)
+            if self._is_test(path):
+                continue  # a test runs its code per test: its loops are no training step's
             per_epoch.update((path, q) for q in g.per_epoch)
             s = self.summaries.get(path)
             if s is not None:

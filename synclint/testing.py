@@ -54,8 +54,9 @@ def fixed_source(rules, source: str, unsafe: bool = True) -> str:
     return text
 
 
-def run_cli(args, cwd: Path):
-    """Invoke `synclint ARGS` in `cwd` through click's CliRunner (exceptions propagate)."""
+def run_cli(args, cwd: Path, input: Optional[str] = None):
+    """Invoke `synclint ARGS` in `cwd` through click's CliRunner (exceptions propagate);
+    `input`: its stdin."""
     from click.testing import CliRunner
 
     from synclint.frontends.cli import main
@@ -63,7 +64,7 @@ def run_cli(args, cwd: Path):
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        return CliRunner().invoke(main, args, catch_exceptions=False)
+        return CliRunner().invoke(main, args, input=input, catch_exceptions=False)
     finally:
         os.chdir(old)
 

@@ -330,12 +330,37 @@ def test_cold_findings_in_tests_are_left_out_unless_asked(tmp_path):
     write(tmp_path / "train.py", "import torch\nx = torch.ones(3, device='cuda')\nv = x.mean().item()\n")
     write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
     out = json.loads(run(["check", ".", "--no-cache", "--output-format", "json"], tmp_path).output)
-    got = sorted((Path(d["filename"]).name, d["location"]["row"]) for d in out)
-    assert got == [("test_model.py", 6), ("train.py", 3)]  # the test's cold line 4 is left out
+    got = sorted((Path(d["filename"]).name, d["location"]["row"], d["hot"], d["rate"]) for d in out)
+    # the test's line 4 (once) is left out; its loop runs per test, not per training step
+    assert got == [("test_model.py", 6, False, "test-loop"), ("train.py", 3, False, "once")]
     write(tmp_path / "pyproject.toml", "[tool.synclint]\ntests-hot-only = false\n")
     out = json.loads(run(["check", ".", "--no-cache", "--output-format", "json"], tmp_path).output)
     assert sorted((Path(d["filename"]).name, d["location"]["row"]) for d in out) == [
         ("test_model.py", 4), ("test_model.py", 6), ("train.py", 3)]
+
+
+def test_test_code_is_never_a_training_step(tmp_path):
+    """A toy module's `forward` in a test, a training loop a test runs: per test, tagged cold
+    with rate `test-loop` however the file is read (the package, the file alone, stdin); the
+    product code the test calls keeps its own rate."""
+    write(tmp_path / "model.py", "import torch\ndef helper(x):\n    return x.sum().item()\n")
+    write(tmp_path / "tests" / "test_train.py", (
+        "import torch\nfrom model import helper\n"
+        "class Toy(torch.nn.Module):\n    def forward(self, x):\n        return x[x > 0]\n"
+        "def test_train():\n    x = torch.ones(3, device='cuda')\n    for _ in range(5):\n"
+        "        helper(x)\n        print(x.sum().item())\n"))
+    write(tmp_path / "pyproject.toml", "[tool.synclint]\n")
+
+    def found(args, **kw):
+        out = json.loads(run(["check", *args, "--no-cache", "--output-format", "json"], tmp_path, **kw).output)
+        return sorted((Path(d["filename"]).name, d["location"]["row"], d["hot"], d["rate"]) for d in out)
+
+    in_test = [("test_train.py", 5, False, "test-loop"), ("test_train.py", 10, False, "test-loop")]
+    assert found(["."]) == [("model.py", 3, False, "once"), *in_test]
+    assert found(["tests/test_train.py"]) == in_test
+    text = (tmp_path / "tests" / "test_train.py").read_text()
+    assert found(["--stdin-filename", "tests/test_train.py", "-"], input=text) == [
+        ("test_train.py", r, False, rate) for _, r, _, rate in in_test]
 
 
 @pytest.mark.parametrize("main, reported", [

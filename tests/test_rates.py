@@ -181,3 +181,21 @@ def test_a_while_loop_around_a_denoising_loop_runs_once_per_pass():
     expected = marked_rates(SERVE)
     found = lint_source(SERVE, "serve.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+REQUESTS = Path(__file__).parent / "data" / "rates" / "requests"
+
+
+def test_a_loop_that_calls_another_modules_decoding_loop_runs_once_per_request(tmp_path, monkeypatch):
+    # (flux's CLI: `while opts is not None:` makes one image a pass through `denoise` of
+    # sampling.py; the module summary says which functions run their own loop)
+    pkg = tmp_path / "requests_pkg"
+    shutil.copytree(REQUESTS, pkg)
+    (pkg / "__init__.py").write_text("")
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    monkeypatch.chdir(tmp_path)
+    expected = marked_rates((REQUESTS / "cli.py").read_text())
+    for paths in (["requests_pkg"], ["requests_pkg/cli.py"]):  # the package, and the file alone with its cache
+        out = run(configure(start=tmp_path), paths)
+        got = {f.row: f.rate for f in out.findings if f.filename.endswith("cli.py") and f.code == "SYN101"}
+        assert got == expected, paths

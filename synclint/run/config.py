@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclint.parse.source import DEFAULT_MAX_CHARS
+from synclint.semantic.declared import TEST_LOOP
 
 KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "hot-only", "cache-dir",
         "docs-url", "tests-hot-only", "file-timeout", "hot-functions", "cold-functions", "max-file-size"}
@@ -273,17 +274,14 @@ def drop_per_file_ignored(cfg: Config, findings: list) -> list:
 
 
 def drop_cold_in_tests(cfg: Config, findings: list) -> list:
-    """Without the cold findings of test files, unless `tests-hot-only = false`."""
+    """Of test files, only the findings in a loop (rate `test-loop`), unless
+    `tests-hot-only = false`: a test reads values back on purpose."""
     if not cfg.tests_hot_only:
         return findings
-    return [f for f in findings if f.hot or not _in_tests(cfg, f.filename)]
+    from synclint.paths import is_test_file
 
-
-def _in_tests(cfg: Config, filename: str) -> bool:
-    from synclint.paths import is_test_module
-
-    rel = os.path.relpath(os.path.abspath(filename), cfg.root)
-    return is_test_module(rel if not rel.startswith("..") else os.path.basename(filename), filename)
+    return [f for f in findings
+            if f.hot or f.rate == TEST_LOOP or not is_test_file(str(cfg.root), f.filename)]
 
 
 def repository_root(start: Path) -> Optional[Path]:

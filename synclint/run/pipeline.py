@@ -53,8 +53,9 @@ class Setup:
 
     @property
     def declared(self) -> DeclaredHeat:
-        """What `hot-functions` and `cold-functions` say of how often functions run."""
-        return DeclaredHeat(tuple(self.cfg.hot_functions), tuple(self.cfg.cold_functions))
+        """What `hot-functions` and `cold-functions` say of how often functions run, and
+        where the test files are."""
+        return DeclaredHeat(tuple(self.cfg.hot_functions), tuple(self.cfg.cold_functions), str(self.cfg.root))
 
 
 @dataclass

@@ -15,7 +15,7 @@ from synclint.findings import FileError, Finding
 from synclint.paths import absolute_paths
 from synclint.run.cache import Cache, SummaryCache, content_hash
 from synclint.run.workers import Pool, Worker, forks, timed_out, usable_cpus
-from synclint.semantic.declared import DeclaredHeat
+from synclint.semantic.declared import TEST_CODE, TEST_LOOP, DeclaredHeat
 from synclint.parse.source import decode_source, read_bytes, size_problem
 
 PARALLEL_THRESHOLD = 8  # below this many files to parse, a process pool costs more than it saves
@@ -136,6 +136,7 @@ def check_files(
         if e[4]:
             result.errors.append(FileError(path, e[4]))
         hot_scopes, timing_scopes = set(e[5][0]), set(e[5][1])
+        in_tests = declared.in_tests(path)
         for f in _settled([Finding.from_json(d) for d in e[2]], e[5], decoded):
             if f.timing_exempt and f.scope in timing_scopes:
                 continue  # it times code with another module's clock (`timer.toc()`)
@@ -144,6 +145,8 @@ def check_files(
                 f.reheat(True, "per-step", _project_reason(f.scope, modules.get(path), declared))
             if modules and declared.cold_scope(modules[path], f.scope):
                 f.reheat(False, "once", _project_reason(f.scope, modules[path], declared, hot=False))
+            if in_tests and f.hot:
+                f.reheat(False, TEST_LOOP, *f.rate_chain, TEST_CODE)
             if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:

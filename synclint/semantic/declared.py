@@ -11,18 +11,34 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 
+# A test file's code runs once per test: its loops (or a toy module's `forward` it defines)
+# repeat as often as the test says, not every training step. The rate's label and the step
+# its chain ends with (`rates.Rate.TEST_LOOP`); here, so that a warm run needs no rates.
+TEST_LOOP = "test-loop"
+TEST_CODE = "in test code, which runs per test, not per training step"
+
+
 @dataclass(frozen=True)
 class DeclaredHeat:
     """What the configuration says of how often functions run (`hot-functions`,
     `cold-functions`): globs over a function's qualified name, `module.Class.method`, with
     the module named as imports name it. A hot one runs every step, as `forward` does, and
     spreads heat to what it calls; code in a cold one (nested functions included) runs
-    rarely, whatever loops it holds, and heat does not pass through it."""
+    rarely, whatever loops it holds, and heat does not pass through it. `root`: the
+    project's root, where test files are told apart (their code runs per test)."""
 
     hot: Tuple[str, ...] = ()
     cold: Tuple[str, ...] = ()
+    root: Optional[str] = None
 
-    def __bool__(self) -> bool:
+    def in_tests(self, filename: str) -> bool:
+        """Whether `filename` is a test module of the project (pytest's names, less the
+        scripts named like tests): its loops run per test, never per training step."""
+        from synclint.paths import is_test_file
+
+        return self.root is not None and is_test_file(self.root, filename)
+
+    def __bool__(self) -> bool:  # (whether any function is declared: `root` declares none)
         return bool(self.hot or self.cold)
 
     def is_hot(self, qualname: str) -> bool:

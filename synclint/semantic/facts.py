@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from synclint.semantic.values import CPU, MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
@@ -220,9 +220,13 @@ class ModuleSummary:
     # (registry, class) of each class it puts in a registry (`@MODELS.register_module()`,
     # `R.register(C)`), both as the module spells them (`registries.registrations`)
     registered: List[Tuple[str, str]] = field(default_factory=list)
+    # its functions that run a loop over batches or a decoding loop themselves: a loop that
+    # calls one runs an epoch or a request a pass (`loops.calls_a_looper`)
+    loopers: List[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "lp": self.loopers,
             "rg": [list(r) for r in self.registered],
             "hc": self.host_calls,
             "la": self.library_aliases,
@@ -244,7 +248,7 @@ class ModuleSummary:
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
             {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]), list(d["hc"]),
-            [(r, c) for r, c in d.get("rg", ())],
+            [(r, c) for r, c in d.get("rg", ())], list(d.get("lp", ())),
         )
 
 
@@ -272,6 +276,9 @@ class ProjectFacts:
     # the registries this file names (`semantic.registries`): as it spells one (and by its
     # key) -> [its key, whether every class registered in it is an nn.Module]
     registries: Dict[str, list] = field(default_factory=dict)
+    # other modules' functions and methods (as this file names them, a method by its class's
+    # key) that run their own batch or decoding loop (`ModuleSummary.loopers`)
+    loopers: Set[str] = field(default_factory=set)
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
@@ -280,7 +287,7 @@ class ProjectFacts:
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
             "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()}, "hc": sorted(self.host_called),
-            "rg": self.registries,
+            "rg": self.registries, "lp": sorted(self.loopers),
         }
 
     @staticmethod
@@ -290,7 +297,7 @@ class ProjectFacts:
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
             {k: _unvals(a) for k, a in d["sa"].items()}, frozenset(d["hc"]),
-            {k: list(r) for k, r in d.get("rg", {}).items()},
+            {k: list(r) for k, r in d.get("rg", {}).items()}, set(d.get("lp", ())),
         )
 
     # ------------------------------------------------------------------ the questions
@@ -347,6 +354,12 @@ class ProjectFacts:
         self._ask("r", name)
         got = self.registries.get(name)
         return (got[0], bool(got[1])) if got is not None else None
+
+    def loops_itself(self, q: str) -> bool:
+        """Another module's function or method `q` runs a loop over batches or a decoding
+        loop itself: a call of it is an epoch, or one request."""
+        self._ask("l", q)
+        return q in self.loopers
 
     def star_names(self) -> Dict[str, str]:
         """The names this file's `from m import *` bring (name -> qualified name)."""
@@ -419,6 +432,8 @@ class ProjectFacts:
         if kind == "f":
             v = self.funcs.get(key[1])
             return v.to_json() if v is not None else None
+        if kind == "l":
+            return key[1] in self.loopers
         if kind == "o":
             o = self.one_liners.get(key[1])
             return o.to_json() if o is not None else None

@@ -49,7 +49,8 @@ def passes_loop(ctx: "SemanticModel", node: cst.While) -> bool:
     from synclint.semantic.heat import feeds_back  # (heat's site rates need this module's loops)
 
     inner, assigned = _inner_fors(node)
-    return any(iterates_batches(ctx, f.iter, assigned) or feeds_back(ctx, f) for f in inner)
+    return any(iterates_batches(ctx, f.iter, assigned) or feeds_back(ctx, f) for f in inner) or (
+        calls_a_looper(ctx, node.body))
 
 
 # Methods whose result is a model's or a dict's contents: a loop over them visits items,
@@ -123,7 +124,47 @@ def epoch_loop(ctx: "SemanticModel", node: cst.For) -> bool:
 
     inner, assigned = _inner_fors(node)
     return any(iterates_batches(ctx, f.iter, assigned) for f in inner) or (
-        not _steps_itself(ctx, node.body) and any(feeds_back(ctx, f) for f in inner))
+        not _steps_itself(ctx, node.body) and (any(feeds_back(ctx, f) for f in inner)
+                                               or calls_a_looper(ctx, node.body)))
+
+
+def calls_a_looper(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
+    """A statement of the loop's own block (not under a condition) calls a function or
+    method, of this file or another module, that runs its own loop over batches or decoding
+    loop (`for prompt in prompts: img = denoise(model, prompt)`, with `denoise` in
+    sampling.py): each pass is then an epoch or one request, not a step."""
+    if type(body) is not cst.IndentedBlock:
+        return False
+    for line in body.body:
+        if type(line) is not cst.SimpleStatementLine:
+            continue
+        for small in line.body:
+            value = getattr(small, "value", None) if type(small) in (cst.Expr, cst.Assign, cst.AnnAssign) else None
+            if type(value) is cst.Await:
+                value = value.expression
+            if type(value) is cst.Call and _is_looper(ctx, value.func):
+                return True
+    return False
+
+
+def _is_looper(ctx: "SemanticModel", f: cst.BaseExpression) -> bool:
+    if type(f) is cst.Name:
+        info = ctx.all_funcs.get(f.value)
+        if info is not None:
+            return info.iterates_loader
+    elif type(f) is cst.Attribute and type(f.value) is cst.Name and f.value.value == "self" and ctx.cls is not None:
+        info = ctx.all_funcs.get(f"{ctx.cls.name}.{f.attr.value}")
+        if info is not None:
+            return info.iterates_loader
+    q = ctx.qualname(f)
+    if q is not None and ctx.project.loops_itself(q):
+        return True
+    if type(f) is cst.Attribute:
+        for key in V.classes_of(ctx.infer(f.value)):
+            info = ctx.all_funcs.get(f"{key}.{f.attr.value}")
+            if (info.iterates_loader if info is not None else ctx.project.loops_itself(f"{key}.{f.attr.value}")):
+                return True
+    return False
 
 
 def _inner_fors(node) -> Tuple[List[cst.For], Dict[str, cst.BaseExpression]]:

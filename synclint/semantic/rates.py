@@ -37,14 +37,17 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from synclint.semantic.declared import TEST_CODE, TEST_LOOP
+
 
 class Rate(IntEnum):
     ONCE = 0
     PER_EPOCH = 1
     EVERY_N = 2
-    PER_STEP = 3
-    PER_MICRO_STEP = 4
-    PER_TOKEN = 5
+    TEST_LOOP = 3  # a loop in test code: as often as a test runs it, never a training step
+    PER_STEP = 4
+    PER_MICRO_STEP = 5
+    PER_TOKEN = 6
 
     @property
     def label(self) -> str:
@@ -58,7 +61,7 @@ class Rate(IntEnum):
 
 
 _LABELS = {
-    Rate.ONCE: "once", Rate.PER_EPOCH: "per-epoch", Rate.EVERY_N: "every-n-steps",
+    Rate.ONCE: "once", Rate.PER_EPOCH: "per-epoch", Rate.EVERY_N: "every-n-steps", Rate.TEST_LOOP: TEST_LOOP,
     Rate.PER_STEP: "per-step", Rate.PER_MICRO_STEP: "per-micro-step", Rate.PER_TOKEN: "per-token",
 }
 LABELS = tuple(_LABELS[r] for r in Rate)
@@ -246,6 +249,11 @@ def rate_in_function(site: SiteRate, func_rate: Rate, steps: bool = False) -> Tu
     if site.guard is not None and not steps:
         return (Rate.EVERY_N, site.guard) if base > Rate.EVERY_N else (base, entry)
     return base, entry
+
+
+def in_test_code(rate: Rate, chain: List[str]) -> Tuple[Rate, List[str]]:
+    """A rate in a test file (`declared.TEST_CODE`): `test-loop` where it would be hot."""
+    return (Rate.TEST_LOOP, [*chain, TEST_CODE]) if is_hot(rate) else (rate, chain)
 
 
 def settled(rate: Rate, hot: bool) -> Rate:
