@@ -209,7 +209,7 @@ def child(a: argparse.Namespace) -> int:
         _no_loader_workers()
     if a.mode == "crosscheck-nogc":
         gc.disable()  # no collection can land inside a sync's window
-    samples = _sync_samples() if a.mode.startswith("crosscheck") else {}
+    samples = _sync_samples() if a.mode.startswith("crosscheck") or a.mode == "trace" else {}
     gc_pauses = _gc_pauses()
     stamps: List[float] = []
     total = a.warmup + a.steps
@@ -230,7 +230,7 @@ def child(a: argparse.Namespace) -> int:
     if a.mode == "gpu-trace":
         torch._C._activate_gpu_trace()
     t0 = time.perf_counter()
-    if a.mode in ("trace", "crosscheck", "crosscheck-noworkers"):
+    if a.mode == "trace" or a.mode.startswith("crosscheck"):
         from synclint.trace.run import Options, run
 
         trace = run(Options(program, roots=[os.getcwd()], warmup=a.warmup, steps=a.steps,

@@ -50,18 +50,24 @@ def is_test_path(path: str) -> bool:
             or any(p in ("tests", "test") for p in parts[:-1]))
 
 
-# What pytest or unittest would collect, and a script's entry point
-_TEST_CODE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+test|^[ \t]*class[ \t]+Test"
+# What pytest or unittest would collect: a `test_*` function (one named just `test` is
+# an evaluation routine far more often: TCN's and SlowFast's `def test(...)`), a `Test*`
+# class, or an import of either framework
+_TEST_CODE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+test\w|^[ \t]*class[ \t]+Test"
                         r"|^[ \t]*(?:import|from)[ \t]+(?:pytest|unittest)\b", re.M)
-# A script's entry: a `__main__` block, or command-line arguments parsed at import (which
-# pytest's own arguments would break: TCN's `add_test.py` trains a model at module level)
-_MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==[ \t]*['\"]__main__['\"]"
-                         r"|^[A-Za-z_][\w., \t]*=[^\n=]*\.parse_(?:known_)?args\(", re.M)
+# A script's entry: a `__main__` block
+_MAIN_GUARD = re.compile(r"^if[ \t]+__name__[ \t]*==[ \t]*['\"]__main__['\"]", re.M)
+# command-line arguments parsed at import, which pytest's own arguments would break: a
+# script whatever it defines (TCN's `add_test.py` trains a model at module level)
+_ARGS_AT_IMPORT = re.compile(r"^[A-Za-z_][\w., \t]*=[^\n=]*\.parse_(?:known_)?args\(", re.M)
+
+
 def is_test_module(path: str, filename: str) -> bool:
-    """`is_test_path`, less the scripts named like tests: a file with a `__main__` block
-    (or arguments parsed at module level) and nothing pytest or unittest would collect
-    (faster-rcnn's `test_net.py` evaluates a model). `filename`: where to read it
-    (unreadable: taken for a test)."""
+    """`is_test_path`, less the scripts named like tests: a file that parses arguments at
+    module level; one with a `__main__` block and nothing pytest or unittest would
+    collect (faster-rcnn's `test_net.py` evaluates a model); one named like a test, outside
+    a tests folder, with nothing to collect (SlowFast's `tools/test_net.py`, which
+    `run_net.py` imports). `filename`: where to read it (unreadable: taken for a test)."""
     if not is_test_path(path):
         return False
     if os.path.basename(path) == "conftest.py":
@@ -71,7 +77,12 @@ def is_test_module(path: str, filename: str) -> bool:
             text = fh.read()
     except OSError:
         return True
-    return not (_MAIN_GUARD.search(text) and not _TEST_CODE.search(text))
+    if _ARGS_AT_IMPORT.search(text):
+        return False
+    if _TEST_CODE.search(text):
+        return True
+    in_tests_folder = any(p in ("tests", "test") for p in os.path.normpath(path).split(os.sep)[:-1])
+    return in_tests_folder and not _MAIN_GUARD.search(text)
 
 
 def is_test_file(root: str, filename: str) -> bool:

@@ -369,11 +369,18 @@ def test_test_code_is_never_a_training_step(tmp_path):
     # TCN's `add_test.py`: arguments parsed at module level, the script runs on import
     ("import argparse\nargs = argparse.ArgumentParser().parse_args()\nrun()\n", True),
     ("args, _ = parser.parse_known_args()\nrun()\n", True),
-    ("def options():\n    return parser.parse_args()\nrun()\n", False),  # parsed only when called
+    # nothing pytest would collect, though parsed only when called, or with no entry at all
+    # (SlowFast's `tools/test_net.py`, imported by `run_net.py`)
+    ("def options():\n    return parser.parse_args()\nrun()\n", True),
+    ("run()\n", True),
+    # a function named just `test` evaluates a model (TCN's `def test():`)
+    ("def test(cfg):\n    run()\n", True),
+    # arguments parsed at import: a script, whatever it defines
+    ("import argparse\nargs = argparse.ArgumentParser().parse_args()\ndef test_run():\n    run()\n", True),
     # near-misses: a test module, with or without a `__main__` block
     ("def test_run():\n    run()\nif __name__ == '__main__':\n    test_run()\n", False),
     ("import unittest\nif __name__ == '__main__':\n    unittest.main()\n", False),
-    ("run()\n", False),
+    ("class TestRun:\n    pass\n", False),
 ])
 def test_a_script_named_like_a_test_is_not_a_test(tmp_path, main, reported):
     write(tmp_path / "test_net.py", "import torch\nx = torch.ones(3, device='cuda')\ndef run():\n    print(x.mean().item())\n" + main)

@@ -199,3 +199,22 @@ def test_a_loop_that_calls_another_modules_decoding_loop_runs_once_per_request(t
         out = run(configure(start=tmp_path), paths)
         got = {f.row: f.rate for f in out.findings if f.filename.endswith("cli.py") and f.code == "SYN101"}
         assert got == expected, paths
+
+
+FLAGS = Path(__file__).parent / "data" / "rates" / "flags"
+
+
+def test_a_periodic_flag_keeps_its_period_through_returns_arguments_and_attributes(tmp_path, monkeypatch):
+    # (OLMo: `should_log_optim_metrics_this_step()` returns `global_step % n == 0` or False;
+    # the trainer passes it to the optimizer, which tests it and stores it on `self`)
+    pkg = tmp_path / "flags_pkg"
+    shutil.copytree(FLAGS, pkg)
+    (pkg / "__init__.py").write_text("")
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    monkeypatch.chdir(tmp_path)
+    out = run(configure(start=tmp_path, no_cache=True), ["flags_pkg"])
+    for name in ("optim.py", "train.py"):
+        expected = marked_rates((FLAGS / name).read_text())
+        got = {f.row: ("cold" if expected.get(f.row) == "cold" and not f.hot else f.rate)
+               for f in out.findings if f.filename.endswith(name) and f.code == "SYN101"}
+        assert got == expected, name

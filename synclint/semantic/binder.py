@@ -230,6 +230,7 @@ class Binder:
         container = per_step if walks_container(node.iter) else 0
         ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch,
                                              batches=bool(per_step) and iterates_batches(ctx, node.iter, {}))
+        _note_stepping_loop(ctx, node)
         # A loop under a periodic guard (validation every N steps) still repeats its body;
         # a loop over a container's items runs where it is, so the guard still holds there.
         ctx.loop_depth += per_step
@@ -258,6 +259,7 @@ class Binder:
         repeats, passes = repeats_per_step(ctx, node)  # (passes: each runs a loop of steps)
         per_step = 1 if repeats else 0
         ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, 0, passes)
+        _note_stepping_loop(ctx, node)
         ctx.loop_depth += per_step
         ctx.loop_nodes.append(node)
         guard, ctx.guard_depth = ctx.guard_depth, 0
@@ -671,3 +673,11 @@ def _keep_stored_items(ctx: "SemanticModel", node: cst.For, before: dict, after:
     was, now = before.get(name), after.get(name)
     if was is not None and now is not None and was.val.kind == now.val.kind == V.TENSORS and was is not now:
         ctx.bind(name, now.val, now.expr)
+
+
+def _note_stepping_loop(ctx, node) -> None:
+    """The function the walk is in runs a loop that steps wherever it is (its rate's
+    `steps`: over a loader's batches, decoding, micro-batches)."""
+    got = ctx.loop_rates.get(id(node))
+    if got is not None and got[2] and ctx.func is not None:
+        ctx.func.runs_steps = True

@@ -86,7 +86,7 @@ def module_summary(model, name: str) -> ModuleSummary:
         out.params[qual] = (order, sorted(info.defaults))
     out.calls_out = list(m.calls_out)
     out.host_calls = m.host_only_calls()
-    out.loopers = sorted(q for q, info in m.all_funcs.items() if info.iterates_loader)
+    out.loopers = sorted(q for q, info in m.all_funcs.items() if info.runs_steps)
     out.registered = registrations(m.module, lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None))
     out.self_calls = list(m.self_calls)
     for fname, (params, expr) in m.one_liners.items():

@@ -348,7 +348,7 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     if debug_flag(model, original) is not None:
         return "once"  # `if self.save_debug:`: debug code, which a normal run does not reach
     # (`not step % every` is periodic too: the test as written is asked)
-    if (_periodic(original, model) or not negated and _clock_due(test, body, model)) \
+    if (periodic_test(original, model) or not negated and _clock_due(test, body, model)) \
             and not body_steps_optimizer(body, model):
         return "guard"
     if _exits(body):
@@ -414,18 +414,24 @@ def _fills_up(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
                and type(n.func.value) is cst.Name and n.func.value.value == name for n in descendants(body))
 
 
-def _periodic(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
+def periodic_test(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
     """`i % N == 0` (or `not i % N`), alone or inside `and`/`or`; with `or`, the other side
     may also be a one-step test (`step % every == 0 or step == last`, `... or last_step`) or a
     first-steps one (`step < 3 or ...`);
     a name assigned such a test (`is_metric_step = i % every == 0 or last`) is one too."""
     if model is not None and type(test) is cst.Name and depth < 4:
         origin = model.origin(test)
-        return origin is not None and origin is not test and _periodic(origin, model, depth + 1)
+        if origin is not None and origin is not test and periodic_test(origin, model, depth + 1):
+            return True
+    if model is not None and type(test) in (cst.Name, cst.Attribute, cst.Call):
+        # a flag made elsewhere: returned by a method, passed by the callers, stored on
+        # `self` (OLMo's `collect_param_metrics`, from `global_step % interval == 0`)
+        v = model.infer(test)
+        return v.kind == V.PY and v.py == "periodic"
     if type(test) is cst.BooleanOperation:
         if type(test.operator) is cst.And:
-            return _periodic(test.left, model, depth) or _periodic(test.right, model, depth)
-        left, right = _periodic(test.left, model, depth), _periodic(test.right, model, depth)
+            return periodic_test(test.left, model, depth) or periodic_test(test.right, model, depth)
+        left, right = periodic_test(test.left, model, depth), periodic_test(test.right, model, depth)
         return (left or _one_step(test.left, model) or _first_few(test.left, model)) and (
             right or _one_step(test.right, model) or _first_few(test.right, model)) and (left or right)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
@@ -494,7 +500,7 @@ def _not_periodic(test: cst.BaseExpression, model) -> bool:
     if type(test) is cst.BinaryOperation:
         return _period(test, model)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return _periodic(test.expression, model)
+        return periodic_test(test.expression, model)
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         left, comp = test.left, test.comparisons[0]
         return (_period(left, model) and type(comp.operator) is cst.NotEqual and type(comp.comparator) is cst.Integer

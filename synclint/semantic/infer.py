@@ -47,6 +47,7 @@ class Env(Protocol):
     def module_level(self, name: str) -> bool: ...
     def assigned(self, name: str) -> Optional[cst.BaseExpression]: ...
     def origin(self, e: cst.BaseExpression) -> Optional[cst.BaseExpression]: ...
+    def periodic(self, test: cst.BaseExpression) -> bool: ...  # true every N steps (`heat`)
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]: ...
     def torch_name(self, expr: cst.BaseExpression) -> Optional[str]: ...
 
@@ -173,7 +174,7 @@ class Evaluator:
         t = type(e)
         if t is cst.Name:
             if e.value in ("True", "False"):
-                return V.py("bool")
+                return V.py("bool" if e.value == "True" else "false")
             if e.value == "None":
                 return V.py("none")
             v = self.env.lookup(e.value)
@@ -263,6 +264,8 @@ class Evaluator:
                 return V.tensor(_device_of(ts), mask=True, assumed=all(v.assumed for v in ts))
             if any(v.kind == V.NUMPY for v in vals):
                 return Val(V.NUMPY)
+            if self.env.periodic(e):
+                return V.py("periodic")  # `step % N == 0`: a flag that says so wherever it goes
             if any(v.kind == V.UNKNOWN for v in vals):
                 return V.UNKNOWN_VAL  # an unknown operand keeps the result unknown
             return V.py("bool")

@@ -151,18 +151,18 @@ def _is_looper(ctx: "SemanticModel", f: cst.BaseExpression) -> bool:
     if type(f) is cst.Name:
         info = ctx.all_funcs.get(f.value)
         if info is not None:
-            return info.iterates_loader
+            return info.runs_steps
     elif type(f) is cst.Attribute and type(f.value) is cst.Name and f.value.value == "self" and ctx.cls is not None:
         info = ctx.all_funcs.get(f"{ctx.cls.name}.{f.attr.value}")
         if info is not None:
-            return info.iterates_loader
+            return info.runs_steps
     q = ctx.qualname(f)
     if q is not None and ctx.project.loops_itself(q):
         return True
     if type(f) is cst.Attribute:
         for key in V.classes_of(ctx.infer(f.value)):
             info = ctx.all_funcs.get(f"{key}.{f.attr.value}")
-            if (info.iterates_loader if info is not None else ctx.project.loops_itself(f"{key}.{f.attr.value}")):
+            if (info.runs_steps if info is not None else ctx.project.loops_itself(f"{key}.{f.attr.value}")):
                 return True
     return False
 

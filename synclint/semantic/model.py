@@ -10,6 +10,7 @@ is it a GPU tensor under a named policy (`gpu`), what was this name assigned
 from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass
 import os
 import re
 from contextlib import contextmanager
@@ -28,7 +29,8 @@ from synclint.semantic.syntax import every_item_of, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites
-from synclint.semantic.heat import rate_here
+from synclint.semantic.heat import periodic_test, rate_here
+from synclint.semantic.annotations import annotation_val
 from synclint.semantic.compiled import Compiled, Options
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
@@ -578,7 +580,10 @@ class SemanticModel:
             with self.evaluator.another_scope():
                 out: Optional[Val] = None
                 for e in exprs:
-                    v = self._as_attribute(info, e, self.evaluator.value(e)) if type(e) in EXPRESSIONS else e
+                    if type(e) is _Annotated:
+                        v = annotation_val(self, e.annotation) or V.UNKNOWN_VAL
+                    else:
+                        v = self._as_attribute(info, e, self.evaluator.value(e)) if type(e) in EXPRESSIONS else e
                     out = v if out is None else V.join(out, v)
         finally:
             self.funcs, self.classes = saved_funcs, saved_classes
@@ -954,6 +959,10 @@ class SemanticModel:
         v = self.infer(e)
         return v.kind == V.NUMPY and bool(v.ndim)
 
+    def periodic(self, test: cst.BaseExpression) -> bool:
+        """`test` holds every N steps (`step % N == 0`, `heat.periodic_test`)."""
+        return periodic_test(test, self)
+
     def origin(self, e: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """The expression a name was assigned, followed through plain renames (`a = b`);
         `e` itself when it is not a name, None when no single expression is known."""
@@ -1239,6 +1248,14 @@ def _static_loss_scale(call: cst.Call) -> bool:
 
 
 
+@dataclass(frozen=True)
+class _Annotated:
+    """A field's annotation (`optim: Optimizer` in a dataclass), read with the file's names
+    and the project's classes when the attribute is asked for (`attribute_of`)."""
+
+    annotation: cst.BaseExpression
+
+
 def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
     """Attribute assignments of a class, found syntactically: `self.x = ...` in any method,
     `self.register_buffer("x", ...)`, class-level `x: Tensor` / `x = ...` (dataclass,
@@ -1252,9 +1269,13 @@ def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
             for small in stmt.body:
                 if type(small) is cst.AnnAssign and type(small.target) is cst.Name:
                     ann = annotation_val_syntactic(small.annotation.annotation)
-                    out.setdefault(small.target.value, []).append(
-                        small.value if small.value is not None and ann is None else (ann or V.UNKNOWN_VAL)
-                    )
+                    if small.value is not None and ann is None:
+                        entry = small.value
+                    elif ann is not None and not (ann.kind == V.OPTIM and ann.cls is None):
+                        entry = ann
+                    else:  # a class the syntax cannot place (`optim: Optimizer`, the project's own)
+                        entry = _Annotated(small.annotation.annotation)
+                    out.setdefault(small.target.value, []).append(entry)
                 elif type(small) is cst.Assign:
                     for t in small.targets:
                         if type(t.target) is cst.Name:

@@ -37,6 +37,9 @@ class FuncInfo:
     no_grad: bool = False
     timing: bool = False
     iterates_loader: bool = False  # has a loop over batches: a per-epoch function
+    # has a loop that steps wherever it is (over a loader's batches, a decoding loop): a
+    # loop that calls it passes once per epoch or request (`loops.calls_a_looper`)
+    runs_steps: bool = False
     steps_optimizer: bool = False  # calls `.step()` of an optimizer or a scaler (`heat.STEPS`)
     returns: Optional[Val] = None
     yields: Optional[Val] = None  # what a generator yields (its call is an iterator of it)

@@ -246,7 +246,7 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
             ndim=a.ndim if a.ndim == b.ndim else None,
             dtype=a.dtype if a.dtype == b.dtype else None,
             assumed=a.assumed and b.assumed,
-            py=a.py if a.py == b.py else "number" if a.py in NUMBERS and b.py in NUMBERS else None,
+            py=_py_join(a.py, b.py),
             cls=a.cls if a.cls == b.cls else _either_class(a, b),
             elems=a.elems if a.elems == b.elems else _positional(a, b) or _appended(a, b),
             empty=a.empty and b.empty,
@@ -314,8 +314,17 @@ def _appended(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
     return (items[0] if len(items) == 1 else join(items[0], items[1]),)
 
 
-# `py` tags of Python numbers: two of them joined are still a number
-NUMBERS = frozenset(("int", "float", "bool", "number"))
+# `py` tags of Python numbers: two of them joined are still a number. A bool may say more:
+# "false" (the literal), "periodic" (true every N steps: `step % N == 0`, `heat.periodic_test`)
+NUMBERS = frozenset(("int", "float", "bool", "number", "false", "periodic"))
+
+
+def _py_join(a: Optional[str], b: Optional[str]) -> Optional[str]:
+    if a == b:
+        return a
+    if {a, b} == {"periodic", "false"}:
+        return "periodic"  # a flag that is off, or on every N steps (OLMo's metrics flag)
+    return "number" if a in NUMBERS and b in NUMBERS else None
 
 
 def _either_class(a: Val, b: Val) -> Optional[str]:
