@@ -63,7 +63,8 @@ _CONTAINER_METHODS = frozenset((
 
 def walks_container(it: cst.BaseExpression) -> bool:
     """`for x in <it>` walks a container's items: a method above, possibly under
-    enumerate/zip/sorted/reversed/list."""
+    enumerate/zip/sorted/reversed/list; or a list, tuple or set written out in the code
+    (`for channels in [1, 16, 64]:`): a fixed handful of passes, at the rate around it."""
     while type(it) is cst.Call:
         f = it.func
         if type(f) is cst.Attribute:
@@ -72,7 +73,7 @@ def walks_container(it: cst.BaseExpression) -> bool:
             it = it.args[0].value
             continue
         return False
-    return False
+    return type(it) in (cst.List, cst.Tuple, cst.Set)
 
 
 # A loop's own statements: not those of a function, class or loop inside it.

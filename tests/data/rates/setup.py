@@ -157,3 +157,11 @@ def show_ready(loader):
         if ready:
             print(x.max().item())  # [per-step] near miss: the flag is set again at every iteration
             ready = False
+
+
+def check_kernels(x):
+    for channels in [1, 16, 64]:
+        print(x[:channels].sum().item())  # [once] three configurations written out, not steps
+    for scale in (0.5, 2.0):
+        for batch in x.split(4):
+            print((batch * scale).mean().item())  # [per-step] near miss: a loop over a tensor's chunks inside
