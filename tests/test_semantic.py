@@ -278,6 +278,26 @@ def test_isinstance_narrows_the_else_path_and_after_an_assert():
     assert val(src).device == V.CUDA
 
 
+@pytest.mark.parametrize("check, device", [
+    # OLMo-core's ring attention: past a test that raises unless the tensor is on the host
+    ("if lens.device.type != 'cpu':\n        raise RuntimeError('expected on CPU')\n", V.CPU),
+    ("if lens.is_cuda: raise ValueError('host only')\n", V.CPU),
+    ("assert lens.device.type == 'cpu'\n", V.CPU),
+    ("assert not lens.is_cuda\n", V.CPU),
+    ("if not lens.is_cpu:\n        return None\n", V.CPU),
+    # near misses: a test that may fall through, one that moves the tensor, an unrelated test
+    ("if lens.device.type != 'cpu':\n        print('moving')\n", V.CUDA),
+    ("if lens.device.type != 'cpu':\n        lens = lens.cuda()\n", V.CUDA),
+    ("if lens.ndim != 1:\n        raise RuntimeError('1D')\n", V.CUDA),
+    ("if lens.device.type == 'cpu':\n        raise RuntimeError('on the GPU only')\n", V.CUDA),
+])
+def test_a_device_check_that_leaves_places_the_tensor(check, device):
+    src = f"import torch\ndef shard(lens: torch.Tensor):\n    {check}    probe(lens)\n"
+    src = src.replace("def shard(lens: torch.Tensor):", "lens0 = torch.ones(3, device='cuda')\ndef shard(lens=lens0):")
+    got = val(src)
+    assert (got.kind, got.device) == (V.TENSOR, device)
+
+
 def test_a_class_used_above_its_definition_is_known():
     src = ("import torch\nimport torch.nn as nn\n"
            "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.gen = Gen()\n"

@@ -364,6 +364,8 @@ class Binder:
             if kind == "cpu-else":
                 ctx.restore(after_body)
             return
+        if node.orelse is None and _always_leaves(node.body):
+            return  # `if x.device.type != "cpu": raise ...`: only the test's false path goes on
         ctx.merge([after_body, ctx.snapshot()])
 
     def _assert(self, node: cst.Assert) -> None:
@@ -624,6 +626,15 @@ def _is_module_base(ctx: "SemanticModel", b: cst.BaseExpression) -> bool:
     if type(b) is cst.Attribute:
         return b.attr.value in L.MODULE_BASE_NAMES
     return False
+
+
+def _always_leaves(block: cst.BaseSuite) -> bool:
+    """A block whose last statement raises or returns: no path through it falls through
+    (a `raise` under a condition inside it may, but the last one always runs)."""
+    if type(block) is cst.SimpleStatementSuite:  # `if x.is_cuda: raise ValueError(...)`
+        return type(block.body[-1]) in (cst.Raise, cst.Return)
+    last = block.body[-1] if type(block) is cst.IndentedBlock and block.body else None
+    return type(last) is cst.SimpleStatementLine and type(last.body[-1]) in (cst.Raise, cst.Return)
 
 
 def _leaves(node: cst.If) -> bool:

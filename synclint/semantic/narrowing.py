@@ -23,6 +23,9 @@ def narrow(ctx: "SemanticModel", test: cst.BaseExpression, negated: bool = False
     `negated`: where the test is false (the else path, or the code after an `if` without
     one): past `if isinstance(v, Tensor): v = v.item()`, v is no tensor on either path."""
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        if _device_test(test.expression) is not None:  # `if not x.is_cpu: return`: either path says
+            narrow(ctx, test.expression, not negated)
+            return
         # Past `if not isinstance(x, Tensor): raise`, x is a tensor, but that is not used: the
         # check guards an input's type (Lightning's XLA strategies), and the callers' values
         # made evident by it fed the receiver guesses of rules (6 wrong SYN103 findings)
@@ -33,6 +36,18 @@ def narrow(ctx: "SemanticModel", test: cst.BaseExpression, negated: bool = False
         if not negated:  # (`not (a and b)` says nothing of either alone)
             narrow(ctx, test.left)
             narrow(ctx, test.right)
+        return
+    placed = _device_test(test)
+    if placed is not None:
+        subject, device, is_not = placed
+        old = ctx.infer(subject)
+        if old.kind in (V.TENSOR, V.TENSORS):
+            # in the body of `if x.device.type == "cpu":`, past `if x.device.type != "cpu":
+            # raise` (OLMo-core's `cu_doc_lens`), past `assert not x.is_cuda`: x is there
+            # (where a test says "not on the host", on the GPU)
+            if negated != is_not:
+                device = V.CUDA if device == V.CPU else V.CPU
+            ctx.bind(subject.value, old.with_(device=device, assumed=False), ctx.assigned(subject.value))
         return
     tested = _type_test(test)
     if tested is None:
@@ -68,6 +83,26 @@ def narrow(ctx: "SemanticModel", test: cst.BaseExpression, negated: bool = False
                 # tensor): a dead branch, as when every caller passes a number
                 return
         ctx.bind(subject.value, joined, ctx.assigned(subject.value))
+
+
+def _device_test(test: cst.BaseExpression) -> Optional[Tuple[cst.Name, str, bool]]:
+    """(the name tested, the device it says, whether the test is negated) of
+    `x.device.type == "cpu"` (`!=`: negated; "cuda" alike), `x.is_cuda` and `x.is_cpu`
+    (under `not`: `narrow` passes the negation)."""
+    if type(test) is cst.Attribute and type(test.value) is cst.Name and test.attr.value in ("is_cuda", "is_cpu"):
+        return test.value, V.CUDA if test.attr.value == "is_cuda" else V.CPU, False
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    left, (comp,) = test.left, test.comparisons
+    op = type(comp.operator)
+    if op not in (cst.Equal, cst.NotEqual) or type(comp.comparator) is not cst.SimpleString:
+        return None
+    device = {"'cpu'": V.CPU, '"cpu"': V.CPU, "'cuda'": V.CUDA, '"cuda"': V.CUDA}.get(comp.comparator.value)
+    if device is None or not (type(left) is cst.Attribute and left.attr.value == "type"
+                              and type(left.value) is cst.Attribute and left.value.attr.value == "device"
+                              and type(left.value.value) is cst.Name):
+        return None
+    return left.value.value, device, op is cst.NotEqual
 
 
 def _type_test(test: cst.BaseExpression) -> Optional[Tuple[cst.Name, cst.BaseExpression, bool]]:
