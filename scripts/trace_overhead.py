@@ -369,6 +369,41 @@ def table(doc: Dict[str, Any]) -> str:
     return "\n".join(lines + checks)
 
 
+# makemore timing its own syncing lines (`own-timer`): the host time at each, as the program
+# itself reads it, untraced or beside the trace's figure for the same calls
+_OWN_TIMER = '''import atexit as _atexit, statistics as _st, time as _time
+_TIMES = {"to": [], "item": [], "sync": []}
+def _report():
+    for k, v in _TIMES.items():
+        if v:
+            us = sorted(x * 1e6 for x in v[-60:])
+            print(f"OWN-TIMER {k}: n={len(us)} median {_st.median(us):.1f} us p90 {us[int(0.9*(len(us)-1))]:.1f} max {us[-1]:.1f}", flush=True)
+_atexit.register(_report)
+def _timed_to(t, d):
+    t0 = _time.perf_counter(); v = t.to(d); _TIMES["to"].append(_time.perf_counter() - t0); return v
+def _timed_item(x):
+    t0 = _time.perf_counter(); v = x.item(); _TIMES["item"].append(_time.perf_counter() - t0); return v
+def _timed_sync():
+    t0 = _time.perf_counter(); v = torch.cuda.synchronize(); _TIMES["sync"].append(_time.perf_counter() - t0); return v
+'''
+
+
+def own_timer(programs: Path) -> int:
+    """Write makemore/makemore_timed.py: makemore.py with its batch copies, its per-step
+    `torch.cuda.synchronize()` and its logged `loss.item()` each timed by the program."""
+    src = (programs / "makemore" / "makemore.py").read_text()
+    edits = [("import os\n", "import os\n" + _OWN_TIMER),
+             ("batch = [t.to(args.device) for t in batch]", "batch = [_timed_to(t, args.device) for t in batch]"),
+             ("            torch.cuda.synchronize()\n        t1 = time.time()", "            _timed_sync()\n        t1 = time.time()"),
+             ("{loss.item():.4f}", "{_timed_item(loss):.4f}")]
+    for old, new in edits:
+        if old not in src:
+            raise SystemExit(f"makemore.py: no {old.strip()!r} to time")
+        src = src.replace(old, new)
+    (programs / "makemore" / "makemore_timed.py").write_text(src)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -385,6 +420,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     m.add_argument("--gpu-trace", default=",".join(PROGRAMS), help="programs also run with the GPU-trace hooks armed")
     m.add_argument("--crosscheck-only", action="store_true",
                    help="each round: only the cross-check, with the program's loader workers and with none")
+    o = sub.add_parser("own-timer", help="write makemore_timed.py beside makemore.py (its syncing lines timed by itself)")
+    o.add_argument("--programs", type=Path, required=True)
     c = sub.add_parser("child")
     c.add_argument("--mode", choices=["plain", "trace", "gpu-trace", "crosscheck", "crosscheck-noworkers", "crosscheck-nogc"], required=True)
     c.add_argument("--warmup", type=int, required=True)
@@ -396,6 +433,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return fetch(a.mirror, a.dest)
     if a.cmd == "measure":
         return measure(a)
+    if a.cmd == "own-timer":
+        return own_timer(a.programs)
     if a.program and a.program[0] == "--":
         a.program = a.program[1:]
     return child(a)
