@@ -78,6 +78,36 @@ METRIC = """\
             return self.total.item()  # [cold] once per epoch
     """
 
+# mmcv 1.x (mmdet 2.x, mmrotate 0.x): the runner's `train_step` runs `forward_train` of
+# the model and its heads; evaluation runs `simple_test` and `get_bboxes`
+MMCV1 = """\
+    import torch
+    from mmcv.runner import BaseModule
+
+
+    class RotatedHead(BaseModule):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(3, device="cuda"))
+
+        def forward_train(self, x):
+            print(self.weight.sum().item())  # [hot] every step: mmcv's runner reaches it
+
+        def get_bboxes(self, x):
+            print(self.weight.max().item())  # [hot] every evaluation batch
+
+        def init_weights(self):
+            print(self.weight.min().item())  # [cold] once: not a hook
+
+
+    class Plain:  # the same method name, no framework base
+        def __init__(self):
+            self.weight = torch.zeros(3, device="cuda")
+
+        def forward_train(self, x):
+            return self.weight.sum().item()  # [cold]
+    """
+
 UTIL = """\
     import torch
 
@@ -129,6 +159,12 @@ def _expected(files: dict) -> dict:
 
 def test_a_method_a_framework_calls_every_step_is_hot_through_a_base_in_another_module(tmp_path, monkeypatch):
     files = {"base.py": BASE, "head.py": HEAD, "metric.py": METRIC}
+    _write(tmp_path, files)
+    assert _tags(tmp_path, monkeypatch) == _expected(files)
+
+
+def test_mmcv1_heads_are_hot_where_its_runner_calls_them(tmp_path, monkeypatch):
+    files = {"head.py": MMCV1}
     _write(tmp_path, files)
     assert _tags(tmp_path, monkeypatch) == _expected(files)
 

@@ -2034,3 +2034,34 @@ def test_an_mmengine_base_module_is_an_nn_module_whose_predict_runs_without_auto
 
     assert not [f for f in lint_source(src.replace("probe(self(feats))", "return self(feats)"), "head.py")
                 if f.code == "SYN502"]
+
+
+@pytest.mark.parametrize("body, hot", [
+    # mmdet's heads: `multi_apply(self._get_targets_single, ...)` runs it once per image,
+    # where the call is and as often; the builtin `map` alike
+    ("multi_apply(self.single, xs)", True),
+    ("list(map(self.single, xs))", True),
+    ("multi_apply(func=self.single, *xs)", True),
+    ("sorted(xs, key=self.single)", True),
+    # near misses: a map handed something else, a function only referenced
+    ("multi_apply(self.other, xs)", False),
+    ("[self.single, xs]", False),
+])
+def test_a_map_runs_its_function_at_the_callers_rate(body, hot):
+    src = ("import torch\nfrom mmdet.core import multi_apply\n"
+           "class Head(torch.nn.Module):\n"
+           f"    def forward(self, xs):\n        return {body}\n"
+           "    def single(self, x):\n        return x\n"
+           "    def other(self, x):\n        return x\n"
+           "    def setup(self, xs):\n        return multi_apply(self.single, xs)\n")
+    _, ctx = probe(src)
+    assert ("Head.single" in hot_functions(ctx)) is hot
+
+
+def test_a_map_in_setup_code_does_not_make_its_function_hot():
+    src = ("import torch\nfrom mmdet.core import multi_apply\n"
+           "def single(x):\n    return x\n"
+           "def setup(xs):\n    return list(map(single, xs))\n"
+           "def local(xs):\n    map = dict\n    for x in xs:\n        map(single, x)\n")
+    _, ctx = probe(src)
+    assert "single" not in hot_functions(ctx)

@@ -168,7 +168,7 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             f.timing = True
         else:
             ctx.timing_funcs.add(None)  # a script that times things at module level
-    if (hot is True or hot is False) and callee is None and not bound_methods:
+    if (hot is True or hot is False) and (callee is None or _builtin_caller(ctx, func)) and not bound_methods:
         _handed_methods(ctx, node, caller, hot)
     if len(ctx.calls) > first_edge:
         ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
@@ -322,6 +322,16 @@ def _compiled_functions(ctx: "SemanticModel", e: cst.BaseExpression) -> List[str
             here, there = _instance_methods(ctx, recv, e.attr.value)
             return list(here) + ["@" + q for q, _ in there if q.split(".", 1)[0] not in L.LIBRARY_ROOTS]
     return []
+
+
+# Builtins that call the function they are handed, once per item (`map(self.single, xs)`,
+# `sorted(xs, key=self.score)`)
+_BUILTIN_CALLERS = frozenset(("map", "filter", "sorted", "min", "max"))
+
+
+def _builtin_caller(ctx: "SemanticModel", func: cst.BaseExpression) -> bool:
+    return (type(func) is cst.Name and func.value in _BUILTIN_CALLERS and func.value not in ctx.all_funcs
+            and not ctx.is_local(func.value) and func.value not in ctx.aliases)
 
 
 def _handed_methods(ctx: "SemanticModel", call: cst.Call, caller: Optional[str], site: bool) -> None:
