@@ -186,14 +186,18 @@ def test_a_while_loop_around_a_denoising_loop_runs_once_per_pass():
 REQUESTS = Path(__file__).parent / "data" / "rates" / "requests"
 
 
+def _package(tmp_path: Path, monkeypatch, data: Path, name: str) -> None:
+    """`data`'s files as the package `name` of a project at `tmp_path`, the current folder."""
+    shutil.copytree(data, tmp_path / name)
+    (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    monkeypatch.chdir(tmp_path)
+
+
 def test_a_loop_that_calls_another_modules_decoding_loop_runs_once_per_request(tmp_path, monkeypatch):
     # (flux's CLI: `while opts is not None:` makes one image a pass through `denoise` of
     # sampling.py; the module summary says which functions run their own loop)
-    pkg = tmp_path / "requests_pkg"
-    shutil.copytree(REQUESTS, pkg)
-    (pkg / "__init__.py").write_text("")
-    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
-    monkeypatch.chdir(tmp_path)
+    _package(tmp_path, monkeypatch, REQUESTS, "requests_pkg")
     expected = marked_rates((REQUESTS / "cli.py").read_text())
     for paths in (["requests_pkg"], ["requests_pkg/cli.py"]):  # the package, and the file alone with its cache
         out = run(configure(start=tmp_path), paths)
@@ -207,11 +211,7 @@ FLAGS = Path(__file__).parent / "data" / "rates" / "flags"
 def test_a_periodic_flag_keeps_its_period_through_returns_arguments_and_attributes(tmp_path, monkeypatch):
     # (OLMo: `should_log_optim_metrics_this_step()` returns `global_step % n == 0` or False;
     # the trainer passes it to the optimizer, which tests it and stores it on `self`)
-    pkg = tmp_path / "flags_pkg"
-    shutil.copytree(FLAGS, pkg)
-    (pkg / "__init__.py").write_text("")
-    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
-    monkeypatch.chdir(tmp_path)
+    _package(tmp_path, monkeypatch, FLAGS, "flags_pkg")
     out = run(configure(start=tmp_path, no_cache=True), ["flags_pkg"])
     for name in ("optim.py", "train.py"):
         expected = marked_rates((FLAGS / name).read_text())
