@@ -127,7 +127,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
     from synclint.semantic.heat import function_rates
-    from synclint.semantic.rarity import rare_functions
+    from synclint.semantic.rarity import memoised, rare_functions
     from synclint.walker import Walker
 
     from synclint.solver import walk_to_fixpoint
@@ -149,7 +149,8 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
         # first walk's, made before the project said where `output` lives: walked again
         # from what this walk learned.
         ctx = walk_to_fixpoint(walk, SemanticModel.stale_reads)
-    rare = rare_functions(ctx)  # (a rare function's loops over items start no heat in other modules)
+    memo = memoised(ctx)
+    rare = rare_functions(ctx, memo)  # (a rare function's loops over items start no heat in other modules)
     calls = [(c, q, s if c not in rare or not s or rates.is_hot(ctx.site_rates[i].steps) else False)
              if i in ctx.site_rates else (c, q, s) for i, (c, q, s) in enumerate(ctx.calls)]
     graph = Graph(calls, [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
@@ -170,7 +171,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
                 p.replacement = None
         else:
             return lint_analysis(again, rules, project, declared)
-    func_rates = function_rates(ctx, declared, a.module_name or "")
+    func_rates = function_rates(ctx, declared, a.module_name or "", memo, rare)
     # (the rates follow heat's own edges and entries: the hot functions are the hot rates)
     hot_funcs = {q for q, r in func_rates.rates.items() if rates.is_hot(r)}
     in_tests = declared.in_tests(a.filename)

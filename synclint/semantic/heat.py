@@ -44,10 +44,12 @@ def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = 
     return spread(frontier, edges, per_epoch)
 
 
-def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> FunctionRates:
+def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "",
+                   memo: Optional[Dict[str, Entry]] = None, rare=None) -> FunctionRates:
     """Each in-file function's execution rate and the chain that gave it, along the edges and
     from the entries `hot_functions` uses (so `rates.is_hot` of a function's rate is exactly
-    its membership there), with each call site's rate as the walk saw it."""
+    its membership there), with each call site's rate as the walk saw it. `memo`, `rare`:
+    the file's `memoised` and `rare_functions`, where the caller has them already."""
     steppers = {q for q, f in model.all_funcs.items() if f.steps_optimizer}
     cold: Dict[str, Entry] = {}
     seeds: Dict[str, Entry] = {}
@@ -65,9 +67,9 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
     for i, (caller, callee, site) in enumerate(model.calls):
         through = crosses(site, callee in steppers)
         edges.append((caller, callee, model.site_rates.get(i) or _walked_site(site), through, bool(site) and through))
-    memo = memoised(model)
+    memo = memoised(model) if memo is None else memo
     cold.update((q, e) for q, e in memo.items() if q not in cold)
-    return propagate(edges, seeds, per_epoch, cold, rare_functions(model, memo))
+    return propagate(edges, seeds, per_epoch, cold, rare_functions(model, memo) if rare is None else rare)
 
 
 def _hook_entry(model, info) -> Entry:
