@@ -327,6 +327,11 @@ class Project:
             target = s.aliases.get(name)
             if target is not None and depth < MAX_DEPTH and target != q:
                 return self.resolve(".".join([target] + rest[1:]), path, depth + 1)
+            if depth < MAX_DEPTH:  # a name a package's `from .bbox import *` hands on (mmrotate's `core`)
+                for mod in s.stars:
+                    found = self.resolve(".".join([mod] + rest), path, depth + 1)
+                    if found is not None:
+                        return found
             return None
         return None
 

@@ -2236,6 +2236,67 @@ def test_a_library_registry_is_known_by_its_last_name_and_build_from_cfg_builds_
     assert ("parts.py", 20, False) in found, found
 
 
+def test_a_builder_helper_handed_on_by_a_star_import_builds_through_its_registry(tmp_path):
+    # mmrotate 0.x: `build_bbox_coder(cfg)` returns `build_from_cfg(cfg, ROTATED_BBOX_CODERS)`
+    # (an alias of mmdet's registry) in core/bbox/builder.py; core/bbox/__init__.py imports
+    # it, core/__init__.py hands it on with `from .bbox import *`, and a head imports it from
+    # `pkg.core`. Near misses: a helper that builds nothing, a coder of no registry.
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/core/__init__.py": "from .bbox import *  # noqa: F401,F403\n",
+        "pkg/core/bbox/__init__.py": """\
+            from .builder import build_bbox_coder, make_plain
+
+            __all__ = ["build_bbox_coder", "make_plain"]
+            """,
+        "pkg/core/bbox/builder.py": """\
+            from mmcv.utils import build_from_cfg
+            from mmdet.core.bbox.builder import BBOX_CODERS
+
+            ROTATED_BBOX_CODERS = BBOX_CODERS
+
+
+            def build_bbox_coder(cfg, **default_args):
+                return build_from_cfg(cfg, ROTATED_BBOX_CODERS, default_args)
+
+
+            def make_plain(cfg):
+                return dict(cfg)
+            """,
+        "pkg/core/bbox/coder.py": """\
+            import torch
+            from .builder import ROTATED_BBOX_CODERS
+
+
+            @ROTATED_BBOX_CODERS.register_module()
+            class DeltaCoder:
+                def encode(self, x):
+                    return x.sum().item()  # hot: the head's coder, every step
+
+
+            class PlainCoder:
+                def encode(self, x):
+                    return x.max().item()  # cold: in no registry
+            """,
+        "pkg/head.py": """\
+            import torch
+            from pkg.core import build_bbox_coder, make_plain
+
+
+            class Head(torch.nn.Module):
+                def __init__(self, coder, other):
+                    super().__init__()
+                    self.coder = build_bbox_coder(coder)
+                    self.other = make_plain(other)
+
+                def forward(self, x):
+                    return self.coder.encode(x) + self.other.encode(x)
+            """,
+    })
+    found = {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"}
+    assert ("coder.py", 8, True) in found and ("coder.py", 13, False) in found, found
+
+
 def test_calling_what_a_registry_built_runs_each_registered_modules_forward_or_objects_call(tmp_path):
     # `self.loss_cls(pred, target)` on what MODELS built: an edge to each registered class's
     # `forward` (an nn.Module) or `__call__` (another object); a class of no registry is not
