@@ -1,0 +1,75 @@
+"""Session 41: what a compiled region reaches, decided by values the program states (a torch
+layer as a base class, ...). Each test fails without its mechanism; each has its near miss."""
+
+from pathlib import Path
+
+from synclint.registry import all_rules
+from synclint.run.runner import check_files
+
+
+def _findings(tmp_path: Path, files: dict) -> list:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return check_files([str(tmp_path / n) for n in files], all_rules()).findings
+
+
+def _rows(tmp_path: Path, files: dict, prefix: str = "SYN6") -> set:
+    return {(Path(f.filename).name, f.row) for f in _findings(tmp_path, files) if f.code.startswith(prefix)}
+
+
+_SKIPPABLE = (
+    "import torch\n"
+    "from torch import nn\n"
+    "import torch.nn.functional as F\n"
+    "class SkippableLinear(nn.Linear):\n"
+    "    def forward(self, src):\n"
+    "        out = F.linear(src, self.weight, self.bias)\n"
+    "        skip = (src == -100.0).all(dim=-1)\n"
+    "        if skip.any():\n"  # 8
+    "            out[skip] = -100.0\n"
+    "        return out\n"
+    "class Scaled(torch.nn.LayerNorm):\n"
+    "    def forward(self, x):\n"
+    "        return super().forward(x) * x.max().item()\n"  # 13
+)
+
+
+def test_a_subclass_of_a_torch_layer_is_a_module(tmp_path):
+    """TabICL's `SkippableLinear(nn.Linear)`, held as `self.in_linear`: a subclass of a torch.nn
+    layer is an nn.Module, so calling it in a compiled forward runs its `forward`. Near miss: the
+    other layer subclass, held but never called, stays eager."""
+    got = _rows(tmp_path, {
+        "layers.py": _SKIPPABLE,
+        "model.py": "import torch\nfrom layers import SkippableLinear, Scaled\n"
+                    "class Net(torch.nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__()\n"
+                    "        self.in_linear = SkippableLinear(4, 4)\n"
+                    "        self.norm = Scaled(4)\n"
+                    "    def forward(self, x):\n"
+                    "        return self.in_linear(x)\n"
+                    "model = torch.compile(Net())\n",
+    })
+    assert got == {("layers.py", 8)}
+
+
+def test_a_subclass_of_a_torch_parameter_is_no_module(tmp_path):
+    """Near miss: `nn.Parameter` and `nn.functional` are under torch.nn but make no module: a
+    class deriving from `nn.Parameter` held in an attribute is not called as a module."""
+    got = _rows(tmp_path, {
+        "m.py": "import torch\nfrom torch import nn\n"
+                "class Gain(nn.Parameter):\n"
+                "    def __call__(self, x):\n"
+                "        return x * self\n"
+                "    def forward(self, x):\n"
+                "        return x[x > 0]\n"  # 7: never runs (no nn.Module call)
+                "class Net(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.gain = Gain(torch.ones(4))\n"
+                "    def forward(self, x):\n"
+                "        return self.gain(x)\n"
+                "model = torch.compile(Net())\n",
+    })
+    assert ("m.py", 7) not in got
