@@ -22,6 +22,7 @@ import os
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from synclint.paths import absolute_paths, is_test_module
+from synclint.semantic.namespaces import namespace_packages
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
@@ -49,6 +50,8 @@ def module_name(path: str) -> str:
 def module_names(paths: Iterable[str]) -> Dict[str, str]:
     """`module_name` of each path, each directory looked at once (files share folders)."""
     packages: Dict[str, List[str]] = {}  # directory -> the package names from it up
+    files = absolute_paths(paths)
+    imported = namespace_packages(files.values())
 
     def package(d: str) -> List[str]:
         got = packages.get(d)
@@ -56,15 +59,16 @@ def module_names(paths: Iterable[str]) -> Dict[str, str]:
             got = []
             parent, pkg = os.path.split(d)
             # a package, or a folder without `__init__.py` inside one (a namespace package:
-            # timesfm's `timesfm/timesfm_2p5/`, whose `from ..torch import dense` is timesfm's)
+            # timesfm's `timesfm/timesfm_2p5/`, whose `from ..torch import dense` is timesfm's),
+            # or one its own files import from relatively
             if os.path.exists(os.path.join(d, "__init__.py")) or pkg and os.path.exists(
-                    os.path.join(parent, "__init__.py")):
+                    os.path.join(parent, "__init__.py")) or d in imported:
                 got = [pkg] + (package(parent) if pkg else [])
             packages[d] = got
         return got
 
     out = {}
-    for path, absolute in absolute_paths(paths).items():
+    for path, absolute in files.items():
         d, base = os.path.split(absolute)
         out[path] = ".".join(reversed([os.path.splitext(base)[0]] + package(d)))
     return out

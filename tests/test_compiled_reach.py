@@ -73,3 +73,28 @@ def test_a_subclass_of_a_torch_parameter_is_no_module(tmp_path):
                 "model = torch.compile(Net())\n",
     })
     assert ("m.py", 7) not in got
+
+
+def test_a_folder_its_files_import_from_relatively_is_a_package(tmp_path):
+    """LLM-baselines' `src/models/` and `src/optim/` have no `__init__.py`; `models/utils.py`
+    imports `from .base import GPTBase` and `main.py` `from models.utils import get_model`: it
+    is a namespace package, so `models/base.py` is `models.base`, not a top-level `base` that
+    `optim/base.py` shadows, and the model `optim.base.train` compiles is found. Near miss: a
+    folder without `__init__.py` whose files import nothing relatively holds top-level modules
+    (`optim/base.py` stays `base`: an absolute import from outside is not read)."""
+    from synclint.project import module_names
+
+    files = {
+        "src/models/base.py": "import torch\nclass GPTBase(torch.nn.Module):\n    def forward(self, x):\n"
+                              "        return x[x > 0]\n",  # 4
+        "src/models/utils.py": "from .base import GPTBase\ndef get_model(args):\n    return GPTBase()\n",
+        "src/optim/base.py": "import torch\ndef train(model, cfg):\n    if cfg.compile:\n"
+                             "        model = torch.compile(model)\n    return model(torch.randn(3))\n",
+        "src/main.py": "from models.utils import get_model\nfrom optim.base import train\n"
+                       "def main(args):\n    train(model=get_model(args), cfg=args)\n",
+        "scripts/helpers.py": "X = 1\n",
+        "scripts/run.py": "import helpers\nprint(helpers.X)\n",
+    }
+    assert _rows(tmp_path, files) == {("base.py", 4)}
+    names = module_names([str(tmp_path / p) for p in files])
+    assert sorted(names.values()) == ["base", "helpers", "main", "models.base", "models.utils", "run"]
