@@ -98,3 +98,42 @@ def test_a_folder_its_files_import_from_relatively_is_a_package(tmp_path):
     assert _rows(tmp_path, files) == {("base.py", 4)}
     names = module_names([str(tmp_path / p) for p in files])
     assert sorted(names.values()) == ["base", "helpers", "main", "models.base", "models.utils", "run"]
+
+
+_GPT = (
+    "import torch\n"
+    "from torch import nn\n"
+    "class Block(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x[x > 0]\n"  # 5
+    "class Norm(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x / x.max().item()\n"  # 8
+    "class Spare(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x.nonzero()\n"  # 11
+    "class GPT(nn.Module):\n"
+    "    def __init__(self, n):\n"
+    "        super().__init__()\n"
+    "        self.transformer = nn.ModuleDict(dict(\n"
+    "            wte=nn.Embedding(10, 4),\n"
+    "            h=nn.ModuleList([Block() for _ in range(n)]),\n"
+    "            spare=Spare(),\n"
+    "        ))\n"
+    "        self.heads = nn.ModuleDict({'ln_f': Norm()})\n"
+    "    def forward(self, x):\n"
+    "        for block in self.transformer.h:\n"
+    "            x = block(x)\n"
+    "        return self.heads['ln_f'](x)\n"
+    "model = torch.compile(GPT(2))\n"
+)
+
+
+def test_a_module_dicts_entries_are_its_submodules(tmp_path):
+    """nanoGPT's layout, which LLM-baselines keeps: `self.transformer = nn.ModuleDict(dict(h=
+    nn.ModuleList([Block(config) ...])))`, then `for block in self.transformer.h: x = block(x)`
+    in the compiled forward: the entry `h` is that ModuleList, so each Block's forward is
+    compiled; `self.heads["ln_f"](x)` runs the entry's forward too. Near miss: the entry the
+    forward never reads (`spare`) stays eager."""
+    got = _rows(tmp_path, {"gpt.py": _GPT})
+    assert got == {("gpt.py", 5), ("gpt.py", 8)}

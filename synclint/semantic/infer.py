@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic import moduledicts
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.helpers import HelperBody
@@ -422,7 +423,9 @@ class Evaluator:
             if attr in ("weight", "bias"):
                 return V.tensor(base.device)
             if base.cls is not None and base.cls[6:] in L.MODULE_DICTS and attr not in L.MODULE_METHODS:
-                return Val(V.MODULE, base.device)  # `self.transformer.ln_f` of an nn.ModuleDict
+                # `self.transformer.h` of an nn.ModuleDict: the entry the class builds, if read
+                made = self._module_dict_entry(e.value, attr)
+                return made if made is not None else Val(V.MODULE, base.device)
             return V.UNKNOWN_VAL
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
             return Val(V.DEVICE, V.CUDA)
@@ -435,6 +438,17 @@ class Evaluator:
                 return V.UNKNOWN_VAL
             return Val(V.PY, dev, py="str")
         return V.UNKNOWN_VAL
+
+    def _module_dict_entry(self, holder: cst.BaseExpression, key: str) -> Optional[Val]:
+        """What the entry `key` of the ModuleDict `holder` is, from the expressions the class
+        builds it with (`moduledicts.entries`), inferred where the class's methods see them;
+        None when it says no module."""
+        out: Optional[Val] = None
+        with self.another_scope():
+            for entry in moduledicts.entries(self.env, holder, key):
+                v = self.value(entry)
+                out = v if out is None else V.join(out, v)
+        return out if out is not None and out.kind == V.MODULE else None
 
     def _infer_subscript(self, e: cst.Subscript) -> Val:
         if type(e.value) is cst.Call and type(e.value.func) is cst.Name and e.value.func.value == "globals" \
@@ -480,6 +494,10 @@ class Evaluator:
                     "numpy.where", "numpy.nonzero"):
                 return Val(V.NUMPY, ndim=1)  # np.where(m)[0]: an index array
             return Val(V.NUMPY)  # an element, or fancy indexing: array-ness unknown
+        if base.kind == V.MODULE and (base.cls or "")[6:] in L.MODULE_DICTS and len(e.slice) == 1 \
+                and type(e.slice[0].slice) is cst.Index and string_value(e.slice[0].slice.value) is not None:
+            made = self._module_dict_entry(e.value, string_value(e.slice[0].slice.value))  # `self.heads["ln_f"]`
+            return made if made is not None else Val(V.MODULE, base.device)
         if V.is_dict_of(base):
             return base.elems[0]  # kwargs["loss"]: any of the values callers pass
         if base.kind == V.PY and base.py in ("param_groups", "param_group") and len(e.slice) == 1:
