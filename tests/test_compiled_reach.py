@@ -137,3 +137,47 @@ def test_a_module_dicts_entries_are_its_submodules(tmp_path):
     forward never reads (`spare`) stays eager."""
     got = _rows(tmp_path, {"gpt.py": _GPT})
     assert got == {("gpt.py", 5), ("gpt.py", 8)}
+
+
+_BACKENDS = {
+    "distributed/__init__.py": "from . import ddp, single\n"
+                               "BACKENDS = {'nccl': ddp.DataParallelBackend, None: single.SingleNodeBackend}\n"
+                               "def make_backend(args):\n"
+                               "    return BACKENDS[args.backend](args)\n",
+    "distributed/base.py": "class Backend:\n"
+                           "    def __init__(self, args):\n"
+                           "        self.args = args\n"
+                           "    def transform_model(self, model):\n"
+                           "        raise NotImplementedError\n",
+    "distributed/single.py": "from .base import Backend\n"
+                             "class SingleNodeBackend(Backend):\n"
+                             "    def transform_model(self, model):\n"
+                             "        return model\n",
+    "distributed/ddp.py": "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+                          "from .base import Backend\n"
+                          "class DataParallelBackend(Backend):\n"
+                          "    def transform_model(self, model):\n"
+                          "        return DDP(model, device_ids=[0])\n",
+    "net.py": "import torch\n"
+              "class Net(torch.nn.Module):\n"
+              "    def forward(self, x):\n"
+              "        return x[x > 0]\n",  # 4
+}
+
+
+def test_a_model_passed_through_a_backend_picked_from_a_registry(tmp_path):
+    """LLM-baselines' `distributed_backend = distributed.make_backend_from_args(args)` (a dict
+    of backend classes named through their modules, `ddp.DataParallelDistributedBackend`), then
+    `model = distributed_backend.transform_model(model)`: whichever backend it is, the method
+    gives the model back (as is, or wrapped in DDP), so compiling the result compiles the model.
+    Near miss: a method of the same backends that returns something else makes no region."""
+    files = dict(_BACKENDS)
+    files["train.py"] = ("import torch\nimport distributed\nfrom net import Net\n"
+                         "def main(args):\n"
+                         "    backend = distributed.make_backend(args)\n"
+                         "    model = backend.transform_model(Net())\n"
+                         "    model = torch.compile(model)\n"
+                         "    return model(torch.randn(3))\n")
+    assert _rows(tmp_path / "a", files) == {("net.py", 4)}
+    files["train.py"] = files["train.py"].replace("backend.transform_model(Net())", "backend.args")
+    assert _rows(tmp_path / "b", files) == set()

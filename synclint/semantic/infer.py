@@ -288,7 +288,8 @@ class Evaluator:
         all tensors or all loaders (`{"train": DataLoader(...), "val": ...}`) keeps them
         (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
         a learning rate) are not joined into one."""
-        vals = [self.value(el.value) for el in e.elements if type(el) is cst.DictElement]
+        vals = [self._project_class(el.value) or self.value(el.value) for el in e.elements
+                if type(el) is cst.DictElement]
         if vals and len(vals) == len(e.elements) and all(V.function_keys(v) or V.class_key(v) for v in vals):
             # a registry (`{"VQ-16": VQ_16, "VQ-8": VQ_8}`): calling an item makes what any of them
             # makes; a factory that returns an instance of a class stands for that class, which
@@ -308,6 +309,15 @@ class Evaluator:
         for v in vals[1:]:
             joined = V.join(joined, v)
         return Val(V.PY, py="dict", elems=(joined,))
+
+    def _project_class(self, e: cst.BaseExpression) -> Optional[Val]:
+        """Another module's class named as a value (`ddp.DataParallelBackend`, or imported by
+        name): the class itself, as a registry's items are; None for anything else."""
+        q = self.env.qualname(e)
+        if q is None or q.split(".", 1)[0] in L.LIBRARY_ROOTS:
+            return None
+        c = self.env.project.class_facts(q)
+        return V.class_value(c.key) if c is not None else None
 
     def _infer_sequence(self, e) -> Val:
         if any(type(el) is cst.StarredElement for el in e.elements):
