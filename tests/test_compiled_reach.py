@@ -181,3 +181,35 @@ def test_a_model_passed_through_a_backend_picked_from_a_registry(tmp_path):
     assert _rows(tmp_path / "a", files) == {("net.py", 4)}
     files["train.py"] = files["train.py"].replace("backend.transform_model(Net())", "backend.args")
     assert _rows(tmp_path / "b", files) == set()
+
+
+_EMBEDDING = (
+    "import torch\n"
+    "class WordEmbedding(torch.nn.Module):\n"
+    "    def __init__(self, n, debug=False):\n"
+    "        super().__init__()\n"
+    "        self.emb = torch.nn.Embedding(n, 4)\n"
+    "        self.debug = debug\n"
+    "    def forward(self, inp):\n"
+    "        if self.debug:\n"
+    "            assert inp.min().item() >= 0\n"  # 9
+    "        return self.emb(inp)\n"
+)
+
+
+def test_a_branch_on_a_flag_that_is_off_is_not_traced(tmp_path):
+    """fms's `WordEmbedding(..., debug=False)`: `if self.debug:` guards two `.item()` asserts,
+    and nothing in the program turns the flag on. Dynamo specialises on the Python value and
+    never traces the branch: no compiled finding. Near misses: the same class built with
+    `debug=True` somewhere, or with a flag the program reads at run time, is reported."""
+    def rows(sub, made):
+        return _rows(tmp_path / sub, {
+            "emb.py": _EMBEDDING,
+            "train.py": "import torch\nfrom emb import WordEmbedding\n"
+                        f"def main(args):\n    model = torch.compile({made})\n"
+                        "    return model(torch.zeros(3, dtype=torch.long))\n",
+        })
+
+    assert rows("off", "WordEmbedding(10)") == set()
+    assert rows("on", "WordEmbedding(10, debug=True)") == {("emb.py", 9)}
+    assert rows("args", "WordEmbedding(10, debug=args.debug)") == {("emb.py", 9)}
