@@ -213,3 +213,60 @@ def test_a_branch_on_a_flag_that_is_off_is_not_traced(tmp_path):
     assert rows("off", "WordEmbedding(10)") == set()
     assert rows("on", "WordEmbedding(10, debug=True)") == {("emb.py", 9)}
     assert rows("args", "WordEmbedding(10, debug=args.debug)") == {("emb.py", 9)}
+
+
+_STRATEGY = (
+    "from abc import abstractmethod\n"
+    "import torch\n"
+    "from torch import nn\n"
+    "from tp import apply_tp\n"
+    "class Strategy:\n"
+    "    @abstractmethod\n"
+    "    def distribute_layer(self, block: nn.Module, layer: int) -> nn.Module:\n"
+    "        \"\"\"Distribute each layer as appropriate.\"\"\"\n"
+    "        pass\n"
+    "class NotDistributed(Strategy):\n"
+    "    def distribute_layer(self, block: nn.Module, layer: int) -> nn.Module:\n"
+    "        return block\n"
+    "class TensorParallel(Strategy):\n"
+    "    def distribute_layer(self, block: nn.Module, layer: int) -> nn.Module:\n"
+    "        return apply_tp(block)\n"
+    "NoOp = NotDistributed()\n"
+)
+
+
+def _llama(block_source: str) -> dict:
+    return {
+        "tp.py": "import fairscale\ndef apply_tp(model, group=None):\n    return fairscale.parallelize(model, group)\n",
+        "strategy.py": _STRATEGY,
+        "llama.py": "import torch\nfrom torch import nn\nfrom strategy import Strategy, NoOp\n"
+                    f"{block_source}"
+                    "class LLaMA(nn.Module):\n"
+                    "    def __init__(self, n, distributed_strategy: Strategy = NoOp):\n"
+                    "        super().__init__()\n"
+                    "        self.layers = []\n"
+                    "        for i in range(n):\n"
+                    "            block = LLaMABlock()\n"
+                    "            block = distributed_strategy.distribute_layer(block, i)\n"
+                    "            self.layers.append(block)\n"
+                    "        self.layers = nn.ModuleList(self.layers)\n"
+                    "    def forward(self, x):\n"
+                    "        for layer in self.layers:\n"
+                    "            x = layer(x)\n"
+                    "        return x\n"
+                    "model = torch.compile(LLaMA(2))\n",
+    }
+
+
+def test_an_abstract_method_returns_what_its_overrides_return(tmp_path):
+    """fms's `block = self.distributed_strategy.distribute_layer(block, i)`: the base's method is
+    `@abstractmethod` (a docstring and `pass`) annotated `-> nn.Module`, so the call runs an
+    override, and the block it gives back (`NotDistributed` returns it as is; a tensor-parallel
+    wrapper's class is not known) is a LLaMABlock: its forward is compiled. Near miss: with no
+    override naming a class, the layers stay unknown."""
+    block = ("class LLaMABlock(nn.Module):\n    def forward(self, x):\n"
+             "        return x * x.max().item()\n")  # 6
+    assert _rows(tmp_path / "a", _llama(block)) == {("llama.py", 6)}
+    files = _llama(block)
+    files["strategy.py"] = files["strategy.py"].replace("        return block\n", "        return apply_tp(block)\n")
+    assert _rows(tmp_path / "b", files) == set()
