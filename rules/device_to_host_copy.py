@@ -248,7 +248,7 @@ class DeviceToHostCopy(Rule):
             "def embed(model, x):\n"
             "    return model(x.cuda())\n"
             "model = torch.nn.Linear(4, 4).cuda()\n"
-            "for x in [torch.ones(2, 4)]:\n"
+            "for x in torch.ones(8, 2, 4):\n"
             "    e = embed(model, x).cpu()\n",
             line=6,
             hot=True,
