@@ -1,5 +1,7 @@
-"""Session 41: what a compiled region reaches, decided by values the program states (a torch
-layer as a base class, ...). Each test fails without its mechanism; each has its near miss."""
+"""Session 41: what a compiled region reaches, decided by what the program states: a torch.nn
+layer as a base class, a folder its files import relatively, an nn.ModuleDict's entries, a
+registry of another module's classes, a flag left off, an abstract method's overrides. Each
+test fails without its mechanism; each has its near miss."""
 
 from pathlib import Path
 
@@ -148,7 +150,9 @@ _BACKENDS = {
                            "    def __init__(self, args):\n"
                            "        self.args = args\n"
                            "    def transform_model(self, model):\n"
-                           "        raise NotImplementedError\n",
+                           "        raise NotImplementedError\n"
+                           "    def describe(self, model):\n"
+                           "        return str(model)\n",
     "distributed/single.py": "from .base import Backend\n"
                              "class SingleNodeBackend(Backend):\n"
                              "    def transform_model(self, model):\n"
@@ -179,7 +183,7 @@ def test_a_model_passed_through_a_backend_picked_from_a_registry(tmp_path):
                          "    model = torch.compile(model)\n"
                          "    return model(torch.randn(3))\n")
     assert _rows(tmp_path / "a", files) == {("net.py", 4)}
-    files["train.py"] = files["train.py"].replace("backend.transform_model(Net())", "backend.args")
+    files["train.py"] = files["train.py"].replace("backend.transform_model(Net())", "backend.describe(Net())")
     assert _rows(tmp_path / "b", files) == set()
 
 

@@ -280,7 +280,7 @@ def abstract_body(node: cst.FunctionDef) -> bool:
     most a docstring, `pass` or `...` beside it (DPR's `Tensorizer.text_to_tensor`); or only
     those under `@abstractmethod` (fms's `DistributedStrategy.distribute_layer`)."""
     body = node.body.body if type(node.body) is cst.IndentedBlock else (node.body,)
-    raises = any(_names_abstractmethod(d.decorator) for d in node.decorators)
+    abstract = any(_names_abstractmethod(d.decorator) for d in node.decorators)
     for stmt in body:
         if type(stmt) not in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             return False
@@ -293,8 +293,8 @@ def abstract_body(node: cst.FunctionDef) -> bool:
                 exc = exc.func
             if type(exc) is not cst.Name or exc.value != "NotImplementedError":
                 return False
-            raises = True
-    return raises
+            abstract = True
+    return abstract
 
 
 def _names_abstractmethod(d: cst.BaseExpression) -> bool:
