@@ -493,13 +493,16 @@ def test_comprehension_alone_is_not_hot_and_epoch_functions_are_not_hot():
     src = ("import torch\nloader = torch.utils.data.DataLoader(ds)\n"
            "def train_one_epoch():\n    for x in loader:\n        pass\n    summary = 1\n"
            "def step_fn():\n    pass\n"
-           "for it in range(3):\n    train_one_epoch()\n    step_fn()\n")
+           "for it in range(3):\n    step_fn()\ntrain_one_epoch()\n")
     _, ctx = probe(src)
     hot = hot_functions(ctx)
     assert "step_fn" in hot and "train_one_epoch" not in hot
     # a loop whose variable names epochs is an epoch loop: what it calls runs once an epoch
     _, ctx = probe(src.replace("for it in", "for epoch in"))
     assert "step_fn" not in hot_functions(ctx)
+    # so is one that calls a function running its own loop over batches, whatever its name
+    _, ctx = probe(src.replace("    step_fn()\ntrain_one_epoch()", "    train_one_epoch()\n    step_fn()"))
+    assert not {"step_fn", "train_one_epoch"} & hot_functions(ctx)
 
 
 @pytest.mark.parametrize("body, hot", [
