@@ -22,6 +22,7 @@ import os
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from synclint.paths import absolute_paths, is_test_module
+from synclint.semantic.namespaces import namespace_packages
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
@@ -49,6 +50,8 @@ def module_name(path: str) -> str:
 def module_names(paths: Iterable[str]) -> Dict[str, str]:
     """`module_name` of each path, each directory looked at once (files share folders)."""
     packages: Dict[str, List[str]] = {}  # directory -> the package names from it up
+    files = absolute_paths(paths)
+    imported = namespace_packages(files.values())
 
     def package(d: str) -> List[str]:
         got = packages.get(d)
@@ -56,15 +59,16 @@ def module_names(paths: Iterable[str]) -> Dict[str, str]:
             got = []
             parent, pkg = os.path.split(d)
             # a package, or a folder without `__init__.py` inside one (a namespace package:
-            # timesfm's `timesfm/timesfm_2p5/`, whose `from ..torch import dense` is timesfm's)
+            # timesfm's `timesfm/timesfm_2p5/`, whose `from ..torch import dense` is timesfm's),
+            # or one its own files import from relatively
             if os.path.exists(os.path.join(d, "__init__.py")) or pkg and os.path.exists(
-                    os.path.join(parent, "__init__.py")):
+                    os.path.join(parent, "__init__.py")) or d in imported:
                 got = [pkg] + (package(parent) if pkg else [])
             packages[d] = got
         return got
 
     out = {}
-    for path, absolute in absolute_paths(paths).items():
+    for path, absolute in files.items():
         d, base = os.path.split(absolute)
         out[path] = ".".join(reversed([os.path.splitext(base)[0]] + package(d)))
     return out
@@ -417,19 +421,24 @@ class Project:
         out.attrs.update((a, self.value(path, v, depth + 1)) for a, v in raw.attrs.items())
         out.methods.update((m, self.value(path, v, depth + 1)) for m, v in raw.methods.items())
         for m in raw.abstract:
-            if m in raw.methods:
-                continue  # its annotation says what it returns
-            made = self._overridden_return(path, name, m, depth)
+            # its annotation says what it returns, unless only "a module" (`-> nn.Module`)
+            modules = m in raw.methods and _any_module(out.methods[m])
+            if m in raw.methods and not modules:
+                continue
+            made = self._overridden_return(path, name, m, depth, modules)
             if made is not None:
                 out.methods[m] = made
         out.fed = raw.fed
         return out
 
-    def _overridden_return(self, path: str, name: str, method: str, depth: int) -> Optional[Val]:
+    def _overridden_return(self, path: str, name: str, method: str, depth: int,
+                           modules: bool = False) -> Optional[Val]:
         """What an abstract method (`raise NotImplementedError`) returns: the join of what
         every override in the project returns, when each is known (DPR's
         `Tensorizer.text_to_tensor`, annotated as the base, made on the CPU by its one
-        subclass). None when there is none, or one says nothing."""
+        subclass). None when there is none, or one says nothing. With `modules` (annotated
+        `-> nn.Module`): the modules of known classes the overrides return, any of them (fms's
+        `distribute_layer`: the block itself, or a wrapper); the others add no class."""
         out: Optional[Val] = None
         # (a method added to any subclass changes the answer: what it is made from)
         self.summaries.note(self._descendant_files(path, name))
@@ -438,10 +447,10 @@ class Project:
             cname = qual.rsplit(".", 1)[0]
             cf = s.classes.get(cname) if s is not None else None
             v = cf.methods.get(method) if cf is not None else None
-            if v is None:
-                return None
-            v = self.value(p2, v, depth + 1)
-            if v.kind == V.UNKNOWN:
+            v = self.value(p2, v, depth + 1) if v is not None else None
+            if modules and (v is None or v.kind == V.UNKNOWN or _any_module(v)):
+                continue
+            if v is None or v.kind == V.UNKNOWN:
                 return None
             out = v if out is None else V.join(out, v)
         return out
@@ -1223,6 +1232,11 @@ def _class_shape(s: ModuleSummary) -> tuple:
     functions and methods, and the names its bases may resolve through."""
     return ([(c, cf.bases) for c, cf in s.classes.items()], list(s.params), list(s.funcs), list(s.values),
             s.aliases, s.imports, s.stars, s.name)
+
+
+def _any_module(v: Val) -> bool:
+    """A module of no known class (`-> nn.Module`)."""
+    return v.kind == V.MODULE and not v.cls
 
 
 def _informative(v: Val) -> bool:

@@ -620,7 +620,8 @@ def _is_kernel_decorator(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
 def _is_module_base(ctx: "SemanticModel", b: cst.BaseExpression) -> bool:
     q = ctx.qualname(b)
     if q is not None:
-        return q.endswith(L.MODULE_SUFFIXES) or q.rsplit(".", 1)[-1] in L.MODULE_BASE_NAMES or ctx.is_module_class(q)
+        return q.endswith(L.MODULE_SUFFIXES) or q.rsplit(".", 1)[-1] in L.MODULE_BASE_NAMES or ctx.is_module_class(q) \
+            or L.torch_layer(q)
     if type(b) is cst.Name:
         return ctx.is_module_class(b.value) or b.value in L.MODULE_BASE_NAMES
     if type(b) is cst.Attribute:

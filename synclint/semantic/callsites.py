@@ -129,6 +129,11 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             if v is not None:  # `self.encoder(x)`, `self.loss_scaler(loss)`
                 bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
         timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
+    elif type(func) is cst.Subscript:
+        v = called_instance(ctx.infer(func))  # `self.heads["ln_f"](x)`: an entry of a ModuleDict
+        if v is not None and v.kind == V.MODULE:
+            edge_only = True
+            bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
     if edge_only:
         ctx.calls.extend((caller, "@" + o[0], hot) for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS)
         ctx.calls.extend((caller, k, hot) for k in bound_methods)

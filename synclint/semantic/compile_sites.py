@@ -245,9 +245,10 @@ def with_flags(ctx, node: cst.With) -> Dict[str, bool]:
 
 def eager_only(ctx, stmts) -> bool:
     """The innermost statement of `stmts` (the walk's statement stack, outermost first) is in
-    code that runs only when Dynamo is not tracing: the `else` of `if
-    torch.compiler.is_compiling():`, the body of `if not torch.compiler.is_compiling():`, or
-    what follows, in the same block, an `if torch.compiler.is_compiling():` that returns."""
+    code Dynamo does not trace: code that runs only when Dynamo is not tracing (the `else` of
+    `if torch.compiler.is_compiling():`, the body of `if not torch.compiler.is_compiling():`,
+    what follows, in the same block, an `if torch.compiler.is_compiling():` that returns), or
+    the body of an `if` on a Python flag the program leaves off."""
     for outer, inner in zip(stmts, stmts[1:]):
         block = getattr(getattr(outer, "body", None), "body", None)
         if type(block) not in (list, tuple):
@@ -258,10 +259,20 @@ def eager_only(ctx, stmts) -> bool:
         if type(outer) is cst.If and _compiling_test(ctx, outer.test) is not None:
             if (at is not None) != _compiling_test(ctx, outer.test):
                 return True  # the else of `if is_compiling()`, the body of `if not is_compiling()`
+        if type(outer) is cst.If and at is not None and _off(ctx, outer.test):
+            return True  # Dynamo specialises on a Python value: a branch it never takes is not traced
         if at is not None and any(type(s) is cst.If and _compiling_test(ctx, s.test) and s.orelse is None
                                   and _exits(s.body.body) for s in block[:at]):
             return True  # after `if torch.compiler.is_compiling(): return ...`
     return False
+
+
+def _off(ctx, test: cst.BaseExpression) -> bool:
+    """`test` is a Python value the model knows to be False wherever it comes from (fms's
+    `if self.debug:`, `debug=False` in the constructor and no caller passing another): the
+    literal's tag survives a join only with itself (`values._py_join`)."""
+    v = ctx.infer(test)
+    return v.kind == V.PY and v.py == "false"
 
 
 def _compiling_test(ctx, test: cst.BaseExpression) -> Optional[bool]:

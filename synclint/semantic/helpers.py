@@ -277,9 +277,10 @@ def reyielded_parameter(node: cst.FunctionDef) -> Optional[int]:
 
 def abstract_body(node: cst.FunctionDef) -> bool:
     """A body that only says what subclasses must do: `raise NotImplementedError`, with at
-    most a docstring, `pass` or `...` beside it (DPR's `Tensorizer.text_to_tensor`)."""
+    most a docstring, `pass` or `...` beside it (DPR's `Tensorizer.text_to_tensor`); or only
+    those under `@abstractmethod` (fms's `DistributedStrategy.distribute_layer`)."""
     body = node.body.body if type(node.body) is cst.IndentedBlock else (node.body,)
-    raises = False
+    abstract = any(_names_abstractmethod(d.decorator) for d in node.decorators)
     for stmt in body:
         if type(stmt) not in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             return False
@@ -292,8 +293,14 @@ def abstract_body(node: cst.FunctionDef) -> bool:
                 exc = exc.func
             if type(exc) is not cst.Name or exc.value != "NotImplementedError":
                 return False
-            raises = True
-    return raises
+            abstract = True
+    return abstract
+
+
+def _names_abstractmethod(d: cst.BaseExpression) -> bool:
+    """`@abstractmethod`, `@abc.abstractmethod`."""
+    return type(d) is cst.Name and d.value == "abstractmethod" or type(d) is cst.Attribute \
+        and d.attr.value == "abstractmethod" and type(d.value) is cst.Name and d.value.value == "abc"
 
 
 def _bound_names(target) -> Tuple[str, ...]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic import moduledicts
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.helpers import HelperBody
@@ -287,7 +288,8 @@ class Evaluator:
         all tensors or all loaders (`{"train": DataLoader(...), "val": ...}`) keeps them
         (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
         a learning rate) are not joined into one."""
-        vals = [self.value(el.value) for el in e.elements if type(el) is cst.DictElement]
+        vals = [self._project_class(el.value) or self.value(el.value) for el in e.elements
+                if type(el) is cst.DictElement]
         if vals and len(vals) == len(e.elements) and all(V.function_keys(v) or V.class_key(v) for v in vals):
             # a registry (`{"VQ-16": VQ_16, "VQ-8": VQ_8}`): calling an item makes what any of them
             # makes; a factory that returns an instance of a class stands for that class, which
@@ -307,6 +309,15 @@ class Evaluator:
         for v in vals[1:]:
             joined = V.join(joined, v)
         return Val(V.PY, py="dict", elems=(joined,))
+
+    def _project_class(self, e: cst.BaseExpression) -> Optional[Val]:
+        """Another module's class named as a value (`ddp.DataParallelBackend`, or imported by
+        name): the class itself, as a registry's items are; None for anything else."""
+        q = self.env.qualname(e)
+        if q is None or q.split(".", 1)[0] in L.LIBRARY_ROOTS:
+            return None
+        c = self.env.project.class_facts(q)
+        return V.class_value(c.key) if c is not None else None
 
     def _infer_sequence(self, e) -> Val:
         if any(type(el) is cst.StarredElement for el in e.elements):
@@ -422,7 +433,9 @@ class Evaluator:
             if attr in ("weight", "bias"):
                 return V.tensor(base.device)
             if base.cls is not None and base.cls[6:] in L.MODULE_DICTS and attr not in L.MODULE_METHODS:
-                return Val(V.MODULE, base.device)  # `self.transformer.ln_f` of an nn.ModuleDict
+                # `self.transformer.h` of an nn.ModuleDict: the entry the class builds, if read
+                made = self._module_dict_entry(e.value, attr)
+                return made if made is not None else Val(V.MODULE, base.device)
             return V.UNKNOWN_VAL
         if k == V.OBJECT and base.cls in L.PREPARE_OWNERS and attr == "device":
             return Val(V.DEVICE, V.CUDA)
@@ -435,6 +448,17 @@ class Evaluator:
                 return V.UNKNOWN_VAL
             return Val(V.PY, dev, py="str")
         return V.UNKNOWN_VAL
+
+    def _module_dict_entry(self, holder: cst.BaseExpression, key: str) -> Optional[Val]:
+        """What the entry `key` of the ModuleDict `holder` is, from the expressions the class
+        builds it with (`moduledicts.entries`), inferred where the class's methods see them;
+        None when it says no module."""
+        out: Optional[Val] = None
+        with self.another_scope():
+            for entry in moduledicts.entries(self.env, holder, key):
+                v = self.value(entry)
+                out = v if out is None else V.join(out, v)
+        return out if out is not None and out.kind == V.MODULE else None
 
     def _infer_subscript(self, e: cst.Subscript) -> Val:
         if type(e.value) is cst.Call and type(e.value.func) is cst.Name and e.value.func.value == "globals" \
@@ -480,6 +504,10 @@ class Evaluator:
                     "numpy.where", "numpy.nonzero"):
                 return Val(V.NUMPY, ndim=1)  # np.where(m)[0]: an index array
             return Val(V.NUMPY)  # an element, or fancy indexing: array-ness unknown
+        if base.kind == V.MODULE and (base.cls or "")[6:] in L.MODULE_DICTS and len(e.slice) == 1 \
+                and type(e.slice[0].slice) is cst.Index and string_value(e.slice[0].slice.value) is not None:
+            made = self._module_dict_entry(e.value, string_value(e.slice[0].slice.value))  # `self.heads["ln_f"]`
+            return made if made is not None else Val(V.MODULE, base.device)
         if V.is_dict_of(base):
             return base.elems[0]  # kwargs["loss"]: any of the values callers pass
         if base.kind == V.PY and base.py in ("param_groups", "param_group") and len(e.slice) == 1:

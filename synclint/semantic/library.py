@@ -90,6 +90,17 @@ NUMPY_SAMPLERS = dict(_DATA["numpy"]["samplers"])
 KERNEL_DECORATORS = _set("kernels", "decorators")
 MODULE_SUFFIXES = tuple(_DATA["modules"]["base_suffixes"])
 MODULE_BASE_NAMES = _set("modules", "base_names")
+# what torch.nn holds that is no module: tensors, functions, utilities
+_NN_NOT_MODULES = ("torch.nn.functional.", "torch.nn.utils.", "torch.nn.init.", "torch.nn.parameter.")
+
+
+def torch_layer(q: str) -> bool:
+    """`torch.nn.Linear`, `torch.nn.modules.conv.Conv2d`: a class of torch.nn, each an nn.Module
+    (a subclass is one too), but for `Parameter`, `Buffer` and what the functional and utility
+    namespaces hold."""
+    last = q.rsplit(".", 1)[-1]
+    return q.startswith("torch.nn.") and last[:1].isupper() and not q.startswith(_NN_NOT_MODULES) \
+        and last not in ("Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer")
 MODULE_SELF_RETURNING = _set("modules", "self_returning")
 HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
 BATCH_PARAM_NAMES = _set("modules", "batch_params")

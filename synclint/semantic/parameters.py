@@ -59,7 +59,9 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
             val = callers  # every in-file call passes this
         elif p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None"):
             val = ctx.infer(p.default)
-            if val.kind == V.UNKNOWN:
+            if val.kind == V.PY and val.py == "false" and callers is not None:
+                val = V.py("bool")  # off by default, but a call passes a value not known: either
+            elif val.kind == V.UNKNOWN:
                 val = V.PY_VAL if type(p.default) in (cst.Integer, cst.Float, cst.SimpleString) else val
             elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY) and not any(
                     ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:]):
