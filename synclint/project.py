@@ -288,10 +288,12 @@ class Project:
         mod = (s.name if s is not None else "") or module_name(path)
         return f"{mod.replace('.__init__', '')}.{name}"
 
-    def resolve(self, q: str, importer: str, depth: int = 0) -> Optional[Symbol]:
-        """What the qualified name `q`, as `importer` spells it, refers to."""
+    def resolve(self, q: str, importer: str, depth: int = 0, seen: Optional[set] = None) -> Optional[Symbol]:
+        """What the qualified name `q`, as `importer` spells it, refers to. (`seen`: the star
+        imports this resolution went through, each followed once: packages that star-import
+        one another would otherwise branch at every level.)"""
         if depth:
-            return self._resolve(q, importer, depth)
+            return self._resolve(q, importer, depth, seen if seen is not None else set())
         folder = self._folders.get(importer)
         if folder is None:
             folder = self._folders[importer] = os.path.dirname(importer)
@@ -300,14 +302,14 @@ class Project:
         if hit is None:
             self.summaries.reading.append(set())
             try:
-                found = self._resolve(q, importer, 0)
+                found = self._resolve(q, importer, 0, set())
             finally:
                 reads = self.summaries.reading.pop()
             hit = self._resolved[key] = (found, reads)
         self.summaries.note(hit[1])
         return hit[0]
 
-    def _resolve(self, q: str, importer: str, depth: int) -> Optional[Symbol]:
+    def _resolve(self, q: str, importer: str, depth: int, seen: set) -> Optional[Symbol]:
         parts = q.split(".")
         for i in range(len(parts), 0, -1):
             path = self.module_path(".".join(parts[:i]), importer)
@@ -330,10 +332,13 @@ class Project:
                 return ("value", path, name)
             target = s.aliases.get(name)
             if target is not None and depth < MAX_DEPTH and target != q:
-                return self.resolve(".".join([target] + rest[1:]), path, depth + 1)
+                return self.resolve(".".join([target] + rest[1:]), path, depth + 1, seen)
             if depth < MAX_DEPTH:  # a name a package's `from .bbox import *` hands on (mmrotate's `core`)
                 for mod in s.stars:
-                    found = self.resolve(".".join([mod] + rest), path, depth + 1)
+                    if (path, mod, name) in seen:
+                        continue
+                    seen.add((path, mod, name))
+                    found = self.resolve(".".join([mod] + rest), path, depth + 1, seen)
                     if found is not None:
                         return found
             return None
