@@ -285,6 +285,9 @@ class DeviceToHostCopy(Rule):
             "    return torch.cat(outs).tolist()\n"
         ),
         sizes={"steps": 50},
+        # (the two run the same matmuls apart, and a CPU BLAS under load may split them
+        # across threads differently: float32 sums equal to rounding, not bit for bit)
+        compare="close",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
