@@ -44,10 +44,14 @@ def project_root(paths: Iterable[str]) -> str:
 def is_test_path(path: str) -> bool:
     """A test module by pytest's conventions: `test_*.py`, `*_test.py`, `conftest.py`, or a
     file under a `tests`/`test` folder (`path` relative to the project's root)."""
-    parts = os.path.normpath(path).split(os.sep)
-    name = parts[-1]
+    name = os.path.basename(os.path.normpath(path))
     return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or any(p in ("tests", "test") for p in parts[:-1]))
+            or _in_tests_folder(path))
+
+
+def _in_tests_folder(path: str) -> bool:
+    """`path` is under a `tests` or `test` folder."""
+    return any(p in ("tests", "test") for p in os.path.normpath(path).split(os.sep)[:-1])
 
 
 # What pytest or unittest would collect: a `test_*` function (one named just `test` is
@@ -81,8 +85,7 @@ def is_test_module(path: str, filename: str) -> bool:
         return False
     if _TEST_CODE.search(text):
         return True
-    in_tests_folder = any(p in ("tests", "test") for p in os.path.normpath(path).split(os.sep)[:-1])
-    return in_tests_folder and not _MAIN_GUARD.search(text)
+    return _in_tests_folder(path) and not _MAIN_GUARD.search(text)
 
 
 def is_test_file(root: str, filename: str) -> bool:

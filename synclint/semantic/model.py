@@ -30,7 +30,7 @@ from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites
 from synclint.semantic.heat import periodic_test, rate_here
-from synclint.semantic.annotations import annotation_val
+from synclint.semantic.annotations import annotation_val, annotation_val_syntactic
 from synclint.semantic.compiled import Compiled, Options
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
@@ -1260,8 +1260,6 @@ def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
     """Attribute assignments of a class, found syntactically: `self.x = ...` in any method,
     `self.register_buffer("x", ...)`, class-level `x: Tensor` / `x = ...` (dataclass,
     NamedTuple and TypedDict fields)."""
-    from synclint.semantic.annotations import annotation_val_syntactic
-
     out: Dict[str, List] = {}
     body = node.body.body if type(node.body) is cst.IndentedBlock else ()
     for stmt in body:
