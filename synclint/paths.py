@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, Iterable
+from typing import Dict, Iterable, Sequence
 
 
 def absolute_paths(paths: Iterable[str]) -> Dict[str, str]:
@@ -20,10 +20,15 @@ def absolute_paths(paths: Iterable[str]) -> Dict[str, str]:
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def project_root(paths: Iterable[str]) -> str:
+def project_root(paths: Iterable[str], known: Sequence[str] = ()) -> str:
     """The nearest directory above the files' common directory with a project marker, else
     the directory that holds the package the common directory is in (`check pkg/` in a tree
-    without markers: `from pkg.sub import f` names `pkg/sub.py`), else that directory."""
+    without markers: `from pkg.sub import f` names `pkg/sub.py`), else that directory.
+
+    Without a marker, a root a recent check used (`known`, absolute) that holds that
+    directory wins, the widest (the check that saw the most callers): `check
+    helpers/memory.py` after `check repo/` is a file of `repo` (whose scripts import
+    `helpers.memory`), as it was in the package's check, not a project of its own."""
     dirs = [os.path.dirname(p) for p in absolute_paths(paths).values()]
     if not dirs:
         return os.getcwd()
@@ -38,7 +43,8 @@ def project_root(paths: Iterable[str]) -> str:
         d = parent
     while os.path.exists(os.path.join(common, "__init__.py")) and os.path.dirname(common) != common:
         common = os.path.dirname(common)
-    return common
+    above = [k for k in known if common.startswith(os.path.join(k, ""))]
+    return min(above, key=len) if above else common
 
 
 def is_test_path(path: str) -> bool:

@@ -311,3 +311,40 @@ def test_a_hot_only_rule_reports_what_another_modules_loop_makes_hot_and_nothing
 def _outcome(root: Path, monkeypatch):
     monkeypatch.chdir(root)
     return run(configure(start=root, no_cache=True), ["pkg"])
+
+
+def test_a_file_of_a_namespace_folder_checked_alone_keeps_the_root_of_its_last_package_check(tmp_path, monkeypatch):
+    """No marker anywhere (a tree unpacked from an archive) and a helper folder without
+    `__init__.py` that the top-level script imports as `helpers.util` (FramePack's
+    `diffusers_helper/memory.py`, called from `demo_gradio.py`): checked alone, the file's
+    own folder would be its project, which holds none of its callers. The cache remembers
+    the root the package's check used, and the file checked alone takes it."""
+    repo = tmp_path / "repo"
+    (repo / "helpers").mkdir(parents=True)
+    (repo / "helpers" / "util.py").write_text(textwrap.dedent(UTIL))
+    (repo / "loop.py").write_text("from helpers.util import summarize\n\n\ndef train(loader):\n"
+                                  "    for x in loader:\n        summarize(x)\n")
+    monkeypatch.setattr("synclint.run.cache.SETTLED_NS", 0)
+    monkeypatch.chdir(tmp_path)
+    first = {f.row: f.hot for f in run(configure(start=tmp_path), ["repo/helpers/util.py"]).findings}
+    assert first[5] is False  # no package check yet: its own folder, no caller known
+    whole = {(Path(f.filename).name, f.row): f.hot for f in run(configure(start=tmp_path), ["repo"]).findings}
+    assert whole[("util.py", 5)] is True
+    alone = {f.row: f.hot for f in run(configure(start=tmp_path), ["repo/helpers/util.py"]).findings}
+    assert alone == {row: hot for (name, row), hot in whole.items() if name == "util.py"}
+    again = {f.row: f.hot for f in run(configure(start=tmp_path), ["repo/helpers/util.py"]).findings}
+    assert again == alone  # the file's own run leaves the wider root first
+
+
+def test_a_root_remembered_from_a_check_does_not_override_a_marker(tmp_path):
+    from synclint.paths import project_root
+
+    inner = tmp_path / "outer" / "proj"
+    (inner / "src").mkdir(parents=True)
+    (inner / "pyproject.toml").write_text("")
+    f = str(inner / "src" / "a.py")
+    assert project_root([f], [str(tmp_path / "outer")]) == str(inner)
+    assert project_root([f], [str(tmp_path / "elsewhere")]) == str(inner)
+    (inner / "pyproject.toml").unlink()
+    assert project_root([f], [str(tmp_path / "outer"), str(tmp_path / "elsewhere")]) == str(tmp_path / "outer")
+    assert project_root([f], [str(inner / "src" / "deeper")]) == str(inner / "src")

@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from synclint.build import VERSION, blake2b, fingerprint
 from synclint.run.decoded import FRESH, Fresh
 
 
 KEEP_FILES = 8  # cache files kept per cache directory (one per recent build and selection)
+KEEP_ROOTS = 8  # project roots remembered (`Cache.remember_root`)
 
 
 SHARDS = 16  # files a large table (module summaries, link data) is kept in
@@ -222,6 +223,20 @@ class Cache(_Store):
     def project(self, key: Optional[str]) -> None:
         if key != self.data.get("project"):
             self.data["project"] = key
+            self.dirty = True
+
+    @property
+    def roots(self) -> List[str]:
+        """The project roots of the last runs, the latest first (`remember_root`)."""
+        roots = self.data.get("roots")
+        return [r for r in roots if isinstance(r, str)] if isinstance(roots, list) else []
+
+    def remember_root(self, root: str) -> None:
+        """Keep `root` first among the last `KEEP_ROOTS` runs' roots: a file checked alone
+        later takes the root its package's check had (`paths.project_root`)."""
+        roots = [root] + [r for r in self.roots if r != root][:KEEP_ROOTS - 1]
+        if roots != self.data.get("roots"):
+            self.data["roots"] = roots
             self.dirty = True
 
     def stamped(self, key: str, st: os.stat_result) -> Optional[str]:

@@ -269,6 +269,7 @@ def _analyse(texts, digests, absolute, get_rules, cache, cache_dir, jobs, budget
         linted.extend(run.solver.computed)
     run.heat(known)
     if cache is not None:  # (None: the next run looks at each file's entry)
+        cache.remember_root(run.project.root)
         cache.project = None if run.limited else (
             _project_key(texts, digests, run.extra, cache, absolute) + "|" + "|".join(run.extra))
     if summaries is not None:
@@ -293,7 +294,7 @@ class _Run:
         # an imported module this run's limits left unsummarised (too large, out of time): what
         # its importers were told is this run's, so the next run may not reuse it whole
         self.limited = False
-        self.project = Project(project_root(list(texts)), absolute, kept)
+        self.project = Project(project_root(list(texts), cache.roots if cache is not None else ()), absolute, kept)
         self.solver = Solver(self.project, digests, self._lint_jobs, decoded.made)
         self.out = self.solver.out  # path -> entry (see `check_files`)
         self.names = module_names(texts)
