@@ -348,3 +348,25 @@ def test_a_root_remembered_from_a_check_does_not_override_a_marker(tmp_path):
     (inner / "pyproject.toml").unlink()
     assert project_root([f], [str(tmp_path / "outer"), str(tmp_path / "elsewhere")]) == str(tmp_path / "outer")
     assert project_root([f], [str(inner / "src" / "deeper")]) == str(inner / "src")
+
+
+def test_a_file_checked_alone_is_told_what_its_callers_pass_as_the_package_check_learnt_it(tmp_path, monkeypatch):
+    """`mid.step` passes `summarize` a tensor made from its own parameter, which only its
+    caller in `loop.py` puts on the GPU: mid.py's first walk cannot know that, its second
+    walk, told by the project what `loop.py` passes, does. Checked alone after the package,
+    util.py hears what the package's check heard (mmtracking's `outs2results`, given boxes
+    moved to the device of the `img` the framework passes; Open-Sora's `get_batch_loss`)."""
+    files = {
+        "loop.py": ("from pkg.mid import step\n\n\ndef train(loader):\n"
+                    "    for x in loader:\n        step(x.cuda())\n"),
+        "mid.py": ("import numpy as np\nimport torch\nfrom pkg.util import summarize\n\n\ndef step(img):\n"
+                   "    boxes = torch.from_numpy(np.zeros(4)).to(img)\n    return summarize(boxes)\n"),
+        "util.py": "import torch\n\n\ndef summarize(x):\n    print(x.sum().item())\n",
+    }
+    _write(tmp_path, files)
+    monkeypatch.setattr("synclint.run.cache.SETTLED_NS", 0)
+    monkeypatch.chdir(tmp_path)
+    whole = {(Path(f.filename).name, f.row, f.code): f.hot for f in run(configure(start=tmp_path), ["pkg"]).findings}
+    assert whole.get(("util.py", 5, "SYN101")) is True
+    alone = {(Path(f.filename).name, f.row, f.code): f.hot for f in run(configure(start=tmp_path), ["pkg/util.py"]).findings}
+    assert alone == {k: v for k, v in whole.items() if k[0] == "util.py"}

@@ -1,4 +1,5 @@
 """The semantic model on its own, without any rule: what it infers, binds and joins."""
+import textwrap
 
 import libcst as cst
 import pytest
@@ -2065,3 +2066,29 @@ def test_a_map_in_setup_code_does_not_make_its_function_hot():
            "def local(xs):\n    map = dict\n    for x in xs:\n        map(single, x)\n")
     _, ctx = probe(src)
     assert "single" not in hot_functions(ctx)
+
+
+def test_to_a_batch_moves_to_the_batchs_device():
+    """`.to(img)` takes `img`'s device; a loader's batch (a tensor or a container of tensors)
+    moved to the GPU is a tensor there (mmtracking's `torch.from_numpy(...).to(img)`)."""
+    from synclint.engine import lint_source
+
+    src = textwrap.dedent("""\
+        import numpy as np
+        import torch
+
+
+        def step(img, cpu_img):
+            boxes = torch.from_numpy(np.zeros(4)).to(img)
+            print(boxes.sum().item())
+            kept = torch.from_numpy(np.zeros(4)).to(cpu_img)
+            print(kept.sum().item())
+
+
+        def train(loader):
+            for x in loader:
+                step(x.cuda(), x)
+        """)
+    found = {(f.row, f.code) for f in lint_source(src, "t.py")}
+    assert (6, "SYN304") in found and (7, "SYN101") in found
+    assert not {(8, "SYN304"), (9, "SYN101")} & found

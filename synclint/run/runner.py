@@ -385,7 +385,7 @@ class _Run:
         with no cached summary is left out."""
         if self.cache is None or self.summaries is None:
             return
-        from synclint.semantic.facts import ModuleSummary
+        from synclint.semantic.facts import ModuleSummary, summary_version
 
         inside = os.path.join(self.project.root, "")
         for key in self.cache.entries:
@@ -396,6 +396,9 @@ class _Run:
             hit = self.summaries.get(key, digest) if digest is not None else None
             if hit is not None and hit[0]:
                 self.project.add(key, hit[1] or ModuleSummary.from_json(hit[0]), hit[3])
+                last = self.cache.get(key, digest)  # what the package's second walk of it found
+                if last is not None and last[6]:
+                    self.project.update(key, ModuleSummary.from_json(last[6]), summary_version(last[6]))
 
     def _force(self, paths: List[str]) -> None:
         """Summarise files the prefilter skipped (`Solver.forced`)."""

@@ -627,8 +627,10 @@ class Evaluator:
         v = self.value(arg)
         if v.kind == V.DEVICE:
             return True, v.device
-        if v.kind == V.TENSOR:
-            return True, v.device  # .to(other): other's device
+        if v.kind in (V.TENSOR, V.TENSORS):
+            # .to(other): other's device (a batch that may be a tensor or a container of them
+            # is a tensor here: no container is a `.to` argument)
+            return True, v.device
         if v.kind == V.PY and v.py == "str":
             return True, v.device  # a device string ("cuda" or "cpu", or either after a branch)
         if type(arg) in (cst.Name, cst.Attribute):
