@@ -132,9 +132,12 @@ def case_of(gb_id: Optional[str], gb_type: str, context: str, code: str) -> str:
         # Dynamo names the operator (aten.nonzero.default, aten.bincount.default...); nonzero is
         # also what a boolean mask and a one-argument where lower to, so the line tells those apart
         op = context
+        # the line is read only when Dynamo names no operator: x.repeat_interleave(k)[mask] stops at
+        # the mask's nonzero, not at the (static) repeat_interleave on the same line
+        named = re.search(r"\baten\.\w+", op)
         for case, name in (("masked_select", "masked_select"), ("unique", "unique"),
                            ("repeat_interleave", "repeat_interleave")):
-            if name in op or re.search(rf"\b{name}(_consecutive)?\(", c):
+            if name in op or (not named and re.search(rf"\b{name}(_consecutive)?\(", c)):
                 return case
         if "nonzero" not in op and "index" not in op:
             return "other"  # bincount, histc...: data-dependent sizes outside the cases

@@ -72,6 +72,17 @@ def test_case_of_reads_the_line_when_dynamo_reason_is_shared():
     assert cc.case_of("GB0098", "Skip calling", "", "y = helper(y)") == "other"
 
 
+def test_case_of_trusts_the_operator_dynamo_names_over_the_line():
+    # a boolean mask on a repeat_interleave with an int count stops at nonzero, not at repeat_interleave
+    nz = ("GB0036", "Dynamic shape operator", "aten.nonzero.default")
+    assert cc.case_of(*nz, "t = torch.arange(B).repeat_interleave(k)[mask]") == "bool_mask"
+    assert cc.case_of(*nz, "s = x.repeat_interleave(k, dim=0)[m]  # unique( masked_select(") == "bool_mask"
+    # near misses: the operator itself, and no operator named at all (the line decides)
+    ri = ("GB0036", "Dynamic shape operator", "aten.repeat_interleave.Tensor")
+    assert cc.case_of(*ri, "F = torch.repeat_interleave(F, sizes, dim=0)") == "repeat_interleave"
+    assert cc.case_of("GB0036", "Dynamic shape operator", "", "u = torch.unique(t)") == "unique"
+
+
 def test_score_counts_precision_and_recall_per_case(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
