@@ -1173,12 +1173,22 @@ class Project:
         not through a function `torch.compiler.disable` excludes; with the Dynamo flags the
         program sets anywhere."""
         from synclint.semantic import compiled as C
+        from synclint.semantic.trainmode import root_modes
 
         if not any(g.compiled.roots or g.compiled.factories for g in graphs.values()):
             return {}
         flags = C.merged_flags(g.compiled.flags for g in graphs.values())
         roots, disabled, skipped = [], set(), set()
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
+        modal: Dict[Tuple[str, Optional[str]], List[Tuple[Tuple[str, str], bool]]] = {}
+        incoming: Dict[Tuple[str, str], List[Tuple[str, Optional[str]]]] = {}
+        if any(g.compiled.holders for g in graphs.values()):  # who calls each method, from anywhere
+            for path, g in graphs.items():
+                path = self.absolute(path)
+                for caller, callee, _ in g.calls:
+                    for t in self._call_targets(path, callee):
+                        incoming.setdefault(t, []).append((path, caller))
+        modes = root_modes({self.absolute(p): g.compiled for p, g in graphs.items()}, incoming)
         factories = {(self.absolute(p), k): f for p, g in graphs.items() for k, f in g.compiled.factories.items()}
         for path, g in graphs.items():
             path = self.absolute(path)
@@ -1187,20 +1197,26 @@ class Project:
                     if t in factories and factories[t][0] == i:
                         roots.extend((r, C.region_of(r[1], factories[t][1], flags))
                                      for r in self._call_targets(path, root))
-            for key, opts in g.compiled.roots:
+            for i, (key, opts) in enumerate(g.compiled.roots):
                 unless = g.compiled.unless.get(key)
                 if unless is not None and self._call_targets(path, unless):
                     continue  # `model.compile()` runs the project's own `compile`, not nn.Module's
-                roots.extend((t, C.region_of(t[1], opts, flags)) for t in self._call_targets(path, key))
+                roots.extend((t, C.region_of(t[1], opts, flags, modes.get((path, i))))
+                             for t in self._call_targets(path, key))
             disabled.update(t for key in g.compiled.disabled for t in self._call_targets(path, key))
             skipped.update(t for key in g.compiled.skipped for t in self._call_targets(path, key))
-            for caller, callee, _ in g.calls:  # (guarded calls too: Dynamo traces every call)
-                if caller is not None:
+            for i, (caller, callee, _) in enumerate(g.calls):  # (guarded calls too: Dynamo traces every call)
+                if caller is None:
+                    continue
+                if i in g.compiled.modal:  # in an `if self.training:` branch
+                    modal.setdefault((path, caller), []).extend(
+                        (t, g.compiled.modal[i]) for t in self._call_targets(path, callee))
+                else:
                     edges.setdefault((path, caller), []).extend(self._call_targets(path, callee))
         for base, subs in self._overrides().items():
             edges.setdefault(base, []).extend(subs)  # a compiled `self.m()` runs the override
         out: Dict[str, Dict[str, object]] = {}
-        for (path, qual), region in C.regions(roots, edges, disabled, skipped).items():
+        for (path, qual), region in C.regions(roots, edges, disabled, skipped, modal).items():
             out.setdefault(path, {})[qual] = region
         return out
 

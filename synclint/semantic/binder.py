@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from synclint.semantic import compile_sites
+from synclint.semantic import compile_sites, trainmode
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
@@ -418,6 +418,7 @@ class Binder:
         for t in node.targets:
             self.ctx.bind_target(t.target, val, node.value if len(node.targets) == 1 else None)
         compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
+        trainmode.note_assign(ctx, node)  # a compile result kept in an attribute, or a held one passed on
 
     def _annassign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -506,6 +507,7 @@ class Binder:
         if node.value is None:
             return
         self.walk(node.value)
+        trainmode.note_return(self.ctx, node)
         f = self.ctx.func
         if f is not None:
             v = self.ctx.infer(node.value)

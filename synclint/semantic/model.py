@@ -28,10 +28,10 @@ from synclint.semantic.helpers import HelperBody
 from synclint.semantic.syntax import every_item_of, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
-from synclint.semantic import compile_sites
+from synclint.semantic import compile_sites, trainmode
 from synclint.semantic.heat import periodic_test, rate_here
 from synclint.semantic.annotations import annotation_val, annotation_val_syntactic
-from synclint.semantic.compiled import Compiled, Options
+from synclint.semantic.compiled import Compiled, Options, in_mode
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
@@ -187,6 +187,10 @@ class SemanticModel:
         # flags each enclosing `torch._dynamo.config.patch` sets
         self.compile_facts = Compiled()
         self.patched_flags: List[Dict[str, bool]] = []
+        # mode sets met, with the statements that hold them (`trainmode`: what dominates a call),
+        # and compile results kept in locals: (function, name) -> their roots' indices
+        self.mode_marks: List[Tuple[str, str, Optional[bool], Tuple[int, ...]]] = []
+        self.compiled_locals: Dict[Tuple[str, str], List[int]] = {}
         # The evaluator reads this model as its `Env`. What the walker and the model's own
         # queries ask of it is bound here once (about a hundred thousand times on a large
         # tree); rules reach it through `RuleContext`.
@@ -1003,6 +1007,10 @@ class SemanticModel:
         f = self.func
         return f.region if f is not None else None
 
+    def training_branch(self) -> Optional[bool]:
+        """The training mode the enclosing `if self.training:` branch needs (`trainmode`)."""
+        return trainmode.branch_mode(self)
+
     def may_compile(self) -> bool:
         """This code may run under Dynamo: it is in a function (module-level code never is)
         that no `torch.compiler.disable` excludes, and not in a data pipeline's worker code."""
@@ -1130,7 +1138,7 @@ class SemanticModel:
         if compiled is not None:
             if compile_sites.in_assert_message(self, node):
                 return  # (runs only when the assertion fails)
-            compiled = compile_sites.in_broken_frame(self, compiled)
+            compiled = in_mode(compile_sites.in_broken_frame(self, compiled), self.training_branch())
         self.sink.add(self.site(), rule, node, message, replacement=replacement, target=target, safe=safe,
                       fix_title=fix_title, compiled=compiled)
 

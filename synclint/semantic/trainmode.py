@@ -1,0 +1,334 @@
+"""The training mode a compiled module is called in, and the `if self.training:` branches
+that mode never takes.
+
+An nn.Module's `self.training` is a Python bool that Dynamo guards on: it traces only the
+branch the mode selects, so the `else` of `if self.training:` (TabICL's whole inference path)
+is not in a region whose every call is in training mode. `.train()` and `.eval()` are
+recursive, so the root module's mode is every submodule's.
+
+The walk records (`Compiled`): the call edges made in such a branch (`modal`), where a compile
+result is kept (`holders`: `self.model = torch.compile(model)`, or through a local and a
+wrapper, `self.model = DDP(model)`), the mode sets (`self.model.train()`), the calls of held
+modules and of the class's own methods with the modes set by statements that dominate them
+(`mode_sites`), and what lets a held value leave its class (`escapes`). The linker then
+(`root_modes`) asks, for each compile root kept in an attribute, the mode at every call of
+that attribute: the last dominating `.train()`/`.eval()` in the calling method when nothing
+it calls sets another, else the mode at every call of that method from its own class.
+Anything else (a value passed away, a call from outside the class, a submodule's own mode
+set, a mode not a literal) leaves the mode unknown, and regions as before.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from synclint.semantic import library as L
+
+_UNSET = object()
+
+
+# --------------------------------------------------------------------------- the walk
+def branch_mode(ctx) -> Optional[bool]:
+    """The training mode the innermost `if self.training:` branch around the walk's statement
+    needs (True: its body, or the `else` of `if not self.training:`), in a method of an
+    nn.Module class; None outside such a branch."""
+    f = ctx.func
+    if f is None or f.cls is None or not f.cls.is_module:
+        return None
+    stmts = ctx.stmt_stack
+    for outer, inner in reversed(list(zip(stmts, stmts[1:]))):
+        block = getattr(getattr(outer, "body", None), "body", None)
+        if type(block) not in (list, tuple):
+            continue
+        at = _index(block, inner)
+        if type(outer) is cst.If:
+            mode, pure = _test_mode(outer.test)
+            if mode is not None and at is not None:
+                return mode
+            if mode is not None and pure:
+                return not mode  # the else (or an elif) of `if self.training:`
+        if at is not None:
+            for s in reversed(block[:at]):  # after `if self.training: return ...`
+                if type(s) is cst.If and s.orelse is None and _exits(s.body.body):
+                    mode, pure = _test_mode(s.test)
+                    if mode is not None and pure:
+                        return not mode
+    return None
+
+
+def _index(block, inner) -> Optional[int]:
+    """Where `inner` is in `block` (a small statement sits in a SimpleStatementLine of it)."""
+    return next((i for i, s in enumerate(block) if inner is s or type(s) is cst.SimpleStatementLine
+                 and any(inner is x for x in s.body)), None)
+
+
+def _exits(body) -> bool:
+    last = body[-1] if body else None
+    if type(last) is cst.SimpleStatementLine:
+        last = last.body[-1] if last.body else None
+    return type(last) in (cst.Return, cst.Raise)
+
+
+def _test_mode(test: cst.BaseExpression) -> Tuple[Optional[bool], bool]:
+    """(the mode the body of `if test:` needs, whether the else needs the other one):
+    `self.training`, `not self.training` (both ways); `self.training and c` (its body only)."""
+    if _is_training(test):
+        return True, True
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not and _is_training(test.expression):
+        return False, True
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        for side in (test.left, test.right):
+            mode, pure = _test_mode(side)
+            if mode is not None:
+                return mode, False
+    return None, False
+
+
+def _is_training(e: cst.BaseExpression) -> bool:
+    return type(e) is cst.Attribute and e.attr.value == "training" and type(e.value) is cst.Name \
+        and e.value.value == "self"
+
+
+def _path(e: cst.BaseExpression) -> Optional[str]:
+    """`self.model.encoder` -> "self.model.encoder"; None for anything but names and attributes."""
+    parts = []
+    while type(e) is cst.Attribute:
+        parts.append(e.attr.value)
+        e = e.value
+    if type(e) is not cst.Name:
+        return None
+    parts.append(e.value)
+    return ".".join(reversed(parts))
+
+
+def _self_attr(e: cst.BaseExpression) -> Optional[str]:
+    """`self.model` -> "model"."""
+    if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
+        return e.attr.value
+    return None
+
+
+def _set_mode(call: cst.Call):
+    """The mode `.train(...)` / `.eval()` sets (None: not a literal), or _UNSET for another call."""
+    name = call.func.attr.value if type(call.func) is cst.Attribute else None
+    if name == "eval" and not call.args:
+        return False
+    if name != "train":
+        return _UNSET
+    if not call.args:
+        return True
+    if len(call.args) == 1 and (call.args[0].keyword is None or call.args[0].keyword.value == "mode"):
+        v = call.args[0].value
+        if type(v) is cst.Name and v.value in ("True", "False"):
+            return v.value == "True"
+    return None
+
+
+def _here(ctx) -> Tuple[int, ...]:
+    return tuple(id(s) for s in ctx.stmt_stack)
+
+
+def note_call(ctx, node: cst.Call) -> None:
+    """A call in a method: a mode set (`r.train()`, `r.eval()`), a call of a held value or of
+    the class's own method (`self.model(x)`, `self.step()`), with the modes set before it by
+    statements that dominate it, and a held value or a compile result passed away."""
+    f = ctx.func
+    if f is None:
+        return
+    facts = ctx.compile_facts
+    func = node.func
+    q = ctx.qualname(func)
+    library = q is not None and q.split(".", 1)[0] in L.LIBRARY_ROOTS
+    if type(func) is cst.Attribute:
+        mode = _set_mode(node)
+        recv = _path(func.value)
+        if mode is not _UNSET and recv is not None:
+            facts.mode_sets.append((f.qual, recv, mode))
+            ctx.mode_marks.append((f.qual, recv, mode, _here(ctx)))
+    attr = _self_attr(func)
+    if attr is not None and f.cls is not None:
+        here = _here(ctx)
+        known: Dict[str, Optional[bool]] = {}
+        for qual, recv, mode, at in ctx.mode_marks:  # (in walk order: the last one wins)
+            if qual == f.qual and here[:len(at) - 1] == at[:-1] and here != at:
+                known[recv] = mode
+        if attr in f.cls.methods:
+            facts.mode_sites.append((f.qual, "self", f"{f.cls.name}.{attr}", known))
+        else:
+            facts.mode_sites.append((f.qual, "held", attr, known))
+    if type(func) is cst.Name and (f.qual, func.value) in ctx.compiled_locals:
+        facts.escapes.extend(("", str(i)) for i in ctx.compiled_locals[(f.qual, func.value)])  # called here
+    if library:
+        held = _held_by_assignment(ctx, node)
+        if held:  # `self.model = DDP(model, ...)`: the wrapper holds it
+            return
+    for a in node.args:
+        attr = _self_attr(a.value)
+        if attr is not None and f.cls is not None and not library:
+            facts.escapes.append((f.cls.name, attr))
+        if type(a.value) is cst.Name and (f.qual, a.value.value) in ctx.compiled_locals:
+            facts.escapes.extend(("", str(i)) for i in ctx.compiled_locals[(f.qual, a.value.value)])
+
+
+def _held_by_assignment(ctx, node: cst.Call) -> bool:
+    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
+    return type(stmt) is cst.Assign and stmt.value is node and len(stmt.targets) == 1 \
+        and _self_attr(stmt.targets[0].target) is not None
+
+
+def note_compiled(ctx, call: cst.Call, first: int, count: int) -> None:
+    """`torch.compile(...)` made the roots `first .. first + count - 1` of the file: where
+    its result is kept (`self.model = torch.compile(m)`, or a local an attribute gets later)."""
+    f = ctx.func
+    stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
+    indices = list(range(first, first + count))
+    if f is None or type(stmt) is not cst.Assign or stmt.value is not call or len(stmt.targets) != 1:
+        ctx.compile_facts.escapes.extend(("", str(i)) for i in indices)
+        return
+    target = stmt.targets[0].target
+    attr = _self_attr(target)
+    if attr is not None and f.cls is not None:
+        ctx.compile_facts.holders.extend((i, f.cls.name, attr) for i in indices)
+    elif type(target) is cst.Name:
+        ctx.compiled_locals[(f.qual, target.value)] = indices
+    else:
+        ctx.compile_facts.escapes.extend(("", str(i)) for i in indices)
+
+
+def note_assign(ctx, node: cst.Assign) -> None:
+    """`self.model = model` (or `= DDP(model, ...)`) of a compile result kept in a local: the
+    attribute holds it; `x = self.model`, or the local bound elsewhere: it leaves the class."""
+    f = ctx.func
+    if f is None:
+        return
+    value = node.value
+    if type(value) is cst.Call and ctx.qualname(value.func) is not None \
+            and ctx.qualname(value.func).split(".", 1)[0] in L.LIBRARY_ROOTS and value.args:
+        value = value.args[0].value  # a library wrapper of its first argument
+    attr = _self_attr(node.value)
+    if attr is not None and f.cls is not None:
+        ctx.compile_facts.escapes.append((f.cls.name, attr))
+    if type(value) is not cst.Name or (f.qual, value.value) not in ctx.compiled_locals:
+        return
+    indices = ctx.compiled_locals[(f.qual, value.value)]
+    for t in node.targets:
+        held = _self_attr(t.target)
+        if held is not None and f.cls is not None:
+            ctx.compile_facts.holders.extend((i, f.cls.name, held) for i in indices)
+        elif not (type(t.target) is cst.Name and t.target.value == value.value):
+            ctx.compile_facts.escapes.extend(("", str(i)) for i in indices)
+
+
+def note_return(ctx, node: cst.Return) -> None:
+    """`return self.model` or `return model` (a compile result): it leaves the class."""
+    f = ctx.func
+    if f is None or node.value is None:
+        return
+    attr = _self_attr(node.value)
+    if attr is not None and f.cls is not None:
+        ctx.compile_facts.escapes.append((f.cls.name, attr))
+    if type(node.value) is cst.Name and (f.qual, node.value.value) in ctx.compiled_locals:
+        ctx.compile_facts.escapes.extend(("", str(i)) for i in ctx.compiled_locals[(f.qual, node.value.value)])
+
+
+# --------------------------------------------------------------------------- the linker
+Incoming = Dict[Tuple[str, str], List[Tuple[str, Optional[str]]]]
+
+
+class _File:
+    """One file's mode facts, indexed."""
+
+    def __init__(self, c) -> None:
+        self.sets: Dict[str, List[Tuple[str, Optional[bool]]]] = {}
+        for func, recv, mode in c.mode_sets:
+            self.sets.setdefault(func, []).append((recv, mode))
+        self.sites = c.mode_sites
+        self.calls: Dict[str, List[str]] = {}
+        for func, kind, target, _ in c.mode_sites:
+            if kind == "self":
+                self.calls.setdefault(func, []).append(target)
+        self.escapes = set(map(tuple, c.escapes))
+
+
+def root_modes(files: Dict[str, object], incoming: Incoming) -> Dict[Tuple[str, int], Optional[bool]]:
+    """(path, index of a root in that file's `Compiled.roots`) -> the training mode at every
+    call of the compiled value, where known (absent: not known)."""
+    out: Dict[Tuple[str, int], Optional[bool]] = {}
+    for path, c in files.items():
+        if not c.holders:
+            continue
+        facts = _File(c)
+        by_root: Dict[int, List[Tuple[str, str]]] = {}
+        for i, cls, attr in c.holders:
+            by_root.setdefault(i, []).append((cls, attr))
+        for i, held in by_root.items():
+            if ("", str(i)) in facts.escapes:
+                continue
+            # (the attributes holding one value are one receiver: `self.raw_model.eval()` is
+            # `self.model`'s mode too)
+            recvs = frozenset(f"self.{attr}" for _, attr in held)
+            modes = set().union(*(_held_modes(path, facts, cls, attr, recvs, incoming) for cls, attr in held))
+            if len(modes) == 1 and None not in modes:
+                out[(path, i)] = modes.pop()
+    return out
+
+
+def _held_modes(path: str, facts: _File, cls: str, attr: str, recvs: frozenset,
+                incoming: Incoming) -> Set[Optional[bool]]:
+    """The modes at the calls of `self.<attr>` in its class (none: never called there; None
+    among them: not known)."""
+    if (cls, attr) in facts.escapes:
+        return {None}
+    prefix = cls + "."
+    if any(func.startswith(prefix) and r.startswith(recv + ".") for func, sets in facts.sets.items()
+           for r, _ in sets for recv in recvs):
+        return {None}  # a submodule's own mode set: not the root's everywhere
+    sites = [s for s in facts.sites if s[0].startswith(prefix) and s[1] == "held" and s[2] == attr]
+    return {_site_mode(path, facts, s, recvs, cls, incoming, set()) for s in sites}
+
+
+def _site_mode(path, facts: _File, site, recvs: frozenset, cls: str, incoming: Incoming,
+               seen: Set[str]) -> Optional[bool]:
+    func, _, _, known = site
+    modes = _sets_reached(facts, func, recvs)
+    dominating = {known[r] for r in recvs if r in known}
+    if dominating:
+        mode = dominating.pop() if len(dominating) == 1 else None
+        return mode if mode is not None and modes <= {mode} else None
+    if modes:
+        return None
+    return _entry_mode(path, facts, func, recvs, cls, incoming, seen)
+
+
+def _sets_reached(facts: _File, func: str, recvs: frozenset) -> Set[Optional[bool]]:
+    """The modes `func`, and the methods of its class it calls, set on the receivers."""
+    out: Set[Optional[bool]] = set()
+    todo, seen = [func], {func}
+    while todo:
+        g = todo.pop()
+        out.update(m for r, m in facts.sets.get(g, ()) if r in recvs)
+        for h in facts.calls.get(g, ()):
+            if h not in seen:
+                seen.add(h)
+                todo.append(h)
+    return out
+
+
+def _entry_mode(path, facts: _File, func: str, recvs: frozenset, cls: str, incoming: Incoming,
+                seen: Set[str]) -> Optional[bool]:
+    """The mode at every call of the method `func` (each from a method of its class)."""
+    callers = incoming.get((path, func), [])
+    if func in seen or not callers:
+        return None
+    seen = seen | {func}
+    modes: Set[Optional[bool]] = set()
+    for caller_path, caller in callers:
+        if caller_path != path or caller is None or not caller.startswith(cls + "."):
+            return None
+        sites = [s for s in facts.sites if s[0] == caller and s[1] == "self" and s[2] == func]
+        if not sites:
+            return None  # called some other way (through an object, a bound method)
+        modes.update(_site_mode(path, facts, s, recvs, cls, incoming, seen) for s in sites)
+    return modes.pop() if len(modes) == 1 else None

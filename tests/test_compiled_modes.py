@@ -1,0 +1,84 @@
+"""Session 43: what a compiled region runs, decided by the program's state where the compiled
+value is called: the module's training mode (`semantic.trainmode`). Each test fails without
+its mechanism; each has its near misses."""
+
+from pathlib import Path
+
+from synclint.registry import all_rules
+from synclint.run.runner import check_files
+
+
+def _rows(tmp_path: Path, files: dict, prefix: str = "SYN6") -> set:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = check_files([str(tmp_path / n) for n in files], all_rules()).findings
+    return {(Path(f.filename).name, f.row) for f in found if f.code.startswith(prefix)}
+
+
+_MODEL = (
+    "import torch\n"
+    "from torch import nn\n"
+    "class Head(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        if self.training:\n"
+    "            return x * x.max().item()\n"  # 6: training only
+    "        return self.infer(x)\n"
+    "    def infer(self, x):\n"
+    "        return x * x.min().item()\n"  # 9: eval only (reached from the else)
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.head = Head()\n"
+    "    def forward(self, x):\n"
+    "        if not self.training:\n"
+    "            print(x.sum().item())\n"  # 16: eval only
+    "        return self.head(x)\n"
+)
+
+_TRAINER = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "from model import Net\n"
+    "class Trainer:\n"
+    "    def __init__(self, ddp):\n"
+    "        model = Net()\n"
+    "        model = torch.compile(model)\n"
+    "        if ddp:\n"
+    "            self.model = DDP(model)\n"
+    "        else:\n"
+    "            self.model = model\n"
+    "    def step(self, x):\n"
+    "        return self.model(x)\n"
+    "    def run(self, xs):\n"
+    "        SET\n"
+    "        for x in xs:\n"
+    "            self.step(x)\n"
+)
+
+
+def test_the_branch_of_self_training_the_callers_mode_never_takes(tmp_path):
+    """TabICL's Trainer compiles the model into `self.model`, calls `self.model.train()` in
+    `run_batch` and then the compiled model in `run_micro_batch`: `ICLearning.forward`'s `else`
+    of `if self.training:` (its inference path, and everything only it calls) is never traced.
+    Dynamo guards on `self.training`, and `.train()` is recursive. Near misses: in eval mode the
+    other branches are the region; a mode set under a condition, one the trainer's other
+    methods undo, a step called from outside the class, or the model passed away leave the
+    mode unknown (every branch, as before)."""
+    def rows(sub, set_line="self.model.train()", extra=""):
+        return _rows(tmp_path / sub, {"model.py": _MODEL,
+                                      "train.py": _TRAINER.replace("SET", set_line) + extra})
+
+    everything = {("model.py", 6), ("model.py", 9), ("model.py", 16)}
+    assert rows("train") == {("model.py", 6)}
+    assert rows("train-false", "self.model.train(False)") == {("model.py", 9), ("model.py", 16)}
+    assert rows("eval", "self.model.eval()") == {("model.py", 9), ("model.py", 16)}
+    assert rows("cond", "if xs: self.model.train()") == everything
+    assert rows("none", "pass") == everything
+    assert rows("undone", extra="    def validate(self, x):\n        self.model.eval()\n"
+                                "    def run2(self, xs):\n        self.model.train()\n"
+                                "        self.validate(xs)\n        self.step(xs)\n") == everything
+    assert rows("outside", extra="def main(x):\n    Trainer(False).step(x)\n") == everything
+    assert rows("passed", extra="    def evaluate(self, x):\n        return score(self.model, x)\n"
+                                "def score(m, x):\n    return m(x)\n") == everything
+    assert rows("sub", extra="    def freeze(self):\n        self.model.head.eval()\n") == everything
