@@ -23,6 +23,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 
 from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic.namespaces import namespace_packages
+from synclint.semantic.arguments import ANY_OPTION
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
@@ -121,6 +122,7 @@ class Project:
         self._key_to_class: Dict[str, Tuple[str, str]] = {}
         self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._cuda: Optional[Set[str]] = None
+        self._options: Optional[Dict[str, bool]] = None  # see `options`
         self._sub_attrs: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._host_callers: Optional[Dict[str, FrozenSet[str]]] = None
         self._hierarchy: Optional[Tuple[dict, dict]] = None  # see `_class_hierarchy`
@@ -189,7 +191,7 @@ class Project:
         self._classes.clear()
         self._class_reads.clear()
         self._resolved.clear()
-        self._incoming = self._cuda = self._sub_attrs = self._host_callers = None
+        self._incoming = self._cuda = self._sub_attrs = self._host_callers = self._options = None
         if old is None or old.registered != summary.registered or _class_shape(old) != _class_shape(summary):
             self._forget_registries()  # (what names resolve to, or what is registered, may differ)
         else:
@@ -476,6 +478,7 @@ class Project:
         pf.subclass_attrs = subs.get(path, {})
         pf.host_called = self._host_called().get(path, frozenset())
         pf.registries = self.registries_named(path)
+        pf.options = self.options()
         return pf
 
     def may_change(self, path: str, before: ProjectFacts) -> bool:
@@ -490,7 +493,8 @@ class Project:
                 or (path in self._cuda_paths()) != before.cuda_default
                 or self._subclass_attrs().get(path, {}) != before.subclass_attrs
                 or self._host_called().get(path, frozenset()) != before.host_called
-                or self.registries_named(path) != before.registries)
+                or self.registries_named(path) != before.registries
+                or self.options() != before.options)
 
     def made_from(self, path: str) -> Optional[list]:
         """What `path`'s last facts were made from, as the cache keeps it beside its lint:
@@ -527,7 +531,7 @@ class Project:
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths(),
                             subclass_attrs=self._subclass_attrs().get(path, {}),
                             host_called=self._host_called().get(path, frozenset()),
-                            registries=self.registries_named(path))
+                            registries=self.registries_named(path), options=self.options())
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
         path = self.absolute(path)
@@ -550,6 +554,9 @@ class Project:
         registries = self.registries_named(path)
         if registries:
             h.update(("|registries:" + json.dumps(registries, sort_keys=True)).encode())
+        options = self.options()
+        if options:
+            h.update(("|options:" + json.dumps(options, sort_keys=True)).encode())
         return h.hexdigest()
 
     def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
@@ -984,6 +991,53 @@ class Project:
         if cf is None or method not in cf.abstract:
             return []
         return self._overrides().get((path, qual), [])
+
+    def options(self) -> Dict[str, bool]:
+        """The command-line options that hold their bool default in the program as written:
+        every parser of the project that declares one gives it the same bool constant, and no
+        module (tests aside, as `_called_from_host`) may set it (`ModuleSummary.options_set`)."""
+        if self._options is None:
+            declared: Dict[str, Optional[bool]] = {}
+            written: Set[str] = set()
+            reach = self._namespace_reach()
+            for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):
+                if s is None or self._is_test(path):
+                    continue
+                if path in reach:  # (a module no parser's importer imports never holds its namespace)
+                    written.update(s.options_set)
+                for dest, on in s.options.items():
+                    declared[dest] = on if declared.get(dest, on) == on else None
+            self._options = {} if ANY_OPTION in written else {
+                d: on for d, on in sorted(declared.items()) if on is not None and d not in written}
+        return self._options
+
+    def _namespace_reach(self) -> Set[str]:
+        """The modules a parsed namespace may reach: those that import a module declaring
+        options (directly or not), and every module they import."""
+        importers: Dict[str, Set[str]] = {}
+        imported: Dict[str, Set[str]] = {}
+        for p, s in dict.items(self.summaries):
+            if s is None:
+                continue
+            for q in list(s.imports) + list(s.aliases.values()):
+                sym = self.resolve(q, p)
+                if sym is not None:
+                    importers.setdefault(sym[1], set()).add(p)
+                    imported.setdefault(p, set()).add(sym[1])
+        up = [p for p, s in dict.items(self.summaries) if s is not None and s.options]
+        seen: Set[str] = set()
+        while up:
+            p = up.pop()
+            if p not in seen:
+                seen.add(p)
+                up.extend(importers.get(p, ()))
+        down, reach = list(seen), set()
+        while down:
+            p = down.pop()
+            if p not in reach:
+                reach.add(p)
+                down.extend(imported.get(p, ()))
+        return reach
 
     def _host_called(self) -> Dict[str, FrozenSet[str]]:
         """path -> its functions (a class: its `__init__`) that other modules call, each call

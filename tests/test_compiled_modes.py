@@ -82,3 +82,73 @@ def test_the_branch_of_self_training_the_callers_mode_never_takes(tmp_path):
     assert rows("passed", extra="    def evaluate(self, x):\n        return score(self.model, x)\n"
                                 "def score(m, x):\n    return m(x)\n") == everything
     assert rows("sub", extra="    def freeze(self):\n        self.model.head.eval()\n") == everything
+
+
+_CONFIG = (
+    "import argparse\n"
+    "def str2bool(v):\n"
+    "    return v.lower() in ('true', '1')\n"
+    "def build_parser():\n"
+    "    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--ignore_d', OPTION)\n"
+    "    parser.add_argument('--lr', default=1e-3, type=float)\n"
+    "    return parser\n"
+)
+
+_NET = (
+    "from typing import Optional\n"
+    "import torch\n"
+    "from torch import nn\n"
+    "class Net(nn.Module):\n"
+    "    def forward(self, x, d: Optional[torch.Tensor] = None):\n"
+    "        return self._inner(x, d=d)\n"
+    "    def _inner(self, x, d: Optional[torch.Tensor] = None):\n"
+    "        if d is not None and len(d.unique()) == 1:\n"  # 8
+    "            d = None\n"
+    "        if d is None:\n"
+    "            return x\n"
+    "        else:\n"
+    "            d = d + 1\n"
+    "            return x * d.max().item()\n"  # 14
+)
+
+_TRAIN = (
+    "import torch\n"
+    "from config import build_parser\n"
+    "from net import Net\n"
+    "class Trainer:\n"
+    "    def __init__(self, config):\n"
+    "        self.config = config\n"
+    "        self.model = torch.compile(Net())\n"
+    "    def step(self, x, d):\n"
+    "        model_d = None if self.config.ignore_d else d\n"
+    "        return self.model(x, model_d)\n"
+    "def main():\n"
+    "    config = build_parser().parse_args()\n"
+    "    EXTRA\n"
+    "    Trainer(config).step(torch.zeros(3), torch.ones(3))\n"
+)
+
+
+def test_a_command_line_default_decides_an_argument_of_the_compiled_model(tmp_path):
+    """TabICL's trainer passes `model_d = None if self.config.ignore_d else micro_d`, and
+    `--ignore_d` defaults to True (`type=str2bool`): the compiled model's `d` is None, so
+    `if d is not None and len(d.unique()) == 1:` is never traced past its first operand, and
+    the `else` of `if d is None:` never runs (whatever the branch rebinds `d` to). Near misses:
+    a False default, a default that is not a constant, two parsers that disagree, a program
+    that sets the option itself, and another call that passes `d`, are reported as before."""
+    def rows(sub, option="default=True, type=str2bool", extra="pass"):
+        return _rows(tmp_path / sub, {"config.py": _CONFIG.replace("OPTION", option),
+                                      "net.py": _NET, "train.py": _TRAIN.replace("EXTRA", extra)})
+
+    everything = {("net.py", 8), ("net.py", 14)}
+    assert rows("on") == set()
+    assert rows("store-false", "action='store_false'") == set()
+    assert rows("off", "default=False, type=str2bool") == everything
+    assert rows("store-true", "action='store_true'") == everything
+    assert rows("named", "default=bool(1), type=str2bool") == everything
+    assert rows("two", "default=True, type=str2bool)\n    parser.add_argument('--ignore-d', default=False") == everything
+    assert rows("set", extra="config.ignore_d = False") == everything
+    assert rows("setattr", extra="setattr(config, 'ignore_d', False)") == everything
+    assert rows("vars", extra="vars(config).update(ignore_d=False)") == everything
+    assert rows("given", extra="net = Net(); net(torch.zeros(3), torch.ones(3))") == everything

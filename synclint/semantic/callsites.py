@@ -13,7 +13,7 @@ import libcst as cst
 from synclint.semantic import compile_sites, trainmode
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.arguments import device_option
+from synclint.semantic.arguments import bool_option, device_option, option_writes
 from synclint.semantic.callgraph import STEPS
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.heat import rate_here, steps_optimizer
@@ -97,6 +97,9 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             option = device_option(node, ctx)
             if option is not None:
                 ctx.device_options[option[0]] = option[1]
+            on = bool_option(node)
+            if on is not None:  # (two parsers of one option with two defaults: neither)
+                ctx.options[on[0]] = on[1] if ctx.options.get(on[0], on[1]) == on[1] else None
         held_functions = V.function_keys(ctx.infer(func)) if q is None and recv.kind in (V.MODULE, V.OBJECT) else ()
         if q is not None:
             outside = [(q, 0)]  # `utils.general.f(...)`
@@ -137,6 +140,7 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
     if edge_only:
         ctx.calls.extend((caller, "@" + o[0], hot) for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS)
         ctx.calls.extend((caller, k, hot) for k in bound_methods)
+        _bind_none_only(ctx, node, caller, bound_methods, outside)
         bound_methods, outside = (), []
     if len(bound_methods) == 1 and not outside and type(func) is cst.Attribute:
         callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses
@@ -161,6 +165,9 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
         if callee is not None and type(func) is cst.Attribute and type(func.value) is cst.Name \
                 and func.value.value == "self":
             ctx.self_calls.append((callee[0], pos, kws))
+    written = option_writes(node, ctx.qualname)
+    if written:
+        ctx.options_set.update(written)
     if not ctx.puts_on_cuda and puts_on_cuda(ctx, node):
         ctx.puts_on_cuda = True
     if nonblocking_d2h(ctx, node):
@@ -210,6 +217,26 @@ def _property_getter(ctx: "SemanticModel", cls: str, name: str, depth: int = 0) 
         if type(d) is cst.FunctionDef and d.name.value == name:
             return f"{cls}.{name}" if is_property_getter(d) else None
     return next((k for b in info.bases if (k := _property_getter(ctx, b, name, depth + 1)) is not None), None)
+
+
+def _bind_none_only(ctx: "SemanticModel", node: cst.Call, caller: Optional[str], bound_methods: Sequence[str],
+                    outside: Sequence[Tuple[str, int]]) -> None:
+    """A submodule's call (an edge only) passes its callee what it passes as None, and nothing
+    else: that `forward`'s parameters are tensors is assumed, and what a caller passes for them
+    (Python flags, configuration) is not (`record_call`); a None every call passes (TabICL's
+    `d`, `None` by a command-line default) decides its `if d is not None:`."""
+    pos, kws = _arg_values(ctx, node)
+    if not any(_is_none_val(v) for v in [*pos, *kws.values()]):
+        return
+    pos = [v if _is_none_val(v) else V.UNKNOWN_VAL for v in pos]
+    kws = {k: v if _is_none_val(v) else V.UNKNOWN_VAL for k, v in kws.items()}
+    for key in bound_methods:
+        ctx.call_args.setdefault(key, []).append((caller, 1, pos, kws))
+    ctx.calls_out.extend((q, skip, pos, kws) for q, skip in outside if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
+
+
+def _is_none_val(v: Val) -> bool:
+    return v.kind == V.PY and v.py == "none"
 
 
 def _arg_values(ctx: "SemanticModel", call: cst.Call) -> Tuple[List[Val], Dict[str, Val]]:

@@ -31,6 +31,7 @@ from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites, trainmode
 from synclint.semantic.heat import periodic_test, rate_here
 from synclint.semantic.annotations import annotation_val, annotation_val_syntactic
+from synclint.semantic.arguments import ANY_OPTION
 from synclint.semantic.compiled import Compiled, Options, in_mode
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
@@ -113,6 +114,10 @@ class SemanticModel:
         # command-line options that hold a device (`arguments.device_option`): the last walk's,
         # and those met so far; options read before this walk met them
         self.device_options: Dict[str, str] = dict(self.facts.device_options)
+        # command-line options with a bool default (dest -> it; None: not a bool constant) and
+        # the options the file may set (`arguments.bool_option`, `option_writes`)
+        self.options: Dict[str, Optional[bool]] = {}
+        self.options_set: Set[str] = set()
         self.loop_carried: Dict[int, Dict[str, Val]] = {}  # this walk's (`FileFacts.loop_carried`)
         self.early_options: Set[str] = set()
         # function name -> what a call above its definition took from the last walk; the
@@ -191,6 +196,7 @@ class SemanticModel:
         # and compile results kept in locals: (function, name) -> their roots' indices
         self.mode_marks: List[Tuple[str, str, Optional[bool], Tuple[int, ...]]] = []
         self.compiled_locals: Dict[Tuple[str, str], List[int]] = {}
+        self.if_truth: Dict[int, bool] = {}  # id(if) -> its test's known value (`compile_sites.note_if`)
         # The evaluator reads this model as its `Env`. What the walker and the model's own
         # queries ask of it is bound here once (about a hundred thousand times on a large
         # tree); rules reach it through `RuleContext`.
@@ -1006,6 +1012,14 @@ class SemanticModel:
         compiled events (`CompiledRule`) and `compiled.settle` keeps those in a region."""
         f = self.func
         return f.region if f is not None else None
+
+    def option_value(self, option: str) -> Optional[Val]:
+        """A command-line option's value in the program as written: its bool default, where
+        the project (this file alone, when checked alone) sets it nowhere else."""
+        on = self.project.option(option)
+        if on is None and not self.project.options_known():
+            on = self.options.get(option) if not ({option, ANY_OPTION} & self.options_set) else None
+        return None if on is None else V.py("true" if on else "false")
 
     def training_branch(self) -> Optional[bool]:
         """The training mode the enclosing `if self.training:` branch needs (`trainmode`)."""
