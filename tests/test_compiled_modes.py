@@ -152,3 +152,59 @@ def test_a_command_line_default_decides_an_argument_of_the_compiled_model(tmp_pa
     assert rows("setattr", extra="setattr(config, 'ignore_d', False)") == everything
     assert rows("vars", extra="vars(config).update(ignore_d=False)") == everything
     assert rows("given", extra="net = Net(); net(torch.zeros(3), torch.ones(3))") == everything
+
+
+_MOE = (
+    "import torch\n"
+    "from torch import nn\n"
+    "class Config:\n"
+    "    def __init__(self, hidden=8, use_moe=False, **kwargs):\n"
+    "        self.hidden = hidden\n"
+    "        self.use_moe = use_moe\n"
+    "class FF(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x\n"
+    "class MoE(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        mask = x > 0\n"
+    "        if mask.any():\n"  # 13
+    "            x = x * 2\n"
+    "        return x\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, config: Config):\n"
+    "        super().__init__()\n"
+    "        self.mlp = MoE() if config.use_moe else FF()\n"
+    "    def forward(self, x):\n"
+    "        return self.mlp(x)\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self, config: Config = None):\n"
+    "        super().__init__()\n"
+    "        self.config = config or Config()\n"
+    "        self.block = Block(self.config)\n"
+    "    def forward(self, x):\n"
+    "        return self.block(x)\n"
+)
+
+
+def test_a_flag_forwarded_through_a_subclass_constructor(tmp_path):
+    """minimind-v's `self.mlp = FeedForward(config) if not config.use_moe else
+    MOEFeedForward(config)`: `use_moe=False` is `MiniMindConfig.__init__`'s default, and the
+    program passes `use_moe=bool(args.use_moe)` to its subclass `VLMConfig`, whose
+    `super().__init__(**kwargs)` forwards it. A known test picks a conditional expression's
+    branch, so the default alone would take the MoE (and its `if mask.any():`) out of the
+    model: the forwarded keywords bind the base's parameters. Near miss: where no call passes
+    `use_moe` (the subclass forwards only `hidden`), the flag is off and the MoE not built."""
+    def rows(sub, made, forwards="**kwargs"):
+        return _rows(tmp_path / sub, {
+            "model.py": _MOE,
+            "vlm.py": "from model import Config\nclass VLMConfig(Config):\n"
+                      "    def __init__(self, image_ids=(1,), **kwargs):\n"
+                      f"        self.image_ids = image_ids\n        super().__init__({forwards})\n",
+            "train.py": "import torch\nfrom model import Net\nfrom vlm import VLMConfig\n"
+                        f"def main(args):\n    model = torch.compile(Net({made}))\n"
+                        "    return model(torch.zeros(3))\n",
+        })
+
+    assert rows("forwarded", "VLMConfig(hidden=8, use_moe=bool(args.use_moe))") == {("model.py", 13)}
+    assert rows("on", "VLMConfig(use_moe=True)") == {("model.py", 13)}
+    assert rows("off", "VLMConfig(hidden=8)", forwards="hidden=4") == set()

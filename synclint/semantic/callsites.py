@@ -91,6 +91,7 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
                 callee = (func.value, 0)
         timing = q in L.TIMING_NAMES  # from time import perf_counter
     elif type(func) is cst.Attribute:
+        _super_init(ctx, node, caller)
         q = ctx.qualname(func)
         recv = ctx.infer(func.value) if q is None else V.PY_VAL
         if func.attr.value in L.ARG_ADD_METHODS and recv.kind == V.OBJECT and recv.cls == L.ARG_PARSER:
@@ -217,6 +218,26 @@ def _property_getter(ctx: "SemanticModel", cls: str, name: str, depth: int = 0) 
         if type(d) is cst.FunctionDef and d.name.value == name:
             return f"{cls}.{name}" if is_property_getter(d) else None
     return next((k for b in info.bases if (k := _property_getter(ctx, b, name, depth + 1)) is not None), None)
+
+
+def _super_init(ctx: "SemanticModel", node: cst.Call, caller: Optional[str]) -> None:
+    """`super().__init__(**kwargs)` in a class's constructor passes its base's constructor
+    what it passes (minimind-v's `VLMConfig(..., **kwargs)` forwards `use_moe` to
+    `MiniMindConfig.__init__`, whose `use_moe=False` is then not the only value): its
+    arguments bind the base's parameters (an edge it is not: heat and regions as before)."""
+    func = node.func
+    f = ctx.func
+    if f is None or f.cls is None or not f.cls.bases or func.attr.value != "__init__" \
+            or type(func.value) is not cst.Call or type(func.value.func) is not cst.Name \
+            or func.value.func.value != "super" or func.value.args:
+        return
+    base = f.cls.bases[0]
+    pos, kws = _arg_values(ctx, node)
+    if ctx.defined_class(base) is not None:
+        if f"{base}.__init__" in ctx.all_funcs:
+            ctx.call_args.setdefault(f"{base}.__init__", []).append((caller, 1, pos, kws))
+    elif base.split(".", 1)[0] not in L.LIBRARY_ROOTS:
+        ctx.calls_out.append((f"{base}.__init__", 1, pos, kws))
 
 
 def _bind_none_only(ctx: "SemanticModel", node: cst.Call, caller: Optional[str], bound_methods: Sequence[str],
