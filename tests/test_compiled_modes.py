@@ -208,3 +208,23 @@ def test_a_flag_forwarded_through_a_subclass_constructor(tmp_path):
     assert rows("forwarded", "VLMConfig(hidden=8, use_moe=bool(args.use_moe))") == {("model.py", 13)}
     assert rows("on", "VLMConfig(use_moe=True)") == {("model.py", 13)}
     assert rows("off", "VLMConfig(hidden=8)", forwards="hidden=4") == set()
+
+
+def test_a_flag_that_chooses_a_device_chooses_either(tmp_path):
+    """`device = "cuda" if args.cuda else "cpu"` with `--cuda` a `store_true` option: its
+    default is off, but a GPU run passes it (as a device option's CPU default, `arguments`):
+    the tensors it makes may be on the GPU, and their syncs are reported (the flag choosing a
+    None, `test_a_command_line_default_decides_an_argument_of_the_compiled_model`, is known)."""
+    found = _rows(tmp_path, {"train.py": (
+        "import argparse\n"
+        "import torch\n"
+        "def main():\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--cuda', action='store_true')\n"
+        "    args = parser.parse_args()\n"
+        "    device = 'cuda' if args.cuda else 'cpu'\n"
+        "    x = torch.zeros(3, device=device)\n"
+        "    for _ in range(10):\n"
+        "        print(x.sum().item())\n"  # 10
+    )}, prefix="SYN1")
+    assert ("train.py", 10) in found

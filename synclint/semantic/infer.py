@@ -285,9 +285,13 @@ class Evaluator:
             return V.join(left, self.value(e.right))
         if t is cst.IfExp:
             test = self.value(e.test)
-            if test.kind == V.PY and test.py in _KNOWN_TRUTH:  # `None if args.ignore_d else d`, on by default
-                return self.value(e.body if test.py == "true" else e.orelse)
-            return V.join(self.value(e.body), self.value(e.orelse))
+            body, orelse = self.value(e.body), self.value(e.orelse)
+            if test.kind == V.PY and test.py in _KNOWN_TRUTH and not (
+                    body.device is not None and orelse.device is not None and body.device != orelse.device):
+                # `None if args.ignore_d else d`, on by default. Not a choice of device (`"cuda" if
+                # args.cuda else "cpu"`): a run on the GPU passes the flag, as for a device option
+                return body if test.py == "true" else orelse
+            return V.join(body, orelse)
         if t is cst.Call:
             return self._infer_call(e)
         if t is cst.Await:
