@@ -63,8 +63,10 @@ def test_the_branch_of_self_training_the_callers_mode_never_takes(tmp_path):
     of `if self.training:` (its inference path, and everything only it calls) is never traced.
     Dynamo guards on `self.training`, and `.train()` is recursive. Near misses: in eval mode the
     other branches are the region; a mode set under a condition, one the trainer's other
-    methods undo, a step called from outside the class, or the model passed away leave the
-    mode unknown (every branch, as before)."""
+    methods undo, a step called from outside the class, the model passed away (to a function
+    of the project, in a list) or called another way in eval mode (its `forward`, through a
+    library, through another attribute holding it) leave the mode unknown (every branch, as
+    before)."""
     def rows(sub, set_line="self.model.train()", extra=""):
         return _rows(tmp_path / sub, {"model.py": _MODEL,
                                       "train.py": _TRAINER.replace("SET", set_line) + extra})
@@ -82,6 +84,13 @@ def test_the_branch_of_self_training_the_callers_mode_never_takes(tmp_path):
     assert rows("passed", extra="    def evaluate(self, x):\n        return score(self.model, x)\n"
                                 "def score(m, x):\n    return m(x)\n") == everything
     assert rows("sub", extra="    def freeze(self):\n        self.model.head.eval()\n") == everything
+    assert rows("forward", extra="    def infer(self, x):\n        self.model.eval()\n"
+                                 "        return self.model.forward(x)\n") == everything
+    assert rows("library", extra="    def infer(self, x):\n        self.model.eval()\n"
+                                 "        return torch.utils.checkpoint.checkpoint(self.model, x)\n") == everything
+    assert rows("alias", extra="    def infer(self, x):\n        self.raw = self.model.module\n"
+                               "        self.raw.eval()\n        return self.raw(x)\n") == everything
+    assert rows("listed", extra="    def models(self):\n        self.all = [self.model]\n") == everything
 
 
 _CONFIG = (

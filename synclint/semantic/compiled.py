@@ -96,6 +96,8 @@ class Compiled:
     # (class, attribute) whose value leaves the class (passed, bound to a name), and root keys
     # whose compiled value escapes before an attribute holds it
     escapes: List[Tuple[str, str]] = field(default_factory=list)
+    # (class, attribute, attribute): `self.raw_model = self.model.module` holds what the second holds
+    aliases: List[Tuple[str, str, str]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.roots or self.disabled or self.skipped or self.flags or self.factories or self.handed
@@ -111,7 +113,8 @@ class Compiled:
         return [[[k, o.to_json()] for k, o in self.roots], self.disabled, self.skipped, self.flags, self.unless,
                 {k: [i, o.to_json()] for k, (i, o) in self.factories.items()}, [list(h) for h in self.handed],
                 [[i, m] for i, m in self.modal.items()], [list(h) for h in self.holders],
-                [list(s) for s in self.mode_sets], [list(s) for s in self.mode_sites], [list(e) for e in self.escapes]]
+                [list(s) for s in self.mode_sets], [list(s) for s in self.mode_sites], [list(e) for e in self.escapes],
+                [list(a) for a in self.aliases]]
 
     @staticmethod
     def from_json(d: Optional[list]) -> "Compiled":
@@ -121,7 +124,7 @@ class Compiled:
                         dict(d[4]), {k: (i, Options.from_json(o)) for k, (i, o) in d[5].items()},
                         [(c, i, r) for c, i, r in d[6]], {i: m for i, m in d[7]}, [tuple(h) for h in d[8]],
                         [tuple(x) for x in d[9]], [(f, k, t, dict(m)) for f, k, t, m in d[10]],
-                        [tuple(e) for e in d[11]])
+                        [tuple(e) for e in d[11]], [tuple(a) for a in d[12]])
 
 
 @dataclass(frozen=True)

@@ -148,28 +148,66 @@ def note_call(ctx, node: cst.Call) -> None:
             facts.mode_sets.append((f.qual, recv, mode))
             ctx.mode_marks.append((f.qual, recv, mode, _here(ctx)))
     attr = _self_attr(func)
+    if f.cls is not None and attr is None and type(func) is cst.Attribute and func.attr.value in _RUNS_FORWARD:
+        attr = _self_attr(func.value)  # `self.model.forward(x)`, `self.model.module(x)` (DDP's)
     if attr is not None and f.cls is not None:
-        here = _here(ctx)
-        known: Dict[str, Optional[bool]] = {}
-        for qual, recv, mode, at in ctx.mode_marks:  # (in walk order: the last one wins)
-            if qual == f.qual and here[:len(at) - 1] == at[:-1] and here != at:
-                known[recv] = mode
-        if attr in f.cls.methods:
-            facts.mode_sites.append((f.qual, "self", f"{f.cls.name}.{attr}", known))
+        if attr in f.cls.methods and func.attr.value == attr:
+            facts.mode_sites.append((f.qual, "self", f"{f.cls.name}.{attr}", _known(ctx)))
         else:
-            facts.mode_sites.append((f.qual, "held", attr, known))
+            facts.mode_sites.append((f.qual, "held", attr, _known(ctx)))
     if type(func) is cst.Name and (f.qual, func.value) in ctx.compiled_locals:
         facts.escapes.extend(("", str(i)) for i in ctx.compiled_locals[(f.qual, func.value)])  # called here
-    if library:
-        held = _held_by_assignment(ctx, node)
-        if held:  # `self.model = DDP(model, ...)`: the wrapper holds it
-            return
+    if library and _held_by_assignment(ctx, node):
+        return  # `self.model = DDP(model, ...)`: the wrapper holds it
     for a in node.args:
-        attr = _self_attr(a.value)
-        if attr is not None and f.cls is not None and not library:
-            facts.escapes.append((f.cls.name, attr))
+        for used in _bare_self_attrs(a.value) if f.cls is not None else ():
+            if library:  # `checkpoint(self.model, x)`: a library may call it here
+                facts.mode_sites.append((f.qual, "held", used, _known(ctx)))
+            else:
+                facts.escapes.append((f.cls.name, used))
         if type(a.value) is cst.Name and (f.qual, a.value.value) in ctx.compiled_locals:
             facts.escapes.extend(("", str(i)) for i in ctx.compiled_locals[(f.qual, a.value.value)])
+
+
+# the attributes of a held module whose call runs its (compiled) forward
+_RUNS_FORWARD = ("forward", "module", "__call__")
+
+
+def _known(ctx) -> Dict[str, Optional[bool]]:
+    """The receivers' modes set, in this function, by statements that dominate the walk's."""
+    here = _here(ctx)
+    f = ctx.func
+    known: Dict[str, Optional[bool]] = {}
+    for qual, recv, mode, at in ctx.mode_marks:  # (in walk order: the last one wins)
+        if qual == f.qual and here[:len(at) - 1] == at[:-1] and here != at:
+            known[recv] = mode
+    return known
+
+
+def _bare_self_attrs(e: cst.BaseExpression) -> List[str]:
+    """The `self.<x>` in `e` used as values (`[self.model]`, `f(self.model)`), not read
+    through (`self.model.parameters()`, `self.model.weight`)."""
+    out: List[str] = []
+    todo: list = [e]
+    while todo:
+        n = todo.pop()
+        attr = _self_attr(n)
+        if attr is not None:
+            out.append(attr)
+            continue
+        if type(n) is cst.Attribute:
+            if _self_attr(n.value) is None:
+                todo.append(n.value)
+            continue
+        if type(n) is cst.Call:
+            if _self_attr(n.func) is None and not (type(n.func) is cst.Attribute and _self_attr(n.func.value)):
+                todo.append(n.func)
+            todo.extend(a.value for a in n.args)
+            continue
+        if type(n) in (cst.Lambda, cst.FunctionDef):
+            continue
+        todo.extend(c for c in n.children if isinstance(c, cst.CSTNode))
+    return out
 
 
 def _held_by_assignment(ctx, node: cst.Call) -> bool:
@@ -207,9 +245,14 @@ def note_assign(ctx, node: cst.Assign) -> None:
     if type(value) is cst.Call and ctx.qualname(value.func) is not None \
             and ctx.qualname(value.func).split(".", 1)[0] in L.LIBRARY_ROOTS and value.args:
         value = value.args[0].value  # a library wrapper of its first argument
-    attr = _self_attr(node.value)
-    if attr is not None and f.cls is not None:
-        ctx.compile_facts.escapes.append((f.cls.name, attr))
+    held = _self_attr(node.value)
+    if held is None and type(node.value) is cst.Attribute and node.value.attr.value in ("module", "_orig_mod"):
+        held = _self_attr(node.value.value)  # `self.raw_model = self.model.module` (DDP's, or the compiled one's)
+    targets = [_self_attr(t.target) for t in node.targets]
+    if f.cls is not None and held is not None and all(t is not None for t in targets):
+        ctx.compile_facts.aliases.extend((f.cls.name, t, held) for t in targets)
+    elif f.cls is not None and type(node.value) is not cst.Call:  # (a call's arguments: `note_call`)
+        ctx.compile_facts.escapes.extend((f.cls.name, a) for a in _bare_self_attrs(node.value))
     if type(value) is not cst.Name or (f.qual, value.value) not in ctx.compiled_locals:
         return
     indices = ctx.compiled_locals[(f.qual, value.value)]
@@ -226,9 +269,8 @@ def note_return(ctx, node: cst.Return) -> None:
     f = ctx.func
     if f is None or node.value is None:
         return
-    attr = _self_attr(node.value)
-    if attr is not None and f.cls is not None:
-        ctx.compile_facts.escapes.append((f.cls.name, attr))
+    if f.cls is not None:
+        ctx.compile_facts.escapes.extend((f.cls.name, a) for a in _bare_self_attrs(node.value))
     if type(node.value) is cst.Name and (f.qual, node.value.value) in ctx.compiled_locals:
         ctx.compile_facts.escapes.extend(("", str(i)) for i in ctx.compiled_locals[(f.qual, node.value.value)])
 
@@ -263,6 +305,14 @@ def root_modes(files: Dict[str, object], incoming: Incoming) -> Dict[Tuple[str, 
         by_root: Dict[int, List[Tuple[str, str]]] = {}
         for i, cls, attr in c.holders:
             by_root.setdefault(i, []).append((cls, attr))
+        for held in by_root.values():  # (an attribute that holds what a holder holds holds it too)
+            grew = True
+            while grew:
+                grew = False
+                for cls, alias, of in c.aliases:
+                    if (cls, of) in held and (cls, alias) not in held:
+                        held.append((cls, alias))
+                        grew = True
         for i, held in by_root.items():
             if ("", str(i)) in facts.escapes:
                 continue
