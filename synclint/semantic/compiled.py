@@ -101,7 +101,7 @@ class Compiled:
 
     def __bool__(self) -> bool:
         return bool(self.roots or self.disabled or self.skipped or self.flags or self.factories or self.handed
-                    or self.modal or self.mode_sites)
+                    or self.modal)
 
     def add_roots(self, keys: Iterable[Tuple[str, Optional[str]]], options: Options) -> None:
         for key, unless in keys:
@@ -112,9 +112,11 @@ class Compiled:
     def to_json(self) -> list:
         return [[[k, o.to_json()] for k, o in self.roots], self.disabled, self.skipped, self.flags, self.unless,
                 {k: [i, o.to_json()] for k, (i, o) in self.factories.items()}, [list(h) for h in self.handed],
-                [[i, m] for i, m in self.modal.items()], [list(h) for h in self.holders],
-                [list(s) for s in self.mode_sets], [list(s) for s in self.mode_sites], [list(e) for e in self.escapes],
-                [list(a) for a in self.aliases]]
+                [[i, m] for i, m in self.modal.items()], [list(h) for h in self.holders]] + (
+                    # (the mode facts matter only beside a compile result kept in an attribute)
+                    [[list(s) for s in self.mode_sets], [list(s) for s in self.mode_sites],
+                     [list(e) for e in self.escapes], [list(a) for a in self.aliases]]
+                    if self.holders else [[], [], [], []])
 
     @staticmethod
     def from_json(d: Optional[list]) -> "Compiled":
