@@ -23,10 +23,9 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 
 from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic.namespaces import namespace_packages
-from synclint.semantic.arguments import ANY_OPTION
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
+from synclint.semantic.facts import ANY_OPTION, ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
 from synclint.semantic.callgraph import crosses, debug_path, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.values import Val

@@ -12,6 +12,7 @@ from typing import Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import values as V
+from synclint.semantic.facts import ANY_OPTION
 from synclint.semantic.syntax import string_value
 
 # An integer default is a CUDA ordinal only in an option named for one (`--gpu`, `--local_rank`).
@@ -61,7 +62,6 @@ def device_option(call: cst.Call, model) -> Optional[Tuple[str, str]]:
 # that bool in the program as written, when nothing in the project sets it otherwise
 # (`args.x = ...`, `setattr(args, "x", ...)`, `parser.set_defaults(x=...)`): Dynamo
 # specialises on a Python bool, so `None if args.ignore_d else d` is None in the compiled model.
-ANY_OPTION = "*"  # `vars(args).update(...)`, `setattr(args, name, ...)`: every option may be set
 
 
 def bool_option(call: cst.Call) -> Optional[Tuple[str, Optional[bool]]]:

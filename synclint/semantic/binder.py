@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from synclint.semantic import compile_sites, trainmode
+from synclint.semantic import compile_sites, mode_sites
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
@@ -421,7 +421,7 @@ class Binder:
             self.ctx.bind_target(t.target, val, node.value if len(node.targets) == 1 else None)
         compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
         _note_option_writes(ctx, [t.target for t in node.targets])
-        trainmode.note_assign(ctx, node)  # a compile result kept in an attribute, or a held one passed on
+        mode_sites.note_assign(ctx, node)  # a compile result kept in an attribute, or a held one passed on
 
     def _annassign(self, node: cst.AnnAssign) -> None:
         _note_option_writes(self.ctx, [node.target])
@@ -512,7 +512,7 @@ class Binder:
         if node.value is None:
             return
         self.walk(node.value)
-        trainmode.note_return(self.ctx, node)
+        mode_sites.note_return(self.ctx, node)
         f = self.ctx.func
         if f is not None:
             v = self.ctx.infer(node.value)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from synclint.semantic import compile_sites, trainmode
+from synclint.semantic import compile_sites, mode_sites
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.arguments import bool_option, device_option, option_writes
@@ -185,10 +185,10 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
         _handed_methods(ctx, node, caller, hot)
     if len(ctx.calls) > first_edge:
         ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
-        mode = trainmode.branch_mode(ctx)
+        mode = mode_sites.branch_mode(ctx)
         if mode is not None:  # an edge Dynamo follows only in this training mode
             ctx.compile_facts.modal.update(dict.fromkeys(range(first_edge, len(ctx.calls)), mode))
-    trainmode.note_call(ctx, node)
+    mode_sites.note_call(ctx, node)
     compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
 
 

@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import library as L
-from synclint.semantic import trainmode
+from synclint.semantic import mode_sites
 from synclint.semantic import values as V
 from synclint.semantic.compiled import CUDA_GRAPH_MODES, FLAG_ENV, FLAGS, INDUCTOR, Options, after_break
 from synclint.semantic.syntax import is_true, kwarg, string_value
@@ -125,7 +125,7 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
         if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE) and not _discarded(ctx, call):
             found = targets(pos[0])
             facts.add_roots(found, options(ctx, func, optimize=q == OPTIMIZE))
-            trainmode.note_compiled(ctx, call, len(facts.roots) - len(found), len(found))
+            mode_sites.note_compiled(ctx, call, len(facts.roots) - len(found), len(found))
         elif pos and q in DISABLERS:
             skipped = is_true(kwarg(func, "recursive")) is False
             (facts.skipped if skipped else facts.disabled).extend(k for k, _ in targets(pos[0]))
@@ -136,7 +136,7 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
         if pos and not _discarded(ctx, call):
             found = targets(pos[0])
             facts.add_roots(found, options(ctx, call))
-            trainmode.note_compiled(ctx, call, len(facts.roots) - len(found), len(found))
+            mode_sites.note_compiled(ctx, call, len(facts.roots) - len(found), len(found))
             if not found:
                 _note_factory(ctx, pos[0], options(ctx, call))
         return

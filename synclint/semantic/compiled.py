@@ -279,7 +279,7 @@ def after_break(compiled: str, first: str) -> str:
 
 
 # `tag` (and its AFTER part) + MODE + "1" or "0": the event is in a branch that runs only in
-# training mode, or only in eval mode (`trainmode.branch_mode`); a region known to run in the
+# training mode, or only in eval mode (`mode_sites.branch_mode`); a region known to run in the
 # other mode never traces it
 MODE = "|mode="
 

@@ -25,6 +25,9 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from synclint.semantic.values import CPU, MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
+# `ModuleSummary.options_set`: every command-line option may be set (`vars(args).update(...)`)
+ANY_OPTION = "*"
+
 # A key among a call's keyword values: the call also passes `*args`/`**kwargs`, so a
 # parameter it does not name may still be given (its default is not what it receives).
 STARRED = "*"

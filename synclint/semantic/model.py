@@ -23,15 +23,14 @@ from synclint.semantic.gradmode import CallOf, GradFacts
 from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
-from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
+from synclint.semantic.facts import ANY_OPTION, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.helpers import HelperBody
 from synclint.semantic.syntax import every_item_of, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
-from synclint.semantic import compile_sites, trainmode
+from synclint.semantic import compile_sites, mode_sites
 from synclint.semantic.heat import periodic_test, rate_here
 from synclint.semantic.annotations import annotation_val, annotation_val_syntactic
-from synclint.semantic.arguments import ANY_OPTION
 from synclint.semantic.compiled import Compiled, Options, in_mode
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
@@ -192,7 +191,7 @@ class SemanticModel:
         # flags each enclosing `torch._dynamo.config.patch` sets
         self.compile_facts = Compiled()
         self.patched_flags: List[Dict[str, bool]] = []
-        # mode sets met, with the statements that hold them (`trainmode`: what dominates a call),
+        # mode sets met, with the statements that hold them (`mode_sites`: what dominates a call),
         # and compile results kept in locals: (function, name) -> their roots' indices
         self.mode_marks: List[Tuple[str, str, Optional[bool], Tuple[int, ...]]] = []
         self.compiled_locals: Dict[Tuple[str, str], List[int]] = {}
@@ -1022,8 +1021,8 @@ class SemanticModel:
         return None if on is None else V.py("true" if on else "false")
 
     def training_branch(self) -> Optional[bool]:
-        """The training mode the enclosing `if self.training:` branch needs (`trainmode`)."""
-        return trainmode.branch_mode(self)
+        """The training mode the enclosing `if self.training:` branch needs (`mode_sites`)."""
+        return mode_sites.branch_mode(self)
 
     def may_compile(self) -> bool:
         """This code may run under Dynamo: it is in a function (module-level code never is)
