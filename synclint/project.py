@@ -25,7 +25,7 @@ from synclint.paths import absolute_paths, is_test_module
 from synclint.semantic.namespaces import namespace_packages
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.facts import ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
+from synclint.semantic.facts import ANY_OPTION, ClassFacts, ModuleSummary, ProjectFacts, join_call, moved, ref, ref_target
 from synclint.semantic.callgraph import crosses, debug_path, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.values import Val
@@ -121,6 +121,7 @@ class Project:
         self._key_to_class: Dict[str, Tuple[str, str]] = {}
         self._incoming: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._cuda: Optional[Set[str]] = None
+        self._options: Optional[Dict[str, bool]] = None  # see `options`
         self._sub_attrs: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._host_callers: Optional[Dict[str, FrozenSet[str]]] = None
         self._hierarchy: Optional[Tuple[dict, dict]] = None  # see `_class_hierarchy`
@@ -189,7 +190,7 @@ class Project:
         self._classes.clear()
         self._class_reads.clear()
         self._resolved.clear()
-        self._incoming = self._cuda = self._sub_attrs = self._host_callers = None
+        self._incoming = self._cuda = self._sub_attrs = self._host_callers = self._options = None
         if old is None or old.registered != summary.registered or _class_shape(old) != _class_shape(summary):
             self._forget_registries()  # (what names resolve to, or what is registered, may differ)
         else:
@@ -476,6 +477,7 @@ class Project:
         pf.subclass_attrs = subs.get(path, {})
         pf.host_called = self._host_called().get(path, frozenset())
         pf.registries = self.registries_named(path)
+        pf.options = self.options()
         return pf
 
     def may_change(self, path: str, before: ProjectFacts) -> bool:
@@ -490,7 +492,8 @@ class Project:
                 or (path in self._cuda_paths()) != before.cuda_default
                 or self._subclass_attrs().get(path, {}) != before.subclass_attrs
                 or self._host_called().get(path, frozenset()) != before.host_called
-                or self.registries_named(path) != before.registries)
+                or self.registries_named(path) != before.registries
+                or self.options() != before.options)
 
     def made_from(self, path: str) -> Optional[list]:
         """What `path`'s last facts were made from, as the cache keeps it beside its lint:
@@ -527,7 +530,7 @@ class Project:
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths(),
                             subclass_attrs=self._subclass_attrs().get(path, {}),
                             host_called=self._host_called().get(path, frozenset()),
-                            registries=self.registries_named(path))
+                            registries=self.registries_named(path), options=self.options())
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
         path = self.absolute(path)
@@ -550,6 +553,9 @@ class Project:
         registries = self.registries_named(path)
         if registries:
             h.update(("|registries:" + json.dumps(registries, sort_keys=True)).encode())
+        options = self.options()
+        if options:
+            h.update(("|options:" + json.dumps(options, sort_keys=True)).encode())
         return h.hexdigest()
 
     def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
@@ -985,6 +991,53 @@ class Project:
             return []
         return self._overrides().get((path, qual), [])
 
+    def options(self) -> Dict[str, bool]:
+        """The command-line options that hold their bool default in the program as written:
+        every parser of the project that declares one gives it the same bool constant, and no
+        module (tests aside, as `_called_from_host`) may set it (`ModuleSummary.options_set`)."""
+        if self._options is None:
+            declared: Dict[str, Optional[bool]] = {}
+            written: Set[str] = set()
+            reach = self._namespace_reach()
+            for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):
+                if s is None or self._is_test(path):
+                    continue
+                if path in reach:  # (a module no parser's importer imports never holds its namespace)
+                    written.update(s.options_set)
+                for dest, on in s.options.items():
+                    declared[dest] = on if declared.get(dest, on) == on else None
+            self._options = {} if ANY_OPTION in written else {
+                d: on for d, on in sorted(declared.items()) if on is not None and d not in written}
+        return self._options
+
+    def _namespace_reach(self) -> Set[str]:
+        """The modules a parsed namespace may reach: those that import a module declaring
+        options (directly or not), and every module they import."""
+        importers: Dict[str, Set[str]] = {}
+        imported: Dict[str, Set[str]] = {}
+        for p, s in dict.items(self.summaries):
+            if s is None:
+                continue
+            for q in list(s.imports) + list(s.aliases.values()):
+                sym = self.resolve(q, p)
+                if sym is not None:
+                    importers.setdefault(sym[1], set()).add(p)
+                    imported.setdefault(p, set()).add(sym[1])
+        up = [p for p, s in dict.items(self.summaries) if s is not None and s.options]
+        seen: Set[str] = set()
+        while up:
+            p = up.pop()
+            if p not in seen:
+                seen.add(p)
+                up.extend(importers.get(p, ()))
+        down, reach = list(seen), set()
+        while down:
+            p = down.pop()
+            if p not in reach:
+                reach.add(p)
+                down.extend(imported.get(p, ()))
+        return reach
+
     def _host_called(self) -> Dict[str, FrozenSet[str]]:
         """path -> its functions (a class: its `__init__`) that other modules call, each call
         from the host side of a DataLoader (their summaries' `host_calls`)."""
@@ -1173,12 +1226,22 @@ class Project:
         not through a function `torch.compiler.disable` excludes; with the Dynamo flags the
         program sets anywhere."""
         from synclint.semantic import compiled as C
+        from synclint.semantic.trainmode import root_modes
 
         if not any(g.compiled.roots or g.compiled.factories for g in graphs.values()):
             return {}
         flags = C.merged_flags(g.compiled.flags for g in graphs.values())
         roots, disabled, skipped = [], set(), set()
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
+        modal: Dict[Tuple[str, Optional[str]], List[Tuple[Tuple[str, str], bool]]] = {}
+        incoming: Dict[Tuple[str, str], List[Tuple[str, Optional[str]]]] = {}
+        if any(g.compiled.holders for g in graphs.values()):  # who calls each method, from anywhere
+            for path, g in graphs.items():
+                path = self.absolute(path)
+                for caller, callee, _ in g.calls:
+                    for t in self._call_targets(path, callee):
+                        incoming.setdefault(t, []).append((path, caller))
+        modes = root_modes({self.absolute(p): g.compiled for p, g in graphs.items()}, incoming)
         factories = {(self.absolute(p), k): f for p, g in graphs.items() for k, f in g.compiled.factories.items()}
         for path, g in graphs.items():
             path = self.absolute(path)
@@ -1187,20 +1250,26 @@ class Project:
                     if t in factories and factories[t][0] == i:
                         roots.extend((r, C.region_of(r[1], factories[t][1], flags))
                                      for r in self._call_targets(path, root))
-            for key, opts in g.compiled.roots:
+            for i, (key, opts) in enumerate(g.compiled.roots):
                 unless = g.compiled.unless.get(key)
                 if unless is not None and self._call_targets(path, unless):
                     continue  # `model.compile()` runs the project's own `compile`, not nn.Module's
-                roots.extend((t, C.region_of(t[1], opts, flags)) for t in self._call_targets(path, key))
+                roots.extend((t, C.region_of(t[1], opts, flags, modes.get((path, i))))
+                             for t in self._call_targets(path, key))
             disabled.update(t for key in g.compiled.disabled for t in self._call_targets(path, key))
             skipped.update(t for key in g.compiled.skipped for t in self._call_targets(path, key))
-            for caller, callee, _ in g.calls:  # (guarded calls too: Dynamo traces every call)
-                if caller is not None:
+            for i, (caller, callee, _) in enumerate(g.calls):  # (guarded calls too: Dynamo traces every call)
+                if caller is None:
+                    continue
+                if i in g.compiled.modal:  # in an `if self.training:` branch
+                    modal.setdefault((path, caller), []).extend(
+                        (t, g.compiled.modal[i]) for t in self._call_targets(path, callee))
+                else:
                     edges.setdefault((path, caller), []).extend(self._call_targets(path, callee))
         for base, subs in self._overrides().items():
             edges.setdefault(base, []).extend(subs)  # a compiled `self.m()` runs the override
         out: Dict[str, Dict[str, object]] = {}
-        for (path, qual), region in C.regions(roots, edges, disabled, skipped).items():
+        for (path, qual), region in C.regions(roots, edges, disabled, skipped, modal).items():
             out.setdefault(path, {})[qual] = region
         return out
 

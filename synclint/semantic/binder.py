@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from synclint.semantic import compile_sites
+from synclint.semantic import compile_sites, mode_sites
 from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
+from synclint.semantic.arguments import written_option
 from synclint.semantic.callsites import iteration_calls, record_call, record_property_read
 from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
@@ -340,6 +341,7 @@ class Binder:
     def _if(self, node: cst.If) -> None:
         ctx = self.ctx
         self.walk(node.test)
+        compile_sites.note_if(ctx, node)  # (its test's value as the `if` sees it, not as its branches rebind it)
         kind = classify_test(ctx, node.test, node.body)
         body_flags = orelse_flags = (0, 0)
         if kind == "cpu-body":
@@ -418,8 +420,11 @@ class Binder:
         for t in node.targets:
             self.ctx.bind_target(t.target, val, node.value if len(node.targets) == 1 else None)
         compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
+        _note_option_writes(ctx, [t.target for t in node.targets])
+        mode_sites.note_assign(ctx, node)  # a compile result kept in an attribute, or a held one passed on
 
     def _annassign(self, node: cst.AnnAssign) -> None:
+        _note_option_writes(self.ctx, [node.target])
         if node.value is not None:
             self.walk(node.value)
         self.walk(node.target)
@@ -434,6 +439,7 @@ class Binder:
         self.ctx.bind_target(node.target, self.ctx.infer(node.value), node.value)
 
     def _augassign(self, node: cst.AugAssign) -> None:
+        _note_option_writes(self.ctx, [node.target])
         self.walk(node.value)
         self.walk(node.target)
         ctx = self.ctx
@@ -506,6 +512,7 @@ class Binder:
         if node.value is None:
             return
         self.walk(node.value)
+        mode_sites.note_return(self.ctx, node)
         f = self.ctx.func
         if f is not None:
             v = self.ctx.infer(node.value)
@@ -693,3 +700,16 @@ def _note_stepping_loop(ctx, node) -> None:
     got = ctx.loop_rates.get(id(node))
     if got is not None and got[2] and ctx.func is not None:
         ctx.func.runs_steps = True
+
+
+def _note_option_writes(ctx, targets) -> None:
+    """The command-line options an assignment may set (`args.x = v`): not their defaults then."""
+    todo = list(targets)
+    while todo:
+        t = todo.pop()
+        if type(t) in (cst.Tuple, cst.List):
+            todo.extend(el.value for el in t.elements)
+            continue
+        name = written_option(t)
+        if name is not None:
+            ctx.options_set.add(name)

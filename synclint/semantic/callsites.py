@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from synclint.semantic import compile_sites
+from synclint.semantic import compile_sites, mode_sites
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.arguments import device_option
+from synclint.semantic.arguments import bool_option, device_option, option_writes
 from synclint.semantic.callgraph import STEPS
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.heat import rate_here, steps_optimizer
@@ -91,12 +91,16 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
                 callee = (func.value, 0)
         timing = q in L.TIMING_NAMES  # from time import perf_counter
     elif type(func) is cst.Attribute:
+        _super_init(ctx, node, caller)
         q = ctx.qualname(func)
         recv = ctx.infer(func.value) if q is None else V.PY_VAL
         if func.attr.value in L.ARG_ADD_METHODS and recv.kind == V.OBJECT and recv.cls == L.ARG_PARSER:
             option = device_option(node, ctx)
             if option is not None:
                 ctx.device_options[option[0]] = option[1]
+            on = bool_option(node)
+            if on is not None:  # (two parsers of one option with two defaults: neither)
+                ctx.options[on[0]] = on[1] if ctx.options.get(on[0], on[1]) == on[1] else None
         held_functions = V.function_keys(ctx.infer(func)) if q is None and recv.kind in (V.MODULE, V.OBJECT) else ()
         if q is not None:
             outside = [(q, 0)]  # `utils.general.f(...)`
@@ -137,6 +141,7 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
     if edge_only:
         ctx.calls.extend((caller, "@" + o[0], hot) for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS)
         ctx.calls.extend((caller, k, hot) for k in bound_methods)
+        _bind_none_only(ctx, node, caller, bound_methods, outside)
         bound_methods, outside = (), []
     if len(bound_methods) == 1 and not outside and type(func) is cst.Attribute:
         callee = (bound_methods[0], 1)  # one in-file method: `self.f(...)` calls reach subclasses
@@ -161,6 +166,9 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
         if callee is not None and type(func) is cst.Attribute and type(func.value) is cst.Name \
                 and func.value.value == "self":
             ctx.self_calls.append((callee[0], pos, kws))
+    written = option_writes(node, ctx.qualname)
+    if written:
+        ctx.options_set.update(written)
     if not ctx.puts_on_cuda and puts_on_cuda(ctx, node):
         ctx.puts_on_cuda = True
     if nonblocking_d2h(ctx, node):
@@ -177,6 +185,10 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
         _handed_methods(ctx, node, caller, hot)
     if len(ctx.calls) > first_edge:
         ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
+        mode = mode_sites.branch_mode(ctx)
+        if mode is not None:  # an edge Dynamo follows only in this training mode
+            ctx.compile_facts.modal.update(dict.fromkeys(range(first_edge, len(ctx.calls)), mode))
+    mode_sites.note_call(ctx, node)
     compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
 
 
@@ -206,6 +218,46 @@ def _property_getter(ctx: "SemanticModel", cls: str, name: str, depth: int = 0) 
         if type(d) is cst.FunctionDef and d.name.value == name:
             return f"{cls}.{name}" if is_property_getter(d) else None
     return next((k for b in info.bases if (k := _property_getter(ctx, b, name, depth + 1)) is not None), None)
+
+
+def _super_init(ctx: "SemanticModel", node: cst.Call, caller: Optional[str]) -> None:
+    """`super().__init__(**kwargs)` in a class's constructor passes its base's constructor
+    what it passes (minimind-v's `VLMConfig(..., **kwargs)` forwards `use_moe` to
+    `MiniMindConfig.__init__`, whose `use_moe=False` is then not the only value): its
+    arguments bind the base's parameters (an edge it is not: heat and regions as before)."""
+    func = node.func
+    f = ctx.func
+    if f is None or f.cls is None or not f.cls.bases or func.attr.value != "__init__" \
+            or type(func.value) is not cst.Call or type(func.value.func) is not cst.Name \
+            or func.value.func.value != "super" or func.value.args:
+        return
+    base = f.cls.bases[0]
+    pos, kws = _arg_values(ctx, node)
+    if ctx.defined_class(base) is not None:
+        if f"{base}.__init__" in ctx.all_funcs:
+            ctx.call_args.setdefault(f"{base}.__init__", []).append((caller, 1, pos, kws))
+    elif base.split(".", 1)[0] not in L.LIBRARY_ROOTS:
+        ctx.calls_out.append((f"{base}.__init__", 1, pos, kws))
+
+
+def _bind_none_only(ctx: "SemanticModel", node: cst.Call, caller: Optional[str], bound_methods: Sequence[str],
+                    outside: Sequence[Tuple[str, int]]) -> None:
+    """A submodule's call (an edge only) passes its callee what it passes as None, and nothing
+    else: that `forward`'s parameters are tensors is assumed, and what a caller passes for them
+    (Python flags, configuration) is not (`record_call`); a None every call passes (TabICL's
+    `d`, `None` by a command-line default) decides its `if d is not None:`."""
+    pos, kws = _arg_values(ctx, node)
+    if not any(_is_none_val(v) for v in [*pos, *kws.values()]):
+        return
+    pos = [v if _is_none_val(v) else V.UNKNOWN_VAL for v in pos]
+    kws = {k: v if _is_none_val(v) else V.UNKNOWN_VAL for k, v in kws.items()}
+    for key in bound_methods:
+        ctx.call_args.setdefault(key, []).append((caller, 1, pos, kws))
+    ctx.calls_out.extend((q, skip, pos, kws) for q, skip in outside if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
+
+
+def _is_none_val(v: Val) -> bool:
+    return v.kind == V.PY and v.py == "none"
 
 
 def _arg_values(ctx: "SemanticModel", call: cst.Call) -> Tuple[List[Val], Dict[str, Val]]:

@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic import mode_sites
 from synclint.semantic import values as V
 from synclint.semantic.compiled import CUDA_GRAPH_MODES, FLAG_ENV, FLAGS, INDUCTOR, Options, after_break
 from synclint.semantic.syntax import is_true, kwarg, string_value
@@ -122,7 +123,9 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
         q = ctx.qualname(func.func)
         pos = _positional(call)
         if pos and (q in COMPILERS and not _positional(func) or q == OPTIMIZE) and not _discarded(ctx, call):
-            facts.add_roots(targets(pos[0]), options(ctx, func, optimize=q == OPTIMIZE))
+            found = targets(pos[0])
+            facts.add_roots(found, options(ctx, func, optimize=q == OPTIMIZE))
+            mode_sites.note_compiled(ctx, call, len(facts.roots) - len(found), len(found))
         elif pos and q in DISABLERS:
             skipped = is_true(kwarg(func, "recursive")) is False
             (facts.skipped if skipped else facts.disabled).extend(k for k, _ in targets(pos[0]))
@@ -133,6 +136,7 @@ def note_call(ctx, call: cst.Call, targets: Targets) -> None:
         if pos and not _discarded(ctx, call):
             found = targets(pos[0])
             facts.add_roots(found, options(ctx, call))
+            mode_sites.note_compiled(ctx, call, len(facts.roots) - len(found), len(found))
             if not found:
                 _note_factory(ctx, pos[0], options(ctx, call))
         return
@@ -248,7 +252,7 @@ def eager_only(ctx, stmts) -> bool:
     code Dynamo does not trace: code that runs only when Dynamo is not tracing (the `else` of
     `if torch.compiler.is_compiling():`, the body of `if not torch.compiler.is_compiling():`,
     what follows, in the same block, an `if torch.compiler.is_compiling():` that returns), or
-    the body of an `if` on a Python flag the program leaves off."""
+    the branch of an `if` on a Python value known on every path that it never takes."""
     for outer, inner in zip(stmts, stmts[1:]):
         block = getattr(getattr(outer, "body", None), "body", None)
         if type(block) not in (list, tuple):
@@ -259,7 +263,7 @@ def eager_only(ctx, stmts) -> bool:
         if type(outer) is cst.If and _compiling_test(ctx, outer.test) is not None:
             if (at is not None) != _compiling_test(ctx, outer.test):
                 return True  # the else of `if is_compiling()`, the body of `if not is_compiling()`
-        if type(outer) is cst.If and at is not None and _off(ctx, outer.test):
+        if type(outer) is cst.If and ctx.if_truth.get(id(outer)) == (at is None):
             return True  # Dynamo specialises on a Python value: a branch it never takes is not traced
         if at is not None and any(type(s) is cst.If and _compiling_test(ctx, s.test) and s.orelse is None
                                   and _exits(s.body.body) for s in block[:at]):
@@ -267,12 +271,21 @@ def eager_only(ctx, stmts) -> bool:
     return False
 
 
-def _off(ctx, test: cst.BaseExpression) -> bool:
-    """`test` is a Python value the model knows to be False wherever it comes from (fms's
-    `if self.debug:`, `debug=False` in the constructor and no caller passing another): the
-    literal's tag survives a join only with itself (`values._py_join`)."""
+def note_if(ctx, node: cst.If) -> None:
+    """Remember what an `if`'s test is known to be where the `if` is, before its branches run
+    (`eager_only` asks inside them, where a name of the test may be rebound)."""
+    known = _known(ctx, node.test)
+    if known is not None:
+        ctx.if_truth[id(node)] = known
+
+
+def _known(ctx, test: cst.BaseExpression) -> Optional[bool]:
+    """`test` is a Python value the model knows to be False (or True) wherever it comes from
+    (fms's `if self.debug:`, `debug=False` in the constructor and no caller passing another;
+    `if d is None:` where every call passes None): the tag survives a join only with itself
+    (`values._py_join`). None: not known."""
     v = ctx.infer(test)
-    return v.kind == V.PY and v.py == "false"
+    return {"false": False, "true": True}.get(v.py) if v.kind == V.PY else None
 
 
 def _compiling_test(ctx, test: cst.BaseExpression) -> Optional[bool]:

@@ -83,9 +83,25 @@ class Compiled:
     # argument's position, the key of the function or module passed), from calls
     # (`rms_norm = compile(rms_norm)`) and decorators (`@torch_compile_lazy`)
     handed: List[Tuple[str, int, str]] = field(default_factory=list)
+    # the module's training mode where compiled modules are called (`semantic.trainmode`):
+    # index in the file's call edges -> the mode the edge's `if self.training:` branch needs
+    modal: Dict[int, bool] = field(default_factory=dict)
+    # (root key, class, attribute): `self.<attribute>` of the class holds the compiled value
+    holders: List[Tuple[str, str, str]] = field(default_factory=list)
+    # (function, receiver, mode; None: not a literal): `receiver.train()`, `.eval()`, `.train(m)`
+    mode_sets: List[Tuple[str, str, Optional[bool]]] = field(default_factory=list)
+    # (function, "held" or "self", the attribute called or the method key, the receivers'
+    # modes set before the call by statements that dominate it): `self.model(x)`, `self.step()`
+    mode_sites: List[Tuple[str, str, str, Dict[str, Optional[bool]]]] = field(default_factory=list)
+    # (class, attribute) whose value leaves the class (passed, bound to a name), and root keys
+    # whose compiled value escapes before an attribute holds it
+    escapes: List[Tuple[str, str]] = field(default_factory=list)
+    # (class, attribute, attribute): `self.raw_model = self.model.module` holds what the second holds
+    aliases: List[Tuple[str, str, str]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.roots or self.disabled or self.skipped or self.flags or self.factories or self.handed)
+        return bool(self.roots or self.disabled or self.skipped or self.flags or self.factories or self.handed
+                    or self.modal)
 
     def add_roots(self, keys: Iterable[Tuple[str, Optional[str]]], options: Options) -> None:
         for key, unless in keys:
@@ -95,7 +111,12 @@ class Compiled:
 
     def to_json(self) -> list:
         return [[[k, o.to_json()] for k, o in self.roots], self.disabled, self.skipped, self.flags, self.unless,
-                {k: [i, o.to_json()] for k, (i, o) in self.factories.items()}, [list(h) for h in self.handed]]
+                {k: [i, o.to_json()] for k, (i, o) in self.factories.items()}, [list(h) for h in self.handed],
+                [[i, m] for i, m in self.modal.items()], [list(h) for h in self.holders]] + (
+                    # (the mode facts matter only beside a compile result kept in an attribute)
+                    [[list(s) for s in self.mode_sets], [list(s) for s in self.mode_sites],
+                     [list(e) for e in self.escapes], [list(a) for a in self.aliases]]
+                    if self.holders else [[], [], [], []])
 
     @staticmethod
     def from_json(d: Optional[list]) -> "Compiled":
@@ -103,7 +124,9 @@ class Compiled:
             return Compiled()
         return Compiled([(k, Options.from_json(o)) for k, o in d[0]], list(d[1]), list(d[2]), dict(d[3]),
                         dict(d[4]), {k: (i, Options.from_json(o)) for k, (i, o) in d[5].items()},
-                        [(c, i, r) for c, i, r in d[6]])
+                        [(c, i, r) for c, i, r in d[6]], {i: m for i, m in d[7]}, [tuple(h) for h in d[8]],
+                        [tuple(x) for x in d[9]], [(f, k, t, dict(m)) for f, k, t, m in d[10]],
+                        [tuple(e) for e in d[11]], [tuple(a) for a in d[12]])
 
 
 @dataclass(frozen=True)
@@ -121,14 +144,18 @@ class Region:
     shapes: bool = False  # capture_dynamic_output_shape_ops
     others: Tuple[str, ...] = ()  # the other roots that reach it
     fullgraph_all: Optional[bool] = None  # every root is (None: as `fullgraph`, one root)
+    # the module's training mode at every call of every root (`semantic.trainmode`); None: not
+    # known, or not the same everywhere. Dynamo guards on `self.training`: it traces one branch
+    training: Optional[bool] = None
 
     def to_json(self) -> list:
         return [self.root, self.fullgraph, self.cudagraphs, self.inductor, self.scalars, self.shapes,
-                list(self.others), self.fullgraph_all]
+                list(self.others), self.fullgraph_all, self.training]
 
     @staticmethod
     def from_json(d: list) -> "Region":
-        return Region(d[0], bool(d[1]), bool(d[2]), bool(d[3]), bool(d[4]), bool(d[5]), tuple(d[6]), d[7])
+        return Region(d[0], bool(d[1]), bool(d[2]), bool(d[3]), bool(d[4]), bool(d[5]), tuple(d[6]), d[7],
+                      d[8] if len(d) > 8 else None)
 
     @property
     def captures(self) -> bool:
@@ -142,23 +169,25 @@ class Region:
         return Region(names[0], self.fullgraph or other.fullgraph,
                       self.cudagraphs or other.cudagraphs, self.inductor and other.inductor,
                       self.scalars and other.scalars, self.shapes and other.shapes, tuple(names[1:]),
-                      self.captures and other.captures)
+                      self.captures and other.captures, self.training if self.training == other.training else None)
 
 
-def region_of(root: str, options: Options, flags: Dict[str, bool]) -> Region:
+def region_of(root: str, options: Options, flags: Dict[str, bool], training: Optional[bool] = None) -> Region:
     """The region a root starts: its options with the program's flags (a flag patched on the
-    root wins over the program's setting)."""
+    root wins over the program's setting), and the module's training mode where it is called."""
     on = dict(flags)
     on.update(options.flags)
     return Region(root, options.fullgraph, options.cudagraphs, options.backend in INDUCTOR,
-                  on.get(SCALARS, False), on.get(SHAPES, False))
+                  on.get(SCALARS, False), on.get(SHAPES, False), training=training)
 
 
 def regions(roots: Sequence[Tuple[T, Region]], edges: Dict[T, List[T]], disabled: Set[T],
-            skipped: Set[T] = frozenset()) -> Dict[T, Region]:
+            skipped: Set[T] = frozenset(), modal: Optional[Dict[T, List[Tuple[T, bool]]]] = None) -> Dict[T, Region]:
     """Every function a root reaches along call edges, with the join of the regions that
     reach it. A disabled function runs eagerly, and so does what it calls (unless a root
-    reaches it another way); a skipped one runs eagerly, what it calls is traced."""
+    reaches it another way); a skipped one runs eagerly, what it calls is traced. A `modal`
+    edge (made in an `if self.training:` branch) is followed unless the region's known
+    training mode is the other one."""
     out: Dict[T, Region] = {}
     through: Dict[T, Region] = {}  # skipped functions passed, by the region passing
     todo: List[Tuple[T, Region]] = [(n, r) for n, r in roots if n not in disabled]
@@ -171,6 +200,8 @@ def regions(roots: Sequence[Tuple[T, Region]], edges: Dict[T, List[T]], disabled
             continue
         table[node] = joined
         todo.extend((n, joined) for n in edges.get(node, ()) if n not in disabled)
+        todo.extend((n, joined) for n, mode in (modal or {}).get(node, ())
+                    if n not in disabled and joined.training in (None, mode))
     return out
 
 
@@ -247,6 +278,16 @@ def after_break(compiled: str, first: str) -> str:
     return compiled + AFTER + first.partition(AFTER)[0]
 
 
+# `tag` (and its AFTER part) + MODE + "1" or "0": the event is in a branch that runs only in
+# training mode, or only in eval mode (`mode_sites.branch_mode`); a region known to run in the
+# other mode never traces it
+MODE = "|mode="
+
+
+def in_mode(compiled: str, training: Optional[bool]) -> str:
+    return compiled if training is None else f"{compiled}{MODE}{int(training)}"
+
+
 # How a consequence that predicts no break begins: `synclint trace` joins such findings with
 # syncs only, never with graph breaks.
 NO_BREAK = "no graph break"
@@ -301,7 +342,10 @@ def settle(findings: list, regions_here: Dict[str, Region]) -> list:
         if not f.compiled:
             continue
         region = regions_here.get(f.scope) if f.scope is not None else None
-        event, _, first = f.compiled.partition(AFTER)
+        tagged, _, mode = f.compiled.partition(MODE)
+        if region is not None and mode and region.training is not None and region.training != (mode == "1"):
+            continue  # a branch of `if self.training:` the region's mode never takes: eager code
+        event, _, first = tagged.partition(AFTER)
         if region is not None and first and _breaks(consequence(first, region)):
             continue  # its frame was sent to eager by a break in its loop: the eager finding stays
         said = consequence(event, region) if region is not None else None

@@ -39,7 +39,7 @@ API: Dict[str, Tuple[str, ...]] = {
     "the current site": (
         "function_name", "in_test_code", "in_cuda_less", "in_compiled",
         "in_lightning_module", "site_hot", "after_nonblocking_d2h", "statement", "enclosing_loops",
-        "loop_rebinds_ok", "may_compile", "compiled_region",
+        "loop_rebinds_ok", "may_compile", "compiled_region", "training_branch",
     ),
     "loops": ("updates_from_own_grad",),
     "grad mode": ("in_no_grad", "in_grad_mode_block", "function_wants_grad", "calls_of", "grad_mode_set_in_file"),
@@ -98,6 +98,7 @@ class RuleContext:
         self.loop_rebinds_ok = partial(ownership.loop_rebinds_ok, m)
         self.may_compile = m.may_compile
         self.compiled_region = m.compiled_region
+        self.training_branch = m.training_branch
         # loops
         self.updates_from_own_grad = loopflow.updates_params_with_grad
         # grad mode (in_no_grad and in_grad_mode_block: properties below)

@@ -89,6 +89,8 @@ def module_summary(model, name: str) -> ModuleSummary:
     out.loopers = sorted(q for q, info in m.all_funcs.items() if info.runs_steps)
     out.registered = registrations(m.module, lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None))
     out.self_calls = list(m.self_calls)
+    out.options = dict(m.options)
+    out.options_set = sorted(m.options_set)
     for fname, (params, expr) in m.one_liners.items():
         out.one_liners[fname] = OneLiner(list(params), HelperBody(list(params), returns=[expr]).to_data(),
                                          _aliases_named(m, expr))

@@ -25,6 +25,9 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from synclint.semantic.values import CPU, MODULE, OBJECT, PY, TENSOR, TENSORS, UNKNOWN, UNKNOWN_VAL, Val, join
 
+# `ModuleSummary.options_set`: every command-line option may be set (`vars(args).update(...)`)
+ANY_OPTION = "*"
+
 # A key among a call's keyword values: the call also passes `*args`/`**kwargs`, so a
 # parameter it does not name may still be given (its default is not what it receives).
 STARRED = "*"
@@ -223,9 +226,14 @@ class ModuleSummary:
     # its functions that run a loop over batches or a decoding loop themselves: a loop that
     # calls one runs an epoch or a request a pass (`loops.calls_a_looper`)
     loopers: List[str] = field(default_factory=list)
+    # its command-line options with a bool default (dest -> it; None: not a bool constant),
+    # and the options it may set (`arguments.option_writes`; "*": any)
+    options: Dict[str, Optional[bool]] = field(default_factory=dict)
+    options_set: List[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "op": self.options, "os": self.options_set,
             "lp": self.loopers,
             "rg": [list(r) for r in self.registered],
             "hc": self.host_calls,
@@ -248,7 +256,8 @@ class ModuleSummary:
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
             {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]), list(d["hc"]),
-            [(r, c) for r, c in d.get("rg", ())], list(d.get("lp", ())),
+            [(r, c) for r, c in d.get("rg", ())], list(d.get("lp", ())), dict(d.get("op", {})),
+            list(d.get("os", ())),
         )
 
 
@@ -279,6 +288,9 @@ class ProjectFacts:
     # other modules' functions and methods (as this file names them, a method by its class's
     # key) that run their own batch or decoding loop (`ModuleSummary.loopers`)
     loopers: Set[str] = field(default_factory=set)
+    # the project's command-line options that hold their bool default (`Project.options`);
+    # None: not told (a file checked alone)
+    options: Optional[Dict[str, bool]] = None
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
@@ -287,7 +299,7 @@ class ProjectFacts:
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
             "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()}, "hc": sorted(self.host_called),
-            "rg": self.registries, "lp": sorted(self.loopers),
+            "rg": self.registries, "lp": sorted(self.loopers), "op": self.options,
         }
 
     @staticmethod
@@ -297,7 +309,7 @@ class ProjectFacts:
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
             {k: _unvals(a) for k, a in d["sa"].items()}, frozenset(d["hc"]),
-            {k: list(r) for k, r in d.get("rg", {}).items()}, set(d.get("lp", ())),
+            {k: list(r) for k, r in d.get("rg", {}).items()}, set(d.get("lp", ())), d.get("op"),
         )
 
     # ------------------------------------------------------------------ the questions
@@ -372,6 +384,15 @@ class ProjectFacts:
         self._ask("s")
         return self.star_imports.get(module, {})
 
+    def option(self, name: str) -> Optional[bool]:
+        """A command-line option's bool default, where nothing in the project sets it."""
+        self._ask("op", name)
+        return None if self.options is None else self.options.get(name)
+
+    def options_known(self) -> bool:
+        """The project told this file its options (else the file's own are all there is)."""
+        return self.options is not None
+
     def makes_cuda_default(self) -> bool:
         """An importing script made CUDA the default device."""
         self._ask("d")
@@ -429,6 +450,8 @@ class ProjectFacts:
             return v.to_json() if v is not None else None
         if kind == "d":
             return self.cuda_default
+        if kind == "op":
+            return None if self.options is None else self.options.get(key[1])
         if kind == "f":
             v = self.funcs.get(key[1])
             return v.to_json() if v is not None else None

@@ -84,6 +84,7 @@ class Env(Protocol):
     def note_forward_ref(self, key: object) -> None: ...
     def note_early_return(self, name: str, v: Val) -> None: ...
     def note_early_option(self, option: str) -> None: ...
+    def option_value(self, option: str) -> Optional[Val]: ...
     def note_per_epoch(self) -> None: ...
 
 
@@ -229,6 +230,8 @@ class Evaluator:
         if t is cst.UnaryOperation:
             v = self.value(e.expression)
             if type(e.operator) is cst.Not:
+                if v.kind == V.PY and v.py in _KNOWN_TRUTH:
+                    return V.py(_KNOWN_TRUTH[v.py])  # (a Python value Dynamo specialises on)
                 return V.py("bool") if v.kind in (V.PY, V.NUMPY) else v if v.kind == V.UNKNOWN else V.py("bool")
             if v.kind == V.TENSOR:
                 return v.with_(dtype=v.dtype if type(e.operator) is cst.BitInvert or v.dtype != V.BOOL else None)
@@ -257,6 +260,10 @@ class Evaluator:
             )
         if t is cst.Comparison:
             ops = [c.operator for c in e.comparisons]
+            if len(ops) == 1 and type(ops[0]) in (cst.Is, cst.IsNot) and _is_none(e.comparisons[0].comparator):
+                v = self.value(e.left)  # `d is None` of a known None
+                if v.kind == V.PY and v.py == "none":
+                    return V.py("true" if type(ops[0]) is cst.Is else "false")
             if any(type(o) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for o in ops):
                 return V.py("bool")
             vals = [self.value(e.left)] + [self.value(c.comparator) for c in e.comparisons]
@@ -271,10 +278,20 @@ class Evaluator:
                 return V.UNKNOWN_VAL  # an unknown operand keeps the result unknown
             return V.py("bool")
         if t is cst.BooleanOperation:
-            # `a or b` is one of its operands.
-            return V.join(self.value(e.left), self.value(e.right))
+            # `a or b` is one of its operands; `False and b` is the first (`b` is not evaluated)
+            left = self.value(e.left)
+            if left.kind == V.PY and left.py == ("false" if type(e.operator) is cst.And else "true"):
+                return left
+            return V.join(left, self.value(e.right))
         if t is cst.IfExp:
-            return V.join(self.value(e.body), self.value(e.orelse))
+            test = self.value(e.test)
+            body, orelse = self.value(e.body), self.value(e.orelse)
+            if test.kind == V.PY and test.py in _KNOWN_TRUTH and not (
+                    body.device is not None and orelse.device is not None and body.device != orelse.device):
+                # `None if args.ignore_d else d`, on by default. Not a choice of device (`"cuda" if
+                # args.cuda else "cpu"`): a run on the GPU passes the flag, as for a device option
+                return body if test.py == "true" else orelse
+            return V.join(body, orelse)
         if t is cst.Call:
             return self._infer_call(e)
         if t is cst.Await:
@@ -444,6 +461,9 @@ class Evaluator:
         if k == V.OBJECT and base.cls == L.ARG_NAMESPACE:  # `args.device`
             dev = env.device_options.get(attr)
             if dev is None:
+                on = env.option_value(attr)
+                if on is not None:
+                    return on
                 env.note_early_option(attr)  # the parser may be further down: known next walk
                 return V.UNKNOWN_VAL
             return Val(V.PY, dev, py="str")
@@ -1724,3 +1744,11 @@ def _foreign_body(helper) -> Optional[HelperBody]:
         return HelperBody.from_data(helper.params, helper.body)
     except (KeyError, TypeError, AttributeError, ValueError):  # a summary from another build: tells nothing
         return None
+
+
+# the `py` tags of a bool known on every path, and their negation
+_KNOWN_TRUTH = {"true": "false", "false": "true"}
+
+
+def _is_none(e: cst.BaseExpression) -> bool:
+    return type(e) is cst.Name and e.value == "None"

@@ -23,15 +23,15 @@ from synclint.semantic.gradmode import CallOf, GradFacts
 from synclint.semantic import library as L
 from synclint.semantic import ownership
 from synclint.semantic import values as V
-from synclint.semantic.facts import FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
+from synclint.semantic.facts import ANY_OPTION, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.helpers import HelperBody
 from synclint.semantic.syntax import every_item_of, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
-from synclint.semantic import compile_sites
+from synclint.semantic import compile_sites, mode_sites
 from synclint.semantic.heat import periodic_test, rate_here
 from synclint.semantic.annotations import annotation_val, annotation_val_syntactic
-from synclint.semantic.compiled import Compiled, Options
+from synclint.semantic.compiled import Compiled, Options, in_mode
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
@@ -113,6 +113,10 @@ class SemanticModel:
         # command-line options that hold a device (`arguments.device_option`): the last walk's,
         # and those met so far; options read before this walk met them
         self.device_options: Dict[str, str] = dict(self.facts.device_options)
+        # command-line options with a bool default (dest -> it; None: not a bool constant) and
+        # the options the file may set (`arguments.bool_option`, `option_writes`)
+        self.options: Dict[str, Optional[bool]] = {}
+        self.options_set: Set[str] = set()
         self.loop_carried: Dict[int, Dict[str, Val]] = {}  # this walk's (`FileFacts.loop_carried`)
         self.early_options: Set[str] = set()
         # function name -> what a call above its definition took from the last walk; the
@@ -187,6 +191,11 @@ class SemanticModel:
         # flags each enclosing `torch._dynamo.config.patch` sets
         self.compile_facts = Compiled()
         self.patched_flags: List[Dict[str, bool]] = []
+        # mode sets met, with the statements that hold them (`mode_sites`: what dominates a call),
+        # and compile results kept in locals: (function, name) -> their roots' indices
+        self.mode_marks: List[Tuple[str, str, Optional[bool], Tuple[int, ...]]] = []
+        self.compiled_locals: Dict[Tuple[str, str], List[int]] = {}
+        self.if_truth: Dict[int, bool] = {}  # id(if) -> its test's known value (`compile_sites.note_if`)
         # The evaluator reads this model as its `Env`. What the walker and the model's own
         # queries ask of it is bound here once (about a hundred thousand times on a large
         # tree); rules reach it through `RuleContext`.
@@ -1003,6 +1012,18 @@ class SemanticModel:
         f = self.func
         return f.region if f is not None else None
 
+    def option_value(self, option: str) -> Optional[Val]:
+        """A command-line option's value in the program as written: its bool default, where
+        the project (this file alone, when checked alone) sets it nowhere else."""
+        on = self.project.option(option)
+        if on is None and not self.project.options_known():
+            on = self.options.get(option) if not ({option, ANY_OPTION} & self.options_set) else None
+        return None if on is None else V.py("true" if on else "false")
+
+    def training_branch(self) -> Optional[bool]:
+        """The training mode the enclosing `if self.training:` branch needs (`mode_sites`)."""
+        return mode_sites.branch_mode(self)
+
     def may_compile(self) -> bool:
         """This code may run under Dynamo: it is in a function (module-level code never is)
         that no `torch.compiler.disable` excludes, and not in a data pipeline's worker code."""
@@ -1130,7 +1151,7 @@ class SemanticModel:
         if compiled is not None:
             if compile_sites.in_assert_message(self, node):
                 return  # (runs only when the assertion fails)
-            compiled = compile_sites.in_broken_frame(self, compiled)
+            compiled = in_mode(compile_sites.in_broken_frame(self, compiled), self.training_branch())
         self.sink.add(self.site(), rule, node, message, replacement=replacement, target=target, safe=safe,
                       fix_title=fix_title, compiled=compiled)
 

@@ -315,8 +315,9 @@ def _appended(a: Val, b: Val) -> Optional[Tuple[Val, ...]]:
 
 
 # `py` tags of Python numbers: two of them joined are still a number. A bool may say more:
-# "false" (the literal), "periodic" (true every N steps: `step % N == 0`, `heat.periodic_test`)
-NUMBERS = frozenset(("int", "float", "bool", "number", "false", "periodic"))
+# "false" (the literal), "true" (known true: a command-line option on by default, `x is None`
+# of a known None), "periodic" (true every N steps: `step % N == 0`, `heat.periodic_test`)
+NUMBERS = frozenset(("int", "float", "bool", "number", "false", "true", "periodic"))
 
 
 def _py_join(a: Optional[str], b: Optional[str]) -> Optional[str]:
