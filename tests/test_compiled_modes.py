@@ -1,4 +1,4 @@
-"""Session 43: what a compiled region runs, decided by the program's state where the compiled
+"""What a compiled region runs, decided by the program's state where the compiled
 value is called: the module's training mode (`semantic.trainmode`). Each test fails without
 its mechanism; each has its near misses."""
 
