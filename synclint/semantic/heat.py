@@ -23,7 +23,7 @@ from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
-from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
+from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, read_first, string_value
 from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, handler_around,
                                       memoised, one_shot, rare_functions, recovery_around, recovery_branch,
                                       stores_own_move)
@@ -244,7 +244,7 @@ def _paths(node: cst.CSTNode) -> Set[str]:
         elif type(n) is cst.Attribute:
             visit(n.value)
         else:
-            for c in n.children:
+            for c in child_nodes(n):
                 visit(c)
 
     visit(node)

@@ -66,7 +66,8 @@ def _pipeline_entry(model: "SemanticModel", f: FuncInfo) -> bool:
         return False
     if f.name in ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__"):
         return not f.cls.is_module
-    return model.library_base(f.cls.name, lambda b: L.is_host_side_method(f"{b}.{f.name}")) is not None
+    return f.name in L.HOST_SIDE_METHOD_NAMES and \
+        model.library_base(f.cls.name, lambda b: L.is_host_side_method(f"{b}.{f.name}")) is not None
 
 
 def _test_named(filename: str) -> bool:

@@ -28,7 +28,7 @@ from synclint.paths import project_root
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
-from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, string_value
+from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, statements, string_value
 
 
 def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
@@ -78,7 +78,7 @@ def memoised(model) -> Dict[str, Entry]:
         if type(node) is cst.FunctionDef and any(_memoiser(model, d.decorator) for d in node.decorators):
             out[q] = Entry(f"{q}() is memoised (functools.lru_cache): it runs once per distinct argument")
         if info.cls is not None and type(node) is cst.FunctionDef:  # (`__init__`, `__post_init__`, ...)
-            for n in descendants(node.body):
+            for n in statements(node.body):
                 if type(n) is cst.Assign and type(n.value) is cst.Call and _memoiser(model, n.value.func) \
                         and n.value.args and _self_attr(n.value.args[0].value) is not None \
                         and any(_self_attr(t.target) == _self_attr(n.value.args[0].value) for t in n.targets):
@@ -134,7 +134,7 @@ def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
     for d in f.cls.node.body.body:
         if type(d) is not cst.FunctionDef or d.name.value == "__init__":
             continue
-        for n in descendants(d.body):
+        for n in statements(d.body):
             if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(
                     _self_attr(t) == attr for t in assigned_targets(n)) and not (
                     type(n) is cst.Assign and _moves_back(n.value, attr)):
