@@ -899,20 +899,22 @@ class SemanticModel:
         v = self.infer(e)
         if v.kind == V.TENSORS and policy == RECEIVER:
             v = V.element_of(v)  # `parameters=`: a tensor or tensors, fit the same
-        # DataLoader workers run data-pipeline code on the CPU: only a tensor known to be on
-        # the GPU is there
-        unplaced_ok = self.gpu_evident and self.names_torch and not self.in_data_pipeline()
         if v.kind == V.TENSOR:
-            if v.device == V.CPU or (v.device is None and not unplaced_ok):
+            if v.device == V.CPU or (v.device is None and not self._unplaced_ok()):
                 return None
             if policy == EVIDENT and v.assumed:
                 return None
             return v
-        if v.kind != V.UNKNOWN or not unplaced_ok or v.device == V.CPU:
+        if v.kind != V.UNKNOWN or v.device == V.CPU or not self._unplaced_ok():
             return None  # (what another module's call returned, moved to the host: `f(x).to("cpu")`)
         if policy == RECEIVER or policy == NOT_MODULE and not _named_like_module(e):
             return V.tensor(None, assumed=True)
         return None
+
+    def _unplaced_ok(self) -> bool:
+        """A tensor of unknown device may be on the GPU here. DataLoader workers run
+        data-pipeline code on the CPU: only a tensor known to be on the GPU is there."""
+        return self.gpu_evident and self.names_torch and not self.in_data_pipeline()
 
     def gpu_mask(self, e: cst.BaseExpression) -> bool:
         """A boolean tensor (a comparison, a bool method, dtype=torch.bool) on the GPU."""

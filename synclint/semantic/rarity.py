@@ -41,7 +41,7 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
     initialisation). Another module's every-step call still makes one hot (the project's
     heat)."""
     rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
-    folder = debug_path(model.filename, project_root([model.filename]))
+    folder = debug_path(model.filename, lambda: project_root([model.filename]))
     for q, info in model.all_funcs.items():
         if q in rare or info.entry:
             continue
