@@ -163,8 +163,8 @@ class Binder:
             # a module-level function, or a method (key "Cls.m", `self` its first parameter)
             key = node.name.value if cls is None else qual
             see_through = all(_passes_call_through(ctx, d.decorator) for d in node.decorators)
-            given_back = returned_parameter(node, see_through)  # `...; return model`: the call's argument
-            body = helper_body(node, see_through) if given_back is None else None  # or a replayable helper
+            # `...; return model`: the call's argument; or a replayable helper (the tree's facts)
+            given_back, body = ctx.once(("helper", id(node), see_through), lambda: _helper(node, see_through))
             if given_back is not None:
                 ctx.one_liners[key] = ([p.name.value for p in all_params(node.params)], cst.Name(given_back))
             elif body is None:
@@ -588,6 +588,12 @@ def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
     if type(d) is cst.Call:
         d = d.func
     return ctx.qualname(d) in L.NO_GRAD_CONTEXTS
+
+
+def _helper(node: cst.FunctionDef, see_through: bool) -> tuple:
+    """(the parameter a function gives back, else its replayable body, else None)."""
+    given_back = returned_parameter(node, see_through)
+    return given_back, helper_body(node, see_through) if given_back is None else None
 
 
 def _replayable_method(node: cst.FunctionDef) -> bool:

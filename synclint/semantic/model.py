@@ -84,8 +84,13 @@ class SemanticModel:
         facts: Optional[FileFacts] = None,
         project: Optional[ProjectFacts] = None,
         module_name: Optional[str] = None,
+        tree_memo: Optional[Dict[tuple, object]] = None,
     ) -> None:
         self.facts = facts or FileFacts()
+        # What the syntax tree alone tells (a function's replayable body, the file's names
+        # in use), by key (`once`): one table for every walk of one tree, held beside the tree
+        # (the engine's `Analysis`), so each is worked out once per file, not once per walk
+        self.tree_memo: Dict[tuple, object] = {} if tree_memo is None else tree_memo
         self.project = project or ProjectFacts()
         # dotted name of this module, for relative imports; a package's `__init__` ends in
         # ".__init__" so that `from . import x` stays inside the package
@@ -176,7 +181,6 @@ class SemanticModel:
         self.loop_breaks: Dict[int, str] = {}  # id(loop) -> its every-iteration compiled event (`compile_sites`)
         self.site_rates: Dict[int, object] = {}  # index in `calls` -> that call site's rate (`heat.rate_here`)
         self.recovery_branches: Dict[int, object] = {}  # id(if body) -> why it runs after an error only (`rarity.recovery_branch`)
-        self.name_uses: Optional[Dict[str, list]] = None  # the file's calls and references by name (`rarity._uses_of`)
         self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
@@ -197,6 +201,15 @@ class SemanticModel:
         self.combine = ev.combine
         self.iter_item = ev.iter_item
         self.forget = ev.forget
+
+    def once(self, key: tuple, make: Callable[[], object]) -> object:
+        """`make()`, a fact of the syntax tree alone (`key` names it, with the ids of the
+        tree's nodes it is about), worked out at the first walk of the tree that asks."""
+        memo = self.tree_memo
+        if key in memo:
+            return memo[key]
+        got = memo[key] = make()
+        return got
 
     def set_module(self, module: cst.Module) -> None:
         """Facts about the whole file, before the walk: is it a script or a test module that

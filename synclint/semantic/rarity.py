@@ -409,11 +409,13 @@ def _uses_of(model) -> Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]]
     """name -> each use of that name in the file as a function: (the call, or None where the
     name is only referred to; the error handler around it, `error_handler`, or None). A
     name used as a variable counts as a reference too: a function with that name is then
-    left alone. Built once per walk (`SemanticModel.name_uses`)."""
-    if model.name_uses is not None:
-        return model.name_uses
+    left alone. Built once per tree (`SemanticModel.once`)."""
+    return model.once(("name uses",), lambda: _name_uses(model.module))
+
+
+def _name_uses(module: cst.Module) -> Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]]:
     out: Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]] = {}
-    stack: List[Tuple[cst.CSTNode, Optional[str]]] = [(model.module, None)]
+    stack: List[Tuple[cst.CSTNode, Optional[str]]] = [(module, None)]
     while stack:
         node, handler = stack.pop()
         t = type(node)
@@ -440,5 +442,4 @@ def _uses_of(model) -> Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]]
             stack.extend((c, handler) for c in child_nodes(node) if c is not node.name)
             continue
         stack.extend((c, handler) for c in child_nodes(node))
-    model.name_uses = out
     return out
