@@ -33,7 +33,7 @@ from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, descendants, indices_of, string_value
+from synclint.semantic.syntax import all_params, indices_of, statements, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -647,7 +647,7 @@ def _always_leaves(block: cst.BaseSuite) -> bool:
 def _leaves(node: cst.If) -> bool:
     """Whether a branch of `node` may leave the block (`return`, `raise`, `break`,
     `continue`): then what follows is not simply the path that fell through."""
-    return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in descendants(node))
+    return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in statements(node))
 
 
 def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.BaseExpression) -> None:

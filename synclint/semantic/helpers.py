@@ -105,7 +105,7 @@ def wraps_call(node: cst.FunctionDef) -> bool:
     wrapper = next((s for s in body if type(s) is cst.FunctionDef and s.name.value == last.value.value), None)
     if wrapper is None or not any(_wraps(d.decorator, fn) for d in wrapper.decorators):
         return False
-    returns = [n for n in descendants(wrapper) if type(n) is cst.Return]
+    returns = [n for n in statements(wrapper) if type(n) is cst.Return]
     return bool(returns) and all(type(r.value) is cst.Call and type(r.value.func) is cst.Name
                                  and r.value.func.value == fn for r in returns)
 

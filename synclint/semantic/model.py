@@ -35,7 +35,7 @@ from synclint.semantic.compiled import Compiled, Options
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
-                                      dotted, is_true, kwarg, last_name, read_first, string_value)
+                                      dotted, is_true, kwarg, last_name, read_first, statements, string_value)
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.scopes import Binding, ClassInfo, FuncInfo
 from synclint.semantic.sink import FindingSink, PendingFinding, Site
@@ -1074,12 +1074,13 @@ class SemanticModel:
         f = self.func
         if type(e) is cst.Name and f is not None and f.node is not None:
             if f.counters is None:
-                f.counters = _counted(f.node, attrs=False)
+                f.counters = self.once(("counted", id(f.node), False), lambda: _counted(f.node, attrs=False))
             return e.value in f.counters
         if (type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self"
                 and self.cls is not None and self.cls.node is not None):
             if self.cls.counters is None:
-                self.cls.counters = _counted(self.cls.node, attrs=True)
+                node = self.cls.node
+                self.cls.counters = self.once(("counted", id(node), True), lambda: _counted(node, attrs=True))
             return e.attr.value in self.cls.counters
         return False
 
@@ -1388,8 +1389,8 @@ def _counted(root: cst.CSTNode, attrs: bool) -> Set[str]:
     """Names (or, with `attrs`, `self.` attributes) incremented by a constant under `root`,
     and loop variables over `range(...)` / the index of `enumerate(...)`."""
     out: Set[str] = set()
-    for n in descendants(root, stop=frozenset()):
-        kind = type(n)  # (by type: this visits every node of a function, see `descendants`)
+    for n in statements(root, stop=frozenset()):  # (both are statements: no expression is entered)
+        kind = type(n)
         if kind is cst.AugAssign and type(n.operator) is cst.AddAssign and type(n.value) is cst.Integer:
             t = n.target
             if not attrs and type(t) is cst.Name:

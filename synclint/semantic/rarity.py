@@ -228,11 +228,11 @@ def one_shot(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
         return type(n) is cst.Assign and type(n.value) is cst.Name and n.value.value == value and any(
             type(t.target) is cst.Name and t.target.value == name for t in n.targets)
 
-    if not any(sets(n, "False") for n in descendants(body)):
+    if not any(sets(n, "False") for n in statements(body)):
         return False
     loop = model.loop_nodes[-1]
-    in_loop = {id(n) for n in descendants(loop)}
-    assigned = [n for n in descendants(f.node.body) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+    in_loop = {id(n) for n in statements(loop)}  # (of its assignments)
+    assigned = [n for n in statements(f.node.body) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
                 and any(type(t) is cst.Name and t.value == name for t in assigned_targets(n))]
     return all(sets(n, "False") or sets(n, "True") and id(n) not in in_loop for n in assigned)
 
