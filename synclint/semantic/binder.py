@@ -64,8 +64,9 @@ class Binder:
             cst.Return: self._return, cst.Call: self._call, cst.NamedExpr: self._walrus,
             cst.Global: self._global, cst.Nonlocal: self._global,
             cst.SimpleString: self._string, cst.Assert: self._assert, cst.Yield: self._yield,
-            cst.Attribute: self._attribute,
         }
+        if model.property_names:  # (known before the walk, `set_module`: else no read runs a getter)
+            self.handlers[cst.Attribute] = self._attribute
 
     def enter_statement(self, node: cst.CSTNode) -> None:
         """Statements are numbered in pre-order (`parse.positions` counts the same way); what
