@@ -265,7 +265,7 @@ class InferenceWithoutNoGrad(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         ctx = self.ctx
-        if ctx.grad_mode_set_in_file():
+        if not self._pending or ctx.grad_mode_set_in_file():  # (the file's grad facts: asked only when needed)
             return
         reported: Set[str] = set()
         for where, call, text, fname in self._pending:

@@ -48,6 +48,7 @@ class Analysis:
     summary: ModuleSummary
     rows: Optional[list] = None  # the statements' `positions.statement_rows`, when at hand
     spans: Optional[dict] = None  # a tree built from Python's parse: where its nodes are (`parse.builder`)
+    tree_memo: dict = field(default_factory=dict)  # what the tree alone tells, for every walk (`SemanticModel.once`)
 
 
 @dataclass
@@ -94,11 +95,12 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
     from synclint.solver import walk_to_fixpoint
 
     module, rows, spans = _parse(source, libcst_tree)
+    tree_memo: dict = {}
 
     def walk(last):
         """One walk without rules, from what the walk `last` learned."""
         model = SemanticModel(source, filename, facts=last.summary() if last is not None else None,
-                              module_name=module_name)
+                              module_name=module_name, tree_memo=tree_memo)
         model.set_module(module)
         Walker(model, ()).walk(module)
         return model
@@ -108,7 +110,7 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
         # that a chain (loss -> assign -> geometry) is known before linting
         model = walk_to_fixpoint(walk, SemanticModel.forward_refs_known)
     return Analysis(source, filename, module_name, module, model.summary(), model.module_summary(module_name or ""),
-                    rows, spans)
+                    rows, spans, tree_memo)
 
 
 def lint_analysis(
@@ -138,7 +140,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     def walk(last):
         """One walk with the rules, from what the walk `last` learned (else the first walks')."""
         ctx = SemanticModel(source, a.filename, facts=last.summary() if last is not None else a.facts,
-                            project=project, module_name=a.module_name)
+                            project=project, module_name=a.module_name, tree_memo=a.tree_memo)
         ctx.set_module(module)
         failed.clear()
         Walker(ctx, _isolated_rules(rules, ctx, failed)).walk(module)

@@ -1117,15 +1117,16 @@ class Project:
         for p2, s in self.summaries.items():
             if s is None:
                 continue
+            methods: Dict[str, List[str]] = {}  # class -> its methods' quals, in the summary's order
+            for qual in s.params:
+                methods.setdefault(qual.rpartition(".")[0], []).append(qual)
             for cname, cf in s.classes.items():
                 for ancestor in self._ancestors(p2, cname):
                     descendants.setdefault(ancestor, set()).add(p2)
-                prefix = cname + "."
-                for qual in s.params:
-                    if qual.startswith(prefix) and "." not in qual[len(prefix):]:
-                        base = self._defining_base(p2, cname, qual[len(prefix):])
-                        if base is not None:
-                            overrides.setdefault(base, []).append((p2, qual))
+                for qual in methods.get(cname, ()):
+                    base = self._defining_base(p2, cname, qual[len(cname) + 1:])
+                    if base is not None:
+                        overrides.setdefault(base, []).append((p2, qual))
         return overrides, descendants
 
     def _ancestors(self, path: str, cname: str) -> List[Tuple[str, str]]:

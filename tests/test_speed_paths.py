@@ -282,3 +282,47 @@ def test_a_file_without_compiled_regions_settles_as_compiled_settle_does():
     found = [finding(9, "SYN101"), finding(3, "SYN601", "item:gpu"), finding(3, "SYN101"), finding(1, "SYN103")]
     assert _settled(list(found), [[], []], FRESH) == settle(list(found), {})
     assert [f.row for f in _settled(list(found), [[], [], {}], FRESH)] == [1, 3, 9]
+
+
+def test_statements_finds_what_a_walk_of_every_node_finds_in_a_tenth_of_the_visits():
+    """`syntax.statements`: the searches for assignments and returns (memoised methods, a
+    move stored back, a returned parameter) visit statements only, and find the same ones."""
+    import libcst as cst
+
+    from synclint.semantic.syntax import SMALL_STATEMENTS, STATEMENTS, descendants, statements
+
+    src = ("def f(a, b):\n    x = [y for y in a]\n    if a:\n        b = 1; return a\n"
+           "    elif b:\n        with g() as h:\n            for i in h: z = i\n            else:\n                pass\n"
+           "    try:\n        return b\n    except E:\n        w = 2\n    finally:\n        del x\n"
+           "    match a:\n        case 1:\n            v = 3\n    def inner():\n        hidden = 4\n        return hidden\n"
+           "    return (lambda q: q)(a)\n")
+    fn = cst.parse_module(src).body[0]
+    want = [n for n in descendants(fn) if type(n) in STATEMENTS | SMALL_STATEMENTS]
+    got = list(statements(fn))
+    assert {id(n) for n in got} == {id(n) for n in want} and len(got) == len(want)
+    assert not any(type(n) is cst.Assign and n.targets[0].target.value == "hidden" for n in got)  # (not inside `inner`)
+    assert sum(1 for _ in descendants(fn)) > 3 * len(got)
+
+
+def test_a_path_without_a_debug_word_is_no_debug_tool_without_finding_the_project_root():
+    """`callgraph.debug_path`: the project's root (a walk up the directories, once per lint
+    of every file) is looked for only where a part of the path names a debug tool."""
+    from synclint.semantic.callgraph import debug_path
+
+    def no_root():
+        raise AssertionError("the root was looked for")
+
+    assert debug_path("/work/proj/models/resnet.py", no_root) is None
+    assert debug_path("/work/proj/tools/visualize_boxes.py", lambda: "/work/proj") == "visualize_boxes.py"
+    assert debug_path("/work/debug/proj/train.py", lambda: "/work/debug/proj") is None  # (above the root)
+
+
+def test_a_host_side_method_is_known_by_its_name_before_its_bases_are_asked():
+    """`library.HOST_SIDE_METHOD_NAMES`: every `[iteration] host_side_methods` entry, a
+    pattern too, names its method; a method of another name is asked nothing."""
+    from synclint.semantic import library as L
+
+    assert {"__call__", "transform"} <= L.HOST_SIDE_METHOD_NAMES
+    assert L.is_host_side_method("mmdet.datasets.transforms.RandomFlip.transform")
+    assert not L.is_host_side_method("mmdet.datasets.transforms.RandomFlip.transform_boxes")
+    assert L.is_host_side_method("detectron2.data.DatasetMapper.__call__")

@@ -34,7 +34,7 @@ from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, descendants, indices_of, string_value
+from synclint.semantic.syntax import all_params, indices_of, statements, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -65,8 +65,9 @@ class Binder:
             cst.Return: self._return, cst.Call: self._call, cst.NamedExpr: self._walrus,
             cst.Global: self._global, cst.Nonlocal: self._global,
             cst.SimpleString: self._string, cst.Assert: self._assert, cst.Yield: self._yield,
-            cst.Attribute: self._attribute,
         }
+        if model.property_names:  # (known before the walk, `set_module`: else no read runs a getter)
+            self.handlers[cst.Attribute] = self._attribute
 
     def enter_statement(self, node: cst.CSTNode) -> None:
         """Statements are numbered in pre-order (`parse.positions` counts the same way); what
@@ -164,8 +165,8 @@ class Binder:
             # a module-level function, or a method (key "Cls.m", `self` its first parameter)
             key = node.name.value if cls is None else qual
             see_through = all(_passes_call_through(ctx, d.decorator) for d in node.decorators)
-            given_back = returned_parameter(node, see_through)  # `...; return model`: the call's argument
-            body = helper_body(node, see_through) if given_back is None else None  # or a replayable helper
+            # `...; return model`: the call's argument; or a replayable helper (the tree's facts)
+            given_back, body = ctx.once(("helper", id(node), see_through), lambda: _helper(node, see_through))
             if given_back is not None:
                 ctx.one_liners[key] = ([p.name.value for p in all_params(node.params)], cst.Name(given_back))
             elif body is None:
@@ -597,6 +598,12 @@ def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:
     return ctx.qualname(d) in L.NO_GRAD_CONTEXTS
 
 
+def _helper(node: cst.FunctionDef, see_through: bool) -> tuple:
+    """(the parameter a function gives back, else its replayable body, else None)."""
+    given_back = returned_parameter(node, see_through)
+    return given_back, helper_body(node, see_through) if given_back is None else None
+
+
 def _replayable_method(node: cst.FunctionDef) -> bool:
     """A method whose result may be inferred per call with `self` bound to the receiver: a
     plain one (not a module's `forward`, whose output has its own rules, nor a constructor or
@@ -648,7 +655,7 @@ def _always_leaves(block: cst.BaseSuite) -> bool:
 def _leaves(node: cst.If) -> bool:
     """Whether a branch of `node` may leave the block (`return`, `raise`, `break`,
     `continue`): then what follows is not simply the path that fell through."""
-    return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in descendants(node))
+    return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in statements(node))
 
 
 def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.BaseExpression) -> None:

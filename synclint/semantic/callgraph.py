@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Optional, Set, TypeVar
+from typing import Callable, Dict, List, Optional, Set, TypeVar, Union
 
 from synclint.semantic import library as L
 
@@ -57,13 +57,17 @@ def words(name: str) -> Set[str]:
     return {w.lower() for w in _WORD.findall(name)}
 
 
-def debug_path(path: str, root: str) -> Optional[str]:
+def debug_path(path: str, root: Union[str, Callable[[], str]]) -> Optional[str]:
     """The folder or file name, below the project's root, that says a file is debug or
     visualisation code (library.toml `[rarity]` debug_words: `tools/visualize_assign.py`,
     `projects/assigner_visualization/heads/x.py`, `detic/modeling/debug.py`), if one does: a
     visualisation tool, which runs when a user asks for a drawing, not in a training or
-    inference run. Not a demo (`demo/`: its per-frame inference is its product)."""
-    rel = os.path.relpath(os.path.abspath(path), root)
+    inference run. Not a demo (`demo/`: its per-frame inference is its product). `root` may
+    be a function that finds it, asked only where a folder of the path has such a name."""
+    path = os.path.abspath(path)
+    if not any(words(os.path.splitext(part)[0]) & L.DEBUG_WORDS for part in path.split(os.sep)):
+        return None  # (the parts below the root are parts of the path)
+    rel = os.path.relpath(path, root if isinstance(root, str) else root())
     for part in rel.split(os.sep):
         if part not in (os.curdir, os.pardir) and words(os.path.splitext(part)[0]) & L.DEBUG_WORDS:
             return part

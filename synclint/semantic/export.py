@@ -8,7 +8,7 @@ which imports it) and write nothing into it; the model keeps `summary()` and
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Set
 
 import libcst as cst
 
@@ -95,8 +95,10 @@ def module_summary(model, name: str) -> ModuleSummary:
         out.one_liners[fname] = OneLiner(list(params), HelperBody(list(params), returns=[expr]).to_data(),
                                          _aliases_named(m, expr))
     for fname, body in m.helpers.items():
-        if body.node is not None:
-            out.one_liners[fname] = OneLiner(list(body.params), body.to_data(), _aliases_named(m, body.node), True)
+        if body.node is not None:  # (the body is the tree's, kept by `SemanticModel.once`: so is its data)
+            out.one_liners[fname] = OneLiner(list(body.params), m.once(("data", id(body)), body.to_data),
+                                             _aliases_named(m, body.node, m.once(("names", id(body.node)),
+                                                                                 lambda: _names_in(body.node))), True)
     return out
 
 
@@ -118,10 +120,15 @@ def _method_aliases(model, node: Optional[cst.ClassDef]) -> Dict[str, str]:
     return out
 
 
-def _aliases_named(model, node: cst.CSTNode) -> Dict[str, str]:
-    """The imports a piece of this file's code names (what another module needs to read it)."""
-    named = {n.value for n in [node, *descendants(node)] if type(n) is cst.Name}
+def _aliases_named(model, node: cst.CSTNode, named: Optional[Set[str]] = None) -> Dict[str, str]:
+    """The imports a piece of this file's code names (what another module needs to read it);
+    `named`: the names in it, where known."""
+    named = _names_in(node) if named is None else named
     return {n: model.aliases[n] for n in sorted(named) if n in model.aliases}
+
+
+def _names_in(node: cst.CSTNode) -> Set[str]:
+    return {n.value for n in [node, *descendants(node)] if type(n) is cst.Name}
 
 
 def _star_exported(name: str, q: str) -> bool:

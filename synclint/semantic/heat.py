@@ -23,7 +23,7 @@ from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
-from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
+from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, read_first, statements, string_value
 from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, handler_around,
                                       memoised, one_shot, rare_functions, recovery_around, recovery_branch,
                                       stores_own_move)
@@ -244,7 +244,7 @@ def _paths(node: cst.CSTNode) -> Set[str]:
         elif type(n) is cst.Attribute:
             visit(n.value)
         else:
-            for c in n.children:
+            for c in child_nodes(n):
                 visit(c)
 
     visit(node)
@@ -530,7 +530,7 @@ def _clock_due(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
         return False
     last = diff.right.value
     return any(type(n) in (cst.Assign, cst.AnnAssign) and any(
-        type(t) is cst.Name and t.value == last for t in assigned_targets(n)) for n in descendants(body))
+        type(t) is cst.Name and t.value == last for t in assigned_targets(n)) for n in statements(body))
 
 
 def _one_step(test: cst.BaseExpression, model) -> bool:
@@ -710,14 +710,14 @@ def _setter_sets(model, call: cst.BaseExpression, subject: cst.BaseExpression) -
     wanted = {subject.attr.value}
     prop = methods.get(subject.attr.value)
     if prop is not None and any(last_name(d.decorator) == "property" for d in prop.decorators):
-        returned = [n.value for n in descendants(prop.body) if type(n) is cst.Return and n.value is not None]
+        returned = [n.value for n in statements(prop.body) if type(n) is cst.Return and n.value is not None]
         wanted |= {r.attr.value for r in returned if type(r) is cst.Attribute and type(r.value) is cst.Name
                    and r.value.value == "self"}
     setter = methods.get(call.func.attr.value)
     return setter is not None and setter is not prop and any(
         type(n) in (cst.Assign, cst.AnnAssign) and any(
             type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == "self" and t.attr.value in wanted
-            for t in assigned_targets(n)) for n in descendants(setter.body))
+            for t in assigned_targets(n)) for n in statements(setter.body))
 
 
 def _stores(body: cst.IndentedBlock, name: str) -> bool:

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.parse.node_data import node_data, node_from_data
-from synclint.semantic.syntax import all_params, descendants
+from synclint.semantic.syntax import all_params, descendants, statements
 
 # Longer helpers are not replayed: their walked return is what callers get. (A replay's
 # result is memoised by argument values, `infer.Evaluator._infer_in_scope`, so one long
@@ -105,7 +105,7 @@ def wraps_call(node: cst.FunctionDef) -> bool:
     wrapper = next((s for s in body if type(s) is cst.FunctionDef and s.name.value == last.value.value), None)
     if wrapper is None or not any(_wraps(d.decorator, fn) for d in wrapper.decorators):
         return False
-    returns = [n for n in descendants(wrapper) if type(n) is cst.Return]
+    returns = [n for n in statements(wrapper) if type(n) is cst.Return]
     return bool(returns) and all(type(r.value) is cst.Call and type(r.value.func) is cst.Name
                                  and r.value.func.value == fn for r in returns)
 
@@ -218,6 +218,12 @@ def returned_parameter(node: cst.FunctionDef, see_through: bool = False) -> Opti
     if not _plain_signature(node, see_through):
         return None
     params = {p.name.value for p in all_params(node.params)}
+    # the returns first, from the statements alone: most functions fail here, before the
+    # walk of every node below for what rebinds the parameter returned
+    given = {n.value.value if type(n.value) is cst.Name and n.value.value in params else None
+             for n in statements(node) if type(n) is cst.Return}
+    if len(given) != 1 or None in given:
+        return None
     returned: set = set()
     bound: set = set()
     for n in descendants(node):  # (not into nested functions: their returns are theirs)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from typing import FrozenSet
 
 if sys.version_info >= (3, 11):
@@ -156,13 +157,17 @@ LOADER_NAME_SUFFIXES = tuple(_DATA["iteration"]["loader_name_suffixes"])
 LOADER_NAMES = _set("iteration", "loader_names")
 BATCH_SAMPLERS = _set("iteration", "batch_samplers")
 HOST_SIDE_METHODS = _set("iteration", "host_side_methods")
-_HOST_SIDE_PATTERNS = tuple(m for m in HOST_SIDE_METHODS if "*" in m)
+# the patterns as one expression (asked for every base of every method of a file's classes)
+_HOST_SIDE_PATTERN = re.compile("|".join(f"(?:{translate(m)})" for m in sorted(HOST_SIDE_METHODS) if "*" in m) or "(?!)")
+# the method names the entries end in (none a pattern): a method of another name is none of them
+HOST_SIDE_METHOD_NAMES = frozenset(m.rsplit(".", 1)[-1] for m in HOST_SIDE_METHODS)
+assert not any("*" in n for n in HOST_SIDE_METHOD_NAMES), "a host_side_methods pattern must name its method"
 
 
 def is_host_side_method(name: str) -> bool:
     """`Base.method` (qualified) is one a data pipeline calls in DataLoader workers: listed,
     or matched by a pattern (`mmdet.datasets.transforms.*.transform`: any class there)."""
-    return name in HOST_SIDE_METHODS or any(fnmatchcase(name, p) for p in _HOST_SIDE_PATTERNS)
+    return name in HOST_SIDE_METHODS or _HOST_SIDE_PATTERN.match(name) is not None
 
 
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}

@@ -18,7 +18,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, SCOPE_TYPES, SMALL_STATEMENTS, STATEMENTS, SUITES,
-                                      child_nodes, descendants, last_name)
+                                      child_nodes, descendants, last_name, statements)
 
 if TYPE_CHECKING:
     from synclint.semantic.model import SemanticModel
@@ -93,10 +93,10 @@ def runs_once(loop) -> bool:
     if type(last) is cst.Try and type(last.body) is cst.IndentedBlock and last.handlers:
         body, last = last.body, last.body.body[-1]
         if type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Return:
-            return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
+            return not any(type(n) is cst.Continue for n in statements(body, _OWN_LOOP_STOPS))
     if type(last) is not cst.SimpleStatementLine or type(last.body[-1]) is not cst.Break:
         return False
-    return not any(type(n) is cst.Continue for n in descendants(body, _OWN_LOOP_STOPS))
+    return not any(type(n) is cst.Continue for n in statements(body, _OWN_LOOP_STOPS))
 
 
 def in_constructor(ctx: "SemanticModel") -> bool:
@@ -219,7 +219,7 @@ def _steps_itself(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
         info = ctx.all_funcs.get(name) if type(n.func) is cst.Name else (
             ctx.all_funcs.get(f"{ctx.cls.name}.{name}") if ctx.cls is not None else None)
         if info is not None and info.steps_optimizer and info.node is not None and not any(
-                type(x) in (cst.For, cst.While) for x in descendants(info.node)):
+                type(x) in (cst.For, cst.While) for x in statements(info.node)):
             return True  # (one that loops over steps itself runs an epoch)
     return False
 

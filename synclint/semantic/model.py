@@ -35,7 +35,7 @@ from synclint.semantic.compiled import Compiled, Options, in_mode
 from synclint.semantic.export import all_values
 from synclint.semantic.infer import Evaluator
 from synclint.semantic.syntax import (COMPOUND_STATEMENTS, EXPRESSIONS, SMALL_STATEMENTS, code_of, descendants,
-                                      dotted, is_true, kwarg, last_name, read_first, string_value)
+                                      dotted, is_true, kwarg, last_name, read_first, statements, string_value)
 from synclint.semantic.ownership import Fresh
 from synclint.semantic.scopes import Binding, ClassInfo, FuncInfo
 from synclint.semantic.sink import FindingSink, PendingFinding, Site
@@ -66,7 +66,8 @@ def _pipeline_entry(model: "SemanticModel", f: FuncInfo) -> bool:
         return False
     if f.name in ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__"):
         return not f.cls.is_module
-    return model.library_base(f.cls.name, lambda b: L.is_host_side_method(f"{b}.{f.name}")) is not None
+    return f.name in L.HOST_SIDE_METHOD_NAMES and \
+        model.library_base(f.cls.name, lambda b: L.is_host_side_method(f"{b}.{f.name}")) is not None
 
 
 def _test_named(filename: str) -> bool:
@@ -83,8 +84,13 @@ class SemanticModel:
         facts: Optional[FileFacts] = None,
         project: Optional[ProjectFacts] = None,
         module_name: Optional[str] = None,
+        tree_memo: Optional[Dict[tuple, object]] = None,
     ) -> None:
         self.facts = facts or FileFacts()
+        # What the syntax tree alone tells (a function's replayable body, the file's names
+        # in use), by key (`once`): one table for every walk of one tree, held beside the tree
+        # (the engine's `Analysis`), so each is worked out once per file, not once per walk
+        self.tree_memo: Dict[tuple, object] = {} if tree_memo is None else tree_memo
         self.project = project or ProjectFacts()
         # dotted name of this module, for relative imports; a package's `__init__` ends in
         # ".__init__" so that `from . import x` stays inside the package
@@ -179,7 +185,6 @@ class SemanticModel:
         self.loop_breaks: Dict[int, str] = {}  # id(loop) -> its every-iteration compiled event (`compile_sites`)
         self.site_rates: Dict[int, object] = {}  # index in `calls` -> that call site's rate (`heat.rate_here`)
         self.recovery_branches: Dict[int, object] = {}  # id(if body) -> why it runs after an error only (`rarity.recovery_branch`)
-        self.name_uses: Optional[Dict[str, list]] = None  # the file's calls and references by name (`rarity._uses_of`)
         self._log_level: Optional[int] = None  # the lowest logging level the file configures (0: none)  # `FuncInfo.started_d2h` for module-level code
         self.all_funcs: Dict[str, FuncInfo] = {}
         self._resolving: Set[Tuple[str, str]] = set()
@@ -205,6 +210,15 @@ class SemanticModel:
         self.combine = ev.combine
         self.iter_item = ev.iter_item
         self.forget = ev.forget
+
+    def once(self, key: tuple, make: Callable[[], object]) -> object:
+        """`make()`, a fact of the syntax tree alone (`key` names it, with the ids of the
+        tree's nodes it is about), worked out at the first walk of the tree that asks."""
+        memo = self.tree_memo
+        if key in memo:
+            return memo[key]
+        got = memo[key] = make()
+        return got
 
     def set_module(self, module: cst.Module) -> None:
         """Facts about the whole file, before the walk: is it a script or a test module that
@@ -907,20 +921,22 @@ class SemanticModel:
         v = self.infer(e)
         if v.kind == V.TENSORS and policy == RECEIVER:
             v = V.element_of(v)  # `parameters=`: a tensor or tensors, fit the same
-        # DataLoader workers run data-pipeline code on the CPU: only a tensor known to be on
-        # the GPU is there
-        unplaced_ok = self.gpu_evident and self.names_torch and not self.in_data_pipeline()
         if v.kind == V.TENSOR:
-            if v.device == V.CPU or (v.device is None and not unplaced_ok):
+            if v.device == V.CPU or (v.device is None and not self._unplaced_ok()):
                 return None
             if policy == EVIDENT and v.assumed:
                 return None
             return v
-        if v.kind != V.UNKNOWN or not unplaced_ok or v.device == V.CPU:
+        if v.kind != V.UNKNOWN or v.device == V.CPU or not self._unplaced_ok():
             return None  # (what another module's call returned, moved to the host: `f(x).to("cpu")`)
         if policy == RECEIVER or policy == NOT_MODULE and not _named_like_module(e):
             return V.tensor(None, assumed=True)
         return None
+
+    def _unplaced_ok(self) -> bool:
+        """A tensor of unknown device may be on the GPU here. DataLoader workers run
+        data-pipeline code on the CPU: only a tensor known to be on the GPU is there."""
+        return self.gpu_evident and self.names_torch and not self.in_data_pipeline()
 
     def gpu_mask(self, e: cst.BaseExpression) -> bool:
         """A boolean tensor (a comparison, a bool method, dtype=torch.bool) on the GPU."""
@@ -1079,12 +1095,13 @@ class SemanticModel:
         f = self.func
         if type(e) is cst.Name and f is not None and f.node is not None:
             if f.counters is None:
-                f.counters = _counted(f.node, attrs=False)
+                f.counters = self.once(("counted", id(f.node), False), lambda: _counted(f.node, attrs=False))
             return e.value in f.counters
         if (type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self"
                 and self.cls is not None and self.cls.node is not None):
             if self.cls.counters is None:
-                self.cls.counters = _counted(self.cls.node, attrs=True)
+                node = self.cls.node
+                self.cls.counters = self.once(("counted", id(node), True), lambda: _counted(node, attrs=True))
             return e.attr.value in self.cls.counters
         return False
 
@@ -1393,8 +1410,8 @@ def _counted(root: cst.CSTNode, attrs: bool) -> Set[str]:
     """Names (or, with `attrs`, `self.` attributes) incremented by a constant under `root`,
     and loop variables over `range(...)` / the index of `enumerate(...)`."""
     out: Set[str] = set()
-    for n in descendants(root, stop=frozenset()):
-        kind = type(n)  # (by type: this visits every node of a function, see `descendants`)
+    for n in statements(root, stop=frozenset()):  # (both are statements: no expression is entered)
+        kind = type(n)
         if kind is cst.AugAssign and type(n.operator) is cst.AddAssign and type(n.value) is cst.Integer:
             t = n.target
             if not attrs and type(t) is cst.Name:

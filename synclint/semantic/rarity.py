@@ -28,7 +28,7 @@ from synclint.paths import project_root
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
-from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, string_value
+from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, statements, string_value
 
 
 def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
@@ -41,7 +41,7 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
     initialisation). Another module's every-step call still makes one hot (the project's
     heat)."""
     rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
-    folder = debug_path(model.filename, project_root([model.filename]))
+    folder = debug_path(model.filename, lambda: project_root([model.filename]))
     for q, info in model.all_funcs.items():
         if q in rare or info.entry:
             continue
@@ -78,7 +78,7 @@ def memoised(model) -> Dict[str, Entry]:
         if type(node) is cst.FunctionDef and any(_memoiser(model, d.decorator) for d in node.decorators):
             out[q] = Entry(f"{q}() is memoised (functools.lru_cache): it runs once per distinct argument")
         if info.cls is not None and type(node) is cst.FunctionDef:  # (`__init__`, `__post_init__`, ...)
-            for n in descendants(node.body):
+            for n in statements(node.body):
                 if type(n) is cst.Assign and type(n.value) is cst.Call and _memoiser(model, n.value.func) \
                         and n.value.args and _self_attr(n.value.args[0].value) is not None \
                         and any(_self_attr(t.target) == _self_attr(n.value.args[0].value) for t in n.targets):
@@ -134,7 +134,7 @@ def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
     for d in f.cls.node.body.body:
         if type(d) is not cst.FunctionDef or d.name.value == "__init__":
             continue
-        for n in descendants(d.body):
+        for n in statements(d.body):
             if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(
                     _self_attr(t) == attr for t in assigned_targets(n)) and not (
                     type(n) is cst.Assign and _moves_back(n.value, attr)):
@@ -228,11 +228,11 @@ def one_shot(test: cst.BaseExpression, body: cst.CSTNode, model) -> bool:
         return type(n) is cst.Assign and type(n.value) is cst.Name and n.value.value == value and any(
             type(t.target) is cst.Name and t.target.value == name for t in n.targets)
 
-    if not any(sets(n, "False") for n in descendants(body)):
+    if not any(sets(n, "False") for n in statements(body)):
         return False
     loop = model.loop_nodes[-1]
-    in_loop = {id(n) for n in descendants(loop)}
-    assigned = [n for n in descendants(f.node.body) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+    in_loop = {id(n) for n in statements(loop)}  # (of its assignments)
+    assigned = [n for n in statements(f.node.body) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
                 and any(type(t) is cst.Name and t.value == name for t in assigned_targets(n))]
     return all(sets(n, "False") or sets(n, "True") and id(n) not in in_loop for n in assigned)
 
@@ -409,11 +409,13 @@ def _uses_of(model) -> Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]]
     """name -> each use of that name in the file as a function: (the call, or None where the
     name is only referred to; the error handler around it, `error_handler`, or None). A
     name used as a variable counts as a reference too: a function with that name is then
-    left alone. Built once per walk (`SemanticModel.name_uses`)."""
-    if model.name_uses is not None:
-        return model.name_uses
+    left alone. Built once per tree (`SemanticModel.once`)."""
+    return model.once(("name uses",), lambda: _name_uses(model.module))
+
+
+def _name_uses(module: cst.Module) -> Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]]:
     out: Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]] = {}
-    stack: List[Tuple[cst.CSTNode, Optional[str]]] = [(model.module, None)]
+    stack: List[Tuple[cst.CSTNode, Optional[str]]] = [(module, None)]
     while stack:
         node, handler = stack.pop()
         t = type(node)
@@ -440,5 +442,4 @@ def _uses_of(model) -> Dict[str, List[Tuple[Optional[cst.Call], Optional[str]]]]
             stack.extend((c, handler) for c in child_nodes(node) if c is not node.name)
             continue
         stack.extend((c, handler) for c in child_nodes(node))
-    model.name_uses = out
     return out

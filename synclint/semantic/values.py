@@ -93,7 +93,12 @@ class Val:
         return self.kind == TENSOR
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Val) and all(getattr(self, s) == getattr(other, s) for s in Val.__slots__)
+        # (every slot, written out: asked at every name the evaluator meets)
+        return self is other or isinstance(other, Val) and (
+            self.kind == other.kind and self.device == other.device and self.dtype == other.dtype
+            and self.pinned == other.pinned and self.ndim == other.ndim and self.elems == other.elems
+            and self.assumed == other.assumed and self.py == other.py and self.cls == other.cls
+            and self.empty == other.empty)
 
     def __hash__(self) -> int:
         return hash((self.kind, self.device, self.dtype))
@@ -117,6 +122,10 @@ class Val:
             if getattr(self, k)
         )
         return f"Val({self.kind}{extra})"
+
+
+assert set(Val.__slots__) == {"kind", "device", "dtype", "pinned", "ndim", "elems", "assumed", "py", "cls", "empty"}, \
+    "Val.__eq__ compares each slot by name"
 
 
 def tensor(device: Optional[str] = None, **kw) -> Val:
