@@ -427,6 +427,43 @@ def test_a_file_that_never_names_torch_sees_the_gpu_tensors_other_modules_give_i
     assert _found(paths, cache_dir=cache, selection_key="another") == found
 
 
+def test_a_numpy_script_that_never_names_torch_gives_its_loop_heat_to_the_project_code_it_calls(tmp_path):
+    """A detectron2-style demo (`demo.py`: NumPy and OpenCV, no torch) runs the predictor of
+    `predictor.py` once per input image: the prefilter reads it (it names NumPy) but only
+    a file that names torch was linted, so its loop gave no heat. The near miss: the same
+    call made once, outside the loop."""
+    paths = _project(tmp_path, {
+        "predictor.py": """\
+            import torch
+
+            class Demo:
+                def __init__(self):
+                    self.model = torch.nn.Linear(2, 2).cuda()
+
+                def run_on_image(self, image):
+                    out = self.model(image)
+                    return out.cpu()
+
+                def run_once(self, image):
+                    out = self.model(image)
+                    return out.cpu()
+            """,
+        "demo.py": """\
+            import sys
+            import numpy as np
+            from predictor import Demo
+
+            if __name__ == "__main__":
+                demo = Demo()
+                demo.run_once(np.zeros(2))
+                for path in sys.argv[1:]:
+                    predictions = demo.run_on_image(np.load(path))
+            """,
+    })
+    assert {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN103"} == {
+        ("predictor.py", 9, True), ("predictor.py", 13, False)}
+
+
 def test_summaries_survive_json_and_references_resolve():
     from synclint.engine import analyse
     from synclint.semantic.facts import ModuleSummary

@@ -302,6 +302,13 @@ class Evaluator:
                 joined = V.join(joined, v)
             return Val(V.PY, py="dict", elems=(joined,)) if V.function_keys(joined) or V.class_key(
                 joined) else V.py("dict")
+        if vals and len(vals) == len(e.elements) and all(V.methods_of(v) for v in vals):
+            # a dispatch table of bound methods (`{"labels": self.loss_labels, ...}`, DETR-style
+            # criteria): calling an item runs any of them
+            joined = vals[0]
+            for v in vals[1:]:
+                joined = V.join(joined, v)
+            return Val(V.PY, py="dict", elems=(joined,))
         if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
                 or vals[0].kind not in _DICT_VALUE_KINDS:
             return V.py("dict")
