@@ -464,6 +464,49 @@ def test_a_numpy_script_that_never_names_torch_gives_its_loop_heat_to_the_projec
         ("predictor.py", 9, True), ("predictor.py", 13, False)}
 
 
+def test_a_local_alias_of_imported_functions_calls_them_where_it_is_called(tmp_path):
+    """Open-Sora's training script picks `prepare = prepare_causal if ... else
+    prepare_uncausal` (both imported from the package) and calls the alias from the per-step
+    `prepare_inputs`: both helpers run every step. The near miss: an imported helper the
+    script only names (kept in a list it never calls through)."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": """\
+            import torch
+
+            def prepare_causal(x):
+                return x.sum().item()
+
+            def prepare_uncausal(x):
+                return x.max().item()
+
+            def listed(x):
+                return x.min().item()
+            """,
+        "train.py": """\
+            import torch
+            from pkg.helpers import prepare_causal, prepare_uncausal, listed
+
+            def main(cfg, loader, model, opt):
+                if cfg.causal:
+                    prepare = prepare_causal
+                else:
+                    prepare = prepare_uncausal
+                names = [listed]
+
+                def prepare_inputs(batch):
+                    return prepare(batch.cuda())
+
+                for batch in loader:
+                    loss = model(prepare_inputs(batch))
+                    loss.backward()
+                    opt.step()
+            """,
+    })
+    assert {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"} == {
+        ("helpers.py", 4, True), ("helpers.py", 7, True), ("helpers.py", 10, False)}
+
+
 def test_summaries_survive_json_and_references_resolve():
     from synclint.engine import analyse
     from synclint.semantic.facts import ModuleSummary

@@ -73,11 +73,34 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
 
 
 def _hook_entry(model, info) -> Entry:
-    """Why a framework calls `info` every step: its name, or a framework base of its class."""
+    """Why a framework calls `info` every step: its name, the hook its class sets it as, or a
+    framework base of its class."""
     if hot_name(info.name):
         return Entry(f"{info.qual}() runs every step by its name (library.toml hot_functions, or *_step)")
+    hook = hook_alias(info.cls, info.name) if info.cls is not None else None
+    if hook is not None:
+        return Entry(f"{info.qual}() is set as {info.cls.name}.{hook}, which runs every step")
     base = model.library_base(info.cls.name, lambda b: L.framework_calls(b, info.name)) if info.cls else None
     return Entry(f"{info.qual}() is called every batch by {base or 'its framework'} (library.toml framework_hooks)")
+
+
+def hook_alias(cls, name: str) -> Optional[str]:
+    """The hook hot by its name that a class sets its method `name` as, if it does:
+    `self.forward = self.forward_ckpt` in any method (either arm of a conditional
+    expression), or `forward = _forward` in the class body. `forward()` then runs `name`."""
+    for attr, exprs in cls.pending.items():
+        if attr == name or not hot_name(attr):
+            continue
+        for e in exprs:
+            arms = [e]
+            while arms:
+                a = arms.pop()
+                if type(a) is cst.IfExp:
+                    arms += [a.body, a.orelse]
+                elif type(a) is cst.Attribute and type(a.value) is cst.Name and a.value.value == "self" \
+                        and a.attr.value == name or type(a) is cst.Name and a.value == name:
+                    return attr
+    return None
 
 
 def _walked_site(site) -> SiteRate:
