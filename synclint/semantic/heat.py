@@ -24,8 +24,8 @@ from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
 from synclint.semantic.syntax import code_of, descendants, last_name, read_first, string_value
-from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, handler_around,
-                                      memoised, one_shot, rare_functions, recovery_around, recovery_branch,
+from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, except_words,
+                                      handler_around, memoised, one_shot, rare_functions, recovery_around, recovery_branch,
                                       stores_own_move)
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
@@ -170,7 +170,7 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     elif model.once_depth and (recovery := recovery_around(model)) is not None:
         once = recovery
     elif model.once_depth and (handler := handler_around(model)) is not None:
-        once = Entry(f"an `except {handler}` handler{where} holds it: it runs after an error only")
+        once = Entry(f"an `{except_words(handler)}` handler{where} holds it: it runs after an error only")
     elif model.once_depth:
         once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,
