@@ -2233,6 +2233,105 @@ def test_a_method_of_what_a_registry_built_runs_each_registered_class_method(tmp
     assert ("roi_heads.py", 26, False) in found, found
 
 
+# A registry whose classes the tree's configs name (`type="UsedHead"` in configs/*.py): the
+# classes registered in it that no config and no code outside tests names, and whose
+# subclasses are not named either, are never built: their hooks do not run (mmdetection3d's
+# MonoFlexHead, whose config folder holds only a README).
+CONFIG_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/registry.py": """\
+        from mmengine.registry import Registry
+
+        MODELS = Registry("model")
+        LOSSES = Registry("loss")
+        """,
+    "pkg/heads.py": """\
+        import torch
+        from pkg.registry import MODELS
+
+
+        @MODELS.register_module()
+        class UsedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.sum().item()  # hot: configs/model.py names it
+
+
+        @MODELS.register_module()
+        class UnusedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.max().item()  # once: no config or code builds it
+
+
+        @MODELS.register_module()
+        class BaseHead(torch.nn.Module):
+            def forward(self, x):
+                return x.min().item()  # hot: SubHead, which a config names, inherits it
+
+
+        @MODELS.register_module()
+        class SubHead(BaseHead):
+            pass
+
+
+        @MODELS.register_module(name="Renamed")
+        class RenamedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.mean().item()  # hot: registered under a name of its own, which a config names
+
+
+        @MODELS.register_module()
+        class TestedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.std().item()  # once: only a test builds it
+        """,
+    "pkg/losses.py": """\
+        import torch
+        from pkg.registry import LOSSES
+
+
+        @LOSSES.register_module()
+        class L1(torch.nn.Module):
+            def forward(self, x):
+                return x.abs().sum().item()  # hot: no config names any class of LOSSES (built from code)
+        """,
+    "configs/model.py": """\
+        model = dict(type="UsedHead", aux=dict(type="SubHead"), extra=dict(type="Renamed"))
+        """,
+    "tests/test_heads.py": """\
+        from pkg.registry import MODELS
+
+        def test_head():
+            MODELS.build(dict(type="TestedHead"))
+        """,
+    "train.py": """\
+        import torch
+        from pkg.registry import MODELS
+
+
+        def train(cfg, loader):
+            model = MODELS.build(cfg.model).cuda()
+            for x in loader:
+                model(x.cuda())
+        """,
+}
+
+
+def test_a_registered_class_that_no_config_or_code_names_is_never_built(tmp_path, monkeypatch):
+    found = {(n, row, hot) for n, row, code, hot in _found(_project(tmp_path, CONFIG_FILES)) if code == "SYN101"}
+    assert found == {("heads.py", 8, True), ("heads.py", 14, False), ("heads.py", 20, True), ("heads.py", 31, True),
+                     ("heads.py", 37, False), ("losses.py", 8, True)}, found
+    # the same tags when heads.py is checked alone, from the cache of the package check
+    from synclint.run import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "SETTLED_NS", 0)  # (files just made: their stamps vouch for them)
+    paths = _project(tmp_path / "again", CONFIG_FILES)
+    cache = tmp_path / ".cache"
+    _found(paths, cache_dir=cache)
+    alone = {(n, row, hot) for n, row, code, hot in _found([p for p in paths if p.endswith("heads.py")],
+                                                             cache_dir=cache) if code == "SYN101"}
+    assert alone == {f for f in found if f[0] == "heads.py"}, alone
+
+
 def test_a_registration_added_or_removed_by_an_edit_retags_what_the_registry_builds(tmp_path):
     # with the cache: head.py, unchanged, builds through TASK_UTILS, which no class is
     # registered in at first (so it is no registry, and `assign` is cold); registering the

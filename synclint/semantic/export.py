@@ -16,7 +16,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ref_target
 from synclint.semantic.helpers import HelperBody, abstract_body
-from synclint.semantic.registries import registrations
+from synclint.semantic.registries import registered_as, registrations, type_names
 from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import descendants
 from synclint.semantic.values import Val
@@ -87,7 +87,12 @@ def module_summary(model, name: str) -> ModuleSummary:
     out.calls_out = list(m.calls_out)
     out.host_calls = m.host_only_calls()
     out.loopers = sorted(q for q, info in m.all_funcs.items() if info.runs_steps)
-    out.registered = registrations(m.module, lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None))
+    spell = lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None)  # noqa: E731
+    out.registered = registrations(m.module, spell)
+    out.registered_as = registered_as(m.module, spell)
+    out.type_names = type_names(m.source)
+    made = {c[:-len(".__init__")] for _, c, _ in m.calls if c.endswith(".__init__")}
+    out.made_here = sorted(made & set(m.classes_by_name))
     out.self_calls = list(m.self_calls)
     for fname, (params, expr) in m.one_liners.items():
         out.one_liners[fname] = OneLiner(list(params), HelperBody(list(params), returns=[expr]).to_data(),

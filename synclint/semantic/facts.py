@@ -223,9 +223,16 @@ class ModuleSummary:
     # its functions that run a loop over batches or a decoding loop themselves: a loop that
     # calls one runs an epoch or a request a pass (`loops.calls_a_looper`)
     loopers: List[str] = field(default_factory=list)
+    # the class names its text builds components by (`dict(type="X")`: `registries.type_names`),
+    # the names its classes are registered under instead of their own (`registered_as`), and
+    # its classes that its own code makes (`C(...)`)
+    type_names: List[str] = field(default_factory=list)
+    registered_as: Dict[str, List[str]] = field(default_factory=dict)
+    made_here: List[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "tn": self.type_names, "ra": self.registered_as, "mh": self.made_here,
             "lp": self.loopers,
             "rg": [list(r) for r in self.registered],
             "hc": self.host_calls,
@@ -248,7 +255,8 @@ class ModuleSummary:
             bool(d["d"]), list(d["s"]),
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
             {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]), list(d["hc"]),
-            [(r, c) for r, c in d.get("rg", ())], list(d.get("lp", ())),
+            [(r, c) for r, c in d.get("rg", ())], list(d.get("lp", ())), list(d.get("tn", ())),
+            {k: list(v) for k, v in d.get("ra", {}).items()}, list(d.get("mh", ())),
         )
 
 
@@ -279,6 +287,9 @@ class ProjectFacts:
     # other modules' functions and methods (as this file names them, a method by its class's
     # key) that run their own batch or decoding loop (`ModuleSummary.loopers`)
     loopers: Set[str] = field(default_factory=set)
+    # this file's registered classes that nothing builds: the tree's configs name other
+    # classes of their registry, and neither they nor code outside tests name these
+    unbuilt: FrozenSet[str] = frozenset()
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
@@ -287,7 +298,7 @@ class ProjectFacts:
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
             "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()}, "hc": sorted(self.host_called),
-            "rg": self.registries, "lp": sorted(self.loopers),
+            "rg": self.registries, "lp": sorted(self.loopers), "ub": sorted(self.unbuilt),
         }
 
     @staticmethod
@@ -297,7 +308,7 @@ class ProjectFacts:
             {k: _unvals(v) for k, v in d["p"].items()}, bool(d["d"]), dict(d["a"]),
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
             {k: _unvals(a) for k, a in d["sa"].items()}, frozenset(d["hc"]),
-            {k: list(r) for k, r in d.get("rg", {}).items()}, set(d.get("lp", ())),
+            {k: list(r) for k, r in d.get("rg", {}).items()}, set(d.get("lp", ())), frozenset(d.get("ub", ())),
         )
 
     # ------------------------------------------------------------------ the questions
@@ -346,6 +357,11 @@ class ProjectFacts:
         DataLoader (their data pipelines)."""
         self._ask("hc", qual)
         return qual in self.host_called
+
+    def never_built(self, cls: str) -> bool:
+        """This file's registered class `cls` is built by no config and no code (`unbuilt`)."""
+        self._ask("ub", cls)
+        return cls in self.unbuilt
 
     def registry(self, name: str) -> Optional[Tuple[str, bool]]:
         """The registry a name (as this file spells it) is: (its key, whether every class
@@ -422,6 +438,8 @@ class ProjectFacts:
             return key[1] in self.host_called
         if kind == "r":
             return self.registries.get(key[1])
+        if kind == "ub":
+            return key[1] in self.unbuilt
         if kind == "s":
             return [self.aliases, self.star_imports]
         if kind == "sa":

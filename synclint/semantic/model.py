@@ -617,6 +617,8 @@ class SemanticModel:
         `*_step`), set as such a hook by its class (`self.forward = self.forward_ckpt`:
         `heat.hook_alias`), or a method a framework base of its class (in any module of the
         project) calls at every batch (`framework_hooks`: an mmengine head's `loss_by_feat`)."""
+        if info.cls is not None and self.project.never_built(info.cls.name):
+            return False  # (a registered class no config or code builds: `ProjectFacts.unbuilt`)
         if hot_name(info.name) or info.cls is not None and hook_alias(info.cls, info.name) is not None:
             return True
         return info.cls is not None and info.name in L.FRAMEWORK_HOOK_NAMES and self.library_base(
