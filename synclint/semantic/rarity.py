@@ -8,7 +8,8 @@ functions, and code that runs on the first call or iteration only.
 - the rest of a block after `if self.inited: return` that the block then sets, a one-shot
   flag (`if first_batch: ...; first_batch = False`), a move stored back on the attribute it
   moves (`self.mask = self.mask.to(x.device)`): the first call or iteration only;
-- a function that in its file only such code calls (`rare_functions`);
+- a function that in its file only such code calls (`rare_functions`), and a method of a
+  registered class that nothing builds (`ProjectFacts.unbuilt`);
 - a recovery path: an exception handler (`except RuntimeError:`, an out-of-memory
   fallback), and a branch on a parameter compared with a constant (`if mode == "cpu":`)
   that only calls in such handlers select (`recovery_branch`): it runs after an error only.
@@ -49,6 +50,8 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
             rare[q] = Entry(f"{q}() is in {folder}, a debug or visualisation tool")
         elif debug_helper(model, info) is not None:
             rare[q] = Entry(f"{q}() is a debug or visualisation helper")
+        elif info.cls is not None and model.project.never_built(info.cls.name):
+            rare[q] = Entry(f"{info.cls.name} is registered, but no config or code of the tree builds it")
     callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
     for i, (caller, callee, _) in enumerate(model.calls):
         if callee in model.all_funcs:
