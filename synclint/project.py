@@ -921,40 +921,53 @@ class Project:
         configs (some class of it is named by a `type`), and neither a config nor code outside
         tests names them (a `type`, a construction, an import other than a package's
         re-export), nor a class derived from them that is named (it runs what it inherits).
-        mmdetection3d's MonoFlexHead: its config folder holds only a README. A class
-        registered under a name not written out (`name=NAME`) is taken as named."""
-        typed: Set[str] = set()  # named by a `type`
+        A `type` inside a class that is never built builds nothing (MonoFlexHead's default
+        `dict(type="MonoFlexCoder")`): to a fixpoint. mmdetection3d's MonoFlexHead: its config
+        folder holds only a README. A class registered under a name not written out
+        (`name=NAME`) is taken as named."""
+        typed: Set[str] = set()  # named by a `type` outside registered classes
         named: Set[str] = set()  # ... or by code
+        inside: Dict[Tuple[str, str], List[str]] = {}  # (path, registered class) -> the `type`s in it
         bases: Dict[str, Set[str]] = {}  # class name -> its bases' last names
         for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):
             if s is None or self._is_test(path):
                 continue  # (a test builds classes no run of the package does)
             typed.update(s.type_names)
             named.update(s.type_names, s.made_here)
+            inside.update(((path, c), ns) for c, ns in s.class_type_names.items())
             if os.path.basename(path) != "__init__.py":
                 named.update(q.rsplit(".", 1)[-1] for q in s.aliases.values())
                 named.update(w for q, *_ in s.calls_out for w in q.replace("(", ".").replace(")", ".").split("."))
             for cname, cf in s.classes.items():
                 bases.setdefault(cname, set()).update(b.rsplit(".", 1)[-1] for b in cf.bases)
-        todo = [n for n in named if n in bases]
-        while todo:  # (a named class's bases run the methods it inherits)
-            for b in bases.get(todo.pop(), ()):
-                if b not in named:
-                    named.add(b)
-                    todo.append(b)
 
         def names(path: str, cls: str) -> List[str]:
             s = self.summaries.get(path)
             return [cls, *(s.registered_as.get(cls, ()) if s is not None else ())]
 
+        registries = [classes for classes, _ in self.registries().values()]
+        unbuilt: Set[Tuple[str, str]] = set()
+        while True:  # (each round only adds: a class found never built names nothing)
+            now_typed = typed.union(*(ns for k, ns in inside.items() if k not in unbuilt))
+            now_named = named | now_typed
+            todo = [n for n in now_named if n in bases]
+            while todo:  # (a named class's bases run the methods it inherits)
+                for b in bases.get(todo.pop(), ()):
+                    if b not in now_named:
+                        now_named.add(b)
+                        todo.append(b)
+            found: Set[Tuple[str, str]] = set()
+            for classes in registries:
+                if not any(n in now_typed for p, c in classes for n in names(p, c)):
+                    continue  # no config names a class of it: built from code, by names not known here
+                found.update((p, c) for p, c in classes
+                             if "*" not in names(p, c) and not any(n in now_named for n in names(p, c)))
+            if found <= unbuilt:
+                break
+            unbuilt |= found
         out: Dict[str, Set[str]] = {}
-        for classes, _ in self.registries().values():
-            if not any(n in typed for p, c in classes for n in names(p, c)):
-                continue  # no config names a class of it: built from code, by names not known here
-            for p, c in classes:
-                got = names(p, c)
-                if "*" not in got and not any(n in named for n in got):
-                    out.setdefault(p, set()).add(c)
+        for p, c in unbuilt:
+            out.setdefault(p, set()).add(c)
         return {p: frozenset(cs) for p, cs in out.items()}
 
     def _forget_registries(self) -> None:

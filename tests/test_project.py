@@ -2258,6 +2258,9 @@ CONFIG_FILES = {
 
         @MODELS.register_module()
         class UnusedHead(torch.nn.Module):
+            def __init__(self, loss=dict(type="L2")):
+                super().__init__()
+
             def forward(self, x):
                 return x.max().item()  # once: no config or code builds it
 
@@ -2290,13 +2293,19 @@ CONFIG_FILES = {
         """,
     "pkg/losses.py": """\
         import torch
-        from pkg.registry import LOSSES
+        from pkg.registry import LOSSES, MODELS
 
 
         @LOSSES.register_module()
         class L1(torch.nn.Module):
             def forward(self, x):
                 return x.abs().sum().item()  # hot: no config names any class of LOSSES (built from code)
+
+
+        @MODELS.register_module()
+        class L2(torch.nn.Module):
+            def forward(self, x):
+                return x.abs().max().item()  # once: only UnusedHead, never built, names it
         """,
     "configs/model.py": """\
         model = dict(type="UsedHead", aux=dict(type="SubHead"), extra=dict(type="Renamed"))
@@ -2322,8 +2331,9 @@ CONFIG_FILES = {
 
 def test_a_registered_class_that_no_config_or_code_names_is_never_built(tmp_path, monkeypatch):
     found = {(n, row, hot) for n, row, code, hot in _found(_project(tmp_path, CONFIG_FILES)) if code == "SYN101"}
-    assert found == {("heads.py", 8, True), ("heads.py", 14, False), ("heads.py", 18, False), ("heads.py", 24, True),
-                     ("heads.py", 35, True), ("heads.py", 41, False), ("losses.py", 8, True)}, found
+    assert found == {("heads.py", 8, True), ("heads.py", 17, False), ("heads.py", 21, False), ("heads.py", 27, True),
+                     ("heads.py", 38, True), ("heads.py", 44, False), ("losses.py", 8, True),
+                     ("losses.py", 14, False)}, found
     # the same tags when heads.py is checked alone, from the cache of the package check
     from synclint.run import cache as cache_module
 

@@ -8,7 +8,7 @@ which imports it) and write nothing into it; the model keeps `summary()` and
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -18,7 +18,7 @@ from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLin
 from synclint.semantic.helpers import HelperBody, abstract_body
 from synclint.semantic.registries import registered_as, registrations, type_names
 from synclint.semantic.scopes import Binding, FuncInfo
-from synclint.semantic.syntax import descendants
+from synclint.semantic.syntax import code_of, descendants
 from synclint.semantic.values import Val
 
 def file_facts(model) -> FileFacts:
@@ -90,7 +90,7 @@ def module_summary(model, name: str) -> ModuleSummary:
     spell = lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None)  # noqa: E731
     out.registered = registrations(m.module, spell)
     out.registered_as = registered_as(m.module, spell)
-    out.type_names = type_names(m.source)
+    out.type_names, out.class_type_names = _type_names(m, {c for _, c in out.registered})
     made = {c[:-len(".__init__")] for _, c, _ in m.calls if c.endswith(".__init__")}
     out.made_here = sorted(made & set(m.classes_by_name))
     out.self_calls = list(m.self_calls)
@@ -136,3 +136,21 @@ def _star_exported(name: str, q: str) -> bool:
 
 def _abstract(info: Optional[FuncInfo]) -> bool:
     return info is not None and type(info.node) is cst.FunctionDef and abstract_body(info.node)
+
+
+def _type_names(m, registered) -> Tuple[List[str], Dict[str, List[str]]]:
+    """The class names the module builds components by (`registries.type_names`): those in
+    its registered classes by class (a default `dict(type="MonoFlexCoder")` in a head's
+    signature builds it only where the head is built), and the rest."""
+    text = m.source
+    inside: Dict[str, List[str]] = {}
+    if registered and "type" in text:
+        for stmt in m.module.body:
+            if type(stmt) is cst.ClassDef and stmt.name.value in registered:
+                code = code_of(stmt)
+                names = type_names(code)
+                if names:
+                    inside[stmt.name.value] = names
+                    text = text.replace(code, "")
+    return type_names(text), inside
+

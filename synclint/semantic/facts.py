@@ -229,10 +229,11 @@ class ModuleSummary:
     type_names: List[str] = field(default_factory=list)
     registered_as: Dict[str, List[str]] = field(default_factory=dict)
     made_here: List[str] = field(default_factory=list)
+    class_type_names: Dict[str, List[str]] = field(default_factory=dict)  # those in its registered classes
 
     def to_json(self) -> dict:
         return {
-            "tn": self.type_names, "ra": self.registered_as, "mh": self.made_here,
+            "tn": self.type_names, "ra": self.registered_as, "mh": self.made_here, "ct": self.class_type_names,
             "lp": self.loopers,
             "rg": [list(r) for r in self.registered],
             "hc": self.host_calls,
@@ -257,6 +258,7 @@ class ModuleSummary:
             {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]), list(d["hc"]),
             [(r, c) for r, c in d.get("rg", ())], list(d.get("lp", ())), list(d.get("tn", ())),
             {k: list(v) for k, v in d.get("ra", {}).items()}, list(d.get("mh", ())),
+            {k: list(v) for k, v in d.get("ct", {}).items()},
         )
 
 
