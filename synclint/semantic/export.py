@@ -16,7 +16,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ref_target
 from synclint.semantic.helpers import HelperBody, abstract_body
-from synclint.semantic.registries import registered_as, registrations, type_names
+from synclint.semantic.registries import registered_as, registrations, type_name_counts
 from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import code_of, descendants
 from synclint.semantic.values import Val
@@ -142,15 +142,14 @@ def _type_names(m, registered) -> Tuple[List[str], Dict[str, List[str]]]:
     """The class names the module builds components by (`registries.type_names`): those in
     its registered classes by class (a default `dict(type="MonoFlexCoder")` in a head's
     signature builds it only where the head is built), and the rest."""
-    text = m.source
+    counts = type_name_counts(m.source)
     inside: Dict[str, List[str]] = {}
-    if registered and "type" in text:
+    if registered and counts:
         for stmt in m.module.body:
             if type(stmt) is cst.ClassDef and stmt.name.value in registered:
-                code = code_of(stmt)
-                names = type_names(code)
-                if names:
-                    inside[stmt.name.value] = names
-                    text = text.replace(code, "")
-    return type_names(text), inside
+                here = type_name_counts(code_of(stmt))
+                if here:
+                    inside[stmt.name.value] = sorted(here)
+                    counts -= here  # (what is left is named outside the registered classes)
+    return sorted(counts), inside
 

@@ -18,6 +18,7 @@ it); the file asks it through `ProjectFacts.registry`.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -83,7 +84,12 @@ def type_names(text: str) -> List[str]:
     """The class names a file's configs or code build components by (`dict(type="X")`),
     read from its text: a config folder's files are plain dicts that no parse is spent on.
     A dotted name (`mmdet.RandomSampler`) counts by its last part."""
-    return sorted({m.group(1).rsplit(".", 1)[-1] for m in _TYPE_NAME.finditer(text)})
+    return sorted(type_name_counts(text))
+
+
+def type_name_counts(text: str) -> Counter:
+    """`type_names`, each with the number of times the text names it."""
+    return Counter(m.group(1).rsplit(".", 1)[-1] for m in _TYPE_NAME.finditer(text))
 
 
 def _registry_of(e: cst.BaseExpression, spell: Spell) -> Optional[str]:
