@@ -124,6 +124,7 @@ class Project:
         self._options: Optional[Dict[str, bool]] = None  # see `options`
         self._sub_attrs: Optional[Dict[str, Dict[str, Dict[str, Val]]]] = None
         self._host_callers: Optional[Dict[str, FrozenSet[str]]] = None
+        self._unbuilt: Optional[Dict[str, FrozenSet[str]]] = None  # see `_never_built`
         self._hierarchy: Optional[Tuple[dict, dict]] = None  # see `_class_hierarchy`
         self._registries: Optional[Dict[str, Tuple[List[Tuple[str, str]], bool]]] = None  # see `registries`
         self._registry_keys: Dict[Tuple[str, str], str] = {}  # (name, importer's directory) -> registry key
@@ -190,7 +191,7 @@ class Project:
         self._classes.clear()
         self._class_reads.clear()
         self._resolved.clear()
-        self._incoming = self._cuda = self._sub_attrs = self._host_callers = self._options = None
+        self._incoming = self._cuda = self._sub_attrs = self._host_callers = self._options = self._unbuilt = None
         if old is None or old.registered != summary.registered or _class_shape(old) != _class_shape(summary):
             self._forget_registries()  # (what names resolve to, or what is registered, may differ)
         else:
@@ -478,6 +479,7 @@ class Project:
         pf.host_called = self._host_called().get(path, frozenset())
         pf.registries = self.registries_named(path)
         pf.options = self.options()
+        pf.unbuilt = self._never_built().get(path, frozenset())
         return pf
 
     def may_change(self, path: str, before: ProjectFacts) -> bool:
@@ -493,7 +495,8 @@ class Project:
                 or self._subclass_attrs().get(path, {}) != before.subclass_attrs
                 or self._host_called().get(path, frozenset()) != before.host_called
                 or self.registries_named(path) != before.registries
-                or self.options() != before.options)
+                or self.options() != before.options
+                or self._never_built().get(path, frozenset()) != before.unbuilt)
 
     def made_from(self, path: str) -> Optional[list]:
         """What `path`'s last facts were made from, as the cache keeps it beside its lint:
@@ -530,7 +533,8 @@ class Project:
         return ProjectFacts(params=self._incoming_params().get(path, {}), cuda_default=path in self._cuda_paths(),
                             subclass_attrs=self._subclass_attrs().get(path, {}),
                             host_called=self._host_called().get(path, frozenset()),
-                            registries=self.registries_named(path), options=self.options())
+                            registries=self.registries_named(path), options=self.options(),
+                            unbuilt=self._never_built().get(path, frozenset()))
 
     def _made_from_digest(self, path: str, read: List[int]) -> Optional[str]:
         path = self.absolute(path)
@@ -556,6 +560,9 @@ class Project:
         options = self.options()
         if options:
             h.update(("|options:" + json.dumps(options, sort_keys=True)).encode())
+        unbuilt = self._never_built().get(path)
+        if unbuilt:
+            h.update(("|unbuilt:" + ",".join(sorted(unbuilt))).encode())
         return h.hexdigest()
 
     def _shape(self) -> Tuple[str, Dict[str, int], List[str]]:
@@ -899,12 +906,75 @@ class Project:
         registered in it; calling it (`__call__`, `forward`) runs a module's `forward`, another
         object's `__call__`."""
         out: List[Tuple[str, str]] = []
+        unbuilt = self._never_built()
         for path, cls in self.registries().get(key, ((), False))[0]:
+            if cls in unbuilt.get(path, ()):
+                continue  # (no config or code builds it)
             runs = self._runs(path, cls, method)
             if not runs and method in ("__call__", "forward"):
                 runs = self._runs(path, cls, "forward" if method == "__call__" else "__call__")
             out.extend(r for r in runs if r not in out)
         return out
+
+    def _never_built(self) -> Dict[str, FrozenSet[str]]:
+        """path -> its classes that nothing builds (`ProjectFacts.unbuilt`)."""
+        if self._unbuilt is None:
+            self._unbuilt = self.kept("unbuilt", self._find_unbuilt)
+        return self._unbuilt
+
+    def _find_unbuilt(self) -> Dict[str, FrozenSet[str]]:
+        """The registered classes that are never built: their registry is built from the tree's
+        configs (some class of it is named by a `type`), and neither a config nor code outside
+        tests names them (a `type`, a construction, an import other than a package's
+        re-export), nor a class derived from them that is named (it runs what it inherits).
+        A `type` inside a class that is never built builds nothing (MonoFlexHead's default
+        `dict(type="MonoFlexCoder")`): to a fixpoint. mmdetection3d's MonoFlexHead: its config
+        folder holds only a README. A class registered under a name not written out
+        (`name=NAME`) is taken as named."""
+        typed: Set[str] = set()  # named by a `type` outside registered classes
+        named: Set[str] = set()  # ... or by code
+        inside: Dict[Tuple[str, str], List[str]] = {}  # (path, registered class) -> the `type`s in it
+        bases: Dict[str, Set[str]] = {}  # class name -> its bases' last names
+        for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):
+            if s is None or self._is_test(path):
+                continue  # (a test builds classes no run of the package does)
+            typed.update(s.type_names)
+            named.update(s.type_names, s.made_here)
+            inside.update(((path, c), ns) for c, ns in s.class_type_names.items())
+            if os.path.basename(path) != "__init__.py":
+                named.update(q.rsplit(".", 1)[-1] for q in s.aliases.values())
+                named.update(w for q, *_ in s.calls_out for w in q.replace("(", ".").replace(")", ".").split("."))
+            for cname, cf in s.classes.items():
+                bases.setdefault(cname, set()).update(b.rsplit(".", 1)[-1] for b in cf.bases)
+
+        def names(path: str, cls: str) -> List[str]:
+            s = self.summaries.get(path)
+            return [cls, *(s.registered_as.get(cls, ()) if s is not None else ())]
+
+        registries = [classes for classes, _ in self.registries().values()]
+        unbuilt: Set[Tuple[str, str]] = set()
+        while True:  # (each round only adds: a class found never built names nothing)
+            now_typed = typed.union(*(ns for k, ns in inside.items() if k not in unbuilt))
+            now_named = named | now_typed
+            todo = [n for n in now_named if n in bases]
+            while todo:  # (a named class's bases run the methods it inherits)
+                for b in bases.get(todo.pop(), ()):
+                    if b not in now_named:
+                        now_named.add(b)
+                        todo.append(b)
+            found: Set[Tuple[str, str]] = set()
+            for classes in registries:
+                if not any(n in now_typed for p, c in classes for n in names(p, c)):
+                    continue  # no config names a class of it: built from code, by names not known here
+                found.update((p, c) for p, c in classes
+                             if "*" not in names(p, c) and not any(n in now_named for n in names(p, c)))
+            if found <= unbuilt:
+                break
+            unbuilt |= found
+        out: Dict[str, Set[str]] = {}
+        for p, c in unbuilt:
+            out.setdefault(p, set()).add(c)
+        return {p: frozenset(cs) for p, cs in out.items()}
 
     def _forget_registries(self) -> None:
         self._registries = None
@@ -1190,6 +1260,7 @@ class Project:
         entries: Set[Tuple[str, str]] = set()  # called every step by a framework (`Graph.entries`)
         cold: Set[Tuple[str, str]] = set()  # declared cold: heat stops there
         steppers = {(self.absolute(p), q) for p, g in graphs.items() for q in g.steppers}
+        unbuilt = self._never_built()
         for path, g in graphs.items():
             path = self.absolute(path)
             if self._is_test(path):
@@ -1197,7 +1268,9 @@ class Project:
             per_epoch.update((path, q) for q in g.per_epoch)
             s = self.summaries.get(path)
             if s is not None:
-                frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1]))
+                never = unbuilt.get(path, ())  # (a class nothing builds: its hooks never run)
+                frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1])
+                                and q.rsplit(".", 1)[0] not in never)
                 if declared:
                     frontier.extend((path, q) for q in s.params if declared.is_hot(qualified(s.name, q)))
                     cold.update((path, q) for q in s.params if declared.is_cold(qualified(s.name, q)))
@@ -1214,7 +1287,8 @@ class Project:
         for base, subs in self._overrides().items():
             # a hot `self.m()` runs the override; not one in a visualisation tool, which only
             # that tool's run builds (`callgraph.debug_path`: YOLOX's `AssignVisualizer`)
-            edges.setdefault(base, []).extend(s for s in subs if debug_path(s[0], self.root) is None)
+            edges.setdefault(base, []).extend(s for s in subs if debug_path(s[0], self.root) is None
+                                              and s[1].rsplit(".", 1)[0] not in unbuilt.get(s[0], ()))
         per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1]) and n not in entries} | cold
         hot: Dict[str, Set[str]] = {}
         for path, qual in spread(frontier, edges, per_epoch):

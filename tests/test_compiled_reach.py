@@ -274,3 +274,27 @@ def test_an_abstract_method_returns_what_its_overrides_return(tmp_path):
     files = _llama(block)
     files["strategy.py"] = files["strategy.py"].replace("        return block\n", "        return apply_tp(block)\n")
     assert _rows(tmp_path / "b", files) == set()
+
+
+def test_a_relative_import_that_climbs_into_a_source_root_does_not_rename_its_packages(tmp_path):
+    """mmdetection3d's `projects/NeRF-Det/prepare_infos.py` imports `from ...tools.dataset_converters
+    import ...`, three dots up to the tree's root, which holds the regular package `mmdet3d/`:
+    that root is where absolute imports start, not a namespace package, so `mmdet3d/models/a.py`
+    stays `mmdet3d.models.a` (named `mmdetection3d.mmdet3d.models.a`, no `from mmdet3d...`
+    import of the project resolved). The folders below it that the import climbs through
+    (`projects/NeRF-Det`, `projects`) are still packages."""
+    from synclint.project import module_names
+
+    files = {
+        "mmdet3d/__init__.py": "",
+        "mmdet3d/models/__init__.py": "",
+        "mmdet3d/models/a.py": "X = 1\n",
+        "projects/NeRF-Det/prepare_infos.py": "from ...tools.convert import run\n",
+        "tools/convert.py": "def run():\n    pass\n",
+    }
+    for p, text in files.items():
+        (tmp_path / p).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / p).write_text(text)
+    names = module_names([str(tmp_path / p) for p in files])
+    assert names[str(tmp_path / "mmdet3d/models/a.py")] == "mmdet3d.models.a"
+    assert names[str(tmp_path / "projects/NeRF-Det/prepare_infos.py")] == "projects.NeRF-Det.prepare_infos"

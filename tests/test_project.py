@@ -427,6 +427,86 @@ def test_a_file_that_never_names_torch_sees_the_gpu_tensors_other_modules_give_i
     assert _found(paths, cache_dir=cache, selection_key="another") == found
 
 
+def test_a_numpy_script_that_never_names_torch_gives_its_loop_heat_to_the_project_code_it_calls(tmp_path):
+    """A detectron2-style demo (`demo.py`: NumPy and OpenCV, no torch) runs the predictor of
+    `predictor.py` once per input image: the prefilter reads it (it names NumPy) but only
+    a file that names torch was linted, so its loop gave no heat. The near miss: the same
+    call made once, outside the loop."""
+    paths = _project(tmp_path, {
+        "predictor.py": """\
+            import torch
+
+            class Demo:
+                def __init__(self):
+                    self.model = torch.nn.Linear(2, 2).cuda()
+
+                def run_on_image(self, image):
+                    out = self.model(image)
+                    return out.cpu()
+
+                def run_once(self, image):
+                    out = self.model(image)
+                    return out.cpu()
+            """,
+        "demo.py": """\
+            import sys
+            import numpy as np
+            from predictor import Demo
+
+            if __name__ == "__main__":
+                demo = Demo()
+                demo.run_once(np.zeros(2))
+                for path in sys.argv[1:]:
+                    predictions = demo.run_on_image(np.load(path))
+            """,
+    })
+    assert {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN103"} == {
+        ("predictor.py", 9, True), ("predictor.py", 13, False)}
+
+
+def test_a_local_alias_of_imported_functions_calls_them_where_it_is_called(tmp_path):
+    """Open-Sora's training script picks `prepare = prepare_causal if ... else
+    prepare_uncausal` (both imported from the package) and calls the alias from the per-step
+    `prepare_inputs`: both helpers run every step. The near miss: an imported helper the
+    script only names (kept in a list it never calls through)."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": """\
+            import torch
+
+            def prepare_causal(x):
+                return x.sum().item()
+
+            def prepare_uncausal(x):
+                return x.max().item()
+
+            def listed(x):
+                return x.min().item()
+            """,
+        "train.py": """\
+            import torch
+            from pkg.helpers import prepare_causal, prepare_uncausal, listed
+
+            def main(cfg, loader, model, opt):
+                if cfg.causal:
+                    prepare = prepare_causal
+                else:
+                    prepare = prepare_uncausal
+                names = [listed]
+
+                def prepare_inputs(batch):
+                    return prepare(batch.cuda())
+
+                for batch in loader:
+                    loss = model(prepare_inputs(batch))
+                    loss.backward()
+                    opt.step()
+            """,
+    })
+    assert {(n, row, hot) for n, row, code, hot in _found(paths) if code == "SYN101"} == {
+        ("helpers.py", 4, True), ("helpers.py", 7, True), ("helpers.py", 10, False)}
+
+
 def test_summaries_survive_json_and_references_resolve():
     from synclint.engine import analyse
     from synclint.semantic.facts import ModuleSummary
@@ -2151,6 +2231,120 @@ def test_a_method_of_what_a_registry_built_runs_each_registered_class_method(tmp
     # detectron2: `@R.register()` and `R.register(C)`, built by `R.get(name)(cfg)` in a helper
     assert ("roi_heads.py", 13, True) in found and ("roi_heads.py", 18, True) in found, found
     assert ("roi_heads.py", 26, False) in found, found
+
+
+# A registry whose classes the tree's configs name (`type="UsedHead"` in configs/*.py): the
+# classes registered in it that no config and no code outside tests names, and whose
+# subclasses are not named either, are never built: their hooks do not run (mmdetection3d's
+# MonoFlexHead, whose config folder holds only a README).
+CONFIG_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/registry.py": """\
+        from mmengine.registry import Registry
+
+        MODELS = Registry("model")
+        LOSSES = Registry("loss")
+        """,
+    "pkg/heads.py": """\
+        import torch
+        from pkg.registry import MODELS
+
+
+        @MODELS.register_module()
+        class UsedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.sum().item()  # hot: configs/model.py names it
+
+
+        @MODELS.register_module()
+        class UnusedHead(torch.nn.Module):
+            def __init__(self, loss=dict(type="L2")):
+                super().__init__()
+
+            def forward(self, x):
+                return x.max().item()  # once: no config or code builds it
+
+            def get_targets(self, boxes):
+                for box in boxes:
+                    print(box.sum().item())  # once: its loops do not make it run (as a debug helper's)
+
+
+        @MODELS.register_module()
+        class BaseHead(torch.nn.Module):
+            def forward(self, x):
+                return x.min().item()  # hot: SubHead, which a config names, inherits it
+
+
+        @MODELS.register_module()
+        class SubHead(BaseHead):
+            pass
+
+
+        @MODELS.register_module(name="Renamed")
+        class RenamedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.mean().item()  # hot: registered under a name of its own, which a config names
+
+
+        @MODELS.register_module()
+        class TestedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.std().item()  # once: only a test builds it
+        """,
+    "pkg/losses.py": """\
+        import torch
+        from pkg.registry import LOSSES, MODELS
+
+
+        @LOSSES.register_module()
+        class L1(torch.nn.Module):
+            def forward(self, x):
+                return x.abs().sum().item()  # hot: no config names any class of LOSSES (built from code)
+
+
+        @MODELS.register_module()
+        class L2(torch.nn.Module):
+            def forward(self, x):
+                return x.abs().max().item()  # once: only UnusedHead, never built, names it
+        """,
+    "configs/model.py": """\
+        model = dict(type="UsedHead", aux=dict(type="SubHead"), extra=dict(type="Renamed"))
+        """,
+    "tests/test_heads.py": """\
+        from pkg.registry import MODELS
+
+        def test_head():
+            MODELS.build(dict(type="TestedHead"))
+        """,
+    "train.py": """\
+        import torch
+        from pkg.registry import MODELS
+
+
+        def train(cfg, loader):
+            model = MODELS.build(cfg.model).cuda()
+            for x in loader:
+                model(x.cuda())
+        """,
+}
+
+
+def test_a_registered_class_that_no_config_or_code_names_is_never_built(tmp_path, monkeypatch):
+    found = {(n, row, hot) for n, row, code, hot in _found(_project(tmp_path, CONFIG_FILES)) if code == "SYN101"}
+    assert found == {("heads.py", 8, True), ("heads.py", 17, False), ("heads.py", 21, False), ("heads.py", 27, True),
+                     ("heads.py", 38, True), ("heads.py", 44, False), ("losses.py", 8, True),
+                     ("losses.py", 14, False)}, found
+    # the same tags when heads.py is checked alone, from the cache of the package check
+    from synclint.run import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "SETTLED_NS", 0)  # (files just made: their stamps vouch for them)
+    paths = _project(tmp_path / "again", CONFIG_FILES)
+    cache = tmp_path / ".cache"
+    _found(paths, cache_dir=cache)
+    for name in ("heads.py", "losses.py"):
+        alone = {(n, row, hot) for n, row, code, hot in _found([p for p in paths if p.endswith(name)],
+                                                                 cache_dir=cache) if code == "SYN101"}
+        assert alone == {f for f in found if f[0] == name}, alone
 
 
 def test_a_registration_added_or_removed_by_an_edit_retags_what_the_registry_builds(tmp_path):

@@ -61,3 +61,26 @@ def test_code_that_remakes_a_cache_when_a_shape_changes_runs_once():
     expected = marked_rates(SHAPES)
     found = lint_source(SHAPES, "head.py")
     assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+DISPATCH = (Path(__file__).parent / "data" / "rates" / "dispatch.py").read_text()
+
+
+def test_a_dispatch_table_calls_each_of_its_entries_at_the_rate_of_the_call():
+    # (DETR-style criteria: `loss_map = {"labels": self.loss_labels, ...}; loss_map[loss](...)`
+    # every step; a table kept on `self`, one of functions); a table that is only listed, and
+    # a method in none, stay once
+    expected = marked_rates(DISPATCH)
+    found = lint_source(DISPATCH, "criterion.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected
+
+
+FORWARD_ALIAS = (Path(__file__).parent / "data" / "rates" / "forward_alias.py").read_text()
+
+
+def test_a_method_set_as_the_forward_in_init_runs_every_step():
+    # (Open-Sora's MMDiT: `self.forward = self.forward_ckpt` in `__init__`); a method held on
+    # another attribute, and one nothing names, stay once
+    expected = marked_rates(FORWARD_ALIAS)
+    found = lint_source(FORWARD_ALIAS, "dit.py")
+    assert {f.row: f.rate for f in found if f.row in expected} == expected

@@ -505,7 +505,7 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
     """Files the prefilter would skip (no torch, tensor, cuda... in them) that a module of the
     project the first phase found tensors in imports, or that import one: what they are
     given, or use, may be a GPU tensor."""
-    from synclint.engine import might_fire, might_inform
+    from synclint.engine import might_fire
 
     out: Set[str] = set()
     # (a file the prefilter skips may have a summary: the one a run that forced it cached)
@@ -542,8 +542,8 @@ def _forced(texts: Dict[str, str], errors: Dict[str, str], project) -> Set[str]:
                     out.add(skipped[p])
     for path in skipped.values():
         text = texts[path]
-        if path in out or might_inform(text):
-            continue
+        if path in out:
+            continue  # (one that names NumPy is summarised but not linted: its loops give heat only if forced)
         for dots, src, plain in _IMPORT.findall(text):
             name = src or plain
             if dots or any(project.summaries.get(p) is not None

@@ -137,7 +137,7 @@ class Worker:
         except LintError as e:
             return None, str(e)
         if a is None:
-            return None, None
+            return _names_only(text, module_name), None
         if keep and (force or might_fire(text)):  # a file to lint next: its tree waits here for the second phase
             self.held[path] = a
         return a.summary.to_json(), None
@@ -165,6 +165,16 @@ class Worker:
             return [], None, str(e), None, []
         reads = sorted(list(k) for k in facts.reads)
         return [f.to_cache() for f in findings], graph.to_json(), None, summary.to_json(), reads
+
+
+def _names_only(text: str, module_name: str) -> Optional[dict]:
+    """The summary of a file the prefilter skips (a config of plain dicts): only the class
+    names it builds components by (`registries.type_names`), where it names any."""
+    from synclint.semantic.facts import ModuleSummary
+    from synclint.semantic.registries import type_names
+
+    names = type_names(text)
+    return ModuleSummary(module_name, type_names=names).to_json() if names else None
 
 
 def _serve(conn, codes: Union[Sequence[str], Callable[[], Sequence[str]]], inherited: Sequence = ()) -> None:

@@ -385,7 +385,7 @@ class Binder:
         for h in node.handlers:
             ctx.restore(before)
             # (a handler of an error runs after one only: an out-of-memory fallback)
-            self._with_flags((0, 0, 1 if error_handler(h) is not None else 0), h)
+            self._with_flags((0, 0, 1 if error_handler(h, node.body) is not None else 0), h)
             ends.append(ctx.snapshot())
         ctx.merge(ends)
         for part in (node.orelse, node.finalbody):

@@ -134,10 +134,17 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
                 bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
         timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
     elif type(func) is cst.Subscript:
-        v = called_instance(ctx.infer(func))  # `self.heads["ln_f"](x)`: an entry of a ModuleDict
+        item = ctx.infer(func)
+        v = called_instance(item)  # `self.heads["ln_f"](x)`: an entry of a ModuleDict
         if v is not None and v.kind == V.MODULE:
             edge_only = True
             bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
+        elif V.methods_of(item):  # `loss_map[loss](outputs, targets)`: any method of the table
+            bound_methods = V.methods_of(item)
+        elif V.function_keys(item):  # `table[name](x)`: any function of the table
+            keys = V.function_keys(item)
+            outside = [(k, 0) for k in keys if "." in k]
+            ctx.calls.extend((caller, k, hot) for k in keys if "." not in k)
     if edge_only:
         ctx.calls.extend((caller, "@" + o[0], hot) for o in outside if o[0].split(".", 1)[0] not in L.LIBRARY_ROOTS)
         ctx.calls.extend((caller, k, hot) for k in bound_methods)

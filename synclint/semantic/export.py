@@ -8,7 +8,7 @@ which imports it) and write nothing into it; the model keeps `summary()` and
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -16,9 +16,9 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.facts import ClassFacts, FileFacts, ModuleSummary, OneLiner, ref_target
 from synclint.semantic.helpers import HelperBody, abstract_body
-from synclint.semantic.registries import registrations
+from synclint.semantic.registries import registered_as, registrations, type_name_counts
 from synclint.semantic.scopes import Binding, FuncInfo
-from synclint.semantic.syntax import descendants
+from synclint.semantic.syntax import code_of, descendants
 from synclint.semantic.values import Val
 
 def file_facts(model) -> FileFacts:
@@ -87,7 +87,12 @@ def module_summary(model, name: str) -> ModuleSummary:
     out.calls_out = list(m.calls_out)
     out.host_calls = m.host_only_calls()
     out.loopers = sorted(q for q, info in m.all_funcs.items() if info.runs_steps)
-    out.registered = registrations(m.module, lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None))
+    spell = lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None)  # noqa: E731
+    out.registered = registrations(m.module, spell)
+    out.registered_as = registered_as(m.module, spell)
+    out.type_names, out.class_type_names = _type_names(m, {c for _, c in out.registered})
+    made = {c[:-len(".__init__")] for _, c, _ in m.calls if c.endswith(".__init__")}
+    out.made_here = sorted(made & set(m.classes_by_name))
     out.self_calls = list(m.self_calls)
     out.options = dict(m.options)
     out.options_set = sorted(m.options_set)
@@ -140,3 +145,20 @@ def _star_exported(name: str, q: str) -> bool:
 
 def _abstract(info: Optional[FuncInfo]) -> bool:
     return info is not None and type(info.node) is cst.FunctionDef and abstract_body(info.node)
+
+
+def _type_names(m, registered) -> Tuple[List[str], Dict[str, List[str]]]:
+    """The class names the module builds components by (`registries.type_names`): those in
+    its registered classes by class (a default `dict(type="MonoFlexCoder")` in a head's
+    signature builds it only where the head is built), and the rest."""
+    counts = type_name_counts(m.source)
+    inside: Dict[str, List[str]] = {}
+    if registered and counts:
+        for stmt in m.module.body:
+            if type(stmt) is cst.ClassDef and stmt.name.value in registered:
+                here = type_name_counts(code_of(stmt))
+                if here:
+                    inside[stmt.name.value] = sorted(here)
+                    counts -= here  # (what is left is named outside the registered classes)
+    return sorted(counts), inside
+

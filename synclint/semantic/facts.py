@@ -230,10 +230,18 @@ class ModuleSummary:
     # and the options it may set (`arguments.option_writes`; "*": any)
     options: Dict[str, Optional[bool]] = field(default_factory=dict)
     options_set: List[str] = field(default_factory=list)
+    # the class names its text builds components by (`dict(type="X")`: `registries.type_names`),
+    # the names its classes are registered under instead of their own (`registered_as`), and
+    # its classes that its own code makes (`C(...)`)
+    type_names: List[str] = field(default_factory=list)
+    registered_as: Dict[str, List[str]] = field(default_factory=dict)
+    made_here: List[str] = field(default_factory=list)
+    class_type_names: Dict[str, List[str]] = field(default_factory=dict)  # those in its registered classes
 
     def to_json(self) -> dict:
         return {
             "op": self.options, "os": self.options_set,
+            "tn": self.type_names, "ra": self.registered_as, "mh": self.made_here, "ct": self.class_type_names,
             "lp": self.loopers,
             "rg": [list(r) for r in self.registered],
             "hc": self.host_calls,
@@ -257,7 +265,9 @@ class ModuleSummary:
             [(q, [Val.from_json(v) for v in pos], _unvals(kws)) for q, pos, kws in d["sc"]],
             {k: OneLiner.from_json(o) for k, o in d["ol"].items()}, dict(d["la"]), list(d["hc"]),
             [(r, c) for r, c in d.get("rg", ())], list(d.get("lp", ())), dict(d.get("op", {})),
-            list(d.get("os", ())),
+            list(d.get("os", ())), list(d.get("tn", ())),
+            {k: list(v) for k, v in d.get("ra", {}).items()}, list(d.get("mh", ())),
+            {k: list(v) for k, v in d.get("ct", {}).items()},
         )
 
 
@@ -291,6 +301,9 @@ class ProjectFacts:
     # the project's command-line options that hold their bool default (`Project.options`);
     # None: not told (a file checked alone)
     options: Optional[Dict[str, bool]] = None
+    # this file's registered classes that nothing builds: the tree's configs name other
+    # classes of their registry, and neither they nor code outside tests name these
+    unbuilt: FrozenSet[str] = frozenset()
     reads: Optional[set] = field(default=None, compare=False, repr=False)  # the questions asked
 
     def to_json(self) -> dict:
@@ -299,7 +312,7 @@ class ProjectFacts:
             "v": _vals(self.values), "p": {k: _vals(v) for k, v in self.params.items()}, "d": self.cuda_default,
             "o": {k: o.to_json() for k, o in self.one_liners.items()},
             "sa": {k: _vals(a) for k, a in self.subclass_attrs.items()}, "hc": sorted(self.host_called),
-            "rg": self.registries, "lp": sorted(self.loopers), "op": self.options,
+            "rg": self.registries, "lp": sorted(self.loopers), "op": self.options, "ub": sorted(self.unbuilt),
         }
 
     @staticmethod
@@ -310,6 +323,7 @@ class ProjectFacts:
             {k: OneLiner.from_json(o) for k, o in d["o"].items()}, {m: dict(a) for m, a in d["si"].items()},
             {k: _unvals(a) for k, a in d["sa"].items()}, frozenset(d["hc"]),
             {k: list(r) for k, r in d.get("rg", {}).items()}, set(d.get("lp", ())), d.get("op"),
+            frozenset(d.get("ub", ())),
         )
 
     # ------------------------------------------------------------------ the questions
@@ -358,6 +372,11 @@ class ProjectFacts:
         DataLoader (their data pipelines)."""
         self._ask("hc", qual)
         return qual in self.host_called
+
+    def never_built(self, cls: str) -> bool:
+        """This file's registered class `cls` is built by no config and no code (`unbuilt`)."""
+        self._ask("ub", cls)
+        return cls in self.unbuilt
 
     def registry(self, name: str) -> Optional[Tuple[str, bool]]:
         """The registry a name (as this file spells it) is: (its key, whether every class
@@ -443,6 +462,8 @@ class ProjectFacts:
             return key[1] in self.host_called
         if kind == "r":
             return self.registries.get(key[1])
+        if kind == "ub":
+            return key[1] in self.unbuilt
         if kind == "s":
             return [self.aliases, self.star_imports]
         if kind == "sa":

@@ -24,8 +24,8 @@ from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
 from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, read_first, statements, string_value
-from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, handler_around,
-                                      memoised, one_shot, rare_functions, recovery_around, recovery_branch,
+from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, except_words,
+                                      handler_around, memoised, one_shot, rare_functions, recovery_around, recovery_branch,
                                       stores_own_move)
 
 def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = "") -> Set[str]:
@@ -73,11 +73,34 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
 
 
 def _hook_entry(model, info) -> Entry:
-    """Why a framework calls `info` every step: its name, or a framework base of its class."""
+    """Why a framework calls `info` every step: its name, the hook its class sets it as, or a
+    framework base of its class."""
     if hot_name(info.name):
         return Entry(f"{info.qual}() runs every step by its name (library.toml hot_functions, or *_step)")
+    hook = hook_alias(info.cls, info.name) if info.cls is not None else None
+    if hook is not None:
+        return Entry(f"{info.qual}() is set as {info.cls.name}.{hook}, which runs every step")
     base = model.library_base(info.cls.name, lambda b: L.framework_calls(b, info.name)) if info.cls else None
     return Entry(f"{info.qual}() is called every batch by {base or 'its framework'} (library.toml framework_hooks)")
+
+
+def hook_alias(cls, name: str) -> Optional[str]:
+    """The hook hot by its name that a class sets its method `name` as, if it does:
+    `self.forward = self.forward_ckpt` in any method (either arm of a conditional
+    expression), or `forward = _forward` in the class body. `forward()` then runs `name`."""
+    for attr, exprs in cls.pending.items():
+        if attr == name or not hot_name(attr):
+            continue
+        for e in exprs:
+            arms = [e]
+            while arms:
+                a = arms.pop()
+                if type(a) is cst.IfExp:
+                    arms += [a.body, a.orelse]
+                elif type(a) is cst.Attribute and type(a.value) is cst.Name and a.value.value == "self" \
+                        and a.attr.value == name or type(a) is cst.Name and a.value == name:
+                    return attr
+    return None
 
 
 def _walked_site(site) -> SiteRate:
@@ -147,7 +170,7 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     elif model.once_depth and (recovery := recovery_around(model)) is not None:
         once = recovery
     elif model.once_depth and (handler := handler_around(model)) is not None:
-        once = Entry(f"an `except {handler}` handler{where} holds it: it runs after an error only")
+        once = Entry(f"an `{except_words(handler)}` handler{where} holds it: it runs after an error only")
     elif model.once_depth:
         once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,

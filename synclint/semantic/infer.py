@@ -185,6 +185,8 @@ class Evaluator:
                 return V.class_value(e.value)  # `return ERM`: the class itself
             if v == V.FUNCTION_VAL:  # a module-level function as a value (`fn = f if c else g`), by its key
                 return V.function(e.value)
+            if v is V.PY_VAL and self.env.binding(e.value) is None:
+                return self._imported_function(e) or v
             return v
         if t is cst.Integer:
             return V.py("int")
@@ -319,6 +321,13 @@ class Evaluator:
                 joined = V.join(joined, v)
             return Val(V.PY, py="dict", elems=(joined,)) if V.function_keys(joined) or V.class_key(
                 joined) else V.py("dict")
+        if vals and len(vals) == len(e.elements) and all(V.methods_of(v) for v in vals):
+            # a dispatch table of bound methods (`{"labels": self.loss_labels, ...}`, DETR-style
+            # criteria): calling an item runs any of them
+            joined = vals[0]
+            for v in vals[1:]:
+                joined = V.join(joined, v)
+            return Val(V.PY, py="dict", elems=(joined,))
         if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
                 or vals[0].kind not in _DICT_VALUE_KINDS:
             return V.py("dict")
@@ -326,6 +335,17 @@ class Evaluator:
         for v in vals[1:]:
             joined = V.join(joined, v)
         return Val(V.PY, py="dict", elems=(joined,))
+
+    def _imported_function(self, e: cst.Name) -> Optional[Val]:
+        """A name imported from another module of the project, of which the project knows no
+        value and no class (`from pkg.train import prepare_causal`), used as a value
+        (`prepare = prepare_causal if c else prepare_uncausal`): that function, by its
+        qualified name, so a call through the alias reaches it (the linker resolves the key;
+        one that names no function reaches nothing)."""
+        q = self.env.qualname(e)
+        if q is None or "." not in q or q.split(".", 1)[0] in L.LIBRARY_ROOTS or self.env.project.class_facts(q):
+            return None
+        return V.function(q)
 
     def _project_class(self, e: cst.BaseExpression) -> Optional[Val]:
         """Another module's class named as a value (`ddp.DataParallelBackend`, or imported by

@@ -29,7 +29,7 @@ from synclint.semantic.syntax import every_item_of, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites, mode_sites
-from synclint.semantic.heat import periodic_test, rate_here
+from synclint.semantic.heat import hook_alias, periodic_test, rate_here
 from synclint.semantic.annotations import annotation_val, annotation_val_syntactic
 from synclint.semantic.compiled import Compiled, Options, in_mode
 from synclint.semantic.export import all_values
@@ -637,9 +637,12 @@ class SemanticModel:
 
     def is_entry(self, info: FuncInfo) -> bool:
         """Whether a framework calls this function every step: hot by name (`forward`,
-        `*_step`), or a method a framework base of its class (in any module of the project)
-        calls at every batch (`framework_hooks`: an mmengine head's `loss_by_feat`)."""
-        if hot_name(info.name):
+        `*_step`), set as such a hook by its class (`self.forward = self.forward_ckpt`:
+        `heat.hook_alias`), or a method a framework base of its class (in any module of the
+        project) calls at every batch (`framework_hooks`: an mmengine head's `loss_by_feat`)."""
+        if info.cls is not None and self.project.never_built(info.cls.name):
+            return False  # (a registered class no config or code builds: `ProjectFacts.unbuilt`)
+        if hot_name(info.name) or info.cls is not None and hook_alias(info.cls, info.name) is not None:
             return True
         return info.cls is not None and info.name in L.FRAMEWORK_HOOK_NAMES and self.library_base(
             info.cls.name, lambda b: L.framework_calls(b, info.name)) is not None

@@ -17,7 +17,8 @@ _RELATIVE = re.compile(rb"^[ \t]*from[ \t]+(\.+)", re.MULTILINE)
 
 def namespace_packages(paths: Iterable[str]) -> Set[str]:
     """The folders (absolute) that a relative import in one of `paths` reaches: the file's own
-    folder for one dot, and one folder further up per further dot. Only folders without
+    folder for one dot, and one folder further up per further dot, up to a folder that holds a
+    regular package (a source root: its packages' names start there). Only folders without
     `__init__.py` whose parent has none are read for (the others are placed already)."""
     out: Set[str] = set()
     for path in paths:
@@ -31,9 +32,19 @@ def namespace_packages(paths: Iterable[str]) -> Set[str]:
             continue
         levels = [len(m.group(1)) for m in _RELATIVE.finditer(text)]
         for _ in range(max(levels, default=0)):
+            if _holds_package(d):
+                break  # a source root (mmdetection3d's, holding `mmdet3d/`): absolute imports start there
             out.add(d)
             d = os.path.dirname(d)
     return out
+
+
+def _holds_package(d: str) -> bool:
+    """A folder with a regular package in it (a subfolder with `__init__.py`)."""
+    try:
+        return any(e.is_dir() and os.path.exists(os.path.join(e.path, "__init__.py")) for e in os.scandir(d))
+    except OSError:
+        return False
 
 
 def _placed(d: str) -> bool:

@@ -8,7 +8,8 @@ functions, and code that runs on the first call or iteration only.
 - the rest of a block after `if self.inited: return` that the block then sets, a one-shot
   flag (`if first_batch: ...; first_batch = False`), a move stored back on the attribute it
   moves (`self.mask = self.mask.to(x.device)`): the first call or iteration only;
-- a function that in its file only such code calls (`rare_functions`);
+- a function that in its file only such code calls (`rare_functions`), and a method of a
+  registered class that nothing builds (`ProjectFacts.unbuilt`);
 - a recovery path: an exception handler (`except RuntimeError:`, an out-of-memory
   fallback), and a branch on a parameter compared with a constant (`if mode == "cpu":`)
   that only calls in such handlers select (`recovery_branch`): it runs after an error only.
@@ -49,6 +50,8 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
             rare[q] = Entry(f"{q}() is in {folder}, a debug or visualisation tool")
         elif debug_helper(model, info) is not None:
             rare[q] = Entry(f"{q}() is a debug or visualisation helper")
+        elif info.cls is not None and model.project.never_built(info.cls.name):
+            rare[q] = Entry(f"{info.cls.name} is registered, but no config or code of the tree builds it")
     callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
     for i, (caller, callee, _) in enumerate(model.calls):
         if callee in model.all_funcs:
@@ -248,18 +251,31 @@ def code_key(node: cst.CSTNode) -> str:
 _ITERATION_ENDS = frozenset(("StopIteration", "StopAsyncIteration", "GeneratorExit"))
 
 
-def error_handler(handler: cst.ExceptHandler) -> Optional[str]:
+def error_handler(handler: cst.ExceptHandler, attempt: Optional[cst.BaseSuite] = None) -> Optional[str]:
     """The exception types of a handler that runs after an error only (`except RuntimeError
-    as e:`, `except (OSError, ValueError):`), as written; None for a bare `except:` (as
-    often control flow as recovery: `except: it = iter(loader_ref)`) and for one that
-    catches the end of an iterator."""
+    as e:`, `except (OSError, ValueError):`), as written ("" for a bare `except:`); None for
+    one that catches the end of an iterator, and for a bare `except:` where it or its `try`
+    block (`attempt`; unknown: None) advances or restarts an iterator (`try: x = next(it)
+    except: it = iter(loader)`: the end of a pass, control flow). A bare `except:` around
+    anything else is a fallback (a compiled op that failed: MaskDINO's deformable attention)."""
     t = handler.type
     if t is None:
-        return None
+        return "" if attempt is not None and not _iterates(attempt) and not _iterates(handler.body) else None
     kinds = [e.value for e in t.elements] if type(t) is cst.Tuple else [t]
     if any(last_name(k) in _ITERATION_ENDS for k in kinds):
         return None
     return code_of(t)
+
+
+def _iterates(block: cst.CSTNode) -> bool:
+    """A call of `next`, `iter` or `__next__` in a block (not in a function defined there)."""
+    return any(type(n) is cst.Call and last_name(n.func) in ("next", "iter", "__next__")
+               for n in descendants(block))
+
+
+def except_words(handler: str) -> str:
+    """`except RuntimeError`, or `except` for a bare handler (`error_handler`'s "")."""
+    return f"except {handler}" if handler else "except"
 
 
 def handler_around(model) -> Optional[str]:
@@ -269,12 +285,13 @@ def handler_around(model) -> Optional[str]:
     for i in range(len(stack) - 2, -1, -1):
         s = stack[i]
         if type(s) is cst.ExceptHandler:
-            return error_handler(s)
+            owner = stack[i - 1] if i and type(stack[i - 1]) is cst.Try else None
+            return error_handler(s, owner.body if owner is not None else None)
         if type(s) is cst.Try:
             child = stack[i + 1]
             for h in s.handlers:
                 if _holds(h.body, child):
-                    return error_handler(h)
+                    return error_handler(h, s.body)
             return None  # (the try body, `else` or `finally`: they run without an error)
         if type(s) in (cst.FunctionDef, cst.ClassDef):
             return None
@@ -334,8 +351,8 @@ def recovery_branch(model, test: cst.BaseExpression) -> Optional[Entry]:
             handlers.append(handler)
     if not handlers:
         return None  # (no call selects it: where else it is called from is not known)
-    kinds = " or ".join(dict.fromkeys(handlers))
-    return Entry(f"{code_of(test)} in {f.qual}() holds it: only a call in an `except {kinds}` handler selects it "
+    kinds = " or ".join(except_words(h) for h in dict.fromkeys(handlers))
+    return Entry(f"{code_of(test)} in {f.qual}() holds it: only a call in an `{kinds}` handler selects it "
                  f"(a recovery path)")
 
 
@@ -419,9 +436,11 @@ def _name_uses(module: cst.Module) -> Dict[str, List[Tuple[Optional[cst.Call], O
     while stack:
         node, handler = stack.pop()
         t = type(node)
-        if t is cst.ExceptHandler:
-            handler = error_handler(node)
-        elif t in (cst.FunctionDef, cst.Lambda):
+        if t is cst.Try:
+            stack.extend((h, error_handler(h, node.body)) for h in node.handlers)
+            stack.extend((c, handler) for c in child_nodes(node) if type(c) is not cst.ExceptHandler)
+            continue
+        if t in (cst.FunctionDef, cst.Lambda):
             handler = None  # (a function defined in a handler runs where it is called)
         if t is cst.Call:
             func = node.func

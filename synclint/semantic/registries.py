@@ -17,13 +17,16 @@ it); the file asks it through `ProjectFacts.registry`.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+import re
+from collections import Counter
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic.syntax import string_value
 
-__all__ = ["registrations", "built_through"]
+__all__ = ["registrations", "registered_as", "type_names", "built_through"]
 
 # (the expression a registry is named by) -> how the file spells it: a qualified name
 # (`pkg.registry.MODELS`, imported) or a module-level name of the file (`MODELS`), else None
@@ -49,6 +52,44 @@ def registrations(module: Optional[cst.Module], spell: Spell) -> List[Tuple[str,
                     if found is not None:
                         out.append(found)
     return out
+
+
+def registered_as(module: Optional[cst.Module], spell: Spell) -> Dict[str, List[str]]:
+    """class -> the names a decorator registers it under instead of its own
+    (`@MODELS.register_module(name="Setup")`, a list of names); "*" where the name is not
+    written out. Classes registered under their own name are left out."""
+    out: Dict[str, List[str]] = {}
+    for stmt in module.body if module is not None else ():
+        if type(stmt) is not cst.ClassDef:
+            continue
+        for d in stmt.decorators:
+            if type(d.decorator) is not cst.Call or _registry_of(d.decorator.func, spell) is None:
+                continue
+            given = next((a.value for a in d.decorator.args if a.keyword is not None and a.keyword.value == "name"),
+                         None)
+            if given is None:
+                continue
+            items = [e.value for e in given.elements] if type(given) in (cst.List, cst.Tuple) else [given]
+            names = [string_value(e) or "*" for e in items]
+            out.setdefault(stmt.name.value, []).extend(names)
+    return out
+
+
+# The name a config gives a component's class: `type='MonoFlexHead'`, `"type": "MonoFlexHead"`,
+# or the class itself in mmengine's new-style configs (`type=MonoFlexHead`)
+_TYPE_NAME = re.compile(r"""(?:\btype\s*=\s*|["']type["']\s*:\s*)["']?([A-Za-z_][\w.]*)""")
+
+
+def type_names(text: str) -> List[str]:
+    """The class names a file's configs or code build components by (`dict(type="X")`),
+    read from its text: a config folder's files are plain dicts that no parse is spent on.
+    A dotted name (`mmdet.RandomSampler`) counts by its last part."""
+    return sorted(type_name_counts(text))
+
+
+def type_name_counts(text: str) -> Counter:
+    """`type_names`, each with the number of times the text names it."""
+    return Counter(m.group(1).rsplit(".", 1)[-1] for m in _TYPE_NAME.finditer(text))
 
 
 def _registry_of(e: cst.BaseExpression, spell: Spell) -> Optional[str]:
