@@ -1,25 +1,11 @@
-"""Helpers for the SYN5xx rules (GPU overhead that is not a sync): dotted names, the
+"""Helpers for the SYN5xx rules (GPU overhead that is not a sync): the
 indentation of the block being walked and fixes laid out for it, a node's code children.
 (A finding decided after the walk has moved on is reported with `Rule.report_at` at the
 site `ctx.site()` kept where it was seen.)"""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import libcst as cst
-
-
-def dotted_name(e: cst.BaseExpression) -> Optional[str]:
-    """`self.model` -> 'self.model'; None for anything that is not a plain dotted name."""
-    parts = []
-    while type(e) is cst.Attribute:
-        parts.append(e.attr.value)
-        e = e.value
-    if type(e) is not cst.Name:
-        return None
-    parts.append(e.value)
-    return ".".join(reversed(parts))
 
 
 class Indentation:

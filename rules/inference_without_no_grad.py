@@ -7,7 +7,7 @@ from synclint.semantic import values as V
 from synclint.semantic.gradmode import wants_grad_call
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import short
-from synclint.rules._overhead import dotted_name
+from synclint.semantic.syntax import dotted_path
 from synclint.semantic.context import Site
 
 # Words that name evaluation code when they are a whole word of the function name
@@ -258,7 +258,7 @@ class InferenceWithoutNoGrad(Rule):
         a function named for evaluation."""
         if type(func) is cst.Attribute and func.attr.value == "forward":
             func = func.value
-        if dotted_name(func) is None:
+        if dotted_path(func) is None:
             return False
         v = self.ctx.infer(func)
         return v.kind == V.MODULE and (v.py == "eval" or eval_named(fname))

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import library as L
+from synclint.semantic.syntax import dotted_path
 
 _UNSET = object()
 
@@ -75,18 +76,6 @@ def _is_training(e: cst.BaseExpression) -> bool:
         and e.value.value == "self"
 
 
-def _path(e: cst.BaseExpression) -> Optional[str]:
-    """`self.model.encoder` -> "self.model.encoder"; None for anything but names and attributes."""
-    parts = []
-    while type(e) is cst.Attribute:
-        parts.append(e.attr.value)
-        e = e.value
-    if type(e) is not cst.Name:
-        return None
-    parts.append(e.value)
-    return ".".join(reversed(parts))
-
-
 def _self_attr(e: cst.BaseExpression) -> Optional[str]:
     """`self.model` -> "model"."""
     if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
@@ -127,7 +116,7 @@ def note_call(ctx, node: cst.Call) -> None:
     library = q is not None and q.split(".", 1)[0] in L.LIBRARY_ROOTS
     if type(func) is cst.Attribute:
         mode = _set_mode(node)
-        recv = _path(func.value)
+        recv = dotted_path(func.value)
         if mode is not _UNSET and recv is not None:
             facts.mode_sets.append((f.qual, recv, mode))
             ctx.mode_marks.append((f.qual, recv, mode, _here(ctx)))

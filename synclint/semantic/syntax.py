@@ -59,6 +59,19 @@ def dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
+def dotted_path(e: cst.BaseExpression) -> Optional[str]:
+    """`self.model.encoder` -> "self.model.encoder"; None for anything but a plain dotted name
+    (`f().x`, `a[0].b`), where `dotted` gives a partial name."""
+    parts = []
+    while type(e) is cst.Attribute:
+        parts.append(e.attr.value)
+        e = e.value
+    if type(e) is not cst.Name:
+        return None
+    parts.append(e.value)
+    return ".".join(reversed(parts))
+
+
 def last_name(e: cst.BaseExpression) -> Optional[str]:
     """`n` of `n` or of `a.b.n`; None for any other expression."""
     if type(e) is cst.Name:
