@@ -2092,3 +2092,47 @@ def test_to_a_batch_moves_to_the_batchs_device():
     found = {(f.row, f.code) for f in lint_source(src, "t.py")}
     assert (6, "SYN304") in found and (7, "SYN101") in found
     assert not {(8, "SYN304"), (9, "SYN101")} & found
+
+
+def test_a_parameters_default_does_not_choose_a_branch_when_no_call_tells_it():
+    """vector-quantize's codebook: `self.sample_fn = distributed if use_ddp else local`, with
+    `use_ddp=False` the default and the codebook built by `codebook_class(**kwargs)`, a call
+    the project does not resolve: the default is not the value, so the distributed sampler
+    stays reachable and its syncs run at the rate of the calls. Near miss: a call that passes
+    the other arguments and leaves the flag off (`Codebook(dim=4)`) keeps the default."""
+    from synclint.engine import lint_source
+
+    src = textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        def distributed(x):
+            return x.sum().item()
+
+
+        def local(x):
+            return x
+
+
+        class Codebook(nn.Module):
+            def __init__(self, dim, use_ddp=False):
+                super().__init__()
+                self.sample_fn = distributed if use_ddp else local
+
+            def forward(self, x):
+                return self.sample_fn(x)
+
+
+        class CosineCodebook(Codebook):
+            pass
+
+
+        def build(cosine, kwargs):
+            codebook_class = CosineCodebook if cosine else Codebook
+            return codebook_class(**kwargs)
+        """)
+    hot = {f.row: f.hot for f in lint_source(src, "t.py") if f.code == "SYN101"}
+    assert hot == {6: True}
+    called = src.replace("codebook_class(**kwargs)", "Codebook(dim=4)")
+    assert not [f for f in lint_source(called, "t.py") if f.code == "SYN101" and f.hot]

@@ -233,7 +233,7 @@ class Evaluator:
             v = self.value(e.expression)
             if type(e.operator) is cst.Not:
                 if v.kind == V.PY and v.py in _KNOWN_TRUTH:
-                    return V.py(_KNOWN_TRUTH[v.py])  # (a Python value Dynamo specialises on)
+                    return v.with_(py=_KNOWN_TRUTH[v.py])  # (a Python value Dynamo specialises on)
                 return V.py("bool") if v.kind in (V.PY, V.NUMPY) else v if v.kind == V.UNKNOWN else V.py("bool")
             if v.kind == V.TENSOR:
                 return v.with_(dtype=v.dtype if type(e.operator) is cst.BitInvert or v.dtype != V.BOOL else None)
@@ -282,13 +282,14 @@ class Evaluator:
         if t is cst.BooleanOperation:
             # `a or b` is one of its operands; `False and b` is the first (`b` is not evaluated)
             left = self.value(e.left)
-            if left.kind == V.PY and left.py == ("false" if type(e.operator) is cst.And else "true"):
+            if left.kind == V.PY and left.py == ("false" if type(e.operator) is cst.And else "true") \
+                    and not left.assumed:
                 return left
             return V.join(left, self.value(e.right))
         if t is cst.IfExp:
             test = self.value(e.test)
             body, orelse = self.value(e.body), self.value(e.orelse)
-            if test.kind == V.PY and test.py in _KNOWN_TRUTH and not (
+            if test.kind == V.PY and test.py in _KNOWN_TRUTH and not test.assumed and not (
                     body.device is not None and orelse.device is not None and body.device != orelse.device):
                 # `None if args.ignore_d else d`, on by default. Not a choice of device (`"cuda" if
                 # args.cuda else "cpu"`): a run on the GPU passes the flag, as for a device option

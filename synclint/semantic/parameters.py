@@ -64,6 +64,13 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
             val = ctx.infer(p.default)
             if val.kind == V.PY and val.py == "false" and callers is not None:
                 val = V.py("bool")  # off by default, but a call passes a value not known: either
+            elif val.kind == V.PY and val.py in ("true", "false") and not any(
+                    ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:]):
+                # no call the project resolves (none, or one through `**kwargs`: vector-quantize's
+                # `codebook_class(**codebook_kwargs)`): the default is what it holds where nothing
+                # passes it, not a value to choose a branch by. A call that passes the others
+                # and leaves it (`super().__init__(hidden=4)`) keeps it.
+                val = val.with_(assumed=True)
             elif val.kind == V.UNKNOWN:
                 val = V.PY_VAL if type(p.default) in (cst.Integer, cst.Float, cst.SimpleString) else val
             elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY) and not any(
