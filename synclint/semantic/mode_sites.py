@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import library as L
-from synclint.semantic.syntax import dotted_path
+from synclint.semantic.syntax import child_nodes, dotted_path
 
 _UNSET = object()
 
@@ -179,7 +179,7 @@ def _bare_self_attrs(e: cst.BaseExpression) -> List[str]:
             continue
         if type(n) in (cst.Lambda, cst.FunctionDef):
             continue
-        todo.extend(c for c in n.children if isinstance(c, cst.CSTNode))
+        todo.extend(child_nodes(n))  # (not `.children`: LibCST rebuilds every child for it)
     return out
 
 

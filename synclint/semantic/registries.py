@@ -77,7 +77,9 @@ def registered_as(module: Optional[cst.Module], spell: Spell) -> Dict[str, List[
 
 # The name a config gives a component's class: `type='MonoFlexHead'`, `"type": "MonoFlexHead"`,
 # or the class itself in mmengine's new-style configs (`type=MonoFlexHead`)
-_TYPE_NAME = re.compile(r"""(?:\btype\s*=\s*|["']type["']\s*:\s*)["']?([A-Za-z_][\w.]*)""")
+# (found from the literal `type`, its left side checked apart: a pattern that starts with a
+# word boundary or a choice is tried at every position of every file, 18 times slower)
+_TYPE_NAME = re.compile(r"""type(?:\s*=\s*|["']\s*:\s*)["']?([A-Za-z_][\w.]*)""")
 
 
 def type_names(text: str) -> List[str]:
@@ -89,7 +91,14 @@ def type_names(text: str) -> List[str]:
 
 def type_name_counts(text: str) -> Counter:
     """`type_names`, each with the number of times the text names it."""
-    return Counter(m.group(1).rsplit(".", 1)[-1] for m in _TYPE_NAME.finditer(text))
+    out: Counter = Counter()
+    for m in _TYPE_NAME.finditer(text):
+        start = m.start()
+        before = text[start - 1] if start else " "
+        quoted = m.group(0)[4] in "\"'"  # `"type": ...` wants a quote before too
+        if (before in "\"'") if quoted else not (before.isalnum() or before == "_"):
+            out[m.group(1).rsplit(".", 1)[-1]] += 1
+    return out
 
 
 def _registry_of(e: cst.BaseExpression, spell: Spell) -> Optional[str]:
