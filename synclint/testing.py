@@ -37,6 +37,13 @@ def marked_rates(source: str) -> Dict[int, str]:
     return {row: m.group(1) for row, line in enumerate(source.splitlines(), 1) for m in [RATE_MARK_RE.search(line)] if m}
 
 
+def rates_at_marks(source: str, filename: str) -> Tuple[Dict[int, str], Dict[int, str]]:
+    """(row -> the rate linting `source` as `filename` gives each marked row, `marked_rates`):
+    the two a rate test compares."""
+    expected = marked_rates(source)
+    return {f.row: f.rate for f in lint_source(source, filename) if f.row in expected}, expected
+
+
 def unflagged_sync_rows(source: str) -> Set[int]:
     return {row for row, line in enumerate(source_lines(source), 1) if UNFLAGGED_SYNC_RE.search(line)}
 

@@ -18,7 +18,7 @@ from synclint.findings import Finding
 from synclint.run.pipeline import configure, run
 from synclint.semantic import rates
 from synclint.semantic.rates import Rate, is_hot, join
-from synclint.testing import marked_rates, run_cli
+from synclint.testing import marked_rates, rates_at_marks, run_cli
 
 DATA = Path(__file__).parent / "data" / "rates" / "train.py"
 SOURCE = DATA.read_text()
@@ -167,9 +167,8 @@ class TableAssigner:
 def test_an_mmdet_assigners_assign_runs_every_step():
     # (mmdet's heads call `self.assigner.assign(...)` per image in `get_targets`, inside the
     # library: the assigner's own module sees no caller)
-    expected = marked_rates(ASSIGNER)
-    found = lint_source(ASSIGNER, "pose_assigner.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(ASSIGNER, "pose_assigner.py")
+    assert found == expected
 
 
 SERVE = (Path(__file__).parent / "data" / "rates" / "serve.py").read_text()
@@ -178,9 +177,8 @@ SERVE = (Path(__file__).parent / "data" / "rates" / "serve.py").read_text()
 def test_a_while_loop_around_a_denoising_loop_runs_once_per_pass():
     # (Wan2.1's `mp_worker`: `while True:` takes a request, denoises it step by step, sends
     # the video back: what is outside the step loop runs once per request, as an epoch loop's)
-    expected = marked_rates(SERVE)
-    found = lint_source(SERVE, "serve.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(SERVE, "serve.py")
+    assert found == expected
 
 
 REQUESTS = Path(__file__).parent / "data" / "rates" / "requests"

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from synclint.engine import lint_source
-from synclint.testing import marked_rates
+from synclint.testing import marked_rates, rates_at_marks
 from synclint.run.pipeline import configure, run
 from synclint.semantic import rates
 from synclint.semantic.rates import is_hot
@@ -55,9 +55,8 @@ GENERATE = (Path(__file__).parent / "data" / "rates" / "generate.py").read_text(
 def test_a_function_that_decodes_runs_its_own_code_once_per_call():
     # (eval/README.md's convention: code before or after the token loop runs once per
     # generate() call, not per token nor per step); a stack of layers is not a token loop
-    expected = marked_rates(GENERATE)
-    found = lint_source(GENERATE, "generate.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(GENERATE, "generate.py")
+    assert found == expected
 
 
 SETUP = (Path(__file__).parent / "data" / "rates" / "setup.py").read_text()
@@ -67,9 +66,8 @@ def test_code_that_runs_once_by_construction_and_epoch_loops_by_name():
     # a helper only a once-only branch calls, the rest of a block after an early return on a
     # flag the function sets, a function memoised by lru_cache; an epoch loop by its variable
     # unless its body is itself one optimizer step
-    expected = marked_rates(SETUP)
-    found = lint_source(SETUP, "setup.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(SETUP, "setup.py")
+    assert found == expected
 
 
 def test_another_modules_every_step_call_heats_a_debug_helper_but_not_a_memoised_function(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from synclint.engine import lint_source
-from synclint.testing import marked_rates
+from synclint.testing import marked_rates, rates_at_marks
 
 SOURCE = (Path(__file__).parent / "data" / "rates" / "recovery.py").read_text()
 
@@ -36,9 +36,8 @@ LAZY = (Path(__file__).parent / "data" / "rates" / "lazy.py").read_text()
 def test_a_lazy_initialisation_through_a_property_and_a_setter_runs_once():
     # (diffusers-style schedulers: `if self.step_index is None: self._init_step_index(t)`,
     # where the property returns `self._step_index` and the method sets it)
-    expected = marked_rates(LAZY)
-    found = lint_source(LAZY, "scheduler.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(LAZY, "scheduler.py")
+    assert found == expected
 
 
 PROPERTIES = (Path(__file__).parent / "data" / "rates" / "properties.py").read_text()
@@ -47,9 +46,8 @@ PROPERTIES = (Path(__file__).parent / "data" / "rates" / "properties.py").read_t
 def test_reading_a_property_runs_its_getter_as_often_as_the_read():
     # (mmpose's RealNVP: `self.prior` builds a distribution on every read from a loss's
     # forward); a cached property, one read in __init__ and a method never called stay once
-    expected = marked_rates(PROPERTIES)
-    found = lint_source(PROPERTIES, "flow.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(PROPERTIES, "flow.py")
+    assert found == expected
 
 
 SHAPES = (Path(__file__).parent / "data" / "rates" / "shapes.py").read_text()
@@ -58,9 +56,8 @@ SHAPES = (Path(__file__).parent / "data" / "rates" / "shapes.py").read_text()
 def test_code_that_remakes_a_cache_when_a_shape_changes_runs_once():
     # (YOLOX's grids, mmyolo's `if current_featmap_sizes != self.featmap_sizes_train:`: the
     # body stores what the test read, so the test fails until the input size changes)
-    expected = marked_rates(SHAPES)
-    found = lint_source(SHAPES, "head.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(SHAPES, "head.py")
+    assert found == expected
 
 
 DISPATCH = (Path(__file__).parent / "data" / "rates" / "dispatch.py").read_text()
@@ -70,9 +67,8 @@ def test_a_dispatch_table_calls_each_of_its_entries_at_the_rate_of_the_call():
     # (DETR-style criteria: `loss_map = {"labels": self.loss_labels, ...}; loss_map[loss](...)`
     # every step; a table kept on `self`, one of functions); a table that is only listed, and
     # a method in none, stay once
-    expected = marked_rates(DISPATCH)
-    found = lint_source(DISPATCH, "criterion.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(DISPATCH, "criterion.py")
+    assert found == expected
 
 
 FORWARD_ALIAS = (Path(__file__).parent / "data" / "rates" / "forward_alias.py").read_text()
@@ -81,6 +77,5 @@ FORWARD_ALIAS = (Path(__file__).parent / "data" / "rates" / "forward_alias.py").
 def test_a_method_set_as_the_forward_in_init_runs_every_step():
     # (Open-Sora's MMDiT: `self.forward = self.forward_ckpt` in `__init__`); a method held on
     # another attribute, and one nothing names, stay once
-    expected = marked_rates(FORWARD_ALIAS)
-    found = lint_source(FORWARD_ALIAS, "dit.py")
-    assert {f.row: f.rate for f in found if f.row in expected} == expected
+    found, expected = rates_at_marks(FORWARD_ALIAS, "dit.py")
+    assert found == expected
