@@ -381,8 +381,9 @@ class _Run:
         left them (unchanged since, by their stat): a file checked alone (the command line,
         an editor's buffer, a pre-commit hook) is told what its callers pass it and reached
         through the package's re-exports (`from pkg.utils import topk`, through
-        `pkg/utils/__init__.py`) as in the package's check. Nothing is read or parsed: a file
-        with no cached summary is left out."""
+        `pkg/utils/__init__.py`) as in the package's check. A file's summary is its second
+        walk's where that differed from its first (what its own callers passed, learnt with the
+        project's facts). No source is read or parsed: a file with no cached summary is left out."""
         if self.cache is None or self.summaries is None:
             return
         from synclint.semantic.facts import ModuleSummary, summary_version
@@ -394,11 +395,13 @@ class _Run:
             st = _stat(key)
             digest = self.cache.stamped(key, st) if st is not None else None
             hit = self.summaries.get(key, digest) if digest is not None else None
-            if hit is not None and hit[0]:
+            if hit is None or not hit[0]:
+                continue
+            last = self.cache.get(key, digest)  # what the package's second walk of it found, if it differed
+            if last is not None and last[6]:
+                self.project.add(key, ModuleSummary.from_json(last[6]), summary_version(last[6]))
+            else:
                 self.project.add(key, hit[1] or ModuleSummary.from_json(hit[0]), hit[3])
-                last = self.cache.get(key, digest)  # what the package's second walk of it found
-                if last is not None and last[6]:
-                    self.project.update(key, ModuleSummary.from_json(last[6]), summary_version(last[6]))
 
     def _force(self, paths: List[str]) -> None:
         """Summarise files the prefilter skipped (`Solver.forced`)."""
