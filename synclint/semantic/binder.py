@@ -34,7 +34,7 @@ from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, indices_of, statements, string_value
+from synclint.semantic.syntax import all_params, always_leaves, indices_of, statements, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -367,7 +367,7 @@ class Binder:
             if kind == "cpu-else":
                 ctx.restore(after_body)
             return
-        if node.orelse is None and _always_leaves(node.body):
+        if node.orelse is None and always_leaves(node.body):
             return  # `if x.device.type != "cpu": raise ...`: only the test's false path goes on
         ctx.merge([after_body, ctx.snapshot()])
 
@@ -641,15 +641,6 @@ def _is_module_base(ctx: "SemanticModel", b: cst.BaseExpression) -> bool:
     if type(b) is cst.Attribute:
         return b.attr.value in L.MODULE_BASE_NAMES
     return False
-
-
-def _always_leaves(block: cst.BaseSuite) -> bool:
-    """A block whose last statement raises or returns: no path through it falls through
-    (a `raise` under a condition inside it may, but the last one always runs)."""
-    if type(block) is cst.SimpleStatementSuite:  # `if x.is_cuda: raise ValueError(...)`
-        return type(block.body[-1]) in (cst.Raise, cst.Return)
-    last = block.body[-1] if type(block) is cst.IndentedBlock and block.body else None
-    return type(last) is cst.SimpleStatementLine and type(last.body[-1]) in (cst.Raise, cst.Return)
 
 
 def _leaves(node: cst.If) -> bool:

@@ -19,7 +19,7 @@ from synclint.semantic import library as L
 from synclint.semantic import mode_sites
 from synclint.semantic import values as V
 from synclint.semantic.compiled import CUDA_GRAPH_MODES, FLAG_ENV, FLAGS, INDUCTOR, Options, after_break
-from synclint.semantic.syntax import is_true, kwarg, string_value
+from synclint.semantic.syntax import always_leaves, is_true, kwarg, string_value
 
 _D = L._DATA["compiled"]
 COMPILERS = frozenset(_D["compilers"])
@@ -266,7 +266,7 @@ def eager_only(ctx, stmts) -> bool:
         if type(outer) is cst.If and ctx.if_truth.get(id(outer)) == (at is None):
             return True  # Dynamo specialises on a Python value: a branch it never takes is not traced
         if at is not None and any(type(s) is cst.If and _compiling_test(ctx, s.test) and s.orelse is None
-                                  and _exits(s.body.body) for s in block[:at]):
+                                  and always_leaves(s.body) for s in block[:at]):
             return True  # after `if torch.compiler.is_compiling(): return ...`
     return False
 
@@ -296,13 +296,6 @@ def _compiling_test(ctx, test: cst.BaseExpression) -> Optional[bool]:
     if type(call) is not cst.Call or call.args or ctx.qualname(call.func) not in IS_COMPILING:
         return None
     return not negated
-
-
-def _exits(body) -> bool:
-    last = body[-1] if body else None
-    if type(last) is cst.SimpleStatementLine:
-        last = last.body[-1] if last.body else None
-    return type(last) in (cst.Return, cst.Raise)
 
 
 def in_broken_frame(ctx, compiled: str) -> str:

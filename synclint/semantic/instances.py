@@ -16,7 +16,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from synclint.semantic.callgraph import spread
-from synclint.semantic.syntax import all_params, descendants
+from synclint.semantic.syntax import all_params, descendants, self_attr
 
 # attribute -> (method, parameter, position after self, whether its default is a literal)
 Fed = Dict[str, List[Tuple[str, str, int, bool]]]
@@ -44,13 +44,13 @@ def fed_attributes(node: cst.ClassDef) -> Fed:
                 target, value = stmt.target, stmt.value
             else:
                 continue
-            attr = _self_attr(target)
+            attr = self_attr(target)
             if attr is None:
                 continue
             nodes = [value, *descendants(value)]
             attr_names = {id(a.attr) for a in nodes if type(a) is cst.Attribute}
             for n in nodes:
-                if type(n) is cst.Attribute and _self_attr(n) is not None:
+                if type(n) is cst.Attribute and self_attr(n) is not None:
                     via.setdefault(attr, set()).add(n.attr.value)
                 elif type(n) is cst.Name and n.value in position:
                     direct.setdefault(attr, set()).add((m.name.value, n.value, position[n.value], n.value in literal))
@@ -84,12 +84,6 @@ def instance_value(fed: Optional[Fed], attr: str, calls: List[tuple]):
             if v is None or v.kind != V.PY:
                 return None
     return True
-
-
-def _self_attr(e: cst.BaseExpression) -> Optional[str]:
-    if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
-        return e.attr.value
-    return None
 
 
 def _small_statements(block) -> Iterator[cst.BaseSmallStatement]:

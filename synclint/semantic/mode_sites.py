@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import library as L
-from synclint.semantic.syntax import child_nodes, dotted_path
+from synclint.semantic.syntax import always_leaves, child_nodes, dotted_path, self_attr
 
 _UNSET = object()
 
@@ -36,7 +36,7 @@ def branch_mode(ctx) -> Optional[bool]:
                 return not mode  # the else (or an elif) of `if self.training:`
         if at is not None:
             for s in reversed(block[:at]):  # after `if self.training: return ...`
-                if type(s) is cst.If and s.orelse is None and _exits(s.body.body):
+                if type(s) is cst.If and s.orelse is None and always_leaves(s.body):
                     mode, pure = _test_mode(s.test)
                     if mode is not None and pure:
                         return not mode
@@ -47,13 +47,6 @@ def _index(block, inner) -> Optional[int]:
     """Where `inner` is in `block` (a small statement sits in a SimpleStatementLine of it)."""
     return next((i for i, s in enumerate(block) if inner is s or type(s) is cst.SimpleStatementLine
                  and any(inner is x for x in s.body)), None)
-
-
-def _exits(body) -> bool:
-    last = body[-1] if body else None
-    if type(last) is cst.SimpleStatementLine:
-        last = last.body[-1] if last.body else None
-    return type(last) in (cst.Return, cst.Raise)
 
 
 def _test_mode(test: cst.BaseExpression) -> Tuple[Optional[bool], bool]:
@@ -74,13 +67,6 @@ def _test_mode(test: cst.BaseExpression) -> Tuple[Optional[bool], bool]:
 def _is_training(e: cst.BaseExpression) -> bool:
     return type(e) is cst.Attribute and e.attr.value == "training" and type(e.value) is cst.Name \
         and e.value.value == "self"
-
-
-def _self_attr(e: cst.BaseExpression) -> Optional[str]:
-    """`self.model` -> "model"."""
-    if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
-        return e.attr.value
-    return None
 
 
 def _set_mode(call: cst.Call):
@@ -120,9 +106,9 @@ def note_call(ctx, node: cst.Call) -> None:
         if mode is not _UNSET and recv is not None:
             facts.mode_sets.append((f.qual, recv, mode))
             ctx.mode_marks.append((f.qual, recv, mode, _here(ctx)))
-    attr = _self_attr(func)
+    attr = self_attr(func)
     if f.cls is not None and attr is None and type(func) is cst.Attribute and func.attr.value in _RUNS_FORWARD:
-        attr = _self_attr(func.value)  # `self.model.forward(x)`, `self.model.module(x)` (DDP's)
+        attr = self_attr(func.value)  # `self.model.forward(x)`, `self.model.module(x)` (DDP's)
     if attr is not None and f.cls is not None:
         if attr in f.cls.methods and func.attr.value == attr:
             facts.mode_sites.append((f.qual, "self", f"{f.cls.name}.{attr}", _known(ctx)))
@@ -164,16 +150,16 @@ def _bare_self_attrs(e: cst.BaseExpression) -> List[str]:
     todo: list = [e]
     while todo:
         n = todo.pop()
-        attr = _self_attr(n)
+        attr = self_attr(n)
         if attr is not None:
             out.append(attr)
             continue
         if type(n) is cst.Attribute:
-            if _self_attr(n.value) is None:
+            if self_attr(n.value) is None:
                 todo.append(n.value)
             continue
         if type(n) is cst.Call:
-            if _self_attr(n.func) is None and not (type(n.func) is cst.Attribute and _self_attr(n.func.value)):
+            if self_attr(n.func) is None and not (type(n.func) is cst.Attribute and self_attr(n.func.value)):
                 todo.append(n.func)
             todo.extend(a.value for a in n.args)
             continue
@@ -186,7 +172,7 @@ def _bare_self_attrs(e: cst.BaseExpression) -> List[str]:
 def _held_by_assignment(ctx, node: cst.Call) -> bool:
     stmt = ctx.stmt_stack[-1] if ctx.stmt_stack else None
     return type(stmt) is cst.Assign and stmt.value is node and len(stmt.targets) == 1 \
-        and _self_attr(stmt.targets[0].target) is not None
+        and self_attr(stmt.targets[0].target) is not None
 
 
 def note_compiled(ctx, call: cst.Call, first: int, count: int) -> None:
@@ -199,7 +185,7 @@ def note_compiled(ctx, call: cst.Call, first: int, count: int) -> None:
         ctx.compile_facts.escapes.extend(("", str(i)) for i in indices)
         return
     target = stmt.targets[0].target
-    attr = _self_attr(target)
+    attr = self_attr(target)
     if attr is not None and f.cls is not None:
         ctx.compile_facts.holders.extend((i, f.cls.name, attr) for i in indices)
     elif type(target) is cst.Name:
@@ -218,10 +204,10 @@ def note_assign(ctx, node: cst.Assign) -> None:
     if type(value) is cst.Call and ctx.qualname(value.func) is not None \
             and ctx.qualname(value.func).split(".", 1)[0] in L.LIBRARY_ROOTS and value.args:
         value = value.args[0].value  # a library wrapper of its first argument
-    held = _self_attr(node.value)
+    held = self_attr(node.value)
     if held is None and type(node.value) is cst.Attribute and node.value.attr.value in ("module", "_orig_mod"):
-        held = _self_attr(node.value.value)  # `self.raw_model = self.model.module` (DDP's, or the compiled one's)
-    targets = [_self_attr(t.target) for t in node.targets]
+        held = self_attr(node.value.value)  # `self.raw_model = self.model.module` (DDP's, or the compiled one's)
+    targets = [self_attr(t.target) for t in node.targets]
     if f.cls is not None and held is not None and all(t is not None for t in targets):
         ctx.compile_facts.aliases.extend((f.cls.name, t, held) for t in targets)
     elif f.cls is not None and type(node.value) is not cst.Call:  # (a call's arguments: `note_call`)
@@ -230,7 +216,7 @@ def note_assign(ctx, node: cst.Assign) -> None:
         return
     indices = ctx.compiled_locals[(f.qual, value.value)]
     for t in node.targets:
-        held = _self_attr(t.target)
+        held = self_attr(t.target)
         if held is not None and f.cls is not None:
             ctx.compile_facts.holders.extend((i, f.cls.name, held) for i in indices)
         elif not (type(t.target) is cst.Name and t.target.value == value.value):

@@ -29,7 +29,7 @@ from synclint.paths import project_root
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
-from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, statements, string_value
+from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, self_attr, statements, string_value
 
 
 def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
@@ -83,9 +83,9 @@ def memoised(model) -> Dict[str, Entry]:
         if info.cls is not None and type(node) is cst.FunctionDef:  # (`__init__`, `__post_init__`, ...)
             for n in statements(node.body):
                 if type(n) is cst.Assign and type(n.value) is cst.Call and _memoiser(model, n.value.func) \
-                        and n.value.args and _self_attr(n.value.args[0].value) is not None \
-                        and any(_self_attr(t.target) == _self_attr(n.value.args[0].value) for t in n.targets):
-                    m = f"{info.cls.name}.{_self_attr(n.targets[0].target)}"
+                        and n.value.args and self_attr(n.value.args[0].value) is not None \
+                        and any(self_attr(t.target) == self_attr(n.value.args[0].value) for t in n.targets):
+                    m = f"{info.cls.name}.{self_attr(n.targets[0].target)}"
                     out[m] = Entry(f"{m}() is memoised (functools.lru_cache in {info.name}): it runs once per distinct argument")
     return out
 
@@ -94,10 +94,6 @@ def _memoiser(model, d: cst.BaseExpression) -> bool:
     """`lru_cache`, `functools.lru_cache(maxsize=8)`, `cache`, as a decorator or a wrapper."""
     f = d.func if type(d) is cst.Call else d
     return type(f) in (cst.Name, cst.Attribute) and model.qualname(f) in _MEMOISERS
-
-
-def _self_attr(e: cst.BaseExpression) -> Optional[str]:
-    return e.attr.value if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self" else None
 
 
 def returns_until_set(node: cst.CSTNode, rest, model) -> bool:
@@ -131,7 +127,7 @@ def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
     if not (type(node) is cst.Assign and len(node.targets) == 1 and f is not None and f.cls is not None
             and f.name != "__init__" and type(f.cls.node) is cst.ClassDef):
         return None
-    attr = _self_attr(node.targets[0].target)
+    attr = self_attr(node.targets[0].target)
     if attr is None or not _moves_back(node.value, attr):
         return None
     for d in f.cls.node.body.body:
@@ -139,7 +135,7 @@ def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
             continue
         for n in statements(d.body):
             if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(
-                    _self_attr(t) == attr for t in assigned_targets(n)) and not (
+                    self_attr(t) == attr for t in assigned_targets(n)) and not (
                     type(n) is cst.Assign and _moves_back(n.value, attr)):
                 return None
     return f"self.{attr}"
@@ -148,7 +144,7 @@ def stores_own_move(model, node: cst.CSTNode) -> Optional[str]:
 def _moves_back(value: cst.BaseExpression, attr: str) -> bool:
     """`value` moves `self.<attr>` itself (`.to(...)`, `.cuda()`), inside it or as a whole."""
     return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda")
-               and _self_attr(n.func.value) == attr for n in (value, *descendants(value)))
+               and self_attr(n.func.value) == attr for n in (value, *descendants(value)))
 
 
 def _only_return(body: cst.BaseSuite) -> bool:

@@ -72,6 +72,22 @@ def dotted_path(e: cst.BaseExpression) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def self_attr(e: cst.BaseExpression) -> Optional[str]:
+    """`self.model` -> "model"; None for anything else."""
+    if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
+        return e.attr.value
+    return None
+
+
+def always_leaves(block: cst.BaseSuite) -> bool:
+    """A block whose last statement raises or returns: no path through it falls through
+    (a `raise` under a condition inside it may, but the last one always runs)."""
+    if type(block) is cst.SimpleStatementSuite:  # `if x.is_cuda: raise ValueError(...)`
+        return type(block.body[-1]) in (cst.Raise, cst.Return)
+    last = block.body[-1] if type(block) is cst.IndentedBlock and block.body else None
+    return type(last) is cst.SimpleStatementLine and type(last.body[-1]) in (cst.Raise, cst.Return)
+
+
 def last_name(e: cst.BaseExpression) -> Optional[str]:
     """`n` of `n` or of `a.b.n`; None for any other expression."""
     if type(e) is cst.Name:
