@@ -111,7 +111,7 @@ def _is_self(e: cst.BaseExpression) -> bool:
 def written_option(target: cst.BaseExpression) -> Optional[str]:
     """The option an assignment target may set: `args.x = ...` (any receiver but `self`: the
     namespace may be held anywhere, `self.config.x`), `vars(args)[k] = ...` (every one)."""
-    if type(target) is cst.Attribute and not (type(target.value) is cst.Name and target.value.value == "self"):
+    if type(target) is cst.Attribute and not _is_self(target.value):
         return target.attr.value
     if type(target) is cst.Subscript and _namespace_dict(target.value, lambda e: None):
         return ANY_OPTION

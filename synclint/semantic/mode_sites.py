@@ -201,8 +201,8 @@ def note_assign(ctx, node: cst.Assign) -> None:
     if f is None:
         return
     value = node.value
-    if type(value) is cst.Call and ctx.qualname(value.func) is not None \
-            and ctx.qualname(value.func).split(".", 1)[0] in L.LIBRARY_ROOTS and value.args:
+    wrapper = ctx.qualname(value.func) if type(value) is cst.Call and value.args else None
+    if wrapper is not None and wrapper.split(".", 1)[0] in L.LIBRARY_ROOTS:
         value = value.args[0].value  # a library wrapper of its first argument
     held = self_attr(node.value)
     if held is None and type(node.value) is cst.Attribute and node.value.attr.value in ("module", "_orig_mod"):

@@ -30,6 +30,11 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
         info.name == "forward"
     )
     step_like = hot_name(info.name) and info.name.endswith("_step")
+
+    def called_in_project() -> bool:
+        """Some call the project resolves passes this function an argument."""
+        return any(ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:])
+
     for i, p in enumerate(params):
         pname = p.name.value
         declare_param(info, p, double_star=p is node.params.star_kwarg)
@@ -39,8 +44,7 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
                 info.cls.name, lambda b: f"{info.name}.{pname}" in L.HOST_PARAMETERS.get(b, ())) is not None:
             # filled by the framework with data it moved to the host (mmengine's metric results)
             val = Val(V.PY, py="list", elems=(V.HOST_OBJECT,))
-        elif callers is not None and callers.kind == V.PY and callers.py == "none" and not (
-                p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None")):
+        elif callers is not None and callers.kind == V.PY and callers.py == "none" and not _has_default(p):
             val = callers  # every call passes None, or leaves it to its default None (`d: Optional[Tensor]`)
         elif p.annotation is not None:
             # An annotation we cannot read (a user type) is still not a tensor by
@@ -60,12 +64,11 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
             val = Val(V.MODULE, cls=info.cls.name) if info.cls.is_module else Val(V.OBJECT, cls=info.cls.name)
         elif callers is not None and callers.kind != V.UNKNOWN:
             val = callers  # every in-file call passes this
-        elif p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None"):
+        elif _has_default(p):
             val = ctx.infer(p.default)
             if val.kind == V.PY and val.py == "false" and callers is not None:
                 val = V.py("bool")  # off by default, but a call passes a value not known: either
-            elif val.kind == V.PY and val.py in ("true", "false") and not any(
-                    ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:]):
+            elif val.kind == V.PY and val.py in ("true", "false") and not called_in_project():
                 # no call the project resolves (none, or one through `**kwargs`: vector-quantize's
                 # `codebook_class(**codebook_kwargs)`): the default is what it holds where nothing
                 # passes it, not a value to choose a branch by. A call that passes the others
@@ -73,8 +76,7 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
                 val = val.with_(assumed=True)
             elif val.kind == V.UNKNOWN:
                 val = V.PY_VAL if type(p.default) in (cst.Integer, cst.Float, cst.SimpleString) else val
-            elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY) and not any(
-                    ctx.param_from_callers(info.qual, q.name.value) is not None for q in params[is_method:]):
+            elif val.device == V.CPU and val.kind in (V.DEVICE, V.PY) and not called_in_project():
                 # `device="cpu"` of a function nothing in the project calls: a library's
                 # default, whose users choose the device (`assumed`, as a forward's input).
                 # Called without it (trl's `get_global_statistics`), the default holds.
@@ -93,6 +95,11 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
             elif pname.endswith(("idx", "_nb")):
                 val = V.py("int")
         ctx.bind(pname, val if val is not None else V.UNKNOWN_VAL)
+
+
+def _has_default(p: cst.Param) -> bool:
+    """A default other than None."""
+    return p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None")
 
 
 def declare_param(info: FuncInfo, p: cst.Param, double_star: bool = False) -> None:
