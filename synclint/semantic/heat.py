@@ -23,7 +23,8 @@ from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
-from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, read_first, statements, string_value
+from synclint.semantic.syntax import (child_nodes, code_of, descendants, is_none, last_name, read_first, statements,
+                                      string_value)
 from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, except_words,
                                       handler_around, memoised, one_shot, rare_functions, recovery_around, recovery_branch,
                                       stores_own_move)
@@ -658,7 +659,7 @@ def lazy_init(node: cst.If, model=None) -> bool:
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         left = test.left
-        if type(c.operator) is cst.Is and type(c.comparator) is cst.Name and c.comparator.value == "None":
+        if type(c.operator) is cst.Is and is_none(c.comparator):
             subject = left
         elif type(c.operator) is cst.NotIn:
             subject, key = c.comparator, code_key(left)

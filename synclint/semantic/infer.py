@@ -24,7 +24,7 @@ from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.helpers import HelperBody
 from synclint.semantic.registries import built_through
 from synclint.semantic.scopes import Binding, FuncInfo
-from synclint.semantic.syntax import is_true, kwarg, literal_ndim, string_value
+from synclint.semantic.syntax import is_none, is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -262,7 +262,7 @@ class Evaluator:
             )
         if t is cst.Comparison:
             ops = [c.operator for c in e.comparisons]
-            if len(ops) == 1 and type(ops[0]) in (cst.Is, cst.IsNot) and _is_none(e.comparisons[0].comparator):
+            if len(ops) == 1 and type(ops[0]) in (cst.Is, cst.IsNot) and is_none(e.comparisons[0].comparator):
                 v = self.value(e.left)  # `d is None` of a known None
                 if v.kind == V.PY and v.py == "none":
                     return V.py("true" if type(ops[0]) is cst.Is else "false")
@@ -1769,7 +1769,3 @@ def _foreign_body(helper) -> Optional[HelperBody]:
 
 # the `py` tags of a bool known on every path, and their negation
 _KNOWN_TRUTH = {"true": "false", "false": "true"}
-
-
-def _is_none(e: cst.BaseExpression) -> bool:
-    return type(e) is cst.Name and e.value == "None"

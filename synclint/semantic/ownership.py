@@ -23,7 +23,7 @@ import libcst as cst
 
 from synclint.semantic import library as L
 from synclint.semantic import values as V
-from synclint.semantic.syntax import kwarg, string_value
+from synclint.semantic.syntax import is_none, kwarg, string_value
 
 _D = L._DATA["ownership"]
 INPLACE_TWINS = frozenset(_D["inplace_twins"])
@@ -143,7 +143,7 @@ def _one_line_factory(model, call: cst.Call) -> Optional[cst.Call]:
 
 def nograd(model, e: cst.BaseExpression) -> bool:
     """`e` is a Python value or a tensor without autograd history."""
-    if _python_scalar(e) or string_value(e) is not None or (type(e) is cst.Name and e.value == "None"):
+    if _python_scalar(e) or string_value(e) is not None or is_none(e):
         return True
     if type(e) is cst.Name:
         f = _name_fresh(model, e.value)
@@ -262,7 +262,7 @@ def dtype_kept(model, d: Optional[str], op: str, operands) -> bool:
         return True
     if d == "int":
         return op in INT_OK and all(
-            type(_strip_sign(e)) is cst.Integer or (type(e) is cst.Name and e.value == "None")
+            type(_strip_sign(e)) is cst.Integer or is_none(e)
             or dtype(model, e) == "int" for e in operands
         )
     return False

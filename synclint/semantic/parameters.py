@@ -13,7 +13,7 @@ from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params
+from synclint.semantic.syntax import all_params, is_none
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
 
 def _has_default(p: cst.Param) -> bool:
     """A default other than None."""
-    return p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None")
+    return p.default is not None and not is_none(p.default)
 
 
 def declare_param(info: FuncInfo, p: cst.Param, double_star: bool = False) -> None:

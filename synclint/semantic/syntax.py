@@ -72,6 +72,11 @@ def dotted_path(e: cst.BaseExpression) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def is_none(e: Optional[cst.BaseExpression]) -> bool:
+    """The literal `None`."""
+    return type(e) is cst.Name and e.value == "None"
+
+
 def self_attr(e: cst.BaseExpression) -> Optional[str]:
     """`self.model` -> "model"; None for anything else."""
     if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
