@@ -1066,19 +1066,22 @@ class Project:
         every parser of the project that declares one gives it the same bool constant, and no
         module (tests aside, as `_called_from_host`) may set it (`ModuleSummary.options_set`)."""
         if self._options is None:
-            declared: Dict[str, Optional[bool]] = {}
-            written: Set[str] = set()
-            reach = self._namespace_reach()
-            for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):
-                if s is None or self._is_test(path):
-                    continue
-                if path in reach:  # (a module no parser's importer imports never holds its namespace)
-                    written.update(s.options_set)
-                for dest, on in s.options.items():
-                    declared[dest] = on if declared.get(dest, on) == on else None
-            self._options = {} if ANY_OPTION in written else {
-                d: on for d, on in sorted(declared.items()) if on is not None and d not in written}
+            self._options = self.kept("options", self._find_options)
         return self._options
+
+    def _find_options(self) -> Dict[str, bool]:
+        declared: Dict[str, Optional[bool]] = {}
+        written: Set[str] = set()
+        reach = self._namespace_reach()
+        for path, s in sorted(dict.items(self.summaries), key=lambda item: item[0]):
+            if s is None or self._is_test(path):
+                continue
+            if path in reach:  # (a module no parser's importer imports never holds its namespace)
+                written.update(s.options_set)
+            for dest, on in s.options.items():
+                declared[dest] = on if declared.get(dest, on) == on else None
+        return {} if ANY_OPTION in written else {
+            d: on for d, on in sorted(declared.items()) if on is not None and d not in written}
 
     def _namespace_reach(self) -> Set[str]:
         """The modules a parsed namespace may reach: those that import a module declaring
