@@ -254,17 +254,13 @@ def _bind_none_only(ctx: "SemanticModel", node: cst.Call, caller: Optional[str],
     (Python flags, configuration) is not (`record_call`); a None every call passes (TabICL's
     `d`, `None` by a command-line default) decides its `if d is not None:`."""
     pos, kws = _arg_values(ctx, node)
-    if not any(_is_none_val(v) for v in [*pos, *kws.values()]):
+    if not any(V.is_none(v) for v in [*pos, *kws.values()]):
         return
-    pos = [v if _is_none_val(v) else V.UNKNOWN_VAL for v in pos]
-    kws = {k: v if _is_none_val(v) else V.UNKNOWN_VAL for k, v in kws.items()}
+    pos = [v if V.is_none(v) else V.UNKNOWN_VAL for v in pos]
+    kws = {k: v if V.is_none(v) else V.UNKNOWN_VAL for k, v in kws.items()}
     for key in bound_methods:
         ctx.call_args.setdefault(key, []).append((caller, 1, pos, kws))
     ctx.calls_out.extend((q, skip, pos, kws) for q, skip in outside if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
-
-
-def _is_none_val(v: Val) -> bool:
-    return v.kind == V.PY and v.py == "none"
 
 
 def _arg_values(ctx: "SemanticModel", call: cst.Call) -> Tuple[List[Val], Dict[str, Val]]:

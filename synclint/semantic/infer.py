@@ -264,7 +264,7 @@ class Evaluator:
             ops = [c.operator for c in e.comparisons]
             if len(ops) == 1 and type(ops[0]) in (cst.Is, cst.IsNot) and is_none(e.comparisons[0].comparator):
                 v = self.value(e.left)  # `d is None` of a known None
-                if v.kind == V.PY and v.py == "none":
+                if V.is_none(v):
                     return V.py("true" if type(ops[0]) is cst.Is else "false")
             if any(type(o) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for o in ops):
                 return V.py("bool")

@@ -44,7 +44,7 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
                 info.cls.name, lambda b: f"{info.name}.{pname}" in L.HOST_PARAMETERS.get(b, ())) is not None:
             # filled by the framework with data it moved to the host (mmengine's metric results)
             val = Val(V.PY, py="list", elems=(V.HOST_OBJECT,))
-        elif callers is not None and callers.kind == V.PY and callers.py == "none" and not _has_default(p):
+        elif callers is not None and V.is_none(callers) and not _has_default(p):
             val = callers  # every call passes None, or leaves it to its default None (`d: Optional[Tensor]`)
         elif p.annotation is not None:
             # An annotation we cannot read (a user type) is still not a tensor by

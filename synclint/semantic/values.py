@@ -224,6 +224,11 @@ def on_host(v: "Val") -> bool:
     return v.device in (CPU, EITHER)
 
 
+def is_none(v: Val) -> bool:
+    """Python's None (`x = None`, a default None every call leaves)."""
+    return v.kind == PY and v.py == "none"
+
+
 def join(a: Optional[Val], b: Optional[Val]) -> Val:
     """The value of a name that holds `a` on one path and `b` on another.
 
@@ -236,9 +241,9 @@ def join(a: Optional[Val], b: Optional[Val]) -> Val:
     if b is None or a is b:
         return a
     # An Optional value (`x = None`, later `x = tensor`): what it holds when it is used.
-    if a.kind == PY and a.py == "none" and b.kind != PY:
+    if is_none(a) and b.kind != PY:
         return b
-    if b.kind == PY and b.py == "none" and a.kind != PY:
+    if is_none(b) and a.kind != PY:
         return a
     if a.kind == b.kind:
         if a == b:
