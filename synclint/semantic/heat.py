@@ -23,8 +23,8 @@ from synclint.semantic.callgraph import STEPS, crosses, hot_name, spread
 from synclint.semantic.declared import DeclaredHeat, qualified
 from synclint.semantic.rates import OUTSIDE, Entry, FunctionRates, Rate, SiteRate, propagate
 from synclint.semantic import values as V
-from synclint.semantic.syntax import (child_nodes, code_of, descendants, is_none, last_name, read_first, statements,
-                                      string_value)
+from synclint.semantic.syntax import (child_nodes, code_of, descendants, is_none, last_name, read_first, self_attr,
+                                      statements, string_value)
 from synclint.semantic.rarity import (assigned_targets, code_key, debug_flag, debug_flag_around, except_words,
                                       handler_around, memoised, one_shot, rare_functions, recovery_around, recovery_branch,
                                       stores_own_move)
@@ -98,8 +98,7 @@ def hook_alias(cls, name: str) -> Optional[str]:
                 a = arms.pop()
                 if type(a) is cst.IfExp:
                     arms += [a.body, a.orelse]
-                elif type(a) is cst.Attribute and type(a.value) is cst.Name and a.value.value == "self" \
-                        and a.attr.value == name or type(a) is cst.Name and a.value == name:
+                elif self_attr(a) == name or type(a) is cst.Name and a.value == name:
                     return attr
     return None
 
