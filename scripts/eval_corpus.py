@@ -75,7 +75,7 @@ def splits() -> List[str]:
 
 def fetch(mirror: Path) -> int:
     bad = 0
-    for r in load_repos():
+    for r in read_labels():  # (sealed splits too: having their files spends nothing, scoring does)
         git_dir = mirror / r.repo.replace("/", "+") / "repo"
         if (git_dir / ".git").is_dir():
             git_dir = git_dir / ".git"  # (a snapshot `fetch` left as a working clone)

@@ -55,7 +55,8 @@ class Analysis:
 class Graph:
     """A file's part of the project's call graph, for heat across modules: (caller, callee,
     call is hot) with callees in other modules as "@" + qualified name; the functions that
-    loop over batches themselves (per-epoch: callers' heat stops there)."""
+    loop over batches themselves or decode (per epoch or request: callers' heat stops there;
+    `heat.per_request_functions`)."""
 
     calls: List[Tuple[Optional[str], str, bool]] = field(default_factory=list)
     per_epoch: List[str] = field(default_factory=list)
@@ -128,7 +129,7 @@ def lint_analysis(
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
     from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
-    from synclint.semantic.heat import function_rates
+    from synclint.semantic.heat import function_rates, per_request_functions
     from synclint.semantic.rarity import memoised, rare_functions
     from synclint.walker import Walker
 
@@ -155,7 +156,7 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     rare = rare_functions(ctx, memo)  # (a rare function's loops over items start no heat in other modules)
     calls = [(c, q, s if c not in rare or not s or rates.is_hot(ctx.site_rates[i].steps) else False)
              if i in ctx.site_rates else (c, q, s) for i, (c, q, s) in enumerate(ctx.calls)]
-    graph = Graph(calls, [q for q, f in ctx.all_funcs.items() if f.iterates_loader],
+    graph = Graph(calls, sorted(per_request_functions(ctx)),
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
                   [q for q, f in ctx.all_funcs.items() if f.entry], ctx.compile_facts)
@@ -323,8 +324,11 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
     cold = declared.cold_scope(a.module_name or "", p.func)
     hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not cold
     rate, chain = rates.finding_rate(p.rate, p.func, func_rates, cold, lambda s: _line_of(a.filename, positions, s))
-    if p.func in func_rates.rare:
-        hot = rates.is_hot(rate)  # (only its step loops, not its loops over items, make it hot)
+    info = ctx.all_funcs.get(p.func)
+    if p.func in func_rates.rare or info is not None and info.per_request:
+        # (only its step loops, not its loops over items, make it hot; a hook that decodes
+        # runs its own code once per request, which the walk learnt only at its loop)
+        hot = rates.is_hot(rate)
     if in_tests:
         rate, chain = rates.in_test_code(rates.settled(rate, hot), chain)
         hot = False

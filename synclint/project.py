@@ -1260,7 +1260,6 @@ class Project:
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
         frontier: List[Tuple[str, str]] = []
         per_epoch: Set[Tuple[str, str]] = set()
-        entries: Set[Tuple[str, str]] = set()  # called every step by a framework (`Graph.entries`)
         cold: Set[Tuple[str, str]] = set()  # declared cold: heat stops there
         steppers = {(self.absolute(p), q) for p, g in graphs.items() for q in g.steppers}
         unbuilt = self._never_built()
@@ -1278,7 +1277,6 @@ class Project:
                     frontier.extend((path, q) for q in s.params if declared.is_hot(qualified(s.name, q)))
                     cold.update((path, q) for q in s.params if declared.is_cold(qualified(s.name, q)))
             frontier.extend((path, q) for q in g.entries)
-            entries.update((path, q) for q in g.entries)
             for caller, callee, hot in g.calls:
                 if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
@@ -1292,7 +1290,7 @@ class Project:
             # that tool's run builds (`callgraph.debug_path`: YOLOX's `AssignVisualizer`)
             edges.setdefault(base, []).extend(s for s in subs if debug_path(s[0], self.root) is None
                                               and s[1].rsplit(".", 1)[0] not in unbuilt.get(s[0], ()))
-        per_epoch = {n for n in per_epoch if not hot_name(n[1].rsplit(".", 1)[-1]) and n not in entries} | cold
+        per_epoch |= cold  # (a graph's per-epoch functions leave out the hooks that do not decode)
         hot: Dict[str, Set[str]] = {}
         for path, qual in spread(frontier, edges, per_epoch):
             hot.setdefault(path, set()).add(qual)

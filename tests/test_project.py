@@ -427,6 +427,46 @@ def test_a_file_that_never_names_torch_sees_the_gpu_tensors_other_modules_give_i
     assert _found(paths, cache_dir=cache, selection_key="another") == found
 
 
+def test_a_batchs_device_read_as_a_tensors_reaches_a_helper_that_never_names_torch(tmp_path):
+    """`img` is a loader's batch moved with `.cuda()` (a batch may be a tuple of tensors, but
+    `img.device` is read only of a tensor): what `.to(img.device)` makes is on the GPU, and
+    the helper module that never names torch is told so. Near miss: the same helper given a
+    host tensor reports nothing."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/loop.py": """\
+            from pkg.mid import step, host_step
+
+            def train(loader):
+                for x in loader:
+                    step(x.cuda())
+                    host_step(x)
+            """,
+        "pkg/mid.py": """\
+            import numpy as np
+            import torch
+            from pkg.util import summarize, describe
+
+            def step(img):
+                boxes = torch.from_numpy(np.zeros(4)).to(img.device)
+                return summarize(boxes)
+
+            def host_step(img):
+                return describe(torch.from_numpy(np.zeros(4)))
+            """,
+        "pkg/util.py": """\
+            def summarize(x):
+                print(x.sum().item())
+
+            def describe(x):
+                print(x.sum().item())
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths)}
+    assert ("util.py", 2, "SYN101") in found
+    assert ("util.py", 5, "SYN101") not in found
+
+
 def test_a_numpy_script_that_never_names_torch_gives_its_loop_heat_to_the_project_code_it_calls(tmp_path):
     """A detectron2-style demo (`demo.py`: NumPy and OpenCV, no torch) runs the predictor of
     `predictor.py` once per input image: the prefilter reads it (it names NumPy) but only

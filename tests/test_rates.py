@@ -216,3 +216,14 @@ def test_a_periodic_flag_keeps_its_period_through_returns_arguments_and_attribut
         got = {f.row: ("cold" if expected.get(f.row) == "cold" and not f.hot else f.rate)
                for f in out.findings if f.filename.endswith(name) and f.code == "SYN101"}
         assert got == expected, name
+
+
+PIPELINE = (Path(__file__).parent / "data" / "rates" / "pipeline.py").read_text()
+
+
+def test_a_pipelines_call_runs_its_own_code_once_per_request():
+    # (LTX-Video's `LTXVideoPipeline.__call__`: `__call__` is hot by its name, but its
+    # denoising loop is the step; a module's `forward` that decodes stays hot, and the
+    # pipeline's transformer is known from `register_modules` and diffusers' `ModelMixin`)
+    found, expected = rates_at_marks(PIPELINE, "pipeline.py")
+    assert found == expected

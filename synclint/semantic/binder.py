@@ -26,6 +26,7 @@ from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
 from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
 from synclint.semantic.rarity import error_handler, returns_until_set, stores_own_move
+from synclint.semantic.rates import is_hot
 from synclint.semantic.helpers import (PASS_THROUGH_DECORATORS, helper_body, returned_parameter,
                                        reyielded_parameter, wraps_call)
 from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_container
@@ -34,7 +35,7 @@ from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, always_leaves, indices_of, statements, string_value
+from synclint.semantic.syntax import all_params, always_leaves, indices_of, self_attr, statements, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -126,8 +127,11 @@ class Binder:
         # its body is compiled for the GPU, and nothing in it waits for the GPU on the host
         kernel = any(_is_kernel_decorator(ctx, d.decorator) for d in node.decorators)
         ctx.cuda_less_depth += kernel
+        first_call = len(ctx.calls)
         self.walk_field(node.body)
         ctx.cuda_less_depth -= kernel
+        if info.entry and info.per_request:
+            _calls_once_per_request(ctx, info, first_call)
         if info.no_grad:
             ctx.no_grad_depth -= 1
         if info.name == "__init__":
@@ -545,6 +549,7 @@ class Binder:
     def _call(self, node: cst.Call) -> None:
         ctx = self.ctx
         record_call(ctx, node)
+        _bind_registered_modules(ctx, node)
         array_of = _array_read(ctx, node)
         if array_of is not None:
             # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
@@ -564,6 +569,17 @@ class Binder:
 
 
 # --------------------------------------------------------------------- helpers
+def _bind_registered_modules(ctx: "SemanticModel", call: cst.Call) -> None:
+    """A diffusers pipeline's `self.register_modules(transformer=transformer, ...)` sets
+    `self.transformer` to each keyword's value, as `self.transformer = transformer` would."""
+    func = call.func
+    if not (self_attr(func) == "register_modules" and ctx.cls is not None):
+        return
+    for a in call.args:
+        if a.keyword is not None:
+            ctx.bind_self_attr(a.keyword.value, ctx.infer(a.value), a.value)
+
+
 def _array_read(ctx: "SemanticModel", call: cst.Call) -> Optional[cst.BaseExpression]:
     """The receiver of `x.numpy()` (not `force=True`, which copies a GPU tensor first): a
     name or `self.x` whose value is unknown or a tensor of unknown device."""
@@ -690,6 +706,17 @@ def _keep_stored_items(ctx: "SemanticModel", node: cst.For, before: dict, after:
     was, now = before.get(name), after.get(name)
     if was is not None and now is not None and was.val.kind == now.val.kind == V.TENSORS and was is not now:
         ctx.bind(name, now.val, now.expr)
+
+
+def _calls_once_per_request(ctx: "SemanticModel", info: FuncInfo, first: int) -> None:
+    """A hook that runs its own decoding loop (a pipeline's `__call__`) runs its code outside
+    that loop once per request: the calls it made there, which the walk took for a hook's
+    (hot) before it met the loop, do not make their callees hot."""
+    for i in range(first, len(ctx.calls)):
+        caller, callee, site = ctx.calls[i]
+        got = ctx.site_rates.get(i)
+        if caller == info.qual and site is True and got is not None and not is_hot(got.loop):
+            ctx.calls[i] = (caller, callee, False)
 
 
 def _note_stepping_loop(ctx, node) -> None:

@@ -41,7 +41,7 @@ def hot_functions(model, declared: DeclaredHeat = DeclaredHeat(), module: str = 
     for caller, callee, site in model.calls:
         if crosses(site, callee in steppers):  # (None: a guarded or run-once site, which heat skips)
             edges.setdefault(caller, []).append(callee)
-    per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not info.entry} | cold
+    per_epoch = per_request_functions(model) | cold
     return spread(frontier, edges, per_epoch)
 
 
@@ -63,7 +63,7 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
             seeds[q] = _hook_entry(model, info)
         elif glob is not None:
             seeds[q] = Entry(f"{q}() is declared hot (hot-functions '{glob}')")
-    per_epoch = {q for q, info in model.all_funcs.items() if info.iterates_loader and not info.entry}
+    per_epoch = per_request_functions(model)
     edges = []
     for i, (caller, callee, site) in enumerate(model.calls):
         through = crosses(site, callee in steppers)
@@ -73,9 +73,19 @@ def function_rates(model, declared: DeclaredHeat = DeclaredHeat(), module: str =
     return propagate(edges, seeds, per_epoch, cold, rare_functions(model, memo) if rare is None else rare)
 
 
+def per_request_functions(model) -> Set[str]:
+    """The in-file functions whose own code runs once per epoch or request: those that loop
+    over batches or decode themselves (a framework's hook that does stays hot: it is called
+    every step), and callable objects that decode (`FuncInfo.per_request`: a pipeline's
+    `__call__` denoises once per request; its loop is per step)."""
+    return {q for q, info in model.all_funcs.items() if info.iterates_loader and (info.per_request or not info.entry)}
+
+
 def _hook_entry(model, info) -> Entry:
     """Why a framework calls `info` every step: its name, the hook its class sets it as, or a
     framework base of its class."""
+    if info.per_request:
+        return Entry(f"{info.qual}() runs its own decoding loop: what is outside it runs once per call")
     if hot_name(info.name):
         return Entry(f"{info.qual}() runs every step by its name (library.toml hot_functions, or *_step)")
     hook = hook_alias(info.cls, info.name) if info.cls is not None else None
@@ -132,7 +142,7 @@ def loop_rate(model, node, per_step: int, container: int, epoch: bool,
         # rate instead, measured in session 39, lost ten cold labels (a loop over a CLI's
         # prompts, a few test samples per epoch) for three hot ones: the caller's loop is
         # itself per request there, which no rule says yet)
-        model.note_per_epoch()
+        model.note_decodes()
         return Rate.PER_TOKEN, Entry(f"{where} {what}, feeding a model's output back into it ({{at}})", stmt), True
     if micro_batches(model, node):
         return Rate.PER_MICRO_STEP, Entry(

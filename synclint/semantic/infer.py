@@ -438,6 +438,8 @@ class Evaluator:
                 return env.project.subclass_attr(env.cls.name, attr) or v
             return v
         k = base.kind
+        if k == V.TENSORS and attr in L.HOST_ATTRS:
+            base, k = base.with_(kind=V.TENSOR, elems=None), V.TENSOR  # (a batch read as a tensor is one: `x.device`)
         if k == V.TENSOR:
             if attr in L.HOST_ATTRS:
                 if attr == "device":

@@ -418,19 +418,7 @@ class SemanticModel:
                               b.expr)
         elif t is cst.Attribute:
             if type(target.value) is cst.Name and target.value.value == "self" and self.cls is not None:
-                attrs = self.cls.attrs
-                name = target.attr.value
-                f = self.func
-                val = self._as_attribute(self.cls, expr, val)
-                # Attributes are joined over every assignment in the class: any method may run
-                # first; except `__init__`, which runs before them all: what it leaves counts
-                # (`end_init`), not each of its intermediate assignments.
-                if f is None or f.name != "__init__":
-                    attrs[name] = V.join(attrs.get(name), val) if name in attrs else val
-                if self.func is not None:
-                    # ... but later in this method, `self.x` is what was just assigned (kept
-                    # in the function's scope as "self.x", so branches join it like a local)
-                    self.bind("self." + name, val, expr)
+                self.bind_self_attr(target.attr.value, val, expr)
             elif type(target.value) is cst.Name and val.kind == V.DEVICE and val.device in (V.CUDA, V.EITHER):
                 base = self.lookup(target.value.value)
                 if base.kind == V.OBJECT and base.cls == L.ARG_NAMESPACE:
@@ -439,6 +427,21 @@ class SemanticModel:
                     self.device_options[target.attr.value] = val.device
         elif t is cst.StarredElement:
             self.bind_target(target.value, val)
+
+    def bind_self_attr(self, name: str, val: Val, expr: Optional[cst.BaseExpression]) -> None:
+        """`self.<name> = expr` (of value `val`) in a method of the class the walk is in."""
+        attrs = self.cls.attrs
+        f = self.func
+        val = self._as_attribute(self.cls, expr, val)
+        # Attributes are joined over every assignment in the class: any method may run
+        # first; except `__init__`, which runs before them all: what it leaves counts
+        # (`end_init`), not each of its intermediate assignments.
+        if f is None or f.name != "__init__":
+            attrs[name] = V.join(attrs.get(name), val) if name in attrs else val
+        if f is not None:
+            # ... but later in this method, `self.x` is what was just assigned (kept
+            # in the function's scope as "self.x", so branches join it like a local)
+            self.bind("self." + name, val, expr)
 
     def _as_attribute(self, info: ClassInfo, expr: Optional[cst.BaseExpression], val: Val) -> Val:
         """What `self.x = expr` leaves in `x`: `self.weight = nn.Parameter(torch.empty(n, m))`
@@ -556,6 +559,16 @@ class SemanticModel:
         f = self.func
         if f is not None:
             f.iterates_loader = True
+
+    def note_decodes(self) -> None:
+        """The function the walk is in runs a decoding loop: its own code runs once per request,
+        unless it is a hook of an `nn.Module` (a seq2seq `forward` that feeds its output back
+        runs every training step: a framework calls it; a callable object's `__call__` is hot
+        by its name only, which its decoding loop overrules)."""
+        f = self.func
+        if f is not None:
+            f.iterates_loader = True
+            f.per_request = not (f.entry and f.cls is not None and f.cls.is_module)
 
     # ----------------------------------------------------------------- classes
     def add_class(self, node: cst.ClassDef, is_module: bool) -> ClassInfo:
@@ -1162,7 +1175,7 @@ class SemanticModel:
         if self.loop_depth + loops > self.container_loop_depth:
             return True
         f = self.func
-        return f is not None and f.entry
+        return f is not None and f.entry and not f.per_request  # (a hook that decodes: once per request)
 
     # ----------------------------------------------------------------- findings
     def add_finding(self, rule, node, message, *, replacement, target, safe, fix_title,
@@ -1325,7 +1338,8 @@ def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
 
 
 def _collect_self_assigns(node: cst.CSTNode, out: Dict[str, List]) -> None:
-    """`self.x = ...` and `self.register_buffer("x", ...)` statements under `node`; only
+    """`self.x = ...`, `self.register_buffer("x", ...)` and `self.register_modules(x=...)`
+    statements under `node`; only
     statements are visited (never expressions, which hold no assignment statements)."""
     todo = [node]
     while todo:
@@ -1364,6 +1378,12 @@ def _note_self_assign(n: cst.CSTNode, out: Dict[str, List]) -> None:
             name = string_value(args[0].value) if args else None
             if name is not None:
                 out.setdefault(name, []).append(V.tensor(None))
+        elif type(call.func) is cst.Attribute and call.func.attr.value == "register_modules":
+            # a diffusers pipeline's `self.register_modules(transformer=transformer, ...)` sets
+            # `self.transformer` to the value of each keyword
+            for a in call.args:
+                if a.keyword is not None:
+                    out.setdefault(a.keyword.value, []).append(a.value)
 
 
 def _named_like_module(e: cst.BaseExpression) -> bool:

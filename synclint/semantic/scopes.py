@@ -37,6 +37,10 @@ class FuncInfo:
     no_grad: bool = False
     timing: bool = False
     iterates_loader: bool = False  # has a loop over batches: a per-epoch function
+    # runs a decoding loop (a token, a denoising step) and is no module's hook: its own code
+    # runs once per request, even where its name makes it an entry (a pipeline's `__call__`;
+    # a module's `forward` that decodes runs every training step: `SemanticModel.note_decodes`)
+    per_request: bool = False
     # has a loop that steps wherever it is (over a loader's batches, a decoding loop): a
     # loop that calls it passes once per epoch or request (`loops.calls_a_looper`)
     runs_steps: bool = False
