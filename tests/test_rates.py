@@ -227,3 +227,11 @@ def test_a_pipelines_call_runs_its_own_code_once_per_request():
     # pipeline's transformer is known from `register_modules` and diffusers' `ModelMixin`)
     found, expected = rates_at_marks(PIPELINE, "pipeline.py")
     assert found == expected
+
+
+ITEMS = (Path(__file__).parent / "data" / "rates" / "items.py").read_text()
+
+
+def test_a_loop_over_a_tensors_dimension_runs_at_the_rate_around_it():
+    found, expected = rates_at_marks(ITEMS, "items.py")
+    assert found == expected

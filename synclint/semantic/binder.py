@@ -29,7 +29,7 @@ from synclint.semantic.rarity import error_handler, returns_until_set, stores_ow
 from synclint.semantic.rates import is_hot
 from synclint.semantic.helpers import (PASS_THROUGH_DECORATORS, helper_body, returned_parameter,
                                        reyielded_parameter, wraps_call)
-from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_container
+from synclint.semantic.loops import iterates_batches, repeats_per_step, walks_items
 from synclint.semantic.moves import is_cuda_string
 from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
@@ -233,7 +233,7 @@ class Binder:
         # (constructor calls spread no heat either: `loops.repeats_per_step`)
         repeats, epoch = repeats_per_step(ctx, node)
         per_step = 1 if repeats else 0
-        container = per_step if walks_container(node.iter) else 0
+        container = per_step if walks_items(ctx, node) else 0
         ctx.loop_rates[id(node)] = loop_rate(ctx, node, per_step, container, epoch,
                                              batches=bool(per_step) and iterates_batches(ctx, node.iter, {}))
         _note_stepping_loop(ctx, node)

@@ -23,7 +23,7 @@ from synclint.semantic.syntax import (COMPOUND_STATEMENTS, SCOPE_TYPES, SMALL_ST
 if TYPE_CHECKING:
     from synclint.semantic.model import SemanticModel
 
-__all__ = ["repeats_per_step", "walks_container", "runs_once", "epoch_loop", "iterates_batches"]
+__all__ = ["repeats_per_step", "walks_container", "walks_items", "runs_once", "epoch_loop", "iterates_batches"]
 
 
 def repeats_per_step(ctx: "SemanticModel", loop) -> Tuple[bool, bool]:
@@ -74,6 +74,23 @@ def walks_container(it: cst.BaseExpression) -> bool:
             continue
         return False
     return type(it) in (cst.List, cst.Tuple, cst.Set)
+
+
+def walks_items(ctx: "SemanticModel", loop: cst.For) -> bool:
+    """`walks_container`, or a loop over one dimension of a tensor (`for i in
+    range(images.shape[0])`, `range(x.size(1))`) whose body does not step an optimizer: the
+    items of one result (each image of a generated batch saved), at the rate around it. A
+    loop that trains on each row (`loss.backward(); opt.step()`) is a step loop."""
+    if walks_container(loop.iter):
+        return True
+    it = loop.iter
+    if not (type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "range" and len(it.args) == 1
+            and ctx.is_builtin("range")):
+        return False
+    n = it.args[0].value
+    dim = (type(n) is cst.Subscript and type(n.value) is cst.Attribute and n.value.attr.value == "shape"
+           or type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "size" and len(n.args) == 1)
+    return dim and not _steps_itself(ctx, loop.body)
 
 
 # A loop's own statements: not those of a function, class or loop inside it.
