@@ -467,6 +467,42 @@ def test_a_batchs_device_read_as_a_tensors_reaches_a_helper_that_never_names_tor
     assert ("util.py", 5, "SYN101") not in found
 
 
+def test_a_helper_of_another_module_returns_a_parameter_only_where_its_type_test_says(tmp_path):
+    """`to_scalar` gives `value.item()` for a tensor and `value` for anything else: at a call
+    with a CUDA tensor the second return is never reached, so the result is a Python number,
+    also where the helper comes from another module's summary and from the cache. Near miss:
+    `to_host` returns its parameter where the test says it is a tensor."""
+    paths = _project(tmp_path, {
+        "util.py": """\
+            import torch
+
+            def to_scalar(value):
+                if isinstance(value, torch.Tensor):
+                    return value.item()
+                return value
+
+            def to_host(value):
+                if isinstance(value, (int, float)):
+                    return value
+                return value.detach()
+            """,
+        "train.py": """\
+            import torch
+            from util import to_scalar, to_host
+
+            def train(xs):
+                for batch in xs:
+                    loss = batch.cuda().pow(2).mean()
+                    print(f"loss {to_scalar(loss):.4f}")
+                    print(to_host(loss))
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths)}
+    assert ("train.py", 8, "SYN106") in found and ("train.py", 7, "SYN106") not in found
+    cache = tmp_path / ".cache"
+    assert _found(paths, cache_dir=cache) == _found(paths, cache_dir=cache) == _found(paths)
+
+
 def test_a_numpy_script_that_never_names_torch_gives_its_loop_heat_to_the_project_code_it_calls(tmp_path):
     """A detectron2-style demo (`demo.py`: NumPy and OpenCV, no torch) runs the predictor of
     `predictor.py` once per input image: the prefilter reads it (it names NumPy) but only

@@ -1,4 +1,5 @@
-"""Values from type annotations: `x: Tensor`, `Optional[Tensor]`, `np.ndarray`, `int`, a class."""
+"""Values from type annotations: `x: Tensor`, `Optional[Tensor]`, `np.ndarray`, `int`, a class;
+and whether a value passes an `isinstance` test of such types (`type_test_holds`)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,22 @@ def _name(model, e: cst.BaseExpression) -> str:
     if type(e) is cst.Attribute:
         return e.attr.value
     return ""
+
+
+def type_test_holds(ctx, v: Val, kinds: cst.BaseExpression) -> Optional[bool]:
+    """Whether `isinstance(x, kinds)` holds of a value `v`, where its kind decides: a tensor is
+    a `torch.Tensor` and no ndarray, number, string or list; a Python number or string is no
+    tensor. None where the values do not tell."""
+    names = [el.value for el in kinds.elements] if type(kinds) is cst.Tuple else [kinds]
+    vals = [annotation_val(ctx, n) for n in names]
+    if not vals or any(t is None for t in vals):
+        return None
+    tensor_type = [t.kind == V.TENSOR for t in vals]
+    if v.kind == V.TENSOR:
+        if any(tensor_type):
+            return True
+        if all(t.kind == V.NUMPY or t.kind == V.PY and t.py is not None for t in vals):
+            return False
+    elif v.kind == V.PY and (v.py in V.NUMBERS or v.py == "str") and all(tensor_type):
+        return False
+    return None

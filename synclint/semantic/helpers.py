@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.parse.node_data import node_data, node_from_data
-from synclint.semantic.syntax import all_params, descendants, statements
+from synclint.semantic.syntax import all_params, always_leaves, descendants, statements
 
 # Longer helpers are not replayed: their walked return is what callers get. (A replay's
 # result is memoised by argument values, `infer.Evaluator._infer_in_scope`, so one long
@@ -46,12 +46,18 @@ class HelperBody:
     # of a tuple target; expression None for a name bound in a way the replay does not follow
     steps: List[Tuple[Tuple[str, ...], Optional[cst.BaseExpression], bool]] = field(default_factory=list, repr=False)
     returns: List[cst.BaseExpression] = field(default_factory=list)
+    # per return, the type tests of parameters its path passes: (parameter, the type or
+    # tuple of types, whether the test holds there) of `if isinstance(x, torch.Tensor):
+    # return x.item()` then `return x` (the second only where x is no tensor); empty: none
+    guards: List[Tuple["Guard", ...]] = field(default_factory=list)
     node: Optional[cst.FunctionDef] = field(default=None, repr=False)  # the definition (its names' imports go in the module summary)
 
     def to_data(self) -> dict:
         """The steps and returns as JSON data, as a module summary carries them to the
         modules that import the helper (`from_data`)."""
         out: dict = {"r": [node_data(r) for r in self.returns]}
+        if any(self.guards):
+            out["g"] = [[[name, node_data(t), holds] for name, t, holds in g] for g in self.guards]
         if self.steps:
             out["s"] = [[list(names), None if e is None else node_data(e), cond] for names, e, cond in self.steps]
         return out
@@ -61,7 +67,12 @@ class HelperBody:
         """The body `to_data` gave `data` for. Raises (KeyError, TypeError, AttributeError) on
         data that is not such."""
         steps = [(tuple(names), None if e is None else node_from_data(e), bool(cond)) for names, e, cond in data.get("s", ())]
-        return HelperBody(list(params), steps, [node_from_data(r) for r in data["r"]])
+        guards = [tuple((name, node_from_data(t), bool(holds)) for name, t, holds in g) for g in data.get("g", ())]
+        return HelperBody(list(params), steps, [node_from_data(r) for r in data["r"]], guards)
+
+    def guards_of(self, i: int) -> Tuple["Guard", ...]:
+        """The type tests the path to return `i` passes (`guards`)."""
+        return self.guards[i] if i < len(self.guards) else ()
 
     @property
     def one_line(self) -> bool:
@@ -77,6 +88,10 @@ class HelperBody:
             return False
         return all(n.value in params or n.value in _NEUTRAL_NAMES
                    for r in self.returns for n in (r, *descendants(r)) if type(n) is cst.Name)
+
+
+# (parameter, the type or tuple of types tested, whether the test holds on the path)
+Guard = Tuple[str, cst.BaseExpression, bool]
 
 
 class _NotStraight(Exception):
@@ -126,7 +141,7 @@ def helper_body(node: cst.FunctionDef, see_through: bool = False) -> Optional[He
     body = HelperBody([p.name.value for p in all_params(node.params)])
     mutated: set = set()
     try:
-        _block(node.body, body, False, mutated)
+        _block(node.body, body, False, mutated, ())
     except _NotStraight:
         return None
     if not body.returns or len(body.steps) > MAX_STEPS:
@@ -137,50 +152,70 @@ def helper_body(node: cst.FunctionDef, see_through: bool = False) -> Optional[He
     return body
 
 
-def _block(block, out: HelperBody, cond: bool, mutated: set) -> None:
+def _block(block, out: HelperBody, cond: bool, mutated: set, tests: Tuple[Guard, ...]) -> None:
+    """The steps and returns of `block`, whose path passes the type tests `tests`."""
     stmts = block.body if type(block) is cst.IndentedBlock else [block]
     for s in stmts:
         if type(s) is cst.SimpleStatementLine:
             for small in s.body:
-                _small(small, out, cond, mutated)
+                _small(small, out, cond, mutated, tests)
         elif type(s) is cst.SimpleStatementSuite:
             for small in s.body:
-                _small(small, out, cond, mutated)
+                _small(small, out, cond, mutated, tests)
         elif type(s) is cst.If:
-            _block(s.body, out, True, mutated)
-            orelse = s.orelse
-            while orelse is not None:
-                _block(orelse.body, out, True, mutated)
-                orelse = orelse.orelse if type(orelse) is cst.If else None
+            passed = tests  # (the tests of the `if`s above this branch, each false here)
+            branch = s
+            while type(branch) is cst.If:
+                test = _parameter_type_test(branch.test, out.params)
+                _block(branch.body, out, True, mutated, passed + ((test[0], test[1], True),) if test else passed)
+                if test is not None:
+                    passed = passed + ((test[0], test[1], False),)
+                branch = branch.orelse.body if type(branch.orelse) is cst.If else branch.orelse
+            if branch is not None:
+                _block(branch.body, out, True, mutated, passed)
+            test = _parameter_type_test(s.test, out.params)
+            if test is not None and s.orelse is None and always_leaves(s.body):
+                tests = tests + ((test[0], test[1], False),)  # past `if isinstance(x, T): return ...`
         elif type(s) in (cst.For, cst.While):
             if type(s) is cst.For:
                 out.steps.append((_bound_names(s.target), None, True))
-            _block(s.body, out, True, mutated)
+            _block(s.body, out, True, mutated, tests)
             if s.orelse is not None:
-                _block(s.orelse.body, out, True, mutated)
+                _block(s.orelse.body, out, True, mutated, tests)
         elif type(s) is cst.With:
             for item in s.items:
                 if item.asname is not None:
                     out.steps.append((_bound_names(item.asname.name), None, True))
-            _block(s.body, out, cond, mutated)
+            _block(s.body, out, cond, mutated, tests)
         elif type(s) is cst.Try:
-            _block(s.body, out, True, mutated)
+            _block(s.body, out, True, mutated, tests)
             for h in s.handlers:
-                _block(h.body, out, True, mutated)
+                _block(h.body, out, True, mutated, tests)
             for extra in (s.orelse, s.finalbody):
                 if extra is not None:
-                    _block(extra.body, out, True, mutated)
+                    _block(extra.body, out, True, mutated, tests)
         else:  # a nested def or class, a match: not straight-line code
             raise _NotStraight
+
+
+def _parameter_type_test(test: cst.BaseExpression, params: List[str]) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """(parameter, the type or tuple of types) of `isinstance(p, T)` on a parameter."""
+    if (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance"
+            and len(test.args) == 2 and type(test.args[0].value) is cst.Name and test.args[0].value.value in params):
+        return test.args[0].value.value, test.args[1].value
+    return None
 
 
 _MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault"))
 
 
-def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool, mutated: set) -> None:
+def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool, mutated: set, tests: Tuple[Guard, ...]) -> None:
     if type(small) is cst.Return:
         if small.value is not None:
             out.returns.append(small.value)
+            if tests:
+                out.guards.extend(() for _ in range(len(out.returns) - 1 - len(out.guards)))
+                out.guards.append(tests)
     elif type(small) is cst.Assign:
         for t in small.targets:
             names = _bound_names(t.target)

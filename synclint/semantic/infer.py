@@ -21,6 +21,7 @@ from synclint.semantic import library as L
 from synclint.semantic import moduledicts
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
+from synclint.semantic.annotations import type_test_holds
 from synclint.semantic.helpers import HelperBody
 from synclint.semantic.registries import built_through
 from synclint.semantic.scopes import Binding, FuncInfo
@@ -1556,7 +1557,12 @@ class Evaluator:
                         scope.scope[n] = Binding(got)
                     self.memo = {}
                 out: Optional[Val] = None
-                for r in body.returns:
+                rebound = {n for names, _, _ in body.steps for n in names}
+                for i, r in enumerate(body.returns):
+                    if any(name not in rebound and type_test_holds(self.env, given, kinds) is (not holds)
+                           for name, kinds, holds in body.guards_of(i)
+                           for given in (args[body.params.index(name)],)):
+                        continue  # a path these arguments never take (`return x` where x is no tensor)
                     v = self.value(r)
                     out = v if out is None else V.join(out, v)
                 return out if out is not None else V.UNKNOWN_VAL
