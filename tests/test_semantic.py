@@ -699,6 +699,32 @@ def test_what_a_helper_binds_in_ways_the_replay_does_not_follow_is_unknown():
         assert body(src) is None, src
 
 
+def test_a_helpers_returns_carry_the_type_tests_of_parameters_their_paths_pass():
+    from synclint.semantic.helpers import HelperBody, helper_body
+
+    def guards(src):
+        b = helper_body(cst.parse_module(src).body[0])
+        assert b is not None, src
+        again = HelperBody.from_data(b.params, b.to_data())  # (as a module summary carries it)
+        got = [[(name, cst.Module([]).code_for_node(t), holds) for name, t, holds in again.guards_of(i)]
+               for i in range(len(again.returns))]
+        assert got == [[(name, cst.Module([]).code_for_node(t), holds) for name, t, holds in b.guards_of(i)]
+                       for i in range(len(b.returns))]
+        return got
+
+    assert guards("def f(x):\n    if isinstance(x, torch.Tensor):\n        return x.item()\n    return x\n") == [
+        [("x", "torch.Tensor", True)], [("x", "torch.Tensor", False)]]
+    # elif and else: each branch past the tests above it, which fail there
+    assert guards("def f(x, m):\n    if isinstance(x, np.ndarray):\n        return x\n"
+                  "    elif m:\n        return x.numpy()\n    else:\n        return x.cpu()\n") == [
+        [("x", "np.ndarray", True)], [("x", "np.ndarray", False)], [("x", "np.ndarray", False)]]
+    # near misses: a test of a local, a test whose body falls through, no test at all
+    assert guards("def f(x):\n    y = x\n    if isinstance(y, int):\n        return y\n    return x\n") == [[], []]
+    assert guards("def f(x):\n    if isinstance(x, int):\n        x2 = x\n    return x\n") == [[]]
+    assert guards("def f(x, m):\n    if m == 1:\n        return x\n    elif m == 2:\n        return x * 2\n"
+                  "    return x.cpu()\n") == [[], [], []]
+
+
 def test_an_item_stored_into_a_batch_moves_it_and_a_cuda_module_computes_on_cuda():
     src = ("import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
            "def train(steps, gpu):\n    for _ in range(steps):\n        images = [torch.ones(2, 4), torch.ones(2, 4)]\n"

@@ -165,14 +165,16 @@ def _block(block, out: HelperBody, cond: bool, mutated: set, tests: Tuple[Guard,
         elif type(s) is cst.If:
             passed = tests  # (the tests of the `if`s above this branch, each false here)
             branch = s
-            while type(branch) is cst.If:
+            while True:
                 test = _parameter_type_test(branch.test, out.params)
                 _block(branch.body, out, True, mutated, passed + ((test[0], test[1], True),) if test else passed)
                 if test is not None:
                     passed = passed + ((test[0], test[1], False),)
-                branch = branch.orelse.body if type(branch.orelse) is cst.If else branch.orelse
-            if branch is not None:
-                _block(branch.body, out, True, mutated, passed)
+                if type(branch.orelse) is not cst.If:
+                    break
+                branch = branch.orelse  # (`elif`)
+            if branch.orelse is not None:
+                _block(branch.orelse.body, out, True, mutated, passed)
             test = _parameter_type_test(s.test, out.params)
             if test is not None and s.orelse is None and always_leaves(s.body):
                 tests = tests + ((test[0], test[1], False),)  # past `if isinstance(x, T): return ...`
