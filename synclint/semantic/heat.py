@@ -668,11 +668,14 @@ def lazy_init(node: cst.If, model=None) -> bool:
               and type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
               and len(left.args) == 1):
             subject = left.args[0].value
+        if type(c.operator) is cst.Is and is_none(c.comparator):
+            subject = _named_attribute(left, "getattr") or subject  # `getattr(self, "x", None) is None`
     elif type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         subject = test.expression
         if (type(subject) is cst.Call and type(subject.func) is cst.Name and subject.func.value == "len"
                 and len(subject.args) == 1):
             subject = subject.args[0].value  # `if not len(self.q): self.q = ...`
+        subject = _named_attribute(subject, "hasattr") or subject  # `if not hasattr(self, "x"): self.x = ...`
     if type(subject) not in (cst.Name, cst.Attribute, cst.Subscript) or type(node.body) is not cst.IndentedBlock:
         return False
     if type(subject) is cst.Name and model is not None and model.func is not None and not model.loop_nodes \
@@ -694,6 +697,20 @@ def lazy_init(node: cst.If, model=None) -> bool:
             if key is None and type(small) is cst.Expr and model is not None and _setter_sets(model, small.value, subject):
                 return True
     return False
+
+
+def _named_attribute(e: cst.BaseExpression, builtin: str) -> Optional[cst.Attribute]:
+    """`hasattr(obj, "x")` / `getattr(obj, "x", None)` (`builtin`) as the attribute it asks
+    about, `obj.x`, which a lazily initialising body then sets; else None."""
+    if not (type(e) is cst.Call and type(e.func) is cst.Name and e.func.value == builtin
+            and len(e.args) == (2 if builtin == "hasattr" else 3) and not any(a.keyword or a.star for a in e.args)):
+        return None
+    name = string_value(e.args[1].value)
+    if name is None or not name.isidentifier() or type(e.args[0].value) not in (cst.Name, cst.Attribute):
+        return None
+    if builtin == "getattr" and not is_none(e.args[2].value):
+        return None
+    return cst.Attribute(value=e.args[0].value, attr=cst.Name(name))
 
 
 def _stored_side(e: cst.BaseExpression, model) -> Optional[cst.BaseExpression]:
