@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint.parse.builder import build_expression
+from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.syntax import string_value
 from synclint.semantic.values import Val
@@ -72,6 +73,8 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         return V.py(_PY[name])
     if last in ("Module", "LightningModule"):
         return Val(V.MODULE)
+    if L.pretrained_model_class(q):
+        return Val(V.MODULE, cls=last)  # `text_encoder: T5EncoderModel`: as its `from_pretrained` makes
     if last == "DataLoader":
         return Val(V.LOADER, V.CPU)
     if (q or "").startswith("torch.optim.") and last[:1].isupper() and ".lr_scheduler" not in q or (

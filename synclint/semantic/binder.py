@@ -488,6 +488,13 @@ class Binder:
                     # `model.to(device)`, `.eval()`: in place (only a module moves in place, so
                     # a model the project cannot name, moved to the host, computes there)
                     ctx.bind_target(recv, moved)
+            elif m in L.PRETRAINED_ATTRIBUTE_SETTERS and type(recv) is cst.Name and recv.value == "self" \
+                    and ctx.cls is not None and ctx.library_base(ctx.cls.name, _pretrained_package):
+                # `self.register_modules(text_encoder=text_encoder)` in a diffusers pipeline:
+                # each keyword is an attribute set, as `self.text_encoder = text_encoder`
+                for a in call.args:
+                    if a.keyword is not None and not a.star:
+                        ctx.bind_target(cst.Attribute(value=recv, attr=a.keyword), ctx.infer(a.value))
             elif m in ("append", "extend", "insert") and type(recv) in (cst.Name, cst.Attribute) and call.args:
                 # `losses.append(loss)`: the list now holds tensors.
                 lst = ctx.infer(recv)
@@ -590,6 +597,10 @@ def _mapped_lambda(ctx: "SemanticModel", call: cst.Call) -> Optional[Tuple[cst.L
     if not (type(lam) is cst.Lambda and len(all_params(lam.params)) == 1 and lam.params.params):
         return None
     return lam, V.element_of(ctx.infer(call.args[1].value))
+
+
+def _pretrained_package(base: str) -> bool:
+    return base.split(".", 1)[0] in L.PRETRAINED_PACKAGES
 
 
 def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:

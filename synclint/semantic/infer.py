@@ -1019,8 +1019,7 @@ class Evaluator:
             return Val(V.OBJECT, cls=L.TOKENIZER)  # `BertTokenizer.from_pretrained("bert-base-uncased")`
         if root in L.PRETRAINED_PACKAGES and q.count(".") >= 2 and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
             cls = q.rsplit(".", 2)[1]  # `AutoModelForCausalLM.from_pretrained(...)`: a model
-            model = not cls.endswith(L.PRETRAINED_OBJECTS) and not cls.startswith(L.PRETRAINED_FOREIGN)
-            return Val(V.MODULE if model else V.OBJECT, cls=cls)
+            return Val(V.MODULE if L.pretrained_model(cls) else V.OBJECT, cls=cls)
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
@@ -1202,12 +1201,13 @@ class Evaluator:
                 return out
             if m in ("parameters", "buffers"):
                 return Val(V.TENSORS, recv.device)
-            if m in ("named_children", "named_modules") or (
+            if m in L.SUBMODULE_METHODS or (
                     (recv.cls or "")[6:] in L.MODULE_DICTS and m in ("keys", "items", "values")):
                 # a module's names (strings) and submodules (a project class's own `items` is
                 # asked below: only a ModuleDict's are known here)
                 sub = Val(V.MODULE, recv.device)
-                item = V.py("str") if m == "keys" else sub if m == "values" else Val(V.PY, py="tuple", elems=(V.py("str"), sub))
+                item = V.py("str") if m == "keys" else sub if m in ("values", "modules", "children") else Val(
+                    V.PY, py="tuple", elems=(V.py("str"), sub))
                 return Val(V.PY, py="list", elems=(item,))
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
@@ -1276,6 +1276,8 @@ class Evaluator:
         passed = self._passed_through(m, call)
         if passed is not None:
             return passed
+        if k == V.UNKNOWN and m in L.MODULE_ONLY_METHODS and not ref_target(recv):
+            return self._infer_method(Val(V.MODULE, recv.device), m, call, recv_node)  # only a module has them
         if k == V.UNKNOWN and m == "eval" and not call.args and not ref_target(recv):
             return Val(V.MODULE, py="eval")  # only modules switch to eval mode (tensors have no `eval`)
         if k == V.UNKNOWN and ref_target(recv) and m in L.MODULE_SELF_RETURNING:
