@@ -1298,6 +1298,37 @@ class Project:
             hot.setdefault(path, set()).add(qual)
         return hot
 
+    def grad_off_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[str]]:
+        """path -> functions that run with autograd off wherever the project runs them: each
+        call of one sits under `no_grad` / `inference_mode` or in a function that itself runs
+        so (the greatest such set: a recursive call does not turn it on). Not a function no
+        call of the project reaches, nor one a framework calls (`forward`, `Graph.entries`),
+        whose callers are not all here."""
+        incoming: Dict[Tuple[str, str], List[Tuple[Optional[Tuple[str, str]], bool]]] = {}
+        framework: Set[Tuple[str, str]] = set()
+        for path, g in graphs.items():
+            path = self.absolute(path)
+            framework.update((path, q) for q in g.entries)
+            off = set(g.no_grad)
+            for i, (caller, callee, _) in enumerate(g.calls):
+                for t in self._call_targets(path, callee):
+                    incoming.setdefault(t, []).append(((path, caller) if caller is not None else None, i in off))
+        for base, subs in self._overrides().items():
+            for s in subs:  # `self.m()` runs the override: with the grad mode `m` runs in
+                incoming.setdefault(s, []).append((base, False))
+        off = {t for t in incoming if t not in framework and not hot_name(t[1].rsplit(".", 1)[-1])}
+        changed = True
+        while changed:
+            changed = False
+            for t in list(off):
+                if any(not site_off and (caller is None or caller not in off) for caller, site_off in incoming[t]):
+                    off.discard(t)
+                    changed = True
+        out: Dict[str, Set[str]] = {}
+        for path, qual in off:
+            out.setdefault(path, set()).add(qual)
+        return out
+
     def compiled_regions(self, graphs: Dict[str, "object"]) -> Dict[str, Dict[str, "object"]]:
         """path -> function -> the compiled region (`semantic.compiled.Region`) it runs in:
         reached from a compile root of any module along any call (`semantic.compiled.regions`),

@@ -551,7 +551,10 @@ class Binder:
 
     def _call(self, node: cst.Call) -> None:
         ctx = self.ctx
+        first = len(ctx.calls)
         record_call(ctx, node)
+        if ctx.in_no_grad:
+            ctx.no_grad_calls.update(range(first, len(ctx.calls)))
         array_of = _array_read(ctx, node)
         if array_of is not None:
             # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
