@@ -90,3 +90,14 @@ def test_a_branch_that_sets_the_attribute_its_hasattr_test_asks_for_runs_once():
     # another attribute, a test of another object and `hasattr` without `not` stay per step
     found, expected = rates_at_marks(CACHED, "head.py")
     assert found == expected
+
+
+DECIDED = (Path(__file__).parent / "data" / "rates" / "decided.py").read_text()
+
+
+def test_a_branch_whose_type_test_the_model_decides_false_is_never_taken():
+    # (LTX-Video's `if not torch.is_tensor(current_timestep):` where `t` comes from iterating
+    # the scheduler's timesteps tensor); the same test of Python floats, and of items of
+    # unknown kind, stays per step
+    found, expected = rates_at_marks(DECIDED, "pipe.py")
+    assert found == expected

@@ -372,6 +372,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "cpu-body" if cpu_side != negated else "cpu-else"
     if debug_flag(model, original) is not None:
         return "once"  # `if self.save_debug:`: debug code, which a normal run does not reach
+    if tensor_test(model, test) is negated:
+        return "once"  # `if not torch.is_tensor(t):` of a known tensor: a branch never taken
     # (`not step % every` is periodic too: the test as written is asked)
     if (periodic_test(original, model) or not negated and _clock_due(test, body, model)) \
             and not body_steps_optimizer(body, model):
@@ -389,6 +391,29 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         model.recovery_branches[id(body)] = recovery
         return "once"  # `if mode == "cpu":` that only an out-of-memory handler's call selects
     return ""
+
+
+def tensor_test(model, test: cst.BaseExpression) -> Optional[bool]:
+    """What `torch.is_tensor(e)` / `isinstance(e, torch.Tensor)` gives, where the model knows
+    what `e` is: True for a tensor it made (not one only assumed: a `forward` parameter, a
+    value of unknown device the callers passed), False for a Python number or string or a
+    NumPy array; None otherwise (`t` of `for t in timesteps` over a tensor is a tensor)."""
+    if type(test) is not cst.Call or not test.args or test.args[0].keyword is not None or test.args[0].star:
+        return None
+    q = model.qualname(test.func)
+    if q in ("torch.is_tensor",) and len(test.args) == 1:
+        pass
+    elif q is None and type(test.func) is cst.Name and test.func.value == "isinstance" and len(test.args) == 2 \
+            and model.qualname(test.args[1].value) in ("torch.Tensor", "torch.tensor.Tensor"):
+        pass
+    else:
+        return None
+    v = model.infer(test.args[0].value)
+    if v.kind == V.TENSOR and not v.assumed:
+        return True
+    if v.kind == V.NUMPY or v.kind == V.PY and v.py in (*V.NUMBERS, "str"):
+        return False
+    return None
 
 
 def _device_side(test: cst.Comparison) -> Optional[bool]:
