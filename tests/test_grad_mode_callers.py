@@ -3,7 +3,8 @@ mmtracking's `forward_test`, run only inside a tracker's `with torch.no_grad():`
 FramePack's CLIP encoder, called only from the demos' `@torch.no_grad()` worker). A function
 every caller runs with autograd off (a `with` block, a decorated caller, or a caller that
 itself runs so) is not inference code missing `no_grad`; near misses: one caller without
-`no_grad` keeps the finding, and so does a function no code of the project calls."""
+`no_grad` keeps the finding, so does a call of its name on an object the project cannot
+resolve, and so does a function no code of the project calls."""
 
 import textwrap
 from pathlib import Path
@@ -31,6 +32,11 @@ def predict_boxes(model, x):
     return model(x)  # error: SYN502
 
 
+def infer_depth(model, x):
+    model.eval()
+    return model(x)  # error: SYN502
+
+
 def evaluate_unused(model, x):
     model.eval()
     return model(x)  # error: SYN502
@@ -38,7 +44,7 @@ def evaluate_unused(model, x):
 
 DEMO = """
 import torch
-from encoders import encode_image, run_inference, predict_boxes
+from encoders import encode_image, run_inference, predict_boxes, infer_depth
 
 model = torch.nn.Linear(4, 4).cuda()
 
@@ -58,6 +64,12 @@ def main(xs):
             track(x)
             predict_boxes(model, x)
     worker(xs[0])
+    with torch.no_grad():
+        infer_depth(model, xs[0])
+
+
+def serve(registry, x):
+    return registry.build("depth").infer_depth(model, x)
     for x in xs:
         predict_boxes(model, x)
 """

@@ -169,6 +169,7 @@ class SemanticModel:
         # a callee in another module is "@" + its qualified name
         self.calls: List[Tuple[Optional[str], str, Optional[bool]]] = []  # (caller, callee, site: see `_call`)
         self.no_grad_calls: Set[int] = set()  # indices of `calls` made under no_grad / inference_mode
+        self.unknown_calls: Set[str] = set()  # methods called with autograd on, on values of unknown kind
         # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
         self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
         # `self.m(...)` calls: (method qual, positional, keyword values), for subclasses elsewhere
