@@ -79,13 +79,13 @@ class Graph:
     def to_json(self) -> list:
         out = [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers, self.entries]
         if self.no_grad or self.unknown_calls:
-            return out + [self.compiled.to_json() if self.compiled else None, self.no_grad, self.unknown_calls]
+            return out + [self.compiled.to_json() if self.compiled else [], self.no_grad, self.unknown_calls]
         return out + [self.compiled.to_json()] if self.compiled else out
 
     @staticmethod
     def from_json(d: list) -> "Graph":
         return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]), list(d[4]),
-                     Compiled.from_json(d[5] if len(d) > 5 else None), list(d[6]) if len(d) > 6 else [],
+                     Compiled.from_json(d[5] or None if len(d) > 5 else None), list(d[6]) if len(d) > 6 else [],
                      list(d[7]) if len(d) > 7 else [])
 
 

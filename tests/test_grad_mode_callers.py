@@ -86,3 +86,19 @@ def test_a_function_every_caller_runs_without_grad_is_not_flagged(tmp_path):
     got = {(Path(f.filename).name, f.row, f.code) for f in result.findings if f.code == "SYN502"}
     expected = {(p.name, row, code) for p in paths for (row, code) in expectations(p.read_text(encoding="utf-8"))}
     assert got == expected, f"missing {sorted(expected - got)}, unexpected {sorted(got - expected)}"
+
+
+def test_the_grad_off_functions_and_the_calls_that_decide_them_are_cached(tmp_path):
+    # (an entry of a shape the cache does not read back would be linted again every run)
+    paths = []
+    for name, text in {"encoders.py": ENCODERS, "demo.py": DEMO}.items():
+        p = tmp_path / name
+        p.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        paths.append(str(p))
+    cache = tmp_path / ".synclint_cache"
+    first = check_files(paths, all_rules(), cache_dir=cache, jobs=1)
+    again = check_files(paths, all_rules(), cache_dir=cache, jobs=1)
+    rows = sorted((Path(f.filename).name, f.row) for f in first.findings if f.code == "SYN502")
+    assert rows == [("encoders.py", 16), ("encoders.py", 21), ("encoders.py", 26)]
+    assert sorted((Path(f.filename).name, f.row) for f in again.findings if f.code == "SYN502") == rows
+    assert not any(again.linted)

@@ -555,11 +555,6 @@ class Binder:
         record_call(ctx, node)
         if ctx.in_no_grad:
             ctx.no_grad_calls.update(range(first, len(ctx.calls)))
-        elif len(ctx.calls) == first and type(node.func) is cst.Attribute and ctx.qualname(node.func) is None \
-                and ctx.infer(node.func.value).kind == V.UNKNOWN:
-            # `build(cfg).forward_test(x)`: a method of what the file cannot resolve, called
-            # with autograd on; any function of that name may be the one it runs
-            ctx.unknown_calls.add(node.func.attr.value)
         array_of = _array_read(ctx, node)
         if array_of is not None:
             # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
