@@ -100,3 +100,38 @@ class Decoder:
 def test_a_pipelines_registered_components_of_a_model_class_are_modules(tmp_path):
     # (LTX-Video's `self.text_encoder = self.text_encoder.cpu()` under `offload_to_cpu`)
     check(tmp_path, {"pipeline.py": PIPELINE, "decoder.py": ANNOTATED})
+
+
+WEIGHT_INIT = """
+import torch
+from torch import nn
+
+
+def init_params(net):
+    for m in net.modules():
+        if isinstance(m, nn.Conv2d):
+            if m.bias:
+                nn.init.constant_(m.bias, 0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(3, 3, 4)
+        for m in self.modules():
+            if isinstance(m, nn.ConvTranspose2d):
+                m.weight.data.copy_(torch.zeros(3, 3, 4, 4))
+
+
+net = Net().cuda()
+for m in net.modules():
+    if m.bias:  # error: SYN105
+        pass
+"""
+
+
+def test_a_submodules_weights_live_where_its_module_is_known_to(tmp_path):
+    # (weight-init loops over `self.modules()` in `__init__`, or over a network handed to a
+    # helper: where the module lives is not known, so neither is a submodule's weight;
+    # pytorch-fcn, pytorch-classification); a model moved to the GPU: its submodules' are there
+    check(tmp_path, {"init.py": WEIGHT_INIT})

@@ -469,7 +469,7 @@ class Evaluator:
                 return v
         if k == V.MODULE:
             if attr in ("weight", "bias"):
-                return V.tensor(base.device)
+                return V.tensor(base.device) if not base.assumed else V.UNKNOWN_VAL
             if base.cls is not None and base.cls[6:] in L.MODULE_DICTS and attr not in L.MODULE_METHODS:
                 # `self.transformer.h` of an nn.ModuleDict: the entry the class builds, if read
                 made = self._module_dict_entry(e.value, attr)
@@ -1204,8 +1204,10 @@ class Evaluator:
             if m in L.SUBMODULE_METHODS or (
                     (recv.cls or "")[6:] in L.MODULE_DICTS and m in ("keys", "items", "values")):
                 # a module's names (strings) and submodules (a project class's own `items` is
-                # asked below: only a ModuleDict's are known here)
-                sub = Val(V.MODULE, recv.device)
+                # asked below: only a ModuleDict's are known here); where the module lives not
+                # known, neither is where a submodule's tensors are (`assumed`: a weight-init
+                # loop runs in `__init__`, on the host, as often as an offload on the GPU)
+                sub = Val(V.MODULE, recv.device, assumed=recv.device is None)
                 item = V.py("str") if m == "keys" else sub if m in ("values", "modules", "children") else Val(
                     V.PY, py="tuple", elems=(V.py("str"), sub))
                 return Val(V.PY, py="list", elems=(item,))
