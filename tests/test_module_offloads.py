@@ -1,7 +1,7 @@
 """Moving a module to the host is an offload, not a read-back (issue 34, item 5): the items
 of `.modules()` / `.children()` are modules, and so are the components a diffusers pipeline
 registers (`register_modules`) from parameters annotated with a model class of a pretrained
-package. Each case is a small project checked as `synclint check DIR` checks it, findings
+package (a tokenizer class so annotated is a tokenizer, whose encodings are on the host). Each case is a small project checked as `synclint check DIR` checks it, findings
 marked inline; the near-misses (a module's parameters, a pipeline's output, a tensor
 registered by the pipeline) stay reported."""
 
@@ -71,7 +71,11 @@ class Pipe(DiffusionPipeline):
         self.register_modules(tokenizer=tokenizer, text_encoder=text_encoder, latents=latents)
 
     def __call__(self, prompt, offload_to_cpu=False):
-        ids = self.tokenizer(prompt, return_tensors="pt").input_ids.to("cuda")
+        full = self.tokenizer(prompt, padding="longest", return_tensors="pt").input_ids
+        cut = self.tokenizer(prompt, max_length=8, truncation=True, return_tensors="pt").input_ids
+        if not torch.equal(full, cut):
+            print("truncated")
+        ids = cut.to("cuda")  # error: SYN304
         self.text_encoder = self.text_encoder.to("cuda")
         emb = self.text_encoder(ids)[0]
         if offload_to_cpu:
@@ -98,7 +102,8 @@ class Decoder:
 
 
 def test_a_pipelines_registered_components_of_a_model_class_are_modules(tmp_path):
-    # (LTX-Video's `self.text_encoder = self.text_encoder.cpu()` under `offload_to_cpu`)
+    # (LTX-Video's `self.text_encoder = self.text_encoder.cpu()` under `offload_to_cpu`, and
+    # its `torch.equal` of two encodings of the registered tokenizer, both on the host)
     check(tmp_path, {"pipeline.py": PIPELINE, "decoder.py": ANNOTATED})
 
 

@@ -75,6 +75,8 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         return Val(V.MODULE)
     if L.pretrained_model_class(q):
         return Val(V.MODULE, cls=last)  # `text_encoder: T5EncoderModel`: as its `from_pretrained` makes
+    if q is not None and L.tokenizer_class(q):
+        return Val(V.OBJECT, cls=L.TOKENIZER)  # `tokenizer: T5Tokenizer`: its encodings are on the host
     if last == "DataLoader":
         return Val(V.LOADER, V.CPU)
     if (q or "").startswith("torch.optim.") and last[:1].isupper() and ".lr_scheduler" not in q or (

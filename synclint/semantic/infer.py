@@ -1014,7 +1014,7 @@ class Evaluator:
             return Val(V.OBJECT, cls=q)
         if q in L.ARG_PARSERS:
             return Val(V.OBJECT, cls=L.ARG_PARSER)
-        if _is_tokenizer_class(q) or "." in q and _is_tokenizer_class(q.rsplit(".", 1)[0]) \
+        if L.tokenizer_class(q) or "." in q and L.tokenizer_class(q.rsplit(".", 1)[0]) \
                 and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
             return Val(V.OBJECT, cls=L.TOKENIZER)  # `BertTokenizer.from_pretrained("bert-base-uncased")`
         if root in L.PRETRAINED_PACKAGES and q.count(".") >= 2 and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
@@ -1725,11 +1725,6 @@ def _device_of(vals: List[Val]) -> Optional[str]:
     if None in devs:
         return None
     return V.CPU
-
-
-def _is_tokenizer_class(q: str) -> bool:
-    """`transformers.BertTokenizer`, `transformers.AutoProcessor`: a tokenizer's class."""
-    return q.split(".", 1)[0] in L.TOKENIZER_PACKAGES and q.rsplit(".", 1)[-1].endswith(L.TOKENIZER_SUFFIXES)
 
 
 def _encoded(m: str, call: cst.Call) -> Val:

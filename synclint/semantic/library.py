@@ -214,6 +214,11 @@ PRETRAINED_ANNOTATION_OBJECTS = tuple(_DATA["pretrained"]["annotation_object_suf
 PRETRAINED_ATTRIBUTE_SETTERS = _set("pretrained", "attribute_setters")
 
 
+def tokenizer_class(q: str) -> bool:
+    """`transformers.BertTokenizer`, `transformers.AutoProcessor`: a tokenizer's class."""
+    return q.split(".", 1)[0] in TOKENIZER_PACKAGES and q.rsplit(".", 1)[-1].endswith(TOKENIZER_SUFFIXES)
+
+
 def pretrained_model(cls: str) -> bool:
     """A class of a pretrained package (`transformers`, `diffusers`) by its last name, whose
     `from_pretrained` builds a model (an nn.Module): not a configuration, a scheduler, a
