@@ -78,8 +78,9 @@ class InferenceWithoutNoGrad(Rule):
     outputs cannot be used in autograd later.
 
     ## Known problems
-    The function is judged alone: a caller in another file that wraps it in `no_grad` is
-    not seen (callers in the same file are). Lightning hooks (`validation_step`, `test_step`,
+    A function every caller of the project runs under `no_grad` (in a `with` block, a
+    decorated function, or a function that itself runs so) is left alone, in its file and
+    across modules; one that no code of the project calls is judged alone. Lightning hooks (`validation_step`, `test_step`,
     `predict_step`, ...) and pytest functions (`test_*`) are skipped; files that freeze
     parameters with `requires_grad_(False)` are skipped too, since a frozen model records no
     graph for inputs that do not require grad.
@@ -90,6 +91,7 @@ class InferenceWithoutNoGrad(Rule):
     MESSAGE = "`{call}` in `{func}` runs with autograd on, keeping activations for a backward that never runs"
     FIX_TITLE = "Run inference under `torch.inference_mode()` or `torch.no_grad()`"
     CATALOGUE = ()
+    GRAD_MODE_EXEMPT = True
     VALID = [
         # Lightning already disables grad in its evaluation hooks.
         Valid(

@@ -70,15 +70,24 @@ class Graph:
     # compile roots, disabled functions and Dynamo flags (`semantic.compiled`), for the
     # project's compiled regions
     compiled: Compiled = field(default_factory=Compiled)
+    # the calls (indices into `calls`) made under `no_grad` / `inference_mode`: a function
+    # whose every caller runs it so runs with autograd off (`Project.grad_off_scopes`)
+    no_grad: List[int] = field(default_factory=list)
+    # the names of methods called with autograd on, on values the file cannot resolve: a
+    # function of that name may run with it on (`Project.grad_off_scopes`)
+    unknown_calls: List[str] = field(default_factory=list)
 
     def to_json(self) -> list:
         out = [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers, self.entries]
+        if self.no_grad or self.unknown_calls:
+            return out + [self.compiled.to_json() if self.compiled else [], self.no_grad, self.unknown_calls]
         return out + [self.compiled.to_json()] if self.compiled else out
 
     @staticmethod
     def from_json(d: list) -> "Graph":
         return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]), list(d[4]),
-                     Compiled.from_json(d[5] if len(d) > 5 else None))
+                     Compiled.from_json(d[5] or None if len(d) > 5 else None), list(d[6]) if len(d) > 6 else [],
+                     list(d[7]) if len(d) > 7 else [])
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
@@ -159,7 +168,8 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
     graph = Graph(calls, sorted(per_request_functions(ctx)),
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
-                  [q for q, f in ctx.all_funcs.items() if f.entry], ctx.compile_facts)
+                  [q for q, f in ctx.all_funcs.items() if f.entry], ctx.compile_facts, sorted(ctx.no_grad_calls),
+                  sorted(ctx.unknown_calls))
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
@@ -358,7 +368,7 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded or p.func in func_rates.cold, suppressed="noqa" if silenced_by else None,
-        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, line=positions.line(row), compiled=p.compiled,
+        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, grad_mode_exempt=rule.GRAD_MODE_EXEMPT, line=positions.line(row), compiled=p.compiled,
         rate=rates.settled(rate, hot).label, rate_chain=tuple(chain),
     )
 

@@ -84,6 +84,9 @@ class Finding:
     timing_exempt: bool = field(default=False, repr=False, compare=False)
     # Its rule reports only what runs every step (`HOT_ONLY`): dropped when cold.
     hot_only: bool = field(default=False, repr=False, compare=False)
+    # Its rule is about grad mode (`GRAD_MODE_EXEMPT`): dropped when every caller of its
+    # function in the project runs it with autograd off.
+    grad_mode_exempt: bool = field(default=False, repr=False, compare=False)
     # "noqa": silenced by a `# noqa` comment. The engine hands such findings on (through the
     # cache and the runner) only so that the summary can count them; they are never shown.
     suppressed: Optional[str] = field(default=None, repr=False, compare=False)
@@ -152,6 +155,7 @@ class Finding:
             d["hot"], d.get("fix_title"), fix,
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
             timing_exempt=bool(d.get("timing_exempt")), hot_only=bool(d.get("hot_only")),
+            grad_mode_exempt=bool(d.get("grad_mode_exempt")),
             noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")), line=d.get("line"),
             compiled=d.get("compiled"), rate=d.get("rate"), rate_chain=tuple(d.get("rate_chain", ())),
         )
@@ -166,6 +170,8 @@ class Finding:
             d["timing_exempt"] = True
         if self.hot_only:
             d["hot_only"] = True
+        if self.grad_mode_exempt:
+            d["grad_mode_exempt"] = True
         d["noqa_rows"] = list(self.noqa_rows)  # where `--add-noqa` may put a comment
         if self.suppressed:
             d["suppressed"] = self.suppressed

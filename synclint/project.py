@@ -1296,6 +1296,44 @@ class Project:
             hot.setdefault(path, set()).add(qual)
         return hot
 
+    def grad_off_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[str]]:
+        """path -> functions that run with autograd off wherever the project runs them: each
+        call of one sits under `no_grad` / `inference_mode` or in a function that itself runs
+        so (the greatest such set: a recursive call does not turn it on). Not a function no
+        call of the project reaches, nor one a framework calls (`forward`, `Graph.entries`),
+        whose callers are not all here, nor a method of a name that a call the project cannot
+        resolve (`build_backbone(cfg).forward_test(x)`) makes with autograd on: it may be that."""
+        incoming: Dict[Tuple[str, str], List[Tuple[Optional[Tuple[str, str]], bool]]] = {}
+        framework: Set[Tuple[str, str]] = set()
+        unresolved_on: Set[str] = set()  # names called, with autograd on, on what is not known
+        for path, g in graphs.items():
+            path = self.absolute(path)
+            framework.update((path, q) for q in g.entries)
+            unresolved_on.update(g.unknown_calls)
+            off = set(g.no_grad)
+            for i, (caller, callee, _) in enumerate(g.calls):
+                targets = self._call_targets(path, callee)
+                if not targets and i not in off:
+                    unresolved_on.add(callee.rsplit(".", 1)[-1])
+                for t in targets:
+                    incoming.setdefault(t, []).append(((path, caller) if caller is not None else None, i in off))
+        for base, subs in self._overrides().items():
+            for s in subs:  # `self.m()` runs the override: with the grad mode `m` runs in
+                incoming.setdefault(s, []).append((base, False))
+        off = {t for t in incoming if t not in framework and t[1].rsplit(".", 1)[-1] not in unresolved_on
+               and not hot_name(t[1].rsplit(".", 1)[-1])}
+        changed = True
+        while changed:
+            changed = False
+            for t in list(off):
+                if any(not site_off and (caller is None or caller not in off) for caller, site_off in incoming[t]):
+                    off.discard(t)
+                    changed = True
+        out: Dict[str, Set[str]] = {}
+        for path, qual in off:
+            out.setdefault(path, set()).add(qual)
+        return out
+
     def compiled_regions(self, graphs: Dict[str, "object"]) -> Dict[str, Dict[str, "object"]]:
         """path -> function -> the compiled region (`semantic.compiled.Region`) it runs in:
         reached from a compile root of any module along any call (`semantic.compiled.regions`),

@@ -100,6 +100,10 @@ class Rule:
     # Only where it runs every step is it worth a finding (one `empty_cache()` between phases
     # costs nothing): its cold findings are dropped once the project's heat is known.
     HOT_ONLY: ClassVar[bool] = False
+    # What it reports is a matter of grad mode (autograd on where it need not be): its
+    # findings are dropped where every caller in the project runs the function with autograd
+    # off (`Project.grad_off_scopes`), as the rule itself asks of the callers in its file.
+    GRAD_MODE_EXEMPT: ClassVar[bool] = False
     # A base that rules derive from (`CompiledRule`), itself no rule: neither validated nor
     # registered. Read from the class's own namespace, so a rule deriving from it is a rule.
     ABSTRACT: ClassVar[bool] = False
@@ -143,7 +147,7 @@ class Rule:
             raise TypeError(f"{where}: needs VALID and INVALID examples")
         if cls.READS_NOQA and cls.noqa_findings.__func__ is Rule.noqa_findings.__func__:
             raise TypeError(f"{where}: READS_NOQA needs a noqa_findings of its own")
-        for flag in ("DEFAULT_ON", "TIMING_EXEMPT", "HOT_ONLY", "READS_NOQA"):
+        for flag in ("DEFAULT_ON", "TIMING_EXEMPT", "HOT_ONLY", "GRAD_MODE_EXEMPT", "READS_NOQA"):
             if type(getattr(cls, flag)) is not bool:
                 raise TypeError(f"{where}: {flag} must be True or False")
         if isinstance(cls.CATALOGUE, str) or not all(isinstance(row, str) for row in cls.CATALOGUE):

@@ -79,3 +79,25 @@ def test_a_method_set_as_the_forward_in_init_runs_every_step():
     # another attribute, and one nothing names, stay once
     found, expected = rates_at_marks(FORWARD_ALIAS, "dit.py")
     assert found == expected
+
+
+CACHED = (Path(__file__).parent / "data" / "rates" / "cached_attrs.py").read_text()
+
+
+def test_a_branch_that_sets_the_attribute_its_hasattr_test_asks_for_runs_once():
+    # (mmtracking's FlowNetSimple: `if not hasattr(self, 'img_norm_mean'): self.img_norm_mean =
+    # torch.tensor(...)`, and SiamRPN's head caching its Hanning windows); a body that sets
+    # another attribute, a test of another object and `hasattr` without `not` stay per step
+    found, expected = rates_at_marks(CACHED, "head.py")
+    assert found == expected
+
+
+DECIDED = (Path(__file__).parent / "data" / "rates" / "decided.py").read_text()
+
+
+def test_a_branch_whose_type_test_the_model_decides_false_is_never_taken():
+    # (LTX-Video's `if not torch.is_tensor(current_timestep):` where `t` comes from iterating
+    # the scheduler's timesteps tensor); the same test of Python floats, and of items of
+    # unknown kind, stays per step
+    found, expected = rates_at_marks(DECIDED, "pipe.py")
+    assert found == expected

@@ -136,10 +136,13 @@ def check_files(
         if e[4]:
             result.errors.append(FileError(path, e[4]))
         hot_scopes, timing_scopes = set(e[5][0]), set(e[5][1])
+        grad_off = set(e[5][3]) if len(e[5]) > 3 else set()
         in_tests = declared.in_tests(path)
         for f in _settled([Finding.from_json(d) for d in e[2]], e[5], decoded):
             if f.timing_exempt and f.scope in timing_scopes:
                 continue  # it times code with another module's clock (`timer.toc()`)
+            if f.grad_mode_exempt and f.scope in grad_off:
+                continue  # every caller in the project runs it under `no_grad`
             f.filename = path  # cached entries are keyed by absolute path; report as given
             if not f.hot and f.scope in hot_scopes and not f.guarded:
                 f.reheat(True, "per-step", _project_reason(f.scope, modules.get(path), declared))
@@ -466,17 +469,19 @@ class _Run:
 
         def heat():
             made = {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
-            return project.hot_scopes(made, self.declared), project.timing_scopes(made)
+            return project.hot_scopes(made, self.declared), project.timing_scopes(made), project.grad_off_scopes(made)
 
         # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
-        hot, timing = project.kept("heat", heat, (graphs, self.declared))
+        hot, timing, grad_off = project.kept("heat", heat, (graphs, self.declared))
         compiled = project.kept("compiled regions", lambda: project.compiled_regions(
             {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
-            if key in compiled:  # (the functions of this file that run compiled, and how)
-                e[5].append({q: r.to_json() for q, r in sorted(compiled[key].items())})
+            if key in compiled or key in grad_off:  # (the functions of this file that run compiled, and how)
+                e[5].append({q: r.to_json() for q, r in sorted(compiled.get(key, {}).items())})
+            if key in grad_off:  # (those every caller runs with autograd off)
+                e[5].append(sorted(grad_off[key]))
             if self.cache is not None and not timed_out(e[4]):
                 if e[6] is not None and e[6] == self.solver.first.get(key):
                     e = e[:6] + [None] + e[7:]

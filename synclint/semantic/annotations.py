@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint.parse.builder import build_expression
+from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.syntax import string_value
 from synclint.semantic.values import Val
@@ -73,6 +74,10 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         return V.py(_PY[name])
     if last in ("Module", "LightningModule"):
         return Val(V.MODULE)
+    if L.pretrained_model_class(q):
+        return Val(V.MODULE, cls=last)  # `text_encoder: T5EncoderModel`: as its `from_pretrained` makes
+    if q is not None and L.tokenizer_class(q):
+        return Val(V.OBJECT, cls=L.TOKENIZER)  # `tokenizer: T5Tokenizer`: its encodings are on the host
     if last == "DataLoader":
         return Val(V.LOADER, V.CPU)
     if (q or "").startswith("torch.optim.") and last[:1].isupper() and ".lr_scheduler" not in q or (

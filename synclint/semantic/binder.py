@@ -35,7 +35,7 @@ from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, always_leaves, indices_of, self_attr, statements, string_value
+from synclint.semantic.syntax import all_params, always_leaves, indices_of, statements, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -492,6 +492,13 @@ class Binder:
                     # `model.to(device)`, `.eval()`: in place (only a module moves in place, so
                     # a model the project cannot name, moved to the host, computes there)
                     ctx.bind_target(recv, moved)
+            elif m in L.PRETRAINED_ATTRIBUTE_SETTERS and type(recv) is cst.Name and recv.value == "self" \
+                    and ctx.cls is not None and ctx.library_base(ctx.cls.name, _pretrained_package):
+                # `self.register_modules(text_encoder=text_encoder)` in a diffusers pipeline:
+                # each keyword is an attribute set, as `self.text_encoder = text_encoder`
+                for a in call.args:
+                    if a.keyword is not None and not a.star:
+                        ctx.bind_target(cst.Attribute(value=recv, attr=a.keyword), ctx.infer(a.value))
             elif m in ("append", "extend", "insert") and type(recv) in (cst.Name, cst.Attribute) and call.args:
                 # `losses.append(loss)`: the list now holds tensors.
                 lst = ctx.infer(recv)
@@ -548,8 +555,10 @@ class Binder:
 
     def _call(self, node: cst.Call) -> None:
         ctx = self.ctx
+        first = len(ctx.calls)
         record_call(ctx, node)
-        _bind_registered_modules(ctx, node)
+        if ctx.in_no_grad:
+            ctx.no_grad_calls.update(range(first, len(ctx.calls)))
         array_of = _array_read(ctx, node)
         if array_of is not None:
             # `labels.numpy()` raises on a GPU tensor: from here on, `labels` is on the CPU
@@ -569,17 +578,6 @@ class Binder:
 
 
 # --------------------------------------------------------------------- helpers
-def _bind_registered_modules(ctx: "SemanticModel", call: cst.Call) -> None:
-    """A diffusers pipeline's `self.register_modules(transformer=transformer, ...)` sets
-    `self.transformer` to each keyword's value, as `self.transformer = transformer` would."""
-    func = call.func
-    if not (self_attr(func) == "register_modules" and ctx.cls is not None):
-        return
-    for a in call.args:
-        if a.keyword is not None:
-            ctx.bind_self_attr(a.keyword.value, ctx.infer(a.value), a.value)
-
-
 def _array_read(ctx: "SemanticModel", call: cst.Call) -> Optional[cst.BaseExpression]:
     """The receiver of `x.numpy()` (not `force=True`, which copies a GPU tensor first): a
     name or `self.x` whose value is unknown or a tensor of unknown device."""
@@ -606,6 +604,10 @@ def _mapped_lambda(ctx: "SemanticModel", call: cst.Call) -> Optional[Tuple[cst.L
     if not (type(lam) is cst.Lambda and len(all_params(lam.params)) == 1 and lam.params.params):
         return None
     return lam, V.element_of(ctx.infer(call.args[1].value))
+
+
+def _pretrained_package(base: str) -> bool:
+    return base.split(".", 1)[0] in L.PRETRAINED_PACKAGES
 
 
 def _decorator_is_no_grad(ctx: "SemanticModel", d: cst.BaseExpression) -> bool:

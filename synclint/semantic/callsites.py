@@ -132,6 +132,10 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             v = called_instance(v)
             if v is not None:  # `self.encoder(x)`, `self.loss_scaler(loss)`
                 bound_methods, outside = _instance_methods(ctx, v, _CALLED[v.kind])
+            elif recv.kind == V.UNKNOWN and not ctx.in_no_grad:
+                # `build(cfg).forward_test(x)`: a method of what the file cannot resolve, called
+                # with autograd on; any function of that name may be the one it runs
+                ctx.unknown_calls.add(func.attr.value)
         timing = func.attr.value == "elapsed_time" or q in L.TIMING_NAMES
     elif type(func) is cst.Subscript:
         item = ctx.infer(func)

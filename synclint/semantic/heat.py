@@ -382,6 +382,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         return "cpu-body" if cpu_side != negated else "cpu-else"
     if debug_flag(model, original) is not None:
         return "once"  # `if self.save_debug:`: debug code, which a normal run does not reach
+    if tensor_test(model, test) is negated:
+        return "once"  # `if not torch.is_tensor(t):` of a known tensor: a branch never taken
     # (`not step % every` is periodic too: the test as written is asked)
     if (periodic_test(original, model) or not negated and _clock_due(test, body, model)) \
             and not body_steps_optimizer(body, model):
@@ -399,6 +401,29 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         model.recovery_branches[id(body)] = recovery
         return "once"  # `if mode == "cpu":` that only an out-of-memory handler's call selects
     return ""
+
+
+def tensor_test(model, test: cst.BaseExpression) -> Optional[bool]:
+    """What `torch.is_tensor(e)` / `isinstance(e, torch.Tensor)` gives, where the model knows
+    what `e` is: True for a tensor it made (not one only assumed: a `forward` parameter, a
+    value of unknown device the callers passed), False for a Python number or string or a
+    NumPy array; None otherwise (`t` of `for t in timesteps` over a tensor is a tensor)."""
+    if type(test) is not cst.Call or not test.args or test.args[0].keyword is not None or test.args[0].star:
+        return None
+    q = model.qualname(test.func)
+    if q in ("torch.is_tensor",) and len(test.args) == 1:
+        pass
+    elif q is None and type(test.func) is cst.Name and test.func.value == "isinstance" and len(test.args) == 2 \
+            and model.qualname(test.args[1].value) in ("torch.Tensor", "torch.tensor.Tensor"):
+        pass
+    else:
+        return None
+    v = model.infer(test.args[0].value)
+    if v.kind == V.TENSOR and not v.assumed:
+        return True
+    if v.kind == V.NUMPY or v.kind == V.PY and v.py in (*V.NUMBERS, "str"):
+        return False
+    return None
 
 
 def _device_side(test: cst.Comparison) -> Optional[bool]:
@@ -678,11 +703,14 @@ def lazy_init(node: cst.If, model=None) -> bool:
               and type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len"
               and len(left.args) == 1):
             subject = left.args[0].value
+        if type(c.operator) is cst.Is and is_none(c.comparator):
+            subject = _named_attribute(left, "getattr") or subject  # `getattr(self, "x", None) is None`
     elif type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         subject = test.expression
         if (type(subject) is cst.Call and type(subject.func) is cst.Name and subject.func.value == "len"
                 and len(subject.args) == 1):
             subject = subject.args[0].value  # `if not len(self.q): self.q = ...`
+        subject = _named_attribute(subject, "hasattr") or subject  # `if not hasattr(self, "x"): self.x = ...`
     if type(subject) not in (cst.Name, cst.Attribute, cst.Subscript) or type(node.body) is not cst.IndentedBlock:
         return False
     if type(subject) is cst.Name and model is not None and model.func is not None and not model.loop_nodes \
@@ -704,6 +732,20 @@ def lazy_init(node: cst.If, model=None) -> bool:
             if key is None and type(small) is cst.Expr and model is not None and _setter_sets(model, small.value, subject):
                 return True
     return False
+
+
+def _named_attribute(e: cst.BaseExpression, builtin: str) -> Optional[cst.Attribute]:
+    """`hasattr(obj, "x")` / `getattr(obj, "x", None)` (`builtin`) as the attribute it asks
+    about, `obj.x`, which a lazily initialising body then sets; else None."""
+    if not (type(e) is cst.Call and type(e.func) is cst.Name and e.func.value == builtin
+            and len(e.args) == (2 if builtin == "hasattr" else 3) and not any(a.keyword or a.star for a in e.args)):
+        return None
+    name = string_value(e.args[1].value)
+    if name is None or not name.isidentifier() or type(e.args[0].value) not in (cst.Name, cst.Attribute):
+        return None
+    if builtin == "getattr" and not is_none(e.args[2].value):
+        return None
+    return cst.Attribute(value=e.args[0].value, attr=cst.Name(name))
 
 
 def _stored_side(e: cst.BaseExpression, model) -> Optional[cst.BaseExpression]:

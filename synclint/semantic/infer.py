@@ -472,7 +472,7 @@ class Evaluator:
                 return v
         if k == V.MODULE:
             if attr in ("weight", "bias"):
-                return V.tensor(base.device)
+                return V.tensor(base.device) if not base.assumed else V.UNKNOWN_VAL
             if base.cls is not None and base.cls[6:] in L.MODULE_DICTS and attr not in L.MODULE_METHODS:
                 # `self.transformer.h` of an nn.ModuleDict: the entry the class builds, if read
                 made = self._module_dict_entry(e.value, attr)
@@ -1017,13 +1017,12 @@ class Evaluator:
             return Val(V.OBJECT, cls=q)
         if q in L.ARG_PARSERS:
             return Val(V.OBJECT, cls=L.ARG_PARSER)
-        if _is_tokenizer_class(q) or "." in q and _is_tokenizer_class(q.rsplit(".", 1)[0]) \
+        if L.tokenizer_class(q) or "." in q and L.tokenizer_class(q.rsplit(".", 1)[0]) \
                 and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
             return Val(V.OBJECT, cls=L.TOKENIZER)  # `BertTokenizer.from_pretrained("bert-base-uncased")`
         if root in L.PRETRAINED_PACKAGES and q.count(".") >= 2 and q.rsplit(".", 1)[1] in L.TOKENIZER_MAKERS:
             cls = q.rsplit(".", 2)[1]  # `AutoModelForCausalLM.from_pretrained(...)`: a model
-            model = not cls.endswith(L.PRETRAINED_OBJECTS) and not cls.startswith(L.PRETRAINED_FOREIGN)
-            return Val(V.MODULE if model else V.OBJECT, cls=cls)
+            return Val(V.MODULE if L.pretrained_model(cls) else V.OBJECT, cls=cls)
         last = q.rsplit(".", 1)[-1]
         if q in L.LOADERS or last.endswith("DataLoader"):
             return self._loader(call)
@@ -1205,12 +1204,15 @@ class Evaluator:
                 return out
             if m in ("parameters", "buffers"):
                 return Val(V.TENSORS, recv.device)
-            if m in ("named_children", "named_modules") or (
+            if m in L.SUBMODULE_METHODS or (
                     (recv.cls or "")[6:] in L.MODULE_DICTS and m in ("keys", "items", "values")):
                 # a module's names (strings) and submodules (a project class's own `items` is
-                # asked below: only a ModuleDict's are known here)
-                sub = Val(V.MODULE, recv.device)
-                item = V.py("str") if m == "keys" else sub if m == "values" else Val(V.PY, py="tuple", elems=(V.py("str"), sub))
+                # asked below: only a ModuleDict's are known here); where the module lives not
+                # known, neither is where a submodule's tensors are (`assumed`: a weight-init
+                # loop runs in `__init__`, on the host, as often as an offload on the GPU)
+                sub = Val(V.MODULE, recv.device, assumed=recv.device is None)
+                item = V.py("str") if m == "keys" else sub if m in ("values", "modules", "children") else Val(
+                    V.PY, py="tuple", elems=(V.py("str"), sub))
                 return Val(V.PY, py="list", elems=(item,))
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
@@ -1279,6 +1281,8 @@ class Evaluator:
         passed = self._passed_through(m, call)
         if passed is not None:
             return passed
+        if k == V.UNKNOWN and m in L.MODULE_ONLY_METHODS and not ref_target(recv):
+            return self._infer_method(Val(V.MODULE, recv.device), m, call, recv_node)  # only a module has them
         if k == V.UNKNOWN and m == "eval" and not call.args and not ref_target(recv):
             return Val(V.MODULE, py="eval")  # only modules switch to eval mode (tensors have no `eval`)
         if k == V.UNKNOWN and ref_target(recv) and m in L.MODULE_SELF_RETURNING:
@@ -1729,11 +1733,6 @@ def _device_of(vals: List[Val]) -> Optional[str]:
     if None in devs:
         return None
     return V.CPU
-
-
-def _is_tokenizer_class(q: str) -> bool:
-    """`transformers.BertTokenizer`, `transformers.AutoProcessor`: a tokenizer's class."""
-    return q.split(".", 1)[0] in L.TOKENIZER_PACKAGES and q.rsplit(".", 1)[-1].endswith(L.TOKENIZER_SUFFIXES)
 
 
 def _encoded(m: str, call: cst.Call) -> Val:

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 from fnmatch import translate
-from typing import FrozenSet
+from typing import FrozenSet, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,6 +103,8 @@ def torch_layer(q: str) -> bool:
     return q.startswith("torch.nn.") and last[:1].isupper() and not q.startswith(_NN_NOT_MODULES) \
         and last not in ("Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer")
 MODULE_SELF_RETURNING = _set("modules", "self_returning")
+MODULE_ONLY_METHODS = _set("modules", "module_only_methods")
+SUBMODULE_METHODS = _set("modules", "submodule_methods")
 HOT_FUNCTION_NAMES = _set("modules", "hot_functions")
 BATCH_PARAM_NAMES = _set("modules", "batch_params")
 # base class (or package, ending in ".") -> the methods its framework calls at every batch
@@ -208,6 +210,31 @@ TOKENIZER_ENCODE = _set("tokenizers", "encode_methods")
 PRETRAINED_PACKAGES = _set("pretrained", "packages")
 PRETRAINED_OBJECTS = tuple(_DATA["pretrained"]["object_suffixes"])
 PRETRAINED_FOREIGN = tuple(_DATA["pretrained"]["object_prefixes"])
+PRETRAINED_ANNOTATION_OBJECTS = tuple(_DATA["pretrained"]["annotation_object_suffixes"])
+PRETRAINED_ATTRIBUTE_SETTERS = _set("pretrained", "attribute_setters")
+
+
+def tokenizer_class(q: str) -> bool:
+    """`transformers.BertTokenizer`, `transformers.AutoProcessor`: a tokenizer's class."""
+    return q.split(".", 1)[0] in TOKENIZER_PACKAGES and q.rsplit(".", 1)[-1].endswith(TOKENIZER_SUFFIXES)
+
+
+def pretrained_model(cls: str) -> bool:
+    """A class of a pretrained package (`transformers`, `diffusers`) by its last name, whose
+    `from_pretrained` builds a model (an nn.Module): not a configuration, a scheduler, a
+    pipeline of modules, nor a JAX or TensorFlow twin."""
+    return not cls.endswith(PRETRAINED_OBJECTS) and not cls.startswith(PRETRAINED_FOREIGN)
+
+
+def pretrained_model_class(q: Optional[str]) -> bool:
+    """`transformers.T5EncoderModel`, `diffusers.AutoencoderKL` named as a type (an
+    annotation): a model class of a pretrained package; not a tokenizer or processor, nor a
+    class that is no model (`TrainingArguments`, `BaseOutput`)."""
+    if q is None or "." not in q or q.split(".", 1)[0] not in PRETRAINED_PACKAGES:
+        return False
+    cls = q.rsplit(".", 1)[1]
+    return (cls[:1].isupper() and pretrained_model(cls) and not cls.endswith(PRETRAINED_ANNOTATION_OBJECTS)
+            and not cls.endswith(TOKENIZER_SUFFIXES) and "Tokenizer" not in cls)
 TOKENIZER = "transformers.PreTrainedTokenizer"  # the class every tokenizer's instance is known as
 ENCODING = "transformers.BatchEncoding"  # the class of the CPU tensors one gives
 ARG_PARSERS = _set("arguments", "parsers")

@@ -168,6 +168,8 @@ class SemanticModel:
         # call graph for "called from a loop": (caller qual or None, callee key, in loop);
         # a callee in another module is "@" + its qualified name
         self.calls: List[Tuple[Optional[str], str, Optional[bool]]] = []  # (caller, callee, site: see `_call`)
+        self.no_grad_calls: Set[int] = set()  # indices of `calls` made under no_grad / inference_mode
+        self.unknown_calls: Set[str] = set()  # methods called with autograd on, on values of unknown kind
         # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
         self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
         # `self.m(...)` calls: (method qual, positional, keyword values), for subclasses elsewhere
@@ -1338,8 +1340,7 @@ def _collect_attrs(node: cst.ClassDef) -> Dict[str, List]:
 
 
 def _collect_self_assigns(node: cst.CSTNode, out: Dict[str, List]) -> None:
-    """`self.x = ...`, `self.register_buffer("x", ...)` and `self.register_modules(x=...)`
-    statements under `node`; only
+    """`self.x = ...` and `self.register_buffer("x", ...)` statements under `node`; only
     statements are visited (never expressions, which hold no assignment statements)."""
     todo = [node]
     while todo:
@@ -1378,12 +1379,6 @@ def _note_self_assign(n: cst.CSTNode, out: Dict[str, List]) -> None:
             name = string_value(args[0].value) if args else None
             if name is not None:
                 out.setdefault(name, []).append(V.tensor(None))
-        elif type(call.func) is cst.Attribute and call.func.attr.value == "register_modules":
-            # a diffusers pipeline's `self.register_modules(transformer=transformer, ...)` sets
-            # `self.transformer` to the value of each keyword
-            for a in call.args:
-                if a.keyword is not None:
-                    out.setdefault(a.keyword.value, []).append(a.value)
 
 
 def _named_like_module(e: cst.BaseExpression) -> bool:

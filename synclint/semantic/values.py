@@ -3,7 +3,8 @@
 A value has a kind (tensor, NumPy array, plain Python value, module, loader, ...), and for
 tensors a device, a dtype class, pinned-ness, a rank and emptiness where known. `assumed` marks a
 tensor that is one only by assumption (an unannotated `forward` parameter): rules that
-treat a value as a number want more evidence than that. `join` is what a name holds after
+treat a value as a number want more evidence than that; on a module, that where its tensors
+live is not known (a submodule of a module of unknown device: its `weight` is no evidence). `join` is what a name holds after
 two branches meet.
 """
 
