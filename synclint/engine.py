@@ -236,6 +236,9 @@ def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
         methods = {n: _fan_out(n) for n in names}
         if "visit_Call" in methods:
             methods["visit_Call"] = _IsolatedRules.calls_by_name
+            # (names a call goes by) -> the rule classes whose visit_Call may act on it: the
+            # same for every file of the rule set (`CALLS` is the class's)
+            methods["_by_name"] = {}
         cls = _FANOUT[tuple(rules)] = type("IsolatedRules", (_IsolatedRules,), methods)
     return [cls(rules, ctx, failed)]
 
@@ -245,7 +248,7 @@ class _IsolatedRules:
         from synclint.semantic.context import RuleContext
         from synclint.walker import rule_methods
 
-        self.ctx, self.failed = ctx, failed
+        self.ctx, self.failed, self.rules = ctx, failed, rules
         self.table: dict = {}  # method name -> [(rule class, bound method)]
         facade = RuleContext(ctx)  # all a rule sees of the model
         for r in rules:
@@ -258,6 +261,7 @@ class _IsolatedRules:
                 name = f"{kind}_{t}"
                 self.table.setdefault(name, []).append((r, getattr(rule, name)))
         self._calls: dict = {}  # (names a call goes by) -> the visit_Call methods it reaches
+        self._call_visits: Optional[dict] = None  # rule class -> its visit_Call (`calls_by_name`)
         from synclint.semantic.syntax import last_name
 
         self._spelled = last_name  # (imported here: a cached run never imports LibCST)
@@ -267,6 +271,7 @@ class _IsolatedRules:
         for name, methods in self.table.items():
             self.table[name] = [m for m in methods if m[0] is not rule]
         self._calls.clear()
+        self._call_visits = None
 
     def calls_by_name(self, node) -> None:
         """`visit_Call` of the rules that may act on this call: those without `CALLS`, and
@@ -280,9 +285,14 @@ class _IsolatedRules:
         key = (spelled, q[q.rfind(".") + 1:] if q else None)
         methods = self._calls.get(key)
         if methods is None:
-            methods = self._calls[key] = [
-                (r, m) for r, m in self.table.get("visit_Call", ())
-                if r.CALLS is None or spelled in r.CALLS or key[1] in r.CALLS]
+            wanted = self._by_name.get(key)
+            if wanted is None:  # (in the rules' order, the order of `table`)
+                wanted = self._by_name[key] = tuple(
+                    r for r in self.rules if r.CALLS is None or spelled in r.CALLS or key[1] in r.CALLS)
+            visits = self._call_visits
+            if visits is None:
+                visits = self._call_visits = dict(self.table.get("visit_Call", ()))
+            methods = self._calls[key] = [(r, visits[r]) for r in wanted if r in visits]
         for rule, method in methods:
             try:
                 method(node)

@@ -98,16 +98,18 @@ class Walker:
         t = type(node)
         plan = self._plans.get(t) or self._plan(t)
         walk = self.walk
+        kinds = FIELD_KINDS  # (read directly: a call of `field_kind` per item was a fortieth of a check)
         for fname in plan[4]:
             v = getattr(node, fname)
-            k = FIELD_KINDS.get(type(v))
+            k = kinds.get(type(v))
             if k is None:
                 k = field_kind(type(v))
             if k == NODE:
                 walk(v)
             elif k == SEQ:
                 for c in v:
-                    if field_kind(type(c)) == NODE:
+                    kc = kinds.get(type(c))
+                    if kc == NODE or (kc is None and field_kind(type(c)) == NODE):
                         walk(c)
 
     def walk_field(self, v) -> None:

@@ -190,14 +190,19 @@ def node_fields(t: type) -> Tuple[str, ...]:
 
 
 def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for fname in node_fields(type(node)):
+    kinds = FIELD_KINDS  # (read directly, `field_kind` only for a type not seen yet: a hot loop)
+    names = _fields_cache.get(type(node)) or node_fields(type(node))
+    for fname in names:
         v = getattr(node, fname)
-        k = field_kind(type(v))
+        k = kinds.get(type(v))
+        if k is None:
+            k = field_kind(type(v))
         if k == NODE:
             yield v
         elif k == SEQ:
             for c in v:
-                if field_kind(type(c)) == NODE:
+                kc = kinds.get(type(c))
+                if kc == NODE or (kc is None and field_kind(type(c)) == NODE):
                     yield c
 
 
