@@ -350,7 +350,12 @@ class SemanticModel:
 
     def is_local(self, name: str) -> bool:
         """Bound in a function scope (a parameter or assignment shadows a module name)."""
-        return any(name in f.scope for f in self.funcs) or name in self.module_scope
+        if name in self.module_scope:
+            return True
+        for f in self.funcs:  # (a loop, not any() over a generator: asked for every alias a walk meets)
+            if name in f.scope:
+                return True
+        return False
 
     def module_level(self, name: str) -> bool:
         """A name of the module's top level where the walk is: not bound in a function scope
