@@ -179,11 +179,13 @@ def field_kind(t: type) -> int:
 
 
 def node_fields(t: type) -> Tuple[str, ...]:
+    """The fields of a node type that may hold nodes: not formatting, nor text (`Name.value`,
+    typed `str`: a name, a number or a string is a leaf, which a walk need not open)."""
     names = _fields_cache.get(t)
     if names is None:
         names = tuple(
             f.name for f in dataclasses.fields(t)
-            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace") and f.type is not str
         )
         _fields_cache[t] = names
     return names
