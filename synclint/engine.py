@@ -99,18 +99,25 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
 
     def walk(last):
         """One walk without rules, from what the walk `last` learned."""
-        model = SemanticModel(source, filename, facts=last.summary() if last is not None else None,
-                              module_name=module_name, tree_memo=tree_memo)
+        facts = None
+        if last is not None:
+            facts = last.summary()
+            last.release()
+        model = SemanticModel(source, filename, facts=facts, module_name=module_name, tree_memo=tree_memo)
         model.set_module(module)
-        Walker(model, ()).walk(module)
+        walker = Walker(model, ())
+        walker.walk(module)
+        walker.close()
         return model
 
     with _deep_recursion(), _reading(source, spans):
         # calls above the functions they call: walked again from what a walk learned, so
         # that a chain (loss -> assign -> geometry) is known before linting
         model = walk_to_fixpoint(walk, SemanticModel.forward_refs_known)
-    return Analysis(source, filename, module_name, module, model.summary(), model.module_summary(module_name or ""),
-                    rows, spans, tree_memo)
+    out = Analysis(source, filename, module_name, module, model.summary(), model.module_summary(module_name or ""),
+                   rows, spans, tree_memo)
+    model.release()
+    return out
 
 
 def lint_analysis(
@@ -126,10 +133,7 @@ def lint_analysis(
 
 
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
-    from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
-    from synclint.semantic.heat import function_rates
-    from synclint.semantic.rarity import memoised, rare_functions
     from synclint.walker import Walker
 
     from synclint.solver import walk_to_fixpoint
@@ -139,11 +143,17 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
 
     def walk(last):
         """One walk with the rules, from what the walk `last` learned (else the first walks')."""
-        ctx = SemanticModel(source, a.filename, facts=last.summary() if last is not None else a.facts,
-                            project=project, module_name=a.module_name, tree_memo=a.tree_memo)
+        facts = a.facts
+        if last is not None:
+            facts = last.summary()
+            last.release()
+        ctx = SemanticModel(source, a.filename, facts=facts, project=project, module_name=a.module_name,
+                            tree_memo=a.tree_memo)
         ctx.set_module(module)
         failed.clear()
-        Walker(ctx, _isolated_rules(rules, ctx, failed)).walk(module)
+        walker = Walker(ctx, _isolated_rules(rules, ctx, failed))
+        walker.walk(module)
+        walker.close()
         return ctx
 
     with _deep_recursion():
@@ -151,6 +161,20 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
         # first walk's, made before the project said where `output` lives: walked again
         # from what this walk learned.
         ctx = walk_to_fixpoint(walk, SemanticModel.stale_reads)
+    try:
+        return _lint_results(a, rules, project, declared, ctx, failed)
+    finally:
+        ctx.release()
+
+
+def _lint_results(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat,
+                  ctx, failed: dict):
+    """The findings, call graph and summary of the walk that left `ctx`."""
+    from synclint.parse.positions import PositionIndex
+    from synclint.semantic.heat import function_rates
+    from synclint.semantic.rarity import memoised, rare_functions
+
+    source, module = a.source, a.module
     memo = memoised(ctx)
     rare = rare_functions(ctx, memo)  # (a rare function's loops over items start no heat in other modules)
     calls = [(c, q, s if c not in rare or not s or rates.is_hot(ctx.site_rates[i].steps) else False)

@@ -67,6 +67,13 @@ class Walker:
         self.leave_statement = binder.leave_statement
         self._plans: Dict[type, tuple] = {}
 
+    def close(self) -> None:
+        """The walk is over: drop what this walker holds. It and its binder refer to each
+        other (each holds the other's methods), so without this the walker, its plans and
+        the rules it calls (some thousand objects a walk) waited for the collector, which
+        then had to scan them."""
+        self.__dict__.clear()
+
     # ------------------------------------------------------------- traversal
     def _plan(self, t: type) -> tuple:
         """What a walk does at a node of type t, decided once per type (a walk meets about

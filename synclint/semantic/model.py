@@ -865,6 +865,13 @@ class SemanticModel:
                       pos, kws)
         return out
 
+    def release(self) -> None:
+        """Nothing asks this model again (its walk's results are taken): drop what it holds.
+        It and its evaluator refer to each other, so without this its bindings, values and
+        tables (most of what a walk makes) waited for the collector, which had to scan them."""
+        self.evaluator.__dict__.clear()
+        self.__dict__.clear()
+
     def summary(self) -> FileFacts:
         """What the second walk of this file starts from (`export.file_facts`)."""
         facts = export.file_facts(self)
