@@ -413,3 +413,24 @@ def test_facts_of_the_tree_alone_are_worked_out_once_per_tree(monkeypatch):
     args = {id(x.value) for n in descendants(a.module, frozenset()) if type(n) is cst.Call for x in n.args}
     asked_args = [id(e) for e in asked if id(e) in args]
     assert len(args) == 5 and sorted(asked_args) == sorted(args)  # (each once, over both walks)
+
+
+def test_a_first_walk_notes_no_training_modes_of_compile_results(monkeypatch):
+    """Where compile results go and the training modes they are called in (`mode_sites`)
+    reach only the call graph of a walk with the rules: the first walk, whose summary has no
+    place for them, does not note them; the walk with the rules still does."""
+    from synclint.engine import analyse, lint_analysis
+    from synclint.registry import default_rules
+    from synclint.semantic import mode_sites
+
+    noted, orig = [], mode_sites.note_call
+
+    def note(ctx, node):
+        noted.append(node)
+        return orig(ctx, node)
+
+    monkeypatch.setattr(mode_sites, "note_call", note)
+    a = analyse(METHOD_SRC, "m.py", "m", force=True)
+    assert noted == []
+    found, graph, _ = lint_analysis(a, default_rules())
+    assert len(noted) == 5 and any(e[1] == "held" for e in graph.compiled.mode_sites)
