@@ -8,6 +8,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from synclint.semantic import EVIDENT
+from synclint.semantic.library import LIGHTNING_LOG_METHODS
 from synclint.semantic.syntax import code_of, is_true, kwarg, last_name, string_value  # noqa: F401 - re-exported for rules
 
 
@@ -80,8 +81,6 @@ def arg(call: cst.Call, pos: int, name: str) -> Optional[cst.BaseExpression]:
 def lightning_logged(ctx, node: cst.Call) -> Optional[Tuple[str, cst.BaseExpression]]:
     """`self.log(name, value, ...)` or `self.log_dict(values, ...)` in a LightningModule's
     method: ("log" or "log_dict", what is logged); else None."""
-    from synclint.semantic.library import LIGHTNING_LOG_METHODS
-
     func = node.func
     if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
             and func.attr.value in LIGHTNING_LOG_METHODS):

@@ -138,7 +138,7 @@ class HostScalarIndexPut(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
-        if not (self.ctx.is_host_number(value)):
+        if not any(type(t.target) is cst.Subscript for t in node.targets) or not self.ctx.is_host_number(value):
             return
         for t in node.targets:
             target = t.target

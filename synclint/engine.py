@@ -109,18 +109,26 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
 
     def walk(last):
         """One walk without rules, from what the walk `last` learned."""
-        model = SemanticModel(source, filename, facts=last.summary() if last is not None else None,
-                              module_name=module_name, tree_memo=tree_memo)
+        facts = None
+        if last is not None:
+            facts = last.summary()
+            last.release()
+        model = SemanticModel(source, filename, facts=facts, module_name=module_name, tree_memo=tree_memo,
+                              tracks_modes=False)  # (no call graph of its own: see `SemanticModel`)
         model.set_module(module)
-        Walker(model, ()).walk(module)
+        walker = Walker(model, ())
+        walker.walk(module)
+        walker.close()
         return model
 
     with _deep_recursion(), _reading(source, spans):
         # calls above the functions they call: walked again from what a walk learned, so
         # that a chain (loss -> assign -> geometry) is known before linting
         model = walk_to_fixpoint(walk, SemanticModel.forward_refs_known)
-    return Analysis(source, filename, module_name, module, model.summary(), model.module_summary(module_name or ""),
-                    rows, spans, tree_memo)
+    out = Analysis(source, filename, module_name, module, model.summary(), model.module_summary(module_name or ""),
+                   rows, spans, tree_memo)
+    model.release()
+    return out
 
 
 def lint_analysis(
@@ -136,10 +144,7 @@ def lint_analysis(
 
 
 def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat):
-    from synclint.parse.positions import PositionIndex
     from synclint.semantic import SemanticModel
-    from synclint.semantic.heat import function_rates, per_request_functions
-    from synclint.semantic.rarity import memoised, rare_functions
     from synclint.walker import Walker
 
     from synclint.solver import walk_to_fixpoint
@@ -149,11 +154,17 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
 
     def walk(last):
         """One walk with the rules, from what the walk `last` learned (else the first walks')."""
-        ctx = SemanticModel(source, a.filename, facts=last.summary() if last is not None else a.facts,
-                            project=project, module_name=a.module_name, tree_memo=a.tree_memo)
+        facts = a.facts
+        if last is not None:
+            facts = last.summary()
+            last.release()
+        ctx = SemanticModel(source, a.filename, facts=facts, project=project, module_name=a.module_name,
+                            tree_memo=a.tree_memo)
         ctx.set_module(module)
         failed.clear()
-        Walker(ctx, _isolated_rules(rules, ctx, failed)).walk(module)
+        walker = Walker(ctx, _isolated_rules(rules, ctx, failed))
+        walker.walk(module)
+        walker.close()
         return ctx
 
     with _deep_recursion():
@@ -161,6 +172,20 @@ def _lint_analysis(a: Analysis, rules: Sequence[type], project: Optional[Project
         # first walk's, made before the project said where `output` lives: walked again
         # from what this walk learned.
         ctx = walk_to_fixpoint(walk, SemanticModel.stale_reads)
+    try:
+        return _lint_results(a, rules, project, declared, ctx, failed)
+    finally:
+        ctx.release()
+
+
+def _lint_results(a: Analysis, rules: Sequence[type], project: Optional[ProjectFacts], declared: DeclaredHeat,
+                  ctx, failed: dict):
+    """The findings, call graph and summary of the walk that left `ctx`."""
+    from synclint.parse.positions import PositionIndex
+    from synclint.semantic.heat import function_rates, per_request_functions
+    from synclint.semantic.rarity import memoised, rare_functions
+
+    source, module = a.source, a.module
     memo = memoised(ctx)
     rare = rare_functions(ctx, memo)  # (a rare function's loops over items start no heat in other modules)
     calls = [(c, q, s if c not in rare or not s or rates.is_hot(ctx.site_rates[i].steps) else False)
@@ -247,6 +272,9 @@ def _isolated_rules(rules: Sequence[type], ctx, failed: dict) -> list:
         methods = {n: _fan_out(n) for n in names}
         if "visit_Call" in methods:
             methods["visit_Call"] = _IsolatedRules.calls_by_name
+            # (names a call goes by) -> the rule classes whose visit_Call may act on it: the
+            # same for every file of the rule set (`CALLS` is the class's)
+            methods["_by_name"] = {}
         cls = _FANOUT[tuple(rules)] = type("IsolatedRules", (_IsolatedRules,), methods)
     return [cls(rules, ctx, failed)]
 
@@ -256,7 +284,7 @@ class _IsolatedRules:
         from synclint.semantic.context import RuleContext
         from synclint.walker import rule_methods
 
-        self.ctx, self.failed = ctx, failed
+        self.ctx, self.failed, self.rules = ctx, failed, rules
         self.table: dict = {}  # method name -> [(rule class, bound method)]
         facade = RuleContext(ctx)  # all a rule sees of the model
         for r in rules:
@@ -269,6 +297,7 @@ class _IsolatedRules:
                 name = f"{kind}_{t}"
                 self.table.setdefault(name, []).append((r, getattr(rule, name)))
         self._calls: dict = {}  # (names a call goes by) -> the visit_Call methods it reaches
+        self._call_visits: Optional[dict] = None  # rule class -> its visit_Call (`calls_by_name`)
         from synclint.semantic.syntax import last_name
 
         self._spelled = last_name  # (imported here: a cached run never imports LibCST)
@@ -278,6 +307,7 @@ class _IsolatedRules:
         for name, methods in self.table.items():
             self.table[name] = [m for m in methods if m[0] is not rule]
         self._calls.clear()
+        self._call_visits = None
 
     def calls_by_name(self, node) -> None:
         """`visit_Call` of the rules that may act on this call: those without `CALLS`, and
@@ -291,9 +321,14 @@ class _IsolatedRules:
         key = (spelled, q[q.rfind(".") + 1:] if q else None)
         methods = self._calls.get(key)
         if methods is None:
-            methods = self._calls[key] = [
-                (r, m) for r, m in self.table.get("visit_Call", ())
-                if r.CALLS is None or spelled in r.CALLS or key[1] in r.CALLS]
+            wanted = self._by_name.get(key)
+            if wanted is None:  # (in the rules' order, the order of `table`)
+                wanted = self._by_name[key] = tuple(
+                    r for r in self.rules if r.CALLS is None or spelled in r.CALLS or key[1] in r.CALLS)
+            visits = self._call_visits
+            if visits is None:
+                visits = self._call_visits = dict(self.table.get("visit_Call", ()))
+            methods = self._calls[key] = [(r, visits[r]) for r in wanted if r in visits]
         for rule, method in methods:
             try:
                 method(node)

@@ -67,20 +67,31 @@ class Walker:
         self.leave_statement = binder.leave_statement
         self._plans: Dict[type, tuple] = {}
 
+    def close(self) -> None:
+        """The walk is over: drop what this walker holds. It and its binder refer to each
+        other (each holds the other's methods), so without this the walker, its plans and
+        the rules it calls (some thousand objects a walk) waited for the collector, which
+        then had to scan them."""
+        self.__dict__.clear()
+
     # ------------------------------------------------------------- traversal
     def _plan(self, t: type) -> tuple:
         """What a walk does at a node of type t, decided once per type (a walk meets about
         a million nodes on a large project): whether it is a statement, the rules' visit
-        and leave methods, the binder's handler, the fields to walk."""
+        and leave methods, the binder's handler, the fields to walk, and whether anything
+        happens at the node itself (else a walk only goes through to its children: two
+        thirds of the nodes, names most of them, which have none)."""
         name = t.__name__
-        plan = self._plans[t] = (_is_stmt(t), tuple(self.visit.get(name, ())), self.handlers.get(t),
-                                 tuple(self.leave.get(name, ())), node_fields(t))
+        is_stmt, visits, handler, leaves = (_is_stmt(t), tuple(self.visit.get(name, ())), self.handlers.get(t),
+                                            tuple(self.leave.get(name, ())))
+        acts = bool(is_stmt or visits or handler is not None or leaves)
+        plan = self._plans[t] = (is_stmt, visits, handler, leaves, node_fields(t), acts)
         return plan
 
     def walk(self, node: cst.CSTNode) -> None:
         t = type(node)
         plan = self._plans.get(t) or self._plan(t)
-        is_stmt, visits, handler, leaves, _ = plan
+        is_stmt, visits, handler, leaves, _, _ = plan
         if is_stmt:
             self.enter_statement(node)
         for fn in visits:
@@ -96,19 +107,35 @@ class Walker:
 
     def children(self, node: cst.CSTNode) -> None:
         t = type(node)
-        plan = self._plans.get(t) or self._plan(t)
-        walk = self.walk
-        for fname in plan[4]:
+        self._fields(node, (self._plans.get(t) or self._plan(t))[4])
+
+    def _fields(self, node: cst.CSTNode, fields: Tuple[str, ...]) -> None:
+        """Walk the nodes in `fields` of `node`; one at which nothing happens (`_plan`) is
+        gone through to its children directly, without a walk's dispatch."""
+        plans, walk, through = self._plans, self.walk, self._fields
+        kinds = FIELD_KINDS  # (read directly: a call of `field_kind` per item was a fortieth of a check)
+        for fname in fields:
             v = getattr(node, fname)
-            k = FIELD_KINDS.get(type(v))
+            tv = type(v)
+            k = kinds.get(tv)
             if k is None:
-                k = field_kind(type(v))
+                k = field_kind(tv)
             if k == NODE:
-                walk(v)
+                p = plans.get(tv) or self._plan(tv)
+                if p[5]:
+                    walk(v)
+                elif p[4]:
+                    through(v, p[4])
             elif k == SEQ:
                 for c in v:
-                    if field_kind(type(c)) == NODE:
-                        walk(c)
+                    tc = type(c)
+                    kc = kinds.get(tc)
+                    if kc == NODE or (kc is None and field_kind(tc) == NODE):
+                        p = plans.get(tc) or self._plan(tc)
+                        if p[5]:
+                            walk(c)
+                        elif p[4]:
+                            through(c, p[4])
 
     def walk_field(self, v) -> None:
         k = field_kind(type(v))

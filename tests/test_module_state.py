@@ -19,6 +19,7 @@ ALLOWED = {
     # Memos of what never changes in a process (a class's fields, a rule set's dispatch class,
     # a libc symbol): the same answer for every run, so no run can see another's.
     "synclint/atomic.py:_LINKAT": "libc's linkat, looked up once",
+    "synclint/parse/node_data.py:_COMPARED": "a node class's fields and their defaults",
     "synclint/parse/builder.py:_READS": "the fields the builder reads, completed at import for this Python's node types",
     "synclint/engine.py:_FANOUT": "rule classes -> their crash-isolating class",
     "synclint/semantic/syntax.py:FIELD_KINDS": "a node class's fields",

@@ -326,3 +326,111 @@ def test_a_host_side_method_is_known_by_its_name_before_its_bases_are_asked():
     assert L.is_host_side_method("mmdet.datasets.transforms.RandomFlip.transform")
     assert not L.is_host_side_method("mmdet.datasets.transforms.RandomFlip.transform_boxes")
     assert L.is_host_side_method("detectron2.data.DatasetMapper.__call__")
+
+
+METHOD_SRC = ("import torch\n\nclass Trainer:\n    def step(self, batch):\n"
+              "        out = self.model(batch, self.head, f(self.norm(batch)))\n        return out.sum().item()\n")
+
+
+def test_a_walk_dispatches_no_node_at_which_nothing_happens():
+    """The walker goes through a node that no rule visits and the binder does not handle
+    without dispatching it, and never opens a name, a number or a string (fields typed
+    `str`): two thirds of a walk's nodes. The binder still sees every call."""
+    import libcst as cst
+
+    from synclint.engine import analyse
+    from synclint.walker import Walker
+
+    from synclint.semantic.syntax import descendants
+
+    seen, orig = [], Walker.walk
+
+    def walk(self, node):
+        seen.append(type(node))
+        return orig(self, node)
+
+    Walker.walk = walk
+    try:
+        a = analyse(METHOD_SRC, "m.py", "m", force=True)
+    finally:
+        Walker.walk = orig
+    names = sum(1 for n in descendants(cst.parse_module(METHOD_SRC), frozenset()) if type(n) is cst.Name)
+    assert seen.count(cst.Call) == 5 and cst.Arg not in seen
+    assert seen.count(cst.Name) < names / 2  # (only those a handler walks itself: assignment targets)
+    assert "Trainer.step" in a.summary.params
+
+
+def test_a_walks_models_are_freed_without_the_collector(monkeypatch):
+    """Once a walk's results are taken, its walker and its model drop what they hold: they
+    and their binder and evaluator refer to one another, which left every walk's bindings
+    and values to the collector (a tenth of a cold check's lint jobs, scanning them)."""
+    import gc
+    import weakref
+
+    from synclint.engine import analyse, lint_analysis
+    from synclint.registry import default_rules
+    from synclint.semantic.model import SemanticModel
+
+    made, init = [], SemanticModel.__init__
+
+    def record(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(weakref.ref(self.evaluator))
+
+    monkeypatch.setattr(SemanticModel, "__init__", record)
+    gc.collect()
+    gc.disable()
+    try:
+        found = lint_analysis(analyse(METHOD_SRC, "m.py", "m", force=True), default_rules())
+        assert any(f.code for f in found[0])
+        del found
+        alive = [r for r in made if r() is not None]
+    finally:
+        gc.enable()
+    assert len(made) >= 2 and not alive
+
+
+def test_facts_of_the_tree_alone_are_worked_out_once_per_tree(monkeypatch):
+    """The bare `self.<x>` in a call's arguments (where a compiled module may be handed away)
+    is a fact of the syntax: worked out at the first walk of the tree, not at each of its
+    walks (with and without the rules), nor again for a call nested in another's arguments."""
+    from synclint.engine import analyse, lint_analysis
+    from synclint.registry import default_rules
+    import libcst as cst
+
+    from synclint.semantic import mode_sites
+    from synclint.semantic.syntax import descendants
+
+    asked, orig = [], mode_sites._bare_self_attrs
+
+    def count(e):
+        asked.append(e)
+        return orig(e)
+
+    monkeypatch.setattr(mode_sites, "_bare_self_attrs", count)
+    a = analyse(METHOD_SRC, "m.py", "m", force=True)
+    lint_analysis(a, default_rules())
+    args = {id(x.value) for n in descendants(a.module, frozenset()) if type(n) is cst.Call for x in n.args}
+    asked_args = [id(e) for e in asked if id(e) in args]
+    assert len(args) == 5 and sorted(asked_args) == sorted(args)  # (each once, over both walks)
+
+
+def test_a_first_walk_notes_no_training_modes_of_compile_results(monkeypatch):
+    """Where compile results go and the training modes they are called in (`mode_sites`)
+    reach only the call graph of a walk with the rules: the first walk, whose summary has no
+    place for them, does not note them; the walk with the rules still does."""
+    from synclint.engine import analyse, lint_analysis
+    from synclint.registry import default_rules
+    from synclint.semantic import mode_sites
+
+    noted, orig = [], mode_sites.note_call
+
+    def note(ctx, node):
+        noted.append(node)
+        return orig(ctx, node)
+
+    monkeypatch.setattr(mode_sites, "note_call", note)
+    a = analyse(METHOD_SRC, "m.py", "m", force=True)
+    assert noted == []
+    found, graph, _ = lint_analysis(a, default_rules())
+    assert len(noted) == 5 and any(e[1] == "held" for e in graph.compiled.mode_sites)

@@ -9,7 +9,7 @@ makes from the same code: LibCST's default whitespace, the same brackets (`lpar`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict, Tuple
 
 import libcst as cst
 
@@ -26,12 +26,23 @@ def formatting(name: str) -> bool:
     return name in FORMATTING or name.startswith("whitespace")
 
 
+# node type -> its (field, default) pairs that are no formatting: made once per type, not at
+# every node (`dataclasses.fields` and each default factory were a fiftieth of a check).
+# Defaults of their own, not `make`'s: a field is compared with it by identity first.
+_COMPARED: Dict[type, Tuple[Tuple[str, Any], ...]] = {}
+
+
+def _compared(t: type) -> Tuple[Tuple[str, Any], ...]:
+    pairs = _COMPARED.get(t)
+    if pairs is None:
+        pairs = _COMPARED[t] = tuple((name, default) for name, default in field_defaults(t) if not formatting(name))
+    return pairs
+
+
 def node_data(node: cst.CSTNode) -> dict:
     """`node` as JSON data (`node_from_data` makes it again)."""
     out: dict = {"": type(node).__name__}
-    for name, default in field_defaults(type(node)):
-        if formatting(name):
-            continue
+    for name, default in _COMPARED.get(type(node)) or _compared(type(node)):
         value = getattr(node, name)
         if not _same(value, default):
             out[name] = _value_data(value)

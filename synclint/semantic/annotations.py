@@ -22,11 +22,11 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
     """The value an annotation promises, or None if it says nothing we use. `model` resolves
     imported names and in-file classes (None: read the annotation syntactically)."""
     if type(ann) is cst.SimpleString:
-        text = (string_value(ann) or "").strip()
-        try:
-            ann = build_expression(text)
-        except Exception:  # noqa: BLE001 - not an expression: says nothing
+        # (parsed once per tree: every walk binds every parameter, `def f(x: "Tensor")`)
+        got = model.once(("annotation", id(ann)), lambda: _parsed(ann)) if model is not None else _parsed(ann)
+        if got is None:
             return None
+        ann = got
     if type(ann) is cst.Subscript:
         base = _name(model, ann.value)
         last = base.rsplit(".", 1)[-1]
@@ -94,6 +94,14 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
         if v is not None:
             return v
     return None
+
+
+def _parsed(ann: cst.SimpleString) -> Optional[cst.BaseExpression]:
+    """The expression a string annotation spells, or None."""
+    try:
+        return build_expression((string_value(ann) or "").strip())
+    except Exception:  # noqa: BLE001 - not an expression: says nothing
+        return None
 
 
 def annotation_val_syntactic(ann: cst.BaseExpression) -> Optional[Val]:

@@ -426,7 +426,8 @@ class Binder:
             self.ctx.bind_target(t.target, val, node.value if len(node.targets) == 1 else None)
         compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
         _note_option_writes(ctx, [t.target for t in node.targets])
-        mode_sites.note_assign(ctx, node)  # a compile result kept in an attribute, or a held one passed on
+        if ctx.tracks_modes:
+            mode_sites.note_assign(ctx, node)  # a compile result kept in an attribute, or a held one passed on
 
     def _annassign(self, node: cst.AnnAssign) -> None:
         _note_option_writes(self.ctx, [node.target])
@@ -524,7 +525,8 @@ class Binder:
         if node.value is None:
             return
         self.walk(node.value)
-        mode_sites.note_return(self.ctx, node)
+        if self.ctx.tracks_modes:
+            mode_sites.note_return(self.ctx, node)
         f = self.ctx.func
         if f is not None:
             v = self.ctx.infer(node.value)

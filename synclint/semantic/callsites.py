@@ -196,10 +196,11 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
         _handed_methods(ctx, node, caller, hot)
     if len(ctx.calls) > first_edge:
         ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
-        mode = mode_sites.branch_mode(ctx)
+        mode = mode_sites.branch_mode(ctx) if ctx.tracks_modes else None
         if mode is not None:  # an edge Dynamo follows only in this training mode
             ctx.compile_facts.modal.update(dict.fromkeys(range(first_edge, len(ctx.calls)), mode))
-    mode_sites.note_call(ctx, node)
+    if ctx.tracks_modes:
+        mode_sites.note_call(ctx, node)
     compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
 
 

@@ -340,7 +340,8 @@ def micro_batches(model, loop) -> bool:
     """A micro-batch loop of gradient accumulation: its body runs `backward()` and steps no
     optimizer, while the region around it (the enclosing loop's body, else the function's)
     steps one outside it: several of its iterations make one optimizer step."""
-    calls = [n for n in descendants(loop.body) if type(n) is cst.Call and type(n.func) is cst.Attribute]
+    calls = model.once(("method calls", id(loop.body)), lambda: tuple(
+        n for n in descendants(loop.body) if type(n) is cst.Call and type(n.func) is cst.Attribute))
     if not any(c.func.attr.value == "backward" for c in calls) or any(steps_optimizer(c, model) for c in calls):
         return False
     around = model.loop_nodes[-1].body if model.loop_nodes else (model.func.node.body if model.func is not None

@@ -189,6 +189,13 @@ class Evaluator:
             if v is V.PY_VAL and self.env.binding(e.value) is None:
                 return self._imported_function(e) or v
             return v
+        # (the node types exclude each other: the commonest are asked first)
+        if t is cst.Call:
+            return self._infer_call(e)
+        if t is cst.Attribute:
+            return self._infer_attribute(e)
+        if t is cst.Subscript:
+            return self._infer_subscript(e)
         if t is cst.Integer:
             return V.py("int")
         if t is cst.Float:
@@ -226,10 +233,6 @@ class Evaluator:
             if elt == V.HOST_OBJECT:  # `[r["pred"] for r in results]` of host data
                 return Val(V.PY, py="list", elems=(elt,))
             return V.UNKNOWN_VAL
-        if t is cst.Attribute:
-            return self._infer_attribute(e)
-        if t is cst.Subscript:
-            return self._infer_subscript(e)
         if t is cst.UnaryOperation:
             v = self.value(e.expression)
             if type(e.operator) is cst.Not:
@@ -296,8 +299,6 @@ class Evaluator:
                 # args.cuda else "cpu"`): a run on the GPU passes the flag, as for a device option
                 return body if test.py == "true" else orelse
             return V.join(body, orelse)
-        if t is cst.Call:
-            return self._infer_call(e)
         if t is cst.Await:
             return self.value(e.expression)
         if t is cst.NamedExpr:

@@ -217,12 +217,7 @@ def _steps_itself(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
     iterator, or a call of a function of
     this file that steps one outside any loop of its own or is a step by its name
     (`train_step(model, x)`)."""
-    for n in descendants(body, _OWN_LOOP_STOPS):
-        if type(n) is not cst.Call:
-            continue
-        name = last_name(n.func)
-        if name is None:
-            continue
+    for n, name in ctx.once(("own named calls", id(body)), lambda: _own_named_calls(body)):
         if name == "step" and type(n.func) is cst.Attribute:
             classes = V.classes_of(ctx.infer(n.func.value))
             if not (classes and all(c.startswith("torch.optim.lr_scheduler.") for c in classes)) \
@@ -239,6 +234,13 @@ def _steps_itself(ctx: "SemanticModel", body: cst.CSTNode) -> bool:
                 type(x) in (cst.For, cst.While) for x in statements(info.node)):
             return True  # (one that loops over steps itself runs an epoch)
     return False
+
+
+def _own_named_calls(body: cst.CSTNode) -> Tuple[Tuple[cst.Call, str], ...]:
+    """The calls in a loop's own statements, with the names they call by (a fact of the tree
+    that every walk asks of every loop)."""
+    calls = (n for n in descendants(body, _OWN_LOOP_STOPS) if type(n) is cst.Call)
+    return tuple((n, name) for n in calls if (name := last_name(n.func)) is not None)
 
 
 # What `epoch_loop` looks into for inner loops: statements and their blocks, not expressions

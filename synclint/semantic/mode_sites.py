@@ -118,8 +118,9 @@ def note_call(ctx, node: cst.Call) -> None:
         facts.escapes.extend(("", str(i)) for i in ctx.compiled_locals[(f.qual, func.value)])  # called here
     if library and _held_by_assignment(ctx, node):
         return  # `self.model = DDP(model, ...)`: the wrapper holds it
-    for a in node.args:
-        for used in _bare_self_attrs(a.value) if f.cls is not None else ():
+    bare = _bare_in_args(ctx, node) if f.cls is not None else ()
+    for i, a in enumerate(node.args):
+        for used in bare[i] if bare else ():
             if library:  # `checkpoint(self.model, x)`: a library may call it here
                 facts.mode_sites.append((f.qual, "held", used, _known(ctx)))
             else:
@@ -141,6 +142,13 @@ def _known(ctx) -> Dict[str, Optional[bool]]:
         if qual == f.qual and here[:len(at) - 1] == at[:-1] and here != at:
             known[recv] = mode
     return known
+
+
+def _bare_in_args(ctx, node: cst.Call) -> Tuple[Tuple[str, ...], ...]:
+    """`_bare_self_attrs` of each argument of the call, worked out once per tree: every walk
+    asks it of every call in a method, and a call nested in another's arguments was walked
+    again for each call around it."""
+    return ctx.once(("bare self attrs", id(node)), lambda: tuple(tuple(_bare_self_attrs(a.value)) for a in node.args))
 
 
 def _bare_self_attrs(e: cst.BaseExpression) -> List[str]:

@@ -85,8 +85,13 @@ class SemanticModel:
         project: Optional[ProjectFacts] = None,
         module_name: Optional[str] = None,
         tree_memo: Optional[Dict[tuple, object]] = None,
+        tracks_modes: bool = True,
     ) -> None:
         self.facts = facts or FileFacts()
+        # Whether the walk notes where compile results go and the training modes they are
+        # called in (`mode_sites`): only the call graph of a walk with the rules carries them
+        # (`Compiled`), so a first walk, whose summary has no place for them, skips that work
+        self.tracks_modes = tracks_modes
         # What the syntax tree alone tells (a function's replayable body, the file's names
         # in use), by key (`once`): one table for every walk of one tree, held beside the tree
         # (the engine's `Analysis`), so each is worked out once per file, not once per walk
@@ -352,7 +357,12 @@ class SemanticModel:
 
     def is_local(self, name: str) -> bool:
         """Bound in a function scope (a parameter or assignment shadows a module name)."""
-        return any(name in f.scope for f in self.funcs) or name in self.module_scope
+        if name in self.module_scope:
+            return True
+        for f in self.funcs:  # (a loop, not any() over a generator: asked for every alias a walk meets)
+            if name in f.scope:
+                return True
+        return False
 
     def module_level(self, name: str) -> bool:
         """A name of the module's top level where the walk is: not bound in a function scope
@@ -874,6 +884,13 @@ class SemanticModel:
             join_call(out.setdefault(caller, {}), info.param_order[0 if info.is_static else skip:], info.defaults,
                       pos, kws)
         return out
+
+    def release(self) -> None:
+        """Nothing asks this model again (its walk's results are taken): drop what it holds.
+        It and its evaluator refer to each other, so without this its bindings, values and
+        tables (most of what a walk makes) waited for the collector, which had to scan them."""
+        self.evaluator.__dict__.clear()
+        self.__dict__.clear()
 
     def summary(self) -> FileFacts:
         """What the second walk of this file starts from (`export.file_facts`)."""

@@ -326,7 +326,7 @@ def recovery_branch(model, test: cst.BaseExpression) -> Optional[Entry]:
     f = model.func
     if f is None or f.entry or type(f.node) is not cst.FunctionDef:
         return None
-    got = _parameter_test(test, f)
+    got = _parameter_test(model, test, f)
     if got is None:
         return None
     param, wanted = got
@@ -355,7 +355,7 @@ def recovery_branch(model, test: cst.BaseExpression) -> Optional[Entry]:
 _UNKNOWN = object()
 
 
-def _parameter_test(test: cst.BaseExpression, f) -> Optional[Tuple[str, Set[tuple]]]:
+def _parameter_test(model, test: cst.BaseExpression, f) -> Optional[Tuple[str, Set[tuple]]]:
     """(parameter, the constants that make the test true) for `p == C`, `C == p`, `p in (C1,
     C2)`, where `p` is a parameter the function never rebinds; else None."""
     if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
@@ -372,7 +372,7 @@ def _parameter_test(test: cst.BaseExpression, f) -> Optional[Tuple[str, Set[tupl
         wanted = {_literal(e.value) for e in right.elements}
     else:
         return None
-    if None in wanted or _rebinds(f.node, left.value):
+    if None in wanted or left.value in _rebound(model, f.node):
         return None
     return left.value, wanted
 
@@ -391,13 +391,18 @@ def _literal(e) -> Optional[tuple]:
     return None
 
 
-def _rebinds(node: cst.FunctionDef, name: str) -> bool:
+def _rebound(model, node: cst.FunctionDef) -> frozenset:
+    """The names a function's body assigns (not in nested functions), worked out once per tree."""
+    return model.once(("rebound", id(node)), lambda: _rebound_names(node))
+
+
+def _rebound_names(node: cst.FunctionDef) -> frozenset:
+    out = set()
     for n in descendants(node.body):
         targets = [t.target for t in n.targets] if type(n) is cst.Assign else \
             [n.target] if type(n) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr) else ()
-        if any(type(x) is cst.Name and x.value == name for t in targets for x in (t, *descendants(t))):
-            return True
-    return False
+        out.update(x.value for t in targets for x in (t, *descendants(t)) if type(x) is cst.Name)
+    return frozenset(out)
 
 
 def _passed(call: cst.Call, f, param: str, skip: int):

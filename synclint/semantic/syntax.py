@@ -179,25 +179,32 @@ def field_kind(t: type) -> int:
 
 
 def node_fields(t: type) -> Tuple[str, ...]:
+    """The fields of a node type that may hold nodes: not formatting, nor text (`Name.value`,
+    typed `str`: a name, a number or a string is a leaf, which a walk need not open)."""
     names = _fields_cache.get(t)
     if names is None:
         names = tuple(
             f.name for f in dataclasses.fields(t)
-            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace") and f.type is not str
         )
         _fields_cache[t] = names
     return names
 
 
 def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for fname in node_fields(type(node)):
+    kinds = FIELD_KINDS  # (read directly, `field_kind` only for a type not seen yet: a hot loop)
+    names = _fields_cache.get(type(node)) or node_fields(type(node))
+    for fname in names:
         v = getattr(node, fname)
-        k = field_kind(type(v))
+        k = kinds.get(type(v))
+        if k is None:
+            k = field_kind(type(v))
         if k == NODE:
             yield v
         elif k == SEQ:
             for c in v:
-                if field_kind(type(c)) == NODE:
+                kc = kinds.get(type(c))
+                if kc == NODE or (kc is None and field_kind(type(c)) == NODE):
                     yield c
 
 
