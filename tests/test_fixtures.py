@@ -41,3 +41,12 @@ def test_kernels_written_in_a_kernel_language_report_nothing_in_their_bodies():
     source = (Path(__file__).resolve().parent / "data" / "kernels.py").read_text(encoding="utf-8")
     got = {(f.row, f.code): f.hot for f in lint_with(all_rules(), source)}
     assert got == expectations(source)
+
+
+def test_a_helpers_return_behind_a_type_test_counts_only_where_the_argument_passes_it():
+    """tests/data/type_tests.py, marked as a fixture is: `to_scalar(loss)` of a CUDA loss is
+    the `.item()` branch's Python float, not the parameter `return value` gives back for
+    non-tensors; `to_host`'s tensor path gives the tensor back."""
+    source = (Path(__file__).resolve().parent / "data" / "type_tests.py").read_text(encoding="utf-8")
+    got = {(f.row, f.code): f.hot for f in lint_with(all_rules(), source)}
+    assert got == expectations(source)
