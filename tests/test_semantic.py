@@ -725,6 +725,22 @@ def test_a_helpers_returns_carry_the_type_tests_of_parameters_their_paths_pass()
                   "    return x.cpu()\n") == [[], [], []]
 
 
+def test_a_conditional_expressions_branch_holds_the_type_its_isinstance_test_names():
+    # (mmagic's `self.unet = unet if isinstance(unet, nn.Module) else MODELS.build(unet)`, its
+    # callers passing config dicts: a module on either branch); near misses: a test of another
+    # name, a body that is not the tested name, a type the evaluator does not place
+    head = "import torch\nimport torch.nn as nn\n"
+    tail = "f(dict(type='UNet'), dict(type='UNet'))\n"
+
+    def made(expr):
+        return val(head + f"def f(u, w):\n    m = {expr}\n    probe(m)\n" + tail).kind
+
+    assert made("u if isinstance(u, nn.Module) else nn.Linear(2, 2)") == V.MODULE
+    assert made("u if isinstance(w, nn.Module) else nn.Linear(2, 2)") != V.MODULE
+    assert made("[u] if isinstance(u, nn.Module) else nn.Linear(2, 2)") != V.MODULE
+    assert made("u if isinstance(u, str) else nn.Linear(2, 2)") != V.MODULE
+
+
 def test_an_item_stored_into_a_batch_moves_it_and_a_cuda_module_computes_on_cuda():
     src = ("import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"
            "def train(steps, gpu):\n    for _ in range(steps):\n        images = [torch.ones(2, 4), torch.ones(2, 4)]\n"

@@ -21,7 +21,7 @@ from synclint.semantic import library as L
 from synclint.semantic import moduledicts
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
-from synclint.semantic.annotations import type_test_holds
+from synclint.semantic.annotations import annotation_val, type_test_holds
 from synclint.semantic.helpers import HelperBody
 from synclint.semantic.registries import built_through
 from synclint.semantic.scopes import Binding, FuncInfo
@@ -292,7 +292,7 @@ class Evaluator:
             return V.join(left, self.value(e.right))
         if t is cst.IfExp:
             test = self.value(e.test)
-            body, orelse = self.value(e.body), self.value(e.orelse)
+            body, orelse = self._tested_value(e.test, e.body), self.value(e.orelse)
             if test.kind == V.PY and test.py in _KNOWN_TRUTH and not test.assumed and not (
                     body.device is not None and orelse.device is not None and body.device != orelse.device):
                 # `None if args.ignore_d else d`, on by default. Not a choice of device (`"cuda" if
@@ -304,6 +304,20 @@ class Evaluator:
         if t is cst.NamedExpr:
             return self.value(e.value)
         return V.UNKNOWN_VAL
+
+    def _tested_value(self, test: cst.BaseExpression, body: cst.BaseExpression) -> Val:
+        """The value of a conditional expression's `body` where `test` holds: the name an
+        `isinstance` test names is of the type tested (`unet if isinstance(unet, nn.Module) else
+        MODELS.build(unet)`: a module either way)."""
+        v = self.value(body)
+        if not (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance"
+                and len(test.args) == 2 and type(body) is cst.Name and type(test.args[0].value) is cst.Name
+                and test.args[0].value.value == body.value and self.env.is_builtin("isinstance")):
+            return v
+        typed = annotation_val(self.env, test.args[1].value)
+        if typed is None or typed.kind not in (V.MODULE, V.TENSOR) or typed.kind == v.kind:
+            return v
+        return typed
 
     def _infer_dict(self, e: cst.Dict) -> Val:
         """`{"rois": boxes.cpu().numpy(), "scores": ...}`: a dict whose values are all arrays,
