@@ -312,7 +312,7 @@ class Evaluator:
         v = self.value(body)
         if not (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance"
                 and len(test.args) == 2 and type(body) is cst.Name and type(test.args[0].value) is cst.Name
-                and test.args[0].value.value == body.value and self.env.is_builtin("isinstance")):
+                and test.args[0].value.value == body.value):
             return v
         typed = annotation_val(self.env, test.args[1].value)
         if typed is None or typed.kind not in (V.MODULE, V.TENSOR) or typed.kind == v.kind:

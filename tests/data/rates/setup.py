@@ -106,7 +106,7 @@ def encode_all(loader):
     table = Table(3)
     for x in loader:
         enc(x.cuda(non_blocking=True))
-        table._rows(x.device)
+        table._rows(torch.device("cuda"))
 
 
 def run_epoch(model, opt, data, steps):
