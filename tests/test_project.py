@@ -2647,3 +2647,57 @@ def test_star_imports_that_import_one_another_are_each_followed_once(tmp_path, m
     monkeypatch.setattr(project.Project, "_resolve", counted)
     found = _found(_project(tmp_path, files))
     assert ("use.py", 7, "SYN101", True) in found
+
+
+def test_a_helper_of_another_module_made_of_its_parameters_is_never_the_callers_join(tmp_path):
+    """`default(val, d)` imported from a util module, called with a tensor annotation in one
+    module and with a size in another (generative-models' `n = default(self.n, z.shape[0])`,
+    then `math.ceil(z.shape[0] / n)`): a replay that cannot tell the value leaves it unknown;
+    the join over every caller (a tensor) says nothing about this call. The caller that
+    passes a GPU tensor still gets one (its `.item()` is a read-back)."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/util.py": """\
+            from inspect import isfunction
+
+            def exists(x):
+                return x is not None
+
+            def default(val, d):
+                if exists(val):
+                    return val
+                return d() if isfunction(d) else d
+            """,
+        "pkg/sampler.py": """\
+            from typing import Optional
+            import torch
+            from .util import default
+
+            class Sampler:
+                def __call__(self, n: int, rand: Optional[torch.Tensor] = None) -> torch.Tensor:
+                    return torch.zeros_like(default(rand, torch.randn((n,))))
+            """,
+        "pkg/model.py": """\
+            import math
+            import torch
+            from .util import default
+
+            class M(torch.nn.Module):
+                def __init__(self, n=None):
+                    super().__init__()
+                    self.n = n
+
+                def decode(self, z):
+                    n = default(self.n, z.shape[0])
+                    rounds = math.ceil(z.shape[0] / n)
+                    for i in range(rounds):
+                        z[i * n : (i + 1) * n].mul_(2)
+                    return z
+
+                def forward(self, x, y=None):
+                    y = default(y, x * 2)
+                    return y.sum().item()
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if n == "model.py"}
+    assert found == {("model.py", 19, "SYN101")}, found

@@ -1030,8 +1030,8 @@ class Evaluator:
         helper = self.env.project.one_liner(q) if self._may_replay(q) else None
         if helper is not None:
             v = self._inlined_foreign(q, helper, call)
-            if v.kind != V.UNKNOWN:
-                return v
+            if v.kind != V.UNKNOWN or self._made_of_parameters(q):
+                return v  # (one made of its parameters: the callers' join says nothing of this call)
             # (it names what its own module defines, `return Rays(n)`: what the module says)
         got = self.env.project.call_val(q)
         if got is not None:
@@ -1457,6 +1457,12 @@ class Evaluator:
             v = self._replayed(q, body, call, helper.aliases)
             return v if v is not None else V.UNKNOWN_VAL
         return self._infer_in_scope(q, body, call, helper.aliases)
+
+    def _made_of_parameters(self, q: str) -> bool:
+        """Another module's helper, replayed here, every return of which is made of its
+        parameters (`HelperBody.from_parameters`)."""
+        body = self._foreign_helpers.get(q)
+        return body is not None and body.from_parameters
 
     def _method_replayed(self, recv: Val, m: str, call: cst.Call) -> Optional[Val]:
         """`obj.m(...)` of a method this file's class (or another module's) defines, inferred
