@@ -2701,3 +2701,42 @@ def test_a_helper_of_another_module_made_of_its_parameters_is_never_the_callers_
     })
     found = {(n, row, code) for n, row, code, _ in _found(paths) if n == "model.py"}
     assert found == {("model.py", 19, "SYN101")}, found
+
+
+DETECTRON2_ARCH = """\
+    import torch
+    from torch import nn
+    from detectron2.modeling import META_ARCH_REGISTRY
+    from pkg.registry import MODELS
+
+    @{registry}.register()
+    class MaskFormer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("pixel_mean", torch.zeros(3, 1, 1), False)
+
+        @property
+        def device(self):
+            return self.pixel_mean.device
+
+        def forward(self, batched_inputs):
+            images = [x["image"].to(self.device) for x in batched_inputs]
+            if self.training:
+                gt = [x["instances"].to(self.device) for x in batched_inputs]
+            return images
+    """
+
+
+def test_a_detectron2_meta_architecture_is_given_the_loaders_host_dicts(tmp_path):
+    """detectron2's trainer calls a META_ARCH_REGISTRY model with the data loader's batch, a
+    list of dicts of CPU tensors (Mask2Former's `x["image"].to(self.device)`): each move is a
+    blocking copy, every step. The same module registered in a project's own registry, or in
+    none, is given whatever its callers pass (a forward's input: no evidence of the host)."""
+    reg = {"pkg/__init__.py": "", "pkg/registry.py": "class Registry:\n    def register(self):\n        return lambda c: c\nMODELS = Registry()\n"}
+    found = {(n, row, code, hot) for n, row, code, hot in _found(_project(tmp_path / "d2", {
+        **reg, "pkg/arch.py": DETECTRON2_ARCH.replace("{registry}", "META_ARCH_REGISTRY")})) if n == "arch.py"}
+    assert found == {("arch.py", 17, "SYN304", True), ("arch.py", 19, "SYN304", True)}, found
+    for registry in ("MODELS", "nothing"):
+        src = DETECTRON2_ARCH.replace("{registry}", registry).replace("    @nothing.register()\n", "")
+        found = {f for f in _found(_project(tmp_path / registry, {**reg, "pkg/arch.py": src})) if f[0] == "arch.py"}
+        assert not found, (registry, found)

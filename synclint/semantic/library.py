@@ -113,6 +113,7 @@ FRAMEWORK_HOOK_NAMES = frozenset().union(*FRAMEWORK_HOOKS.values())
 # base class -> "method.parameter" that its framework fills with host data
 HOST_PARAMETERS = {k: frozenset(v) for k, v in _DATA["modules"]["host_parameters"].items()}
 HOST_PARAMETER_METHODS = frozenset(m.split(".")[0] for v in HOST_PARAMETERS.values() for m in v)
+REGISTRY_HOST_PARAMETERS = {k: frozenset(v) for k, v in _DATA["modules"]["registry_host_parameters"].items()}
 
 
 def framework_calls(base: str, method: str) -> bool:
