@@ -2740,3 +2740,41 @@ def test_a_detectron2_meta_architecture_is_given_the_loaders_host_dicts(tmp_path
         src = DETECTRON2_ARCH.replace("{registry}", registry).replace("    @nothing.register()\n", "")
         found = {f for f in _found(_project(tmp_path / registry, {**reg, "pkg/arch.py": src})) if f[0] == "arch.py"}
         assert not found, (registry, found)
+
+
+MULTI_APPLY_LOSS = """\
+    import numpy as np
+    import torch
+    from torch import nn
+    from mmdet.models.utils import multi_apply
+
+    class DBLoss(nn.Module):
+        def forward(self, preds, data_samples):
+            gt, gt_mask = self.get_targets(data_samples)
+            gt = gt.to(preds.device)
+            gt_mask = gt_mask.to(preds.device)
+            return (preds - gt).abs().mean()
+
+        def get_targets(self, data_samples):
+            gt, gt_mask = multi_apply(self._get_target_single, data_samples)
+            return torch.cat(gt), torch.cat(gt_mask)
+
+        def _get_target_single(self, data_sample):
+            kernel = np.zeros(data_sample.img_shape, dtype=np.float32)
+            return {made}, torch.from_numpy(kernel > 0).float()
+    """
+
+
+def test_multi_apply_gives_lists_of_what_its_function_returns(tmp_path):
+    """mmdet's `multi_apply(f, items)` maps `f` over the items and gives one list per value
+    `f` returns (mmocr's DBNet targets, made on the host from each data sample, then
+    `gt.to(preds.device)` every step). Where `f` makes its targets on the predictions'
+    device, the move copies nothing (the near-miss)."""
+    found = {(n, row, code, hot) for n, row, code, hot in _found(_project(tmp_path / "host", {
+        "loss.py": MULTI_APPLY_LOSS.replace("{made}", "torch.from_numpy(kernel)")})) if n == "loss.py"}
+    assert found == {("loss.py", 9, "SYN304", True), ("loss.py", 10, "SYN304", True)}, found
+    found = {f for f in _found(_project(tmp_path / "gpu", {
+        "loss.py": MULTI_APPLY_LOSS.replace("{made}", "torch.zeros(3, device='cuda')")
+                                   .replace("torch.from_numpy(kernel > 0).float()", "torch.ones(3, device='cuda')")}))
+             if f[0] == "loss.py"}
+    assert not found, found

@@ -997,6 +997,8 @@ class Evaluator:
             pos = [a.value for a in call.args if a.keyword is None and not a.star]
             got = tuple(self.value(pos[i]) if i < len(pos) else V.UNKNOWN_VAL for i in L.RETURNS_ARGUMENTS[q])
             return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
+        if q in L.PER_ITEM_APPLY:  # `gt, mask = multi_apply(self._target_single, samples)`
+            return self._applied_per_item(call)
         if q in L.HOST_DECIDING_OPTIMIZERS:  # `optimizer = LARC(optimizer=optimizer)`
             return Val(V.OPTIM, cls=L.LARC)
         if L.pml_class(q):  # `criterion = losses.ArcFaceLoss(...)`: known by its class
@@ -1046,6 +1048,28 @@ class Evaluator:
         if root in L.LIBRARY_ROOTS:
             return V.UNKNOWN_VAL
         return ref(q)  # another module's function or class: the project resolves it
+
+    def _applied_per_item(self, call: cst.Call) -> Val:
+        """`multi_apply(f, xs)`: one list per value `f` returns (a tensor's list: tensors on
+        its device), as `f`'s walked return says."""
+        pos = [a.value for a in call.args if a.keyword is None and not a.star]
+        if not pos:
+            return V.UNKNOWN_VAL
+        f = self.value(pos[0])
+        got: Optional[Val] = None
+        for key in V.methods_of(f):
+            cls, _, m = key.rpartition(".")
+            r = self.env.method_return(cls, m) if cls else None
+            got = r if got is None else V.join(got, r) if r is not None else got
+        if not V.methods_of(f) and V.function_keys(f):
+            got = self._returned_by(V.function_keys(f))
+        elif f == V.FUNCTION_VAL and type(pos[0]) is cst.Name:  # a function of this module
+            got = self.env.func_returns.get(pos[0].value)
+        if got is None or not got.elems:
+            return V.UNKNOWN_VAL
+        return Val(V.PY, py="tuple", elems=tuple(
+            Val(V.TENSORS, e.device, dtype=e.dtype) if e.kind == V.TENSOR else Val(V.PY, py="list", elems=(e,))
+            for e in got.elems))
 
     def _instance_made(self, v: Val, call: cst.Call) -> Val:
         """An instance a call of a project class made; a loader when the class derives from

@@ -174,6 +174,7 @@ def is_host_side_method(name: str) -> bool:
 
 
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
+PER_ITEM_APPLY = frozenset(_DATA["wrappers"]["per_item_apply"])
 HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as
 SCALER_CALLABLES = {f: tuple(a) for f, a in _DATA["wrappers"]["scaler_callables"].items()}
