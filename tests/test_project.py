@@ -2778,3 +2778,36 @@ def test_multi_apply_gives_lists_of_what_its_function_returns(tmp_path):
                                    .replace("torch.from_numpy(kernel > 0).float()", "torch.ones(3, device='cuda')")}))
              if f[0] == "loss.py"}
     assert not found, found
+
+
+def test_a_write_to_one_key_of_a_batch_leaves_its_other_keys_where_they_were(tmp_path):
+    """picotron's pipeline step writes one key of the loader's batch with a device tensor
+    (`batch["hidden_states"] = recv.to(device)`), then moves the others, still on the
+    host: each move is a blocking copy. What the written key holds is what was written (its
+    move is no copy: the near-miss), and a key written from a variable index still makes
+    every item either (no finding: the container's join)."""
+    src = """\
+        import torch
+
+        def step(model, loader, device, grad_acc_steps):
+            for _ in range(grad_acc_steps):
+                batch = next(loader)
+                recv = torch.zeros(3, device=device)
+                batch["hidden_states"] = recv.to(device) if recv is not None else recv
+                x = batch["input_ids"].to(device)
+                h = batch["hidden_states"].to(device)
+                out = model(x, h)
+            return out
+
+        def main(ds, model, use_cpu):
+            device = torch.device("cpu") if use_cpu else torch.device("cuda", 0)
+            loader = iter(torch.utils.data.DataLoader(ds, batch_size=4, pin_memory=True))
+            for _ in range(100):
+                step(model, loader, device, 4)
+        """
+    found = {(n, row, code) for n, row, code, _ in _found(_project(tmp_path / "a", {"train.py": src}))}
+    assert found == {("train.py", 8, "SYN304")}, found
+    src2 = src.replace('batch["hidden_states"] = ', 'batch[key] = ').replace(
+        "def step(model, loader, device, grad_acc_steps):", "def step(model, loader, device, grad_acc_steps, key='h'):")
+    found = {(n, row, code) for n, row, code, _ in _found(_project(tmp_path / "b", {"train.py": src2}))}
+    assert found == set(), found

@@ -87,6 +87,7 @@ class Env(Protocol):
     def note_early_option(self, option: str) -> None: ...
     def option_value(self, option: str) -> Optional[Val]: ...
     def note_per_epoch(self) -> None: ...
+    def item_written(self, name: str, key: str) -> Optional[Val]: ...
 
 
 # torch functions that join a sequence of tensors into one
@@ -528,6 +529,11 @@ class Evaluator:
                 return base.with_(pinned=None)  # `perm[:2]`: slices keep every dimension
             return base.with_(pinned=None, ndim=None)  # any index of a bool tensor is bool
         if base.kind == V.TENSORS:
+            if type(e.value) is cst.Name and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
+                key = string_value(e.slice[0].slice.value)
+                written = self.env.item_written(e.value.value, key) if key is not None else None
+                if written is not None:
+                    return written
             if base.elems is not None and len(e.slice) == 1:
                 idx = e.slice[0].slice
                 if type(idx) is cst.Index and type(idx.value) is cst.Integer:
