@@ -2647,3 +2647,167 @@ def test_star_imports_that_import_one_another_are_each_followed_once(tmp_path, m
     monkeypatch.setattr(project.Project, "_resolve", counted)
     found = _found(_project(tmp_path, files))
     assert ("use.py", 7, "SYN101", True) in found
+
+
+def test_a_helper_of_another_module_made_of_its_parameters_is_never_the_callers_join(tmp_path):
+    """`default(val, d)` imported from a util module, called with a tensor annotation in one
+    module and with a size in another (generative-models' `n = default(self.n, z.shape[0])`,
+    then `math.ceil(z.shape[0] / n)`): a replay that cannot tell the value leaves it unknown;
+    the join over every caller (a tensor) says nothing about this call. The caller that
+    passes a GPU tensor still gets one (its `.item()` is a read-back)."""
+    paths = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/util.py": """\
+            from inspect import isfunction
+
+            def exists(x):
+                return x is not None
+
+            def default(val, d):
+                if exists(val):
+                    return val
+                return d() if isfunction(d) else d
+            """,
+        "pkg/sampler.py": """\
+            from typing import Optional
+            import torch
+            from .util import default
+
+            class Sampler:
+                def __call__(self, n: int, rand: Optional[torch.Tensor] = None) -> torch.Tensor:
+                    return torch.zeros_like(default(rand, torch.randn((n,))))
+            """,
+        "pkg/model.py": """\
+            import math
+            import torch
+            from .util import default
+
+            class M(torch.nn.Module):
+                def __init__(self, n=None):
+                    super().__init__()
+                    self.n = n
+
+                def decode(self, z):
+                    n = default(self.n, z.shape[0])
+                    rounds = math.ceil(z.shape[0] / n)
+                    for i in range(rounds):
+                        z[i * n : (i + 1) * n].mul_(2)
+                    return z
+
+                def forward(self, x, y=None):
+                    y = default(y, x * 2)
+                    return y.sum().item()
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if n == "model.py"}
+    assert found == {("model.py", 19, "SYN101")}, found
+
+
+DETECTRON2_ARCH = """\
+    import torch
+    from torch import nn
+    from detectron2.modeling import META_ARCH_REGISTRY
+    from pkg.registry import MODELS
+
+    @{registry}.register()
+    class MaskFormer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("pixel_mean", torch.zeros(3, 1, 1), False)
+
+        @property
+        def device(self):
+            return self.pixel_mean.device
+
+        def forward(self, batched_inputs):
+            images = [x["image"].to(self.device) for x in batched_inputs]
+            if self.training:
+                gt = [x["instances"].to(self.device) for x in batched_inputs]
+            return images
+    """
+
+
+def test_a_detectron2_meta_architecture_is_given_the_loaders_host_dicts(tmp_path):
+    """detectron2's trainer calls a META_ARCH_REGISTRY model with the data loader's batch, a
+    list of dicts of CPU tensors (Mask2Former's `x["image"].to(self.device)`): each move is a
+    blocking copy, every step. The same module registered in a project's own registry, or in
+    none, is given whatever its callers pass (a forward's input: no evidence of the host)."""
+    reg = {"pkg/__init__.py": "", "pkg/registry.py": "class Registry:\n    def register(self):\n        return lambda c: c\nMODELS = Registry()\n"}
+    found = {(n, row, code, hot) for n, row, code, hot in _found(_project(tmp_path / "d2", {
+        **reg, "pkg/arch.py": DETECTRON2_ARCH.replace("{registry}", "META_ARCH_REGISTRY")})) if n == "arch.py"}
+    assert found == {("arch.py", 17, "SYN304", True), ("arch.py", 19, "SYN304", True)}, found
+    for registry in ("MODELS", "nothing"):
+        src = DETECTRON2_ARCH.replace("{registry}", registry).replace("    @nothing.register()\n", "")
+        found = {f for f in _found(_project(tmp_path / registry, {**reg, "pkg/arch.py": src})) if f[0] == "arch.py"}
+        assert not found, (registry, found)
+
+
+MULTI_APPLY_LOSS = """\
+    import numpy as np
+    import torch
+    from torch import nn
+    from mmdet.models.utils import multi_apply
+
+    class DBLoss(nn.Module):
+        def forward(self, preds, data_samples):
+            gt, gt_mask = self.get_targets(data_samples)
+            gt = gt.to(preds.device)
+            gt_mask = gt_mask.to(preds.device)
+            return (preds - gt).abs().mean()
+
+        def get_targets(self, data_samples):
+            gt, gt_mask = multi_apply(self._get_target_single, data_samples)
+            return torch.cat(gt), torch.cat(gt_mask)
+
+        def _get_target_single(self, data_sample):
+            kernel = np.zeros(data_sample.img_shape, dtype=np.float32)
+            return {made}, torch.from_numpy(kernel > 0).float()
+    """
+
+
+def test_multi_apply_gives_lists_of_what_its_function_returns(tmp_path):
+    """mmdet's `multi_apply(f, items)` maps `f` over the items and gives one list per value
+    `f` returns (mmocr's DBNet targets, made on the host from each data sample, then
+    `gt.to(preds.device)` every step). Where `f` makes its targets on the predictions'
+    device, the move copies nothing (the near-miss)."""
+    found = {(n, row, code, hot) for n, row, code, hot in _found(_project(tmp_path / "host", {
+        "loss.py": MULTI_APPLY_LOSS.replace("{made}", "torch.from_numpy(kernel)")})) if n == "loss.py"}
+    assert found == {("loss.py", 9, "SYN304", True), ("loss.py", 10, "SYN304", True)}, found
+    found = {f for f in _found(_project(tmp_path / "gpu", {
+        "loss.py": MULTI_APPLY_LOSS.replace("{made}", "torch.zeros(3, device='cuda')")
+                                   .replace("torch.from_numpy(kernel > 0).float()", "torch.ones(3, device='cuda')")}))
+             if f[0] == "loss.py"}
+    assert not found, found
+
+
+def test_a_write_to_one_key_of_a_batch_leaves_its_other_keys_where_they_were(tmp_path):
+    """picotron's pipeline step writes one key of the loader's batch with a device tensor
+    (`batch["hidden_states"] = recv.to(device)`), then moves the others, still on the
+    host: each move is a blocking copy. What the written key holds is what was written (its
+    move is no copy: the near-miss), and a key written from a variable index still makes
+    every item either (no finding: the container's join)."""
+    src = """\
+        import torch
+
+        def step(model, loader, device, grad_acc_steps):
+            for _ in range(grad_acc_steps):
+                batch = next(loader)
+                recv = torch.zeros(3, device=device)
+                batch["hidden_states"] = recv.to(device) if recv is not None else recv
+                x = batch["input_ids"].to(device)
+                h = batch["hidden_states"].to(device)
+                out = model(x, h)
+            return out
+
+        def main(ds, model, use_cpu):
+            device = torch.device("cpu") if use_cpu else torch.device("cuda", 0)
+            loader = iter(torch.utils.data.DataLoader(ds, batch_size=4, pin_memory=True))
+            for _ in range(100):
+                step(model, loader, device, 4)
+        """
+    found = {(n, row, code) for n, row, code, _ in _found(_project(tmp_path / "a", {"train.py": src}))}
+    assert found == {("train.py", 8, "SYN304")}, found
+    src2 = src.replace('batch["hidden_states"] = ', 'batch[key] = ').replace(
+        "def step(model, loader, device, grad_acc_steps):", "def step(model, loader, device, grad_acc_steps, key='h'):")
+    found = {(n, row, code) for n, row, code, _ in _found(_project(tmp_path / "b", {"train.py": src2}))}
+    assert found == set(), found

@@ -87,7 +87,22 @@ class HelperBody:
         if any(params.intersection(names) for names, _, _ in self.steps):
             return False
         return all(n.value in params or n.value in _NEUTRAL_NAMES
-                   for r in self.returns for n in (r, *descendants(r)) if type(n) is cst.Name)
+                   for r in self.returns for n in _value_names(r))
+
+
+def _value_names(e: cst.BaseExpression):
+    """The names an expression's value may be made of: a conditional's test only picks
+    (`d() if isfunction(d) else d`), so its names are not among them."""
+    if type(e) is cst.IfExp:
+        yield from _value_names(e.body)
+        yield from _value_names(e.orelse)
+        return
+    if type(e) is cst.Name:
+        yield e
+        return
+    for n in descendants(e):
+        if type(n) is cst.Name:
+            yield n
 
 
 # (parameter, the type or tuple of types tested, whether the test holds on the path)

@@ -87,6 +87,7 @@ class Env(Protocol):
     def note_early_option(self, option: str) -> None: ...
     def option_value(self, option: str) -> Optional[Val]: ...
     def note_per_epoch(self) -> None: ...
+    def item_written(self, name: str, key: str) -> Optional[Val]: ...
 
 
 # torch functions that join a sequence of tensors into one
@@ -542,6 +543,11 @@ class Evaluator:
                 return base.with_(pinned=None)  # `perm[:2]`: slices keep every dimension
             return base.with_(pinned=None, ndim=None)  # any index of a bool tensor is bool
         if base.kind == V.TENSORS:
+            if type(e.value) is cst.Name and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
+                key = string_value(e.slice[0].slice.value)
+                written = self.env.item_written(e.value.value, key) if key is not None else None
+                if written is not None:
+                    return written
             if base.elems is not None and len(e.slice) == 1:
                 idx = e.slice[0].slice
                 if type(idx) is cst.Index and type(idx.value) is cst.Integer:
@@ -1011,6 +1017,8 @@ class Evaluator:
             pos = [a.value for a in call.args if a.keyword is None and not a.star]
             got = tuple(self.value(pos[i]) if i < len(pos) else V.UNKNOWN_VAL for i in L.RETURNS_ARGUMENTS[q])
             return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
+        if q in L.PER_ITEM_APPLY:  # `gt, mask = multi_apply(self._target_single, samples)`
+            return self._applied_per_item(call)
         if q in L.HOST_DECIDING_OPTIMIZERS:  # `optimizer = LARC(optimizer=optimizer)`
             return Val(V.OPTIM, cls=L.LARC)
         if L.pml_class(q):  # `criterion = losses.ArcFaceLoss(...)`: known by its class
@@ -1044,8 +1052,8 @@ class Evaluator:
         helper = self.env.project.one_liner(q) if self._may_replay(q) else None
         if helper is not None:
             v = self._inlined_foreign(q, helper, call)
-            if v.kind != V.UNKNOWN:
-                return v
+            if v.kind != V.UNKNOWN or self._made_of_parameters(q):
+                return v  # (one made of its parameters: the callers' join says nothing of this call)
             # (it names what its own module defines, `return Rays(n)`: what the module says)
         got = self.env.project.call_val(q)
         if got is not None:
@@ -1060,6 +1068,28 @@ class Evaluator:
         if root in L.LIBRARY_ROOTS:
             return V.UNKNOWN_VAL
         return ref(q)  # another module's function or class: the project resolves it
+
+    def _applied_per_item(self, call: cst.Call) -> Val:
+        """`multi_apply(f, xs)`: one list per value `f` returns (a tensor's list: tensors on
+        its device), as `f`'s walked return says."""
+        pos = [a.value for a in call.args if a.keyword is None and not a.star]
+        if not pos:
+            return V.UNKNOWN_VAL
+        f = self.value(pos[0])
+        got: Optional[Val] = None
+        for key in V.methods_of(f):
+            cls, _, m = key.rpartition(".")
+            r = self.env.method_return(cls, m) if cls else None
+            got = r if got is None else V.join(got, r) if r is not None else got
+        if not V.methods_of(f) and V.function_keys(f):
+            got = self._returned_by(V.function_keys(f))
+        elif f == V.FUNCTION_VAL and type(pos[0]) is cst.Name:  # a function of this module
+            got = self.env.func_returns.get(pos[0].value)
+        if got is None or not got.elems:
+            return V.UNKNOWN_VAL
+        return Val(V.PY, py="tuple", elems=tuple(
+            Val(V.TENSORS, e.device, dtype=e.dtype) if e.kind == V.TENSOR else Val(V.PY, py="list", elems=(e,))
+            for e in got.elems))
 
     def _instance_made(self, v: Val, call: cst.Call) -> Val:
         """An instance a call of a project class made; a loader when the class derives from
@@ -1471,6 +1501,12 @@ class Evaluator:
             v = self._replayed(q, body, call, helper.aliases)
             return v if v is not None else V.UNKNOWN_VAL
         return self._infer_in_scope(q, body, call, helper.aliases)
+
+    def _made_of_parameters(self, q: str) -> bool:
+        """Another module's helper, replayed here, every return of which is made of its
+        parameters (`HelperBody.from_parameters`)."""
+        body = self._foreign_helpers.get(q)
+        return body is not None and body.from_parameters
 
     def _method_replayed(self, recv: Val, m: str, call: cst.Call) -> Optional[Val]:
         """`obj.m(...)` of a method this file's class (or another module's) defines, inferred

@@ -113,6 +113,7 @@ FRAMEWORK_HOOK_NAMES = frozenset().union(*FRAMEWORK_HOOKS.values())
 # base class -> "method.parameter" that its framework fills with host data
 HOST_PARAMETERS = {k: frozenset(v) for k, v in _DATA["modules"]["host_parameters"].items()}
 HOST_PARAMETER_METHODS = frozenset(m.split(".")[0] for v in HOST_PARAMETERS.values() for m in v)
+REGISTRY_HOST_PARAMETERS = {k: frozenset(v) for k, v in _DATA["modules"]["registry_host_parameters"].items()}
 
 
 def framework_calls(base: str, method: str) -> bool:
@@ -173,6 +174,7 @@ def is_host_side_method(name: str) -> bool:
 
 
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
+PER_ITEM_APPLY = frozenset(_DATA["wrappers"]["per_item_apply"])
 HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as
 SCALER_CALLABLES = {f: tuple(a) for f, a in _DATA["wrappers"]["scaler_callables"].items()}

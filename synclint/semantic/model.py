@@ -124,6 +124,9 @@ class SemanticModel:
         # command-line options that hold a device (`arguments.device_option`): the last walk's,
         # and those met so far; options read before this walk met them
         self.device_options: Dict[str, str] = dict(self.facts.device_options)
+        # `batch["h"] = t`: what a constant key of a container of tensors holds since, by
+        # the container's binding (its other items stay where they were)
+        self.item_writes: Dict[int, Tuple[Binding, Dict[str, Val]]] = {}
         # command-line options with a bool default (dest -> it; None: not a bool constant) and
         # the options the file may set (`arguments.bool_option`, `option_writes`)
         self.options: Dict[str, Optional[bool]] = {}
@@ -418,7 +421,14 @@ class SemanticModel:
             # `images[0] = images[0].cuda()`: an item of the container now holds `val`
             if type(target.value) is cst.Name and val.kind == V.TENSOR:
                 b = self.binding(target.value.value)
-                if b is not None and b.val.kind == V.TENSORS and b.val.device != val.device:  # not a tensor's slice
+                key = _constant_key(target)
+                if b is not None and b.val.kind == V.TENSORS and key is not None and b.val.elems is None:
+                    # `batch["hidden_states"] = h`: that item only (`item_written`)
+                    held = self.item_writes.get(id(b))
+                    if held is None or held[0] is not b:
+                        held = self.item_writes[id(b)] = (b, {})
+                    held[1][key] = val
+                elif b is not None and b.val.kind == V.TENSORS and b.val.device != val.device:  # not a tensor's slice
                     # (every item, in `for i in range(len(xs)): xs[i] = ...`: what they now hold)
                     device = val.device if every_item_of(target, self.loop_nodes) else V.join_device(
                         b.val.device, val.device)
@@ -439,6 +449,13 @@ class SemanticModel:
                     self.device_options[target.attr.value] = val.device
         elif t is cst.StarredElement:
             self.bind_target(target.value, val)
+
+    def item_written(self, name: str, key: str) -> Optional[Val]:
+        """What `name[key]` holds where the code wrote that constant key of the container
+        `name` now holds (`bind_target`); None where it did not."""
+        b = self.binding(name)
+        held = self.item_writes.get(id(b)) if b is not None else None
+        return held[1].get(key) if held is not None and held[0] is b else None
 
     def bind_self_attr(self, name: str, val: Val, expr: Optional[cst.BaseExpression]) -> None:
         """`self.<name> = expr` (of value `val`) in a method of the class the walk is in."""
@@ -1478,3 +1495,10 @@ def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
             break
         it = it.args[0].value
     return it
+
+
+def _constant_key(target: cst.Subscript) -> Optional[str]:
+    """The string constant of `x["key"]`, else None."""
+    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Index:
+        return None
+    return string_value(target.slice[0].slice.value)

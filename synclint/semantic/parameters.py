@@ -44,6 +44,9 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
                 info.cls.name, lambda b: f"{info.name}.{pname}" in L.HOST_PARAMETERS.get(b, ())) is not None:
             # filled by the framework with data it moved to the host (mmengine's metric results)
             val = Val(V.PY, py="list", elems=(V.HOST_OBJECT,))
+        elif is_method and f"{info.name}.{pname}" in _registry_host_parameters(ctx, info):
+            # the loader's batch, handed over by the framework that built the class (detectron2)
+            val = Val(V.PY, py="list", elems=(Val(V.PY, py="dict", elems=(V.tensor(V.CPU),)),))
         elif callers is not None and V.is_none(callers) and not _has_default(p):
             val = callers  # every call passes None, or leaves it to its default None (`d: Optional[Tensor]`)
         elif p.annotation is not None:
@@ -95,6 +98,18 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
             elif pname.endswith(("idx", "_nb")):
                 val = V.py("int")
         ctx.bind(pname, val if val is not None else V.UNKNOWN_VAL)
+
+
+def _registry_host_parameters(ctx: "SemanticModel", info: FuncInfo) -> frozenset:
+    """The "method.parameter"s a framework fills with a loader's batch, for the class of
+    `info`, by the registries its decorators put it in (`@META_ARCH_REGISTRY.register()`)."""
+    node = info.cls.node
+    out: frozenset = frozenset()
+    for d in node.decorators if node is not None else ():
+        call = d.decorator
+        if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in L.REGISTRY_REGISTERS:
+            out |= L.REGISTRY_HOST_PARAMETERS.get(ctx.qualname(call.func.value) or "", frozenset())
+    return out
 
 
 def _has_default(p: cst.Param) -> bool:
