@@ -2366,6 +2366,13 @@ CONFIG_FILES = {
         class TestedHead(torch.nn.Module):
             def forward(self, x):
                 return x.std().item()  # once: only a test builds it
+
+
+        @MODELS.register_module("Aliased")
+        @MODELS.register_module()
+        class AliasedHead(torch.nn.Module):
+            def forward(self, x):
+                return x.var().item()  # hot: registered under a name given first, which a config names
         """,
     "pkg/losses.py": """\
         import torch
@@ -2384,7 +2391,7 @@ CONFIG_FILES = {
                 return x.abs().max().item()  # once: only UnusedHead, never built, names it
         """,
     "configs/model.py": """\
-        model = dict(type="UsedHead", aux=dict(type="SubHead"), extra=dict(type="Renamed"))
+        model = dict(type="UsedHead", aux=dict(type="SubHead"), extra=dict(type="Renamed"), more=dict(type="Aliased"))
         """,
     "tests/test_heads.py": """\
         from pkg.registry import MODELS
@@ -2408,7 +2415,7 @@ CONFIG_FILES = {
 def test_a_registered_class_that_no_config_or_code_names_is_never_built(tmp_path, monkeypatch):
     found = {(n, row, hot) for n, row, code, hot in _found(_project(tmp_path, CONFIG_FILES)) if code == "SYN101"}
     assert found == {("heads.py", 8, True), ("heads.py", 17, False), ("heads.py", 21, False), ("heads.py", 27, True),
-                     ("heads.py", 38, True), ("heads.py", 44, False), ("losses.py", 8, True),
+                     ("heads.py", 38, True), ("heads.py", 44, False), ("heads.py", 51, True), ("losses.py", 8, True),
                      ("losses.py", 14, False)}, found
     # the same tags when heads.py is checked alone, from the cache of the package check
     from synclint.run import cache as cache_module

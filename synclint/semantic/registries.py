@@ -56,8 +56,8 @@ def registrations(module: Optional[cst.Module], spell: Spell) -> List[Tuple[str,
 
 def registered_as(module: Optional[cst.Module], spell: Spell) -> Dict[str, List[str]]:
     """class -> the names a decorator registers it under instead of its own
-    (`@MODELS.register_module(name="Setup")`, a list of names); "*" where the name is not
-    written out. Classes registered under their own name are left out."""
+    (`@MODELS.register_module(name="Setup")`, `@METRICS.register_module('MS_SSIM')`, a list of
+    names); "*" where the name is not written out. Classes registered under their own name are left out."""
     out: Dict[str, List[str]] = {}
     for stmt in module.body if module is not None else ():
         if type(stmt) is not cst.ClassDef:
@@ -65,8 +65,10 @@ def registered_as(module: Optional[cst.Module], spell: Spell) -> Dict[str, List[
         for d in stmt.decorators:
             if type(d.decorator) is not cst.Call or _registry_of(d.decorator.func, spell) is None:
                 continue
-            given = next((a.value for a in d.decorator.args if a.keyword is not None and a.keyword.value == "name"),
-                         None)
+            args = d.decorator.args
+            given = next((a.value for a in args if a.keyword is not None and a.keyword.value == "name"), None)
+            if given is None and args and args[0].keyword is None and not args[0].star:
+                given = args[0].value  # (`register_module('MS_SSIM')`: the name comes first)
             if given is None:
                 continue
             items = [e.value for e in given.elements] if type(given) in (cst.List, cst.Tuple) else [given]
