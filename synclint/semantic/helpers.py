@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.parse.node_data import node_data, node_from_data
-from synclint.semantic.syntax import all_params, always_leaves, descendants, statements
+from synclint.semantic.syntax import all_params, always_leaves, descendants, isinstance_test, statements
 
 # Longer helpers are not replayed: their walked return is what callers get. (A replay's
 # result is memoised by argument values, `infer.Evaluator._infer_in_scope`, so one long
@@ -217,10 +217,8 @@ def _block(block, out: HelperBody, cond: bool, mutated: set, tests: Tuple[Guard,
 
 def _parameter_type_test(test: cst.BaseExpression, params: List[str]) -> Optional[Tuple[str, cst.BaseExpression]]:
     """(parameter, the type or tuple of types) of `isinstance(p, T)` on a parameter."""
-    if (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance"
-            and len(test.args) == 2 and type(test.args[0].value) is cst.Name and test.args[0].value.value in params):
-        return test.args[0].value.value, test.args[1].value
-    return None
+    tested = isinstance_test(test)
+    return (tested[0].value, tested[1]) if tested is not None and tested[0].value in params else None
 
 
 _MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault"))
@@ -230,9 +228,7 @@ def _small(small: cst.BaseSmallStatement, out: HelperBody, cond: bool, mutated: 
     if type(small) is cst.Return:
         if small.value is not None:
             out.returns.append(small.value)
-            if tests:
-                out.guards.extend(() for _ in range(len(out.returns) - 1 - len(out.guards)))
-                out.guards.append(tests)
+            out.guards.append(tests)
     elif type(small) is cst.Assign:
         for t in small.targets:
             names = _bound_names(t.target)

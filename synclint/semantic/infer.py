@@ -25,7 +25,7 @@ from synclint.semantic.annotations import annotation_val, type_test_holds
 from synclint.semantic.helpers import HelperBody
 from synclint.semantic.registries import built_through
 from synclint.semantic.scopes import Binding, FuncInfo
-from synclint.semantic.syntax import is_none, is_true, kwarg, literal_ndim, string_value
+from synclint.semantic.syntax import is_none, isinstance_test, is_true, kwarg, literal_ndim, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -311,11 +311,10 @@ class Evaluator:
         `isinstance` test names is of the type tested (`unet if isinstance(unet, nn.Module) else
         MODELS.build(unet)`: a module either way)."""
         v = self.value(body)
-        if not (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance"
-                and len(test.args) == 2 and type(body) is cst.Name and type(test.args[0].value) is cst.Name
-                and test.args[0].value.value == body.value):
+        tested = isinstance_test(test)
+        if tested is None or type(body) is not cst.Name or tested[0].value != body.value:
             return v
-        typed = annotation_val(self.env, test.args[1].value)
+        typed = annotation_val(self.env, tested[1])
         if typed is None or typed.kind not in (V.MODULE, V.TENSOR) or typed.kind == v.kind:
             return v
         return typed

@@ -10,6 +10,7 @@ import libcst as cst
 
 from synclint.semantic import values as V
 from synclint.semantic.annotations import annotation_val
+from synclint.semantic.syntax import isinstance_test
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -109,9 +110,9 @@ def _type_test(test: cst.BaseExpression) -> Optional[Tuple[cst.Name, cst.BaseExp
     """(the name tested, the type or tuple of types, whether the test is negated) of
     `isinstance(x, T)`, and of `type(x) is T` / `type(x) == T` (`is not`, `!=`: negated),
     which say as much of x (audiocraft's `if type(step) is int:`)."""
-    if type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance" \
-            and len(test.args) == 2 and type(test.args[0].value) is cst.Name:
-        return test.args[0].value, test.args[1].value, False
+    tested = isinstance_test(test)
+    if tested is not None:
+        return tested[0], tested[1], False
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return None
     left, (comp,) = test.left, test.comparisons

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -84,6 +84,14 @@ def self_attr(e: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def isinstance_test(test: cst.BaseExpression) -> Optional[Tuple[cst.Name, cst.BaseExpression]]:
+    """(the name tested, the type or tuple of types) of `isinstance(x, T)` on a plain name."""
+    if (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance"
+            and len(test.args) == 2 and type(test.args[0].value) is cst.Name):
+        return test.args[0].value, test.args[1].value
+    return None
+
+
 def always_leaves(block: cst.BaseSuite) -> bool:
     """A block whose last statement raises or returns: no path through it falls through
     (a `raise` under a condition inside it may, but the last one always runs)."""
@@ -146,7 +154,7 @@ def target_names(t: cst.BaseExpression):
 # the cost of the parse); reading the dataclass fields directly is far cheaper. The walker
 # uses the same tables.
 import dataclasses  # noqa: E402
-from typing import AbstractSet, Dict, Iterator, Sequence, Set, Tuple  # noqa: E402
+from typing import AbstractSet, Dict, Iterator, Sequence, Set  # noqa: E402
 
 SKIP_TYPES = (
     cst.BaseParenthesizableWhitespace, cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen,
