@@ -752,6 +752,13 @@ class Project:
             out += [base] if p2 is None else self._library_bases(p2, base, depth + 1)
         return out
 
+    def _request_hook(self, path: str, q: str) -> bool:
+        """Whether the method `q` of `path` is one its class's framework calls once per
+        request (`library.toml` request_hooks: an inferencer's `__call__`), not every step."""
+        cls, _, method = q.rpartition(".")
+        return bool(cls) and method in L.REQUEST_HOOK_NAMES and any(
+            L.request_calls(b, method) for b in self._library_bases(path, cls))
+
     def _bases(self, path: str, cls: str) -> Iterator[Tuple[Optional[str], str]]:
         """`cls`'s bases, in order and resolved as they are reached: (path, name) of a class
         of the project, (None, qualified name) of one from outside it (a library's); a base
@@ -1272,7 +1279,7 @@ class Project:
             if s is not None:
                 never = unbuilt.get(path, ())  # (a class nothing builds: its hooks never run)
                 frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1])
-                                and q.rsplit(".", 1)[0] not in never)
+                                and q.rsplit(".", 1)[0] not in never and not self._request_hook(path, q))
                 if declared:
                     frontier.extend((path, q) for q in s.params if declared.is_hot(qualified(s.name, q)))
                     cold.update((path, q) for q in s.params if declared.is_cold(qualified(s.name, q)))

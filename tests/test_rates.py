@@ -235,3 +235,20 @@ ITEMS = (Path(__file__).parent / "data" / "rates" / "items.py").read_text()
 def test_a_loop_over_a_tensors_dimension_runs_at_the_rate_around_it():
     found, expected = rates_at_marks(ITEMS, "items.py")
     assert found == expected
+
+
+INFERENCER = Path(__file__).parent / "data" / "rates" / "inferencer"
+
+
+def test_an_inferencers_methods_run_once_per_request(tmp_path, monkeypatch):
+    # (mmagic's inferencers: mmengine's `BaseInferencer.__call__` runs `preprocess`, `forward`,
+    # `visualize`, `postprocess` once per call; `__call__` and `forward` are hot by their
+    # names elsewhere; library.toml `request_hooks`)
+    _package(tmp_path, monkeypatch, INFERENCER, "infer_pkg")
+    # the package, and the file alone with its cache
+    for paths, names in ((["infer_pkg"], ("inferencer.py", "model.py")), (["infer_pkg/inferencer.py"], ("inferencer.py",))):
+        out = run(configure(start=tmp_path), paths)
+        for name in names:
+            expected = marked_rates((INFERENCER / name).read_text())
+            got = {f.row: f.rate for f in out.findings if f.filename.endswith(name)}
+            assert got == expected, (paths, name)

@@ -376,10 +376,13 @@ class Binder:
         ctx.merge([after_body, ctx.snapshot()])
 
     def _assert(self, node: cst.Assert) -> None:
+        ctx = self.ctx
         self.walk(node.test)
         if node.msg is not None:
-            self.walk(node.msg)
-        narrow(self.ctx, node.test)  # past `assert isinstance(v, float)`, v is a float
+            ctx.failing_depth += 1  # (the message is built only when the test fails)
+            self._with_flags((0, 0, 1), node.msg)
+            ctx.failing_depth -= 1
+        narrow(ctx, node.test)  # past `assert isinstance(v, float)`, v is a float
 
     def _try(self, node: cst.Try) -> None:
         ctx = self.ctx

@@ -101,9 +101,14 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             on = bool_option(node)
             if on is not None:  # (two parsers of one option with two defaults: neither)
                 ctx.options[on[0]] = on[1] if ctx.options.get(on[0], on[1]) == on[1] else None
-        held_functions = V.function_keys(ctx.infer(func)) if q is None and recv.kind in (V.MODULE, V.OBJECT) else ()
+        held = ctx.infer(func) if q is None and recv.kind in (V.MODULE, V.OBJECT) else V.UNKNOWN_VAL
+        held_functions = V.function_keys(held)
         if q is not None:
             outside = [(q, 0)]  # `utils.general.f(...)`
+        elif V.methods_of(held) and not any(_defines(ctx, k, func.attr.value) for k in V.classes_of(recv)):
+            # `self.act = self.activate` (or a `partial` of it) in __init__, then `self.act(x)`:
+            # an edge only (a `partial`'s or a static method's parameters are not the call's)
+            bound_methods, edge_only = V.methods_of(held), True
         elif held_functions:
             # `self.replace_fn = f if c else g` in __init__, then `self.replace_fn(x)`: either
             outside = [(k, 0) for k in held_functions if "." in k]

@@ -173,7 +173,9 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     flag = debug_flag_around(model) if model.once_depth else None
     stored = stores_own_move(model, model.stmt_stack[-1]) if model.once_depth and model.stmt_stack else None
     once = None
-    if flag is not None:
+    if model.failing_depth:
+        once = Entry(f"an assert's message{where}: built only when the assert fails")
+    elif flag is not None:
         once = Entry(f"a debug flag ({flag}){where} holds it")
     elif stored is not None:
         once = Entry(f"the move is stored back in {stored}{where}: later calls find it moved")
@@ -507,9 +509,23 @@ def periodic_test(test: cst.BaseExpression, model=None, depth: int = 0) -> bool:
 def _period(e: cst.BaseExpression, model=None) -> bool:
     """`i % N`, N a period: not a count of micro-batches per optimizer step
     (`i % trainer.accumulate_grad_batches` is every optimizer step), nor a period of 1."""
-    if not (type(e) is cst.BinaryOperation and type(e.operator) is cst.Modulo):
+    if not (type(e) is cst.BinaryOperation and type(e.operator) is cst.Modulo) or _a_size(e.left):
         return False
     return last_name(e.right) not in L.ACCUMULATION_STEPS and not _default_one(e.right, model)
+
+
+_SIZE_METHODS = frozenset(("size", "numel", "dim", "nelement"))
+
+
+def _a_size(e: cst.BaseExpression) -> bool:
+    """`e` is a tensor's dimension (`x.size(1)`, `x.shape[0]`, `x.ndim`), no step count: `if
+    lrs.size(1) % 2 == 0:` tests a shape's parity at every call. (Not `len(xs)`: a list that
+    grows by one a step counts steps: `if len(self.losses) % every == 0:`.)"""
+    if type(e) is cst.Call:
+        return type(e.func) is cst.Attribute and e.func.attr.value in _SIZE_METHODS
+    if type(e) is cst.Subscript:
+        return type(e.value) is cst.Attribute and e.value.attr.value == "shape"
+    return type(e) is cst.Attribute and e.attr.value in ("ndim", "shape")
 
 
 def _default_one(e: cst.BaseExpression, model) -> bool:

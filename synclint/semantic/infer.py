@@ -1014,6 +1014,8 @@ class Evaluator:
             return V.tensor(_device_of(ts)) if ts else V.UNKNOWN_VAL
         if q in L.RETURNS_ARGUMENTS:  # `model, optimizer = amp.initialize(model, optimizer)`
             pos = [a.value for a in call.args if a.keyword is None and not a.star]
+            if q in L.PARTIALS and len(pos) != 1:
+                return V.UNKNOWN_VAL  # (arguments bound by position: a call's would not bind as written)
             got = tuple(self.value(pos[i]) if i < len(pos) else V.UNKNOWN_VAL for i in L.RETURNS_ARGUMENTS[q])
             return got[0] if len(got) == 1 else Val(V.PY, py="tuple", elems=got)
         if q in L.PER_ITEM_APPLY:  # `gt, mask = multi_apply(self._target_single, samples)`

@@ -125,6 +125,16 @@ def framework_calls(base: str, method: str) -> bool:
     return bool(package) and method in FRAMEWORK_HOOKS.get(package, ())
 
 
+REQUEST_HOOKS = {k: frozenset(v) for k, v in _DATA["modules"]["request_hooks"].items()}
+REQUEST_HOOK_NAMES = frozenset().union(*REQUEST_HOOKS.values())
+
+
+def request_calls(base: str, method: str) -> bool:
+    """Whether the framework of the library class `base` calls a subclass's `method` once
+    per request (`request_hooks`: an inferencer's `__call__`)."""
+    return method in REQUEST_HOOKS.get(base, ())
+
+
 # registries (`semantic.registries`): the methods that put a class in one, build from a
 # config through one, or give a class of one by name; and the functions that build from a
 # config through the registry they are given (name -> (position, keyword))
@@ -174,6 +184,7 @@ def is_host_side_method(name: str) -> bool:
 
 
 RETURNS_ARGUMENTS = {f: tuple(a) for f, a in _DATA["wrappers"]["returns_arguments"].items()}
+PARTIALS = frozenset(("functools.partial",))  # (bind arguments: as a value, the function only where none is positional)
 PER_ITEM_APPLY = frozenset(_DATA["wrappers"]["per_item_apply"])
 HOST_DECIDING_OPTIMIZERS = _set("wrappers", "host_deciding_optimizers")
 LARC = "apex.parallel.LARC.LARC"  # the class every such optimizer's instance is known as

@@ -159,6 +159,7 @@ class SemanticModel:
         # inside a block that runs once at most (`if step == 0:`, `if x is None: x = ...`,
         # a branch that exits): cold, loops inside it too
         self.once_depth = 0
+        self.failing_depth = 0  # inside an assert's message: built only when the assert fails
         self.default_device = V.CUDA if self.project.makes_cuda_default() or self.facts.cuda_default else V.CPU
         self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones
         # A script that never mentions a device, CUDA or an accelerator runs on the CPU
@@ -684,10 +685,19 @@ class SemanticModel:
         project) calls at every batch (`framework_hooks`: an mmengine head's `loss_by_feat`)."""
         if info.cls is not None and self.project.never_built(info.cls.name):
             return False  # (a registered class no config or code builds: `ProjectFacts.unbuilt`)
+        if self.request_base(info) is not None:
+            return False  # (an inferencer's `__call__`: once per request, `rarity.rare_functions`)
         if hot_name(info.name) or info.cls is not None and hook_alias(info.cls, info.name) is not None:
             return True
         return info.cls is not None and info.name in L.FRAMEWORK_HOOK_NAMES and self.library_base(
             info.cls.name, lambda b: L.framework_calls(b, info.name)) is not None
+
+    def request_base(self, info: FuncInfo) -> Optional[str]:
+        """The library class whose framework calls the method `info` once per request
+        (`library.toml` request_hooks: an mmengine inferencer's `__call__`), if one does."""
+        if info.cls is None or info.name not in L.REQUEST_HOOK_NAMES:
+            return None
+        return self.library_base(info.cls.name, lambda b: L.request_calls(b, info.name))
 
     def distribution_base(self, cls_name: str) -> Optional[str]:
         """The `torch.distributions` class (`"Categorical"`) an in-file or project class

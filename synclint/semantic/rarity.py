@@ -29,7 +29,7 @@ from synclint.paths import project_root
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
-from synclint.semantic.syntax import child_nodes, code_of, descendants, last_name, self_attr, statements, string_value
+from synclint.semantic.syntax import child_nodes, code_of, descendants, is_none, last_name, self_attr, statements, string_value
 
 
 def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, Optional[Entry]]:
@@ -52,6 +52,8 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
             rare[q] = Entry(f"{q}() is a debug or visualisation helper")
         elif info.cls is not None and model.project.never_built(info.cls.name):
             rare[q] = Entry(f"{info.cls.name} is registered, but no config or code of the tree builds it")
+        elif (base := model.request_base(info)) is not None:
+            rare[q] = Entry(f"{q}() runs once per request: {base} calls it once per call")
     callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
     for i, (caller, callee, _) in enumerate(model.calls):
         if callee in model.all_funcs:
@@ -181,6 +183,11 @@ def debug_flag(model, test: cst.BaseExpression) -> Optional[str]:
     (`if self.vis_thresh > 0.3:`) nor a negation."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return debug_flag(model, test.left) or debug_flag(model, test.right)
+    if (type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.IsNot
+            and is_none(test.comparisons[0].comparator)):
+        # a debug option given a value (`if debug_percentile is not None:`, StyleGAN2-ADA's)
+        name = last_name(test.left) if type(test.left) in (cst.Name, cst.Attribute) else None
+        return code_of(test) if name and words(name) & L.DEBUG_WORDS else None
     if type(test) not in (cst.Name, cst.Attribute):
         return None
     name = last_name(test)

@@ -52,6 +52,8 @@ class Head(nn.Module):
         super().__init__()
         self.debug = debug
         self.vis_thresh = vis_thresh
+        self.debug_percentile = None
+        self.margin = 0.5
         self.fc = nn.Linear(3, 3)
 
     def forward(self, x, check: bool = False, strict: bool = True):
@@ -67,6 +69,10 @@ class Head(nn.Module):
             print(y.min().item())  # [per-step] near miss: a threshold compared, not a flag tested
         if self.training:
             print(y.std().item())  # [per-step] near miss: a flag that is on during training
+        if self.debug_percentile is not None:
+            print(y.max().item())  # [once] a debug option given a value
+        if self.margin is not None:
+            print(y.var().item())  # [per-step] near miss: an option of no debug word given a value
         return y
 
 

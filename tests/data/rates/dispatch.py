@@ -1,3 +1,4 @@
+import functools
 import torch
 import torch.nn as nn
 
@@ -60,3 +61,28 @@ class Criterion(nn.Module):
         out.append(list(listed))
         self.describe(outputs)
         return out
+
+
+class TimeEmbedding(nn.Module):
+    """Methods held in attributes: `self.act = self.activate`, `self.embed = partial(...)`
+    (mmagic's DDPM `TimeEmbedding`), then called every forward."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.embed = functools.partial(self.sinusoidal, dim=dim)
+        self.act = self.activate
+        self.listed = [self.shown_once]
+
+    @staticmethod
+    def sinusoidal(timesteps, dim):
+        freqs = torch.arange(0, dim // 2).float().to(timesteps.device)  # [per-step] through the partial
+        return timesteps[:, None] * freqs[None]
+
+    def activate(self, x):
+        return x * torch.tensor([1.0, 2.0]).cuda()  # [per-step] through the held method
+
+    def shown_once(self, x):
+        return x * torch.tensor([3.0]).cuda()  # [once] near miss: listed, never called
+
+    def forward(self, t):
+        return self.act(self.embed(t))

@@ -113,3 +113,10 @@ def export(model, x):
     out = model(x.cuda())
     save_frames(out, "a.mp4")
     save_each(out, "b.mp4")
+
+
+class Checked(nn.Module):
+    def forward(self, ids, mask):
+        assert ids.dim() == 2, f"ids {ids.cpu()} must be 2-d"  # [once] the message: only on failure
+        assert (mask.sum() > 0).item(), "empty mask"  # [per-step] near miss: the test runs every call
+        return ids[mask > 0]  # [per-step] a boolean mask

@@ -35,6 +35,8 @@ def train(model, opt, loader, w, accum):
         if (i + 1) % accum == 0:
             opt.step()
             print(w.var().item())  # [per-step] an accumulation guard: every optimizer step
+        if x.size(1) % 2 == 0:
+            print(x.norm().item())  # [per-step] near miss: a shape's parity, tested every step
 
 
 def train_accumulating(model, opt, loader, accum):
