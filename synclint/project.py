@@ -1259,13 +1259,15 @@ class Project:
         return seen
 
     # ------------------------------------------------------------------ heat
-    def hot_scopes(self, graphs: Dict[str, "object"], declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, Set[str]]:
+    def hot_scopes(self, graphs: Dict[str, "object"], declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, Dict[str, str]]:
         """path -> functions that run every step, over the whole call graph: called from a
         loop or from hot code in any module, hot by name (`forward`, `*_step`), called by a
         framework (`Graph.entries`) or declared hot. A function that loops over batches
-        itself is per-epoch, and a function declared cold runs rarely: heat stops there."""
+        itself is per-epoch, and a function declared cold runs rarely: heat stops there.
+        Each with the chain that makes it hot, from where heat starts (`rate_chain`)."""
         edges: Dict[Tuple[str, Optional[str]], List[Tuple[str, str]]] = {}
         frontier: List[Tuple[str, str]] = []
+        why: Dict[Tuple[str, str], str] = {}  # where heat starts: why there
         per_epoch: Set[Tuple[str, str]] = set()
         cold: Set[Tuple[str, str]] = set()  # declared cold: heat stops there
         steppers = {(self.absolute(p), q) for p, g in graphs.items() for q in g.steppers}
@@ -1278,12 +1280,14 @@ class Project:
             s = self.summaries.get(path)
             if s is not None:
                 never = unbuilt.get(path, ())  # (a class nothing builds: its hooks never run)
-                frontier.extend((path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1])
-                                and q.rsplit(".", 1)[0] not in never and not self._request_hook(path, q))
+                named = [(path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1])
+                         and q.rsplit(".", 1)[0] not in never and not self._request_hook(path, q)]
+                _seeds(frontier, why, named, "runs every step by its name")
                 if declared:
-                    frontier.extend((path, q) for q in s.params if declared.is_hot(qualified(s.name, q)))
+                    _seeds(frontier, why, [(path, q) for q in s.params if declared.is_hot(qualified(s.name, q))],
+                           "is declared hot (hot-functions)")
                     cold.update((path, q) for q in s.params if declared.is_cold(qualified(s.name, q)))
-            frontier.extend((path, q) for q in g.entries)
+            _seeds(frontier, why, [(path, q) for q in g.entries], "is called every step by its framework")
             for caller, callee, hot in g.calls:
                 if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
@@ -1291,16 +1295,18 @@ class Project:
                 targets = [t for t in self._call_targets(path, callee) if crosses(hot, t in steppers)]
                 edges.setdefault((path, caller), []).extend(targets)
                 if hot and (path, caller) not in cold:  # (a loop in a cold function runs rarely too)
-                    frontier.extend(targets)
+                    where = f"{caller}()" if caller else "module code"  # (a loop there, or its hook)
+                    _seeds(frontier, why, targets, f"is called every step by {where} ({os.path.basename(path)})")
         for base, subs in self._overrides().items():
             # a hot `self.m()` runs the override; not one in a visualisation tool, which only
             # that tool's run builds (`callgraph.debug_path`: YOLOX's `AssignVisualizer`)
             edges.setdefault(base, []).extend(s for s in subs if debug_path(s[0], self.root) is None
                                               and s[1].rsplit(".", 1)[0] not in unbuilt.get(s[0], ()))
         per_epoch |= cold  # (a graph's per-epoch functions leave out the hooks that do not decode)
-        hot: Dict[str, Set[str]] = {}
-        for path, qual in spread(frontier, edges, per_epoch):
-            hot.setdefault(path, set()).add(qual)
+        came_from: Dict[Tuple[str, str], Optional[Tuple[str, str]]] = {}
+        hot: Dict[str, Dict[str, str]] = {}
+        for node in spread(frontier, edges, per_epoch, came_from):
+            hot.setdefault(node[0], {})[node[1]] = _chain_text(node, came_from, why)
         return hot
 
     def grad_off_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[str]]:
@@ -1437,3 +1443,26 @@ def _any_module(v: Val) -> bool:
 def _informative(v: Val) -> bool:
     """Worth telling a file: known, or a tuple with some known element."""
     return v.kind != V.UNKNOWN or bool(v.elems and any(_informative(e) for e in v.elems))
+
+
+def _seeds(frontier: list, why: Dict[Tuple[str, str], str], nodes: List[Tuple[str, str]], reason: str) -> None:
+    """Heat starts at `nodes`, for `reason` (the first reason given stays)."""
+    frontier.extend(nodes)
+    for n in nodes:
+        why.setdefault(n, reason)
+
+
+def _chain_text(node: Tuple[str, str], came_from: Dict, why: Dict[Tuple[str, str], str], most: int = 6) -> str:
+    """`"Trainer.fit() runs every step by its name -> Model.loss (heads.py) -> ..."`: from where
+    heat starts to `node`, each function named with its file where the file changes; a long
+    chain keeps its ends."""
+    path: List[Tuple[str, str]] = [node]
+    while came_from.get(path[-1]) is not None and len(path) < 64:
+        path.append(came_from[path[-1]])
+    path.reverse()
+    shown = [f"{path[0][1]}() ({os.path.basename(path[0][0])}) {why.get(path[0], 'runs every step')}"]
+    for prev, (p, q) in zip(path, path[1:]):
+        shown.append(q if p == prev[0] else f"{q} ({os.path.basename(p)})")
+    if len(shown) > most:
+        shown = shown[:2] + ["..."] + shown[-(most - 3):]
+    return " -> ".join(shown)

@@ -246,6 +246,9 @@ def test_explain_shows_the_rule_page():
     assert "## Why is this bad?" in r.stdout and "## Example" in r.stdout
     bad = CliRunner().invoke(main, ["explain", "SYN000"])
     assert bad.exit_code == 2
+    # a FILE:LINE whose file is not there says so, not "unknown rule"
+    missing = CliRunner().invoke(main, ["explain", "nowhere/train.py:12"])
+    assert missing.exit_code == 2 and "nowhere/train.py: no such file" in missing.stderr
 
 
 def test_explain_shows_each_measured_figure_with_its_interval():

@@ -101,7 +101,8 @@ def test_declared_heat_names_its_glob_and_the_project_names_another_module(tmp_p
     out = run(configure(start=tmp_path, no_cache=True), ["pkg"])
     by_row = {f.row: f for f in out.findings if f.filename.endswith("util.py") and f.code == "SYN101"}
     assert (by_row[5].rate, by_row[5].hot) == ("per-step", True)
-    assert by_row[5].rate_chain == ("norm() is called every step from another module of the project",)
+    # (the chain from where the project's heat starts: `fit`'s loop over the loader, in train.py)
+    assert by_row[5].rate_chain == ("norm() (util.py) is called every step by fit() (train.py)",)
     assert (by_row[9].rate, by_row[9].rate_chain) == ("per-step", ("tick() is declared hot (hot-functions 'pkg.util.tick')",))
     assert (by_row[13].rate, by_row[13].hot) == ("once", False)
     assert by_row[13].rate_chain == ("setup() is declared cold (cold-functions 'pkg.util.setup')",)

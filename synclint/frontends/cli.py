@@ -479,6 +479,9 @@ def explain(rule, config_file):
     if where is not None:
         raise click.exceptions.Exit(_explain_line(*where, config_file))
     if r is None:
+        path, _, line = rule.rpartition(":")
+        if path and line.isdigit():  # (FILE:LINE of a file that is not there)
+            raise _fail(f"{path}: no such file")
         raise _fail(f"unknown rule {rule!r}; `synclint rules` lists them (or give FILE:LINE)")
     text = rule_markdown(r)
     if not sys.stdout.isatty():

@@ -327,7 +327,7 @@ def _result_shaped(e: list) -> bool:
         return ((e[2] is None or isinstance(e[2], str)) and isinstance(e[3], list) and len(e[3]) in (2, 3, 4)
                 and (len(e[3]) == 2 or isinstance(e[3][2], dict))  # (3: its compiled regions)
                 and (len(e[3]) < 4 or all(isinstance(s, str) for s in e[3][3]))  # (4: its grad-off functions)
-                and all(isinstance(s, str) for s in e[3][0])
+                and all(isinstance(q, str) and isinstance(chain, str) for q, chain in e[3][0])  # (hot: with its chain)
                 and all(isinstance(s, str) or s is None for s in e[3][1])  # (None: module-level code)
                 and all(Finding.from_json(d).to_cache() == d for d in e[1]))
     except _BAD_SHAPE:

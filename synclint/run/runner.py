@@ -135,7 +135,7 @@ def check_files(
             continue
         if e[4]:
             result.errors.append(FileError(path, e[4]))
-        hot_scopes, timing_scopes = set(e[5][0]), set(e[5][1])
+        hot_scopes, timing_scopes = dict(e[5][0]), set(e[5][1])  # (function -> the chain that makes it hot)
         grad_off = set(e[5][3]) if len(e[5]) > 3 else set()
         in_tests = declared.in_tests(path)
         for f in _settled([Finding.from_json(d) for d in e[2]], e[5], decoded):
@@ -145,7 +145,7 @@ def check_files(
                 continue  # every caller in the project runs it under `no_grad`
             f.filename = path  # cached entries are keyed by absolute path; report as given
             if not f.hot and f.scope in hot_scopes and not f.guarded:
-                f.reheat(True, "per-step", _project_reason(f.scope, modules.get(path), declared))
+                f.reheat(True, "per-step", _project_reason(f.scope, modules.get(path), declared, chain=hot_scopes[f.scope]))
             if modules and declared.cold_scope(modules[path], f.scope):
                 f.reheat(False, "once", _project_reason(f.scope, modules[path], declared, hot=False))
             if in_tests and f.hot:
@@ -157,12 +157,13 @@ def check_files(
     return result
 
 
-def _project_reason(scope: str, module: Optional[str], declared: DeclaredHeat, hot: bool = True) -> str:
+def _project_reason(scope: str, module: Optional[str], declared: DeclaredHeat, hot: bool = True,
+                    chain: Optional[str] = None) -> str:
     """`rates.project_reason`, imported when a finding is reheated (few are: a warm run
     that reheats none imports no semantic module)."""
     from synclint.semantic.rates import project_reason
 
-    return project_reason(scope, module, declared, hot)
+    return project_reason(scope, module, declared, hot, chain)
 
 
 def _settled(findings: List[Finding], scopes: list, decoded: Fresh) -> List[Finding]:
@@ -477,7 +478,7 @@ class _Run:
             {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
         for path, e in self.out.items():
             key = self.project.absolute(path)
-            e[5] = [sorted(hot.get(key, ())), sorted(timing.get(key, ()), key=lambda q: q or "")]
+            e[5] = [sorted([q, chain] for q, chain in hot.get(key, {}).items()), sorted(timing.get(key, ()), key=lambda q: q or "")]
             if key in compiled or key in grad_off:  # (the functions of this file that run compiled, and how)
                 e[5].append({q: r.to_json() for q, r in sorted(compiled.get(key, {}).items())})
             if key in grad_off:  # (those every caller runs with autograd off)

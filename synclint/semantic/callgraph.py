@@ -7,6 +7,7 @@ linking is needed does not import LibCST.
 from __future__ import annotations
 
 import os
+from collections import deque
 import re
 from typing import Callable, Dict, List, Optional, Set, TypeVar, Union
 
@@ -31,21 +32,26 @@ def hot_name(name: str) -> bool:
     return name in L.HOT_FUNCTION_NAMES or name.endswith("_step")
 
 
-def spread(frontier: List[T], edges: Dict, per_epoch: Set[T]) -> Set[T]:
+def spread(frontier: List[T], edges: Dict, per_epoch: Set[T], came_from: Optional[Dict[T, Optional[T]]] = None) -> Set[T]:
     """Everything hot code reaches along call edges from `frontier` (the callees of loops
     and the hooks hot by name). A per-epoch function (one that loops over batches itself)
-    stops the spread: its batch loop is hot, the rest of it is not."""
+    stops the spread: its batch loop is hot, the rest of it is not. Breadth first, so that
+    `came_from` (filled when given) holds each hot node's caller on a shortest chain from
+    the frontier (None for the frontier's own)."""
     hot: Set[T] = set()
-    seen: Set[T] = set()
-    while frontier:
-        node = frontier.pop()
-        if node in seen:
-            continue
-        seen.add(node)
+    parent: Dict[T, Optional[T]] = {n: None for n in frontier}
+    queue = deque(parent)
+    while queue:
+        node = queue.popleft()
         if node in per_epoch:
             continue
         hot.add(node)
-        frontier.extend(edges.get(node, ()))
+        for callee in edges.get(node, ()):
+            if callee not in parent:
+                parent[callee] = node
+                queue.append(callee)
+    if came_from is not None:
+        came_from.update((n, parent[n]) for n in hot)
     return hot
 
 

@@ -21,14 +21,15 @@ callers make them, their loops over items adding nothing (`SiteRate.stepping`).
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+import re
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from synclint.paths import project_root
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import debug_path, words
-from synclint.semantic.rates import OUTSIDE, Entry, SiteRate
+from synclint.semantic.rates import OUTSIDE, Entry, Rate, SiteRate
 from synclint.semantic.syntax import child_nodes, code_of, descendants, is_none, last_name, self_attr, statements, string_value
 
 
@@ -43,6 +44,10 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
     heat)."""
     rare: Dict[str, Optional[Entry]] = dict(memoised(model) if memo is None else memo)
     folder = debug_path(model.filename, lambda: project_root([model.filename]))
+    callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
+    for i, (caller, callee, _) in enumerate(model.calls):
+        if callee in model.all_funcs:
+            callers.setdefault(callee, []).append((caller, model.site_rates.get(i) or OUTSIDE))
     for q, info in model.all_funcs.items():
         if q in rare or info.entry:
             continue
@@ -54,10 +59,8 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
             rare[q] = Entry(f"{info.cls.name} is registered, but no config or code of the tree builds it")
         elif (base := model.request_base(info)) is not None:
             rare[q] = Entry(f"{q}() runs once per request: {base} calls it once per call")
-    callers: Dict[str, List[Tuple[Optional[str], SiteRate]]] = {}
-    for i, (caller, callee, _) in enumerate(model.calls):
-        if callee in model.all_funcs:
-            callers.setdefault(callee, []).append((caller, model.site_rates.get(i) or OUTSIDE))
+        elif self_test(info, callers.get(q, ())):
+            rare[q] = Entry(f"{q}() is the module's own test: named like a test, run once by its module code")
     grew = True
     while grew:  # (a chain of helpers: one more level each round)
         grew = False
@@ -67,6 +70,20 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
                 rare[q] = None
                 grew = True
     return rare
+
+
+_TEST_NAME = re.compile(r"test(_\w+|\d*)")
+
+
+def self_test(info, callers: Sequence[Tuple[Optional[str], SiteRate]]) -> bool:
+    """A module's own test: a function (no method) named like a test (`test`, `test2`,
+    `test_decode`) that takes no argument it must be given and that the module calls only
+    from its own code outside loops (its `__main__` block), if at all: lightllm's Triton
+    kernels test themselves against a torch reference. Not a script's `test(epoch)`, nor
+    one an epoch loop calls."""
+    if info.cls is not None or not _TEST_NAME.fullmatch(info.name) or set(info.params) - set(info.defaults):
+        return False
+    return all(caller is None and site.loop == Rate.ONCE for caller, site in callers)
 
 
 _MEMOISERS = frozenset(("functools.lru_cache", "functools.cache", "lru_cache", "cache"))

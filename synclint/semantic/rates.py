@@ -291,10 +291,11 @@ def described(rate: Optional[str], chain: Sequence[str]) -> str:
     return f"{words}: {' -> '.join(chain)}" if chain else words
 
 
-def project_reason(scope: str, module: Optional[str], declared, hot: bool = True) -> str:
+def project_reason(scope: str, module: Optional[str], declared, hot: bool = True, chain: Optional[str] = None) -> str:
     """Why the project makes `scope` (a function of `module`) run every step (`hot`) where
-    its own file did not: a `hot-functions` glob, else a caller in another module; or why it
-    runs once (not `hot`): a `cold-functions` glob."""
+    its own file did not: a `hot-functions` glob, else the chain of calls from where the
+    project's heat starts (`chain`: `Project.hot_scopes`); or why it runs once (not `hot`):
+    a `cold-functions` glob."""
     from synclint.semantic.declared import qualified
 
     name = qualified(module, scope) if module is not None else scope
@@ -303,4 +304,6 @@ def project_reason(scope: str, module: Optional[str], declared, hot: bool = True
     glob = declared.hot_glob(name) if module is not None and declared.hot else None
     if glob is not None:
         return f"{scope}() is declared hot (hot-functions '{glob}')"
+    if chain:
+        return chain
     return f"{scope}() is called every step from another module of the project"

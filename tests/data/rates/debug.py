@@ -88,3 +88,24 @@ def train(model, loader, sizes):
 def main():
     model = Head().cuda()
     train(model, torch.utils.data.DataLoader(torch.randn(8, 3), pin_memory=True), [torch.tensor(2)])
+
+
+def reference_scores(q):
+    s = q @ q.T
+    return s[s > 0].sum()  # [once] a reference only the module's own test calls
+
+
+def test():
+    q = torch.randn(4, 4, device="cuda")
+    for n in range(3):
+        print(reference_scores(q).item())  # [once] the module's own test, run by its __main__ block
+
+
+def test_epoch(loader):
+    for x in loader:
+        print(x.cuda().sum().item())  # [per-step] near miss: a script's test(loader), its loop over batches
+
+
+if __name__ == "__main__":
+    test()
+    main()
