@@ -21,12 +21,13 @@ callers make them, their loops over items adding nothing (`SiteRate.stepping`).
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from synclint.paths import project_root
+from synclint.paths import is_test_path, project_root
 from synclint.semantic import library as L
 from synclint.semantic.callgraph import debug_path, words
 from synclint.semantic.rates import OUTSIDE, Entry, Rate, SiteRate
@@ -59,7 +60,7 @@ def rare_functions(model, memo: Optional[Dict[str, Entry]] = None) -> Dict[str, 
             rare[q] = Entry(f"{info.cls.name} is registered, but no config or code of the tree builds it")
         elif (base := model.request_base(info)) is not None:
             rare[q] = Entry(f"{q}() runs once per request: {base} calls it once per call")
-        elif self_test(info, callers.get(q, ())):
+        elif self_test(info, callers.get(q, ())) and not _a_test_file(model.filename):
             rare[q] = Entry(f"{q}() is the module's own test: named like a test, run once by its module code")
     grew = True
     while grew:  # (a chain of helpers: one more level each round)
@@ -84,6 +85,11 @@ def self_test(info, callers: Sequence[Tuple[Optional[str], SiteRate]]) -> bool:
     if info.cls is not None or not _TEST_NAME.fullmatch(info.name) or set(info.params) - set(info.defaults):
         return False
     return all(caller is None and site.loop == Rate.ONCE for caller, site in callers)
+
+
+def _a_test_file(filename: str) -> bool:
+    """A test module by pytest's names: its tests are test code already (`test-loop`)."""
+    return is_test_path(os.path.relpath(os.path.abspath(filename), project_root([filename])))
 
 
 _MEMOISERS = frozenset(("functools.lru_cache", "functools.cache", "lru_cache", "cache"))
