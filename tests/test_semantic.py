@@ -690,8 +690,11 @@ def test_what_a_helper_binds_in_ways_the_replay_does_not_follow_is_unknown():
     b = body("def f(xs, d):\n    for i, x in enumerate(xs):\n        y = x\n    (a, b), c = d\n    return y\n")
     assert [(names, e is None, cond) for names, e, cond in b.steps] == [
         (("i", "x"), True, True), (("y",), False, True), (("a", "b", "c"), True, False)]
-    # not straight-line code: a nested def, `global`, a generator, `*args`, no value returned
-    for src in ("def f(x):\n    def g():\n        pass\n    return x\n",
+    # a nested def (LLaVA's `insert_separator`) binds a local the replay does not follow
+    b = body("def f(x):\n    def g():\n        pass\n    y = g(x)\n    return y\n")
+    assert [(names, e is None, cond) for names, e, cond in b.steps] == [(("g",), True, False), (("y",), False, False)]
+    # not straight-line code: a nested class, `global`, a generator, `*args`, no value returned
+    for src in ("def f(x):\n    class G:\n        pass\n    return x\n",
                 "def f(x):\n    global y\n    y = x\n    return y\n",
                 "def f(x):\n    yield x\n    return x\n",
                 "def f(*x):\n    y = x\n    return y\n",
@@ -721,8 +724,44 @@ def test_a_helpers_returns_carry_the_type_tests_of_parameters_their_paths_pass()
     # near misses: a test of a local, a test whose body falls through, no test at all
     assert guards("def f(x):\n    y = x\n    if isinstance(y, int):\n        return y\n    return x\n") == [[], []]
     assert guards("def f(x):\n    if isinstance(x, int):\n        x2 = x\n    return x\n") == [[]]
+    # a test of a parameter's value against a literal is a guard too; one against a name is not
     assert guards("def f(x, m):\n    if m == 1:\n        return x\n    elif m == 2:\n        return x * 2\n"
-                  "    return x.cpu()\n") == [[], [], []]
+                  "    return x.cpu()\n") == [[("m", "m == 1", True)], [("m", "m == 1", False), ("m", "m == 2", True)], []]
+    assert guards("def f(x, m):\n    if m == k:\n        return x\n    return x.cpu()\n") == [[], []]
+    # LLaVA's `tokenizer_image_token`: past a test whose body always leaves, the test fails
+    assert guards("def f(ids, rt=None):\n    if rt is not None:\n        if rt == 'pt':\n"
+                  "            return torch.tensor(ids)\n        raise ValueError(rt)\n    return ids\n") == [
+        [("rt", "rt is not None", True), ("rt", "rt == 'pt'", True)], [("rt", "rt is not None", False)]]
+
+
+def test_a_helpers_return_behind_a_literal_test_counts_only_where_the_calls_argument_passes_it():
+    # LLaVA's `tokenizer_image_token(prompt, tokenizer, return_tensors='pt')`: a CPU tensor
+    # only where the call asks for one, a list of ids where it passes nothing
+    src = """\
+import torch
+def tok(prompt, tokenizer, return_tensors=None):
+    ids = [tokenizer(c).input_ids for c in prompt.split("<image>")]
+    def sep(xs):
+        return xs
+    out = []
+    for x in sep(ids):
+        out.extend(x)
+    if return_tensors is not None:
+        if return_tensors == 'pt':
+            return torch.tensor(out, dtype=torch.long)
+        raise ValueError(return_tensors)
+    return out
+probe(tok(p, t, return_tensors='pt'))
+probe(tok(p, t, 'pt'))
+probe(tok(p, t))
+probe(tok(p, t, return_tensors=None))
+probe(tok(p, t, return_tensors="np"))
+"""
+    (pt, _), (positional, _), (default, _), (none, _), (np_, _) = probe(src)[0]
+    assert (pt.kind, pt.device) == (V.TENSOR, V.CPU)
+    assert (positional.kind, positional.device) == (V.TENSOR, V.CPU)
+    # near misses: no tensor asked for; another kind (the path that raises)
+    assert default.kind != V.TENSOR and none.kind != V.TENSOR and np_.kind != V.TENSOR
 
 
 def test_a_conditional_expressions_branch_holds_the_type_its_isinstance_test_names():

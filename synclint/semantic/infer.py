@@ -22,7 +22,7 @@ from synclint.semantic import moduledicts
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.annotations import annotation_val, type_test_holds
-from synclint.semantic.helpers import HelperBody
+from synclint.semantic.helpers import NOT_LITERAL, HelperBody, value_test_holds
 from synclint.semantic.registries import built_through
 from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import is_none, isinstance_test, is_true, kwarg, literal_ndim, string_value
@@ -1575,22 +1575,45 @@ class Evaluator:
             if a.keyword is not None and a.keyword.value in params:
                 given[a.keyword.value] = self.value(a.value)
         args = tuple(given.get(p, V.UNKNOWN_VAL) for p in params)
+        literals = self._compared_literals(body, call, bound is not None)
         if foreign_aliases is None:
-            memo, memo_key = self._returns_here, (key, args, frozenset(self._inlining))
+            memo, memo_key = self._returns_here, (key, args, literals, frozenset(self._inlining))
         else:  # (what the walk's place may still tell another module's body)
             env = self.env
-            memo, memo_key = self._returns_foreign, (key, args, frozenset(self._inlining), env.default_device,
+            memo, memo_key = self._returns_foreign, (key, args, literals, frozenset(self._inlining), env.default_device,
                                                      env.uses_xla, env.cls.name if env.cls is not None else None,
                                                      frozenset(env.device_options.items()))
         got = memo.get(memo_key)
         if got is None:
-            got = self._evaluated_body(key, body, args, foreign_aliases, bound.cls if bound is not None else None)
+            got = self._evaluated_body(key, body, args, foreign_aliases, bound.cls if bound is not None else None,
+                                       dict(literals))
             if len(memo) < MAX_REPLAYED:
                 memo[memo_key] = got
         return got
 
+    def _compared_literals(self, body: HelperBody, call: cst.Call, method: bool) -> Tuple[Tuple[str, object], ...]:
+        """(parameter, the literal this call gives it) of each parameter a return's guard
+        compares (`return_tensors == "pt"`): what the call passes, else its default."""
+        compared = sorted({name for g in body.guards for name, t, _ in g if type(t) is cst.Comparison})
+        if not compared:
+            return ()
+        params = body.params[1:] if method else body.params
+        passed = dict(zip(params, [a.value for a in call.args if a.keyword is None]))
+        passed.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
+        out = []
+        for name in compared:
+            e = passed.get(name)
+            if e is None:
+                out.append((name, body.defaults.get(name, NOT_LITERAL)))
+            elif type(e) is cst.Name and e.value == "None":
+                out.append((name, None))
+            else:
+                c = self.constant(e)
+                out.append((name, NOT_LITERAL if c is None else c))
+        return tuple(out)
+
     def _evaluated_body(self, key: str, body: HelperBody, args: Tuple[Val, ...], foreign_aliases,
-                        owner: Optional[str] = None) -> Val:
+                        owner: Optional[str] = None, literals: Optional[Dict[str, object]] = None) -> Val:
         scope = FuncInfo(key, key, None)
         for p, v in zip(body.params, args):
             scope.scope[p] = Binding(v)
@@ -1613,15 +1636,22 @@ class Evaluator:
                 out: Optional[Val] = None
                 rebound = {n for names, _, _ in body.steps for n in names}
                 for i, r in enumerate(body.returns):
-                    if any(name not in rebound and type_test_holds(self.env, given, kinds) is (not holds)
-                           for name, kinds, holds in body.guards_of(i)
-                           for given in (args[body.params.index(name)],)):
+                    if any(name not in rebound and self._guard_holds(test, args[body.params.index(name)],
+                                                                     (literals or {}).get(name, NOT_LITERAL)) is (not holds)
+                           for name, test, holds in body.guards_of(i)):
                         continue  # a path these arguments never take (`return x` where x is no tensor)
                     v = self.value(r)
                     out = v if out is None else V.join(out, v)
                 return out if out is not None else V.UNKNOWN_VAL
         finally:
             self._inlining.discard(key)
+
+    def _guard_holds(self, test: cst.BaseExpression, given: Val, lit: object) -> Optional[bool]:
+        """Whether a return's guard on a parameter holds of what a call gives it: a type test
+        of its value, a comparison of its literal; None where they do not tell."""
+        if type(test) is cst.Comparison:
+            return value_test_holds(test, lit)
+        return type_test_holds(self.env, given, test)
 
     def _loader(self, call: cst.Call) -> Val:
         """A DataLoader: CPU batches (pinned with `pin_memory=True`), unless its dataset's
