@@ -1566,6 +1566,27 @@ def test_a_tokenizers_encoding_is_cpu_tensors(expr, expect):
     assert (v.kind, v.device) == expect
 
 
+@pytest.mark.parametrize("expr, expect", [
+    # BLIP's `evaluation(model, ...)`: `model.tokenizer(text, return_tensors="pt")` of a model
+    # handed in; imagen's tokenizer kept in a dict of configurations
+    ("model.tokenizer(text, padding='max_length', return_tensors='pt')", (V.TENSORS, V.CPU)),
+    ("model.tokenizer(text, return_tensors='pt').input_ids", (V.TENSOR, V.CPU)),
+    ("CONFIGS[name]['tokenizer'].batch_encode_plus(texts, return_tensors='pt').attention_mask", (V.TENSOR, V.CPU)),
+    ("model.tokenizer.encode(text, return_tensors='pt')", (V.TENSOR, V.CPU)),
+    # near misses: no tensors asked for, NumPy's, a kind spelled elsewhere; a project
+    # function whose return is known keeps it
+    ("model.tokenizer(text, padding='max_length')", (V.UNKNOWN, None)),
+    ("model.tokenizer(text, return_tensors='np')", (V.UNKNOWN, None)),
+    ("model.tokenizer(text, return_tensors=kind)", (V.UNKNOWN, None)),
+    ("encode(text, return_tensors='pt')", (V.TENSOR, V.CUDA)),
+])
+def test_return_tensors_pt_of_a_callable_the_project_cannot_name_is_cpu_tensors(expr, expect):
+    src = ("import torch\ndef encode(text, return_tensors=None):\n    return torch.ones(3, device='cuda')\n"
+           f"def evaluation(model, text, texts, kind):\n    probe({expr})\n")
+    v = val(src)
+    assert (v.kind, v.device) == expect
+
+
 @pytest.mark.parametrize("expr, kind", [
     ("lm", V.MODULE), ("lm.to('cuda')", V.MODULE), ("vl", V.MODULE), ("unet", V.MODULE),
     ("cfg", V.OBJECT), ("sched", V.OBJECT), ("pipe", V.OBJECT), ("flax", V.OBJECT),

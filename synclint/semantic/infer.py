@@ -192,7 +192,10 @@ class Evaluator:
             return v
         # (the node types exclude each other: the commonest are asked first)
         if t is cst.Call:
-            return self._infer_call(e)
+            v = self._infer_call(e)
+            if v.kind == V.UNKNOWN and not v.cls and not v.elems and e.args:
+                return _asked_for_tensors(e) or v
+            return v
         if t is cst.Attribute:
             return self._infer_attribute(e)
         if t is cst.Subscript:
@@ -1823,6 +1826,15 @@ def _encoded(m: str, call: cst.Call) -> Val:
     if m == "encode":
         return V.tensor(V.CPU, dtype=V.INT)
     return Val(V.TENSORS, V.CPU, cls=L.ENCODING)
+
+
+def _asked_for_tensors(call: cst.Call) -> Optional[Val]:
+    """What a call of an unknown callable gives when it passes `return_tensors="pt"`: a
+    tokenizer's or processor's CPU encoding (one tensor for `encode`); None without it."""
+    if string_value(kwarg(call, L.TENSORS_KEYWORD)) != L.TENSORS_VALUE:
+        return None
+    m = call.func.attr.value if type(call.func) is cst.Attribute else "__call__"
+    return V.tensor(V.CPU, dtype=V.INT) if m == "encode" else Val(V.TENSORS, V.CPU, cls=L.ENCODING)
 
 
 def _sequence(elems: Tuple[Val, ...], seq: str) -> Val:
