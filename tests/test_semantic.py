@@ -1587,6 +1587,22 @@ def test_return_tensors_pt_of_a_callable_the_project_cannot_name_is_cpu_tensors(
     assert (v.kind, v.device) == expect
 
 
+@pytest.mark.parametrize("expr, expect", [
+    # sgm's `FrozenOpenCLIPEmbedder.forward`: `tokens = open_clip.tokenize(text)`, then `.to(self.device)`
+    ("open_clip.tokenize(text)", (V.TENSOR, V.CPU)),
+    ("clip.tokenize(texts, truncate=True)", (V.TENSOR, V.CPU)),
+    ("tokenize(text)", (V.TENSOR, V.CPU)),
+    # near misses: another function of the package; a tokenize of the file's own
+    ("open_clip.create_model_and_transforms(name)", (V.UNKNOWN, None)),
+    ("own.tokenize(text)", (V.UNKNOWN, None)),
+])
+def test_clips_tokenize_gives_token_ids_on_the_host(expr, expect):
+    src = ("import torch\nimport open_clip\nimport clip\nfrom open_clip import tokenize\n"
+           f"class Own:\n    pass\nown = Own()\ndef forward(text, texts, name):\n    probe({expr})\n")
+    v = val(src)
+    assert (v.kind, v.device) == expect
+
+
 @pytest.mark.parametrize("expr, kind", [
     ("lm", V.MODULE), ("lm.to('cuda')", V.MODULE), ("vl", V.MODULE), ("unet", V.MODULE),
     ("cfg", V.OBJECT), ("sched", V.OBJECT), ("pipe", V.OBJECT), ("flax", V.OBJECT),

@@ -1009,6 +1009,8 @@ class Evaluator:
             return Val(V.OBJECT, cls=L.METRIC)
         if q in L.TO_TENSOR:
             return self._transformed(call)
+        if q in L.TOKENIZE_FUNCTIONS:  # `open_clip.tokenize(text)`: token ids on the host
+            return V.tensor(V.CPU, dtype=V.INT)
         module, _, last = q.rpartition(".")
         if module in L.TRANSFORM_MODULES and last[:1].isupper():  # `T.Compose([...])`, `T.ToTensor()`
             return Val(V.OBJECT, cls=L.TRANSFORM, py=L.NORMALIZES if q in L.NORMALIZERS else None)

@@ -210,6 +210,7 @@ TOKENIZER_SUFFIXES = tuple(_DATA["tokenizers"]["class_suffixes"])
 TOKENIZER_MAKERS = _set("tokenizers", "makers")
 TOKENIZER_ENCODE = _set("tokenizers", "encode_methods")
 TENSORS_KEYWORD, TENSORS_VALUE = _DATA["tokenizers"]["tensors_keyword"]
+TOKENIZE_FUNCTIONS = _set("tokenizers", "functions")
 PRETRAINED_PACKAGES = _set("pretrained", "packages")
 PRETRAINED_OBJECTS = tuple(_DATA["pretrained"]["object_suffixes"])
 PRETRAINED_FOREIGN = tuple(_DATA["pretrained"]["object_prefixes"])
