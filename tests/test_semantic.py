@@ -1603,6 +1603,37 @@ def test_clips_tokenize_gives_token_ids_on_the_host(expr, expect):
     assert (v.kind, v.device) == expect
 
 
+def test_super_forward_of_a_torch_layer_subclass_is_the_layers_output():
+    # CLIP's fp16 `class LayerNorm(nn.LayerNorm)`: `super().forward(x.type(torch.float32))`
+    src = """\
+import torch
+from torch import nn
+class LayerNorm(nn.LayerNorm):
+    def forward(self, x):
+        orig_type = x.dtype
+        ret = super().forward(x.type(torch.float32))
+        probe(ret)
+        probe(super().forward(torch.ones(2, 4, device="cuda")))
+        return ret.type(orig_type)
+class Plain(nn.Module):
+    def forward(self, x):
+        probe(super().forward(x))
+class Base:
+    def forward(self, x):
+        return x.tolist()
+class Derived(Base):
+    def forward(self, x):
+        probe(super().forward(x))
+class Other(nn.LayerNorm):
+    def forward(self, x):
+        probe(super(Other, self).extra_repr())
+"""
+    (ret, _), (gpu, _), (plain, _), (derived, _), (other, _) = probe(src)[0]
+    assert ret.kind == V.TENSOR and (gpu.kind, gpu.device) == (V.TENSOR, V.CUDA)
+    # near misses: nn.Module has no forward of its own; a project base's forward; another method
+    assert plain.kind != V.TENSOR and derived.kind != V.TENSOR and other.kind != V.TENSOR
+
+
 @pytest.mark.parametrize("expr, kind", [
     ("lm", V.MODULE), ("lm.to('cuda')", V.MODULE), ("vl", V.MODULE), ("unet", V.MODULE),
     ("cfg", V.OBJECT), ("sched", V.OBJECT), ("pipe", V.OBJECT), ("flax", V.OBJECT),

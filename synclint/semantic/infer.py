@@ -788,6 +788,9 @@ class Evaluator:
         if q is not None:
             return self._infer_qualified_call(q, call)
         if type(func) is cst.Attribute:
+            if func.attr.value == "forward" and _is_bare_super(func.value) and env.cls is not None \
+                    and env.library_base(env.cls.name, L.library_layer) is not None:
+                return self._module_output(Val(V.MODULE), call)  # `super().forward(x.type(torch.float32))`
             recv = self.value(func.value)
             if V.class_key(recv):
                 if func.attr.value == "apply":  # `GradReverse.apply(x)`: a custom autograd Function
@@ -1828,6 +1831,11 @@ def _encoded(m: str, call: cst.Call) -> Val:
     if m == "encode":
         return V.tensor(V.CPU, dtype=V.INT)
     return Val(V.TENSORS, V.CPU, cls=L.ENCODING)
+
+
+def _is_bare_super(e: cst.BaseExpression) -> bool:
+    """`super()`, without arguments."""
+    return type(e) is cst.Call and type(e.func) is cst.Name and e.func.value == "super" and not e.args
 
 
 def _asked_for_tensors(call: cst.Call) -> Optional[Val]:

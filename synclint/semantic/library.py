@@ -142,6 +142,14 @@ DEBUG_BASES = _set("rarity", "debug_bases")
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
+LAYER_PACKAGES = tuple(_DATA["modules"]["layer_packages"])
+LAYER_CONTAINERS = _set("modules", "layer_containers")
+
+
+def library_layer(q: str) -> bool:
+    """`torch.nn.LayerNorm`: a library layer class whose forward computes where its input is."""
+    last = q.rsplit(".", 1)[-1]
+    return q.startswith(LAYER_PACKAGES) and last[:1].isupper() and last not in LAYER_CONTAINERS
 LIGHTNING_PER_STEP_LOGGING = _set("modules", "lightning_per_step_logging")
 LIGHTNING_EVAL_STEPS = _set("modules", "lightning_eval_steps")
 
