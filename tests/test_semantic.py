@@ -1603,6 +1603,40 @@ def test_clips_tokenize_gives_token_ids_on_the_host(expr, expect):
     assert (v.kind, v.device) == expect
 
 
+def test_a_pretrained_models_generate_gives_token_ids_where_its_inputs_are():
+    # LLaVA's `model.generate(input_ids, ...)`, BLIP's `self.text_decoder.generate(...)` of a
+    # project class derived from a transformers model
+    src = """\
+import torch
+from transformers import AutoModelForCausalLM, AutoModel, PreTrainedModel
+lm = AutoModelForCausalLM.from_pretrained('m').cuda()
+enc = AutoModel.from_pretrained('m').cuda()
+class Base(PreTrainedModel):
+    pass
+class Decoder(Base):
+    pass
+class Own(torch.nn.Module):
+    def generate(self, ids):
+        return ids.tolist()
+class Mine(torch.nn.Module):
+    pass
+def run(n):
+    ids = torch.ones(1, n, dtype=torch.long).cuda()
+    probe(lm.generate(ids, max_new_tokens=8))
+    probe(Decoder().generate(input_ids=ids))
+    probe(lm.generate(ids, return_dict_in_generate=True))
+    probe(enc.generate(ids))
+    probe(Own().generate(ids))
+    probe(Mine().generate(ids))
+"""
+    (lm, _), (derived, _), (as_dict, _), (enc, _), (own, _), (mine, _) = probe(src)[0]
+    assert (lm.kind, lm.device, lm.dtype) == (V.TENSOR, V.CUDA, V.INT)
+    assert (derived.kind, derived.device) == (V.TENSOR, V.CUDA)
+    # near misses: a GenerateOutput; a model class not named as one that generates; a
+    # project module's own `generate`, or one that derives from no transformers class
+    assert as_dict.kind != V.TENSOR and enc.kind != V.TENSOR and own.kind != V.TENSOR and mine.kind != V.TENSOR
+
+
 def test_super_forward_of_a_torch_layer_subclass_is_the_layers_output():
     # CLIP's fp16 `class LayerNorm(nn.LayerNorm)`: `super().forward(x.type(torch.float32))`
     src = """\

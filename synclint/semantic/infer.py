@@ -1268,15 +1268,20 @@ class Evaluator:
                 return Val(V.PY, py="list", elems=(item,))
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
+            generates = m in L.GENERATE_METHODS and self._generates(recv.cls)
             if recv.cls is not None:
                 replayed = self._method_replayed(recv, m, call)
                 if replayed is not None:
                     return replayed
                 ret = env.method_return(recv.cls, m)
-                if ret is not None:
+                if ret is not None and not (generates and ret.kind == V.UNKNOWN):
                     return ret
                 if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
                     env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
+            if generates and not is_true(kwarg(call, "return_dict_in_generate")):
+                # `model.generate(input_ids, ...)`: token ids where the inputs are
+                ts = self.tensor_args(call)
+                return V.tensor(_device_of(ts) if ts else recv.device, dtype=V.INT)
             return V.UNKNOWN_VAL
         if k == V.OBJECT:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
@@ -1661,6 +1666,17 @@ class Evaluator:
             return value_test_holds(test, lit)
         return type_test_holds(self.env, given, test)
 
+    def _generates(self, cls: Optional[str]) -> bool:
+        """A model class with transformers' `generate`: a project class derived from a class of
+        a pretrained package, or such a class itself (`from_pretrained`), named as one that
+        generates (`LlamaForCausalLM`)."""
+        if not cls or "|" in cls:
+            return False
+        env = self.env
+        if env.defined_class(cls) is not None or env.project.class_facts(cls) is not None:
+            return env.library_base(cls, _pretrained_package) is not None
+        return cls.endswith(L.GENERATE_CLASS_SUFFIXES)
+
     def _loader(self, call: cst.Call) -> Val:
         """A DataLoader: CPU batches (pinned with `pin_memory=True`), unless its dataset's
         items are already on the GPU (a TensorDataset of CUDA tensors, a Dataset whose
@@ -1831,6 +1847,10 @@ def _encoded(m: str, call: cst.Call) -> Val:
     if m == "encode":
         return V.tensor(V.CPU, dtype=V.INT)
     return Val(V.TENSORS, V.CPU, cls=L.ENCODING)
+
+
+def _pretrained_package(base: str) -> bool:
+    return base.split(".", 1)[0] in L.PRETRAINED_PACKAGES
 
 
 def _is_bare_super(e: cst.BaseExpression) -> bool:

@@ -219,11 +219,14 @@ TOKENIZER_MAKERS = _set("tokenizers", "makers")
 TOKENIZER_ENCODE = _set("tokenizers", "encode_methods")
 TENSORS_KEYWORD, TENSORS_VALUE = _DATA["tokenizers"]["tensors_keyword"]
 TOKENIZE_FUNCTIONS = _set("tokenizers", "functions")
+TOKENIZER_DECODE = _set("tokenizers", "decode_methods")
 PRETRAINED_PACKAGES = _set("pretrained", "packages")
 PRETRAINED_OBJECTS = tuple(_DATA["pretrained"]["object_suffixes"])
 PRETRAINED_FOREIGN = tuple(_DATA["pretrained"]["object_prefixes"])
 PRETRAINED_ANNOTATION_OBJECTS = tuple(_DATA["pretrained"]["annotation_object_suffixes"])
 PRETRAINED_ATTRIBUTE_SETTERS = _set("pretrained", "attribute_setters")
+GENERATE_METHODS = _set("pretrained", "generate_methods")
+GENERATE_CLASS_SUFFIXES = tuple(_DATA["pretrained"]["generate_class_suffixes"])
 
 
 def tokenizer_class(q: str) -> bool:
