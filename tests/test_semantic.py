@@ -1637,6 +1637,36 @@ def run(n):
     assert as_dict.kind != V.TENSOR and enc.kind != V.TENSOR and own.kind != V.TENSOR and mine.kind != V.TENSOR
 
 
+def test_a_lightning_modules_counters_are_ints_and_its_optimizers_have_param_groups():
+    # sgm's `self.log("global_step", self.global_step, prog_bar=True)` and
+    # `self.log("lr_abs", self.optimizers().param_groups[0]["lr"])`: numbers Lightning makes
+    # a device tensor of
+    src = """\
+import torch
+import pytorch_lightning as pl
+class Engine(pl.LightningModule):
+    def training_step(self, batch, i):
+        probe(self.global_step)
+        probe(self.current_epoch)
+        probe(self.optimizers().param_groups[0]["lr"])
+class Plain(torch.nn.Module):
+    def forward(self, x):
+        probe(self.global_step)
+        probe(self.optimizers())
+class Own(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.global_step = torch.zeros(1, device="cuda")
+    def training_step(self, batch, i):
+        probe(self.global_step)
+"""
+    (step, _), (epoch, _), (lr, _), (plain, _), (plain_opt, _), (own, _) = probe(src)[0]
+    assert (step.kind, step.py) == (V.PY, "int") and (epoch.kind, epoch.py) == (V.PY, "int")
+    assert (lr.kind, lr.py) == (V.PY, "number")
+    # near misses: an nn.Module that is no LightningModule; a class that sets its own
+    assert plain.kind == V.UNKNOWN and plain_opt.kind == V.UNKNOWN and own.kind == V.TENSOR
+
+
 def test_super_forward_of_a_torch_layer_subclass_is_the_layers_output():
     # CLIP's fp16 `class LayerNorm(nn.LayerNorm)`: `super().forward(x.type(torch.float32))`
     src = """\

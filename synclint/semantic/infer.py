@@ -453,6 +453,9 @@ class Evaluator:
             if b is not None:
                 return b.val
             v = env.attribute_of(env.cls.name, attr)
+            if v.kind == V.UNKNOWN and attr in L.LIGHTNING_INT_ATTRS and env.library_base(
+                    env.cls.name, L.lightning_module_base) is not None:
+                return V.py("int")  # `self.global_step` of a LightningModule (its class sets none)
             if v.kind == V.UNKNOWN:  # set only by subclasses (`self.model` of a trainer's base)
                 return env.project.subclass_attr(env.cls.name, attr) or v
             return v
@@ -1278,6 +1281,9 @@ class Evaluator:
                     return ret
                 if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
                     env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
+            if m in L.LIGHTNING_OPTIMIZER_METHODS and recv.cls and "|" not in recv.cls \
+                    and env.library_base(recv.cls, L.lightning_module_base) is not None:
+                return Val(V.OPTIM)  # `self.optimizers()` of a LightningModule
             if generates and not is_true(kwarg(call, "return_dict_in_generate")):
                 # `model.generate(input_ids, ...)`: token ids where the inputs are
                 ts = self.tensor_args(call)

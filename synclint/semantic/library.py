@@ -142,6 +142,13 @@ DEBUG_BASES = _set("rarity", "debug_bases")
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
+LIGHTNING_INT_ATTRS = _set("modules", "lightning_int_attrs")
+LIGHTNING_OPTIMIZER_METHODS = _set("modules", "lightning_optimizer_methods")
+
+
+def lightning_module_base(q: str) -> bool:
+    """`pytorch_lightning.LightningModule`, `lightning.LightningModule`: Lightning's module class."""
+    return q == "LightningModule" or q.endswith(LIGHTNING_MODULE_BASES)
 LAYER_PACKAGES = tuple(_DATA["modules"]["layer_packages"])
 LAYER_CONTAINERS = _set("modules", "layer_containers")
 
