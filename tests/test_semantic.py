@@ -1667,6 +1667,31 @@ class Own(pl.LightningModule):
     assert plain.kind == V.UNKNOWN and plain_opt.kind == V.UNKNOWN and own.kind == V.TENSOR
 
 
+def test_a_custom_optimizers_own_param_groups_hold_its_parameters_and_numbers():
+    # GaLore's Adafactor.step: `for p in group["params"]: grad = p.grad`, then
+    # `torch.zeros(grad_shape[:-1]).to(grad)`
+    src = """\
+import torch
+class Adafactor(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            probe(group["lr"])
+            for p in group["params"]:
+                probe(p.grad)
+class Sched(torch.optim.lr_scheduler.LambdaLR):
+    def step(self):
+        probe(self.param_groups)
+class Holder:
+    def step(self):
+        probe(self.param_groups)
+"""
+    (lr, _), (grad, _), (sched, _), (holder, _) = probe(src)[0]
+    assert (lr.kind, lr.py) == (V.PY, "number") and grad.kind == V.TENSOR
+    # near misses: a scheduler subclass; a class that derives from no optimizer
+    assert sched.kind == V.UNKNOWN and holder.kind == V.UNKNOWN
+
+
 def test_super_forward_of_a_torch_layer_subclass_is_the_layers_output():
     # CLIP's fp16 `class LayerNorm(nn.LayerNorm)`: `super().forward(x.type(torch.float32))`
     src = """\

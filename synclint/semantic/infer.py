@@ -456,6 +456,8 @@ class Evaluator:
             if v.kind == V.UNKNOWN and attr in L.LIGHTNING_INT_ATTRS and env.library_base(
                     env.cls.name, L.lightning_module_base) is not None:
                 return V.py("int")  # `self.global_step` of a LightningModule (its class sets none)
+            if v.kind == V.UNKNOWN and attr == "param_groups" and env.library_base(env.cls.name, L.optimizer_base) is not None:
+                return V.py("param_groups")  # in `step` of a custom optimizer: its groups (`group["params"]`)
             if v.kind == V.UNKNOWN:  # set only by subclasses (`self.model` of a trainer's base)
                 return env.project.subclass_attr(env.cls.name, attr) or v
             return v

@@ -143,6 +143,12 @@ LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
 LIGHTNING_INT_ATTRS = _set("modules", "lightning_int_attrs")
+OPTIMIZER_PREFIXES = tuple("torch." + p for p in _DATA["torch"]["optimizer_prefixes"])
+
+
+def optimizer_base(q: str) -> bool:
+    """`torch.optim.Optimizer`, `torch.optim.AdamW`: a torch optimizer class (not a scheduler)."""
+    return q.startswith(OPTIMIZER_PREFIXES) and ".lr_scheduler" not in q and q.rsplit(".", 1)[-1][:1].isupper()
 LIGHTNING_OPTIMIZER_METHODS = _set("modules", "lightning_optimizer_methods")
 
 
