@@ -51,6 +51,7 @@ EVENTS = _set("torch", "events")
 STREAMS = _set("torch", "streams")
 LEGACY_CTORS = _set("torch", "legacy_ctors")
 GRAD_SCALERS = _set("torch", "grad_scalers")
+SCALER_READ_METHODS = _set("torch", "scaler_read_methods")
 GRAD_SCALER = "torch.amp.GradScaler"  # the class of their instances' values
 TENSOR_DATASETS = _set("torch", "tensor_datasets")
 AVERAGED_MODELS = _set("torch", "averaged_models")
