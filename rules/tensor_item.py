@@ -11,15 +11,15 @@ class TensorItem(Rule):
     """
     ## What it does
     Flags `.item()` on a tensor that lives on the GPU, and a CUDA `GradScaler`'s
-    `get_scale()` and `state_dict()`, which call `.item()` on its scale.
+    `get_scale()`, which calls `.item()` on its scale.
 
     ## Why is this bad?
     `.item()` copies one element to the host and blocks until every kernel queued
     before it has finished (`_local_scalar_dense_cuda` -> `memcpy_and_sync`). In a
     training loop the CPU can no longer run ahead of the GPU: each iteration pays a
     round trip and the launch queue drains. `GradScaler.get_scale()` returns
-    `self._scale.item()` of its CUDA scale tensor, and `state_dict()` calls `get_scale()`
-    (`torch/amp/grad_scaler.py`): logging the scale every step is the same read-back.
+    `self._scale.item()` of its CUDA scale tensor (`torch/amp/grad_scaler.py`): logging the
+    scale every step is the same read-back.
 
     ## Use instead
     Keep the value on the GPU: accumulate metrics in a GPU tensor (`total += loss.detach()`)
@@ -93,13 +93,14 @@ class TensorItem(Rule):
             "        if mps:\n            print(loss.item())\n        if device == 'mps':\n            print(loss.item())\n"
             "        if torch.backends.mps.is_available():\n            print(loss.item())\n"
         ),
-        # a disabled scaler keeps no tensor; a project class's own `get_scale`; a model's state_dict
+        # a disabled scaler keeps no tensor; a project class's own `get_scale`; the scaler's
+        # state_dict (it reads the scale too, once per checkpoint: not flagged)
         Valid(
             "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=False)\n"
             "class Sched:\n    def get_scale(self):\n        return 2.0\n"
             "def train(model, opt, loader):\n    sched = Sched()\n    for x in loader:\n"
             "        scaler.scale(model(x.cuda()).sum()).backward()\n        scaler.step(opt)\n        scaler.update()\n"
-            "        print(scaler.get_scale(), sched.get_scale())\n        sd = model.state_dict()\n"
+            "        print(scaler.get_scale(), sched.get_scale())\n    torch.save(scaler.state_dict(), 'ckpt.pt')\n"
         ),
     ]
     INVALID = [
