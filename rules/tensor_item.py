@@ -3,18 +3,23 @@ import libcst as cst
 from synclint.rule import BenchPair, Invalid, Rule, Valid
 from synclint.rules._helpers import method_call, receiver, short
 from synclint.semantic import RECEIVER
+from synclint.semantic import library as L
+from synclint.semantic import values as V
 
 
 class TensorItem(Rule):
     """
     ## What it does
-    Flags `.item()` on a tensor that lives on the GPU.
+    Flags `.item()` on a tensor that lives on the GPU, and a CUDA `GradScaler`'s
+    `get_scale()`, which calls `.item()` on its scale.
 
     ## Why is this bad?
     `.item()` copies one element to the host and blocks until every kernel queued
     before it has finished (`_local_scalar_dense_cuda` -> `memcpy_and_sync`). In a
     training loop the CPU can no longer run ahead of the GPU: each iteration pays a
-    round trip and the launch queue drains.
+    round trip and the launch queue drains. `GradScaler.get_scale()` returns
+    `self._scale.item()` of its CUDA scale tensor (`torch/amp/grad_scaler.py`): logging the
+    scale every step is the same read-back.
 
     ## Use instead
     Keep the value on the GPU: accumulate metrics in a GPU tensor (`total += loss.detach()`)
@@ -28,8 +33,8 @@ class TensorItem(Rule):
 
     CODE = "SYN101"
     NAME = "tensor-item"
-    CALLS = frozenset({"item"})
-    MESSAGE = "`{recv}.item()` copies a GPU value to the host and waits for all queued GPU work"
+    CALLS = frozenset({"item"} | L.SCALER_READ_METHODS)
+    MESSAGE = "`{recv}.item()` copies a GPU value to the host and waits for all queued GPU work{inside}"
     FIX_TITLE = "Accumulate on the GPU (`total += x.detach()`) and read it once per N steps or after the loop"
     CATALOGUE = ("A1",)
     VALID = [
@@ -88,8 +93,28 @@ class TensorItem(Rule):
             "        if mps:\n            print(loss.item())\n        if device == 'mps':\n            print(loss.item())\n"
             "        if torch.backends.mps.is_available():\n            print(loss.item())\n"
         ),
+        # a disabled scaler keeps no tensor; a project class's own `get_scale`; the scaler's
+        # state_dict (it reads the scale too, once per checkpoint: not flagged)
+        Valid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=False)\n"
+            "class Sched:\n    def get_scale(self):\n        return 2.0\n"
+            "def train(model, opt, loader):\n    sched = Sched()\n    for x in loader:\n"
+            "        scaler.scale(model(x.cuda()).sum()).backward()\n        scaler.step(opt)\n        scaler.update()\n"
+            "        print(scaler.get_scale(), sched.get_scale())\n    torch.save(scaler.state_dict(), 'ckpt.pt')\n"
+        ),
     ]
     INVALID = [
+        # VAR's AmpOptimizer: the scale logged at every optimizer step
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(init_scale=2. ** 11)\n"
+            "def train(model, opt, loader):\n    for x in loader:\n"
+            "        scaler.scale(model(x.cuda()).sum()).backward()\n        scaler.step(opt)\n        scaler.update()\n"
+            "        scale = scaler.get_scale()\n",
+            line=8,
+            hot=True,
+            message="`scaler._scale.item()` copies a GPU value to the host and waits for all queued GPU work "
+                    "(inside `scaler.get_scale()`: a GradScaler reads its scale with `.item()`)",
+        ),
         # a dict filled with the step's losses, read back in one comprehension per step
         Invalid(
             "import torch\n"
@@ -179,8 +204,14 @@ class TensorItem(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if not node.args and method_call(node, L.SCALER_READ_METHODS):
+            scaler = self.ctx.infer(receiver(node))
+            if scaler.kind == V.OBJECT and scaler.cls == L.GRAD_SCALER and scaler.device == V.CUDA:
+                self.report(node, recv=f"{short(receiver(node))}._scale",
+                            inside=f" (inside `{short(node)}`: a GradScaler reads its scale with `.item()`)")
+            return
         if node.args or not method_call(node, ("item",)):
             return
         recv = receiver(node)
         if self.ctx.gpu(recv, RECEIVER) is not None:
-            self.report(node, recv=short(recv))
+            self.report(node, recv=short(recv), inside="")

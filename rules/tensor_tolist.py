@@ -1,21 +1,27 @@
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import method_call, receiver, short
-from synclint.semantic import RECEIVER
+from synclint.rules._helpers import arg, method_call, receiver, short
+from synclint.semantic import EVIDENT, RECEIVER
+from synclint.semantic import library as L
+from synclint.semantic import values as V
 
 
 class TensorTolist(Rule):
     """
     ## What it does
-    Flags `.tolist()` on a tensor that lives on the GPU.
+    Flags `.tolist()` on a tensor that lives on the GPU, and a Hugging Face tokenizer's
+    `decode` / `batch_decode` of GPU token ids (which calls `.tolist()` on them).
 
     ## Why is this bad?
     `.tolist()` copies the whole tensor to the host with a blocking device-to-host copy
     (`torch/csrc/utils/tensor_list.cpp` -> `copy_kernel_cuda` -> `memcpy_and_sync`), so
     the CPU waits until every kernel queued before it has finished. Called once per batch
     (collecting predictions, logging per-class values) it drains the launch queue each
-    step and the CPU can no longer run ahead of the GPU.
+    step and the CPU can no longer run ahead of the GPU. A tokenizer's `decode` and
+    `batch_decode` convert a tensor of ids with transformers' `to_py_obj`, which is
+    `obj.tolist()` (`utils/generic.py`): decoding what `model.generate(...)` returned on the
+    GPU is that read-back, once per sequence for `batch_decode`.
 
     ## Use instead
     Keep the per-step results on the GPU and convert once, at the end of the epoch or
@@ -28,15 +34,24 @@ class TensorTolist(Rule):
     labels = torch.cat(preds).tolist()        # one transfer
     ```
 
+    Decode the ids of a whole batch (or of every step) after one `.cpu()` of them all:
+
+    ```python
+    ids = model.generate(input_ids, max_new_tokens=64).cpu()   # one transfer
+    texts = tokenizer.batch_decode(ids, skip_special_tokens=True)
+    ```
+
     ## Known problems
     Receivers whose type cannot be inferred are assumed to be tensors only in files that
     import no NumPy-like library (NumPy arrays and pandas objects have `.tolist()` too).
+    Only a tokenizer the model knows (`AutoTokenizer.from_pretrained(...)`, a parameter its
+    callers pass one to) is checked for `decode`.
     """
 
     CODE = "SYN102"
     NAME = "tensor-tolist"
-    CALLS = frozenset({"tolist"})
-    MESSAGE = "`{recv}.tolist()` copies a GPU tensor to the host and waits for all queued GPU work"
+    CALLS = frozenset({"tolist"} | L.TOKENIZER_DECODE)
+    MESSAGE = "`{recv}.tolist()` copies a GPU tensor to the host and waits for all queued GPU work{inside}"
     FIX_TITLE = "Keep per-step results on the GPU and call `.tolist()` once on the concatenated result"
     CATALOGUE = ("B1",)
     VALID = [
@@ -98,6 +113,17 @@ class TensorTolist(Rule):
         Valid("import torch\nx = torch.ones(3, 4, device='cuda')\nfor _ in range(3):\n    dims = torch._shape_as_tensor(x).tolist()\n"),
         # `.astype` is an array's method (no tensor has it): what it returns is host data
         Valid("import torch\ndef boxes_of(det):\n    return det.astype(float).round().tolist()\n"),
+        # a tokenizer decoding ids already on the host; a project class's `decode`; a string's
+        Valid(
+            "import torch\nfrom transformers import AutoTokenizer, AutoModelForCausalLM\n"
+            "tok = AutoTokenizer.from_pretrained('m')\nmodel = AutoModelForCausalLM.from_pretrained('m').cuda()\n"
+            "class Codec:\n    def decode(self, ids):\n        return ids\n"
+            "def run(prompts):\n    codec = Codec()\n    for p in prompts:\n"
+            "        ids = tok(p, return_tensors='pt').input_ids.cuda()\n"
+            "        out = model.generate(ids, max_new_tokens=8).cpu()\n"
+            "        text = tok.batch_decode(out, skip_special_tokens=True)\n"
+            "        codec.decode(ids)\n        b'x'.decode()\n"
+        ),
         # pycocotools' evaluator holds NumPy arrays
         Valid(
             "import torch\nfrom pycocotools.cocoeval import COCOeval\ndef evaluate(model, loader, gt, dt):\n"
@@ -111,6 +137,20 @@ class TensorTolist(Rule):
             line=4,
             hot=True,
             message="`(x * 2).tolist()` copies a GPU tensor to the host and waits for all queued GPU work",
+        ),
+        # LLaVA's evaluation: the ids `generate` returned on the GPU, decoded per question
+        Invalid(
+            "import torch\nfrom transformers import AutoTokenizer, AutoModelForCausalLM\n"
+            "tok = AutoTokenizer.from_pretrained('m')\nmodel = AutoModelForCausalLM.from_pretrained('m').cuda()\n"
+            "def run(prompts):\n    for p in prompts:\n"
+            "        ids = tok(p, return_tensors='pt').input_ids.cuda()\n"
+            "        out = model.generate(ids, max_new_tokens=8)\n"
+            "        text = tok.batch_decode(out, skip_special_tokens=True)[0]\n",
+            line=9,
+            hot=True,
+            message="`out.tolist()` copies a GPU tensor to the host and waits for all queued GPU work "
+                    "(inside `tok.batch_decode(out, skip_special_tokens=True)`: a tokenizer decodes a tensor "
+                    "of ids with `.tolist()`)",
         ),
         Invalid(
             "import torch\ndef evaluate(model, loader):\n    for x in loader:\n        out = model(x)\n    return out.argmax(1).tolist()\n",
@@ -163,8 +203,20 @@ class TensorTolist(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if method_call(node, L.TOKENIZER_DECODE):
+            self._decoded(node)
+            return
         if node.args or not method_call(node, ("tolist",)):
             return
         recv = receiver(node)
         if self.ctx.gpu(recv, RECEIVER) is not None:
-            self.report(node, recv=short(recv))
+            self.report(node, recv=short(recv), inside="")
+
+    def _decoded(self, node: cst.Call) -> None:
+        """`tokenizer.decode(ids)` / `batch_decode(ids)` of a known tokenizer: `ids.tolist()`."""
+        ids = arg(node, 0, "token_ids") or arg(node, 0, "sequences")
+        tok = self.ctx.infer(receiver(node))
+        if ids is None or not (tok.kind == V.OBJECT and tok.cls == L.TOKENIZER):
+            return
+        if self.ctx.gpu(ids, EVIDENT) is not None:
+            self.report(node, recv=short(ids), inside=f" (inside `{short(node, 60)}`: a tokenizer decodes a tensor of ids with `.tolist()`)")

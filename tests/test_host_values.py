@@ -573,3 +573,36 @@ def test_a_subclass_of_an_openmmlab_data_transform_runs_on_the_host(tmp_path):
 def test_a_method_named_transform_of_another_library_class_is_still_checked(tmp_path):
     check(tmp_path, {"loading.py": MMDET_TRANSFORM.format(base="Base", mark="  # error: SYN105").replace(
         "mmdet.datasets.transforms", "mmdet.models.layers"), "other.py": "import loading\n"})
+
+
+def test_a_not_is_cuda_branch_that_moves_its_tensor_to_the_gpu_runs_where_cuda_is(tmp_path):
+    # VAR's dist.allreduce / allgather: `if not t.is_cuda: cu = t.detach().cuda()` is a CPU
+    # tensor on a CUDA machine (a blocking copy there, and `cu.cpu()` a read-back). Near misses:
+    # a `not x.is_cuda` branch that stays on the host is the CUDA-less path; an `x.is_cuda`
+    # test's else branch too
+    check(tmp_path, {"dist.py": """
+        import torch
+        import torch.distributed as tdist
+
+
+        def allreduce(t: torch.Tensor):
+            if not t.is_cuda:
+                cu = t.detach().cuda()  # error: SYN304
+                tdist.all_reduce(cu)
+                t.copy_(cu.cpu())  # error: SYN103
+            else:
+                tdist.all_reduce(t)
+
+
+        def to_numpy(t: torch.Tensor):
+            if not t.is_cuda:
+                return t.numpy()
+            return t.cpu().numpy()  # error: SYN103
+
+
+        def stats(t: torch.Tensor):
+            if t.is_cuda:
+                return t.sum()
+            else:
+                return t.cpu().sum()
+        """})

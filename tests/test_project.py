@@ -503,6 +503,54 @@ def test_a_helper_of_another_module_returns_a_parameter_only_where_its_type_test
     assert _found(paths, cache_dir=cache) == _found(paths, cache_dir=cache) == _found(paths)
 
 
+def test_a_helper_of_another_module_returns_a_host_tensor_only_where_the_call_asks_for_one(tmp_path):
+    """LLaVA's `tokenizer_image_token(prompt, tokenizer, return_tensors='pt')` (mm_utils.py)
+    gives `torch.tensor(ids)` only behind `if return_tensors == 'pt'` (a list of ids
+    otherwise), beside a nested function: the call that asks for a tensor moves a CPU tensor,
+    also from the summary and the cache. Near misses: the call that passes nothing, and one
+    whose helper makes the tensor on the GPU."""
+    paths = _project(tmp_path, {
+        "mm_utils.py": """\
+            import torch
+
+            def tokenizer_image_token(prompt, tokenizer, image_token_index=-200, return_tensors=None):
+                chunks = [tokenizer(c).input_ids for c in prompt.split("<image>")]
+
+                def insert_separator(xs, sep):
+                    return [e for pair in zip(xs, [sep] * len(xs)) for e in pair][:-1]
+
+                input_ids = []
+                for x in insert_separator(chunks, [image_token_index]):
+                    input_ids.extend(x)
+                if return_tensors is not None:
+                    if return_tensors == "pt":
+                        return torch.tensor(input_ids, dtype=torch.long)
+                    raise ValueError(return_tensors)
+                return input_ids
+
+            def on_device(ids, return_tensors=None):
+                if return_tensors == "pt":
+                    return torch.tensor(ids, device="cuda")
+                return ids
+            """,
+        "run.py": """\
+            import torch
+            from mm_utils import tokenizer_image_token, on_device
+
+            def run(model, tokenizer, prompts):
+                for p in prompts:
+                    a = tokenizer_image_token(p, tokenizer, return_tensors="pt").unsqueeze(0).cuda()
+                    b = tokenizer_image_token(p, tokenizer)
+                    c = on_device(b, return_tensors="pt").unsqueeze(0).cuda()
+                    model(a, torch.tensor(b).cuda(), c)
+            """,
+    })
+    found = {(n, row, code) for n, row, code, _ in _found(paths) if n == "run.py" and code.startswith("SYN3")}
+    assert {row for _, row, _ in found} == {6, 9}  # (row 9: `torch.tensor(b).cuda()`, the list's copy)
+    cache = tmp_path / ".cache"
+    assert _found(paths, cache_dir=cache) == _found(paths, cache_dir=cache) == _found(paths)
+
+
 def test_a_numpy_script_that_never_names_torch_gives_its_loop_heat_to_the_project_code_it_calls(tmp_path):
     """A detectron2-style demo (`demo.py`: NumPy and OpenCV, no torch) runs the predictor of
     `predictor.py` once per input image: the prefilter reads it (it names NumPy) but only

@@ -690,8 +690,11 @@ def test_what_a_helper_binds_in_ways_the_replay_does_not_follow_is_unknown():
     b = body("def f(xs, d):\n    for i, x in enumerate(xs):\n        y = x\n    (a, b), c = d\n    return y\n")
     assert [(names, e is None, cond) for names, e, cond in b.steps] == [
         (("i", "x"), True, True), (("y",), False, True), (("a", "b", "c"), True, False)]
-    # not straight-line code: a nested def, `global`, a generator, `*args`, no value returned
-    for src in ("def f(x):\n    def g():\n        pass\n    return x\n",
+    # a nested def (LLaVA's `insert_separator`) binds a local the replay does not follow
+    b = body("def f(x):\n    def g():\n        pass\n    y = g(x)\n    return y\n")
+    assert [(names, e is None, cond) for names, e, cond in b.steps] == [(("g",), True, False), (("y",), False, False)]
+    # not straight-line code: a nested class, `global`, a generator, `*args`, no value returned
+    for src in ("def f(x):\n    class G:\n        pass\n    return x\n",
                 "def f(x):\n    global y\n    y = x\n    return y\n",
                 "def f(x):\n    yield x\n    return x\n",
                 "def f(*x):\n    y = x\n    return y\n",
@@ -721,8 +724,44 @@ def test_a_helpers_returns_carry_the_type_tests_of_parameters_their_paths_pass()
     # near misses: a test of a local, a test whose body falls through, no test at all
     assert guards("def f(x):\n    y = x\n    if isinstance(y, int):\n        return y\n    return x\n") == [[], []]
     assert guards("def f(x):\n    if isinstance(x, int):\n        x2 = x\n    return x\n") == [[]]
+    # a test of a parameter's value against a literal is a guard too; one against a name is not
     assert guards("def f(x, m):\n    if m == 1:\n        return x\n    elif m == 2:\n        return x * 2\n"
-                  "    return x.cpu()\n") == [[], [], []]
+                  "    return x.cpu()\n") == [[("m", "m == 1", True)], [("m", "m == 1", False), ("m", "m == 2", True)], []]
+    assert guards("def f(x, m):\n    if m == k:\n        return x\n    return x.cpu()\n") == [[], []]
+    # LLaVA's `tokenizer_image_token`: past a test whose body always leaves, the test fails
+    assert guards("def f(ids, rt=None):\n    if rt is not None:\n        if rt == 'pt':\n"
+                  "            return torch.tensor(ids)\n        raise ValueError(rt)\n    return ids\n") == [
+        [("rt", "rt is not None", True), ("rt", "rt == 'pt'", True)], [("rt", "rt is not None", False)]]
+
+
+def test_a_helpers_return_behind_a_literal_test_counts_only_where_the_calls_argument_passes_it():
+    # LLaVA's `tokenizer_image_token(prompt, tokenizer, return_tensors='pt')`: a CPU tensor
+    # only where the call asks for one, a list of ids where it passes nothing
+    src = """\
+import torch
+def tok(prompt, tokenizer, return_tensors=None):
+    ids = [tokenizer(c).input_ids for c in prompt.split("<image>")]
+    def sep(xs):
+        return xs
+    out = []
+    for x in sep(ids):
+        out.extend(x)
+    if return_tensors is not None:
+        if return_tensors == 'pt':
+            return torch.tensor(out, dtype=torch.long)
+        raise ValueError(return_tensors)
+    return out
+probe(tok(p, t, return_tensors='pt'))
+probe(tok(p, t, 'pt'))
+probe(tok(p, t))
+probe(tok(p, t, return_tensors=None))
+probe(tok(p, t, return_tensors="np"))
+"""
+    (pt, _), (positional, _), (default, _), (none, _), (np_, _) = probe(src)[0]
+    assert (pt.kind, pt.device) == (V.TENSOR, V.CPU)
+    assert (positional.kind, positional.device) == (V.TENSOR, V.CPU)
+    # near misses: no tensor asked for; another kind (the path that raises)
+    assert default.kind != V.TENSOR and none.kind != V.TENSOR and np_.kind != V.TENSOR
 
 
 def test_a_conditional_expressions_branch_holds_the_type_its_isinstance_test_names():
@@ -1525,6 +1564,163 @@ def test_a_tokenizers_encoding_is_cpu_tensors(expr, expect):
            f"probe({expr})\n")
     v = val(src)
     assert (v.kind, v.device) == expect
+
+
+@pytest.mark.parametrize("expr, expect", [
+    # BLIP's `evaluation(model, ...)`: `model.tokenizer(text, return_tensors="pt")` of a model
+    # handed in; imagen's tokenizer kept in a dict of configurations
+    ("model.tokenizer(text, padding='max_length', return_tensors='pt')", (V.TENSORS, V.CPU)),
+    ("model.tokenizer(text, return_tensors='pt').input_ids", (V.TENSOR, V.CPU)),
+    ("CONFIGS[name]['tokenizer'].batch_encode_plus(texts, return_tensors='pt').attention_mask", (V.TENSOR, V.CPU)),
+    ("model.tokenizer.encode(text, return_tensors='pt')", (V.TENSOR, V.CPU)),
+    # near misses: no tensors asked for, NumPy's, a kind spelled elsewhere; a project
+    # function whose return is known keeps it
+    ("model.tokenizer(text, padding='max_length')", (V.UNKNOWN, None)),
+    ("model.tokenizer(text, return_tensors='np')", (V.UNKNOWN, None)),
+    ("model.tokenizer(text, return_tensors=kind)", (V.UNKNOWN, None)),
+    ("encode(text, return_tensors='pt')", (V.TENSOR, V.CUDA)),
+])
+def test_return_tensors_pt_of_a_callable_the_project_cannot_name_is_cpu_tensors(expr, expect):
+    src = ("import torch\ndef encode(text, return_tensors=None):\n    return torch.ones(3, device='cuda')\n"
+           f"def evaluation(model, text, texts, kind):\n    probe({expr})\n")
+    v = val(src)
+    assert (v.kind, v.device) == expect
+
+
+@pytest.mark.parametrize("expr, expect", [
+    # sgm's `FrozenOpenCLIPEmbedder.forward`: `tokens = open_clip.tokenize(text)`, then `.to(self.device)`
+    ("open_clip.tokenize(text)", (V.TENSOR, V.CPU)),
+    ("clip.tokenize(texts, truncate=True)", (V.TENSOR, V.CPU)),
+    ("tokenize(text)", (V.TENSOR, V.CPU)),
+    # near misses: another function of the package; a tokenize of the file's own
+    ("open_clip.create_model_and_transforms(name)", (V.UNKNOWN, None)),
+    ("own.tokenize(text)", (V.UNKNOWN, None)),
+])
+def test_clips_tokenize_gives_token_ids_on_the_host(expr, expect):
+    src = ("import torch\nimport open_clip\nimport clip\nfrom open_clip import tokenize\n"
+           f"class Own:\n    pass\nown = Own()\ndef forward(text, texts, name):\n    probe({expr})\n")
+    v = val(src)
+    assert (v.kind, v.device) == expect
+
+
+def test_a_pretrained_models_generate_gives_token_ids_where_its_inputs_are():
+    # LLaVA's `model.generate(input_ids, ...)`, BLIP's `self.text_decoder.generate(...)` of a
+    # project class derived from a transformers model
+    src = """\
+import torch
+from transformers import AutoModelForCausalLM, AutoModel, PreTrainedModel
+lm = AutoModelForCausalLM.from_pretrained('m').cuda()
+enc = AutoModel.from_pretrained('m').cuda()
+class Base(PreTrainedModel):
+    pass
+class Decoder(Base):
+    pass
+class Own(torch.nn.Module):
+    def generate(self, ids):
+        return ids.tolist()
+class Mine(torch.nn.Module):
+    pass
+def run(n):
+    ids = torch.ones(1, n, dtype=torch.long).cuda()
+    probe(lm.generate(ids, max_new_tokens=8))
+    probe(Decoder().generate(input_ids=ids))
+    probe(lm.generate(ids, return_dict_in_generate=True))
+    probe(enc.generate(ids))
+    probe(Own().generate(ids))
+    probe(Mine().generate(ids))
+"""
+    (lm, _), (derived, _), (as_dict, _), (enc, _), (own, _), (mine, _) = probe(src)[0]
+    assert (lm.kind, lm.device, lm.dtype) == (V.TENSOR, V.CUDA, V.INT)
+    assert (derived.kind, derived.device) == (V.TENSOR, V.CUDA)
+    # near misses: a GenerateOutput; a model class not named as one that generates; a
+    # project module's own `generate`, or one that derives from no transformers class
+    assert as_dict.kind != V.TENSOR and enc.kind != V.TENSOR and own.kind != V.TENSOR and mine.kind != V.TENSOR
+
+
+def test_a_lightning_modules_counters_are_ints_and_its_optimizers_have_param_groups():
+    # sgm's `self.log("global_step", self.global_step, prog_bar=True)` and
+    # `self.log("lr_abs", self.optimizers().param_groups[0]["lr"])`: numbers Lightning makes
+    # a device tensor of
+    src = """\
+import torch
+import pytorch_lightning as pl
+class Engine(pl.LightningModule):
+    def training_step(self, batch, i):
+        probe(self.global_step)
+        probe(self.current_epoch)
+        probe(self.optimizers().param_groups[0]["lr"])
+class Plain(torch.nn.Module):
+    def forward(self, x):
+        probe(self.global_step)
+        probe(self.optimizers())
+class Own(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.global_step = torch.zeros(1, device="cuda")
+    def training_step(self, batch, i):
+        probe(self.global_step)
+"""
+    (step, _), (epoch, _), (lr, _), (plain, _), (plain_opt, _), (own, _) = probe(src)[0]
+    assert (step.kind, step.py) == (V.PY, "int") and (epoch.kind, epoch.py) == (V.PY, "int")
+    assert (lr.kind, lr.py) == (V.PY, "number")
+    # near misses: an nn.Module that is no LightningModule; a class that sets its own
+    assert plain.kind == V.UNKNOWN and plain_opt.kind == V.UNKNOWN and own.kind == V.TENSOR
+
+
+def test_a_custom_optimizers_own_param_groups_hold_its_parameters_and_numbers():
+    # GaLore's Adafactor.step: `for p in group["params"]: grad = p.grad`, then
+    # `torch.zeros(grad_shape[:-1]).to(grad)`
+    src = """\
+import torch
+class Adafactor(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            probe(group["lr"])
+            for p in group["params"]:
+                probe(p.grad)
+class Sched(torch.optim.lr_scheduler.LambdaLR):
+    def step(self):
+        probe(self.param_groups)
+class Holder:
+    def step(self):
+        probe(self.param_groups)
+"""
+    (lr, _), (grad, _), (sched, _), (holder, _) = probe(src)[0]
+    assert (lr.kind, lr.py) == (V.PY, "number") and grad.kind == V.TENSOR
+    # near misses: a scheduler subclass; a class that derives from no optimizer
+    assert sched.kind == V.UNKNOWN and holder.kind == V.UNKNOWN
+
+
+def test_super_forward_of_a_torch_layer_subclass_is_the_layers_output():
+    # CLIP's fp16 `class LayerNorm(nn.LayerNorm)`: `super().forward(x.type(torch.float32))`
+    src = """\
+import torch
+from torch import nn
+class LayerNorm(nn.LayerNorm):
+    def forward(self, x):
+        orig_type = x.dtype
+        ret = super().forward(x.type(torch.float32))
+        probe(ret)
+        probe(super().forward(torch.ones(2, 4, device="cuda")))
+        return ret.type(orig_type)
+class Plain(nn.Module):
+    def forward(self, x):
+        probe(super().forward(x))
+class Base:
+    def forward(self, x):
+        return x.tolist()
+class Derived(Base):
+    def forward(self, x):
+        probe(super().forward(x))
+class Other(nn.LayerNorm):
+    def forward(self, x):
+        probe(super(Other, self).extra_repr())
+"""
+    (ret, _), (gpu, _), (plain, _), (derived, _), (other, _) = probe(src)[0]
+    assert ret.kind == V.TENSOR and (gpu.kind, gpu.device) == (V.TENSOR, V.CUDA)
+    # near misses: nn.Module has no forward of its own; a project base's forward; another method
+    assert plain.kind != V.TENSOR and derived.kind != V.TENSOR and other.kind != V.TENSOR
 
 
 @pytest.mark.parametrize("expr, kind", [

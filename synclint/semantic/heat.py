@@ -356,6 +356,16 @@ def micro_batches(model, loop) -> bool:
 
 
 # --------------------------------------------------------------------- `if` tests
+def _moves_to_cuda(body: cst.CSTNode) -> bool:
+    """A block that calls `.cuda()` or `.to("cuda...")`: it runs where CUDA is."""
+    for n in descendants(body):
+        if type(n) is cst.Call and type(n.func) is cst.Attribute:
+            m = n.func.attr.value
+            if m == "cuda" or m == "to" and n.args and (string_value(n.args[0].value) or "").startswith("cuda"):
+                return True
+    return False
+
+
 def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     """"cpu-body" / "cpu-else" for a test that picks the CUDA-less path, "guard" for a
     periodic guard, "" otherwise."""
@@ -375,6 +385,8 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
         # `if torch.backends.mps.is_available():` is false on a CUDA machine
         return "cpu-else" if negated else "cpu-body"
     if type(test) is cst.Attribute and test.attr.value == "is_cuda":
+        if negated and _moves_to_cuda(body):
+            return ""  # `if not t.is_cuda: t = t.cuda()`: a host tensor where CUDA is (VAR's dist.allgather)
         return "cpu-body" if negated else "cpu-else"
     if type(test) is cst.Call and model.torch_name(test.func) in L.EXPORT_ONLY:
         # `if torch.onnx.is_in_onnx_export():` runs while exporting a graph, never in a

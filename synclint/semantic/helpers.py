@@ -8,7 +8,9 @@ blocks of them, returns) is instead replayed at each call (`infer._infer_in_scop
 parameters bound to the call's values, each assignment inferred in order (one under a
 branch or loop joined with what the name held before), and the returns joined. Names it
 binds in ways the replay does not follow (loop targets, `with ... as`, containers filled
-with `.append`) are unknown. A longer function that gives back one of its parameters
+with `.append`, nested functions) are unknown. A return behind a test of a parameter (its type,
+`isinstance(x, T)`, or its value against a literal, `return_tensors == "pt"`, `x is None`)
+counts only at a call whose argument passes that test, or may. A longer function that gives back one of its parameters
 unchanged (`def apply_gradient_allreduce(module): ...; return module`) returns, at each
 call, what that call passed (`returned_parameter`).
 """
@@ -22,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from synclint.parse.node_data import node_data, node_from_data
-from synclint.semantic.syntax import all_params, always_leaves, descendants, isinstance_test, statements
+from synclint.semantic.syntax import all_params, always_leaves, descendants, isinstance_test, statements, string_value
 
 # Longer helpers are not replayed: their walked return is what callers get. (A replay's
 # result is memoised by argument values, `infer.Evaluator._infer_in_scope`, so one long
@@ -46,10 +48,14 @@ class HelperBody:
     # of a tuple target; expression None for a name bound in a way the replay does not follow
     steps: List[Tuple[Tuple[str, ...], Optional[cst.BaseExpression], bool]] = field(default_factory=list, repr=False)
     returns: List[cst.BaseExpression] = field(default_factory=list)
-    # per return, the type tests of parameters its path passes: (parameter, the type or
-    # tuple of types, whether the test holds there) of `if isinstance(x, torch.Tensor):
-    # return x.item()` then `return x` (the second only where x is no tensor); empty: none
+    # per return, the tests of parameters its path passes: (parameter, the type or tuple of
+    # types, or the comparison, whether the test holds there) of `if isinstance(x,
+    # torch.Tensor): return x.item()` then `return x` (the second only where x is no tensor),
+    # of `if return_tensors == "pt": return torch.tensor(ids)`; empty: none
     guards: List[Tuple["Guard", ...]] = field(default_factory=list)
+    # the literal defaults (a str, number, bool or None) of parameters a comparison tests: what
+    # a call that does not pass one compares
+    defaults: Dict[str, object] = field(default_factory=dict)
     node: Optional[cst.FunctionDef] = field(default=None, repr=False)  # the definition (its names' imports go in the module summary)
 
     def to_data(self) -> dict:
@@ -60,6 +66,8 @@ class HelperBody:
             out["g"] = [[[name, node_data(t), holds] for name, t, holds in g] for g in self.guards]
         if self.steps:
             out["s"] = [[list(names), None if e is None else node_data(e), cond] for names, e, cond in self.steps]
+        if self.defaults:
+            out["d"] = self.defaults
         return out
 
     @staticmethod
@@ -68,7 +76,7 @@ class HelperBody:
         data that is not such."""
         steps = [(tuple(names), None if e is None else node_from_data(e), bool(cond)) for names, e, cond in data.get("s", ())]
         guards = [tuple((name, node_from_data(t), bool(holds)) for name, t, holds in g) for g in data.get("g", ())]
-        return HelperBody(list(params), steps, [node_from_data(r) for r in data["r"]], guards)
+        return HelperBody(list(params), steps, [node_from_data(r) for r in data["r"]], guards, dict(data.get("d", {})))
 
     def guards_of(self, i: int) -> Tuple["Guard", ...]:
         """The type tests the path to return `i` passes (`guards`)."""
@@ -105,8 +113,11 @@ def _value_names(e: cst.BaseExpression):
             yield n
 
 
-# (parameter, the type or tuple of types tested, whether the test holds on the path)
+# (parameter, the type or tuple of types tested or the comparison, whether the test holds on
+# the path)
 Guard = Tuple[str, cst.BaseExpression, bool]
+# What a parameter's literal default is where it has none (`value_test_holds`)
+NOT_LITERAL = object()
 
 
 class _NotStraight(Exception):
@@ -161,6 +172,12 @@ def helper_body(node: cst.FunctionDef, see_through: bool = False) -> Optional[He
         return None
     if not body.returns or len(body.steps) > MAX_STEPS:
         return None
+    compared = {name for g in body.guards for name, t, _ in g if type(t) is cst.Comparison}
+    for p in all_params(node.params):
+        if p.name.value in compared and p.default is not None:
+            lit = literal(p.default)
+            if lit is not NOT_LITERAL:
+                body.defaults[p.name.value] = lit
     # `parts = []; ...; parts.append(t)`: what a container holds after calls on it is not
     # replayed, so a name mutated that way is unknown (not "an empty list")
     body.steps = [(names, None if mutated & set(names) else expr, cond) for names, expr, cond in body.steps]
@@ -181,7 +198,7 @@ def _block(block, out: HelperBody, cond: bool, mutated: set, tests: Tuple[Guard,
             passed = tests  # (the tests of the `if`s above this branch, each false here)
             branch = s
             while True:
-                test = _parameter_type_test(branch.test, out.params)
+                test = _parameter_test(branch.test, out.params)
                 _block(branch.body, out, True, mutated, passed + ((test[0], test[1], True),) if test else passed)
                 if test is not None:
                     passed = passed + ((test[0], test[1], False),)
@@ -190,7 +207,7 @@ def _block(block, out: HelperBody, cond: bool, mutated: set, tests: Tuple[Guard,
                 branch = branch.orelse  # (`elif`)
             if branch.orelse is not None:
                 _block(branch.orelse.body, out, True, mutated, passed)
-            test = _parameter_type_test(s.test, out.params)
+            test = _parameter_test(s.test, out.params)
             if test is not None and s.orelse is None and always_leaves(s.body):
                 tests = tests + ((test[0], test[1], False),)  # past `if isinstance(x, T): return ...`
         elif type(s) in (cst.For, cst.While):
@@ -211,14 +228,52 @@ def _block(block, out: HelperBody, cond: bool, mutated: set, tests: Tuple[Guard,
             for extra in (s.orelse, s.finalbody):
                 if extra is not None:
                     _block(extra.body, out, True, mutated, tests)
-        else:  # a nested def or class, a match: not straight-line code
+        elif type(s) is cst.FunctionDef:  # (LLaVA's `insert_separator`): a local the replay does not follow
+            out.steps.append(((s.name.value,), None, cond))
+        else:  # a nested class, a match: not straight-line code
             raise _NotStraight
 
 
-def _parameter_type_test(test: cst.BaseExpression, params: List[str]) -> Optional[Tuple[str, cst.BaseExpression]]:
-    """(parameter, the type or tuple of types) of `isinstance(p, T)` on a parameter."""
+def _parameter_test(test: cst.BaseExpression, params: List[str]) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """(parameter, the type or tuple of types) of `isinstance(p, T)` on a parameter;
+    (parameter, the comparison) of `p == "pt"`, `p != 0`, `p is None`, `p is not None`."""
     tested = isinstance_test(test)
-    return (tested[0].value, tested[1]) if tested is not None and tested[0].value in params else None
+    if tested is not None:
+        return (tested[0].value, tested[1]) if tested[0].value in params else None
+    if (type(test) is cst.Comparison and type(test.left) is cst.Name and test.left.value in params
+            and len(test.comparisons) == 1):
+        c = test.comparisons[0]
+        op = type(c.operator)
+        if op in (cst.Equal, cst.NotEqual) and literal(c.comparator) is not NOT_LITERAL \
+                or op in (cst.Is, cst.IsNot) and type(c.comparator) is cst.Name and c.comparator.value == "None":
+            return test.left.value, test
+    return None
+
+
+def literal(e: cst.BaseExpression) -> object:
+    """The value of a literal: a string, a number, True, False or None; else NOT_LITERAL."""
+    t = type(e)
+    if t is cst.Name and e.value in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[e.value]
+    if t is cst.SimpleString or t is cst.ConcatenatedString:
+        v = string_value(e)
+        return NOT_LITERAL if v is None else v
+    if t is cst.Integer or t is cst.Float:
+        return e.evaluated_value
+    return NOT_LITERAL
+
+
+def value_test_holds(test: cst.Comparison, value: object) -> Optional[bool]:
+    """Whether a comparison `_parameter_test` found holds of the parameter's literal value;
+    None where the value is not a literal."""
+    if value is NOT_LITERAL:
+        return None
+    c = test.comparisons[0]
+    op = type(c.operator)
+    if op in (cst.Is, cst.IsNot):
+        return (value is None) == (op is cst.Is)
+    other = literal(c.comparator)
+    return (value == other) == (op is cst.Equal)
 
 
 _MUTATORS = frozenset(("append", "extend", "insert", "add", "update", "setdefault"))

@@ -22,7 +22,7 @@ from synclint.semantic import moduledicts
 from synclint.semantic import values as V
 from synclint.semantic.facts import ref, ref_target
 from synclint.semantic.annotations import annotation_val, type_test_holds
-from synclint.semantic.helpers import HelperBody
+from synclint.semantic.helpers import NOT_LITERAL, HelperBody, value_test_holds
 from synclint.semantic.registries import built_through
 from synclint.semantic.scopes import Binding, FuncInfo
 from synclint.semantic.syntax import is_none, isinstance_test, is_true, kwarg, literal_ndim, string_value
@@ -192,7 +192,10 @@ class Evaluator:
             return v
         # (the node types exclude each other: the commonest are asked first)
         if t is cst.Call:
-            return self._infer_call(e)
+            v = self._infer_call(e)
+            if v.kind == V.UNKNOWN and not v.cls and not v.elems and e.args:
+                return _asked_for_tensors(e) or v
+            return v
         if t is cst.Attribute:
             return self._infer_attribute(e)
         if t is cst.Subscript:
@@ -450,6 +453,11 @@ class Evaluator:
             if b is not None:
                 return b.val
             v = env.attribute_of(env.cls.name, attr)
+            if v.kind == V.UNKNOWN and attr in L.LIGHTNING_INT_ATTRS and env.library_base(
+                    env.cls.name, L.lightning_module_base) is not None:
+                return V.py("int")  # `self.global_step` of a LightningModule (its class sets none)
+            if v.kind == V.UNKNOWN and attr == "param_groups" and env.library_base(env.cls.name, L.optimizer_base) is not None:
+                return V.py("param_groups")  # in `step` of a custom optimizer: its groups (`group["params"]`)
             if v.kind == V.UNKNOWN:  # set only by subclasses (`self.model` of a trainer's base)
                 return env.project.subclass_attr(env.cls.name, attr) or v
             return v
@@ -785,6 +793,9 @@ class Evaluator:
         if q is not None:
             return self._infer_qualified_call(q, call)
         if type(func) is cst.Attribute:
+            if func.attr.value == "forward" and _is_bare_super(func.value) and env.cls is not None \
+                    and env.library_base(env.cls.name, L.library_layer) is not None:
+                return self._module_output(Val(V.MODULE), call)  # `super().forward(x.type(torch.float32))`
             recv = self.value(func.value)
             if V.class_key(recv):
                 if func.attr.value == "apply":  # `GradReverse.apply(x)`: a custom autograd Function
@@ -1006,6 +1017,8 @@ class Evaluator:
             return Val(V.OBJECT, cls=L.METRIC)
         if q in L.TO_TENSOR:
             return self._transformed(call)
+        if q in L.TOKENIZE_FUNCTIONS:  # `open_clip.tokenize(text)`: token ids on the host
+            return V.tensor(V.CPU, dtype=V.INT)
         module, _, last = q.rpartition(".")
         if module in L.TRANSFORM_MODULES and last[:1].isupper():  # `T.Compose([...])`, `T.ToTensor()`
             return Val(V.OBJECT, cls=L.TRANSFORM, py=L.NORMALIZES if q in L.NORMALIZERS else None)
@@ -1262,15 +1275,23 @@ class Evaluator:
                 return Val(V.PY, py="list", elems=(item,))
             if m in ("forward", "__call__"):
                 return self._module_output(recv, call)
+            generates = m in L.GENERATE_METHODS and self._generates(recv.cls)
             if recv.cls is not None:
                 replayed = self._method_replayed(recv, m, call)
                 if replayed is not None:
                     return replayed
                 ret = env.method_return(recv.cls, m)
-                if ret is not None:
+                if ret is not None and not (generates and ret.kind == V.UNKNOWN):
                     return ret
                 if f"{recv.cls}.{m}" not in env.all_funcs and recv.cls in env.classes_by_name:
                     env.note_forward_ref((recv.cls, m))  # a method defined further down: known next walk
+            if m in L.LIGHTNING_OPTIMIZER_METHODS and recv.cls and "|" not in recv.cls \
+                    and env.library_base(recv.cls, L.lightning_module_base) is not None:
+                return Val(V.OPTIM)  # `self.optimizers()` of a LightningModule
+            if generates and not is_true(kwarg(call, "return_dict_in_generate")):
+                # `model.generate(input_ids, ...)`: token ids where the inputs are
+                ts = self.tensor_args(call)
+                return V.tensor(_device_of(ts) if ts else recv.device, dtype=V.INT)
             return V.UNKNOWN_VAL
         if k == V.OBJECT:
             if recv.cls in L.PREPARE_OWNERS and m in L.PREPARE_METHODS:
@@ -1577,22 +1598,45 @@ class Evaluator:
             if a.keyword is not None and a.keyword.value in params:
                 given[a.keyword.value] = self.value(a.value)
         args = tuple(given.get(p, V.UNKNOWN_VAL) for p in params)
+        literals = self._compared_literals(body, call, bound is not None)
         if foreign_aliases is None:
-            memo, memo_key = self._returns_here, (key, args, frozenset(self._inlining))
+            memo, memo_key = self._returns_here, (key, args, literals, frozenset(self._inlining))
         else:  # (what the walk's place may still tell another module's body)
             env = self.env
-            memo, memo_key = self._returns_foreign, (key, args, frozenset(self._inlining), env.default_device,
+            memo, memo_key = self._returns_foreign, (key, args, literals, frozenset(self._inlining), env.default_device,
                                                      env.uses_xla, env.cls.name if env.cls is not None else None,
                                                      frozenset(env.device_options.items()))
         got = memo.get(memo_key)
         if got is None:
-            got = self._evaluated_body(key, body, args, foreign_aliases, bound.cls if bound is not None else None)
+            got = self._evaluated_body(key, body, args, foreign_aliases, bound.cls if bound is not None else None,
+                                       dict(literals))
             if len(memo) < MAX_REPLAYED:
                 memo[memo_key] = got
         return got
 
+    def _compared_literals(self, body: HelperBody, call: cst.Call, method: bool) -> Tuple[Tuple[str, object], ...]:
+        """(parameter, the literal this call gives it) of each parameter a return's guard
+        compares (`return_tensors == "pt"`): what the call passes, else its default."""
+        compared = sorted({name for g in body.guards for name, t, _ in g if type(t) is cst.Comparison})
+        if not compared:
+            return ()
+        params = body.params[1:] if method else body.params
+        passed = dict(zip(params, [a.value for a in call.args if a.keyword is None]))
+        passed.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
+        out = []
+        for name in compared:
+            e = passed.get(name)
+            if e is None:
+                out.append((name, body.defaults.get(name, NOT_LITERAL)))
+            elif type(e) is cst.Name and e.value == "None":
+                out.append((name, None))
+            else:
+                c = self.constant(e)
+                out.append((name, NOT_LITERAL if c is None else c))
+        return tuple(out)
+
     def _evaluated_body(self, key: str, body: HelperBody, args: Tuple[Val, ...], foreign_aliases,
-                        owner: Optional[str] = None) -> Val:
+                        owner: Optional[str] = None, literals: Optional[Dict[str, object]] = None) -> Val:
         scope = FuncInfo(key, key, None)
         for p, v in zip(body.params, args):
             scope.scope[p] = Binding(v)
@@ -1615,15 +1659,33 @@ class Evaluator:
                 out: Optional[Val] = None
                 rebound = {n for names, _, _ in body.steps for n in names}
                 for i, r in enumerate(body.returns):
-                    if any(name not in rebound and type_test_holds(self.env, given, kinds) is (not holds)
-                           for name, kinds, holds in body.guards_of(i)
-                           for given in (args[body.params.index(name)],)):
+                    if any(name not in rebound and self._guard_holds(test, args[body.params.index(name)],
+                                                                     (literals or {}).get(name, NOT_LITERAL)) is (not holds)
+                           for name, test, holds in body.guards_of(i)):
                         continue  # a path these arguments never take (`return x` where x is no tensor)
                     v = self.value(r)
                     out = v if out is None else V.join(out, v)
                 return out if out is not None else V.UNKNOWN_VAL
         finally:
             self._inlining.discard(key)
+
+    def _guard_holds(self, test: cst.BaseExpression, given: Val, lit: object) -> Optional[bool]:
+        """Whether a return's guard on a parameter holds of what a call gives it: a type test
+        of its value, a comparison of its literal; None where they do not tell."""
+        if type(test) is cst.Comparison:
+            return value_test_holds(test, lit)
+        return type_test_holds(self.env, given, test)
+
+    def _generates(self, cls: Optional[str]) -> bool:
+        """A model class with transformers' `generate`: a project class derived from a class of
+        a pretrained package, or such a class itself (`from_pretrained`), named as one that
+        generates (`LlamaForCausalLM`)."""
+        if not cls or "|" in cls:
+            return False
+        env = self.env
+        if env.defined_class(cls) is not None or env.project.class_facts(cls) is not None:
+            return env.library_base(cls, _pretrained_package) is not None
+        return cls.endswith(L.GENERATE_CLASS_SUFFIXES)
 
     def _loader(self, call: cst.Call) -> Val:
         """A DataLoader: CPU batches (pinned with `pin_memory=True`), unless its dataset's
@@ -1795,6 +1857,24 @@ def _encoded(m: str, call: cst.Call) -> Val:
     if m == "encode":
         return V.tensor(V.CPU, dtype=V.INT)
     return Val(V.TENSORS, V.CPU, cls=L.ENCODING)
+
+
+def _pretrained_package(base: str) -> bool:
+    return base.split(".", 1)[0] in L.PRETRAINED_PACKAGES
+
+
+def _is_bare_super(e: cst.BaseExpression) -> bool:
+    """`super()`, without arguments."""
+    return type(e) is cst.Call and type(e.func) is cst.Name and e.func.value == "super" and not e.args
+
+
+def _asked_for_tensors(call: cst.Call) -> Optional[Val]:
+    """What a call of an unknown callable gives when it passes `return_tensors="pt"`: a
+    tokenizer's or processor's CPU encoding (one tensor for `encode`); None without it."""
+    if string_value(kwarg(call, L.TENSORS_KEYWORD)) != L.TENSORS_VALUE:
+        return None
+    m = call.func.attr.value if type(call.func) is cst.Attribute else "__call__"
+    return V.tensor(V.CPU, dtype=V.INT) if m == "encode" else Val(V.TENSORS, V.CPU, cls=L.ENCODING)
 
 
 def _sequence(elems: Tuple[Val, ...], seq: str) -> Val:

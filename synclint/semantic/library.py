@@ -51,6 +51,7 @@ EVENTS = _set("torch", "events")
 STREAMS = _set("torch", "streams")
 LEGACY_CTORS = _set("torch", "legacy_ctors")
 GRAD_SCALERS = _set("torch", "grad_scalers")
+SCALER_READ_METHODS = _set("torch", "scaler_read_methods")
 GRAD_SCALER = "torch.amp.GradScaler"  # the class of their instances' values
 TENSOR_DATASETS = _set("torch", "tensor_datasets")
 AVERAGED_MODELS = _set("torch", "averaged_models")
@@ -152,6 +153,27 @@ DEBUG_BASES = _set("rarity", "debug_bases")
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
+LIGHTNING_INT_ATTRS = _set("modules", "lightning_int_attrs")
+OPTIMIZER_PREFIXES = tuple("torch." + p for p in _DATA["torch"]["optimizer_prefixes"])
+
+
+def optimizer_base(q: str) -> bool:
+    """`torch.optim.Optimizer`, `torch.optim.AdamW`: a torch optimizer class (not a scheduler)."""
+    return q.startswith(OPTIMIZER_PREFIXES) and ".lr_scheduler" not in q and q.rsplit(".", 1)[-1][:1].isupper()
+LIGHTNING_OPTIMIZER_METHODS = _set("modules", "lightning_optimizer_methods")
+
+
+def lightning_module_base(q: str) -> bool:
+    """`pytorch_lightning.LightningModule`, `lightning.LightningModule`: Lightning's module class."""
+    return q == "LightningModule" or q.endswith(LIGHTNING_MODULE_BASES)
+LAYER_PACKAGES = tuple(_DATA["modules"]["layer_packages"])
+LAYER_CONTAINERS = _set("modules", "layer_containers")
+
+
+def library_layer(q: str) -> bool:
+    """`torch.nn.LayerNorm`: a library layer class whose forward computes where its input is."""
+    last = q.rsplit(".", 1)[-1]
+    return q.startswith(LAYER_PACKAGES) and last[:1].isupper() and last not in LAYER_CONTAINERS
 LIGHTNING_PER_STEP_LOGGING = _set("modules", "lightning_per_step_logging")
 LIGHTNING_EVAL_STEPS = _set("modules", "lightning_eval_steps")
 
@@ -220,11 +242,16 @@ TOKENIZER_PACKAGES = _set("tokenizers", "packages")
 TOKENIZER_SUFFIXES = tuple(_DATA["tokenizers"]["class_suffixes"])
 TOKENIZER_MAKERS = _set("tokenizers", "makers")
 TOKENIZER_ENCODE = _set("tokenizers", "encode_methods")
+TENSORS_KEYWORD, TENSORS_VALUE = _DATA["tokenizers"]["tensors_keyword"]
+TOKENIZE_FUNCTIONS = _set("tokenizers", "functions")
+TOKENIZER_DECODE = _set("tokenizers", "decode_methods")
 PRETRAINED_PACKAGES = _set("pretrained", "packages")
 PRETRAINED_OBJECTS = tuple(_DATA["pretrained"]["object_suffixes"])
 PRETRAINED_FOREIGN = tuple(_DATA["pretrained"]["object_prefixes"])
 PRETRAINED_ANNOTATION_OBJECTS = tuple(_DATA["pretrained"]["annotation_object_suffixes"])
 PRETRAINED_ATTRIBUTE_SETTERS = _set("pretrained", "attribute_setters")
+GENERATE_METHODS = _set("pretrained", "generate_methods")
+GENERATE_CLASS_SUFFIXES = tuple(_DATA["pretrained"]["generate_class_suffixes"])
 
 
 def tokenizer_class(q: str) -> bool:

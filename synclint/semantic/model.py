@@ -675,8 +675,7 @@ class SemanticModel:
         """Whether the code walked is a method of a LightningModule subclass (its `self.log`
         turns Python numbers into tensors on the module's device)."""
         info = self.cls
-        return info is not None and self.library_base(
-            info.name, lambda b: b == "LightningModule" or b.endswith(L.LIGHTNING_MODULE_BASES)) is not None
+        return info is not None and self.library_base(info.name, L.lightning_module_base) is not None
 
     def is_entry(self, info: FuncInfo) -> bool:
         """Whether a framework calls this function every step: hot by name (`forward`,
