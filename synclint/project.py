@@ -208,6 +208,26 @@ class Project:
         here = os.path.dirname(importer)
         return max(paths, key=lambda p: (len(os.path.commonpath([here, p])), -len(p)))
 
+    def imported_files(self, path: str) -> Set[str]:
+        """The project's files whose names `path`'s summary imports (absolute paths): for
+        each name the module it names itself (`a.b.c` where `a/b/c.py` is a file, else
+        `a.b`...), not the packages above it. Read without noting it (`Summaries.reading`):
+        this orders the work, it is not what a file's facts are made from."""
+        path = self.absolute(path)
+        s = dict.get(self.summaries, path)
+        out: Set[str] = set()
+        if s is None:
+            return out
+        for name in set(s.aliases.values()) | set(s.imports):
+            parts = name.split(".")
+            for i in range(len(parts), 0, -1):
+                found = self.module_path(".".join(parts[:i]), path)
+                if found is not None:
+                    if found != path:
+                        out.add(found)
+                    break
+        return out
+
     def on_disk(self, importer: str, names: Iterable[str]) -> List[str]:
         """Files under the root that `names` (imported by `importer`) refer to and that are
         not summarised yet: from the importer's directory up to the root, as Python would
