@@ -199,8 +199,9 @@ class Solver:
         the project has changed; one whose facts would be made from the same summaries as
         last time (no edit reached them) is not even asked (`Project.facts_unchanged`)."""
         project = self.project
-        linted = [p for wave in dependency_waves(list(fresh), project.imported_files, project.absolute)
-                  for p in self._round(wave, make_facts=True, count=False)]
+        with project.tables_held():  # (made once for the round, as for one wave)
+            linted = [p for wave in dependency_waves(list(fresh), project.imported_files, project.absolute)
+                      for p in self._round(wave, make_facts=True, count=False)]
         if linted:
             self.computed.append(linted)
         todo = []
