@@ -97,6 +97,19 @@ def test_a_module_is_linted_after_the_modules_it_imports_and_once(tmp_path):
     assert linted == ["holder.py", "make.py", "use.py"]
 
 
+def test_the_whole_project_tables_are_made_once_for_a_round_not_once_a_wave(tmp_path, monkeypatch):
+    # `holder.py` goes in the first wave, the two modules importing it in the second; the
+    # values every module's calls pass (a whole-project table) are made for the round's
+    # facts, then once more when the round's summaries are in (to tell what may change).
+    from synclint.project import Project
+
+    made, orig = [], Project._passed_in
+    monkeypatch.setattr(Project, "_passed_in", lambda self: made.append(1) or orig(self))
+    found, linted = _check(_holder(tmp_path))
+    assert found == {("use.py", 7, "SYN101")} and linted == ["holder.py", "make.py", "use.py"]
+    assert len(made) == 2
+
+
 def test_waves_put_each_file_after_its_imports_and_a_cycle_in_one_wave():
     imports = {"a": {"b"}, "b": {"c"}, "c": set(), "d": {"e", "x"}, "e": {"d", "c"},
                "f": {"a", "pkg/__init__.py"}, "pkg/__init__.py": {"f", "d"}}
