@@ -15,8 +15,11 @@ changing, in two nested worklists:
   again when a summary its facts were made from changed after they were made (the
   project's record of what each file's facts read: `Project.reads`, `may_change`), unless
   its facts answer the questions its last walk asked alike. Rounds: every queued file is
-  computed from the same project, then their summaries are given to it. At most
-  `LINK_ROUNDS` rounds after the first. The files the prefilter skips (no torch word) but
+  computed from the same project, then their summaries are given to it; the first round
+  goes in waves, a module after the modules it imports (`dependency_waves`), so that most
+  files' first facts already hold what their imports' second walks learnt (on the
+  Lightning sources 6 files are linted again, not 56). At most `LINK_ROUNDS` rounds after
+  the first. The files the prefilter skips (no torch word) but
   that import, or are imported by, a module with tensors are summarised too, likewise
   to a fixpoint (`forced`).
 
@@ -57,6 +60,61 @@ def walk_to_fixpoint(walk: Callable[[Optional[object]], object], stale: Callable
             break
         model = walk(model)
     return model
+
+
+def dependency_waves(paths: Sequence[str], imports: Callable[[str], Set[str]],
+                     key: Callable[[str], str] = lambda p: p) -> List[List[str]]:
+    """`paths` in waves, each file after the files it imports (`imports(path)`: their
+    `key`s): a round's files are linted wave by wave, so that what the walks of a module's
+    imports learn with the project's facts (an attribute their second walk knows, a
+    function's return) is in its facts when they are made, not a round later. Files that
+    import each other (a cycle) share a wave. A package's `__init__` is not waited for: it
+    re-exports its modules (its importers' names resolve through it to theirs, which are
+    ordered by their own imports), and every module importing its package would put the
+    whole package in one cycle. The order is the summaries' alone, whatever the workers do."""
+    index = {key(p): i for i, p in enumerate(paths)}
+    deps = [sorted(index[k] for k in imports(p) if k in index and not k.endswith("__init__.py")) for p in paths]
+    # Tarjan's components, iteratively (a long chain of imports is deep); a component is
+    # complete only after every component it reaches
+    order, low, comp = [-1] * len(paths), [0] * len(paths), [-1] * len(paths)
+    stack: List[int] = []
+    level: List[int] = []  # component -> its wave
+    n = 0
+    for root in range(len(paths)):
+        if order[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                order[v] = low[v] = n
+                n += 1
+                stack.append(v)
+            if i < len(deps[v]):
+                work.append((v, i + 1))
+                w = deps[v][i]
+                if order[w] < 0:
+                    work.append((w, 0))
+                elif comp[w] < 0:
+                    low[v] = min(low[v], order[w])
+                continue
+            for w in deps[v]:
+                if comp[w] < 0 and order[w] > order[v]:  # (a child whose component is open)
+                    low[v] = min(low[v], low[w])
+            if low[v] == order[v]:
+                members = []
+                while True:
+                    w = stack.pop()
+                    comp[w] = len(level)
+                    members.append(w)
+                    if w == v:
+                        break
+                level.append(max((level[comp[w]] + 1 for m in members for w in deps[m] if comp[w] != len(level)),
+                                 default=0))
+    waves: Dict[int, List[str]] = {}
+    for i, p in enumerate(paths):
+        waves.setdefault(level[comp[i]], []).append(p)
+    return [waves[k] for k in sorted(waves)]
 
 
 # Lint results, by path: [digest, digest of the answers to the questions the lint asked the
@@ -136,11 +194,16 @@ class Solver:
 
         New and edited files are linted first, so that what their walks learn reaches the
         others' facts before those are made: an edit's dependents are linted once, not twice.
+        For the same reason they go in waves, each file after the files it imports.
         A file with a last lint is linted again only when an answer to a question it asked
         the project has changed; one whose facts would be made from the same summaries as
         last time (no edit reached them) is not even asked (`Project.facts_unchanged`)."""
         project = self.project
-        self._round(list(fresh), make_facts=True)
+        with project.tables_held():  # (made once for the round, as for one wave)
+            linted = [p for wave in dependency_waves(list(fresh), project.imported_files, project.absolute)
+                      for p in self._round(wave, make_facts=True, count=False)]
+        if linted:
+            self.computed.append(linted)
         todo = []
         for path, hit in last.items():
             if project.facts_unchanged(path, hit[8]):
@@ -169,12 +232,13 @@ class Solver:
         entry[8] = self.project.made_from(path)
         return True
 
-    def _round(self, paths: List[str], make_facts: bool = False, unless_same_answers: bool = False) -> int:
+    def _round(self, paths: List[str], make_facts: bool = False, unless_same_answers: bool = False,
+               count: bool = True) -> List[str]:
         """Lint `paths` with the facts just made for them (`make_facts`: made as each job is
         sent, while the workers lint the jobs before it; `unless_same_answers`: not those
         files whose facts answer their last lint's questions alike), then give the project
         what their walks found (only then: every file's facts are made from the same
-        project). How many were linted."""
+        project). The files linted (`count`: noted in `computed` as a round)."""
 
         def prepare(path: str) -> Optional[dict]:
             if make_facts:
@@ -189,8 +253,8 @@ class Solver:
             answers = self.facts[path].answers_digest(reads)
             self.out[path] = [self.digests[path], answers, found, graph, error, [[], []], summary, reads,
                               self.project.made_from(path)]
-        if linted:
+        if linted and count:
             self.computed.append(linted)
         for path in paths:
             self.update(path, self.out[path][6])
-        return len(linted)
+        return linted
