@@ -1301,7 +1301,8 @@ class Project:
         return seen
 
     # ------------------------------------------------------------------ heat
-    def hot_scopes(self, graphs: Dict[str, "object"], declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, Dict[str, str]]:
+    def hot_scopes(self, graphs: Dict[str, "object"],
+                   declared: DeclaredHeat = DeclaredHeat()) -> Dict[str, Dict[str, str]]:
         """path -> functions that run every step, over the whole call graph: called from a
         loop or from hot code in any module, hot by name (`forward`, `*_step`), called by a
         framework (`Graph.entries`) or declared hot. A function that loops over batches

@@ -477,11 +477,10 @@ def explain(rule, config_file):
     r = rule_by_key(rule)
     where = _file_line(rule) if r is None else None
     if where is not None:
+        if not Path(where[0]).is_file():
+            raise _fail(f"{where[0]}: no such file")
         raise click.exceptions.Exit(_explain_line(*where, config_file))
     if r is None:
-        path, _, line = rule.rpartition(":")
-        if path and line.isdigit():  # (FILE:LINE of a file that is not there)
-            raise _fail(f"{path}: no such file")
         raise _fail(f"unknown rule {rule!r}; `synclint rules` lists them (or give FILE:LINE)")
     text = rule_markdown(r)
     if not sys.stdout.isatty():
@@ -494,9 +493,9 @@ def explain(rule, config_file):
 
 
 def _file_line(arg: str):
-    """(path, line) of `FILE:LINE` naming a file that exists; None for anything else."""
+    """(path, line) of an argument shaped `FILE:LINE`; None for anything else (a rule)."""
     path, _, line = arg.rpartition(":")
-    return (path, int(line)) if path and line.isdigit() and Path(path).is_file() else None
+    return (path, int(line)) if path and line.isdigit() else None
 
 
 def _explain_line(path: str, line: int, config_file: Optional[Path]) -> int:

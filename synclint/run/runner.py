@@ -145,7 +145,8 @@ def check_files(
                 continue  # every caller in the project runs it under `no_grad`
             f.filename = path  # cached entries are keyed by absolute path; report as given
             if not f.hot and f.scope in hot_scopes and not f.guarded:
-                f.reheat(True, "per-step", _project_reason(f.scope, modules.get(path), declared, chain=hot_scopes[f.scope]))
+                f.reheat(True, "per-step",
+                         _project_reason(f.scope, modules.get(path), declared, chain=hot_scopes[f.scope]))
             if modules and declared.cold_scope(modules[path], f.scope):
                 f.reheat(False, "once", _project_reason(f.scope, modules[path], declared, hot=False))
             if in_tests and f.hot:
@@ -478,7 +479,8 @@ class _Run:
             {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
         for path, e in self.out.items():
             key = self.project.absolute(path)
-            e[5] = [sorted([q, chain] for q, chain in hot.get(key, {}).items()), sorted(timing.get(key, ()), key=lambda q: q or "")]
+            e[5] = [sorted([q, chain] for q, chain in hot.get(key, {}).items()),
+                    sorted(timing.get(key, ()), key=lambda q: q or "")]
             if key in compiled or key in grad_off:  # (the functions of this file that run compiled, and how)
                 e[5].append({q: r.to_json() for q, r in sorted(compiled.get(key, {}).items())})
             if key in grad_off:  # (those every caller runs with autograd off)

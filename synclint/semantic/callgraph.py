@@ -7,8 +7,8 @@ linking is needed does not import LibCST.
 from __future__ import annotations
 
 import os
-from collections import deque
 import re
+from collections import deque
 from typing import Callable, Dict, List, Optional, Set, TypeVar, Union
 
 from synclint.semantic import library as L
@@ -32,7 +32,8 @@ def hot_name(name: str) -> bool:
     return name in L.HOT_FUNCTION_NAMES or name.endswith("_step")
 
 
-def spread(frontier: List[T], edges: Dict, per_epoch: Set[T], came_from: Optional[Dict[T, Optional[T]]] = None) -> Set[T]:
+def spread(frontier: List[T], edges: Dict, per_epoch: Set[T],
+           came_from: Optional[Dict[T, Optional[T]]] = None) -> Set[T]:
     """Everything hot code reaches along call edges from `frontier` (the callees of loops
     and the hooks hot by name). A per-epoch function (one that loops over batches itself)
     stops the spread: its batch loop is hot, the rest of it is not. Breadth first, so that

@@ -154,28 +154,29 @@ LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
 LIGHTNING_INT_ATTRS = _set("modules", "lightning_int_attrs")
+LIGHTNING_OPTIMIZER_METHODS = _set("modules", "lightning_optimizer_methods")
+LIGHTNING_PER_STEP_LOGGING = _set("modules", "lightning_per_step_logging")
+LIGHTNING_EVAL_STEPS = _set("modules", "lightning_eval_steps")
 OPTIMIZER_PREFIXES = tuple("torch." + p for p in _DATA["torch"]["optimizer_prefixes"])
+LAYER_PACKAGES = tuple(_DATA["modules"]["layer_packages"])
+LAYER_CONTAINERS = _set("modules", "layer_containers")
 
 
 def optimizer_base(q: str) -> bool:
     """`torch.optim.Optimizer`, `torch.optim.AdamW`: a torch optimizer class (not a scheduler)."""
     return q.startswith(OPTIMIZER_PREFIXES) and ".lr_scheduler" not in q and q.rsplit(".", 1)[-1][:1].isupper()
-LIGHTNING_OPTIMIZER_METHODS = _set("modules", "lightning_optimizer_methods")
 
 
 def lightning_module_base(q: str) -> bool:
     """`pytorch_lightning.LightningModule`, `lightning.LightningModule`: Lightning's module class."""
     return q == "LightningModule" or q.endswith(LIGHTNING_MODULE_BASES)
-LAYER_PACKAGES = tuple(_DATA["modules"]["layer_packages"])
-LAYER_CONTAINERS = _set("modules", "layer_containers")
 
 
 def library_layer(q: str) -> bool:
     """`torch.nn.LayerNorm`: a library layer class whose forward computes where its input is."""
     last = q.rsplit(".", 1)[-1]
     return q.startswith(LAYER_PACKAGES) and last[:1].isupper() and last not in LAYER_CONTAINERS
-LIGHTNING_PER_STEP_LOGGING = _set("modules", "lightning_per_step_logging")
-LIGHTNING_EVAL_STEPS = _set("modules", "lightning_eval_steps")
+
 
 MODULE_NAME_WORDS = _set("modules", "name_words")
 MODULE_DICTS = _set("modules", "module_dicts")
