@@ -45,7 +45,7 @@ class Repo:
     sealed: bool  # labelled blind and not yet scored: `--split all` leaves it out
     files: List[dict]
     syncs: List[dict]
-    maybes: List[dict]
+    maybes: List[dict]  # `[[maybe]]` and `[[setup]]` lines: neither a miss nor a false finding
 
 
 def read_labels() -> List[Repo]:
@@ -55,7 +55,8 @@ def read_labels() -> List[Repo]:
         try:
             data = tomllib.loads(path.read_text())
             out.append(Repo(path.stem, data["repo"], data["commit"], data.get("split", "dev"), bool(data.get("sealed")),
-                            data.get("file", []), data.get("sync", []), data.get("maybe", [])))
+                            data.get("file", []), data.get("sync", []),
+                            data.get("maybe", []) + data.get("setup", [])))
         except (tomllib.TOMLDecodeError, KeyError) as e:
             # every command reads all label files (--split's choices), so say which one is bad
             raise SystemExit(f"{path}: not a label file ({type(e).__name__}: {e})")
