@@ -1419,11 +1419,11 @@ class Project:
                 incoming.setdefault(s, []).append((base, False))
         unresolved.discard("__init__")  # (`super().__init__()`: a base's constructor, which the project resolves)
         barred.update(t for t in incoming if hot_name(t[1].rsplit(".", 1)[-1]) or t[1].rsplit(".", 1)[-1] in unresolved)
-        imported = set().union(*(self.imported_files(p) for p in graphs))
+        imported = self.kept("imported files", lambda: set().union(*(self.imported_files(p) for p in self.versions)))
         out: Dict[str, Dict[str, str]] = {}
-        for (path, qual), kind in setup_functions(incoming, seeded, barred).items():
-            if kind != ENTRY or path not in imported:  # (a library module's `__main__` block tests it)
-                out.setdefault(path, {})[qual] = kind
+        # (a library module's `__main__` block is its own test: only a script has an entry)
+        for (path, qual), kind in setup_functions(incoming, seeded, barred, lambda t: t[0] not in imported).items():
+            out.setdefault(path, {})[qual] = kind
         for path in graphs:
             path = self.absolute(path)
             if path not in imported and not self._is_test(path):

@@ -17,6 +17,8 @@ ITEM_RE = re.compile(r"(SYN\d{3})(?:\s*\[(hot|cold)\])?")
 # A line that synchronizes on the GPU but that synclint rightly does not flag.
 UNFLAGGED_SYNC_RE = re.compile(r"#\s*unflagged-sync:")
 RATE_MARK_RE = re.compile(r"# \[([a-z-]+)\]")  # `# [per-step]`: the rate a line's finding must get
+# `# [setup]`: a transfer that runs once at setup, which its rule leaves alone: no finding
+SETUP_MARK = "setup"
 
 Expectation = Dict[Tuple[int, str], Optional[bool]]  # (row, code) -> hot (None: either)
 
@@ -41,7 +43,14 @@ def rates_at_marks(source: str, filename: str) -> Tuple[Dict[int, str], Dict[int
     """(row -> the rate linting `source` as `filename` gives each marked row, `marked_rates`):
     the two a rate test compares."""
     expected = marked_rates(source)
-    return {f.row: f.rate for f in lint_source(source, filename) if f.row in expected}, expected
+    return at_marks({f.row: f.rate for f in lint_source(source, filename)}, expected), expected
+
+
+def at_marks(found: Dict[int, str], expected: Dict[int, str]) -> Dict[int, str]:
+    """`found` (row -> rate) on the marked rows, a `[setup]` row without a finding as "setup"."""
+    out = {row: rate for row, rate in found.items() if row in expected}
+    out.update((row, SETUP_MARK) for row, mark in expected.items() if mark == SETUP_MARK and row not in found)
+    return out
 
 
 def unflagged_sync_rows(source: str) -> Set[int]:

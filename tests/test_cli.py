@@ -278,8 +278,9 @@ FIXABLE = textwrap.dedent(
     import torch
 
     device = "cuda"
-    buf = torch.zeros(8).to(device)
-    noise = torch.randn(8).to(device)
+    for _ in range(2):
+        buf = torch.zeros(8).to(device)
+        noise = torch.randn(8).to(device)
     """
 )
 
@@ -288,7 +289,7 @@ def test_diff_shows_safe_fixes_and_writes_nothing(tmp_path):
     p = write(tmp_path / "f.py", FIXABLE)
     r = run(["check", "f.py", "--select", "SYN301", "--diff"], tmp_path)
     assert r.exit_code == 1
-    assert "+buf = torch.zeros(8, device=device)" in r.stdout
+    assert "+    buf = torch.zeros(8, device=device)" in r.stdout
     assert "randn" not in "".join(l for l in r.stdout.splitlines(True) if l.startswith("+"))  # unsafe: not without --unsafe-fixes
     assert p.read_text() == FIXABLE
 

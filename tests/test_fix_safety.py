@@ -17,8 +17,9 @@ from synclint.fixcheck import FixCheck, declared_minimum, lowest_python, pep701_
 from synclint.fixes import fix_source
 from synclint.testing import run_cli as run
 
-FIXABLE = 'import torch\ny = torch.zeros(4).cuda()\n'
-FIXED = 'import torch\ny = torch.zeros(4, device="cuda")\n'
+# (in a loop: a one-time transfer at module level is setup, no finding)
+FIXABLE = 'import torch\nfor _ in range(2):\n    y = torch.zeros(4).cuda()\n'
+FIXED = 'import torch\nfor _ in range(2):\n    y = torch.zeros(4, device="cuda")\n'
 
 
 def write(p: Path, text: str) -> Path:
@@ -39,11 +40,11 @@ def compiles(text: str) -> bool:
 def test_a_fix_inside_an_fstrings_braces_takes_the_other_quote(tmp_path):
     """`device="cuda"` inside `f"{...}"` is a syntax error before Python 3.12 (the fix broke
     the file on 3.11, and `--diff` showed the same): the new string takes the other quote."""
-    src = 'import torch\nprint(f"{torch.zeros(3).cuda()}")\n'
-    want = "import torch\nprint(f\"{torch.zeros(3, device='cuda')}\")\n"
+    src = 'import torch\nfor _ in range(2):\n    print(f"{torch.zeros(3).cuda()}")\n'
+    want = "import torch\nfor _ in range(2):\n    print(f\"{torch.zeros(3, device='cuda')}\")\n"
     write(tmp_path / "a.py", src)
     diff = run(["check", "a.py", "--no-cache", "--diff"], tmp_path)
-    assert "+print(f\"{torch.zeros(3, device='cuda')}\")" in diff.stdout, diff.stdout
+    assert "+    print(f\"{torch.zeros(3, device='cuda')}\")" in diff.stdout, diff.stdout
     r = run(["check", "a.py", "--no-cache", "--fix"], tmp_path)
     assert "Fixed 1 finding." in r.stderr and "error" not in r.stderr
     assert (tmp_path / "a.py").read_text() == want and compiles(want)
@@ -52,16 +53,16 @@ def test_a_fix_inside_an_fstrings_braces_takes_the_other_quote(tmp_path):
 def test_a_fix_that_cannot_compile_is_withheld_and_says_why(tmp_path):
     """Nested f-strings take both quotes, so no string fits inside: that fix is withheld (one
     line; the finding stays and says why), the file's other fix is applied."""
-    src = "import torch\nprint(f\"{f'{torch.zeros(3).cuda()}'}\")\n" + FIXABLE.split("\n", 1)[1]
+    src = "import torch\nfor _ in range(2):\n    print(f\"{f'{torch.zeros(3).cuda()}'}\")\n" + FIXABLE.split("\n", 1)[1]
     write(tmp_path / "a.py", src)
     r = run(["check", "a.py", "--no-cache", "--fix", "--select", "SYN301", "--output-format", "json"], tmp_path)
     assert r.exit_code == 2
     text = (tmp_path / "a.py").read_text()
     assert compiles(text) and text == src.replace("torch.zeros(4).cuda()", 'torch.zeros(4, device="cuda")')
     [line] = [x for x in r.stderr.splitlines() if "error" in x]
-    assert line.startswith("synclint: error: a.py:2: SYN301's fix not applied: the fixed code ")
+    assert line.startswith("synclint: error: a.py:3: SYN301's fix not applied: the fixed code ")
     [left] = json.loads(r.stdout)  # the finding stays, says why, and offers no fix
-    assert left["location"]["row"] == 2 and left["fix"] is None and "(not applied: the fixed code" in left["fix_title"]
+    assert left["location"]["row"] == 3 and left["fix"] is None and "(not applied: the fixed code" in left["fix_title"]
     diff = run(["check", "a.py", "--no-cache", "--diff", "--select", "SYN301"], tmp_path)
     assert diff.exit_code == 2 and "SYN301's fix not applied" in diff.stderr and diff.stdout == ""
 

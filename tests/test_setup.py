@@ -66,8 +66,12 @@ def test_the_greatest_set_called_only_from_setup():
         "evaluate": [("main", False)],
         "main": [(None, None)],
         "loop_body": [(None, True)],
+        "B.__init__": [(None, True)],  # (built in a module-level loop)
         "Seeded.__init__": [("A.forward", True)],
     }
-    got = setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"})
+    got = setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"}, in_script=lambda t: True)
     assert got == {"A.__init__": SETUP, "A.build": SETUP, "A.table": SETUP, "main": ENTRY,
                    "Seeded.__init__": SETUP}
+    # a library module has no entry: what its `__main__` block runs is its own test
+    lib = setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"})
+    assert "main" not in lib and "A.__init__" not in lib and lib["Seeded.__init__"] == SETUP

@@ -24,7 +24,8 @@ from synclint.semantic.arguments import written_option
 from synclint.semantic.callsites import iteration_calls, record_call, record_property_read
 from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
-from synclint.semantic.heat import body_steps_optimizer, classify_test, lazy_init, loop_rate, skips_unless_periodic
+from synclint.semantic.heat import (body_steps_optimizer, classify_test, lazy_init, loop_rate, remakes_on_change,
+                                    skips_unless_periodic)
 from synclint.semantic.rarity import error_handler, returns_until_set, stores_own_move
 from synclint.semantic.rates import is_hot
 from synclint.semantic.helpers import (PASS_THROUGH_DECORATORS, helper_body, returned_parameter,
@@ -358,10 +359,12 @@ class Binder:
             orelse_flags = (1, 0)
         elif kind == "guard":
             body_flags = (0, 1)
-        elif kind == "first" or lazy_init(node, ctx):
+        elif kind == "first":
             body_flags = (0, 0, 1, 1)
         elif kind == "once":
             body_flags = (0, 0, 1)
+        elif lazy_init(node, ctx):  # (filled on first use; remade when what it stores changes: once)
+            body_flags = (0, 0, 1, 0 if remakes_on_change(node.test) else 1)
         before = ctx.snapshot()
         narrow(ctx, node.test)
         self._with_flags(body_flags, node.body)

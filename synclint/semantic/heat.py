@@ -705,6 +705,15 @@ def _lr_scheduler(v) -> bool:
     return v.kind == V.OPTIM and bool(classes) and all(c.startswith("torch.optim.lr_scheduler.") for c in classes)
 
 
+def remakes_on_change(test: cst.BaseExpression) -> bool:
+    """`if sizes != self.sizes:` (either side of an `and`): a lazy initialisation that runs
+    again whenever what it stores changes (YOLOX's grids under multi-scale training), not
+    on the first call only."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return remakes_on_change(test.left) or remakes_on_change(test.right)
+    return type(test) is cst.Comparison and any(type(c.operator) is cst.NotEqual for c in test.comparisons)
+
+
 def lazy_init(node: cst.If, model=None) -> bool:
     """`if self.buf is None: self.buf = ...`, `if len(state) == 0: state["step"] = ...`,
     `if sizes != self.sizes: self.sizes = sizes` (remade when a shape changes: `_stored_side`),

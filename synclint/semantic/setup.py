@@ -26,7 +26,7 @@ the project linker runs `setup_functions` on cached call graphs.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Set, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, TypeVar
 
 from synclint.semantic import library as L
 
@@ -52,15 +52,16 @@ MODULE_CODE = ""  # the key of a script's module-level code in a file's map (no 
 
 
 def setup_functions(incoming: Dict[T, List[Tuple[Optional[T], object]]], seeded: Set[T],
-                    barred: Set[T]) -> Dict[T, str]:
+                    barred: Set[T], in_script: Callable[[T], bool] = lambda t: False) -> Dict[T, str]:
     """The functions that run at setup (SETUP), from `incoming` (callee -> its call sites:
-    (caller, the site's heat), caller None for module-level code), the `seeded` ones, and the
-    `barred` ones (a framework calls them, their name says they run every step, or a call the
-    project cannot resolve may run them): the greatest set whose every member is seeded or
-    called only from members (or, for a constructor, from the entry too); and the entry
-    functions (ENTRY), which only module-level code outside loops calls."""
-    entry = {t for t, sites in incoming.items()
-             if t not in barred and sites and all(c is None and hot is not True for c, hot in sites)}
+    (caller, the site's heat: True in a loop), caller None for module-level code), the
+    `seeded` ones, and the `barred` ones (a framework calls them, their name says they run
+    every step, or a call the project cannot resolve may run them): the greatest set whose
+    every member is seeded or called only from members (or, for a constructor, from the
+    entry too); and the entry functions (ENTRY): in a script (`in_script`), those only
+    module-level code outside loops calls."""
+    entry = {t for t, sites in incoming.items() if t not in barred and sites and in_script(t)
+             and all(c is None and hot is not True for c, hot in sites)}
     inside = set(seeded) | {t for t, sites in incoming.items() if sites and t not in barred}
     changed = True
     while changed:  # (removing one may remove its callees: to the greatest fixpoint)
@@ -68,8 +69,9 @@ def setup_functions(incoming: Dict[T, List[Tuple[Optional[T], object]]], seeded:
         for t in list(inside):
             if t in seeded:
                 continue
-            builds = _constructor(t)
-            if not all(c in inside or builds and (c is None or c in entry) for c, _ in incoming[t]):
+            builds = _constructor(t)  # (built by import-time code outside loops, or by the entry)
+            if not all(c in inside or builds and (c is None and hot is not True or c in entry)
+                       for c, hot in incoming[t]):
                 inside.discard(t)
                 changed = True
     return {**{t: ENTRY for t in entry}, **{t: SETUP for t in inside}}
@@ -91,7 +93,7 @@ def file_setup(graph) -> Dict[str, str]:
             incoming.setdefault(callee, []).append((caller, hot))
     unknown = set(graph.unknown_calls) - {"__init__"}  # (`super().__init__()`)
     barred = set(graph.entries) | {q for q in incoming if _barred_name(q, unknown)}
-    return {q: kind for q, kind in setup_functions(incoming, set(graph.setup), barred).items() if kind == SETUP}
+    return setup_functions(incoming, set(graph.setup), barred)
 
 
 def _barred_name(qual: str, unknown: Set[str]) -> bool:

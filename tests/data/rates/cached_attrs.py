@@ -20,9 +20,9 @@ class Head(torch.nn.Module):
 
     def forward(self, x, meta):
         if not hasattr(self, "mean"):
-            self.mean = torch.tensor(meta["mean"], device=x.device)  # [once] kept on the module after the first call
+            self.mean = torch.tensor(meta["mean"], device=x.device)  # [setup] kept on the module after the first call
         if getattr(self, "std", None) is None:
-            self.std = torch.tensor(meta["std"], device=x.device)  # [once] the same, spelled with getattr
+            self.std = torch.tensor(meta["std"], device=x.device)  # [setup] the same, spelled with getattr
         if not hasattr(self, "scale"):
             self.shift = torch.tensor(meta["shift"], device=x.device)  # [per-step] near miss: the body sets another attribute
         if hasattr(self, "mean"):

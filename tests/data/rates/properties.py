@@ -26,7 +26,7 @@ class Flow(nn.Module):
 
     @property
     def constant(self):
-        return torch.tensor([3.0, 4.0]).cuda()  # [once] near miss: read only in __init__
+        return torch.tensor([3.0, 4.0]).cuda()  # [setup] near miss: read only in __init__
 
     def prior_fn(self):
         return torch.tensor([5.0, 6.0]).cuda()  # [once] near miss: a method of the class, never called

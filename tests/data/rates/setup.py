@@ -53,12 +53,12 @@ class Codebook(nn.Module):
     def _indexes(self, n):
         out = []
         for i in range(n):
-            out.append(torch.from_numpy(np.arange(i + 1)).to(self.embed.device))  # [once] memoised by an lru_cache made in __init__
+            out.append(torch.from_numpy(np.arange(i + 1)).to(self.embed.device))  # [setup] memoised by an lru_cache made in __init__
         return out
 
     @functools.lru_cache(maxsize=None)
     def table(self, n):
-        return torch.tensor(list(range(n))).cuda()  # [once] memoised by lru_cache: once per distinct n
+        return torch.tensor(list(range(n))).cuda()  # [setup] memoised by lru_cache: once per distinct n
 
     @torch.no_grad()
     def lookup(self, n):
@@ -82,7 +82,7 @@ class Encoder(nn.Module):
         self.grid = torch.zeros(3)
 
     def attention(self, x):
-        self.mask = self.mask.to(dtype=x.dtype, device=x.device) if self.mask is not None else None  # [once] stored back: later calls find it moved
+        self.mask = self.mask.to(dtype=x.dtype, device=x.device) if self.mask is not None else None  # [setup] stored back: later calls find it moved
         return x @ self.mask
 
     def forward(self, x):
@@ -98,7 +98,7 @@ class Table:
         self._rows = functools.lru_cache(4)(self._rows)
 
     def _rows(self, device):
-        return torch.tensor(list(range(self.n))).to(device)  # [once] memoised by an lru_cache made in __post_init__
+        return torch.tensor(list(range(self.n))).to(device)  # [setup] memoised by an lru_cache made in __post_init__
 
 
 def encode_all(loader):
