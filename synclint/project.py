@@ -1394,13 +1394,13 @@ class Project:
         """path -> function -> how it runs at setup wherever the project calls them
         (`semantic.setup`): module initialisers and memoised functions, what only they call
         (through overrides too), constructors only they or the entry call (SETUP); in a
-        script (a file no other file of the project imports), its module-level code and the
-        functions only it calls (ENTRY).
+        script (a file no other file of the project imports), its module-level code, the
+        program's entry (ENTRY, under MODULE_CODE).
         Not a function a framework calls, nor one named as hot, nor a method of a name the
         project calls on what it cannot resolve."""
-        from synclint.semantic.setup import ENTRY, MODULE_CODE, setup_functions
+        from synclint.semantic.setup import ENTRY, MODULE_CODE, SETUP, setup_functions
 
-        incoming: Dict[Tuple[str, str], List[Tuple[Optional[Tuple[str, str]], object]]] = {}
+        incoming: Dict[Tuple[str, str], List[Tuple[Tuple[str, str], object]]] = {}
         seeded: Set[Tuple[str, str]] = set()
         barred: Set[Tuple[str, str]] = set()
         unresolved: Set[str] = set()
@@ -1413,7 +1413,7 @@ class Project:
             unresolved.update(g.unknown_calls)
             for caller, callee, hot in g.calls:
                 for t in self._call_targets(path, callee):
-                    incoming.setdefault(t, []).append(((path, caller) if caller is not None else None, hot))
+                    incoming.setdefault(t, []).append(((path, caller if caller is not None else MODULE_CODE), hot))
         for base, subs in self._overrides().items():
             for s in subs:  # `self.m()` runs the override: as often as `m` runs
                 incoming.setdefault(s, []).append((base, False))
@@ -1422,8 +1422,9 @@ class Project:
         imported = self.kept("imported files", lambda: set().union(*(self.imported_files(p) for p in self.versions)))
         out: Dict[str, Dict[str, str]] = {}
         # (a library module's `__main__` block is its own test: only a script has an entry)
-        for (path, qual), kind in setup_functions(incoming, seeded, barred, lambda t: t[0] not in imported).items():
-            out.setdefault(path, {})[qual] = kind
+        for path, qual in setup_functions(incoming, seeded, barred,
+                                          lambda c: c[1] == MODULE_CODE and c[0] not in imported):
+            out.setdefault(path, {})[qual] = SETUP
         for path in graphs:
             path = self.absolute(path)
             if path not in imported and not self._is_test(path):

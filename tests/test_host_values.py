@@ -155,16 +155,15 @@ def test_what_a_model_moved_to_the_cpu_computes_lives_on_the_host(tmp_path):
 
 
 def test_what_a_model_moved_to_the_gpu_computes_is_checked(tmp_path):
-    # (the one input moved at start-up is a setup transfer: no finding; the read-back is one)
     check(tmp_path, {"model.py": MODEL, "export.py": EXPORT.format(
-        default="cpu", device='torch.device("cuda")', copy="", read="  # error: SYN103")})
+        default="cpu", device='torch.device("cuda")', copy="  # error: SYN304", read="  # error: SYN103")})
 
 
 def test_a_device_option_that_defaults_to_the_cpu_may_hold_the_gpu(tmp_path):
     # makemore defaults `--device` to "cpu" and is run with `--device cuda` (the corpus labels
     # its GPU run): the option holds either device
     check(tmp_path, {"model.py": MODEL, "export.py": EXPORT.format(
-        default="cpu", device="args.device", copy="", read="  # error: SYN103")})
+        default="cpu", device="args.device", copy="  # error: SYN304", read="  # error: SYN103")})
 
 
 # --------------------------------------------------------------------------- the host side of a DataLoader

@@ -1522,9 +1522,8 @@ def test_a_global_bound_under_main_from_another_modules_function_is_known_in_the
     """`where = get_device()` (another module's function, which returns a CUDA device) under
     `__main__`, read by a function above it: the tensor it moves there is a GPU tensor. The
     first walk sees only a reference to `get_device`; the lint walk, knowing the project,
-    walks again with its value (the move itself, run once by the script's entry, is a setup
-    transfer: no finding). Near-miss: a CPU device, nothing."""
-    for device, found in (('"cuda"', {("train.py", 6, "SYN101", False)}),
+    walks again with its value. Near-miss: a CPU device, nothing."""
+    for device, found in (('"cuda"', {("train.py", 5, "SYN301", False), ("train.py", 6, "SYN101", False)}),
                           ('"cpu"', set())):
         paths = _project(tmp_path / device.strip('"'), {
             "utils.py": f"""\

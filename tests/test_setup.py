@@ -11,7 +11,7 @@ from pathlib import Path
 
 from synclint.engine import lint_source
 from synclint.run.pipeline import configure, run
-from synclint.semantic.setup import ENTRY, SETUP, setup_functions
+from synclint.semantic.setup import setup_functions
 from synclint.testing import marked_rates
 
 DATA = Path(__file__).parent / "data" / "setup"
@@ -55,23 +55,20 @@ def test_a_file_linted_alone_knows_its_own_setup_code():
 
 def test_the_greatest_set_called_only_from_setup():
     # a seed, what only it calls, a chain through two helpers; a helper also called per step
-    # stays out, as does what only it calls; the entry's callees are not setup, but a
-    # constructor it calls is
+    # stays out, as does what only it calls; what the entry calls is not setup, but a
+    # constructor it or a main() only it calls builds outside loops is
     incoming = {
-        "A.__init__": [("main", False)],
+        "A.__init__": [("", False)],
+        "T.__init__": [("main", False)],
         "A.build": [("A.__init__", False)],
         "A.table": [("A.build", True)],  # (a loop in setup code is still setup)
         "A.shift": [("A.__init__", False), ("A.forward", True)],
         "A.pad": [("A.shift", False)],
-        "evaluate": [("main", False)],
-        "main": [(None, None)],
-        "loop_body": [(None, True)],
-        "B.__init__": [(None, True)],  # (built in a module-level loop)
+        "main": [("", None)],
+        "B.__init__": [("", True)],  # (built in a module-level loop)
         "Seeded.__init__": [("A.forward", True)],
     }
-    got = setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"}, in_script=lambda t: True)
-    assert got == {"A.__init__": SETUP, "A.build": SETUP, "A.table": SETUP, "main": ENTRY,
-                   "Seeded.__init__": SETUP}
+    got = setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"}, is_entry=lambda c: c == "")
+    assert got == {"A.__init__", "A.build", "A.table", "T.__init__", "Seeded.__init__"}
     # a library module has no entry: what its `__main__` block runs is its own test
-    lib = setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"})
-    assert "main" not in lib and "A.__init__" not in lib and lib["Seeded.__init__"] == SETUP
+    assert setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"}) == {"Seeded.__init__"}

@@ -16,7 +16,7 @@ FIX_WORDS = {
 SETUP_WORDS = (
     "Setup transfers are not reported: where the line runs once while the program sets itself up "
     "(a module's constructor or weight initialisation and what only it calls, a memoised function, "
-    "a first-call cache, the entry's straight-line code), one copy costs microseconds and has no "
+    "a first-call cache, a script's module-level code), one copy costs microseconds and has no "
     "fix worth making (docs/configuration.md, \"Hot and cold\").")
 
 _QUOTED_TIME = re.compile(r"\d[\d,.]*\s?(?:us|µs|ms)\b")

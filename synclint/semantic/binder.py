@@ -24,8 +24,8 @@ from synclint.semantic.arguments import written_option
 from synclint.semantic.callsites import iteration_calls, record_call, record_property_read
 from synclint.semantic.facts import ref_target
 from synclint.semantic.gradmode import GRAD_MODE_CONTEXTS
-from synclint.semantic.heat import (body_steps_optimizer, classify_test, lazy_init, loop_rate, remakes_on_change,
-                                    skips_unless_periodic)
+from synclint.semantic.heat import (body_steps_optimizer, classify_test, lazy_init, loop_rate, reads_lasting_state,
+                                    remakes_on_change, skips_unless_periodic)
 from synclint.semantic.rarity import error_handler, returns_until_set, stores_own_move
 from synclint.semantic.rates import is_hot
 from synclint.semantic.helpers import (PASS_THROUGH_DECORATORS, helper_body, returned_parameter,
@@ -332,7 +332,7 @@ class Binder:
         ctx = self.ctx
         guarded = 0
         body = node.body
-        once = 0  # after `if self.inited: return` that the block then sets: the first call only
+        once = first = 0  # after `if self.inited: return` that the block then sets: the first call only
         for i, stmt in enumerate(body):
             self.walk(stmt)
             if not guarded and type(stmt) is cst.If and skips_unless_periodic(stmt, ctx) and not any(
@@ -341,11 +341,12 @@ class Binder:
                 ctx.guard_depth += 1
             if not once and returns_until_set(stmt, body[i + 1:], ctx):
                 once = 1
+                first = 1 if reads_lasting_state(ctx, stmt.test) else 0
                 ctx.once_depth += 1
-                ctx.first_depth += 1
+                ctx.first_depth += first
         ctx.guard_depth -= guarded
         ctx.once_depth -= once
-        ctx.first_depth -= once
+        ctx.first_depth -= first
 
     def _if(self, node: cst.If) -> None:
         ctx = self.ctx
@@ -360,11 +361,11 @@ class Binder:
         elif kind == "guard":
             body_flags = (0, 1)
         elif kind == "first":
-            body_flags = (0, 0, 1, 1)
+            body_flags = (0, 0, 1, 1 if reads_lasting_state(ctx, node.test) else 0)
         elif kind == "once":
             body_flags = (0, 0, 1)
         elif lazy_init(node, ctx):  # (filled on first use; remade when what it stores changes: once)
-            body_flags = (0, 0, 1, 0 if remakes_on_change(node.test) else 1)
+            body_flags = (0, 0, 1, 0 if remakes_on_change(node.test) or not reads_lasting_state(ctx, node.test) else 1)
         before = ctx.snapshot()
         narrow(ctx, node.test)
         self._with_flags(body_flags, node.body)

@@ -705,6 +705,23 @@ def _lr_scheduler(v) -> bool:
     return v.kind == V.OPTIM and bool(classes) and all(c.startswith("torch.optim.lr_scheduler.") for c in classes)
 
 
+def reads_lasting_state(model, test: cst.BaseExpression) -> bool:
+    """Whether a first-use test reads state that outlives a call of its function, so that
+    its body runs on the first call only (setup: `semantic.setup`): an attribute (`self.cos
+    is None`, `not hasattr(self, "grid")`, `self.step == 0`) or a module's name (a cache
+    dict, a `global` flag). Not a local flag or counter, which every call sets afresh (`if
+    i == 0:` in a loop, `if first: ...; first = False`: every call's first iteration)."""
+    f = model.func
+    for n in (test, *descendants(test)):
+        if type(n) is cst.Attribute or type(n) is cst.Call and type(n.func) is cst.Name \
+                and n.func.value in ("hasattr", "getattr"):
+            return True
+        if type(n) is cst.Name and (f is None or n.value in f.globals or n.value not in f.params
+                                    and n.value not in f.scope and model.module_scope.get(n.value) is not None):
+            return True
+    return False
+
+
 def remakes_on_change(test: cst.BaseExpression) -> bool:
     """`if sizes != self.sizes:` (either side of an `and`): a lazy initialisation that runs
     again whenever what it stores changes (YOLOX's grids under multi-scale training), not

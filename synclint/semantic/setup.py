@@ -10,12 +10,12 @@ once. Setup is:
   function, which runs once per distinct argument (`seeds`);
 - what only setup code calls, in any module and through overrides (`self._init_custom()`
   in a base's `__init__` runs the subclass's), and the constructor of a class that only
-  setup code or the program's entry builds (`Trainer(cfg)` in `main()`);
-- the straight-line code of the program's entry (outside loops and branches that run once)
-  in a script, a module no other module of the project imports: its module-level code, and
-  a function only module-level code outside loops calls (`main()`); not what the entry
-  calls (an `evaluate()` after training runs once per evaluation, a `generate()` once per
-  request), nor a library module's `__main__` block (its own test or demo);
+  setup code or the program's entry builds (`trainer = Trainer(cfg)` in a script);
+- the straight-line module-level code (outside loops and branches that run once) of a
+  script, a module no other module of the project imports: the program's entry. Not what it
+  calls (a `main()`'s sampling or captioning is the program's work, an `evaluate()` after
+  training runs once per evaluation), nor a library module's `__main__` block (its own test
+  or demo);
 - a block that runs on the first call or step only (`SiteRate.first`: a cache filled on
   first use, `if step == 0:`, a move stored back on its attribute).
 
@@ -47,21 +47,22 @@ def seeds(model, memo: Iterable[str]) -> List[str]:
 
 
 SETUP = "setup"  # the whole function runs at setup
-ENTRY = "entry"  # the program's entry: its straight-line code runs at setup
-MODULE_CODE = ""  # the key of a script's module-level code in a file's map (no function has it)
+ENTRY = "entry"  # a script's module-level code: its straight-line code runs at setup
+MODULE_CODE = ""  # the name of a module's own code, as a caller and as a key of a file's map
 
 
-def setup_functions(incoming: Dict[T, List[Tuple[Optional[T], object]]], seeded: Set[T],
-                    barred: Set[T], in_script: Callable[[T], bool] = lambda t: False) -> Dict[T, str]:
-    """The functions that run at setup (SETUP), from `incoming` (callee -> its call sites:
-    (caller, the site's heat: True in a loop), caller None for module-level code), the
-    `seeded` ones, and the `barred` ones (a framework calls them, their name says they run
-    every step, or a call the project cannot resolve may run them): the greatest set whose
-    every member is seeded or called only from members (or, for a constructor, from the
-    entry too); and the entry functions (ENTRY): in a script (`in_script`), those only
-    module-level code outside loops calls."""
-    entry = {t for t, sites in incoming.items() if t not in barred and sites and in_script(t)
-             and all(c is None and hot is not True for c, hot in sites)}
+def setup_functions(incoming: Dict[T, List[Tuple[T, object]]], seeded: Set[T], barred: Set[T],
+                    is_entry: Callable[[T], bool] = lambda caller: False) -> Set[T]:
+    """The functions that run at setup, from `incoming` (callee -> its call sites: (caller,
+    the site's heat: True in a loop); module-level code calls as MODULE_CODE), the `seeded`
+    ones and the `barred` ones (a framework calls them, their name says they run every
+    step, or a call the project cannot resolve may run them): the greatest set whose every
+    member is seeded or called only from members, a constructor also from the program's
+    entry outside loops (`is_entry`: a script's module-level code, and a `main()` only it
+    calls: the objects a program builds before its work are its setup, though the work of
+    `main()` itself is not)."""
+    starts = {t for t, sites in incoming.items()
+              if t not in barred and sites and all(is_entry(c) and hot is not True for c, hot in sites)}
     inside = set(seeded) | {t for t, sites in incoming.items() if sites and t not in barred}
     changed = True
     while changed:  # (removing one may remove its callees: to the greatest fixpoint)
@@ -69,12 +70,12 @@ def setup_functions(incoming: Dict[T, List[Tuple[Optional[T], object]]], seeded:
         for t in list(inside):
             if t in seeded:
                 continue
-            builds = _constructor(t)  # (built by import-time code outside loops, or by the entry)
-            if not all(c in inside or builds and (c is None and hot is not True or c in entry)
+            builds = _constructor(t)
+            if not all(c in inside or builds and hot is not True and (is_entry(c) or c in starts)
                        for c, hot in incoming[t]):
                 inside.discard(t)
                 changed = True
-    return {**{t: ENTRY for t in entry}, **{t: SETUP for t in inside}}
+    return inside
 
 
 def _constructor(node) -> bool:
@@ -85,15 +86,16 @@ def _constructor(node) -> bool:
 def file_setup(graph) -> Dict[str, str]:
     """`setup_functions` over one file's call graph (`engine.Graph`), for a file linted alone:
     its calls of its own functions, its seeds, and what its framework hooks and unresolved
-    calls bar. Without the project it cannot tell a script from a library module with a
-    `__main__` block: no entry."""
-    incoming: Dict[str, List[Tuple[Optional[str], object]]] = {}
+    calls bar. No module of a project imports it as far as it knows: a script (a library
+    module's `__main__` block linted alone is taken for one)."""
+    incoming: Dict[str, List[Tuple[str, object]]] = {}
     for caller, callee, hot in graph.calls:
         if not callee.startswith("@"):
-            incoming.setdefault(callee, []).append((caller, hot))
+            incoming.setdefault(callee, []).append((caller if caller is not None else MODULE_CODE, hot))
     unknown = set(graph.unknown_calls) - {"__init__"}  # (`super().__init__()`)
     barred = set(graph.entries) | {q for q in incoming if _barred_name(q, unknown)}
-    return setup_functions(incoming, set(graph.setup), barred)
+    got = setup_functions(incoming, set(graph.setup), barred, lambda caller: caller == MODULE_CODE)
+    return {MODULE_CODE: ENTRY, **{q: SETUP for q in got}}
 
 
 def _barred_name(qual: str, unknown: Set[str]) -> bool:

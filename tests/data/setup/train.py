@@ -1,5 +1,6 @@
-"""The program's entry: its own straight-line code is setup, what it calls once is not; a
-memoised table is setup; first-step branches are, first-ten-steps branches are not."""
+"""A script: its module-level straight-line code is setup, the functions it calls are not
+(main's sampling or evaluation is the program's work); a memoised table is setup; a branch on
+the model's own step counter runs once at setup, a local flag's first iteration every call."""
 import functools
 
 import numpy as np
@@ -26,11 +27,11 @@ def evaluate(model, val_loader):
 def main(loader, val_loader):
     model = Net().cuda()
     engine = LlamaEngine({})
-    x0 = torch.from_numpy(np.zeros((2, 3), dtype=np.float32)).cuda()  # one input at start-up: setup
+    x0 = torch.from_numpy(np.zeros((2, 3), dtype=np.float32)).cuda()  # [once] main's own code: not setup
     model(x0)
     for step, x in enumerate(loader):
         if step == 0:
-            first = torch.zeros(4).cuda()  # the first step only: setup
+            first = torch.zeros(4).cuda()  # [once] every call's first step (a local counter): not setup
         if step < 10:
             warm = torch.zeros(4).cuda()  # [once] the first ten steps: not setup
         out = model(x)
