@@ -13,7 +13,11 @@ so main_jit.py itself (torchvision, tensorboard) is not run; cv2, torch_fidelity
 imported by engine_jit for evaluation and FSDP) by empty modules. The program is written for CUDA: its
 attention builds its zero bias with `.cuda()` (model_jit.py:98) and the training loop calls
 `torch.cuda.synchronize()`; here `Tensor.cuda` returns the tensor and `torch.cuda.synchronize` does
-nothing, so everything stays on the CPU."""
+nothing, so everything stays on the CPU. Inductor cannot compile that `.cuda()` on a CPU-only torch (Dynamo
+puts the call in the graph, and inductor lowers it to a copy to a CUDA device: "Torch not compiled with CUDA
+enabled", the first run), so the program's `@torch.compile` decorators get `backend="eager"` (set before
+model_jit is imported): Dynamo's tracing, its graph breaks and its recompilations are the same front end
+for every backend, and the graph then runs the (patched) `.cuda()` as written."""
 
 import os
 import sys
@@ -31,6 +35,16 @@ sys.modules["util.fsdp_utils"] = _fsdp
 
 torch.Tensor.cuda = lambda self, *a, **k: self
 torch.cuda.synchronize = lambda *a, **k: None
+
+_compile = torch.compile
+
+
+def _compile_eager(model=None, **kw):
+    kw["backend"] = "eager"
+    return _compile(model, **kw) if model is not None else (lambda m: _compile(m, **kw))
+
+
+torch.compile = _compile_eager
 
 import copy  # noqa: E402
 
