@@ -2,6 +2,7 @@
 their graph breaks and recompilations recorded (see docs/compiled-corpus.md).
 
     pip install $(python scripts/compiled_corpus.py requirements)   # the programs' dependencies, torch pinned
+    pip install --no-deps $(python scripts/compiled_corpus.py requirements --no-deps)   # those whose declared pins clash
     python scripts/compiled_corpus.py fetch                 # materialise the programs from local bare clones
     python scripts/compiled_corpus.py record                # run every driver as written, write recorded.json
     python scripts/compiled_corpus.py record timesfm --backend eager --compare   # same breaks with backend eager?
@@ -174,6 +175,9 @@ class Program:
     files: List[dict]  # path, sha256, lines: the files read for expected.toml
     materialise: List[str]  # git pathspecs written to the corpus (default *.py)
     requirements: List[str]
+    # installed with `pip install --no-deps`: a package whose declared pins clash with the corpus's
+    # (transformer-lens declares numpy<2 on Python < 3.12 and runs with numpy 2)
+    requirements_no_deps: List[str]
     note: str
     timeout_s: int = 900
 
@@ -195,7 +199,7 @@ def load_programs(names: Sequence[str] = ()) -> List[Program]:
         try:
             d = tomllib.loads(path.read_text())
             out.append(Program(name, d["repo"], d["commit"], d["license"], d.get("file", []),
-                               d.get("materialise", ["*.py"]), d.get("requirements", []), d.get("note", ""),
+                               d.get("materialise", ["*.py"]), d.get("requirements", []), d.get("requirements_no_deps", []), d.get("note", ""),
                                d.get("timeout_s", 900)))
         except (tomllib.TOMLDecodeError, KeyError) as e:
             raise SystemExit(f"{path}: not a program file ({type(e).__name__}: {e})")
@@ -553,7 +557,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     s.add_argument("--json", type=Path, help="write the full result")
     s.add_argument("--verbose", "-v", action="store_true", help="list misses and false findings")
     s.add_argument("--python", default=sys.executable)
-    sub.add_parser("requirements", help="print the programs' pinned requirements, torch first (for pip install)")
+    q = sub.add_parser("requirements", help="print the programs' pinned requirements, torch first (for pip install)")
+    q.add_argument("--no-deps", action="store_true", help="those to install with pip install --no-deps instead")
     x = sub.add_parser("_run")  # internal: one driver, in its own process
     x.add_argument("name")
     x.add_argument("--backend")
@@ -562,6 +567,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if a.cmd == "_run":
         return run_driver(a.name, a.backend, a.out)
     if a.cmd == "requirements":
+        if a.no_deps:
+            print("\n".join(sorted({r for p in load_programs() for r in p.requirements_no_deps}, key=str.lower)))
+            return 0
         reqs = {r for p in load_programs() for r in p.requirements}
         print("\n".join([TORCH, *sorted(reqs, key=str.lower)]))
         return 0

@@ -809,3 +809,99 @@ def test_an_assert_message_runs_only_when_the_assertion_fails(tmp_path):
     six = {f.row for f in found if f.code.startswith("SYN6")}
     assert 5 in six
     assert 6 not in six and 7 not in six
+
+
+_SAE = (
+    "from abc import ABC, abstractmethod\n"
+    "import torch\n"
+    "from torch import nn\n"
+    "REGISTRY = {}\n"
+    "def register(name, cls):\n"
+    "    REGISTRY[name] = cls\n"
+    "class TrainingSAE(nn.Module, ABC):\n"
+    "    def training_forward_pass(self, x, dead):\n"
+    "        if x.sum() > 0:\n"  # 9
+    "            x = -x\n"
+    "        return x + self.aux_loss(x, dead)\n"
+    "    @abstractmethod\n"
+    "    def aux_loss(self, x, dead): ...\n"
+    "    @classmethod\n"
+    "    def from_dict(cls, d):\n"
+    "        return REGISTRY[d['architecture']]()\n"
+    "class TopKSAE(TrainingSAE):\n"
+    "    def aux_loss(self, x, dead):\n"
+    "        if int(dead.sum()) == 0:\n"  # 19
+    "            return x.new_zeros(())\n"
+    "        return x.mean()\n"
+    "class Plain(nn.Module):\n"
+    "    def training_forward_pass(self, x, dead):\n"
+    "        return x[x > 0]\n"  # 24
+    "register('topk', TopKSAE)\n"
+)
+
+_RUNNER = (
+    "import torch\n"
+    "from sae import TrainingSAE, Plain\n"
+    "class Runner:\n"
+    "{declared}"
+    "    def __init__(self, cfg, override_sae: TrainingSAE | None = None):\n"
+    "        if override_sae is None:\n"
+    "            self.sae = {made}\n"
+    "        else:\n"
+    "            self.sae = override_sae\n"
+    "    def run(self):\n"
+    "        self.sae.training_forward_pass = torch.compile(self.sae.training_forward_pass)\n"
+    "        for _ in range(10):\n"
+    "            self.sae.training_forward_pass(torch.randn(4), torch.zeros(4) > 1)\n"
+)
+
+
+def test_an_attribute_declared_at_class_level_holds_its_class_where_its_assignments_say_nothing(tmp_path):
+    """SAELens's runner declares `sae: TrainingSAE[Any]` in its class body and assigns
+    `self.sae = TrainingSAE.from_dict(...)` (a classmethod whose class comes from a registry
+    filled at import) or the caller's SAE: the assignments leave the value unknown, the
+    declaration (PEP 526) says it is a TrainingSAE, so the compiled bound method is its
+    `training_forward_pass` and the abstract `aux_loss` it calls runs each override.
+    Near misses: without the declaration nothing is known (nothing compiled); an assignment
+    of a known class is what the attribute holds, whatever the declaration says."""
+    declared = "    sae: TrainingSAE\n"
+    made = "TrainingSAE.from_dict(cfg)"
+    files = {"sae.py": _SAE, "runner.py": _RUNNER.format(declared=declared, made=made)}
+    assert _syn6_rows(tmp_path, files) == {("sae.py", 9), ("sae.py", 19)}
+    files["runner.py"] = _RUNNER.format(declared="", made=made)
+    assert _syn6_rows(tmp_path, files) == set()
+    files["runner.py"] = _RUNNER.format(declared=declared, made="Plain()").replace(
+        "override_sae: TrainingSAE | None", "override_sae: Plain | None")
+    assert _syn6_rows(tmp_path, files) == {("sae.py", 24)}
+
+
+def test_a_generic_class_of_the_project_made_concrete_in_an_annotation(tmp_path):
+    """`sae: TrainingSAE[Any]` (SAELens's runner; TrainingSAE is `Generic`) promises a
+    TrainingSAE as `sae: TrainingSAE` does. Near misses: `list[TrainingSAE]` is a list, and a
+    subscripted class of no known kind (`Callable[..., T]`) says nothing."""
+    sae = _SAE.replace("from abc import ABC, abstractmethod\n",
+                       "from abc import ABC, abstractmethod\nfrom typing import Generic, TypeVar\nT = TypeVar('T')\n"
+                       ).replace("class TrainingSAE(nn.Module, ABC):", "class TrainingSAE(nn.Module, Generic[T], ABC):")
+    runner = _RUNNER.format(declared="    sae: TrainingSAE[Any]\n", made="TrainingSAE.from_dict(cfg)").replace(
+        "import torch\n", "from typing import Any, Callable\nimport torch\n", 1)
+    files = {"sae.py": sae, "runner.py": runner}
+    assert _syn6_rows(tmp_path, files) == {("sae.py", 11), ("sae.py", 21)}
+    files["runner.py"] = runner.replace("sae: TrainingSAE[Any]", "sae: list[TrainingSAE]").replace(
+        "override_sae: TrainingSAE | None", "override_sae: Callable[..., TrainingSAE] | None")
+    assert _syn6_rows(tmp_path, files) == set()
+
+
+def test_a_subclass_of_a_generic_base_made_concrete(tmp_path):
+    """`class TopKSAE(TrainingSAE[TopKConfig])` (SAELens's SAEs) is a TrainingSAE: the abstract
+    `aux_loss` that the compiled `TrainingSAE.training_forward_pass` calls runs its override.
+    Near miss: a class of the same module that only subclasses `Generic[T]` (line 30) is no
+    TrainingSAE, and its `aux_loss` stays eager."""
+    sae = _SAE.replace("from abc import ABC, abstractmethod\n",
+                       "from abc import ABC, abstractmethod\nfrom typing import Generic, TypeVar\nT = TypeVar('T')\n"
+                       ).replace("class TrainingSAE(nn.Module, ABC):", "class TrainingSAE(nn.Module, Generic[T], ABC):"
+                                 ).replace("class TopKSAE(TrainingSAE):", "class TopKSAE(TrainingSAE[int]):")
+    sae += ("class Loose(Generic[T]):\n    def aux_loss(self, x, dead):\n"
+            "        return x[dead]\n")  # 30
+    runner = _RUNNER.format(declared="", made="TopKSAE()").replace(
+        "from sae import TrainingSAE, Plain", "from sae import TrainingSAE, TopKSAE, Plain")
+    assert _syn6_rows(tmp_path, {"sae.py": sae, "runner.py": runner}) == {("sae.py", 11), ("sae.py", 21)}

@@ -49,6 +49,10 @@ def annotation_val(model, ann: cst.BaseExpression) -> Optional[Val]:
                 return Val(V.PY, py="dict", elems=(v,))
         if last in _PY:
             return V.py(_PY[last])
+        if model is not None:  # a generic class of the project made concrete: `TrainingSAE[Any]`
+            v = annotation_val(model, ann.value)
+            if v is not None and v.kind in (V.MODULE, V.OBJECT) and v.cls:
+                return v
         return None
     if type(ann) is cst.BinaryOperation and type(ann.operator) is cst.BitOr:  # Tensor | None
         for side in (ann.left, ann.right):

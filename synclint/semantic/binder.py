@@ -36,7 +36,7 @@ from synclint.semantic.narrowing import narrow
 from synclint.semantic.ownership import COMPILERS, nograd
 from synclint.semantic.parameters import bind_params, declare_param
 from synclint.semantic.scopes import FuncInfo
-from synclint.semantic.syntax import all_params, always_leaves, indices_of, statements, string_value
+from synclint.semantic.syntax import all_params, always_leaves, generic_origin, indices_of, statements, string_value
 from synclint.semantic.values import Val
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ class Binder:
             self.walk(d)
         for b in node.bases:
             self.walk(b.value)
-        is_module = any(_is_module_base(ctx, b.value) for b in node.bases)
+        is_module = any(_is_module_base(ctx, generic_origin(b.value)) for b in node.bases)
         info = ctx.add_class(node, is_module)
         ctx.classes.append(info)
         saved_funcs = ctx.funcs

@@ -25,7 +25,7 @@ from synclint.semantic import ownership
 from synclint.semantic import values as V
 from synclint.semantic.facts import ANY_OPTION, FileFacts, ModuleSummary, ProjectFacts, join_call, moved, ref_target
 from synclint.semantic.helpers import HelperBody
-from synclint.semantic.syntax import every_item_of, is_property_getter
+from synclint.semantic.syntax import every_item_of, generic_origin, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
 from synclint.semantic import compile_sites, mode_sites
@@ -470,7 +470,7 @@ class SemanticModel:
         # first; except `__init__`, which runs before them all: what it leaves counts
         # (`end_init`), not each of its intermediate assignments.
         if f is None or f.name != "__init__":
-            attrs[name] = V.join(attrs.get(name), val) if name in attrs else val
+            attrs[name] = self._declared_if_unknown(self.cls, name, V.join(attrs.get(name), val) if name in attrs else val)
         if f is not None:
             # ... but later in this method, `self.x` is what was just assigned (kept
             # in the function's scope as "self.x", so branches join it like a local)
@@ -494,7 +494,21 @@ class SemanticModel:
         for key, b in info.scope.items():
             if key.startswith("self."):
                 name = key[5:]
-                attrs[name] = V.join(attrs.get(name), b.val) if name in attrs else b.val
+                attrs[name] = self._declared_if_unknown(
+                    info.cls, name, V.join(attrs.get(name), b.val) if name in attrs else b.val)
+
+    def _declared_if_unknown(self, info: ClassInfo, name: str, val: Val) -> Val:
+        """What `self.<name>` holds where its assignments leave it unknown (`self.sae =
+        TrainingSAE.from_dict(cfg)`, a registry's class): the project class its class body
+        declares for it (`sae: TrainingSAE[Any]`, PEP 526), which the program states; else `val`."""
+        if val.kind != V.UNKNOWN:
+            return val
+        for e in info.pending.get(name, ()):
+            if type(e) is _Annotated:
+                declared = annotation_val(self, e.annotation)
+                if declared is not None and declared.kind in (V.MODULE, V.OBJECT) and declared.cls:
+                    return declared
+        return val
 
     def snapshot(self) -> Dict[str, Binding]:
         return dict(self._scope_for(""))
@@ -608,7 +622,8 @@ class SemanticModel:
         info = ClassInfo(node.name.value, is_module, node=node)
         for b in node.bases:
             if b.keyword is None:
-                name = self.qualname(b.value) or (b.value.value if type(b.value) is cst.Name else None)
+                e = generic_origin(b.value)
+                name = self.qualname(e) or (e.value if type(e) is cst.Name else None)
                 if name:
                     info.bases.append(name)
         pending = self.facts.class_pending.get(info.name)
@@ -657,7 +672,7 @@ class SemanticModel:
         finally:
             self.funcs, self.classes = saved_funcs, saved_classes
             self._resolving.discard((cls_name, attr))
-        return out if out is not None else V.UNKNOWN_VAL
+        return self._declared_if_unknown(info, attr, out if out is not None else V.UNKNOWN_VAL)
 
     def method_return(self, cls_name: str, method: str, _depth: int = 0) -> Optional[Val]:
         """What `obj.<method>(...)` returns, for an in-file class (or its bases) or one of

@@ -77,6 +77,14 @@ def is_none(e: Optional[cst.BaseExpression]) -> bool:
     return type(e) is cst.Name and e.value == "None"
 
 
+def generic_origin(e: cst.BaseExpression) -> cst.BaseExpression:
+    """The class a base or annotation names through a generic made concrete (`TrainingSAE[Cfg]`
+    is TrainingSAE); `e` itself otherwise, and for typing's own `Generic[T]`/`Protocol[T]`."""
+    if type(e) is cst.Subscript and last_name(e.value) not in ("Generic", "Protocol"):
+        return e.value
+    return e
+
+
 def self_attr(e: cst.BaseExpression) -> Optional[str]:
     """`self.model` -> "model"; None for anything else."""
     if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
