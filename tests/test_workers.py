@@ -242,6 +242,23 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+def test_a_worker_hands_each_tree_it_builds_to_its_hook_before_walking_it(monkeypatch):
+    """A worker process freezes each tree as soon as it is built (`Worker.built`), so that
+    the collection at the job's end scans only what the walks left: the hook runs once per
+    tree, before the first walk; a file the prefilter skips builds none."""
+    from synclint.run.workers import Worker
+    from synclint.walker import Walker
+
+    events = []
+    walk = Walker.walk
+    monkeypatch.setattr(Walker, "walk", lambda self, node: events.append("walk") or walk(self, node))
+    worker = Worker([], built=lambda: events.append("built"))
+    worker.do(("summarise", "a.py", HOT_ITEM, "a"))
+    assert events[0] == "built" and events.count("built") == 1 and "walk" in events
+    worker.do(("summarise", "b.py", "x = 1\n", "b"))
+    assert events.count("built") == 1
+
+
 def test_a_worker_whose_answer_is_no_longer_wanted_stops_without_a_traceback():
     """The main process may close its pipe before a worker answers (its run ended: a
     one-file check that needed none of the pool); the worker then stops quietly: a

@@ -101,12 +101,14 @@ def time_limit(seconds: Optional[float]):
 class Worker:
     """Analyses files in the calling process; keeps each first-phase result until its lint."""
 
-    def __init__(self, codes: Sequence[str]) -> None:
+    def __init__(self, codes: Sequence[str], built: Optional[Callable[[], None]] = None) -> None:
+        """`built()`: called when a tree is built, before it is walked (`engine.analyse`)."""
         from synclint.registry import all_rules
 
         by_code = {r.CODE: r for r in all_rules()}
         self.rules = tuple(by_code[c] for c in codes)
         self.held: Dict[str, object] = {}
+        self.built = built
 
     def do(self, job: Job, budget: Optional[float] = None):
         """`budget`: seconds this job may take in this process (see `time_limit`). A job
@@ -133,7 +135,7 @@ class Worker:
         from synclint.engine import LintError, analyse, might_fire
 
         try:
-            a = analyse(text, path, module_name, force)
+            a = analyse(text, path, module_name, force, built=self.built)
         except LintError as e:
             return None, str(e)
         if a is None:
@@ -151,7 +153,7 @@ class Worker:
             return [], None, None, None, []  # summarised for others; no rule can fire here
         if a is None:
             try:
-                a = analyse(text, path, module_name, force)
+                a = analyse(text, path, module_name, force, built=self.built)
             except LintError as e:
                 return [], None, str(e), None, []
             if a is None:
@@ -185,17 +187,19 @@ def _serve(conn, codes: Union[Sequence[str], Callable[[], Sequence[str]]], inher
     waiting forever on pipes that they themselves keep open."""
     for c in inherited:
         c.close()
+    import gc
+
     if callable(codes):
         collect_less()  # before LibCST is imported (see there)
         try:
-            worker = Worker(codes())
+            worker = Worker(codes(), gc.freeze)
         except Exception as e:  # noqa: BLE001 - the main process raises it
             sent(conn, ("failed", e))
             return
         if not sent(conn, ("ready", None)):
             return
     else:
-        worker = Worker(codes)
+        worker = Worker(codes, gc.freeze)
     serve(conn, worker.do)
     # Nothing to flush, nothing to free: the interpreter's own exit freed the trees this
     # worker holds one object at a time, 0.2 s of a cold check spent waiting on it.
@@ -221,7 +225,10 @@ def serve(conn, handle) -> None:
     phase, acyclic, freed by their reference counts when dropped) is frozen, so that no
     later collection scans it again. Collections triggered by allocation re-scanned the
     held trees: a tenth of a cold check's CPU on the Lightning sources; this way, a third
-    of that, for the same peak memory."""
+    of that, for the same peak memory. A `Worker` made by `_serve` freezes each tree as
+    soon as it is built (`Worker.built`), so that this collection scans only what the
+    walks left, not the tree too (half of what remained: on the Lightning sources, 0.07 s
+    of each worker's 0.12 s); nothing made before the tree in a job is cyclic garbage."""
     import gc
 
     collect_less()
