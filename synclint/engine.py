@@ -118,7 +118,7 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
             facts = last.summary()
             last.release()
         model = SemanticModel(source, filename, facts=facts, module_name=module_name, tree_memo=tree_memo,
-                              tracks_modes=False)  # (no call graph of its own: see `SemanticModel`)
+                              builds_graph=False)  # (no call graph of its own: see `SemanticModel`)
         model.set_module(module)
         walker = Walker(model, ())
         walker.walk(module)
