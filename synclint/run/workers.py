@@ -35,6 +35,10 @@ TIMEOUT_PREFIX = "analysis took longer than "
 # buffer, or sending it blocks this process until that worker is free (64 KiB: Linux's
 # smallest; a larger job is sent when the worker asks).
 WAITING_JOB_BYTES = 64 * 1024
+# A job taken from another worker's queue costs this many times its lint where the tree is
+# held: its file is parsed and walked again first (the Lightning sources: parse 22%, first
+# walk 26%, lint walk 30% of a cold check).
+STEAL_COST = 3
 # How long a worker that closed its pipe may take to exit before it is killed (`reap`).
 REAP_SECONDS = 5.0
 
@@ -317,7 +321,9 @@ class Pool:
         n = len(self.procs)
         own: List[Deque[Job]] = [deque() for _ in range(n)]
         shared: Deque[Job] = deque()
-        for job in jobs:
+        # A worker's own jobs go largest first: the work left when the other runs out is the
+        # smaller files, which it may take (`steal`), so that the jobs end nearly together
+        for job in sorted(jobs, key=lambda j: -len(j[2])) if affinity else jobs:
             w = (affinity or {}).get(job[1])
             (own[w] if w is not None else shared).append(job)
         sent: List[Deque[Job]] = [deque() for _ in range(n)]  # per worker, oldest first
@@ -330,7 +336,31 @@ class Pool:
         completed: Dict[int, Tuple[Job, bytes]] = {}  # id(queued job) -> (it completed, pickled)
 
         def queue_for(i: int) -> Deque[Job]:
-            return own[i] if own[i] else shared if shared else max(own, key=len)
+            """Worker i's own jobs, else the shared ones, else one it may take from another
+            worker (`steal`); an empty queue where it waits."""
+            return own[i] if own[i] else shared if shared else steal(i)
+
+        def steal(i: int) -> Deque[Job]:
+            """Another worker's queue with the job worker i takes from it first, or an empty
+            one: the file's tree is parsed and walked again here (`STEAL_COST`), so a job is
+            taken only where the rest of that worker's work outlasts it, and the smallest.
+            At a wave's end on the Lightning sources a worker took the next job of the other
+            one's last few: 53 files, 5% of the tree, parsed and walked twice."""
+            if not any(own):
+                return own[i]
+            chars = [sum(len(j[2]) for j in q) + sum(len(j[2]) for j in list(sent[w])[1:])
+                     for w, q in enumerate(own)]
+            w = max((w for w in range(n) if own[w]), key=chars.__getitem__)
+            q = own[w]
+            k = min(range(len(q)), key=lambda k: len(q[k][2]))
+            size = len(q[k][2])
+            if STEAL_COST * size > chars[w] - size:
+                return own[i]
+            if k:
+                job = q[k]
+                del q[k]
+                q.appendleft(job)
+            return q
 
         def complete(job: Job) -> Tuple[Optional[Job], bytes]:
             done = prepare(job) if prepare is not None else job
@@ -389,6 +419,9 @@ class Pool:
             job = sent[i].popleft()
             restart(i)
             feed(i)
+            for w in range(n):  # (its jobs are shared now: a worker left waiting takes some)
+                if not sent[w]:
+                    feed(w)
             return i, job, failed(job, message)
 
         for i in range(n):
