@@ -251,6 +251,38 @@ def serve(conn, handle) -> None:
             return
 
 
+def queues(jobs: Sequence[Job], n: int,
+           affinity: Optional[Dict[str, int]] = None) -> Tuple[List[Deque[Job]], Deque[Job]]:
+    """(each of `n` workers' own jobs, the shared ones): a path's job goes to the worker that
+    `affinity` says holds its tree, the largest first, so that the work left when another
+    worker runs out is the smaller files, which it may take (`stolen`): the jobs end nearly
+    together. Jobs without a holder are shared, in their order."""
+    own: List[Deque[Job]] = [deque() for _ in range(n)]
+    shared: Deque[Job] = deque()
+    for job in sorted(jobs, key=lambda j: -len(j[2])) if affinity else jobs:
+        w = (affinity or {}).get(job[1])
+        (own[w] if w is not None else shared).append(job)
+    return own, shared
+
+
+def stolen(own: Sequence[Deque[Job]], waiting: Sequence[int]) -> Optional[Tuple[int, int]]:
+    """(worker, index in its queue) of the job a worker with none left takes from another's
+    queue (`waiting`: the size of the jobs each worker has been sent and not begun), or None.
+    The file's tree is parsed and walked again there (`STEAL_COST`): a job is taken only
+    where the rest of that worker's work outlasts it, and the smallest. At a wave's end on
+    the Lightning sources a worker took the next job of the other one's last few: 53 files,
+    5% of the tree, parsed and walked twice."""
+    chars = [sum(len(j[2]) for j in q) + waiting[w] for w, q in enumerate(own)]
+    held = [w for w in range(len(own)) if own[w]]
+    if not held:
+        return None
+    w = max(held, key=chars.__getitem__)
+    q = own[w]
+    k = min(range(len(q)), key=lambda k: len(q[k][2]))
+    size = len(q[k][2])
+    return (w, k) if STEAL_COST * size <= chars[w] - size else None
+
+
 def sent(conn, message) -> bool:
     """Send `message` to the main process; False where it has closed its end of the pipe
     (its run ended, with this worker's answer no longer wanted): the worker then stops
@@ -319,13 +351,7 @@ class Pool:
         from multiprocessing.reduction import ForkingPickler
 
         n = len(self.procs)
-        own: List[Deque[Job]] = [deque() for _ in range(n)]
-        shared: Deque[Job] = deque()
-        # A worker's own jobs go largest first: the work left when the other runs out is the
-        # smaller files, which it may take (`steal`), so that the jobs end nearly together
-        for job in sorted(jobs, key=lambda j: -len(j[2])) if affinity else jobs:
-            w = (affinity or {}).get(job[1])
-            (own[w] if w is not None else shared).append(job)
+        own, shared = queues(jobs, n, affinity)
         sent: List[Deque[Job]] = [deque() for _ in range(n)]  # per worker, oldest first
         deadline: Dict[int, float] = {}  # per worker: when its oldest job's budget ends
 
@@ -341,26 +367,17 @@ class Pool:
             return own[i] if own[i] else shared if shared else steal(i)
 
         def steal(i: int) -> Deque[Job]:
-            """Another worker's queue with the job worker i takes from it first, or an empty
-            one: the file's tree is parsed and walked again here (`STEAL_COST`), so a job is
-            taken only where the rest of that worker's work outlasts it, and the smallest.
-            At a wave's end on the Lightning sources a worker took the next job of the other
-            one's last few: 53 files, 5% of the tree, parsed and walked twice."""
-            if not any(own):
+            """Another worker's queue, with the job worker i takes from it first (`stolen`),
+            or its own, empty: it waits."""
+            found = stolen(own, [sum(len(j[2]) for j in list(q)[1:]) for q in sent])
+            if found is None:
                 return own[i]
-            chars = [sum(len(j[2]) for j in q) + sum(len(j[2]) for j in list(sent[w])[1:])
-                     for w, q in enumerate(own)]
-            w = max((w for w in range(n) if own[w]), key=chars.__getitem__)
-            q = own[w]
-            k = min(range(len(q)), key=lambda k: len(q[k][2]))
-            size = len(q[k][2])
-            if STEAL_COST * size > chars[w] - size:
-                return own[i]
+            w, k = found
             if k:
-                job = q[k]
-                del q[k]
-                q.appendleft(job)
-            return q
+                job = own[w][k]
+                del own[w][k]
+                own[w].appendleft(job)
+            return own[w]
 
         def complete(job: Job) -> Tuple[Optional[Job], bytes]:
             done = prepare(job) if prepare is not None else job
