@@ -8,7 +8,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from synclint.findings import Edit, Finding, Fix
 from synclint.noqa import noqa_map, suppressing
@@ -95,11 +95,13 @@ class Graph:
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
-            force: bool = False, libcst_tree: bool = False) -> Optional[Analysis]:
+            force: bool = False, libcst_tree: bool = False,
+            built: Optional[Callable[[], None]] = None) -> Optional[Analysis]:
     """Parse and walk a file once, without rules. None when the file cannot hold a tensor we
     know about (not parsed), unless `force` (it imports project modules that can). The tree
-    is built from Python's own parse unless `libcst_tree` (LibCST's parse, for fixes).
-    Raises `LintError` on bad input."""
+    is built from Python's own parse unless `libcst_tree` (LibCST's parse, for fixes);
+    `built()` is called once it is, before it is walked (a worker freezes it there for its
+    collector: `workers.serve`). Raises `LintError` on bad input."""
     if not force and not might_inform(source):
         _syntax_check(source)  # nothing to learn, but a file that does not parse is still an error
         return None
@@ -109,6 +111,8 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
     from synclint.solver import walk_to_fixpoint
 
     module, rows, spans = _parse(source, libcst_tree)
+    if built is not None:
+        built()
     tree_memo: dict = {}
 
     def walk(last):
@@ -118,7 +122,7 @@ def analyse(source: str, filename: str = "<string>", module_name: Optional[str] 
             facts = last.summary()
             last.release()
         model = SemanticModel(source, filename, facts=facts, module_name=module_name, tree_memo=tree_memo,
-                              tracks_modes=False)  # (no call graph of its own: see `SemanticModel`)
+                              builds_graph=False)  # (no call graph of its own: see `SemanticModel`)
         model.set_module(module)
         walker = Walker(model, ())
         walker.walk(module)

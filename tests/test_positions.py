@@ -101,3 +101,24 @@ SAMPLES = ["nn/modules/rnn.py", "nn/modules/transformer.py", "optim/adam.py", "u
 @pytest.mark.parametrize("rel", SAMPLES)
 def test_positions_match_position_provider_on_torch_sources(rel):
     _compare((TORCH / rel).read_text(encoding="utf-8"))
+
+
+def test_statement_rows_leave_no_cyclic_garbage():
+    """A worker freezes the tree before the walks (`workers.serve`): anything cyclic made
+    with it would never be collected."""
+    import ast
+    import gc
+
+    from synclint.parse.positions import statement_rows
+
+    tree = ast.parse("def f():\n    try:\n        pass\n    except E:\n        x = 1\nclass C:\n    y = 2\n")
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        rows = statement_rows(tree)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+    assert [r[0] for r in rows] == [1, 2, 3, 5, 6, 7]

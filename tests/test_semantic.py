@@ -2374,3 +2374,34 @@ def test_a_parameters_default_does_not_choose_a_branch_when_no_call_tells_it():
     assert hot == {6: True}
     called = src.replace("codebook_class(**kwargs)", "Codebook(dim=4)")
     assert not [f for f in lint_source(called, "t.py") if f.code == "SYN101" and f.hot]
+
+
+def test_a_walk_without_a_call_graph_notes_neither_site_rates_nor_compile_sites():
+    """A first walk makes no call graph (`builds_graph=False`): what only the graph reads,
+    its call sites' rates and the compile sites, is not noted; what its summaries carry
+    (the calls themselves, the values passed) is, alike."""
+    source = textwrap.dedent("""
+        import torch
+
+        def step(x):
+            return x * 2
+
+        def train(loader, model):
+            torch._dynamo.config.capture_scalar_outputs = True
+            fast = torch.compile(step)
+            for x in loader:
+                y = fast(x)
+                model(y)
+    """)
+    module = _parse_module(source)
+    walked = {}
+    for graph in (True, False):
+        ctx = SemanticModel(source, builds_graph=graph)
+        ctx.set_module(module)
+        Walker(ctx, ()).walk(module)
+        walked[graph] = ctx
+    with_graph, without = walked[True], walked[False]
+    assert with_graph.site_rates and with_graph.compile_facts.roots and with_graph.compile_facts.flags
+    assert not without.site_rates and not without.compile_facts
+    assert without.calls == with_graph.calls and without.call_args.keys() == with_graph.call_args.keys()
+    assert without.module_summary("m").to_json() == with_graph.module_summary("m").to_json()

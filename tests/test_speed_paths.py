@@ -434,3 +434,43 @@ def test_a_first_walk_notes_no_training_modes_of_compile_results(monkeypatch):
     assert noted == []
     found, graph, _ = lint_analysis(a, default_rules())
     assert len(noted) == 5 and any(e[1] == "held" for e in graph.compiled.mode_sites)
+
+
+GC_PROBE = """
+import gc, sys
+import synclint.run.runner as runner
+def after_job():
+    print("after_job", gc.isenabled(), flush=True)
+runner.after_job = after_job
+from synclint.frontends.cli import main
+sys.argv = ["synclint", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_check_run_as_the_program_collects_once_per_file_it_analyses(tmp_path):
+    """The process ends with the check: the collector runs once after each job, as in a
+    worker, not by allocation count (it rescanned what the main process keeps to the end)."""
+    _project(tmp_path)
+    p = subprocess.run([sys.executable, "-c", GC_PROBE, "check", "--no-cache", "-j", "1", "train.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.stdout.count("after_job False") == 2 and "after_job True" not in p.stdout, p.stdout + p.stderr
+
+
+def test_a_check_inside_a_longer_lived_process_leaves_the_collector_on(tmp_path, monkeypatch):
+    """A daemon's request or a test's CliRunner: the process goes on after the check."""
+    import gc
+
+    from click.testing import CliRunner
+
+    from synclint.frontends.cli import main
+
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
+    threshold = gc.get_threshold()
+    try:
+        CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "train.py"])
+        assert gc.isenabled()
+    finally:
+        gc.set_threshold(*threshold)

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import deque
 
 import pytest
 
@@ -242,6 +243,23 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+def test_a_worker_hands_each_tree_it_builds_to_its_hook_before_walking_it(monkeypatch):
+    """A worker process freezes each tree as soon as it is built (`Worker.built`), so that
+    the collection at the job's end scans only what the walks left: the hook runs once per
+    tree, before the first walk; a file the prefilter skips builds none."""
+    from synclint.run.workers import Worker
+    from synclint.walker import Walker
+
+    events = []
+    walk = Walker.walk
+    monkeypatch.setattr(Walker, "walk", lambda self, node: events.append("walk") or walk(self, node))
+    worker = Worker([], built=lambda: events.append("built"))
+    worker.do(("summarise", "a.py", HOT_ITEM, "a"))
+    assert events[0] == "built" and events.count("built") == 1 and "walk" in events
+    worker.do(("summarise", "b.py", "x = 1\n", "b"))
+    assert events.count("built") == 1
+
+
 def test_a_worker_whose_answer_is_no_longer_wanted_stops_without_a_traceback():
     """The main process may close its pipe before a worker answers (its run ended: a
     one-file check that needed none of the pool); the worker then stops quietly: a
@@ -259,3 +277,32 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_lint_jobs_go_to_the_worker_holding_their_tree_largest_first():
+    """So that what is left when one worker runs out is small files (`stolen`); jobs
+    without a holder (the first phase's) stay in their order."""
+    from synclint.run.workers import queues
+
+    jobs = [("lint", p, "x" * size, p) for p, size in (("a", 10), ("b", 30), ("c", 20), ("d", 5))]
+    own, shared = queues(jobs, 2, {"a": 0, "b": 1, "c": 0})
+    assert [[j[1] for j in q] for q in own] == [["c", "a"], ["b"]] and [j[1] for j in shared] == ["d"]
+    own, shared = queues(jobs, 2)
+    assert own == [deque(), deque()] and [j[1] for j in shared] == ["a", "b", "c", "d"]
+
+
+def test_a_worker_with_no_jobs_left_takes_the_smallest_of_another_only_where_that_pays():
+    """Its tree is parsed and walked again where it is taken (`STEAL_COST` times its lint):
+    the smallest job of the busiest worker, where the rest of that worker's work outlasts
+    that; else it waits."""
+    from synclint.run.workers import STEAL_COST, stolen
+
+    def q(*sizes):
+        return deque(("lint", f"f{i}", "x" * s, "m") for i, s in enumerate(sizes))
+
+    assert stolen([q(), q(300, 100, 200)], [0, 0]) == (1, 1)
+    rest = 300 + 200
+    assert stolen([q(), q(300, rest // STEAL_COST + 1, 200)], [0, 0]) is None  # (costs more than it saves)
+    assert stolen([q(), q(300, rest // STEAL_COST + 1, 200)], [0, 400]) == (1, 1)  # (one more waits in its pipe)
+    assert stolen([q(), q(400)], [0, 0]) is None  # the last job: its holder lints it sooner
+    assert stolen([q(), q()], [0, 0]) is None

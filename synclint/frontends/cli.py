@@ -26,10 +26,12 @@ class Program:
     without the interpreter's teardown (`check` says so when it starts), and the store of
     whole-project tables its runs share (`project.Project`: a --watch session's, or the
     daemon's, which hands its own to each request), and how its runs read the cache's files
-    (the daemon keeps them decoded: `decoded.Kept`)."""
+    (the daemon keeps them decoded: `decoded.Kept`). `alone`: the process is this
+    invocation (run from the command line, not a daemon's request), and ends with it."""
 
-    def __init__(self, kept: Optional[dict] = None, decoded: Fresh = FRESH) -> None:
+    def __init__(self, kept: Optional[dict] = None, decoded: Fresh = FRESH, alone: bool = False) -> None:
         self.fast_exit = False
+        self.alone = alone
         self.kept: dict = {} if kept is None else kept
         self.decoded = decoded
 
@@ -41,7 +43,7 @@ class _Group(click.Group):
         parsed trees at interpreter exit took about 40 ms, a sixth of a one-file check."""
         if args is not None or not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        program = Program()
+        program = Program(alone=True)
         try:
             return super().main(args, prog_name, complete_var, standalone_mode, obj=program, **extra)
         except SystemExit as e:
@@ -168,7 +170,9 @@ def check(**options):
     program = click.get_current_context().obj
     if isinstance(program, Program):
         program.fast_exit = True
-    collect_less()  # (once: a --watch session's later runs collect as usual)
+    # (once: a --watch session's later runs collect as usual); a process that ends with this
+    # one check runs the collector once per file it analyses itself, as a worker does
+    collect_less(per_job=isinstance(program, Program) and program.alone and not options.get("watch"))
     o = SimpleNamespace(**options)
     o.paths = list(o.paths) or ["."]
     _check_usage(o)

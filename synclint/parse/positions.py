@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_right
 from itertools import accumulate
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -38,25 +38,28 @@ Row = Tuple[int, int, int, Optional[int]]
 
 
 def statement_rows(tree: ast.AST) -> List[Row]:
-    """Every statement's `Row`, in the order `cst_statements` lists LibCST's."""
+    """Every statement's `Row`, in the order `cst_statements` lists LibCST's (pre-order).
+    Iterative: a recursive closure would be a reference cycle, garbage only the collector
+    frees (a worker freezes the tree this comes with: `workers.serve`)."""
     out: List[Row] = []
-
-    def visit_body(stmts: Iterable[ast.stmt]) -> None:
-        for s in stmts:
-            decorators = getattr(s, "decorator_list", None)
-            out.append((s.lineno, s.col_offset, s.end_lineno or s.lineno,
-                        decorators[0].lineno if decorators else None))
-            for fname in ("body", "handlers", "orelse", "finalbody", "cases"):
-                sub = getattr(s, fname, None)
-                if not sub:
-                    continue
-                if fname in ("handlers", "cases"):
-                    for h in sub:
-                        visit_body(h.body)
-                else:
-                    visit_body(sub)
-
-    visit_body(tree.body)
+    todo: List[Iterator[ast.stmt]] = [iter(tree.body)]
+    while todo:
+        s = next(todo[-1], None)
+        if s is None:
+            todo.pop()
+            continue
+        decorators = getattr(s, "decorator_list", None)
+        out.append((s.lineno, s.col_offset, s.end_lineno or s.lineno, decorators[0].lineno if decorators else None))
+        blocks = []
+        for fname in ("body", "handlers", "orelse", "finalbody", "cases"):
+            sub = getattr(s, fname, None)
+            if not sub:
+                continue
+            if fname in ("handlers", "cases"):
+                blocks.extend(h.body for h in sub)
+            else:
+                blocks.append(sub)
+        todo.extend(iter(b) for b in reversed(blocks))
     return out
 
 

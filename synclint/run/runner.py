@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -14,7 +15,7 @@ from synclint.run.decoded import FRESH, Fresh
 from synclint.findings import FileError, Finding
 from synclint.paths import absolute_paths
 from synclint.run.cache import Cache, SummaryCache, content_hash
-from synclint.run.workers import Pool, Worker, forks, timed_out, usable_cpus
+from synclint.run.workers import Pool, Worker, after_job, forks, timed_out, usable_cpus
 from synclint.semantic.declared import TEST_CODE, TEST_LOOP, DeclaredHeat
 from synclint.parse.source import decode_source, read_bytes, size_problem
 
@@ -624,11 +625,13 @@ class _Runner:
             # the later phases stay here too.
 
             if self.local is None:
-                self.local = Worker(self.codes())
+                self.local = Worker(self.codes(), None if gc.isenabled() else gc.freeze)
             for job in jobs:
                 job = prepare(job) if prepare is not None else job
                 if job is not None:
-                    yield 0, job, self.local.do(job, self.budget)
+                    done = self.local.do(job, self.budget)
+                    after_job()  # (where the collector runs per job: `workers.collect_less`)
+                    yield 0, job, done
             return
         if self.pool is None:
             self.pool = Pool(min(self.n, len(jobs)), self.codes(), self.budget)

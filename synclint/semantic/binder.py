@@ -442,9 +442,9 @@ class Binder:
         val = self.ctx.infer(node.value)
         for t in node.targets:
             self.ctx.bind_target(t.target, val, node.value if len(node.targets) == 1 else None)
-        compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
         _note_option_writes(ctx, [t.target for t in node.targets])
-        if ctx.tracks_modes:
+        if ctx.builds_graph:
+            compile_sites.note_assign(ctx, node)  # a Dynamo flag set in code or in the environment
             mode_sites.note_assign(ctx, node)  # a compile result kept in an attribute, or a held one passed on
 
     def _annassign(self, node: cst.AnnAssign) -> None:
@@ -543,7 +543,7 @@ class Binder:
         if node.value is None:
             return
         self.walk(node.value)
-        if self.ctx.tracks_modes:
+        if self.ctx.builds_graph:
             mode_sites.note_return(self.ctx, node)
         f = self.ctx.func
         if f is not None:

@@ -199,14 +199,23 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             ctx.timing_funcs.add(None)  # a script that times things at module level
     if (hot is True or hot is False) and (callee is None or _builtin_caller(ctx, func)) and not bound_methods:
         _handed_methods(ctx, node, caller, hot)
+    if not ctx.builds_graph:
+        return  # (what follows only this walk's call graph reads)
+    _rate_edges(ctx, first_edge)
     if len(ctx.calls) > first_edge:
-        ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
-        mode = mode_sites.branch_mode(ctx) if ctx.tracks_modes else None
+        mode = mode_sites.branch_mode(ctx)
         if mode is not None:  # an edge Dynamo follows only in this training mode
             ctx.compile_facts.modal.update(dict.fromkeys(range(first_edge, len(ctx.calls)), mode))
-    if ctx.tracks_modes:
-        mode_sites.note_call(ctx, node)
+    mode_sites.note_call(ctx, node)
     compile_sites.note_call(ctx, node, lambda e, in_place=False: _compiled_targets(ctx, e, in_place))
+
+
+def _rate_edges(ctx: "SemanticModel", first: int) -> None:
+    """The call edges from index `first` on run at the rate of the site the walk is at
+    (`heat.rate_here`), which the call graph's heat reads: not noted where the walk makes no
+    call graph (`SemanticModel.builds_graph`)."""
+    if ctx.builds_graph and len(ctx.calls) > first:
+        ctx.site_rates.update(dict.fromkeys(range(first, len(ctx.calls)), rate_here(ctx)))
 
 
 def record_property_read(ctx: "SemanticModel", node: cst.Attribute) -> None:
@@ -223,7 +232,7 @@ def record_property_read(ctx: "SemanticModel", node: cst.Attribute) -> None:
     hot = None if ctx.guard_depth or ctx.once_depth else ctx.site_hot()
     first_edge = len(ctx.calls)
     ctx.calls.extend((ctx.func.qual, k, hot) for k in getters)
-    ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
+    _rate_edges(ctx, first_edge)
 
 
 def _property_getter(ctx: "SemanticModel", cls: str, name: str, depth: int = 0) -> Optional[str]:
@@ -436,7 +445,7 @@ def iteration_calls(ctx: "SemanticModel", it: cst.BaseExpression) -> None:
     here, there = _instance_methods(ctx, v, "__next__")
     first_edge = len(ctx.calls)
     _add_edges(ctx, caller, here, [q for q, _ in there], hot)
-    ctx.site_rates.update(dict.fromkeys(range(first_edge, len(ctx.calls)), rate_here(ctx)))
+    _rate_edges(ctx, first_edge)
 
 
 def _add_edges(ctx: "SemanticModel", caller: Optional[str], here: Sequence[str], qualified: Sequence[str],

@@ -85,13 +85,15 @@ class SemanticModel:
         project: Optional[ProjectFacts] = None,
         module_name: Optional[str] = None,
         tree_memo: Optional[Dict[tuple, object]] = None,
-        tracks_modes: bool = True,
+        builds_graph: bool = True,
     ) -> None:
         self.facts = facts or FileFacts()
-        # Whether the walk notes where compile results go and the training modes they are
-        # called in (`mode_sites`): only the call graph of a walk with the rules carries them
-        # (`Compiled`), so a first walk, whose summary has no place for them, skips that work
-        self.tracks_modes = tracks_modes
+        # Whether this walk's call graph is made (`engine.lint_analysis`): then the walk notes
+        # what only that graph carries: each call site's rate (`site_rates`, which its heat
+        # reads), the compile sites (`compile_sites`: `Compiled`), where compile results go
+        # and the training modes they are called in (`mode_sites`). A first walk, whose
+        # summaries have no place for them, skips that work
+        self.builds_graph = builds_graph
         # What the syntax tree alone tells (a function's replayable body, the file's names
         # in use), by key (`once`): one table for every walk of one tree, held beside the tree
         # (the engine's `Analysis`), so each is worked out once per file, not once per walk
