@@ -2374,3 +2374,29 @@ def test_a_parameters_default_does_not_choose_a_branch_when_no_call_tells_it():
     assert hot == {6: True}
     called = src.replace("codebook_class(**kwargs)", "Codebook(dim=4)")
     assert not [f for f in lint_source(called, "t.py") if f.code == "SYN101" and f.hot]
+
+
+def test_a_dict_call_with_keywords_keeps_its_values_as_a_literal_does():
+    """`dict(recall=r, accuracy=a)` of CUDA values (vjepa2's metric loggers) is a dict of
+    them, as `{"recall": r, ...}` is; values of mixed kinds, positional pairs and `**kw` of
+    unknown keys keep no item value."""
+    head = "import torch\nr = torch.ones((), device='cuda')\n"
+    v = val(head + "d = dict(recall=r, accuracy=r * 2)\nprobe(d['recall'])\n")
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    assert val(head + "d = dict(recall=r, lr=0.1)\nprobe(d['recall'])\n").kind != V.TENSOR
+    assert val(head + "d = dict(pairs)\nprobe(d['recall'])\n").kind != V.TENSOR
+    assert val(head + "d = dict(recall=r, **extra)\nprobe(d['recall'])\n").kind != V.TENSOR
+
+
+def test_a_comprehension_asked_before_the_walk_binds_its_target_reads_its_items():
+    """A rule asks of `max([m["acc"] for m in metrics])` before the walk has bound `m`: the
+    comprehension's own targets hold the items of what they iterate (unpacked through `zip`
+    and `enumerate`), not what an outer `m` holds."""
+    head = ("import torch\nms = [dict(acc=torch.ones((), device='cuda'))]\n"
+            "cpu = [dict(acc=torch.ones(()))]\nm = 3\n")
+    v = val(head + "probe(max([m['acc'] for m in ms]))\n")
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    v = val(head + "probe([x['acc'] for i, (x, n) in enumerate(zip(ms, names))])\n")
+    assert v.kind == V.TENSORS and v.device == V.CUDA
+    assert val(head + "probe(max([m['acc'] for m in cpu]))\n").device == V.CPU
+    assert val(head + "probe([len(m) for m in ms])\n").kind == V.PY

@@ -13,7 +13,7 @@ methods, never by writing the env's tables.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List, Optional, Protocol, Set, Tuple
+from typing import TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List, Optional, Protocol, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -132,6 +132,9 @@ class Evaluator:
         self._returns_here: Dict[tuple, Val] = {}
         self._returns_foreign: Dict[tuple, Val] = {}
         self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed once
+        # what a comprehension's targets hold while its element is evaluated from outside it
+        # (a rule asks of `max([a["acc"] for a in metrics])` before the walk binds `a`)
+        self._comp_targets: List[Dict[str, Val]] = []
 
     def forget(self) -> None:
         """What names hold may change (a binding, a new statement, a scope): inferred values
@@ -181,6 +184,9 @@ class Evaluator:
                 return V.py("bool" if e.value == "True" else "false")
             if e.value == "None":
                 return V.py("none")
+            for targets in reversed(self._comp_targets):
+                if e.value in targets:
+                    return targets[e.value]
             v = self.env.lookup(e.value)
             if v.kind == V.UNKNOWN and v.cls is None and not self.env.is_local(e.value) \
                     and self.env.defined_class(e.value) is not None:
@@ -216,15 +222,16 @@ class Evaluator:
         if t is cst.DictComp:
             # `{name: p.cpu() for name, p in model.named_parameters()}` (llm.c): a dict of the
             # values it makes, when they are tensors, arrays or loaders (as `_infer_dict`)
-            v = self.value(e.value)
+            with self._comprehension(e.for_in):
+                v = self.value(e.value)
             return Val(V.PY, py="dict", elems=(v,)) if v.kind in _DICT_VALUE_KINDS else V.py("dict")
         if t in (cst.Imaginary, cst.Set, cst.SetComp, cst.Lambda):
             return V.PY_VAL
         if t in (cst.List, cst.Tuple):
             return self._infer_sequence(e)
         if t in (cst.ListComp, cst.GeneratorExp):
-            # The walker bound the comprehension's targets while walking it.
-            elt = self.value(e.elt)
+            with self._comprehension(e.for_in):
+                elt = self.value(e.elt)
             if elt.kind == V.TENSOR:
                 return Val(V.TENSORS, elt.device, dtype=elt.dtype, assumed=elt.assumed)
             if elt.kind in (V.OBJECT, V.MODULE, V.LOADER, V.TENSORS) or V.is_dict_of(elt):
@@ -327,9 +334,13 @@ class Evaluator:
         all tensors or all loaders (`{"train": DataLoader(...), "val": ...}`) keeps them
         (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
         a learning rate) are not joined into one."""
-        vals = [self._project_class(el.value) or self.value(el.value) for el in e.elements
-                if type(el) is cst.DictElement]
-        if vals and len(vals) == len(e.elements) and all(V.function_keys(v) or V.class_key(v) for v in vals):
+        return self._dict_of([el.value if type(el) is cst.DictElement else None for el in e.elements])
+
+    def _dict_of(self, values: Sequence[Optional[cst.BaseExpression]]) -> Val:
+        """A dict built of these value expressions (None: a `**` entry, whose values are not
+        known): a literal's, or `dict(recall=r, accuracy=a)`'s keywords."""
+        vals = [self._project_class(x) or self.value(x) for x in values if x is not None]
+        if vals and len(vals) == len(values) and all(V.function_keys(v) or V.class_key(v) for v in vals):
             # a registry (`{"VQ-16": VQ_16, "VQ-8": VQ_8}`): calling an item makes what any of them
             # makes; a factory that returns an instance of a class stands for that class, which
             # other modules know (they are not told this module's functions)
@@ -341,14 +352,14 @@ class Evaluator:
                 joined = V.join(joined, v)
             return Val(V.PY, py="dict", elems=(joined,)) if V.function_keys(joined) or V.class_key(
                 joined) else V.py("dict")
-        if vals and len(vals) == len(e.elements) and all(V.methods_of(v) for v in vals):
+        if vals and len(vals) == len(values) and all(V.methods_of(v) for v in vals):
             # a dispatch table of bound methods (`{"labels": self.loss_labels, ...}`, DETR-style
             # criteria): calling an item runs any of them
             joined = vals[0]
             for v in vals[1:]:
                 joined = V.join(joined, v)
             return Val(V.PY, py="dict", elems=(joined,))
-        if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
+        if not vals or len(vals) != len(values) or len({v.kind for v in vals}) != 1 \
                 or vals[0].kind not in _DICT_VALUE_KINDS:
             return V.py("dict")
         joined = vals[0]
@@ -621,6 +632,54 @@ class Evaluator:
         if v.kind == V.LOADER:
             self.env.note_per_epoch()
         return self._item_of(v)
+
+    @contextmanager
+    def _comprehension(self, comp: cst.CompFor) -> Iterator[None]:
+        """A comprehension's targets bound, for-clause by for-clause, to the items of what
+        they iterate, while its element is evaluated: its names are its own (Python 3), and a
+        rule may ask before the walk has bound them."""
+        targets: Dict[str, Val] = {}
+        self._comp_targets.append(targets)
+        try:
+            node: Optional[cst.CompFor] = comp
+            while node is not None:
+                for name, v in self.loop_targets(node.target, node.iter):
+                    targets[name] = v
+                node = node.inner_for_in
+            yield
+        finally:
+            self._comp_targets.pop()
+
+    def loop_targets(self, target: cst.BaseExpression, it: cst.BaseExpression) -> List[Tuple[str, Val]]:
+        """The names a loop target binds and what each holds, part by part where the iterable
+        says which part is what (`for i, (x, y) in enumerate(loader)`, `for o, m in zip(a, b)`);
+        names inside other targets (`self.x`, `xs[i]`) are left out."""
+        t = type(target)
+        if t is cst.Name:
+            return [(target.value, self.iter_item(it))]
+        if t not in (cst.Tuple, cst.List) or any(type(el) is cst.StarredElement for el in target.elements):
+            return []
+        els = [el.value for el in target.elements]
+        if type(it) is cst.Call and type(it.func) is cst.Name and not self.env.is_local(it.func.value):
+            pos = [a.value for a in it.args if a.keyword is None and not a.star]
+            if it.func.value == "enumerate" and len(els) == 2 and pos:
+                return [*self._unpacked(els[0], V.py("int")), *self.loop_targets(els[1], pos[0])]
+            if it.func.value == "zip" and len(els) == len(pos) == len(it.args):
+                return [b for el, src in zip(els, pos) for b in self.loop_targets(el, src)]
+        return self._unpacked(target, self.iter_item(it))
+
+    def _unpacked(self, target: cst.BaseExpression, v: Val) -> List[Tuple[str, Val]]:
+        """The names a target binds to `v`, unpacked as an assignment unpacks it."""
+        t = type(target)
+        if t is cst.Name:
+            return [(target.value, v)]
+        if t not in (cst.Tuple, cst.List) or any(type(el) is cst.StarredElement for el in target.elements):
+            return []
+        els = target.elements
+        if v.elems is not None and len(v.elems) == len(els):
+            return [b for el, item in zip(els, v.elems) for b in self._unpacked(el.value, item)]
+        item = V.element_of(v)
+        return [b for el in els for b in self._unpacked(el.value, item)]
 
     def _item_of(self, v: Val) -> Val:
         """`V.element_of`, and for an instance of a class that defines `__iter__`, what
@@ -967,6 +1026,9 @@ class Evaluator:
             if name == "enumerate":
                 items = [V.py("int")] + items[:1]
             return Val(V.ITER, elems=(Val(V.UNKNOWN, elems=tuple(items)),))
+        if name == "dict" and call.args and all(a.keyword is not None or a.star == "**" for a in call.args):
+            # `dict(recall=r, accuracy=a)`: its keywords' values, as a literal's
+            return self._dict_of([a.value if a.keyword is not None else None for a in call.args])
         if name in L.PYTHON_BUILTINS:
             return V.py({"len": "int", "int": "int", "float": "float", "str": "str", "bool": "bool",
                          "repr": "str", "format": "str", "dict": "dict", "sorted": "list",
