@@ -1100,6 +1100,22 @@ class Project:
                     if spec is not None:
                         join_call(out.setdefault(p2, {}).setdefault(qual, {}), spec[0][1:], spec[1], pos, kws,
                                   lambda v, path=path: self.value(path, v))
+        # `model(batch, device)` of a callable its module does not know, passing a loader's
+        # batch (`callsites._opaque_call`): it runs the `forward` of a module of the project that
+        # takes parameters of those names, in that order (CosyVoice's models, built from a config)
+        forwards = [(p2, f"{c}.forward", self.summaries[p2].params[f"{c}.forward"])
+                    for p2, s2 in summaries if s2 is not None
+                    for c, cf in s2.classes.items() if cf.is_module and f"{c}.forward" in s2.params]
+        for path, s in summaries:
+            if s is None or self._is_test(path):
+                continue
+            for names, pos, kws in s.opaque_calls:
+                for p2, qual, (order, defaulted) in forwards:
+                    rest = order[1 + len(names):]
+                    if order[:1] == ["self"] and order[1:1 + len(names)] == names and all(
+                            p in defaulted or p in kws or p.startswith("**") for p in rest):
+                        join_call(out.setdefault(p2, {}).setdefault(qual, {}), order[1:], defaulted, pos, kws,
+                                  lambda v, path=path: self.value(path, v))
         return out
 
     def _abstract_overrides(self, path: str, qual: str) -> List[Tuple[str, str]]:

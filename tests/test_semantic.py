@@ -2400,3 +2400,12 @@ def test_a_comprehension_asked_before_the_walk_binds_its_target_reads_its_items(
     assert v.kind == V.TENSORS and v.device == V.CUDA
     assert val(head + "probe(max([m['acc'] for m in cpu]))\n").device == V.CPU
     assert val(head + "probe([len(m) for m in ms])\n").kind == V.PY
+
+
+def test_a_list_repeated_by_a_tensor_count_is_still_a_list():
+    """`[IGNORE_ID] * lens[i]` reads the 0-d tensor as a count (`__index__`): a list, which
+    `torch.tensor` makes a CPU tensor of, whatever device `lens` is on."""
+    head = "import torch\nlens = torch.ones(3, device='cuda').long()\n"
+    v = val(head + "probe(torch.tensor([0] * (2 + lens[0]) + [1]))\n")
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    assert val(head + "probe(lens[0] * 2)\n").device == V.CUDA

@@ -406,6 +406,9 @@ class Evaluator:
         for seq, n in ((left, right), (right, left)):
             if seq.elems and not V.is_dict_of(seq) and n.kind == V.PY and n.py == "int":
                 return _sequence((V.element_of(seq),), seq.py if seq.kind == V.PY and seq.py else "list")
+            if seq.elems and seq.kind == V.PY and seq.py in ("list", "tuple") and n.kind == V.TENSOR:
+                # `[IGNORE_ID] * n_tokens[i]`: a 0-d tensor read as a count (`__index__`), still a list
+                return _sequence((V.element_of(seq),), seq.py)
         return None
 
     def combine(self, vals: List[Val], bitwise: bool = False, elementwise: bool = True) -> Val:
