@@ -2409,3 +2409,16 @@ def test_a_list_repeated_by_a_tensor_count_is_still_a_list():
     v = val(head + "probe(torch.tensor([0] * (2 + lens[0]) + [1]))\n")
     assert v.kind == V.TENSOR and v.device == V.CPU
     assert val(head + "probe(lens[0] * 2)\n").device == V.CUDA
+
+
+def test_a_tokenizers_encoding_without_return_tensors_holds_lists():
+    """`tokenizer([prompt]).input_ids` (no `return_tensors`): lists of ids, which
+    `torch.as_tensor` makes a CPU tensor of (EAGLE's prompts, moved with `.cuda()`)."""
+    head = ("import torch\nfrom transformers import AutoTokenizer\n"
+            "tok = AutoTokenizer.from_pretrained('gpt2')\n")
+    v = val(head + "probe(tok(['hi'], add_special_tokens=False).input_ids)\n")
+    assert v.kind == V.PY and v.py == "list"
+    v = val(head + "probe(torch.as_tensor(tok(['hi']).input_ids))\n")
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    v = val(head + "probe(tok(['hi'], return_tensors='pt').input_ids)\n")
+    assert v.kind == V.TENSOR and v.device == V.CPU

@@ -491,6 +491,8 @@ class Evaluator:
             return base if attr in ("T", "real", "imag", "flat") else V.PY_VAL
         if k == V.OPTIM and attr == "param_groups":
             return V.py("param_groups")
+        if k == V.PY and base.cls == L.ENCODING and not attr.startswith("_"):
+            return V.py("list")  # `tokenizer(texts).input_ids`: without `return_tensors`, lists
         if k == V.TENSORS:
             if base.cls == L.ENCODING and not attr.startswith("_"):  # `enc.input_ids`
                 return V.tensor(base.device, dtype=V.INT if attr.endswith(("_ids", "_mask")) else None)
@@ -1917,8 +1919,11 @@ def _device_of(vals: List[Val]) -> Optional[str]:
 def _encoded(m: str, call: cst.Call) -> Val:
     """What a tokenizer's method gives: CPU tensors with `return_tensors="pt"` (`encode`: one
     tensor), else Python values (lists of ids, a string)."""
-    if m not in L.TOKENIZER_ENCODE or string_value(kwarg(call, "return_tensors")) != "pt":
+    if m not in L.TOKENIZER_ENCODE:
         return V.PY_VAL
+    if string_value(kwarg(call, "return_tensors")) != "pt":
+        # lists of ids (`encode`), or an encoding whose fields are lists (`.input_ids`)
+        return V.py("list") if m == "encode" else Val(V.PY, py="dict", cls=L.ENCODING)
     if m == "encode":
         return V.tensor(V.CPU, dtype=V.INT)
     return Val(V.TENSORS, V.CPU, cls=L.ENCODING)
