@@ -511,11 +511,10 @@ class Project:
         incoming, cuda, subs = self._incoming_params(), self._cuda_paths(), self._subclass_attrs()
         self.summaries.reading.append(set())
         try:
-            pf = self._facts_for(path)
+            pf = self._facts_for(path, incoming.get(path, {}))
         finally:
             self.reads[path] = self.summaries.reading.pop()
             self._made_at[path] = self.generation
-        pf.params = incoming.get(path, {})
         pf.cuda_default = path in cuda
         pf.subclass_attrs = subs.get(path, {})
         pf.host_called = self._host_called().get(path, frozenset())
@@ -619,8 +618,8 @@ class Project:
             self._index = (h.hexdigest(), {p: i for i, p in enumerate(paths)}, paths)
         return self._index
 
-    def _facts_for(self, path: str) -> ProjectFacts:
-        pf = ProjectFacts()
+    def _facts_for(self, path: str, params: Dict[str, Dict[str, Val]]) -> ProjectFacts:
+        pf = ProjectFacts(params=params)
         s = self.summaries.get(path)
         if s is None:
             return pf
@@ -676,8 +675,11 @@ class Project:
 
     def _close_classes(self, pf: ProjectFacts) -> None:
         """Add the classes that the told values name (an attribute holding another module's
-        object), so `self.head.loss(...)` resolves two modules away."""
+        object), so `self.head.loss(...)` resolves two modules away, and those of what other
+        modules pass its functions (Mask2Former's `SetCriterion(matcher=HungarianMatcher(...))`,
+        whose module never names the matcher's class: `self.matcher(...)` returns its indices)."""
         todo = [v for v in pf.funcs.values()] + [v for v in pf.values.values()]
+        todo.extend(v for params in pf.params.values() for v in params.values())
         for cf in list(pf.classes.values()):
             todo.extend(cf.attrs.values())
             todo.extend(cf.methods.values())
