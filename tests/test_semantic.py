@@ -2422,3 +2422,14 @@ def test_a_tokenizers_encoding_without_return_tensors_holds_lists():
     assert v.kind == V.TENSOR and v.device == V.CPU
     v = val(head + "probe(tok(['hi'], return_tensors='pt').input_ids)\n")
     assert v.kind == V.TENSOR and v.device == V.CPU
+
+
+
+def test_a_progress_bar_bound_to_a_name_yields_the_loaders_batches():
+    """`with tqdm(loader) as it: for x, y in it:` (smp's `Epoch.run`), as `for x, y in
+    tqdm(loader)`; a bar over a count (`tqdm(total=n)`) is no loader."""
+    head = "import torch\nfrom tqdm import tqdm\n"
+    src = head + "def run(dataloader):\n    with tqdm(dataloader, desc='train') as it:\n        for x, y in it:\n            probe(x)\n"
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    assert val(head + "bar = tqdm(total=10)\nprobe(bar)\n").kind != V.LOADER

@@ -761,6 +761,10 @@ class Evaluator:
             # run for it (Informer's scaler: `... .to(data.device) if torch.is_tensor(data)`)
             return True, V.CPU
         v = self.value(arg)
+        if v.kind in (V.DEVICE, V.PY) and v.assumed and v.device == V.CPU:
+            # `device="cpu"`, the default of what nothing in the project calls: its users pass
+            # theirs (`parameters.bind_params`), a device not known here
+            return True, None
         if v.kind == V.DEVICE:
             return True, v.device
         if v.kind in (V.TENSOR, V.TENSORS):
@@ -1078,6 +1082,11 @@ class Evaluator:
         return V.tensor(device)
 
     def _infer_qualified_call(self, q: str, call: cst.Call) -> Val:
+        if q in L.PASSTHROUGH and call.args and call.args[0].keyword is None and not call.args[0].star:
+            # `iterator = tqdm(loader)` (a `with ... as` target too): iterated, its items are the
+            # loader's, as `for x in tqdm(loader)` (`iter_item`)
+            inner = call.args[0].value
+            return self._loader_named(inner, self.value(inner))
         if q in L.TRACKER_WRITERS:
             return Val(V.OBJECT, cls=L.WRITER)
         if q in L.METRIC_LOADERS:
