@@ -2433,3 +2433,12 @@ def test_a_progress_bar_bound_to_a_name_yields_the_loaders_batches():
     v = val(src)
     assert v.kind == V.TENSOR and v.device == V.CPU
     assert val(head + "bar = tqdm(total=10)\nprobe(bar)\n").kind != V.LOADER
+
+
+def test_a_dict_comprehension_over_a_batchs_items_keeps_its_values():
+    """`data = {k: v for k, v in data.items()}` of a loader's batch (LoRA's NLG scripts),
+    asked before the walk binds `k` and `v`: still the batch's CPU tensors."""
+    src = ("import torch\ndef run(valid_loader):\n    for data in valid_loader:\n"
+           "        probe({key: value for key, value in data.items()}['input'])\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU

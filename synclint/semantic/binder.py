@@ -690,16 +690,8 @@ def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.
                 _bind_loop_target(ctx, el, src)
             return
         if type(it.func) is cst.Attribute and it.func.attr.value == "items" and not it.args and len(els) == 2:
-            recv = ctx.infer(it.func.value)
-            if recv.kind in (V.TENSORS, V.TENSOR) or V.is_dict_of(recv):
-                # (a "tensor" with `.items()` is a dict of them: a collated batch of dicts,
-                # DETR's targets; a model's output dict)
-                if V.is_dict_of(recv):
-                    value = recv.elems[0]
-                elif recv.kind == V.TENSORS:
-                    value = V.element_of(recv)
-                else:
-                    value = V.tensor(recv.device, pinned=recv.pinned, assumed=recv.assumed)
+            value = V.item_values(ctx.infer(it.func.value))
+            if value is not None:
                 ctx.bind_target(els[0], V.py("str"))
                 ctx.bind_target(els[1], value)
                 return

@@ -671,6 +671,11 @@ class Evaluator:
                 return [*self._unpacked(els[0], V.py("int")), *self.loop_targets(els[1], pos[0])]
             if it.func.value == "zip" and len(els) == len(pos) == len(it.args):
                 return [b for el, src in zip(els, pos) for b in self.loop_targets(el, src)]
+        if type(it) is cst.Call and type(it.func) is cst.Attribute and it.func.attr.value == "items" \
+                and not it.args and len(els) == 2:
+            value = V.item_values(self.value(it.func.value))
+            if value is not None:
+                return [*self._unpacked(els[0], V.py("str")), *self._unpacked(els[1], value)]
         return self._unpacked(target, self.iter_item(it))
 
     def _unpacked(self, target: cst.BaseExpression, v: Val) -> List[Tuple[str, Val]]:
