@@ -125,6 +125,10 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
         elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
             # a method of an in-file class or another module's (of each class it may be)
             bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
+            if held.kind in (V.UNKNOWN, V.MODULE) and not held.cls and not outside and all(
+                    ctx.defined_class(k) is not None and not _defines(ctx, k, func.attr.value)
+                    for k in V.classes_of(recv)):
+                _opaque_call(ctx, node)  # `self.model(batch)`: an attribute holding what the file does not know
             if recv.kind == V.OBJECT and type(func.value) is cst.Name:
                 ctx.record_instance_call(func.value.value, func.attr.value, *_arg_values(ctx, node))
         elif V.class_key(recv) is not None:
