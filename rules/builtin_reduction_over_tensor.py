@@ -3,7 +3,7 @@ from typing import Optional
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import is_python_scalar, positional, short
+from synclint.rules._helpers import is_python_scalar, kwarg, positional, short
 from synclint.rules._host_readback import is_builtin, torch_alias
 from synclint.semantic import EVIDENT, RECEIVER
 from synclint.semantic import values as V
@@ -100,7 +100,7 @@ class BuiltinReductionOverTensor(Rule):
             "import torch\nms = [dict(acc=torch.ones(())) for _ in range(3)]\n"
             "gs = [torch.ones((), device='cuda') for _ in range(3)]\nfor _ in range(3):\n"
             "    a = max([m['acc'] for m in ms])\n    b = max([g.item() for g in gs])\n"
-            "    c = max([len(m) for m in ms])\n"
+            "    c = max([len(m) for m in ms])\n    d = sorted(gs, key=lambda g: g.ndim)\n"
         ),
     ]
     INVALID = [
@@ -175,8 +175,8 @@ class BuiltinReductionOverTensor(Rule):
             return
         if len(pos) == 1:
             if ctx.gpu(pos[0], EVIDENT) is None:
-                if not self._gpu_items(pos[0]):
-                    return
+                if not self._gpu_items(pos[0]) or kwarg(node, "key") is not None:
+                    return  # (`sorted(ts, key=len)` compares what the key gives)
                 self._report(node, None)  # (a list has no `.max()`)
                 return
             replacement = None
