@@ -53,6 +53,7 @@ class BlockingHostToDeviceCopy(Rule):
     FIX_TITLE = "Load into pinned memory (`DataLoader(..., pin_memory=True)`) and copy with `non_blocking=True`"
     FIX = "sometimes"
     CATALOGUE = ("B4",)
+    SETUP_EXEMPT = True
     VALID = [
         Valid(  # a registered parameter moves with `model.cuda()`: `type_as` only casts it
             "import torch\nfrom torch import nn\nclass CastedLinear(nn.Module):\n    def __init__(self, n):\n"

@@ -60,6 +60,7 @@ class CpuFactoryThenMove(Rule):
     FIX_TITLE = "Create it on the device: pass `device=` to `torch.{factory}`"
     FIX = "sometimes"
     CATALOGUE = ("B8",)
+    SETUP_EXEMPT = True
     VALID = [
         Valid("import torch\nx = torch.zeros(10, device='cuda')\ny = torch.arange(5, device='cuda')\n"),
         Valid("import torch\nx = torch.zeros(10).to(torch.float16)\n"),
@@ -95,11 +96,11 @@ class CpuFactoryThenMove(Rule):
     ]
     INVALID = [
         Invalid(
-            "import torch\ndevice = 'cuda'\nx = torch.zeros(10).to(device)\n",
-            line=3,
+            "import torch\ndevice = 'cuda'\ndef make():\n    return torch.zeros(10).to(device)\n",
+            line=4,
             hot=False,
             message="`torch.zeros(10).to(device)` fills the tensor on the CPU, then copies it to the GPU with a blocking transfer",
-            fixed="import torch\ndevice = 'cuda'\nx = torch.zeros(10, device=device)\n",
+            fixed="import torch\ndevice = 'cuda'\ndef make():\n    return torch.zeros(10, device=device)\n",
         ),
         Invalid(
             "import torch\nfor _ in range(3):\n    m = torch.ones(4, 4).cuda()\n",
@@ -108,8 +109,8 @@ class CpuFactoryThenMove(Rule):
             fixed='import torch\nfor _ in range(3):\n    m = torch.ones(4, 4, device="cuda")\n',
         ),
         Invalid(
-            "import torch\nids = torch.arange(8).long().cuda(1)\n",
-            fixed='import torch\nids = torch.arange(8, device="cuda:1").long()\n',
+            "import torch\ndef make():\n    return torch.arange(8).long().cuda(1)\n",
+            fixed='import torch\ndef make():\n    return torch.arange(8, device="cuda:1").long()\n',
         ),
         Invalid(
             "import torch\ndef f(x):\n    return torch.zeros(3, dtype=torch.int64).to(x.device, torch.float16)\n",
@@ -124,8 +125,9 @@ class CpuFactoryThenMove(Rule):
             fixed="import torch\ndef f(dev):\n    return torch.randn(3, 3, device=dev)\n",
         ),
         Invalid(
-            "import torch\nw = torch.empty(4, 4).normal_(0, 0.02).cuda()\nb = torch.empty(4).fill_(0.5).cuda()\n",
-            fixed='import torch\nw = torch.empty(4, 4, device="cuda").normal_(0, 0.02)\nb = torch.empty(4, device="cuda").fill_(0.5)\n',
+            "import torch\ndef make():\n    w = torch.empty(4, 4).normal_(0, 0.02).cuda()\n    b = torch.empty(4).fill_(0.5).cuda()\n",
+            fixed='import torch\ndef make():\n    w = torch.empty(4, 4, device="cuda").normal_(0, 0.02)\n'
+                  '    b = torch.empty(4, device="cuda").fill_(0.5)\n',
         ),
         Invalid(
             "import torch\n"

@@ -41,6 +41,7 @@ class HostIndexIntoGpuTensor(Rule):
     MESSAGE = "indexing `{base}` with a host {what} copies the index to the GPU with a blocking transfer"
     FIX_TITLE = "Build the index on the GPU once, outside the hot path (`torch.tensor([...], device=...)`)"
     CATALOGUE = ()
+    SETUP_EXEMPT = True
     VALID = [
         Valid(  # deep_sort's nms: a 0-d element of a CPU order indexes like an int, read on the host
             "import torch\nboxes = torch.rand(5, 7, device='cuda')\ndet = torch.zeros(len(boxes))\n"
@@ -123,7 +124,7 @@ class HostIndexIntoGpuTensor(Rule):
             hot=True,
             message="indexing `x` with a host list copies the index to the GPU with a blocking transfer",
         ),
-        Invalid("import torch\nx = torch.randn(10, 3, device='cuda')\ny = x[:, range(2)]\n", line=3, hot=False),
+        Invalid("import torch\ndef pick():\n    x = torch.randn(10, 3, device='cuda')\n    y = x[:, range(2)]\n", line=4, hot=False),
         Invalid(
             "import torch\nimport numpy as np\nx = torch.randn(10, device='cuda')\n"
             "perm = np.random.permutation(10)\nfor i in range(2):\n    y = x[perm[i * 5:(i + 1) * 5]]\n",
@@ -136,8 +137,8 @@ class HostIndexIntoGpuTensor(Rule):
             line=5,
         ),
         Invalid(
-            "import torch\nx = torch.randn(10, device='cuda')\nidx = torch.randperm(10)[:4]\nx[idx] = 0.0\n",
-            line=4,
+            "import torch\ndef drop():\n    x = torch.randn(10, device='cuda')\n    idx = torch.randperm(10)[:4]\n    x[idx] = 0.0\n",
+            line=5,
             message="indexing `x` with a host CPU tensor copies the index to the GPU with a blocking transfer",
         ),
         Invalid(

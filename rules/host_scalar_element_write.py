@@ -37,6 +37,7 @@ class HostScalarElementWrite(Rule):
     FIX_TITLE = "Write it on the device: `{lhs}.fill_({value})`"
     FIX = "always"
     CATALOGUE = ("D1",)
+    SETUP_EXEMPT = True
     VALID = [
         Valid("import torch\nx = torch.zeros(10, device='cuda')\nx[:5] = 1.0\n"),
         Valid("import torch\nA = torch.zeros(3, 3, device='cuda')\nA[0] = 0.0\n"),
@@ -64,11 +65,11 @@ class HostScalarElementWrite(Rule):
     ]
     INVALID = [
         Invalid(
-            "import torch\nx = torch.zeros(10, device='cuda')\nx[3] = 1.0\n",
-            line=3,
+            "import torch\ndef mark():\n    x = torch.zeros(10, device='cuda')\n    x[3] = 1.0\n",
+            line=4,
             hot=False,
             message="`x[3] = 1.0` copies a Python scalar to the GPU with a blocking transfer",
-            fixed="import torch\nx = torch.zeros(10, device='cuda')\nx[3].fill_(1.0)\n",
+            fixed="import torch\ndef mark():\n    x = torch.zeros(10, device='cuda')\n    x[3].fill_(1.0)\n",
         ),
         Invalid(
             "import torch\nA = torch.eye(4, device='cuda')\nfor i in range(4):\n    A[i, i] = -2.0\n",
@@ -77,16 +78,17 @@ class HostScalarElementWrite(Rule):
             fixed="import torch\nA = torch.eye(4, device='cuda')\nfor i in range(4):\n    A[i, i].fill_(-2.0)\n",
         ),
         Invalid(
-            "import torch\nw = torch.ones(5, device='cuda')\nw[len(w) - 1] = float('inf')\n",
-            fixed="import torch\nw = torch.ones(5, device='cuda')\nw[len(w) - 1].fill_(float('inf'))\n",
+            "import torch\ndef mark():\n    w = torch.ones(5, device='cuda')\n    w[len(w) - 1] = float('inf')\n",
+            fixed="import torch\ndef mark():\n    w = torch.ones(5, device='cuda')\n    w[len(w) - 1].fill_(float('inf'))\n",
         ),
         Invalid(
             "import torch\n"
             "def make_mask(n):\n"
             "    return torch.ones(n, device='cuda')\n"
-            "m = make_mask(8)\n"
-            "m[0] = 0.0\n",
-            line=5,
+            "def mark():\n"
+            "    m = make_mask(8)\n"
+            "    m[0] = 0.0\n",
+            line=6,
         ),
         Invalid(
             "import torch\n"

@@ -36,6 +36,7 @@ class HostScalarIndexPut(Rule):
     MESSAGE = "`{lhs} = {value}` with a GPU index tensor copies the Python scalar to the GPU with a blocking transfer"
     FIX_TITLE = "Use `{base}.index_fill_(0, {idx}, {value})`, or assign a device scalar created once"
     CATALOGUE = ("D3",)
+    SETUP_EXEMPT = True
     VALID = [
         Valid("import torch\nx = torch.randn(10, device='cuda')\nm = x > 0\nx[m] = 0.0\n"),
         Valid("import torch\ndef forward(self, x, m):\n    x[m] = 0.0\n    return x\n"),
@@ -91,8 +92,9 @@ class HostScalarIndexPut(Rule):
             line=4,
         ),
         Invalid(
-            "import torch\nx = torch.randn(8, 4, device='cuda')\nrows = torch.randperm(8, device='cuda')[:2]\nx[rows, 0] = 1\n",
-            line=4,
+            "import torch\ndef mark():\n    x = torch.randn(8, 4, device='cuda')\n"
+            "    rows = torch.randperm(8, device='cuda')[:2]\n    x[rows, 0] = 1\n",
+            line=5,
         ),
         Invalid(
             "import torch\n"

@@ -47,6 +47,7 @@ class PageableNonBlockingCopy(Rule):
     MESSAGE = "`{expr}` copies from pageable memory, so `non_blocking=True` can still block the host"
     FIX_TITLE = "Pin the source: `DataLoader(..., pin_memory=True)` or a tensor created with `pin_memory=True`"
     CATALOGUE = ("B5",)
+    SETUP_EXEMPT = True
     VALID = [
         # pinned through a dict of the loader's keywords
         Valid(

@@ -50,6 +50,7 @@ class TensorFromHostDataInHotPath(Rule):
     MESSAGE = "`{expr}` copies host data to the GPU with a blocking transfer on every call"
     FIX_TITLE = "Hoist the constant out of the hot path, or build it on the device (`torch.full/arange/zeros(..., device=)`)"
     CATALOGUE = ("B7",)
+    SETUP_EXEMPT = True
     VALID = [
         Valid(  # the tensor itself stays on the device; a `log` that is not Lightning's
             "import torch\nimport pytorch_lightning as pl\nclass Model(pl.LightningModule):\n"
@@ -144,7 +145,7 @@ class TensorFromHostDataInHotPath(Rule):
             hot=True,
         ),
         Invalid("import torch\nimport numpy as np\ndef train_step(a):\n    return torch.as_tensor(np.ones(3), device='cuda')\n", line=4),
-        Invalid("import torch\nfor lst in [[1, 2]]:\n    t = torch.tensor(lst).cuda()\n", line=3),
+        Invalid("import torch\ndef make():\n    for lst in [[1, 2]]:\n        t = torch.tensor(lst).cuda()\n", line=4),
         Invalid("import torch\ndef train_step(n, device):\n    return torch.LongTensor([n]).to(device)\n", line=3),
         # CUDA made the default tensor type by the script (after the definition: it runs first)
         Invalid(

@@ -76,18 +76,22 @@ class Graph:
     # the names of methods called with autograd on, on values the file cannot resolve: a
     # function of that name may run with it on (`Project.grad_off_scopes`)
     unknown_calls: List[str] = field(default_factory=list)
+    # functions that run at setup whoever calls them: module initialisers, memoised
+    # functions (`semantic.setup.seeds`; `Project.setup_scopes` adds what only they call)
+    setup: List[str] = field(default_factory=list)
 
     def to_json(self) -> list:
         out = [[list(c) for c in self.calls], self.per_epoch, self.timing, self.steppers, self.entries]
-        if self.no_grad or self.unknown_calls:
-            return out + [self.compiled.to_json() if self.compiled else [], self.no_grad, self.unknown_calls]
+        if self.no_grad or self.unknown_calls or self.setup:
+            return out + [self.compiled.to_json() if self.compiled else [], self.no_grad, self.unknown_calls,
+                          self.setup]
         return out + [self.compiled.to_json()] if self.compiled else out
 
     @staticmethod
     def from_json(d: list) -> "Graph":
         return Graph([tuple(c) for c in d[0]], list(d[1]), list(d[2]), list(d[3]), list(d[4]),
                      Compiled.from_json(d[5] or None if len(d) > 5 else None), list(d[6]) if len(d) > 6 else [],
-                     list(d[7]) if len(d) > 7 else [])
+                     list(d[7]) if len(d) > 7 else [], list(d[8]) if len(d) > 8 else [])
 
 
 def analyse(source: str, filename: str = "<string>", module_name: Optional[str] = None,
@@ -184,6 +188,7 @@ def _lint_results(a: Analysis, rules: Sequence[type], project: Optional[ProjectF
     from synclint.parse.positions import PositionIndex
     from synclint.semantic.heat import function_rates, per_request_functions
     from synclint.semantic.rarity import memoised, rare_functions
+    from synclint.semantic.setup import seeds
 
     source, module = a.source, a.module
     memo = memoised(ctx)
@@ -194,7 +199,7 @@ def _lint_results(a: Analysis, rules: Sequence[type], project: Optional[ProjectF
                   sorted(q for q in ctx.timing_funcs if q is not None and _is_clock(ctx.all_funcs.get(q))),
                   [q for q, f in ctx.all_funcs.items() if f.steps_optimizer],
                   [q for q, f in ctx.all_funcs.items() if f.entry], ctx.compile_facts, sorted(ctx.no_grad_calls),
-                  sorted(ctx.unknown_calls))
+                  sorted(ctx.unknown_calls), seeds(ctx, memo))
     summary = ctx.module_summary(a.module_name or "")
     # Rules about the comments themselves (unused `# noqa`) run after the others, from
     # which directive entries silenced something.
@@ -362,6 +367,8 @@ def _internal_error(rule: type, filename: str, row: int) -> Finding:
 
 def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declared: DeclaredHeat,
              func_rates, in_tests: bool) -> Optional[Finding]:
+    from synclint.semantic.setup import site_kind
+
     """The finding a rule reported, placed; None when a timing function exempts it. One that
     a `# noqa` silences is kept, marked `suppressed` (counted, never shown), and the
     directive entries that silenced it go into `used` (for unused-noqa)."""
@@ -403,8 +410,9 @@ def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declare
         row=row, column=col + 1, end_row=end_row, end_column=end_col + 1,
         hot=hot, fix_title=p.fix_title, fix=fix, noqa_rows=tuple(sorted(noqa_rows)),
         scope=p.func, guarded=p.guarded or p.func in func_rates.cold, suppressed="noqa" if silenced_by else None,
-        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, grad_mode_exempt=rule.GRAD_MODE_EXEMPT, line=positions.line(row), compiled=p.compiled,
-        rate=rates.settled(rate, hot).label, rate_chain=tuple(chain),
+        timing_exempt=rule.TIMING_EXEMPT, hot_only=rule.HOT_ONLY, grad_mode_exempt=rule.GRAD_MODE_EXEMPT,
+        setup_exempt=rule.SETUP_EXEMPT, setup_site=site_kind(p.rate) if rule.SETUP_EXEMPT else None,
+        line=positions.line(row), compiled=p.compiled, rate=rates.settled(rate, hot).label, rate_chain=tuple(chain),
     )
 
 
@@ -468,6 +476,11 @@ def lint_source(
         from synclint.semantic.compiled import file_regions, settle
 
         findings = settle(findings, file_regions(graph.compiled, graph.calls))
+    if any(f.setup_exempt for f in findings):  # one-time transfers at setup: in this file's setup code?
+        from synclint.semantic.setup import drops, file_setup
+
+        scopes = file_setup(graph)
+        findings = [f for f in findings if not drops(f, scopes)]
     return [f for f in findings if not f.suppressed and (f.hot or not (hot_only or f.hot_only))]
 
 

@@ -87,6 +87,11 @@ class Finding:
     # Its rule is about grad mode (`GRAD_MODE_EXEMPT`): dropped when every caller of its
     # function in the project runs it with autograd off.
     grad_mode_exempt: bool = field(default=False, repr=False, compare=False)
+    # Its rule leaves one-time transfers at setup alone (`SETUP_EXEMPT`): dropped when its
+    # line runs once in setup code (`semantic.setup.drops`); `setup_site`: its line is in a
+    # first-call block ("first") or in straight-line code ("straight").
+    setup_exempt: bool = field(default=False, repr=False, compare=False)
+    setup_site: Optional[str] = field(default=None, repr=False, compare=False)
     # "noqa": silenced by a `# noqa` comment. The engine hands such findings on (through the
     # cache and the runner) only so that the summary can count them; they are never shown.
     suppressed: Optional[str] = field(default=None, repr=False, compare=False)
@@ -156,6 +161,7 @@ class Finding:
             scope=d.get("scope"), guarded=bool(d.get("guarded")), suppressed=d.get("suppressed"),
             timing_exempt=bool(d.get("timing_exempt")), hot_only=bool(d.get("hot_only")),
             grad_mode_exempt=bool(d.get("grad_mode_exempt")),
+            setup_exempt=bool(d.get("setup_exempt")), setup_site=d.get("setup_site"),
             noqa_rows=tuple(d.get("noqa_rows", ())), internal=bool(d.get("internal")), line=d.get("line"),
             compiled=d.get("compiled"), rate=d.get("rate"), rate_chain=tuple(d.get("rate_chain", ())),
         )
@@ -172,6 +178,10 @@ class Finding:
             d["hot_only"] = True
         if self.grad_mode_exempt:
             d["grad_mode_exempt"] = True
+        if self.setup_exempt:
+            d["setup_exempt"] = True
+        if self.setup_site:
+            d["setup_site"] = self.setup_site
         d["noqa_rows"] = list(self.noqa_rows)  # where `--add-noqa` may put a comment
         if self.suppressed:
             d["suppressed"] = self.suppressed

@@ -1408,6 +1408,46 @@ class Project:
             out.setdefault(path, set()).add(qual)
         return out
 
+    def setup_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Dict[str, str]]:
+        """path -> function -> how it runs at setup wherever the project calls them
+        (`semantic.setup`): module initialisers and memoised functions, what only they call
+        (through overrides too), constructors only they or the entry call (SETUP); in a
+        script (a file no other file of the project imports), its module-level code and the
+        functions only it calls (ENTRY).
+        Not a function a framework calls, nor one named as hot, nor a method of a name the
+        project calls on what it cannot resolve."""
+        from synclint.semantic.setup import ENTRY, MODULE_CODE, setup_functions
+
+        incoming: Dict[Tuple[str, str], List[Tuple[Optional[Tuple[str, str]], object]]] = {}
+        seeded: Set[Tuple[str, str]] = set()
+        barred: Set[Tuple[str, str]] = set()
+        unresolved: Set[str] = set()
+        for path, g in graphs.items():
+            path = self.absolute(path)
+            if self._is_test(path):
+                continue
+            seeded.update((path, q) for q in g.setup)
+            barred.update((path, q) for q in g.entries)
+            unresolved.update(g.unknown_calls)
+            for caller, callee, hot in g.calls:
+                for t in self._call_targets(path, callee):
+                    incoming.setdefault(t, []).append(((path, caller) if caller is not None else None, hot))
+        for base, subs in self._overrides().items():
+            for s in subs:  # `self.m()` runs the override: as often as `m` runs
+                incoming.setdefault(s, []).append((base, False))
+        unresolved.discard("__init__")  # (`super().__init__()`: a base's constructor, which the project resolves)
+        barred.update(t for t in incoming if hot_name(t[1].rsplit(".", 1)[-1]) or t[1].rsplit(".", 1)[-1] in unresolved)
+        imported = set().union(*(self.imported_files(p) for p in graphs))
+        out: Dict[str, Dict[str, str]] = {}
+        for (path, qual), kind in setup_functions(incoming, seeded, barred).items():
+            if kind != ENTRY or path not in imported:  # (a library module's `__main__` block tests it)
+                out.setdefault(path, {})[qual] = kind
+        for path in graphs:
+            path = self.absolute(path)
+            if path not in imported and not self._is_test(path):
+                out.setdefault(path, {})[MODULE_CODE] = ENTRY
+        return out
+
     def compiled_regions(self, graphs: Dict[str, "object"]) -> Dict[str, Dict[str, "object"]]:
         """path -> function -> the compiled region (`semantic.compiled.Region`) it runs in:
         reached from a compile root of any module along any call (`semantic.compiled.regions`),
@@ -1462,8 +1502,13 @@ class Project:
         return out
 
     def _call_targets(self, path: str, callee: str) -> List[Tuple[str, str]]:
-        """The (path, function) pairs a call edge's callee key may run."""
-        return self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)
+        """The (path, function) pairs a call edge's callee key may run; building a class that
+        inherits its constructor runs its base's (`LlamaEngine(cfg)`: `BaseEngine.__init__`)."""
+        targets = self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)
+        return [self._constructor(t) if t[1].endswith(".__init__") else t for t in targets]
+
+    def _constructor(self, target: Tuple[str, str]) -> Tuple[str, str]:
+        return self._defining(target[0], target[1][:-len(".__init__")], "__init__") or target
 
     def timing_scopes(self, graphs: Dict[str, "object"]) -> Dict[str, Set[Optional[str]]]:
         """path -> functions (None: module-level code) that call a function of another module

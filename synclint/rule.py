@@ -104,6 +104,10 @@ class Rule:
     # findings are dropped where every caller in the project runs the function with autograd
     # off (`Project.grad_off_scopes`), as the rule itself asks of the callers in its file.
     GRAD_MODE_EXEMPT: ClassVar[bool] = False
+    # It reports transfers, which are findings where they repeat: a one-time transfer at setup
+    # (a model's constructor, a memoised table, the program's start-up) has no fix worth
+    # making, so its findings there are dropped (`semantic.setup`).
+    SETUP_EXEMPT: ClassVar[bool] = False
     # A base that rules derive from (`CompiledRule`), itself no rule: neither validated nor
     # registered. Read from the class's own namespace, so a rule deriving from it is a rule.
     ABSTRACT: ClassVar[bool] = False

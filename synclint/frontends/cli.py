@@ -516,8 +516,13 @@ def _explain_line(path: str, line: int, config_file: Optional[Path]) -> int:
     echo_errors(outcome.missing)
     echo_errors(outcome.errors)
     here = sorted((f for f in outcome.findings if f.row <= line <= f.end_row), key=lambda f: f.sort_key())
+    setup = [f for f in outcome.at_setup if f.row <= line <= f.end_row and not f.suppressed]
     if not here:
         click.echo(f"{shown_path(path)}:{line}: no finding on this line")
+    for f in setup:
+        click.echo(f"{shown_path(f.filename)}:{f.row}:{f.column}: {f.code} leaves this one-time transfer at setup"
+                   f" alone (docs/configuration.md, \"Hot and cold\")")
+        click.echo(f"  rate: {rate_text(f)}")
     for f in here:
         heat = "hot" if f.hot else "cold"
         click.echo(f"{shown_path(f.filename)}:{f.row}:{f.column}: {f.code} [{heat}] {f.message}")

@@ -13,6 +13,12 @@ FIX_WORDS = {
 }
 
 
+SETUP_WORDS = (
+    "Setup transfers are not reported: where the line runs once while the program sets itself up "
+    "(a module's constructor or weight initialisation and what only it calls, a memoised function, "
+    "a first-call cache, the entry's straight-line code), one copy costs microseconds and has no "
+    "fix worth making (docs/configuration.md, \"Hot and cold\").")
+
 _QUOTED_TIME = re.compile(r"\d[\d,.]*\s?(?:us|µs|ms)\b")
 
 
@@ -70,6 +76,9 @@ def rule_markdown(rule) -> str:
     parts.append("")
     parts.append(rule.DOC)
     parts.append("")
+    if rule.SETUP_EXEMPT:
+        parts.append(SETUP_WORDS)
+        parts.append("")
     parts.append("## Example")
     parts.append("")
     parts.append("```python\n" + rule.INVALID[0].code.rstrip() + "\n```")

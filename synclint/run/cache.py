@@ -324,9 +324,10 @@ def _result_shaped(e: list) -> bool:
     from synclint.findings import Finding
 
     try:
-        return ((e[2] is None or isinstance(e[2], str)) and isinstance(e[3], list) and len(e[3]) in (2, 3, 4)
+        return ((e[2] is None or isinstance(e[2], str)) and isinstance(e[3], list) and len(e[3]) in (2, 3, 4, 5)
                 and (len(e[3]) == 2 or isinstance(e[3][2], dict))  # (3: its compiled regions)
                 and (len(e[3]) < 4 or all(isinstance(s, str) for s in e[3][3]))  # (4: its grad-off functions)
+                and (len(e[3]) < 5 or all(isinstance(s, str) for s in e[3][4].values()))  # (5: its setup functions)
                 and all(isinstance(q, str) and isinstance(chain, str) for q, chain in e[3][0])  # (hot: with its chain)
                 and all(isinstance(s, str) or s is None for s in e[3][1])  # (None: module-level code)
                 and all(Finding.from_json(d).to_cache() == d for d in e[1]))
@@ -344,7 +345,7 @@ def _link_shaped(e: list) -> bool:
                                   and all(type(i) is int for i in m[0]) and isinstance(m[1], str)):
             return False
         g = e[2]  # a call graph: checked by shape (rebuilding each one was a third of a warm run)
-        return g is None or (isinstance(g, list) and len(g) in (5, 6, 8) and all(isinstance(x, list) for x in g[1:])
+        return g is None or (isinstance(g, list) and len(g) in (5, 6, 8, 9) and all(isinstance(x, list) for x in g[1:])
                              and all(isinstance(c, list) and len(c) == 3 for c in g[0]))
     except _BAD_SHAPE:
         return False

@@ -71,6 +71,7 @@ class Outcome:
     checked: int = 0
     files: List[str] = field(default_factory=list)  # the files `run` checked (its discovery's)
     suppressed: Dict[str, int] = field(default_factory=dict)  # "noqa", "baseline" -> findings not shown
+    at_setup: List[Finding] = field(default_factory=list)  # one-time transfers at setup, which rules leave alone
 
     @property
     def all_errors(self) -> List[FileError]:
@@ -151,7 +152,8 @@ def run(setup: Setup, paths: Sequence[str], *, force_exclude: bool = False, jobs
                              decoded=setup.decoded)
     except Exception as e:
         _reraise(e)
-    out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files)
+    out = Outcome(missing=found.errors, skipped=found.skipped, checked=len(found.files), files=found.files,
+                  at_setup=result.at_setup)
     return _filtered(setup, out, result.findings, result.errors, known)
 
 

@@ -32,6 +32,7 @@ class Result:
     errors: List[FileError] = field(default_factory=list)
     files_checked: int = 0
     linted: List[List[str]] = field(default_factory=list)  # the files linted, round by round (`Solver.computed`)
+    at_setup: List[Finding] = field(default_factory=list)  # one-time transfers at setup, not reported (`explain` says why)
 
 
 def check_files(
@@ -137,6 +138,7 @@ def check_files(
             result.errors.append(FileError(path, e[4]))
         hot_scopes, timing_scopes = dict(e[5][0]), set(e[5][1])  # (function -> the chain that makes it hot)
         grad_off = set(e[5][3]) if len(e[5]) > 3 else set()
+        setup = e[5][4] if len(e[5]) > 4 else {}
         in_tests = declared.in_tests(path)
         for f in _settled([Finding.from_json(d) for d in e[2]], e[5], decoded):
             if f.timing_exempt and f.scope in timing_scopes:
@@ -151,6 +153,9 @@ def check_files(
                 f.reheat(False, "once", _project_reason(f.scope, modules[path], declared, hot=False))
             if in_tests and f.hot:
                 f.reheat(False, TEST_LOOP, *f.rate_chain, TEST_CODE)
+            if f.setup_exempt and _at_setup(f, setup):
+                result.at_setup.append(f)  # a one-time transfer while the program sets itself up
+                continue
             if f.hot or not (hot_only or f.hot_only):
                 result.findings.append(f)
     if cache is not None:
@@ -165,6 +170,13 @@ def _project_reason(scope: str, module: Optional[str], declared: DeclaredHeat, h
     from synclint.semantic.rates import project_reason
 
     return project_reason(scope, module, declared, hot, chain)
+
+
+def _at_setup(f: Finding, scopes: Dict[str, str]) -> bool:
+    """`semantic.setup.drops`, imported for the few findings a rule may leave at setup."""
+    from synclint.semantic.setup import drops
+
+    return drops(f, scopes)
 
 
 def _settled(findings: List[Finding], scopes: list, decoded: Fresh) -> List[Finding]:
@@ -471,20 +483,23 @@ class _Run:
 
         def heat():
             made = {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}
-            return project.hot_scopes(made, self.declared), project.timing_scopes(made), project.grad_off_scopes(made)
+            return (project.hot_scopes(made, self.declared), project.timing_scopes(made),
+                    project.grad_off_scopes(made), project.setup_scopes(made))
 
         # a function of the summaries, the call graphs and the declared heat (`Project.kept`)
-        hot, timing, grad_off = project.kept("heat", heat, (graphs, self.declared))
+        hot, timing, grad_off, setup = project.kept("heat", heat, (graphs, self.declared))
         compiled = project.kept("compiled regions", lambda: project.compiled_regions(
             {p: self.decoded.made("graph", g, Graph.from_json) for p, g in graphs.items()}), graphs)
         for path, e in self.out.items():
             key = self.project.absolute(path)
             e[5] = [sorted([q, chain] for q, chain in hot.get(key, {}).items()),
                     sorted(timing.get(key, ()), key=lambda q: q or "")]
-            if key in compiled or key in grad_off:  # (the functions of this file that run compiled, and how)
+            if key in compiled or key in grad_off or key in setup:  # (those that run compiled, and how)
                 e[5].append({q: r.to_json() for q, r in sorted(compiled.get(key, {}).items())})
-            if key in grad_off:  # (those every caller runs with autograd off)
-                e[5].append(sorted(grad_off[key]))
+            if key in grad_off or key in setup:  # (those every caller runs with autograd off)
+                e[5].append(sorted(grad_off.get(key, ())))
+            if key in setup:  # (those that run at setup, and how)
+                e[5].append(dict(sorted(setup[key].items())))
             if self.cache is not None and not timed_out(e[4]):
                 if e[6] is not None and e[6] == self.solver.first.get(key):
                     e = e[:6] + [None] + e[7:]

@@ -116,8 +116,9 @@ class Binder:
         ctx.all_funcs[qual] = info
         ctx.patched_flags.append(compile_sites.note_function(ctx, info, node))  # (for roots it defines)
         saved = (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
-                 ctx.container_loop_depth)
-        ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = ctx.once_depth = ctx.container_loop_depth = 0
+                 ctx.first_depth, ctx.container_loop_depth)
+        ctx.loop_depth = ctx.guard_depth = ctx.comp_depth = ctx.once_depth = ctx.first_depth = 0
+        ctx.container_loop_depth = 0
         ctx.loop_nodes = []
         ctx.funcs.append(info)
         bind_params(ctx, info, node)
@@ -139,7 +140,7 @@ class Binder:
         ctx.funcs.pop()
         ctx.patched_flags.pop()
         (ctx.loop_depth, ctx.guard_depth, ctx.comp_depth, ctx.loop_nodes, ctx.once_depth,
-         ctx.container_loop_depth) = saved
+         ctx.first_depth, ctx.container_loop_depth) = saved
         if info.timing:
             ctx.timing_funcs.add(qual)
         if info.yields is not None:
@@ -340,8 +341,10 @@ class Binder:
             if not once and returns_until_set(stmt, body[i + 1:], ctx):
                 once = 1
                 ctx.once_depth += 1
+                ctx.first_depth += 1
         ctx.guard_depth -= guarded
         ctx.once_depth -= once
+        ctx.first_depth -= once
 
     def _if(self, node: cst.If) -> None:
         ctx = self.ctx
@@ -355,7 +358,9 @@ class Binder:
             orelse_flags = (1, 0)
         elif kind == "guard":
             body_flags = (0, 1)
-        elif kind == "once" or lazy_init(node, ctx):
+        elif kind == "first" or lazy_init(node, ctx):
+            body_flags = (0, 0, 1, 1)
+        elif kind == "once":
             body_flags = (0, 0, 1)
         before = ctx.snapshot()
         narrow(ctx, node.test)
@@ -400,16 +405,20 @@ class Binder:
                 self.walk(part)
 
     def _with_flags(self, flags, node) -> None:
-        """(CUDA-less, under a periodic guard, runs once at most) for the block `node`."""
+        """(CUDA-less, under a periodic guard, runs once at most, on the first call or step
+        only) for the block `node`."""
         ctx = self.ctx
         once = flags[2] if len(flags) > 2 else 0
+        first = flags[3] if len(flags) > 3 else 0
         ctx.cuda_less_depth += flags[0]
         ctx.guard_depth += flags[1]
         ctx.once_depth += once
+        ctx.first_depth += first
         self.walk(node)
         ctx.cuda_less_depth -= flags[0]
         ctx.guard_depth -= flags[1]
         ctx.once_depth -= once
+        ctx.first_depth -= first
 
     # ------------------------------------------------------------- bindings
     def _assign(self, node: cst.Assign) -> None:
@@ -420,8 +429,10 @@ class Binder:
         else:
             once = 1 if stores_own_move(ctx, node) else 0  # (a move stored back: the first call's)
             ctx.once_depth += once
+            ctx.first_depth += once
             self.walk(node.value)
             ctx.once_depth -= once
+            ctx.first_depth -= once
         for t in node.targets:
             self.walk(t.target)
         val = self.ctx.infer(node.value)

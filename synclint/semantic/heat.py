@@ -172,6 +172,7 @@ def rate_here(model, loops: int = 0) -> SiteRate:
     where = f" in {model.func.qual}()" if model.func is not None else ""
     flag = debug_flag_around(model) if model.once_depth else None
     stored = stores_own_move(model, model.stmt_stack[-1]) if model.once_depth and model.stmt_stack else None
+    first = bool(model.first_depth) and not model.failing_depth and flag is None
     once = None
     if model.failing_depth:
         once = Entry(f"an assert's message{where}: built only when the assert fails")
@@ -187,7 +188,7 @@ def rate_here(model, loops: int = 0) -> SiteRate:
         once = Entry(f"a branch that runs once{where} holds it")
     return SiteRate(rate, entry,
                     guard=Entry(f"a periodic guard{where} holds it") if model.guard_depth else None,
-                    once=once, steps=steps, steps_entry=steps_entry, debug=flag is not None)
+                    once=once, steps=steps, steps_entry=steps_entry, debug=flag is not None, first=first)
 
 
 def _short(node: cst.CSTNode, limit: int = 40) -> str:
@@ -368,7 +369,8 @@ def _moves_to_cuda(body: cst.CSTNode) -> bool:
 
 def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     """"cpu-body" / "cpu-else" for a test that picks the CUDA-less path, "guard" for a
-    periodic guard, "" otherwise."""
+    periodic guard, "once" for a branch that runs once at most ("first": on the first call
+    or step only), "" otherwise."""
     negated = False
     original = test
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
@@ -406,11 +408,12 @@ def classify_test(model, test: cst.BaseExpression, body: cst.CSTNode) -> str:
     if _exits(body):
         return "once"  # `if not math.isfinite(loss): print(...); sys.exit(1)`: at most once
     if not negated and _first_steps(test, model):
-        return "once"  # `if step == 0:`, `if num_seen < 10:`: the first steps only
+        # `if step == 0:`: the first step only; `if num_seen < 10:`: the first steps
+        return "first" if type(test.comparisons[0].operator) is cst.Equal else "once"
     if not negated and _fills_up(test, body):
         return "once"  # `if len(shown) < 15: shown.append(...)`: at most 15 times
     if not negated and one_shot(test, body, model):
-        return "once"  # `if first_batch: ...; first_batch = False`: the first iteration only
+        return "first"  # `if first_batch: ...; first_batch = False`: the first iteration only
     recovery = recovery_branch(model, test) if not negated else None
     if recovery is not None:
         model.recovery_branches[id(body)] = recovery

@@ -126,6 +126,7 @@ def framework_calls(base: str, method: str) -> bool:
     return bool(package) and method in FRAMEWORK_HOOKS.get(package, ())
 
 
+INITIALISERS = frozenset(_DATA["modules"]["initialisers"])
 REQUEST_HOOKS = {k: frozenset(v) for k, v in _DATA["modules"]["request_hooks"].items()}
 REQUEST_HOOK_NAMES = frozenset().union(*REQUEST_HOOKS.values())
 

@@ -159,6 +159,9 @@ class SemanticModel:
         # inside a block that runs once at most (`if step == 0:`, `if x is None: x = ...`,
         # a branch that exits): cold, loops inside it too
         self.once_depth = 0
+        # ... of those, a block that runs on the first call or step only (a cache filled on
+        # first use, `if step == 0:`, a move stored back): setup (`semantic.setup`)
+        self.first_depth = 0
         self.failing_depth = 0  # inside an assert's message: built only when the assert fails
         self.default_device = V.CUDA if self.project.makes_cuda_default() or self.facts.cuda_default else V.CPU
         self.uses_xla = False  # torch_xla imported: unknown-device tensors are not CUDA ones

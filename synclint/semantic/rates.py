@@ -98,7 +98,8 @@ class Entry:
 class SiteRate:
     """A site's rate as the walk sees it: the join of the loops around it (`loop`, from
     `entry`; ONCE and no entry outside loops), and whether a periodic guard (`guard`) or a
-    once-only branch (`once`; `debug`: a debug flag's) holds it. The function's own rate
+    once-only branch (`once`; `debug`: a debug flag's; `first`: one that runs on the first
+    call or step only) holds it. The function's own rate
     joins in after the walk. `steps` (from `steps_entry`) is the join of the loops around it
     that repeat per step wherever they are (over a loader's batches, decoding, micro-batches):
     in a function that runs rarely (`FunctionRates.rare`) only these raise the rate, as a
@@ -111,10 +112,12 @@ class SiteRate:
     steps: Rate = Rate.ONCE
     steps_entry: Optional[Entry] = None
     debug: bool = False
+    first: bool = False  # the once-only branch runs on the first call or step (setup: `semantic.setup`)
 
     def stepping(self) -> "SiteRate":
         """This site in a function that runs rarely: its step loops only."""
-        return SiteRate(self.steps, self.steps_entry, self.guard, self.once, self.steps, self.steps_entry, self.debug)
+        return SiteRate(self.steps, self.steps_entry, self.guard, self.once, self.steps, self.steps_entry, self.debug,
+                        self.first)
 
 
 OUTSIDE = SiteRate()

@@ -1,0 +1,123 @@
+"""Setup code: what runs once per program run while the program sets itself up.
+
+A host-to-device transfer there runs once and has no fix worth making (issue 34, point 5:
+transfers are findings where they repeat; eval/README.md's `[[setup]]`), so the rules that
+report transfers (`Rule.SETUP_EXEMPT`) drop their findings there, where the line's rate is
+once. Setup is:
+
+- building and initialising a model: an nn.Module class's constructor and its
+  weight-initialisation hooks (library.toml `[modules] initialisers`), and a memoised
+  function, which runs once per distinct argument (`seeds`);
+- what only setup code calls, in any module and through overrides (`self._init_custom()`
+  in a base's `__init__` runs the subclass's), and the constructor of a class that only
+  setup code or the program's entry builds (`Trainer(cfg)` in `main()`);
+- the straight-line code of the program's entry (outside loops and branches that run once)
+  in a script, a module no other module of the project imports: its module-level code, and
+  a function only module-level code outside loops calls (`main()`); not what the entry
+  calls (an `evaluate()` after training runs once per evaluation, a `generate()` once per
+  request), nor a library module's `__main__` block (its own test or demo);
+- a block that runs on the first call or step only (`SiteRate.first`: a cache filled on
+  first use, `if step == 0:`, a move stored back on its attribute).
+
+A per-step, per-epoch or per-request caller anywhere keeps a function out; so does a method
+name the project calls on what it cannot resolve (`Graph.unknown_calls`). No LibCST here:
+the project linker runs `setup_functions` on cached call graphs.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Set, Tuple, TypeVar
+
+from synclint.semantic import library as L
+
+T = TypeVar("T")
+
+ONCE = "once"
+
+
+def seeds(model, memo: Iterable[str]) -> List[str]:
+    """The in-file functions that run at setup whoever calls them: the constructors and
+    weight-initialisation hooks of nn.Module classes, and the memoised functions (`memo`:
+    `rarity.memoised`)."""
+    out = set(memo)
+    for q, info in model.all_funcs.items():
+        if info.cls is not None and info.cls.is_module and info.name in L.INITIALISERS:
+            out.add(q)
+    return sorted(out)
+
+
+SETUP = "setup"  # the whole function runs at setup
+ENTRY = "entry"  # the program's entry: its straight-line code runs at setup
+MODULE_CODE = ""  # the key of a script's module-level code in a file's map (no function has it)
+
+
+def setup_functions(incoming: Dict[T, List[Tuple[Optional[T], object]]], seeded: Set[T],
+                    barred: Set[T]) -> Dict[T, str]:
+    """The functions that run at setup (SETUP), from `incoming` (callee -> its call sites:
+    (caller, the site's heat), caller None for module-level code), the `seeded` ones, and the
+    `barred` ones (a framework calls them, their name says they run every step, or a call the
+    project cannot resolve may run them): the greatest set whose every member is seeded or
+    called only from members (or, for a constructor, from the entry too); and the entry
+    functions (ENTRY), which only module-level code outside loops calls."""
+    entry = {t for t, sites in incoming.items()
+             if t not in barred and sites and all(c is None and hot is not True for c, hot in sites)}
+    inside = set(seeded) | {t for t, sites in incoming.items() if sites and t not in barred}
+    changed = True
+    while changed:  # (removing one may remove its callees: to the greatest fixpoint)
+        changed = False
+        for t in list(inside):
+            if t in seeded:
+                continue
+            builds = _constructor(t)
+            if not all(c in inside or builds and (c is None or c in entry) for c, _ in incoming[t]):
+                inside.discard(t)
+                changed = True
+    return {**{t: ENTRY for t in entry}, **{t: SETUP for t in inside}}
+
+
+def _constructor(node) -> bool:
+    qual = node[1] if isinstance(node, tuple) else node
+    return qual.endswith(".__init__")
+
+
+def file_setup(graph) -> Dict[str, str]:
+    """`setup_functions` over one file's call graph (`engine.Graph`), for a file linted alone:
+    its calls of its own functions, its seeds, and what its framework hooks and unresolved
+    calls bar. Without the project it cannot tell a script from a library module with a
+    `__main__` block: no entry."""
+    incoming: Dict[str, List[Tuple[Optional[str], object]]] = {}
+    for caller, callee, hot in graph.calls:
+        if not callee.startswith("@"):
+            incoming.setdefault(callee, []).append((caller, hot))
+    unknown = set(graph.unknown_calls) - {"__init__"}  # (`super().__init__()`)
+    barred = set(graph.entries) | {q for q in incoming if _barred_name(q, unknown)}
+    return {q: kind for q, kind in setup_functions(incoming, set(graph.setup), barred).items() if kind == SETUP}
+
+
+def _barred_name(qual: str, unknown: Set[str]) -> bool:
+    from synclint.semantic.callgraph import hot_name
+
+    name = qual.rsplit(".", 1)[-1]
+    return hot_name(name) or name in unknown
+
+
+FIRST = "first"  # a site in a block that runs on the first call or step only
+STRAIGHT = "straight"  # a site outside loops, guards and once-only branches
+
+
+def site_kind(site) -> Optional[str]:
+    """FIRST, STRAIGHT or None for a site's `rates.SiteRate`."""
+    if site.first:
+        return FIRST
+    return STRAIGHT if site.entry is None and site.once is None and site.guard is None else None
+
+
+def drops(finding, scopes: Dict[str, str]) -> bool:
+    """Whether a finding is a one-time transfer at setup that its rule leaves alone: its rule
+    says so (`setup_exempt`), its line runs once, and it is setup code: a first-call block, a
+    function of `scopes` (`setup_functions`) that runs at setup, or the straight-line code of
+    a script's entry."""
+    if not finding.setup_exempt or finding.rate != ONCE:
+        return False
+    kind = scopes.get(finding.scope if finding.scope is not None else MODULE_CODE)
+    return finding.setup_site == FIRST or kind == SETUP or kind == ENTRY and finding.setup_site == STRAIGHT

@@ -1,0 +1,28 @@
+"""A plain class whose constructor runs an overridable start-up hook (`self._init_custom()`);
+the subclass of another module overrides it (lightllm's model classes). Another module imports
+this one: its `__main__` block is its own test, no program's start-up."""
+import torch
+
+
+class BaseEngine:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self._init_custom()
+
+    def _init_custom(self):
+        pass
+
+    def step(self, x):
+        return self._post(x)
+
+    def _post(self, x):
+        return x
+
+
+def test():
+    return torch.arange(4).cuda()  # [once] the module's own test
+
+
+if __name__ == "__main__":
+    y = torch.zeros(2).cuda()  # [once] a library module's `__main__` block
+    test()
