@@ -2442,3 +2442,14 @@ def test_a_dict_comprehension_over_a_batchs_items_keeps_its_values():
            "        probe({key: value for key, value in data.items()}['input'])\n")
     v = val(src)
     assert v.kind == V.TENSOR and v.device == V.CPU
+
+
+def test_a_list_extended_with_plus_equals_holds_what_it_was_given():
+    """`scalers += [torch.cuda.amp.GradScaler()]` (vjepa2's `init_opt`) adds items as
+    `scalers.append(...)` does; a list of numbers stays a plain list."""
+    src = ("import torch\nscalers, sizes = [], []\nfor _ in range(2):\n"
+           "    scalers += [torch.cuda.amp.GradScaler()]\n    sizes += [1, 2]\nprobe(scalers)\nprobe(sizes)\n")
+    seen, _ = probe(src)
+    (scalers, _), (sizes, _) = seen
+    assert scalers.elems and scalers.elems[0].kind == V.OBJECT
+    assert sizes.kind == V.PY and not sizes.elems
