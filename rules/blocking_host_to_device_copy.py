@@ -143,6 +143,12 @@ class BlockingHostToDeviceCopy(Rule):
             "def train(model, xs):\n    for i in range(0, len(xs), 64):\n        model(xs[i:i + 64])\n",
             cold=True,
         ),
+        Valid(  # the same trainer, built by the file itself with the default: CPU stays on the CPU
+            "import torch\nclass Epoch:\n    def __init__(self, model, device='cpu'):\n"
+            "        self.model, self.device = model, device\n    def run(self, loader):\n"
+            "        for x, y in loader:\n            self.model(x.to(self.device))\n"
+            "Epoch(torch.nn.Linear(2, 2)).run([])\n"
+        ),
     ]
     INVALID = [
         Invalid(  # an item of a project Dataset, read in the loop: its `__getitem__` builds CPU tensors
@@ -207,6 +213,13 @@ class BlockingHostToDeviceCopy(Rule):
             "        for x, y in self.loader:\n"
             "            x = x.to(self.device)\n",
             line=9,
+            hot=True,
+        ),
+        Invalid(  # `device="cpu"`: the default of a trainer its users build with their device (smp's `Epoch`)
+            "import torch\nclass Epoch:\n    def __init__(self, model, device='cpu'):\n"
+            "        self.model, self.device = model, device\n    def run(self, loader):\n"
+            "        for x, y in loader:\n            self.model(x.to(self.device))\n",
+            line=7,
             hot=True,
         ),
     ]

@@ -3,9 +3,10 @@ from typing import Optional
 import libcst as cst
 
 from synclint.rule import BenchPair, Invalid, Rule, Valid
-from synclint.rules._helpers import is_python_scalar, positional, short
+from synclint.rules._helpers import is_python_scalar, kwarg, positional, short
 from synclint.rules._host_readback import is_builtin, torch_alias
-from synclint.semantic import EVIDENT
+from synclint.semantic import EVIDENT, RECEIVER
+from synclint.semantic import values as V
 
 
 _REDUCTIONS = ("max", "min", "sorted", "any", "all")
@@ -94,8 +95,26 @@ class BuiltinReductionOverTensor(Rule):
             "    for x, idx in loader:\n        model(x.cuda())\n        names = [str(i) for i in idx]\n"
             "        print(max(names), sorted(idx))\n"
         ),
+        # a list of CPU values, of Python numbers read back once, of lengths
+        Valid(
+            "import torch\nms = [dict(acc=torch.ones(())) for _ in range(3)]\n"
+            "gs = [torch.ones((), device='cuda') for _ in range(3)]\nfor _ in range(3):\n"
+            "    a = max([m['acc'] for m in ms])\n    b = max([g.item() for g in gs])\n"
+            "    c = max([len(m) for m in ms])\n    d = sorted(gs, key=lambda g: g.ndim)\n"
+        ),
     ]
     INVALID = [
+        Invalid(  # per-epoch metric dicts of CUDA values, best of the heads (vjepa2's eval)
+            "import torch\nclass Recall:\n    def __init__(self, device):\n"
+            "        self.tp = torch.zeros(4, device=device)\n"
+            "    def __call__(self, logits):\n        return dict(accuracy=self.tp.sum() / 4, recall=self.tp.mean())\n"
+            "def evaluate(heads, loader, device):\n    meters = [Recall(device) for _ in heads]\n"
+            "    for x in loader:\n        metrics = [m(h(x.to(device))) for h, m in zip(heads, meters)]\n"
+            "    return max([a['accuracy'] for a in metrics])\n"
+            "evaluate([], [], torch.device('cuda'))\n",
+            line=11,
+            hot=False,
+        ),
         Invalid(
             "import torch\nx = torch.rand(8, device='cuda')\nfor _ in range(3):\n    m = max(x)\n",
             line=4,
@@ -156,6 +175,9 @@ class BuiltinReductionOverTensor(Rule):
             return
         if len(pos) == 1:
             if ctx.gpu(pos[0], EVIDENT) is None:
+                if not self._gpu_items(pos[0]) or kwarg(node, "key") is not None:
+                    return  # (`sorted(ts, key=len)` compares what the key gives)
+                self._report(node, None)  # (a list has no `.max()`)
                 return
             replacement = None
             if name in ("max", "min") and len(node.args) == 1:
@@ -163,6 +185,12 @@ class BuiltinReductionOverTensor(Rule):
             self._report(node, replacement)
         elif len(pos) >= 2 and name in ("max", "min") and any(ctx.gpu(p, EVIDENT) is not None for p in pos):
             self._report(node, self._pairwise_fix(node, name, pos))
+
+    def _gpu_items(self, e: cst.BaseExpression) -> bool:
+        """`e` is a list of GPU tensors whose device is known (`[m["acc"] for m in metrics]`):
+        comparing two of them reads a bool back."""
+        v = self.ctx.infer(e)
+        return v.kind == V.TENSORS and not v.assumed and self.ctx.gpu(e, RECEIVER) is not None
 
     def _report(self, node: cst.Call, replacement: Optional[cst.BaseExpression]) -> None:
         call = short(node)

@@ -511,11 +511,10 @@ class Project:
         incoming, cuda, subs = self._incoming_params(), self._cuda_paths(), self._subclass_attrs()
         self.summaries.reading.append(set())
         try:
-            pf = self._facts_for(path)
+            pf = self._facts_for(path, incoming.get(path, {}))
         finally:
             self.reads[path] = self.summaries.reading.pop()
             self._made_at[path] = self.generation
-        pf.params = incoming.get(path, {})
         pf.cuda_default = path in cuda
         pf.subclass_attrs = subs.get(path, {})
         pf.host_called = self._host_called().get(path, frozenset())
@@ -619,8 +618,8 @@ class Project:
             self._index = (h.hexdigest(), {p: i for i, p in enumerate(paths)}, paths)
         return self._index
 
-    def _facts_for(self, path: str) -> ProjectFacts:
-        pf = ProjectFacts()
+    def _facts_for(self, path: str, params: Dict[str, Dict[str, Val]]) -> ProjectFacts:
+        pf = ProjectFacts(params=params)
         s = self.summaries.get(path)
         if s is None:
             return pf
@@ -676,8 +675,11 @@ class Project:
 
     def _close_classes(self, pf: ProjectFacts) -> None:
         """Add the classes that the told values name (an attribute holding another module's
-        object), so `self.head.loss(...)` resolves two modules away."""
+        object), so `self.head.loss(...)` resolves two modules away, and those of what other
+        modules pass its functions (Mask2Former's `SetCriterion(matcher=HungarianMatcher(...))`,
+        whose module never names the matcher's class: `self.matcher(...)` returns its indices)."""
         todo = [v for v in pf.funcs.values()] + [v for v in pf.values.values()]
+        todo.extend(v for params in pf.params.values() for v in params.values())
         for cf in list(pf.classes.values()):
             todo.extend(cf.attrs.values())
             todo.extend(cf.methods.values())
@@ -1099,6 +1101,22 @@ class Project:
                     spec = self.summaries[p2].params.get(qual)
                     if spec is not None:
                         join_call(out.setdefault(p2, {}).setdefault(qual, {}), spec[0][1:], spec[1], pos, kws,
+                                  lambda v, path=path: self.value(path, v))
+        # `model(batch, device)` of a callable its module does not know, passing a loader's
+        # batch (`callsites._opaque_call`): it runs the `forward` of a module of the project that
+        # takes parameters of those names, in that order (CosyVoice's models, built from a config)
+        forwards = [(p2, f"{c}.forward", self.summaries[p2].params[f"{c}.forward"])
+                    for p2, s2 in summaries if s2 is not None
+                    for c, cf in s2.classes.items() if cf.is_module and f"{c}.forward" in s2.params]
+        for path, s in summaries:
+            if s is None or self._is_test(path):
+                continue
+            for names, pos, kws in s.opaque_calls:
+                for p2, qual, (order, defaulted) in forwards:
+                    rest = order[1 + len(names):]
+                    if order[:1] == ["self"] and order[1:1 + len(names)] == names and all(
+                            p in defaulted or p in kws or p.startswith("**") for p in rest):
+                        join_call(out.setdefault(p2, {}).setdefault(qual, {}), order[1:], defaulted, pos, kws,
                                   lambda v, path=path: self.value(path, v))
         return out
 

@@ -910,6 +910,10 @@ def test_every_kind_of_summary_fact_reads_back_from_the_cache_as_itself():
 
         conv = Meter() if torch.cuda.is_available() else Meter()
 
+        def run(model, train_loader, device):
+            for batch in train_loader:
+                model(batch, device)
+
         class Model:
             step = doubled
 
@@ -919,6 +923,7 @@ def test_every_kind_of_summary_fact_reads_back_from_the_cache_as_itself():
     assert s.registered == [("MODELS", "Model")]
     assert s.classes["Meter"].fed and "pad" in s.one_liners and "doubled" in s.one_liners
     assert s.library_aliases == {"torch": "torch"} and s.classes["Model"].method_aliases == {"step": "doubled"}
+    assert [names for names, _, _ in s.opaque_calls] == [["batch", "device"]]
     stored = json.loads(json.dumps(s.to_json()))
     assert ModuleSummary.from_json(stored).to_json() == stored
 
@@ -2866,3 +2871,46 @@ def test_a_write_to_one_key_of_a_batch_leaves_its_other_keys_where_they_were(tmp
         "def step(model, loader, device, grad_acc_steps):", "def step(model, loader, device, grad_acc_steps, key='h'):")
     found = {(n, row, code) for n, row, code, _ in _found(_project(tmp_path / "b", {"train.py": src2}))}
     assert found == set(), found
+
+
+def test_a_module_passed_in_from_another_module_returns_what_its_class_says(tmp_path):
+    """`Criterion(Matcher())` in a third module: the criterion's module never names the
+    matcher's class, yet `self.matcher(scores)` returns the matcher's host index tensors
+    (Mask2Former's `SetCriterion(matcher=HungarianMatcher(...))`); a criterion given a matcher
+    of no class the project defines knows nothing of them."""
+    files = {
+        "matcher.py": """\
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Matcher(nn.Module):
+                def forward(self, scores):
+                    picks = [np.argsort(s) for s in scores.detach().cpu().numpy()]
+                    return [(torch.as_tensor(p[:1]), torch.as_tensor(p[1:])) for p in picks]
+            """,
+        "criterion.py": """\
+            import torch
+            from torch import nn
+
+            class Criterion(nn.Module):
+                def __init__(self, matcher):
+                    super().__init__()
+                    self.matcher = matcher
+
+                def forward(self, scores):
+                    pairs = self.matcher(scores)
+                    return torch.cat([s[j] for s, (_, j) in zip(scores, pairs)]).sum()
+            """,
+        "build.py": """\
+            from criterion import Criterion
+            from matcher import Matcher
+
+            criterion = Criterion(Matcher())
+            """,
+    }
+    found = _found(_project(tmp_path / "a", files))
+    assert ("criterion.py", 11, "SYN305", True) in found
+    files["build.py"] = "from criterion import Criterion\nfrom elsewhere import Matcher\n\ncriterion = Criterion(Matcher())\n"
+    found = _found(_project(tmp_path / "b", files))
+    assert not any(f[0] == "criterion.py" for f in found)

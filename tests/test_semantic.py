@@ -2405,3 +2405,82 @@ def test_a_walk_without_a_call_graph_notes_neither_site_rates_nor_compile_sites(
     assert not without.site_rates and not without.compile_facts
     assert without.calls == with_graph.calls and without.call_args.keys() == with_graph.call_args.keys()
     assert without.module_summary("m").to_json() == with_graph.module_summary("m").to_json()
+
+
+def test_a_dict_call_with_keywords_keeps_its_values_as_a_literal_does():
+    """`dict(recall=r, accuracy=a)` of CUDA values (vjepa2's metric loggers) is a dict of
+    them, as `{"recall": r, ...}` is; values of mixed kinds, positional pairs and `**kw` of
+    unknown keys keep no item value."""
+    head = "import torch\nr = torch.ones((), device='cuda')\n"
+    v = val(head + "d = dict(recall=r, accuracy=r * 2)\nprobe(d['recall'])\n")
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    assert val(head + "d = dict(recall=r, lr=0.1)\nprobe(d['recall'])\n").kind != V.TENSOR
+    assert val(head + "d = dict(pairs)\nprobe(d['recall'])\n").kind != V.TENSOR
+    assert val(head + "d = dict(recall=r, **extra)\nprobe(d['recall'])\n").kind != V.TENSOR
+
+
+def test_a_comprehension_asked_before_the_walk_binds_its_target_reads_its_items():
+    """A rule asks of `max([m["acc"] for m in metrics])` before the walk has bound `m`: the
+    comprehension's own targets hold the items of what they iterate (unpacked through `zip`
+    and `enumerate`), not what an outer `m` holds."""
+    head = ("import torch\nms = [dict(acc=torch.ones((), device='cuda'))]\n"
+            "cpu = [dict(acc=torch.ones(()))]\nm = 3\n")
+    v = val(head + "probe(max([m['acc'] for m in ms]))\n")
+    assert v.kind == V.TENSOR and v.device == V.CUDA
+    v = val(head + "probe([x['acc'] for i, (x, n) in enumerate(zip(ms, names))])\n")
+    assert v.kind == V.TENSORS and v.device == V.CUDA
+    assert val(head + "probe(max([m['acc'] for m in cpu]))\n").device == V.CPU
+    assert val(head + "probe([len(m) for m in ms])\n").kind == V.PY
+
+
+def test_a_list_repeated_by_a_tensor_count_is_still_a_list():
+    """`[IGNORE_ID] * lens[i]` reads the 0-d tensor as a count (`__index__`): a list, which
+    `torch.tensor` makes a CPU tensor of, whatever device `lens` is on."""
+    head = "import torch\nlens = torch.ones(3, device='cuda').long()\n"
+    v = val(head + "probe(torch.tensor([0] * (2 + lens[0]) + [1]))\n")
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    assert val(head + "probe(lens[0] * 2)\n").device == V.CUDA
+
+
+def test_a_tokenizers_encoding_without_return_tensors_holds_lists():
+    """`tokenizer([prompt]).input_ids` (no `return_tensors`): lists of ids, which
+    `torch.as_tensor` makes a CPU tensor of (EAGLE's prompts, moved with `.cuda()`)."""
+    head = ("import torch\nfrom transformers import AutoTokenizer\n"
+            "tok = AutoTokenizer.from_pretrained('gpt2')\n")
+    v = val(head + "probe(tok(['hi'], add_special_tokens=False).input_ids)\n")
+    assert v.kind == V.PY and v.py == "list"
+    v = val(head + "probe(torch.as_tensor(tok(['hi']).input_ids))\n")
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    v = val(head + "probe(tok(['hi'], return_tensors='pt').input_ids)\n")
+    assert v.kind == V.TENSOR and v.device == V.CPU
+
+
+
+def test_a_progress_bar_bound_to_a_name_yields_the_loaders_batches():
+    """`with tqdm(loader) as it: for x, y in it:` (smp's `Epoch.run`), as `for x, y in
+    tqdm(loader)`; a bar over a count (`tqdm(total=n)`) is no loader."""
+    head = "import torch\nfrom tqdm import tqdm\n"
+    src = head + "def run(dataloader):\n    with tqdm(dataloader, desc='train') as it:\n        for x, y in it:\n            probe(x)\n"
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+    assert val(head + "bar = tqdm(total=10)\nprobe(bar)\n").kind != V.LOADER
+
+
+def test_a_dict_comprehension_over_a_batchs_items_keeps_its_values():
+    """`data = {k: v for k, v in data.items()}` of a loader's batch (LoRA's NLG scripts),
+    asked before the walk binds `k` and `v`: still the batch's CPU tensors."""
+    src = ("import torch\ndef run(valid_loader):\n    for data in valid_loader:\n"
+           "        probe({key: value for key, value in data.items()}['input'])\n")
+    v = val(src)
+    assert v.kind == V.TENSOR and v.device == V.CPU
+
+
+def test_a_list_extended_with_plus_equals_holds_what_it_was_given():
+    """`scalers += [torch.cuda.amp.GradScaler()]` (vjepa2's `init_opt`) adds items as
+    `scalers.append(...)` does; a list of numbers stays a plain list."""
+    src = ("import torch\nscalers, sizes = [], []\nfor _ in range(2):\n"
+           "    scalers += [torch.cuda.amp.GradScaler()]\n    sizes += [1, 2]\nprobe(scalers)\nprobe(sizes)\n")
+    seen, _ = probe(src)
+    (scalers, _), (sizes, _) = seen
+    assert scalers.elems and scalers.elems[0].kind == V.OBJECT
+    assert sizes.kind == V.PY and not sizes.elems

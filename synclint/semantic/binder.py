@@ -469,7 +469,14 @@ class Binder:
         ctx = self.ctx
         if type(node.target) in (cst.Name, cst.Attribute):
             old = ctx.infer(node.target)
-            new = ctx.combine([old, ctx.infer(node.value)])
+            added = ctx.infer(node.value)
+            if type(node.operator) is cst.AddAssign and old.kind == V.PY and old.py == "list" and (
+                    added.kind == V.PY and added.py in ("list", "tuple") and added.elems):
+                # `scalers += [GradScaler()]` (vjepa2's `init_opt`): its items, as `extend` adds
+                for item in added.elems:
+                    _add_to_list(ctx, node.target, item)
+                return
+            new = ctx.combine([old, added])
             if old.kind == V.PY and old.py == "list":
                 item = ctx.infer(node.value)
                 new = Val(V.TENSORS, item.device) if item.kind == V.TENSORS else old
@@ -519,25 +526,8 @@ class Binder:
                     if a.keyword is not None and not a.star:
                         ctx.bind_target(cst.Attribute(value=recv, attr=a.keyword), ctx.infer(a.value))
             elif m in ("append", "extend", "insert") and type(recv) in (cst.Name, cst.Attribute) and call.args:
-                # `losses.append(loss)`: the list now holds tensors.
-                lst = ctx.infer(recv)
                 item = ctx.infer(call.args[-1].value)
-                if m == "extend":
-                    item = V.element_of(item)
-                if lst.kind in (V.PY, V.TENSORS) and item.kind == V.TENSOR:
-                    if lst.kind == V.PY and lst.py not in (None, "list"):
-                        return
-                    merged = item if lst.kind == V.PY else V.join(V.element_of(lst), item)
-                    ctx.bind_target(recv, Val(V.TENSORS, merged.device, dtype=merged.dtype, assumed=merged.assumed))
-                elif lst.kind == V.PY and lst.py == "list" and (
-                        item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind in (V.LOADER, V.NUMPY)
-                        or V.is_dict_of(item)):
-                    # `self.logit_filters.append(SuppressBlank(...))`: a list of instances, of
-                    # each class appended (iterating it calls every class's methods); of
-                    # loaders or their iterators (`self.iters.append(iter(loader))`); of
-                    # arrays (`self.predictions.append(dets)`, dets from `.cpu().numpy()`)
-                    merged = item if not lst.elems else V.join(lst.elems[0], item)
-                    ctx.bind_target(recv, Val(V.PY, py="list", elems=(merged,)))
+                _add_to_list(ctx, recv, V.element_of(item) if m == "extend" else item)
 
     def _return(self, node: cst.Return) -> None:
         if node.value is None:
@@ -687,6 +677,25 @@ def _leaves(node: cst.If) -> bool:
     return any(type(n) in (cst.Return, cst.Raise, cst.Break, cst.Continue) for n in statements(node))
 
 
+def _add_to_list(ctx: "SemanticModel", recv: cst.BaseExpression, item: Val) -> None:
+    """`losses.append(loss)`, `xs.extend(ys)`, `xs += [y]`: the list now holds the item too."""
+    lst = ctx.infer(recv)
+    if lst.kind in (V.PY, V.TENSORS) and item.kind == V.TENSOR:
+        if lst.kind == V.PY and lst.py not in (None, "list"):
+            return
+        merged = item if lst.kind == V.PY else V.join(V.element_of(lst), item)
+        ctx.bind_target(recv, Val(V.TENSORS, merged.device, dtype=merged.dtype, assumed=merged.assumed))
+    elif lst.kind == V.PY and lst.py == "list" and (
+            item.kind in (V.OBJECT, V.MODULE) and item.cls or item.kind in (V.LOADER, V.NUMPY)
+            or V.is_dict_of(item)):
+        # `self.logit_filters.append(SuppressBlank(...))`: a list of instances, of each class
+        # appended (iterating it calls every class's methods); of loaders or their iterators
+        # (`self.iters.append(iter(loader))`); of arrays (`self.predictions.append(dets)`, dets
+        # from `.cpu().numpy()`)
+        merged = item if not lst.elems else V.join(lst.elems[0], item)
+        ctx.bind_target(recv, Val(V.PY, py="list", elems=(merged,)))
+
+
 def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.BaseExpression) -> None:
     """Bind a loop target part by part where the iterable says which part is what:
     `for i, (x, y) in enumerate(tqdm(loader))`, `for a, b in zip(xs, ys)`, `for k, v in batch.items()`."""
@@ -705,16 +714,8 @@ def _bind_loop_target(ctx: "SemanticModel", target: cst.BaseExpression, it: cst.
                 _bind_loop_target(ctx, el, src)
             return
         if type(it.func) is cst.Attribute and it.func.attr.value == "items" and not it.args and len(els) == 2:
-            recv = ctx.infer(it.func.value)
-            if recv.kind in (V.TENSORS, V.TENSOR) or V.is_dict_of(recv):
-                # (a "tensor" with `.items()` is a dict of them: a collated batch of dicts,
-                # DETR's targets; a model's output dict)
-                if V.is_dict_of(recv):
-                    value = recv.elems[0]
-                elif recv.kind == V.TENSORS:
-                    value = V.element_of(recv)
-                else:
-                    value = V.tensor(recv.device, pinned=recv.pinned, assumed=recv.assumed)
+            value = V.item_values(ctx.infer(it.func.value))
+            if value is not None:
                 ctx.bind_target(els[0], V.py("str"))
                 ctx.bind_target(els[1], value)
                 return

@@ -89,6 +89,9 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
                 outside = [("*" + func.value, 0)]  # from `from m import *`: the linker finds it
             else:
                 callee = (func.value, 0)
+                if v.kind in (V.UNKNOWN, V.MODULE) and not v.cls and ctx.is_local(func.value) \
+                        and func.value not in ctx.all_funcs:
+                    _opaque_call(ctx, node)  # a value, or a module, of no class it knows
         timing = q in L.TIMING_NAMES  # from time import perf_counter
     elif type(func) is cst.Attribute:
         _super_init(ctx, node, caller)
@@ -122,6 +125,10 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
         elif recv.kind in (V.MODULE, V.OBJECT) and recv.cls:
             # a method of an in-file class or another module's (of each class it may be)
             bound_methods, outside = _instance_methods(ctx, recv, func.attr.value)
+            if held.kind in (V.UNKNOWN, V.MODULE) and not held.cls and not outside and all(
+                    ctx.defined_class(k) is not None and not _defines(ctx, k, func.attr.value)
+                    for k in V.classes_of(recv)):
+                _opaque_call(ctx, node)  # `self.model(batch)`: an attribute holding what the file does not know
             if recv.kind == V.OBJECT and type(func.value) is cst.Name:
                 ctx.record_instance_call(func.value.value, func.attr.value, *_arg_values(ctx, node))
         elif V.class_key(recv) is not None:
@@ -280,6 +287,16 @@ def _bind_none_only(ctx: "SemanticModel", node: cst.Call, caller: Optional[str],
     for key in bound_methods:
         ctx.call_args.setdefault(key, []).append((caller, 1, pos, kws))
     ctx.calls_out.extend((q, skip, pos, kws) for q, skip in outside if q.split(".", 1)[0] not in L.LIBRARY_ROOTS)
+
+
+def _opaque_call(ctx: "SemanticModel", node: cst.Call) -> None:
+    """`model(batch, device)`, where the file does not know what `model` is (a helper's
+    parameter: CosyVoice's `batch_forward`): when it passes a loader's batch (CPU tensors), the
+    project binds it in each module's `forward` whose parameters have the arguments' names."""
+    pos, kws = _arg_values(ctx, node)
+    names = [a.value.value if type(a.value) is cst.Name else "" for a in node.args[:len(pos)]]
+    if pos and all(names) and any(v.kind == V.TENSORS and v.device == V.CPU for v in pos):
+        ctx.opaque_calls.append((names, pos, kws))
 
 
 def _arg_values(ctx: "SemanticModel", call: cst.Call) -> Tuple[List[Val], Dict[str, Val]]:

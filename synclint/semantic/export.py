@@ -85,6 +85,7 @@ def module_summary(model, name: str) -> ModuleSummary:
         order = [""] + info.param_order if info.is_static else list(info.param_order)
         out.params[qual] = (order, sorted(info.defaults))
     out.calls_out = list(m.calls_out)
+    out.opaque_calls = list(m.opaque_calls)
     out.host_calls = m.host_only_calls()
     out.loopers = sorted(q for q, info in m.all_funcs.items() if info.runs_steps)
     spell = lambda e: m.qualname(e) or (e.value if type(e) is cst.Name else None)  # noqa: E731

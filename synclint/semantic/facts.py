@@ -237,9 +237,13 @@ class ModuleSummary:
     registered_as: Dict[str, List[str]] = field(default_factory=dict)
     made_here: List[str] = field(default_factory=list)
     class_type_names: Dict[str, List[str]] = field(default_factory=dict)  # those in its registered classes
+    # calls of a callable it does not know that pass a loader's batch: (the positional
+    # arguments' names, their values, keyword values) (`callsites._opaque_call`)
+    opaque_calls: List[Tuple[List[str], List[Val], Dict[str, Val]]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "oc": [[names, [v.to_json() for v in pos], _vals(kws)] for names, pos, kws in self.opaque_calls],
             "op": self.options, "os": self.options_set,
             "tn": self.type_names, "ra": self.registered_as, "mh": self.made_here, "ct": self.class_type_names,
             "lp": self.loopers,
@@ -268,6 +272,7 @@ class ModuleSummary:
             list(d.get("os", ())), list(d.get("tn", ())),
             {k: list(v) for k, v in d.get("ra", {}).items()}, list(d.get("mh", ())),
             {k: list(v) for k, v in d.get("ct", {}).items()},
+            [(list(names), [Val.from_json(v) for v in pos], _unvals(kws)) for names, pos, kws in d.get("oc", ())],
         )
 
 

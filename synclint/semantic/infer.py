@@ -13,7 +13,7 @@ methods, never by writing the env's tables.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List, Optional, Protocol, Set, Tuple
+from typing import TYPE_CHECKING, Callable, ContextManager, Dict, Iterator, List, Optional, Protocol, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -132,6 +132,9 @@ class Evaluator:
         self._returns_here: Dict[tuple, Val] = {}
         self._returns_foreign: Dict[tuple, Val] = {}
         self._foreign_helpers: Dict[str, HelperBody] = {}  # other modules' helpers, parsed once
+        # what a comprehension's targets hold while its element is evaluated from outside it
+        # (a rule asks of `max([a["acc"] for a in metrics])` before the walk binds `a`)
+        self._comp_targets: List[Dict[str, Val]] = []
 
     def forget(self) -> None:
         """What names hold may change (a binding, a new statement, a scope): inferred values
@@ -181,6 +184,9 @@ class Evaluator:
                 return V.py("bool" if e.value == "True" else "false")
             if e.value == "None":
                 return V.py("none")
+            for targets in reversed(self._comp_targets):
+                if e.value in targets:
+                    return targets[e.value]
             v = self.env.lookup(e.value)
             if v.kind == V.UNKNOWN and v.cls is None and not self.env.is_local(e.value) \
                     and self.env.defined_class(e.value) is not None:
@@ -216,15 +222,16 @@ class Evaluator:
         if t is cst.DictComp:
             # `{name: p.cpu() for name, p in model.named_parameters()}` (llm.c): a dict of the
             # values it makes, when they are tensors, arrays or loaders (as `_infer_dict`)
-            v = self.value(e.value)
+            with self._comprehension(e.for_in):
+                v = self.value(e.value)
             return Val(V.PY, py="dict", elems=(v,)) if v.kind in _DICT_VALUE_KINDS else V.py("dict")
         if t in (cst.Imaginary, cst.Set, cst.SetComp, cst.Lambda):
             return V.PY_VAL
         if t in (cst.List, cst.Tuple):
             return self._infer_sequence(e)
         if t in (cst.ListComp, cst.GeneratorExp):
-            # The walker bound the comprehension's targets while walking it.
-            elt = self.value(e.elt)
+            with self._comprehension(e.for_in):
+                elt = self.value(e.elt)
             if elt.kind == V.TENSOR:
                 return Val(V.TENSORS, elt.device, dtype=elt.dtype, assumed=elt.assumed)
             if elt.kind in (V.OBJECT, V.MODULE, V.LOADER, V.TENSORS) or V.is_dict_of(elt):
@@ -327,9 +334,13 @@ class Evaluator:
         all tensors or all loaders (`{"train": DataLoader(...), "val": ...}`) keeps them
         (joined), as a dict filled by item stores does; values of mixed kinds (a loss beside
         a learning rate) are not joined into one."""
-        vals = [self._project_class(el.value) or self.value(el.value) for el in e.elements
-                if type(el) is cst.DictElement]
-        if vals and len(vals) == len(e.elements) and all(V.function_keys(v) or V.class_key(v) for v in vals):
+        return self._dict_of([el.value if type(el) is cst.DictElement else None for el in e.elements])
+
+    def _dict_of(self, values: Sequence[Optional[cst.BaseExpression]]) -> Val:
+        """A dict built of these value expressions (None: a `**` entry, whose values are not
+        known): a literal's, or `dict(recall=r, accuracy=a)`'s keywords."""
+        vals = [self._project_class(x) or self.value(x) for x in values if x is not None]
+        if vals and len(vals) == len(values) and all(V.function_keys(v) or V.class_key(v) for v in vals):
             # a registry (`{"VQ-16": VQ_16, "VQ-8": VQ_8}`): calling an item makes what any of them
             # makes; a factory that returns an instance of a class stands for that class, which
             # other modules know (they are not told this module's functions)
@@ -341,14 +352,14 @@ class Evaluator:
                 joined = V.join(joined, v)
             return Val(V.PY, py="dict", elems=(joined,)) if V.function_keys(joined) or V.class_key(
                 joined) else V.py("dict")
-        if vals and len(vals) == len(e.elements) and all(V.methods_of(v) for v in vals):
+        if vals and len(vals) == len(values) and all(V.methods_of(v) for v in vals):
             # a dispatch table of bound methods (`{"labels": self.loss_labels, ...}`, DETR-style
             # criteria): calling an item runs any of them
             joined = vals[0]
             for v in vals[1:]:
                 joined = V.join(joined, v)
             return Val(V.PY, py="dict", elems=(joined,))
-        if not vals or len(vals) != len(e.elements) or len({v.kind for v in vals}) != 1 \
+        if not vals or len(vals) != len(values) or len({v.kind for v in vals}) != 1 \
                 or vals[0].kind not in _DICT_VALUE_KINDS:
             return V.py("dict")
         joined = vals[0]
@@ -395,6 +406,9 @@ class Evaluator:
         for seq, n in ((left, right), (right, left)):
             if seq.elems and not V.is_dict_of(seq) and n.kind == V.PY and n.py == "int":
                 return _sequence((V.element_of(seq),), seq.py if seq.kind == V.PY and seq.py else "list")
+            if seq.elems and seq.kind == V.PY and seq.py in ("list", "tuple") and n.kind == V.TENSOR:
+                # `[IGNORE_ID] * n_tokens[i]`: a 0-d tensor read as a count (`__index__`), still a list
+                return _sequence((V.element_of(seq),), seq.py)
         return None
 
     def combine(self, vals: List[Val], bitwise: bool = False, elementwise: bool = True) -> Val:
@@ -477,6 +491,8 @@ class Evaluator:
             return base if attr in ("T", "real", "imag", "flat") else V.PY_VAL
         if k == V.OPTIM and attr == "param_groups":
             return V.py("param_groups")
+        if k == V.PY and base.cls == L.ENCODING and not attr.startswith("_"):
+            return V.py("list")  # `tokenizer(texts).input_ids`: without `return_tensors`, lists
         if k == V.TENSORS:
             if base.cls == L.ENCODING and not attr.startswith("_"):  # `enc.input_ids`
                 return V.tensor(base.device, dtype=V.INT if attr.endswith(("_ids", "_mask")) else None)
@@ -622,6 +638,59 @@ class Evaluator:
             self.env.note_per_epoch()
         return self._item_of(v)
 
+    @contextmanager
+    def _comprehension(self, comp: cst.CompFor) -> Iterator[None]:
+        """A comprehension's targets bound, for-clause by for-clause, to the items of what
+        they iterate, while its element is evaluated: its names are its own (Python 3), and a
+        rule may ask before the walk has bound them."""
+        targets: Dict[str, Val] = {}
+        self._comp_targets.append(targets)
+        try:
+            node: Optional[cst.CompFor] = comp
+            while node is not None:
+                for name, v in self.loop_targets(node.target, node.iter):
+                    targets[name] = v
+                node = node.inner_for_in
+            yield
+        finally:
+            self._comp_targets.pop()
+
+    def loop_targets(self, target: cst.BaseExpression, it: cst.BaseExpression) -> List[Tuple[str, Val]]:
+        """The names a loop target binds and what each holds, part by part where the iterable
+        says which part is what (`for i, (x, y) in enumerate(loader)`, `for o, m in zip(a, b)`);
+        names inside other targets (`self.x`, `xs[i]`) are left out."""
+        t = type(target)
+        if t is cst.Name:
+            return [(target.value, self.iter_item(it))]
+        if t not in (cst.Tuple, cst.List) or any(type(el) is cst.StarredElement for el in target.elements):
+            return []
+        els = [el.value for el in target.elements]
+        if type(it) is cst.Call and type(it.func) is cst.Name and not self.env.is_local(it.func.value):
+            pos = [a.value for a in it.args if a.keyword is None and not a.star]
+            if it.func.value == "enumerate" and len(els) == 2 and pos:
+                return [*self._unpacked(els[0], V.py("int")), *self.loop_targets(els[1], pos[0])]
+            if it.func.value == "zip" and len(els) == len(pos) == len(it.args):
+                return [b for el, src in zip(els, pos) for b in self.loop_targets(el, src)]
+        if type(it) is cst.Call and type(it.func) is cst.Attribute and it.func.attr.value == "items" \
+                and not it.args and len(els) == 2:
+            value = V.item_values(self.value(it.func.value))
+            if value is not None:
+                return [*self._unpacked(els[0], V.py("str")), *self._unpacked(els[1], value)]
+        return self._unpacked(target, self.iter_item(it))
+
+    def _unpacked(self, target: cst.BaseExpression, v: Val) -> List[Tuple[str, Val]]:
+        """The names a target binds to `v`, unpacked as an assignment unpacks it."""
+        t = type(target)
+        if t is cst.Name:
+            return [(target.value, v)]
+        if t not in (cst.Tuple, cst.List) or any(type(el) is cst.StarredElement for el in target.elements):
+            return []
+        els = target.elements
+        if v.elems is not None and len(v.elems) == len(els):
+            return [b for el, item in zip(els, v.elems) for b in self._unpacked(el.value, item)]
+        item = V.element_of(v)
+        return [b for el in els for b in self._unpacked(el.value, item)]
+
     def _item_of(self, v: Val) -> Val:
         """`V.element_of`, and for an instance of a class that defines `__iter__`, what
         that yields (a loader wrapper: `def __iter__(self): while True: yield next(self._it)`)."""
@@ -697,6 +766,10 @@ class Evaluator:
             # run for it (Informer's scaler: `... .to(data.device) if torch.is_tensor(data)`)
             return True, V.CPU
         v = self.value(arg)
+        if v.kind in (V.DEVICE, V.PY) and v.assumed and v.device == V.CPU:
+            # `device="cpu"`, the default of what nothing in the project calls: its users pass
+            # theirs (`parameters.bind_params`), a device not known here
+            return True, None
         if v.kind == V.DEVICE:
             return True, v.device
         if v.kind in (V.TENSOR, V.TENSORS):
@@ -967,6 +1040,9 @@ class Evaluator:
             if name == "enumerate":
                 items = [V.py("int")] + items[:1]
             return Val(V.ITER, elems=(Val(V.UNKNOWN, elems=tuple(items)),))
+        if name == "dict" and call.args and all(a.keyword is not None or a.star == "**" for a in call.args):
+            # `dict(recall=r, accuracy=a)`: its keywords' values, as a literal's
+            return self._dict_of([a.value if a.keyword is not None else None for a in call.args])
         if name in L.PYTHON_BUILTINS:
             return V.py({"len": "int", "int": "int", "float": "float", "str": "str", "bool": "bool",
                          "repr": "str", "format": "str", "dict": "dict", "sorted": "list",
@@ -1011,6 +1087,11 @@ class Evaluator:
         return V.tensor(device)
 
     def _infer_qualified_call(self, q: str, call: cst.Call) -> Val:
+        if q in L.PASSTHROUGH and call.args and call.args[0].keyword is None and not call.args[0].star:
+            # `iterator = tqdm(loader)` (a `with ... as` target too): iterated, its items are the
+            # loader's, as `for x in tqdm(loader)` (`iter_item`)
+            inner = call.args[0].value
+            return self._loader_named(inner, self.value(inner))
         if q in L.TRACKER_WRITERS:
             return Val(V.OBJECT, cls=L.WRITER)
         if q in L.METRIC_LOADERS:
@@ -1852,8 +1933,11 @@ def _device_of(vals: List[Val]) -> Optional[str]:
 def _encoded(m: str, call: cst.Call) -> Val:
     """What a tokenizer's method gives: CPU tensors with `return_tensors="pt"` (`encode`: one
     tensor), else Python values (lists of ids, a string)."""
-    if m not in L.TOKENIZER_ENCODE or string_value(kwarg(call, "return_tensors")) != "pt":
+    if m not in L.TOKENIZER_ENCODE:
         return V.PY_VAL
+    if string_value(kwarg(call, "return_tensors")) != "pt":
+        # lists of ids (`encode`), or an encoding whose fields are lists (`.input_ids`)
+        return V.py("list") if m == "encode" else Val(V.PY, py="dict", cls=L.ENCODING)
     if m == "encode":
         return V.tensor(V.CPU, dtype=V.INT)
     return Val(V.TENSORS, V.CPU, cls=L.ENCODING)

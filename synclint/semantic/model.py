@@ -186,6 +186,10 @@ class SemanticModel:
         self.unknown_calls: Set[str] = set()  # methods called with autograd on, on values of unknown kind
         # calls to other modules' functions: (qualified callee, skipped params, positional, keyword)
         self.calls_out: List[Tuple[str, int, List[Val], Dict[str, Val]]] = []
+        # calls of a name whose value the file does not know (a parameter: `model(batch, device)`)
+        # that pass a loader's batch: (the positional arguments' names, their values, keyword
+        # values), for the project's modules whose `forward` takes parameters of those names
+        self.opaque_calls: List[Tuple[List[str], List[Val], Dict[str, Val]]] = []
         # `self.m(...)` calls: (method qual, positional, keyword values), for subclasses elsewhere
         self.self_calls: List[Tuple[str, List[Val], Dict[str, Val]]] = []
         self.timing_funcs: Set[Optional[str]] = set()

@@ -61,6 +61,9 @@ def bind_params(ctx: "SemanticModel", info: FuncInfo, node: cst.FunctionDef) -> 
             elif callers is not None and callers.kind == V.TENSOR and not callers.assumed \
                     and val.kind == V.PY and val.py in V.NUMBERS:
                 val = callers  # `cfg_scale: float`, and a caller passes `torch.tensor(cfg_scale)`
+            elif callers is not None and callers.kind == V.TENSORS and val.kind == V.PY and val.py in (
+                    "dict", "list", "tuple") and not val.elems:
+                val = callers  # `batch: dict`, and every caller passes a loader's batch (a dict of tensors)
         elif i == 0 and is_method and (pname == "cls" or _is_classmethod(node)):
             val = V.class_value(info.cls.name)  # `return cls(...)` makes an instance
         elif i == 0 and is_method and pname == "self":

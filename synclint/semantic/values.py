@@ -363,6 +363,19 @@ def classes_of(v: Val) -> Tuple[str, ...]:
     return tuple(v.cls.split("|")) if v.cls else ()
 
 
+def item_values(recv: Val) -> Optional[Val]:
+    """What `recv.items()` pairs with its keys where `recv` holds tensors: a dict of them, or
+    a "tensor" read with `.items()` (a collated batch of dicts, DETR's targets, a model's
+    output dict); None for any other receiver."""
+    if is_dict_of(recv):
+        return recv.elems[0]
+    if recv.kind == TENSORS:
+        return element_of(recv)
+    if recv.kind == TENSOR:
+        return tensor(recv.device, pinned=recv.pinned, assumed=recv.assumed)
+    return None
+
+
 def is_dict_of(val: Val) -> bool:
     """A dict whose values are known (joined): `**kwargs` from its callers."""
     return val.kind == PY and val.py == "dict" and bool(val.elems)
