@@ -71,6 +71,30 @@ def test_a_dispatch_table_calls_each_of_its_entries_at_the_rate_of_the_call():
     assert found == expected
 
 
+RPC = (Path(__file__).parent / "data" / "rates" / "rpc.py").read_text()
+
+
+def test_a_method_called_by_a_name_read_from_a_channel_runs_as_often_as_its_name_is_sent():
+    # (an inference engine's model worker, lightllm's `ModelRpcServer.rpc_loop`:
+    # `getattr(self, func_name)(*args)` in `while True:`, the names written by the client's
+    # `prefill`/`decode`, called every engine step, and `init_model`, called once); a method
+    # named by no sender, one named only in `getattr`/`hasattr`, and one of a class that
+    # dispatches nothing stay once
+    found, expected = rates_at_marks(RPC, "model_rpc.py")
+    assert found == expected
+
+
+MODES = (Path(__file__).parent / "data" / "rates" / "modes.py").read_text()
+
+
+def test_a_method_of_an_attribute_made_of_one_of_many_classes_runs_each_classs_method():
+    # (lightllm's `self.backend = ...Backend()` in one of twenty branches of `init_model`, then
+    # `self.backend.decode()` every engine step: each mode's method runs as often); a class no
+    # branch builds stays once
+    found, expected = rates_at_marks(MODES, "engine.py")
+    assert found == expected
+
+
 FORWARD_ALIAS = (Path(__file__).parent / "data" / "rates" / "forward_alias.py").read_text()
 
 
