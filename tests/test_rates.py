@@ -263,7 +263,9 @@ def test_an_inferencers_methods_run_once_per_request(tmp_path, monkeypatch):
     # names elsewhere; library.toml `request_hooks`)
     _package(tmp_path, monkeypatch, INFERENCER, "infer_pkg")
     # the package, and the file alone with its cache
-    for paths, names in ((["infer_pkg"], ("inferencer.py", "model.py")), (["infer_pkg/inferencer.py"], ("inferencer.py",))):
+    # (a facade's `__call__`, hot by its name, hands a request to one: `facade.py`)
+    for paths, names in ((["infer_pkg"], ("inferencer.py", "model.py", "facade.py")),
+                         (["infer_pkg/inferencer.py"], ("inferencer.py",))):
         out = run(configure(start=tmp_path), paths)
         for name in names:
             expected = marked_rates((INFERENCER / name).read_text())
