@@ -71,6 +71,17 @@ def test_a_dispatch_table_calls_each_of_its_entries_at_the_rate_of_the_call():
     assert found == expected
 
 
+COUNTERS = (Path(__file__).parent / "data" / "rates" / "counters.py").read_text()
+
+
+def test_a_gpu_value_compared_with_zero_is_no_first_step_test():
+    # (EAGLE's `evaluate_posterior`: `if accept_length == 0:` where the greedy path's
+    # `accept_length` is a CUDA max and the other path's a counter it increments); a counter's
+    # `== 0` stays the first step only
+    found, expected = rates_at_marks(COUNTERS, "decode.py")
+    assert found == expected
+
+
 RPC = (Path(__file__).parent / "data" / "rates" / "rpc.py").read_text()
 
 
