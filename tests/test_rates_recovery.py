@@ -82,6 +82,16 @@ def test_a_gpu_value_compared_with_zero_is_no_first_step_test():
     assert found == expected
 
 
+WARMUP = (Path(__file__).parent / "data" / "rates" / "warmup.py").read_text()
+
+
+def test_a_loop_of_one_pass_adds_no_rate():
+    # (lightllm's CUDA-graph warm-up, `for _ in range(1): synchronize(); decode(...)`, at
+    # start-up); a loop of two passes still repeats its body
+    found, expected = rates_at_marks(WARMUP, "cuda_graph.py")
+    assert found == expected
+
+
 RPC = (Path(__file__).parent / "data" / "rates" / "rpc.py").read_text()
 
 
