@@ -803,6 +803,20 @@ class Project:
         return bool(cls) and method in L.REQUEST_HOOK_NAMES and any(
             L.request_calls(b, method) for b in self._library_bases(path, cls))
 
+    def _request_wrappers(self, graphs: Dict[str, "object"]) -> Set[Tuple[str, str]]:
+        """The functions hot by their name (`__call__`, `forward`) that call a request hook
+        of another class (mmagic's `Inferencers.__call__`: `return self.inferencer(**kwargs)`):
+        they hand on the user's request, which that hook's framework serves once per call, so
+        their name says nothing of a step and heat does not start there."""
+        out: Set[Tuple[str, str]] = set()
+        for path, g in graphs.items():
+            path = self.absolute(path)
+            for caller, callee, _ in g.calls:
+                if caller and hot_name(caller.rsplit(".", 1)[-1]) and (path, caller) not in out and any(
+                        t != (path, caller) and self._request_hook(*t) for t in self._call_targets(path, callee)):
+                    out.add((path, caller))
+        return out
+
     def _bases(self, path: str, cls: str) -> Iterator[Tuple[Optional[str], str]]:
         """`cls`'s bases, in order and resolved as they are reached: (path, name) of a class
         of the project, (None, qualified name) of one from outside it (a library's); a base
@@ -1333,6 +1347,7 @@ class Project:
         cold: Set[Tuple[str, str]] = set()  # declared cold: heat stops there
         steppers = {(self.absolute(p), q) for p, g in graphs.items() for q in g.steppers}
         unbuilt = self._never_built()
+        wrappers = self._request_wrappers(graphs)
         for path, g in graphs.items():
             path = self.absolute(path)
             if self._is_test(path):
@@ -1342,20 +1357,23 @@ class Project:
             if s is not None:
                 never = unbuilt.get(path, ())  # (a class nothing builds: its hooks never run)
                 named = [(path, q) for q in s.params if hot_name(q.rsplit(".", 1)[-1])
-                         and q.rsplit(".", 1)[0] not in never and not self._request_hook(path, q)]
+                         and q.rsplit(".", 1)[0] not in never and not self._request_hook(path, q)
+                         and (path, q) not in wrappers]
                 _seeds(frontier, why, named, "runs every step by its name")
                 if declared:
                     _seeds(frontier, why, [(path, q) for q in s.params if declared.is_hot(qualified(s.name, q))],
                            "is declared hot (hot-functions)")
                     cold.update((path, q) for q in s.params if declared.is_cold(qualified(s.name, q)))
-            _seeds(frontier, why, [(path, q) for q in g.entries], "is called every step by its framework")
+            _seeds(frontier, why, [(path, q) for q in g.entries if (path, q) not in wrappers],
+                   "is called every step by its framework")
             for caller, callee, hot in g.calls:
                 if hot is None:
                     continue  # a guarded or run-once call site: heat does not cross it
                 # (under a periodic guard, `STEPS`: only into what steps an optimizer)
                 targets = [t for t in self._call_targets(path, callee) if crosses(hot, t in steppers)]
                 edges.setdefault((path, caller), []).extend(targets)
-                if hot and (path, caller) not in cold:  # (a loop in a cold function runs rarely too)
+                if hot and (path, caller) not in cold and (path, caller) not in wrappers:
+                    # (a loop in a cold function runs rarely too)
                     where = f"{caller}()" if caller else "module code"  # (a loop there, or its hook)
                     _seeds(frontier, why, targets, f"is called every step by {where} ({os.path.basename(path)})")
         for base, subs in self._overrides().items():

@@ -204,6 +204,22 @@ def test_a_loop_that_calls_another_modules_decoding_loop_runs_once_per_request(t
         assert got == expected, paths
 
 
+STATE_CLASS = Path(__file__).parent / "data" / "rates" / "stateclass"
+
+
+def test_an_instance_of_the_class_a_class_attribute_names_runs_its_methods(tmp_path, monkeypatch):
+    # (lightllm's models: `infer_state_class = InferStateInfo`, imported from another module,
+    # then `self.infer_state_class().init_some_extra_state(...)` every forward; subclasses name
+    # their own state class, whose override runs); a class only listed, and another class's
+    # method of the same name, stay once
+    _package(tmp_path, monkeypatch, STATE_CLASS, "stateclass_pkg")
+    out = run(configure(start=tmp_path, no_cache=True), ["stateclass_pkg"])
+    for name in ("model.py", "state.py"):
+        expected = marked_rates((STATE_CLASS / name).read_text())
+        got = {f.row: f.rate for f in out.findings if f.filename.endswith(name) and f.code == "SYN101"}
+        assert got == expected, name
+
+
 FLAGS = Path(__file__).parent / "data" / "rates" / "flags"
 
 
@@ -247,7 +263,9 @@ def test_an_inferencers_methods_run_once_per_request(tmp_path, monkeypatch):
     # names elsewhere; library.toml `request_hooks`)
     _package(tmp_path, monkeypatch, INFERENCER, "infer_pkg")
     # the package, and the file alone with its cache
-    for paths, names in ((["infer_pkg"], ("inferencer.py", "model.py")), (["infer_pkg/inferencer.py"], ("inferencer.py",))):
+    # (a facade's `__call__`, hot by its name, hands a request to one: `facade.py`)
+    for paths, names in ((["infer_pkg"], ("inferencer.py", "model.py", "facade.py")),
+                         (["infer_pkg/inferencer.py"], ("inferencer.py",))):
         out = run(configure(start=tmp_path), paths)
         for name in names:
             expected = marked_rates((INFERENCER / name).read_text())

@@ -71,6 +71,51 @@ def test_a_dispatch_table_calls_each_of_its_entries_at_the_rate_of_the_call():
     assert found == expected
 
 
+COUNTERS = (Path(__file__).parent / "data" / "rates" / "counters.py").read_text()
+
+
+def test_a_gpu_value_compared_with_zero_is_no_first_step_test():
+    # (EAGLE's `evaluate_posterior`: `if accept_length == 0:` where the greedy path's
+    # `accept_length` is a CUDA max and the other path's a counter it increments); a counter's
+    # `== 0` stays the first step only
+    found, expected = rates_at_marks(COUNTERS, "decode.py")
+    assert found == expected
+
+
+WARMUP = (Path(__file__).parent / "data" / "rates" / "warmup.py").read_text()
+
+
+def test_a_loop_of_one_pass_adds_no_rate():
+    # (lightllm's CUDA-graph warm-up, `for _ in range(1): synchronize(); decode(...)`, at
+    # start-up); a loop of two passes still repeats its body
+    found, expected = rates_at_marks(WARMUP, "cuda_graph.py")
+    assert found == expected
+
+
+RPC = (Path(__file__).parent / "data" / "rates" / "rpc.py").read_text()
+
+
+def test_a_method_called_by_a_name_read_from_a_channel_runs_as_often_as_its_name_is_sent():
+    # (an inference engine's model worker, lightllm's `ModelRpcServer.rpc_loop`:
+    # `getattr(self, func_name)(*args)` in `while True:`, the names written by the client's
+    # `prefill`/`decode`, called every engine step, and `init_model`, called once); a method
+    # named by no sender, one named only in `getattr`/`hasattr`, and one of a class that
+    # dispatches nothing stay once
+    found, expected = rates_at_marks(RPC, "model_rpc.py")
+    assert found == expected
+
+
+MODES = (Path(__file__).parent / "data" / "rates" / "modes.py").read_text()
+
+
+def test_a_method_of_an_attribute_made_of_one_of_many_classes_runs_each_classs_method():
+    # (lightllm's `self.backend = ...Backend()` in one of twenty branches of `init_model`, then
+    # `self.backend.decode()` every engine step: each mode's method runs as often); a class no
+    # branch builds stays once
+    found, expected = rates_at_marks(MODES, "engine.py")
+    assert found == expected
+
+
 FORWARD_ALIAS = (Path(__file__).parent / "data" / "rates" / "forward_alias.py").read_text()
 
 

@@ -15,6 +15,7 @@ from synclint.semantic import library as L
 from synclint.semantic import values as V
 from synclint.semantic.arguments import bool_option, device_option, option_writes
 from synclint.semantic.callgraph import STEPS
+from synclint.semantic.dispatch import named_methods
 from synclint.semantic.facts import STARRED, ref_target
 from synclint.semantic.heat import rate_here, steps_optimizer
 from synclint.semantic.moves import nonblocking_d2h, puts_on_cuda
@@ -206,6 +207,8 @@ def record_call(ctx: "SemanticModel", node: cst.Call) -> None:
             ctx.timing_funcs.add(None)  # a script that times things at module level
     if (hot is True or hot is False) and (callee is None or _builtin_caller(ctx, func)) and not bound_methods:
         _handed_methods(ctx, node, caller, hot)
+    if ctx.dispatched:  # `self.chan.write("prefill", ...)`: it runs the method dispatched by that name
+        ctx.calls.extend((caller, k, hot) for k in named_methods(node, ctx.dispatched))
     if not ctx.builds_graph:
         return  # (what follows only this walk's call graph reads)
     _rate_edges(ctx, first_edge)

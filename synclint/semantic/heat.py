@@ -465,7 +465,9 @@ def _device_side(test: cst.Comparison) -> Optional[bool]:
 
 
 def _first_steps(test: cst.BaseExpression, model) -> bool:
-    """`counter == 0` / `counter < 10`: a counter this code increments, against a literal."""
+    """`counter == 0` / `counter < 10`: a counter this code increments, against a literal. Not
+    a name that holds a tensor where it is tested (a count is a Python number; `accept_length
+    == 0` of a GPU max is data, however another path counts it)."""
     if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
         return False
     comp = test.comparisons[0]
@@ -473,7 +475,7 @@ def _first_steps(test: cst.BaseExpression, model) -> bool:
         return False
     if type(comp.comparator) is not cst.Integer:
         return False
-    return model.is_counter(test.left)
+    return model.is_counter(test.left) and model.infer(test.left).kind != V.TENSOR
 
 
 def _fills_up(test: cst.BaseExpression, body: cst.CSTNode) -> bool:

@@ -194,7 +194,8 @@ class Evaluator:
             if v == V.FUNCTION_VAL:  # a module-level function as a value (`fn = f if c else g`), by its key
                 return V.function(e.value)
             if v is V.PY_VAL and self.env.binding(e.value) is None:
-                return self._imported_function(e) or v
+                # (`infer_state_class = InferStateInfo`: another module's class as a value)
+                return self._imported_function(e) or self._project_class(e) or v
             return v
         # (the node types exclude each other: the commonest are asked first)
         if t is cst.Call:
@@ -889,6 +890,8 @@ class Evaluator:
                     return _encoded("__call__", call)
                 if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
                     return env.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
+                if V.class_key(sub):  # `self.infer_state_class()`, the class a class attribute names
+                    return env.instance_of(V.class_key(sub))
             return self._infer_method(recv, func.attr.value, call, func.value)
         if type(func) is cst.Name:
             name = func.value

@@ -77,10 +77,11 @@ def walks_container(it: cst.BaseExpression) -> bool:
 
 
 def walks_items(ctx: "SemanticModel", loop: cst.For) -> bool:
-    """`walks_container`, or a loop over one dimension of a tensor (`for i in
-    range(images.shape[0])`, `range(x.size(1))`) whose body does not step an optimizer: the
-    items of one result (each image of a generated batch saved), at the rate around it. A
-    loop that trains on each row (`loss.backward(); opt.step()`) is a step loop."""
+    """`walks_container`, a loop of one pass (`range(1)`), or a loop over one dimension of a
+    tensor (`for i in range(images.shape[0])`, `range(x.size(1))`) whose body does not step
+    an optimizer: the items of one result (each image of a generated batch saved), at the
+    rate around it. A loop that trains on each row (`loss.backward(); opt.step()`) is a step
+    loop."""
     if walks_container(loop.iter):
         return True
     it = loop.iter
@@ -88,6 +89,8 @@ def walks_items(ctx: "SemanticModel", loop: cst.For) -> bool:
             and ctx.is_builtin("range")):
         return False
     n = it.args[0].value
+    if type(n) is cst.Integer and n.evaluated_value <= 1:
+        return True  # `for _ in range(1):` (a warm-up pass): one pass at most, where it is
     dim = (type(n) is cst.Subscript and type(n.value) is cst.Attribute and n.value.attr.value == "shape"
            or type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "size" and len(n.args) == 1)
     return dim and not _steps_itself(ctx, loop.body)

@@ -28,6 +28,7 @@ from synclint.semantic.helpers import HelperBody
 from synclint.semantic.syntax import every_item_of, generic_origin, is_property_getter
 from synclint.semantic.instances import fed_attributes, instance_value
 from synclint.semantic.callgraph import hot_name
+from synclint.semantic.dispatch import dispatched_methods
 from synclint.semantic import compile_sites, mode_sites
 from synclint.semantic.heat import hook_alias, periodic_test, rate_here
 from synclint.semantic.annotations import annotation_val, annotation_val_syntactic
@@ -199,6 +200,7 @@ class SemanticModel:
         self.puts_on_cuda = False
         self.module: Optional[cst.Module] = None
         self.property_names: FrozenSet[str] = frozenset()  # (`set_module`)
+        self.dispatched: Dict[str, Tuple[str, ...]] = {}  # (`set_module`)
         self._module_escaped: Optional[Set[str]] = None
         self.loop_nodes: List[cst.CSTNode] = []  # enclosing for/while loops of this function
         self.loop_rates: Dict[int, object] = {}  # id(loop) -> (rate, entry) of its body (`heat.loop_rate`)
@@ -250,6 +252,8 @@ class SemanticModel:
         self.property_names = frozenset(
             d.name.value for c in module.body if type(c) is cst.ClassDef for d in c.body.body
             if is_property_getter(d)) if "@property" in self.source else frozenset()
+        # methods a class of the file calls by a name held in a variable (`dispatch`)
+        self.dispatched = dispatched_methods(module) if "getattr(self," in self.source else {}
         script = _test_named(self.filename) or any(
             type(s) in (cst.For, cst.While)
             or (type(s) is cst.If and "__name__" in code_of(s.test))

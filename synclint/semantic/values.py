@@ -354,8 +354,10 @@ def _either_class(a: Val, b: Val) -> Optional[str]:
     return "|".join(keys) if len(keys) <= MAX_PATH_CLASSES else None
 
 
-# More classes than this on one name (a registry of models): too many to follow each
-MAX_PATH_CLASSES = 4
+# More classes than this on one name: too many to follow each. An engine picks one of a score
+# of backends by its flags at start-up (lightllm's `init_model`), and each runs as often as
+# the engine steps, so the bound is well above that.
+MAX_PATH_CLASSES = 32
 
 
 def classes_of(v: Val) -> Tuple[str, ...]:
