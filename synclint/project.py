@@ -1432,8 +1432,9 @@ class Project:
         (through overrides too), constructors only they or the entry call (SETUP); in a
         script (a file no other file of the project imports), its module-level code, the
         program's entry (ENTRY, under MODULE_CODE).
-        Not a function a framework calls, nor one named as hot, nor a method of a name the
-        project calls on what it cannot resolve."""
+        Not a function a framework calls, nor one named as hot, nor one that loops over
+        batches or decodes itself (a `train()` a trainer's constructor runs is the program's
+        work), nor a method of a name the project calls on what it cannot resolve."""
         from synclint.semantic.setup import ENTRY, MODULE_CODE, SETUP, setup_functions
 
         incoming: Dict[Tuple[str, str], List[Tuple[Tuple[str, str], object]]] = {}
@@ -1445,7 +1446,8 @@ class Project:
             if self._is_test(path):
                 continue
             seeded.update((path, q) for q in g.setup)
-            barred.update((path, q) for q in g.entries)
+            # (a framework's hooks, and what loops over batches or decodes: the program's work)
+            barred.update((path, q) for q in (*g.entries, *g.per_epoch))
             unresolved.update(g.unknown_calls)
             for caller, callee, hot in g.calls:
                 for t in self._call_targets(path, callee):

@@ -20,7 +20,9 @@ once. Setup is:
   first use, `if step == 0:`, a move stored back on its attribute).
 
 A per-step, per-epoch or per-request caller anywhere keeps a function out; so does a method
-name the project calls on what it cannot resolve (`Graph.unknown_calls`). No LibCST here:
+name the project calls on what it cannot resolve (`Graph.unknown_calls`), and a function that
+loops over batches or decodes itself (`Graph.per_epoch`: a `train()` that a trainer's
+constructor runs is the program's work, not its setup). No LibCST here:
 the project linker runs `setup_functions` on cached call graphs.
 """
 
@@ -93,7 +95,7 @@ def file_setup(graph) -> Dict[str, str]:
         if not callee.startswith("@"):
             incoming.setdefault(callee, []).append((caller if caller is not None else MODULE_CODE, hot))
     unknown = set(graph.unknown_calls) - {"__init__"}  # (`super().__init__()`)
-    barred = set(graph.entries) | {q for q in incoming if _barred_name(q, unknown)}
+    barred = set(graph.entries) | set(graph.per_epoch) | {q for q in incoming if _barred_name(q, unknown)}
     got = setup_functions(incoming, set(graph.setup), barred, lambda caller: caller == MODULE_CODE)
     return {MODULE_CODE: ENTRY, **{q: SETUP for q in got}}
 
