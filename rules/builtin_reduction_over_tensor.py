@@ -104,17 +104,6 @@ class BuiltinReductionOverTensor(Rule):
         ),
     ]
     INVALID = [
-        Invalid(  # per-epoch metric dicts of CUDA values, best of the heads (vjepa2's eval)
-            "import torch\nclass Recall:\n    def __init__(self, device):\n"
-            "        self.tp = torch.zeros(4, device=device)\n"
-            "    def __call__(self, logits):\n        return dict(accuracy=self.tp.sum() / 4, recall=self.tp.mean())\n"
-            "def evaluate(heads, loader, device):\n    meters = [Recall(device) for _ in heads]\n"
-            "    for x in loader:\n        metrics = [m(h(x.to(device))) for h, m in zip(heads, meters)]\n"
-            "    return max([a['accuracy'] for a in metrics])\n"
-            "evaluate([], [], torch.device('cuda'))\n",
-            line=11,
-            hot=False,
-        ),
         Invalid(
             "import torch\nx = torch.rand(8, device='cuda')\nfor _ in range(3):\n    m = max(x)\n",
             line=4,
@@ -156,6 +145,17 @@ class BuiltinReductionOverTensor(Rule):
             "    def __call__(self, norm):\n"
             "        return max(norm, self.floor)\n",
             line=6,
+        ),
+        Invalid(  # per-epoch metric dicts of CUDA values, best of the heads (vjepa2's eval)
+            "import torch\nclass Recall:\n    def __init__(self, device):\n"
+            "        self.tp = torch.zeros(4, device=device)\n"
+            "    def __call__(self, logits):\n        return dict(accuracy=self.tp.sum() / 4, recall=self.tp.mean())\n"
+            "def evaluate(heads, loader, device):\n    meters = [Recall(device) for _ in heads]\n"
+            "    for x in loader:\n        metrics = [m(h(x.to(device))) for h, m in zip(heads, meters)]\n"
+            "    return max([a['accuracy'] for a in metrics])\n"
+            "evaluate([], [], torch.device('cuda'))\n",
+            line=11,
+            hot=False,
         ),
     ]
     BENCH = BenchPair(
