@@ -72,3 +72,40 @@ def test_the_greatest_set_called_only_from_setup():
     assert got == {"A.__init__", "A.build", "A.table", "T.__init__", "Seeded.__init__"}
     # a library module has no entry: what its `__main__` block runs is its own test
     assert setup_functions(incoming, {"Seeded.__init__"}, {"A.forward"}) == {"Seeded.__init__"}
+
+
+LIGHTNING = '''
+import torch
+import lightning as L
+
+
+class NeRF(L.LightningModule):
+    def __init__(self, ds):
+        super().__init__()
+        self.ds = ds
+        self.net = torch.nn.Linear(3, 3)
+
+    def configure_optimizers(self):
+        self.register_buffer("poses", torch.from_numpy(self.ds.poses).cuda())  # once per fit: setup
+        return torch.optim.Adam(self.parameters())
+
+    def on_train_start(self):
+        self.k = torch.tensor(self.ds.K).cuda()  # once per fit: setup
+
+    def on_validation_start(self):
+        self.v = torch.tensor(self.ds.K).cuda()  # [once] per validation: not setup
+
+    def training_step(self, batch, i):
+        scale = torch.tensor([1.0, 2.0, 3.0]).cuda()  # [per-step]
+        return self.net(batch * scale).sum()
+
+
+class Plain(torch.nn.Module):
+    def configure_optimizers(self):
+        return torch.tensor([0.1]).cuda()  # [once] near miss: no Lightning module, no such hook
+'''
+
+
+def test_a_lightning_modules_once_per_fit_hooks_are_setup():
+    got = {f.row: f.rate for f in lint_source(LIGHTNING, "lit.py")}
+    assert got == marked_rates(LIGHTNING)

@@ -154,6 +154,7 @@ DEBUG_BASES = _set("rarity", "debug_bases")
 LIGHTNING_STEP_HOOKS = _set("modules", "lightning_step_hooks")
 LIGHTNING_LOG_METHODS = {k: tuple(v) for k, v in _DATA["modules"]["lightning_log_methods"].items()}
 LIGHTNING_MODULE_BASES = tuple(_DATA["modules"]["lightning_module_bases"])
+LIGHTNING_SETUP_HOOKS = _set("modules", "lightning_setup_hooks")
 LIGHTNING_INT_ATTRS = _set("modules", "lightning_int_attrs")
 LIGHTNING_OPTIMIZER_METHODS = _set("modules", "lightning_optimizer_methods")
 LIGHTNING_PER_STEP_LOGGING = _set("modules", "lightning_per_step_logging")

@@ -6,8 +6,9 @@ report transfers (`Rule.SETUP_EXEMPT`) drop their findings there, where the line
 once. Setup is:
 
 - building and initialising a model: an nn.Module class's constructor and its
-  weight-initialisation hooks (library.toml `[modules] initialisers`), and a memoised
-  function, which runs once per distinct argument (`seeds`);
+  weight-initialisation hooks (library.toml `[modules] initialisers`), a LightningModule's
+  once-per-fit hooks (`lightning_setup_hooks`), and a memoised function, which runs once per
+  distinct argument (`seeds`);
 - what only setup code calls, in any module and through overrides (`self._init_custom()`
   in a base's `__init__` runs the subclass's), and the constructor of a class that only
   setup code or the program's entry builds (`trainer = Trainer(cfg)` in a script);
@@ -39,11 +40,15 @@ ONCE = "once"
 
 def seeds(model, memo: Iterable[str]) -> List[str]:
     """The in-file functions that run at setup whoever calls them: the constructors and
-    weight-initialisation hooks of nn.Module classes, and the memoised functions (`memo`:
-    `rarity.memoised`)."""
+    weight-initialisation hooks of nn.Module classes, the hooks a LightningModule's trainer
+    calls once per fit before the steps (`configure_optimizers`, `on_train_start`), and the
+    memoised functions (`memo`: `rarity.memoised`)."""
     out = set(memo)
     for q, info in model.all_funcs.items():
-        if info.cls is not None and info.cls.is_module and info.name in L.INITIALISERS:
+        if info.cls is None or not info.cls.is_module:
+            continue
+        if info.name in L.INITIALISERS or info.name in L.LIGHTNING_SETUP_HOOKS and model.library_base(
+                info.cls.name, L.lightning_module_base) is not None:
             out.add(q)
     return sorted(out)
 
