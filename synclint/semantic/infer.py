@@ -194,8 +194,7 @@ class Evaluator:
             if v == V.FUNCTION_VAL:  # a module-level function as a value (`fn = f if c else g`), by its key
                 return V.function(e.value)
             if v is V.PY_VAL and self.env.binding(e.value) is None:
-                # (`infer_state_class = InferStateInfo`: another module's class as a value)
-                return self._imported_function(e) or self._project_class(e) or v
+                return self._imported_function(e) or v
             return v
         # (the node types exclude each other: the commonest are asked first)
         if t is cst.Call:
@@ -387,6 +386,20 @@ class Evaluator:
             return None
         c = self.env.project.class_facts(q)
         return V.class_value(c.key) if c is not None else None
+
+    def _held_class(self, e: cst.Attribute) -> Optional[str]:
+        """The key of another module's class that `self.<attr>` names where the class body
+        or a method assigns it a class by name (`infer_state_class = InferStateInfo`, imported),
+        if one does."""
+        cls = self.env.cls
+        if cls is None or type(e.value) is not cst.Name or e.value.value != "self":
+            return None
+        for x in cls.pending.get(e.attr.value, ()):
+            if type(x) in (cst.Name, cst.Attribute):
+                made = self._project_class(x)
+                if made is not None:
+                    return V.class_key(made)
+        return None
 
     def _infer_sequence(self, e) -> Val:
         if any(type(el) is cst.StarredElement for el in e.elements):
@@ -890,8 +903,9 @@ class Evaluator:
                     return _encoded("__call__", call)
                 if sub.kind == V.OBJECT and sub.cls:  # `self.loss_scaler(loss, opt)`
                     return env.method_return(sub.cls, "__call__") or V.UNKNOWN_VAL
-                if V.class_key(sub):  # `self.infer_state_class()`, the class a class attribute names
-                    return env.instance_of(V.class_key(sub))
+                made = V.class_key(sub) or self._held_class(func)
+                if made:  # `self.infer_state_class()`, the class a class attribute names
+                    return env.instance_of(made)
             return self._infer_method(recv, func.attr.value, call, func.value)
         if type(func) is cst.Name:
             name = func.value
