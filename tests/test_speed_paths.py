@@ -55,6 +55,20 @@ def test_second_run_reads_only_the_cache(tmp_path):
     assert code3 == 1 and not libcst3 and json.loads(out3)[0]["code"] == "SYN101"
 
 
+def test_a_warm_run_with_transfer_findings_reads_no_library_table(tmp_path):
+    # a SYN30x finding asks `semantic.setup.drops` whether it is a setup transfer: that
+    # module alone, not library.toml's tables (a twentieth of a warm run)
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n")
+    (tmp_path / "train.py").write_text("import torch\n\ndef train(loader):\n    for x in loader:\n"
+                                       "        m = torch.zeros(4).cuda()\n")
+    _run(tmp_path, "check", "train.py")
+    code, libcst, _, out, err = _run(tmp_path, "check", "train.py")
+    assert (code, libcst) == (1, False) and "SYN301" in out
+    loaded = set(json.loads(err.rpartition("@@modules ")[2]))
+    assert {m for m in loaded if m.startswith("synclint.semantic.")} == {"synclint.semantic.declared",
+                                                                         "synclint.semantic.setup"}
+
+
 def test_changed_file_is_checked_again(tmp_path):
     proj = _project(tmp_path)
     _run(proj, "check", "train.py")

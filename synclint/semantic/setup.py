@@ -31,8 +31,6 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, TypeVar
 
-from synclint.semantic import library as L
-
 T = TypeVar("T")
 
 ONCE = "once"
@@ -43,6 +41,8 @@ def seeds(model, memo: Iterable[str]) -> List[str]:
     weight-initialisation hooks of nn.Module classes, the hooks a LightningModule's trainer
     calls once per fit before the steps (`configure_optimizers`, `on_train_start`), and the
     memoised functions (`memo`: `rarity.memoised`)."""
+    from synclint.semantic import library as L  # (not at import: a warm run's `drops` reads no table)
+
     out = set(memo)
     for q, info in model.all_funcs.items():
         if info.cls is None or not info.cls.is_module:
