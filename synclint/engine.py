@@ -371,11 +371,11 @@ def _internal_error(rule: type, filename: str, row: int) -> Finding:
 
 def _finding(p, a: Analysis, positions, noqa, hot_funcs, ctx, used: set, declared: DeclaredHeat,
              func_rates, in_tests: bool) -> Optional[Finding]:
-    from synclint.semantic.setup import site_kind
-
     """The finding a rule reported, placed; None when a timing function exempts it. One that
     a `# noqa` silences is kept, marked `suppressed` (counted, never shown), and the
     directive entries that silenced it go into `used` (for unused-noqa)."""
+    from synclint.semantic.setup import site_kind
+
     rule = p.rule
     cold = declared.cold_scope(a.module_name or "", p.func)
     hot = (p.hot or (p.func in hot_funcs and not p.guarded)) and not cold

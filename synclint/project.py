@@ -136,6 +136,9 @@ class Project:
         # resolves the same way (one file's facts ask thousands of times); forgotten when a
         # summary changes
         self._resolved: Dict[Tuple[str, str], Tuple[Optional[Symbol], Set[str]]] = {}
+        # (path, callee key) -> what that call runs (`_call_targets`): the heat, grad-mode,
+        # setup and compiled tables each walk every call edge; forgotten with `_resolved`
+        self._targets: Dict[Tuple[str, str], List[Tuple[str, str]]] = {}
         self._class_reads: Dict[Tuple[str, str], Set[str]] = {}  # what each remembered class was made from
         self.reads: Dict[str, Set[str]] = {}  # file -> the summaries its last facts were made from
         # Updates are counted: a file's facts are stale when a summary they read, or the set
@@ -175,6 +178,7 @@ class Project:
             for cname in summary.classes:
                 self._key_to_class[self.class_key(path, cname)] = (path, cname)
         self._resolved.clear()
+        self._targets.clear()
         self._forget_registries()
 
     def update(self, path: str, summary: ModuleSummary, version: str = "") -> None:
@@ -194,6 +198,7 @@ class Project:
         self._classes.clear()
         self._class_reads.clear()
         self._resolved.clear()
+        self._targets.clear()
         if not self._held:
             self._forget_tables()
         if old is None or old.registered != summary.registered or _class_shape(old) != _class_shape(summary):
@@ -1524,9 +1529,14 @@ class Project:
 
     def _call_targets(self, path: str, callee: str) -> List[Tuple[str, str]]:
         """The (path, function) pairs a call edge's callee key may run; building a class that
-        inherits its constructor runs its base's (`LlamaEngine(cfg)`: `BaseEngine.__init__`)."""
-        targets = self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)
-        return [self._constructor(t) if t[1].endswith(".__init__") else t for t in targets]
+        inherits its constructor runs its base's (`LlamaEngine(cfg)`: `BaseEngine.__init__`).
+        Not to be changed by the caller: the list is kept (`_targets`)."""
+        got = self._targets.get((path, callee))
+        if got is None:
+            targets = self._call_runs(callee[1:], path) if callee.startswith("@") else self._in_file(path, callee)
+            got = self._targets[(path, callee)] = [self._constructor(t) if t[1].endswith(".__init__") else t
+                                                    for t in targets]
+        return got
 
     def _constructor(self, target: Tuple[str, str]) -> Tuple[str, str]:
         return self._defining(target[0], target[1][:-len(".__init__")], "__init__") or target

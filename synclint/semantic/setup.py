@@ -33,7 +33,12 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, TypeVar
 
 T = TypeVar("T")
 
-ONCE = "once"
+ONCE = "once"  # `rates.Rate.ONCE`'s label (not imported: a warm run's `drops` loads no other module)
+SETUP = "setup"  # a function that runs at setup as a whole
+ENTRY = "entry"  # a script's module-level code: its straight-line code runs at setup
+MODULE_CODE = ""  # the name of a module's own code, as a caller and as a key of a file's map
+FIRST = "first"  # a site in a block that runs on the first call or step only
+STRAIGHT = "straight"  # a site outside loops, guards and once-only branches
 
 
 def seeds(model, memo: Iterable[str]) -> List[str]:
@@ -51,11 +56,6 @@ def seeds(model, memo: Iterable[str]) -> List[str]:
                 info.cls.name, L.lightning_module_base) is not None:
             out.add(q)
     return sorted(out)
-
-
-SETUP = "setup"  # the whole function runs at setup
-ENTRY = "entry"  # a script's module-level code: its straight-line code runs at setup
-MODULE_CODE = ""  # the name of a module's own code, as a caller and as a key of a file's map
 
 
 def setup_functions(incoming: Dict[T, List[Tuple[T, object]]], seeded: Set[T], barred: Set[T],
@@ -110,10 +110,6 @@ def _barred_name(qual: str, unknown: Set[str]) -> bool:
 
     name = qual.rsplit(".", 1)[-1]
     return hot_name(name) or name in unknown
-
-
-FIRST = "first"  # a site in a block that runs on the first call or step only
-STRAIGHT = "straight"  # a site outside loops, guards and once-only branches
 
 
 def site_kind(site) -> Optional[str]:
